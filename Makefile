@@ -1,0 +1,59 @@
+# The front door. Each target does everything from a fresh clone: installs missing Debian
+# packages, configures, builds, runs.
+#   make demo            build and run tern on the fixture models
+#   make test            build and pass the whole suite (release, then ASan+UBSan with fuzzers)
+#   make test-sanitize   only the ASan+UBSan suite and the short fuzz runs
+#   make bench           build and run the micro-benchmarks
+#   make fuzz            run each fuzzer for longer (FUZZ_SECONDS, default 300)
+
+BUILD ?= build
+SAN_BUILD ?= build-sanitize
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 15
+export TERN_FIXTURES ?= $(abspath ../shared/fixtures)
+
+.PHONY: all deps build build-sanitize demo test test-release test-sanitize bench fuzz format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(SAN_BUILD)/build.ninja:
+	CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTERN_SANITIZE=ON -DTERN_FUZZ=ON -DTERN_BENCH=OFF
+
+build-sanitize: deps $(SAN_BUILD)/build.ninja
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+
+demo: build
+	scripts/demo.sh $(BUILD)/tern
+
+test: test-release test-sanitize
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-sanitize: build-sanitize
+	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SMOKE_SECONDS)
+
+bench: build
+	scripts/run-benchmarks.sh $(BUILD)
+
+fuzz: build-sanitize
+	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tern needs to build, test and benchmark, only those missing.
+# Idempotent; runs as root or through sudo. Nothing is downloaded but Debian packages.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make pkg-config
+  clang libclang-rt-14-dev          # libFuzzer and the sanitizer runtime
+  libomp-dev                        # OpenMP for the kernels (libgomp comes with g++)
+  libpcre2-dev                      # tokenizer split patterns (Unicode classes, JIT)
+  libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
+  nlohmann-json3-dev                # JSON
+  libcli11-dev                      # command line
+  libgtest-dev libgmock-dev         # tests
+  libbenchmark-dev                  # micro-benchmarks
+  python3-jinja2                    # renders expected chat templates in test-data scripts
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

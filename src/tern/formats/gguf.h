@@ -1,0 +1,155 @@
+// GGUF (versions 2 and 3): an mmapped reader that checks every offset, count and length
+// against the file, and a writer. Layout: header, metadata key/values, tensor infos, padding
+// to general.alignment, tensor data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tern/core/dtype.h"
+#include "tern/core/mapped_file.h"
+
+namespace tern {
+
+// The value types of GGUF metadata, with their ids in the file.
+enum class GgufType : uint32_t {
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
+};
+std::string_view gguf_type_name(GgufType type);
+
+struct GgufValue;
+struct GgufArray {
+  GgufType elem_type = GgufType::UINT8;  // ARRAY for nested arrays
+  std::vector<GgufValue> items;
+};
+
+// One metadata value. Integers of every width are held as int64_t or uint64_t (by signedness),
+// floats as double; `type` remembers the width in the file so a writer can reproduce it.
+struct GgufValue {
+  GgufType type = GgufType::UINT8;
+  std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<GgufArray>> value;
+
+  static GgufValue u32(uint32_t v) { return {GgufType::UINT32, uint64_t{v}}; }
+  static GgufValue i32(int32_t v) { return {GgufType::INT32, int64_t{v}}; }
+  static GgufValue u64(uint64_t v) { return {GgufType::UINT64, v}; }
+  static GgufValue f32(float v) { return {GgufType::FLOAT32, double{v}}; }
+  static GgufValue boolean(bool v) { return {GgufType::BOOL, v}; }
+  static GgufValue string(std::string v) { return {GgufType::STRING, std::move(v)}; }
+  static GgufValue array(GgufType elem_type, std::vector<GgufValue> items);
+  static GgufValue string_array(const std::vector<std::string>& items);
+  static GgufValue f32_array(const std::vector<float>& items);
+  static GgufValue i32_array(const std::vector<int32_t>& items);
+
+  bool is_integer() const;
+  bool is_float() const;  // FLOAT32 / FLOAT64
+  std::optional<int64_t> as_int() const;  // any integer type (or bool) that fits int64
+  std::optional<double> as_float() const;  // any float or integer type
+  const std::string* as_string() const;
+  const GgufArray* as_array() const;
+  std::string to_display(size_t max_items = 8) const;  // for `tern inspect`
+};
+
+struct GgufTensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  // Outermost dimension first (row-major, as numpy and safetensors write it): a weight of
+  // ggml ne = [K, N] has shape {N, K}. The file stores ne[] innermost first; the reader
+  // reverses it.
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;  // from the start of the tensor data section
+  uint64_t nbytes = 0;
+  const std::byte* data = nullptr;  // points into the mapping (nullptr for tensors of a writer)
+
+  uint64_t nelements() const;
+};
+
+class GgufFile {
+ public:
+  // Maps and validates `path`. Every problem (bad magic, unsupported version, a count or
+  // length past the end, a tensor whose data lies outside the file or overlaps another,
+  // an unsupported ggml type, invalid UTF-8 in a key, a duplicate key or tensor name, …)
+  // throws tern::Error whose message starts with the path and says what is wrong.
+  static GgufFile open(const std::string& path);
+  // The same checks on a file already in memory (tests, fuzzers).
+  static GgufFile parse(std::shared_ptr<const MappedFile> file);
+
+  const std::string& path() const { return file_->path(); }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }  // where tensor data starts
+  uint64_t file_size() const { return file_->size(); }
+
+  // Metadata in file order.
+  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
+  const GgufValue* find(std::string_view key) const;
+
+  // Typed getters: nullopt when the key is absent; tern::Error naming the key when it is
+  // present with an incompatible type.
+  std::optional<std::string> get_string(std::string_view key) const;
+  std::optional<int64_t> get_int(std::string_view key) const;
+  std::optional<double> get_float(std::string_view key) const;
+  std::optional<bool> get_bool(std::string_view key) const;
+  std::optional<std::vector<std::string>> get_string_array(std::string_view key) const;
+  std::optional<std::vector<float>> get_float_array(std::string_view key) const;
+  std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
+
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const GgufTensorInfo* find_tensor(std::string_view name) const;
+
+ private:
+  std::shared_ptr<const MappedFile> file_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  std::map<std::string, size_t, std::less<>> metadata_index_;
+  std::vector<GgufTensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
+
+  friend class GgufParser;
+};
+
+// Builds a GGUF v3 file. Metadata keeps insertion order; tensor data is padded to the
+// alignment (general.alignment if set, else 32).
+class GgufWriter {
+ public:
+  void set(std::string key, GgufValue value);  // replaces an existing key
+  // `shape` is outermost first, like GgufTensorInfo::shape. `data` must hold exactly
+  // dtype_bytes(dtype, nelements) bytes; it is copied.
+  void add_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
+                  std::span<const std::byte> data);
+  // Writes to `path` (through a temporary file renamed into place). Throws tern::Error.
+  void write(const std::string& path) const;
+  std::vector<std::byte> to_bytes() const;
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+    std::vector<std::byte> data;
+  };
+  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  std::vector<PendingTensor> tensors_;
+};
+
+}  // namespace tern
