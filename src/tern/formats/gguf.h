@@ -15,6 +15,7 @@
 
 #include "tern/core/dtype.h"
 #include "tern/core/mapped_file.h"
+#include "tern/formats/tensor_info.h"
 
 namespace tern {
 
@@ -68,19 +69,6 @@ struct GgufValue {
   std::string to_display(size_t max_items = 8) const;  // for `tern inspect`
 };
 
-struct GgufTensorInfo {
-  std::string name;
-  DType dtype = DType::F32;
-  // Outermost dimension first (row-major, as numpy and safetensors write it): a weight of
-  // ggml ne = [K, N] has shape {N, K}. The file stores ne[] innermost first; the reader
-  // reverses it.
-  std::vector<int64_t> shape;
-  uint64_t offset = 0;  // from the start of the tensor data section
-  uint64_t nbytes = 0;
-  const std::byte* data = nullptr;  // points into the mapping (nullptr for tensors of a writer)
-
-  uint64_t nelements() const;
-};
 
 class GgufFile {
  public:
@@ -112,8 +100,8 @@ class GgufFile {
   std::optional<std::vector<float>> get_float_array(std::string_view key) const;
   std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
 
-  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
-  const GgufTensorInfo* find_tensor(std::string_view name) const;
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(std::string_view name) const;
 
  private:
   std::shared_ptr<const MappedFile> file_;
@@ -122,7 +110,7 @@ class GgufFile {
   uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::map<std::string, size_t, std::less<>> metadata_index_;
-  std::vector<GgufTensorInfo> tensors_;
+  std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
 
   friend class GgufParser;
@@ -133,7 +121,7 @@ class GgufFile {
 class GgufWriter {
  public:
   void set(std::string key, GgufValue value);  // replaces an existing key
-  // `shape` is outermost first, like GgufTensorInfo::shape. `data` must hold exactly
+  // `shape` is outermost first, like TensorInfo::shape. `data` must hold exactly
   // dtype_bytes(dtype, nelements) bytes; it is copied.
   void add_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
                   std::span<const std::byte> data);
