@@ -1,19 +1,22 @@
-// The tern command line: one binary, one subcommand per job.
+// The tern command line: one binary, one subcommand per job (apps/commands/).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
 
-#include "tern/core/error.h"
+#include "commands/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tern: LLM inference engine and server"};
   app.require_subcommand(1);
+  tern::cli::add_inspect_command(app);
+  tern::cli::add_tokenize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
+    // File, request and configuration problems: one line on stderr, exit code 1.
     std::fprintf(stderr, "tern: %s\n", e.what());
     return 1;
   }

@@ -1,0 +1,13 @@
+// The subcommands of the tern binary; each adds itself to the CLI11 app.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace tern::cli {
+
+void add_inspect_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+
+}  // namespace tern::cli

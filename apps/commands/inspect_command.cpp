@@ -1,0 +1,90 @@
+// `tern inspect`: what a model file holds: format, metadata, the model config tern derives from
+// it, and the tensor table (name, type, shape, bytes).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "commands/commands.h"
+#include "tern/core/error.h"
+#include "tern/formats/gguf.h"
+#include "tern/formats/tensor_info.h"
+
+namespace tern::cli {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// 1234567 → "1,234,567": byte counts people read at a glance.
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+void print_tensor_table(const std::vector<TensorInfo>& tensors) {
+  size_t name_width = 4;
+  for (const auto& t : tensors) name_width = std::max(name_width, t.name.size());
+  uint64_t total = 0, params = 0;
+  std::printf("tensors (%zu), shapes outermost dimension first:\n", tensors.size());
+  std::printf("  %-*s  %-5s  %-20s  %14s\n", static_cast<int>(name_width), "name", "type", "shape",
+              "bytes");
+  for (const auto& t : tensors) {
+    std::printf("  %-*s  %-5s  %-20s  %14s\n", static_cast<int>(name_width), t.name.c_str(),
+                std::string(dtype_name(t.dtype)).c_str(), shape_string(t.shape).c_str(),
+                grouped(t.nbytes).c_str());
+    total += t.nbytes;
+    params += t.nelements();
+  }
+  std::printf("total: %s parameters, %s bytes\n", grouped(params).c_str(), grouped(total).c_str());
+}
+
+void inspect_gguf(const std::string& path) {
+  GgufFile file = GgufFile::open(path);
+  std::printf("file: %s\nformat: GGUF v%u, %s bytes, alignment %llu, tensor data at byte %s\n",
+              path.c_str(), file.version(), grouped(file.file_size()).c_str(),
+              static_cast<unsigned long long>(file.alignment()), grouped(file.data_offset()).c_str());
+  std::printf("metadata (%zu):\n", file.metadata().size());
+  for (const auto& [key, value] : file.metadata()) {
+    std::printf("  %-40s %-8s %s\n", key.c_str(), std::string(gguf_type_name(value.type)).c_str(),
+                value.to_display().c_str());
+  }
+  print_tensor_table(file.tensors());
+}
+
+bool starts_with_gguf_magic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
+}
+
+void run(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw Error(path + ": no such file or folder");
+  if (!std::filesystem::is_directory(path) && starts_with_gguf_magic(path)) {
+    inspect_gguf(path);
+    return;
+  }
+  throw Error(path + ": not a GGUF file");
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Show a model file's metadata and tensors (GGUF, safetensors, or a folder)");
+  cmd->add_option("model", *path, "GGUF file, .safetensors file, or model folder")->required();
+  cmd->callback([path] { run(*path); });
+}
+
+}  // namespace tern::cli

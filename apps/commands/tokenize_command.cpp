@@ -1,0 +1,74 @@
+// `tern tokenize`: text → ids (one JSON array on one line), or ids → text with --detokenize.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands/commands.h"
+#include "tern/core/error.h"
+#include "tern/core/mapped_file.h"
+#include "tern/tokenizer/tokenizer.h"
+
+namespace tern::cli {
+namespace {
+
+struct TokenizeOptions {
+  std::string model;
+  std::string text;
+  std::string text_file;
+  bool detokenize = false;
+  std::string ids;
+  bool no_add_special = false;
+  bool no_parse_special = false;
+  bool keep_special = false;
+};
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) throw Error("--ids: expected a JSON array of token ids, got '" + text + "'");
+  std::vector<int32_t> ids;
+  for (const auto& v : parsed) {
+    if (!v.is_number_integer()) throw Error("--ids: every element must be an integer token id");
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+void run(const TokenizeOptions& opt) {
+  Tokenizer tokenizer = Tokenizer::load(opt.model);
+  if (opt.detokenize) {
+    if (opt.ids.empty()) throw Error("--detokenize needs --ids '[…]'");
+    std::cout << tokenizer.decode(parse_ids(opt.ids), /*skip_special_tokens=*/!opt.keep_special)
+              << '\n';
+    return;
+  }
+  if (!opt.text.empty() && !opt.text_file.empty()) throw Error("give --text or --file, not both");
+  std::string text = opt.text_file.empty() ? opt.text : read_text_file(opt.text_file);
+  std::vector<int32_t> ids = tokenizer.encode(text, !opt.no_add_special, !opt.no_parse_special);
+  std::cout << nlohmann::json(ids).dump() << '\n';
+}
+
+}  // namespace
+
+void add_tokenize_command(CLI::App& app) {
+  auto opt = std::make_shared<TokenizeOptions>();
+  CLI::App* cmd = app.add_subcommand("tokenize", "Turn text into token ids, or ids into text");
+  cmd->add_option("--model,-m", opt->model, "GGUF file, or folder of Hugging Face tokenizer files")
+      ->required();
+  cmd->add_option("--text,-t", opt->text, "Text to tokenize");
+  cmd->add_option("--file,-f", opt->text_file, "Read the text to tokenize from a file");
+  cmd->add_flag("--detokenize,-d", opt->detokenize, "Turn --ids back into text");
+  cmd->add_option("--ids", opt->ids, "Token ids as a JSON array, for --detokenize");
+  cmd->add_flag("--no-add-special-tokens", opt->no_add_special,
+                "Do not add BOS/EOS even where the tokenizer asks for them");
+  cmd->add_flag("--no-parse-special", opt->no_parse_special,
+                "Treat special-token text such as <|im_start|> as plain text");
+  cmd->add_flag("--keep-special-tokens", opt->keep_special,
+                "With --detokenize, keep the text of special tokens");
+  cmd->callback([opt] { run(*opt); });
+}
+
+}  // namespace tern::cli

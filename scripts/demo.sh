@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# What `make demo` shows: tern reading real model files and tokenizers from the fixtures.
+# usage: scripts/demo.sh PATH/TO/tern
+set -euo pipefail
+tern=${1:?path to the tern binary}
+root=$(cd "$(dirname "$0")/.." && pwd)
+fixtures=${TERN_FIXTURES:-$root/../shared/fixtures}
+if [ ! -d "$fixtures" ]; then
+  echo "demo: fixtures not found at $fixtures (set TERN_FIXTURES)" >&2
+  exit 1
+fi
+
+run() {
+  printf '\n$ %s\n' "$*"
+  "$@"
+}
+
+run "$tern" inspect "$fixtures/stories260K/stories260K.gguf"
+run "$tern" tokenize --model "$fixtures/stories260K/stories260K.gguf" --text "Once upon a time, there was a little girl."
+run "$tern" tokenize --model "$fixtures/qwen-tokenizer" --text "Hello, 世界! 🚀 <think>ok</think>"
+run "$tern" tokenize --model "$fixtures/llama3-tokenizer" --text "Llama 3 counts 12345 in threes."
+run "$tern" tokenize --model "$fixtures/qwen-tokenizer" --detokenize --ids '[9707, 11, 220, 99489, 0]'
