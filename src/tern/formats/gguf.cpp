@@ -114,16 +114,16 @@ class GgufParser {
     if (kv_count_ > remaining() / kMinKvBytes)
       fail("kv_count " + std::to_string(kv_count_) + " cannot fit in the " +
            std::to_string(remaining()) + " bytes after the header (each entry takes at least " +
-           std::to_string(kMinKvBytes) + ")");
+           std::to_string(kMinKvBytes) + "): truncated or corrupt");
     if (tensor_count_ > remaining() / kMinTensorInfoBytes)
       fail("tensor_count " + std::to_string(tensor_count_) + " cannot fit in the " +
            std::to_string(remaining()) +
            " bytes after the header (each tensor info takes at least " +
-           std::to_string(kMinTensorInfoBytes) + ")");
+           std::to_string(kMinTensorInfoBytes) + "): truncated or corrupt");
     if (kv_count_ * kMinKvBytes + tensor_count_ * kMinTensorInfoBytes > remaining())
       fail("kv_count " + std::to_string(kv_count_) + " and tensor_count " +
            std::to_string(tensor_count_) + " cannot fit in the " + std::to_string(remaining()) +
-           " bytes after the header");
+           " bytes after the header: truncated or corrupt");
   }
 
   GgufValue value(uint32_t raw_type, int depth) {
@@ -181,8 +181,9 @@ class GgufParser {
     if (count > remaining() / min_size)
       fail("array count " + std::to_string(count) + " at byte " + std::to_string(count_at) +
            " cannot fit: " + std::to_string(count) + " " + std::string(gguf_type_name(type)) +
-           " items need at least " + std::to_string(min_size) + " bytes each, and " +
-           std::to_string(remaining()) + " bytes are left in the file");
+           " items need at least " + std::to_string(min_size) +
+           (min_size == 1 ? " byte" : " bytes") + " each, and " + std::to_string(remaining()) +
+           " bytes are left in the file");
     auto arr = std::make_shared<GgufArray>();
     arr->elem_type = type;
     arr->items.reserve(count);
@@ -230,7 +231,7 @@ class GgufParser {
     context_ = "tensor infos";
     if (tensor_count_ > remaining() / kMinTensorInfoBytes)
       fail("tensor_count " + std::to_string(tensor_count_) + " cannot fit in the " +
-           std::to_string(remaining()) + " bytes left after the metadata");
+           std::to_string(remaining()) + " bytes left after the metadata: truncated or corrupt");
     out.tensors_.reserve(tensor_count_);
     for (uint64_t i = 0; i < tensor_count_; ++i) {
       context_ = "tensor info " + std::to_string(i);
@@ -300,14 +301,18 @@ class GgufParser {
     out.data_offset_ = (pos_ + out.alignment_ - 1) / out.alignment_ * out.alignment_;
     for (TensorInfo& t : out.tensors_) {
       context_ = "tensor '" + t.name + "'";
-      uint64_t start = out.data_offset_ + t.offset;
-      if (t.offset > size_ || start > size_)
+      if (t.offset > size_)
         fail("data offset " + std::to_string(t.offset) + " is past the end of the file (" +
-             std::to_string(size_) + " bytes, tensor data starts at byte " +
-             std::to_string(out.data_offset_) + ")");
-      if (t.nbytes > size_ - start)
-        fail("data ends at byte " + std::to_string(start + t.nbytes) +
+             std::to_string(size_) + " bytes)");
+      // data_offset_ and t.offset are both at most size_ + 2^31, so neither sum overflows
+      // except the last, which is checked.
+      uint64_t start = out.data_offset_ + t.offset;
+      if (start > size_ || t.nbytes > size_ - start) {
+        bool wraps = t.nbytes > std::numeric_limits<uint64_t>::max() - start;
+        fail("data ends at byte " +
+             (wraps ? std::string("beyond 2^64") : std::to_string(start + t.nbytes)) +
              ", past the end of the file (" + std::to_string(size_) + ")");
+      }
       t.data = file_->data() + start;
     }
     std::vector<size_t> order(out.tensors_.size());
