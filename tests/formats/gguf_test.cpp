@@ -375,6 +375,19 @@ TEST(GgufRoundTrip, EveryTypeDefaultAlignment) { check_round_trip(32); }
 TEST(GgufRoundTrip, EveryTypeAlignment64) { check_round_trip(64); }
 TEST(GgufRoundTrip, EveryTypeAlignment1) { check_round_trip(1); }
 
+TEST(GgufRoundTrip, Version2ReadsLikeVersion3) {
+  GgufWriter w;
+  w.set("general.name", GgufValue::string("v2"));
+  std::vector<std::byte> data(8);
+  w.add_tensor("t", DType::F16, {4}, data);
+  auto bytes = w.to_bytes();
+  bytes[4] = std::byte{2};  // the u32 version; v2 and v3 differ only in v3's big-endian variant
+  GgufFile f = GgufFile::parse(in_memory("v2.gguf", bytes));
+  EXPECT_EQ(f.version(), 2u);
+  EXPECT_EQ(f.get_string("general.name"), "v2");
+  EXPECT_EQ(f.find_tensor("t")->shape, std::vector<int64_t>{4});
+}
+
 TEST(GgufRoundTrip, EmptyFile) {
   GgufWriter w;
   auto bytes = w.to_bytes();

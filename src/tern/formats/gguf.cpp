@@ -18,7 +18,6 @@ using gguf_detail::quoted;
 
 namespace {
 
-constexpr uint64_t kHeaderBytes = 4 + 4 + 8 + 8;  // magic, version, tensor_count, kv_count
 // The fewest bytes of one metadata entry (empty key, u32 type, 1-byte value) and one tensor
 // info (empty name, n_dims, one ne, type, offset): counts are checked against these.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
