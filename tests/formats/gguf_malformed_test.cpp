@@ -295,6 +295,26 @@ TEST(GgufMalformed, Metadata) {
   }
 }
 
+TEST(GgufMalformed, TooManyArrayItems) {
+  // A one-item array, then one of 2^24 items that fits the file (so only the item limit can
+  // stop it, before anything is allocated).
+  Bytes x = raw(0, 2, [&](Bytes& o) {
+    put_str(o, "first");
+    put_le(o, 9, 4);
+    put_le(o, 0, 4);
+    put_le(o, 1, 8);
+    put_le(o, 7, 1);
+    put_str(o, "second");
+    put_le(o, 9, 4);
+    put_le(o, 0, 4);
+    put_le(o, uint64_t{1} << 24, 8);
+    o.resize(o.size() + (uint64_t{1} << 24));
+  });
+  expect_rejected("items.gguf", x,
+                  "key 'second': array count 16777216 at byte [0-9]+ takes the metadata past "
+                  "16777216 array items");
+}
+
 TEST(GgufMalformed, Alignment) {
   Bytes b = base_file(64);
   {

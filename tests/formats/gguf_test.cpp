@@ -450,6 +450,9 @@ TEST(GgufWriter, RejectsBadInput) {
       },
       "row length 16 is not a multiple of the Q8_0 block size 32");
   expect_error([&] { w.add_tensor("", DType::F32, {1}, four); }, "empty tensor name");
+  expect_error([&] { w.add_tensor(std::string(64, 'n'), DType::F32, {1}, four); },
+               "name is 64 bytes; ggml allows at most 63");
+  w.add_tensor(std::string(63, 'n'), DType::F32, {1}, four);
   expect_error([&] { w.add_tensor("b\xFF", DType::F32, {1}, four); }, "not valid UTF-8");
   expect_error([&] { w.set("general.alignment", GgufValue::u32(3)); }, "power of two");
   expect_error([&] { w.set("general.alignment", GgufValue::u32(0)); }, "power of two");

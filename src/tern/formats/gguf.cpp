@@ -24,6 +24,9 @@ constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 constexpr uint32_t kMaxDims = 4;
 constexpr uint64_t kDefaultAlignment = 32;
+// Each array item becomes a GgufValue (48 bytes), so a file of a few GB could otherwise ask for
+// a hundred GB of memory. Real vocabularies need about 1M items (tokens, scores, types, merges).
+constexpr uint64_t kMaxMetadataItems = uint64_t{1} << 24;
 
 }  // namespace
 
@@ -183,6 +186,11 @@ class GgufParser {
            " items need at least " + std::to_string(min_size) +
            (min_size == 1 ? " byte" : " bytes") + " each, and " + std::to_string(remaining()) +
            " bytes are left in the file");
+    if (count > kMaxMetadataItems - metadata_items_)
+      fail("array count " + std::to_string(count) + " at byte " + std::to_string(count_at) +
+           " takes the metadata past " + std::to_string(kMaxMetadataItems) +
+           " array items in all, more than tern accepts");
+    metadata_items_ += count;
     auto arr = std::make_shared<GgufArray>();
     arr->elem_type = type;
     arr->items.reserve(count);
@@ -337,6 +345,7 @@ class GgufParser {
   uint64_t pos_ = 0;
   uint64_t tensor_count_ = 0;
   uint64_t kv_count_ = 0;
+  uint64_t metadata_items_ = 0;  // array items read so far, nested ones included
   std::string context_;
 };
 
