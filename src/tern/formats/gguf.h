@@ -135,9 +135,15 @@ class GgufFile {
 // alignment (general.alignment if set, else 32).
 class GgufWriter {
  public:
-  void set(std::string key, GgufValue value);  // replaces an existing key
+  // Replaces an existing key in place. Throws tern::Error when the key is empty or not UTF-8,
+  // the value does not hold what its type says (or does not fit its width), an array item's
+  // type differs from the array's, arrays nest deeper than kGgufMaxArrayDepth, or
+  // general.alignment is not a uint32 power of two.
+  void set(std::string key, GgufValue value);
   // `shape` is outermost first, like TensorInfo::shape. `data` must hold exactly
-  // dtype_bytes(dtype, nelements) bytes; it is copied.
+  // dtype_bytes(dtype, nelements) bytes; it is copied. Throws tern::Error on a duplicate, empty,
+  // non-UTF-8 or over-63-byte name (llama.cpp's limit), a dtype without a ggml id (U8), 0 or
+  // more than 4 dimensions, a dimension < 1, or a row length that is not whole blocks.
   void add_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
                   std::span<const std::byte> data);
   // Writes to `path` (through a temporary file renamed into place). Throws tern::Error.
