@@ -28,6 +28,10 @@ struct ByteLevelBpeOptions {
   bool ignore_merges = false;  // Llama 3: a pre-token that is a vocabulary entry is one token
 };
 
+// What the models of a pre-tokenizer need besides the regex, for files that do not say (GGUF,
+// vocab.json + merges.txt): Qwen2 normalises to NFC, Llama 3 sets ignore_merges.
+ByteLevelBpeOptions default_byte_level_options(PreTokenizer pre_tokenizer);
+
 class ByteLevelBpe {
  public:
   // `merges` are "left right" pairs in rank order (merges.txt / vocab.bpe lines, GGUF
@@ -39,7 +43,9 @@ class ByteLevelBpe {
   ByteLevelBpe(ByteLevelBpe&&) noexcept;
   ByteLevelBpe& operator=(ByteLevelBpe&&) noexcept;
 
-  // Appends the ids of plain text (special tokens already split off) to `out`.
+  // Appends the ids of plain text (special tokens already split off) to `out`. Any bytes are
+  // accepted: invalid UTF-8 is skipped by NFC and the regex and still encoded byte by byte; a
+  // byte whose single-byte token the vocabulary lacks is dropped. Thread-safe.
   void encode(std::string_view text, std::vector<int32_t>& out) const;
 
   // The raw bytes a token text in GPT-2's alphabet stands for ("Ġhello" → " hello").
