@@ -28,6 +28,10 @@ struct ByteLevelBpeOptions {
   bool ignore_merges = false;  // Llama 3: a pre-token that is a vocabulary entry is one token
 };
 
+// What the models of a pre-tokenizer need besides the regex, for files that do not say (GGUF,
+// vocab.json + merges.txt): Qwen2 normalises to NFC, Llama 3 sets ignore_merges.
+ByteLevelBpeOptions default_byte_level_options(PreTokenizer pre_tokenizer);
+
 class ByteLevelBpe {
  public:
   // `merges` are "left right" pairs in rank order (merges.txt / vocab.bpe lines, GGUF

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tern/tokenizer/byte_level_bpe.h"
@@ -42,5 +43,17 @@ struct HfTokenizerFiles {
 // Throws tern::Error naming the folder and file when nothing usable is there or a file is
 // malformed.
 HfTokenizerFiles load_hf_tokenizer_files(const std::string& dir);
+
+// The contents of one tokenizer.json (`name` prefixes error messages), without a
+// tokenizer_config.json beside it; what load_hf_tokenizer_files and the fuzzer use.
+HfTokenizerFiles parse_tokenizer_json(std::string_view json, const std::string& name);
+
+// The pre-tokenizer a byte-level vocabulary was trained with, read from its digit tokens, for
+// vocab.json + merges.txt folders that do not name a tokenizer class: the GPT-2 regex
+// attaches a space to digit runs of any length (" 2018"), Llama 3's cuts digits into runs of
+// at most three, Qwen2's into single digits, so the longest all-digit token (and whether one
+// starts with "Ġ") tells them apart. tern::Error naming `name` when it fits none of them.
+PreTokenizer pre_tokenizer_from_vocabulary(const std::vector<std::string>& tokens,
+                                           const std::string& name);
 
 }  // namespace tern

@@ -1,0 +1,245 @@
+// Byte-level BPE against llama.cpp's tokenizer test vectors (Qwen2, Llama 3), plus the byte
+// alphabet, the pre-tokenizer regexes and the merge order on small hand-made vocabularies.
+#include "tern/tokenizer/byte_level_bpe.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "fixtures.h"
+#include "tern/core/error.h"
+#include "tern/core/mapped_file.h"
+#include "tern/tokenizer/hf_tokenizer_files.h"
+#include "tern/tokenizer/pre_tokenizer.h"
+
+namespace tern {
+namespace {
+
+struct VectorCase {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// `.inp`: strings separated by "\n__ggml_vocab_test__\n" (the file ends with one); `.out`: one
+// line of ids per string.
+std::vector<VectorCase> read_vectors(const std::string& stem) {
+  const std::string inp = read_text_file(testing::fixture(stem + ".inp"));
+  const std::string out = read_text_file(testing::fixture(stem + ".out"));
+  const std::string separator = "\n__ggml_vocab_test__\n";
+  std::vector<VectorCase> cases;
+  for (size_t pos = 0; pos < inp.size();) {
+    const size_t end = inp.find(separator, pos);
+    if (end == std::string::npos) break;
+    cases.push_back({inp.substr(pos, end - pos), {}});
+    pos = end + separator.size();
+  }
+  std::istringstream lines(out);
+  std::string line;
+  for (auto& c : cases) {
+    std::getline(lines, line);
+    std::istringstream ids(line);
+    for (int32_t id; ids >> id;) c.ids.push_back(id);
+  }
+  return cases;
+}
+
+// Loading a 150k-token folder takes a moment: each is read once per test binary.
+const HfTokenizerFiles& folder(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<HfTokenizerFiles>> cache;
+  auto& slot = cache[name];
+  if (!slot) slot = std::make_unique<HfTokenizerFiles>(load_hf_tokenizer_files(testing::fixture(name)));
+  return *slot;
+}
+
+std::vector<int32_t> encode(const ByteLevelBpe& bpe, std::string_view text) {
+  std::vector<int32_t> ids;
+  bpe.encode(text, ids);
+  return ids;
+}
+
+std::string decode(const Vocab& vocab, const std::vector<int32_t>& ids) {
+  std::string text;
+  for (int32_t id : ids) text += ByteLevelBpe::token_text_to_bytes(vocab.tokens[static_cast<size_t>(id)]);
+  return text;
+}
+
+void expect_vectors(const std::string& dir, const std::string& stem) {
+  const HfTokenizerFiles& files = folder(dir);
+  const ByteLevelBpe bpe(files.vocab, files.merges, files.byte_level);
+  const std::vector<VectorCase> cases = read_vectors(stem);
+  ASSERT_EQ(cases.size(), 46u);
+  int matched = 0;
+  for (const VectorCase& c : cases) {
+    const std::vector<int32_t> ids = encode(bpe, c.text);
+    EXPECT_EQ(ids, c.ids) << "text: '" << c.text << "'";
+    matched += ids == c.ids;
+    // None of the 46 strings changes under NFC, so decoding gives every one back byte for byte.
+    EXPECT_EQ(decode(files.vocab, ids), c.text);
+  }
+  EXPECT_EQ(matched, 46);
+}
+
+TEST(ByteLevelBpe, QwenMatchesLlamaCppVectors) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer/vocab.json");
+  TERN_REQUIRE_FIXTURE("llama.cpp-vocab/ggml-vocab-qwen2.gguf.inp");
+  expect_vectors("qwen-tokenizer", "llama.cpp-vocab/ggml-vocab-qwen2.gguf");
+}
+
+TEST(ByteLevelBpe, Llama3MatchesLlamaCppVectors) {
+  TERN_REQUIRE_FIXTURE("llama3-tokenizer/encoder.json");
+  TERN_REQUIRE_FIXTURE("llama.cpp-vocab/ggml-vocab-llama-bpe.gguf.inp");
+  expect_vectors("llama3-tokenizer", "llama.cpp-vocab/ggml-vocab-llama-bpe.gguf");
+}
+
+TEST(ByteLevelBpe, Llama3NeedsIgnoreMerges) {
+  TERN_REQUIRE_FIXTURE("llama3-tokenizer/encoder.json");
+  const HfTokenizerFiles& files = folder("llama3-tokenizer");
+  ASSERT_TRUE(files.byte_level.ignore_merges);
+  const ByteLevelBpe with(files.vocab, files.merges, files.byte_level);
+  ByteLevelBpeOptions plain = files.byte_level;
+  plain.ignore_merges = false;
+  const ByteLevelBpe without(files.vocab, files.merges, plain);
+  EXPECT_EQ(encode(with, " Việt"), std::vector<int32_t>{101798});
+  const std::vector<int32_t> merged = encode(without, " Việt");
+  EXPECT_GT(merged.size(), 1u);
+  EXPECT_EQ(decode(files.vocab, merged), " Việt");
+}
+
+TEST(ByteLevelBpe, QwenNormalisesToNfc) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer/vocab.json");
+  const HfTokenizerFiles& files = folder("qwen-tokenizer");
+  ASSERT_TRUE(files.byte_level.nfc);
+  const ByteLevelBpe bpe(files.vocab, files.merges, files.byte_level);
+  // "café" with a combining acute accent (e + U+0301) and with the precomposed é (U+00E9).
+  EXPECT_EQ(encode(bpe, "caf\x65\xCC\x81 au lait"), encode(bpe, "caf\xC3\xA9 au lait"));
+  EXPECT_EQ(decode(files.vocab, encode(bpe, "A\xCC\x8A")), "\xC3\x85");  // A + ring → Å
+  ByteLevelBpeOptions raw = files.byte_level;
+  raw.nfc = false;
+  const ByteLevelBpe no_nfc(files.vocab, files.merges, raw);
+  EXPECT_EQ(decode(files.vocab, encode(no_nfc, "A\xCC\x8A")), "A\xCC\x8A");
+}
+
+TEST(ByteLevelBpe, ArbitraryBytesRoundTrip) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer/vocab.json");
+  const HfTokenizerFiles& files = folder("qwen-tokenizer");
+  const ByteLevelBpe bpe(files.vocab, files.merges, files.byte_level);
+  std::string bytes;
+  for (int i = 0; i < 512; ++i) bytes.push_back(static_cast<char>((i * 37 + 11) % 256));
+  bytes += "\xFF\xFE invalid \xC3 utf-8 \xE4\xBD";  // truncated sequences too
+  EXPECT_EQ(decode(files.vocab, encode(bpe, bytes)), bytes);
+  // A long whitespace run and a long run of letters stay one pre-token each: no limits hit.
+  const std::string spaces(200000, ' ');
+  const std::string letters = [] {
+    std::string s;
+    for (int i = 0; i < 20000; ++i) s += "\xE4\xBD\xA0";  // 你
+    return s;
+  }();
+  EXPECT_EQ(decode(files.vocab, encode(bpe, spaces + "x")), spaces + "x");
+  EXPECT_EQ(decode(files.vocab, encode(bpe, letters)), letters);
+}
+
+TEST(ByteLevelBpe, ByteAlphabet) {
+  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text(" hello\n"), "\xC4\xA0hello\xC4\x8A");  // Ġhello Ċ
+  EXPECT_EQ(ByteLevelBpe::token_text_to_bytes("\xC4\xA0hello"), " hello");
+  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\t"), "\xC4\x89");                     // ĉ
+  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\xAD"), "\xC5\x83");                   // Ń
+  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\xA1"), "\xC2\xA1");                   // ¡ itself
+  EXPECT_EQ(ByteLevelBpe::token_text_to_bytes("<|im_end|>"), "<|im_end|>");
+  EXPECT_EQ(ByteLevelBpe::token_text_to_bytes("\xE4\xBD\xA0"), "\xE4\xBD\xA0");  // not in it
+  std::string all;
+  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  const std::string text = ByteLevelBpe::bytes_to_token_text(all);
+  EXPECT_EQ(text.size(), 94u + 2u * 162u);  // printable ASCII is one byte, the rest two
+  EXPECT_EQ(ByteLevelBpe::token_text_to_bytes(text), all);
+}
+
+TEST(PreTokenizerRegex, SplitsLikeEachModel) {
+  const auto split = [](PreTokenizer kind, std::string_view text) {
+    const PreTokenizerRegex regex(kind);
+    std::vector<std::pair<size_t, size_t>> pieces;
+    regex.split(text, pieces);
+    std::vector<std::string> out;
+    for (auto [b, e] : pieces) out.emplace_back(text.substr(b, e - b));
+    return out;
+  };
+  const std::string text = "I'VE got 12345 apples!!\n\n  ok";
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split(PreTokenizer::Gpt2, text),
+            (V{"I", "'", "VE", " got", " 12345", " apples", "!!", "\n\n ", " ok"}));
+  EXPECT_EQ(split(PreTokenizer::Llama3, text),
+            (V{"I", "'VE", " got", " ", "123", "45", " apples", "!!\n\n", " ", " ok"}));
+  EXPECT_EQ(split(PreTokenizer::Qwen2, text),
+            (V{"I", "'VE", " got", " ", "1", "2", "3", "4", "5", " apples", "!!\n\n", " ", " ok"}));
+  // Invalid UTF-8 never matches; each run of it is a piece of its own.
+  EXPECT_EQ(split(PreTokenizer::Qwen2, "ab\xFF\xFE" "cd"), (V{"ab", "\xFF\xFE", "cd"}));
+  EXPECT_EQ(pre_tokenizer_from_pattern(pre_tokenizer_pattern(PreTokenizer::Llama3)),
+            PreTokenizer::Llama3);
+  EXPECT_EQ(pre_tokenizer_from_pattern("\\s+"), std::nullopt);
+}
+
+TEST(ByteLevelBpe, PreTokenizerFromGguf) {
+  EXPECT_EQ(pre_tokenizer_from_gguf("gpt-2"), PreTokenizer::Gpt2);
+  EXPECT_EQ(pre_tokenizer_from_gguf("llama-bpe"), PreTokenizer::Llama3);
+  EXPECT_EQ(pre_tokenizer_from_gguf("llama3"), PreTokenizer::Llama3);
+  EXPECT_EQ(pre_tokenizer_from_gguf("qwen2"), PreTokenizer::Qwen2);
+  EXPECT_EQ(pre_tokenizer_from_gguf("deepseek-r1-qwen"), PreTokenizer::Qwen2);
+  try {
+    pre_tokenizer_from_gguf("default");
+    FAIL() << "expected tern::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'default'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(pre_tokenizer_from_gguf("starcoder"), Error);
+  EXPECT_TRUE(default_byte_level_options(PreTokenizer::Qwen2).nfc);
+  EXPECT_TRUE(default_byte_level_options(PreTokenizer::Llama3).ignore_merges);
+  EXPECT_FALSE(default_byte_level_options(PreTokenizer::Gpt2).nfc);
+}
+
+// A vocabulary of the letters a..e plus merge results, to check the merge order by hand.
+Vocab small_vocab(const std::vector<std::string>& extra) {
+  Vocab vocab;
+  for (char c = 'a'; c <= 'e'; ++c) vocab.tokens.emplace_back(1, c);
+  vocab.tokens.push_back("\xC4\xA0");  // Ġ
+  for (const std::string& t : extra) vocab.tokens.push_back(t);
+  vocab.types.assign(vocab.tokens.size(), TokenType::Normal);
+  vocab.build_index();
+  return vocab;
+}
+
+TEST(ByteLevelBpe, MergesByRankLeftmostFirst) {
+  // ids: a0 b1 c2 d3 e4 Ġ5 ab6 bc7 abc8 aa9 aaa10 aaaa11
+  const Vocab vocab = small_vocab({"ab", "bc", "abc", "aa", "aaa", "aaaa"});
+  const ByteLevelBpe bpe(vocab, {"b c", "a b", "a bc", "a a", "aa aa", "aa a"},
+                         ByteLevelBpeOptions{});
+  EXPECT_EQ(encode(bpe, "abc"), (std::vector<int32_t>{8}));     // bc first, then a+bc
+  EXPECT_EQ(encode(bpe, "abd"), (std::vector<int32_t>{6, 3}));  // ab, d
+  // "aaaaa": "a a" merges leftmost first → aa aa a; then "aa aa" (rank 4) before "aa a".
+  EXPECT_EQ(encode(bpe, "aaaaa"), (std::vector<int32_t>{11, 0}));
+  EXPECT_EQ(encode(bpe, "aaa"), (std::vector<int32_t>{10}));
+  EXPECT_EQ(encode(bpe, " ab"), (std::vector<int32_t>{5, 6}));  // no "Ġ ab" merge
+  EXPECT_EQ(encode(bpe, "z"), (std::vector<int32_t>{}));        // byte not in the vocabulary
+}
+
+TEST(ByteLevelBpe, RejectsBadMerges) {
+  const Vocab vocab = small_vocab({"ab"});
+  const auto message = [&](const std::vector<std::string>& merges) {
+    try {
+      ByteLevelBpe bpe(vocab, merges, ByteLevelBpeOptions{});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({"a b", "a x"}),
+            "byte-level BPE: merge 2 'a x': 'x' is not in the vocabulary");
+  EXPECT_EQ(message({"b c"}),
+            "byte-level BPE: merge 1 'b c': the result 'bc' is not in the vocabulary");
+  EXPECT_EQ(message({"ab"}), "byte-level BPE: merge 1 'ab' is not two tokens separated by one space");
+  EXPECT_EQ(message({"a  b"}),
+            "byte-level BPE: merge 1 'a  b' is not two tokens separated by one space");
+}
+
+}  // namespace
+}  // namespace tern
