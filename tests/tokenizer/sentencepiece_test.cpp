@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "fixtures.h"
-#include "tokenizer/llama_cpp_vectors.h"
 #include "tern/core/error.h"
 #include "tern/tokenizer/sentencepiece_bpe.h"
 #include "tern/tokenizer/sentencepiece_model.h"
 #include "tern/tokenizer/utf8_scan.h"
+#include "tokenizer/llama_cpp_vectors.h"
 
 namespace tern {
 namespace {
@@ -140,7 +140,7 @@ TEST(SentencePieceModel, ParsesSyntheticModel) {
 TEST(SentencePieceModel, SkipsUnknownFieldsOfEveryWireType) {
   std::string s = small_model({{"a", -1.0f}});
   Proto extra;
-  extra.int_field(9, 123456789);            // varint
+  extra.int_field(9, 123456789);             // varint
   extra.key(10, 1).bytes.append(8, '\x01');  // fixed64
   extra.string_field(11, "whatever");        // length-delimited
   extra.float_field(12, 1.5f);               // fixed32
@@ -252,8 +252,7 @@ TEST(SentencePieceBpe, MergesHighestScoreFirst) {
   SmallSpm spm({{"a", -10}, {"b", -10}, {"c", -10}, {kSp, -10}, {"ab", -1}, {"bc", -2}},
                no_prefix());
   EXPECT_EQ(spm.pieces("abc"), (std::vector<std::string>{"ab", "c"}));
-  SmallSpm spm2({{"a", -10}, {"b", -10}, {"c", -10}, {"ab", -2}, {"bc", -1}},
-                no_prefix());
+  SmallSpm spm2({{"a", -10}, {"b", -10}, {"c", -10}, {"ab", -2}, {"bc", -1}}, no_prefix());
   EXPECT_EQ(spm2.pieces("abc"), (std::vector<std::string>{"a", "bc"}));
 }
 
@@ -264,7 +263,8 @@ TEST(SentencePieceBpe, TiesGoToTheLeftmostPair) {
 }
 
 TEST(SentencePieceBpe, MergedPiecesKeepMerging) {
-  SmallSpm spm({{"a", -10}, {"b", -10}, {"ab", -1}, {"abab", -0.5}, {kSp, -10}, {kSp + "abab", -3}});
+  SmallSpm spm(
+      {{"a", -10}, {"b", -10}, {"ab", -1}, {"abab", -0.5}, {kSp, -10}, {kSp + "abab", -3}});
   EXPECT_EQ(spm.pieces("abab"), (std::vector<std::string>{kSp + "abab"}));
   EXPECT_EQ(spm.pieces("ab ab"), (std::vector<std::string>{kSp, "ab", kSp, "ab"}));
 }
@@ -281,7 +281,9 @@ TEST(SentencePieceBpe, DummyPrefixAndWhitespace) {
 
 TEST(SentencePieceBpe, UnknownCharactersBecomeUnkWithoutByteFallback) {
   SmallSpm spm({{"a", -10}}, no_prefix());
-  EXPECT_EQ(spm.pieces("a\xC3\xA9" "a"), (std::vector<std::string>{"a", "<unk>", "a"}));
+  EXPECT_EQ(spm.pieces("a\xC3\xA9"
+                       "a"),
+            (std::vector<std::string>{"a", "<unk>", "a"}));
 }
 
 TEST(SentencePieceBpe, ParsesBytePieces) {
@@ -315,9 +317,9 @@ TEST(SentencePieceBpe, Llama2VectorsFromTokenizerModel) {
   SentencePieceBpeOptions options;
   options.unk_id = m.unk_id;
   SentencePieceBpe bpe(m.vocab, options);
-  const auto vectors =
-      testing::read_llama_cpp_vectors(testing::fixture("llama.cpp-vocab/ggml-vocab-llama-spm.gguf.inp"),
-                                      testing::fixture("llama.cpp-vocab/ggml-vocab-llama-spm.gguf.out"));
+  const auto vectors = testing::read_llama_cpp_vectors(
+      testing::fixture("llama.cpp-vocab/ggml-vocab-llama-spm.gguf.inp"),
+      testing::fixture("llama.cpp-vocab/ggml-vocab-llama-spm.gguf.out"));
   ASSERT_EQ(vectors.size(), 46u);
   int exact = 0;
   for (const auto& v : vectors) {
@@ -337,7 +339,10 @@ TEST(Utf8Scan, ClassifiesSequences) {
   const std::string s = "\xF0\x9F\x98";
   EXPECT_EQ(next_utf8_char(s, 0).status, Utf8Status::Incomplete);
   EXPECT_EQ(next_utf8_char(s, 0).length, 3u);
-  EXPECT_EQ(sanitize_utf8("a\xE2\x82" "b\xFF"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  EXPECT_EQ(sanitize_utf8("a\xE2\x82"
+                          "b\xFF"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
 }
 
 }  // namespace

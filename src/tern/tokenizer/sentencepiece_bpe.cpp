@@ -68,15 +68,16 @@ SentencePieceBpe::SentencePieceBpe(const Vocab& vocab, SentencePieceBpeOptions o
     throw Error("SentencePiece BPE: unk id " + std::to_string(*options_.unk_id) +
                 " is outside the vocabulary");
   if (!options_.unk_id && !(options_.byte_fallback && all_bytes))
-    throw Error("SentencePiece BPE: the vocabulary has neither an unknown token nor all 256 "
-                "byte-fallback pieces, so some text could not be encoded");
+    throw Error(
+        "SentencePiece BPE: the vocabulary has neither an unknown token nor all 256 "
+        "byte-fallback pieces, so some text could not be encoded");
 }
 
 bool SentencePieceBpe::mergeable(int32_t id) const {
   // Control, unknown and byte pieces are never the result of a merge (SentencePiece keeps
   // them out of its piece table); "<0x41>" typed by a user stays six characters.
-  const TokenType t = vocab_->types.empty() ? TokenType::Normal
-                                            : vocab_->types[static_cast<size_t>(id)];
+  const TokenType t =
+      vocab_->types.empty() ? TokenType::Normal : vocab_->types[static_cast<size_t>(id)];
   return t != TokenType::Control && t != TokenType::Unknown && t != TokenType::Byte;
 }
 
@@ -124,8 +125,8 @@ void SentencePieceBpe::encode(std::string_view raw, std::vector<int32_t>& out) c
     const size_t len = c.status == Utf8Status::Complete ? c.length : 1;
     const auto id = vocab_->find(std::string_view(text).substr(pos, len));
     const int32_t index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(len), index - 1,
-                       index + 1, id ? *id : -1});
+    symbols.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(len), index - 1, index + 1,
+                       id ? *id : -1});
     pos += len;
   }
   symbols.back().next = -1;

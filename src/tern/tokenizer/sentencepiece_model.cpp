@@ -14,13 +14,20 @@ enum class WireType : uint32_t { Varint = 0, Fixed64 = 1, Len = 2, Fixed32 = 5 }
 
 std::string_view wire_type_name(uint32_t wire) {
   switch (wire) {
-    case 0: return "varint";
-    case 1: return "fixed64";
-    case 2: return "length-delimited";
-    case 3: return "start-group";
-    case 4: return "end-group";
-    case 5: return "fixed32";
-    default: return "invalid";
+    case 0:
+      return "varint";
+    case 1:
+      return "fixed64";
+    case 2:
+      return "length-delimited";
+    case 3:
+      return "start-group";
+    case 4:
+      return "end-group";
+    case 5:
+      return "fixed32";
+    default:
+      return "invalid";
   }
 }
 
@@ -101,17 +108,22 @@ class WireReader {
 
   void skip(uint32_t wire) {
     switch (wire) {
-      case 0: varint(); break;
+      case 0:
+        varint();
+        break;
       case 1:
         if (end_ - pos_ < 8) fail(pos_, "fixed64 runs past the end of the message");
         pos_ += 8;
         break;
-      case 2: bytes_field(); break;
+      case 2:
+        bytes_field();
+        break;
       case 5:
         if (end_ - pos_ < 4) fail(pos_, "fixed32 runs past the end of the message");
         pos_ += 4;
         break;
-      default: fail(pos_, "cannot skip wire type " + std::to_string(wire));
+      default:
+        fail(pos_, "cannot skip wire type " + std::to_string(wire));
     }
   }
 
@@ -150,7 +162,8 @@ void parse_piece(std::span<const std::byte> bytes, size_t begin, size_t end,
         r.expect(field, wire, WireType::Varint, "type");
         type = static_cast<int64_t>(r.varint());
         break;
-      default: r.skip(wire);
+      default:
+        r.skip(wire);
     }
   }
   if (piece.empty()) r.fail(begin, "empty piece");
@@ -165,8 +178,7 @@ void parse_piece(std::span<const std::byte> bytes, size_t begin, size_t end,
 int32_t as_int32(uint64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
 
 void parse_trainer_spec(std::span<const std::byte> bytes, size_t begin, size_t end,
-                        const std::string& name, SentencePieceModel& model,
-                        int32_t (&ids)[4]) {
+                        const std::string& name, SentencePieceModel& model, int32_t (&ids)[4]) {
   WireReader r(bytes, begin, end, name, "trainer_spec");
   uint32_t field, wire;
   while (r.next(field, wire)) {
@@ -186,7 +198,8 @@ void parse_trainer_spec(std::span<const std::byte> bytes, size_t begin, size_t e
         r.expect(field, wire, WireType::Varint, "special id");
         ids[field - 40] = as_int32(r.varint());
         break;
-      default: r.skip(wire);
+      default:
+        r.skip(wire);
     }
   }
 }
@@ -209,17 +222,22 @@ void parse_normalizer_spec(std::span<const std::byte> bytes, size_t begin, size_
         r.expect(field, wire, WireType::Varint, "escape_whitespaces");
         model.escape_whitespaces = r.varint() != 0;
         break;
-      default: r.skip(wire);
+      default:
+        r.skip(wire);
     }
   }
 }
 
 std::string_view model_type_name(SentencePieceModelType type) {
   switch (type) {
-    case SentencePieceModelType::Unigram: return "UNIGRAM";
-    case SentencePieceModelType::Bpe: return "BPE";
-    case SentencePieceModelType::Word: return "WORD";
-    case SentencePieceModelType::Char: return "CHAR";
+    case SentencePieceModelType::Unigram:
+      return "UNIGRAM";
+    case SentencePieceModelType::Bpe:
+      return "BPE";
+    case SentencePieceModelType::Word:
+      return "WORD";
+    case SentencePieceModelType::Char:
+      return "CHAR";
   }
   return "unknown";
 }
@@ -252,7 +270,8 @@ SentencePieceModel parse_sentencepiece_model(std::span<const std::byte> bytes,
         parse_normalizer_spec(bytes, b, e, name, model);
         break;
       }
-      default: r.skip(wire);
+      default:
+        r.skip(wire);
     }
   }
 
