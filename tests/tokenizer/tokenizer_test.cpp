@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "fixtures.h"
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
+#include "tern/tokenizer/hf_tokenizer_files.h"
 
 namespace tern {
 namespace {
@@ -81,6 +84,8 @@ TEST(Tokenizer, Tok512CollapsesExtraWhitespaceLikeSentencePiece) {
   const Tokenizer gguf = Tokenizer::load(testing::fixture("stories260K/stories260K.gguf"));
   const Tokenizer model = Tokenizer::load(testing::fixture("tok512/tok512.model"));
   EXPECT_EQ(model.encode("  Lily  went ", false), model.encode("Lily went", false));
+  // The one normalisation decode cannot undo for SentencePiece models that ask for it.
+  EXPECT_EQ(model.decode(model.encode("  Lily  went ")), "Lily went");
   EXPECT_EQ(gguf.encode("Lily  went", false), (Ids{317, 410, 263, 377}));
   EXPECT_EQ(gguf.decode(Ids{317, 410, 263, 377}), "Lily  went");
 }
@@ -247,6 +252,53 @@ TEST(Tokenizer, MinimalGgufSentencePiece) {
   EXPECT_EQ(t.decode(Ids{7, 0}, false), "a<unk>");
 }
 
+// A Llama-2-style tokenizer.json goes through the SentencePiece BPE with the scores the reader
+// synthesises from merge ranks, byte fallback and the dummy-prefix rules.
+TEST(Tokenizer, SentencePieceStyleTokenizerJson) {
+  const std::string sp = "\xE2\x96\x81";
+  const nlohmann::json json = {
+      {"added_tokens",
+       {{{"id", 0}, {"content", "<unk>"}, {"special", true}},
+        {{"id", 1}, {"content", "<s>"}, {"special", true}},
+        {{"id", 2}, {"content", "</s>"}, {"special", true}}}},
+      {"normalizer",
+       {{"type", "Sequence"},
+        {"normalizers",
+         {{{"type", "Prepend"}, {"prepend", sp}},
+          {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", sp}}}}}},
+      {"pre_tokenizer", nullptr},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
+      {"model",
+       {{"type", "BPE"},
+        {"unk_token", "<unk>"},
+        {"byte_fallback", true},
+        {"vocab",
+         {{"<unk>", 0},
+          {"<s>", 1},
+          {"</s>", 2},
+          {"<0x41>", 3},
+          {sp, 4},
+          {"a", 5},
+          {"b", 6},
+          {sp + "a", 7},
+          {"ab", 8},
+          {sp + "ab", 9}}},
+        {"merges", {sp + " a", "a b", sp + "a b"}}}}};
+  const Tokenizer t = Tokenizer::from_hf_files(parse_tokenizer_json(json.dump(), "tokenizer.json"));
+  EXPECT_EQ(t.kind(), TokenizerKind::SentencePieceBpe);
+  EXPECT_EQ(t.bos_id(), 1);
+  EXPECT_EQ(t.encode("ab aA", false), (Ids{9, 7, 3}));
+  EXPECT_EQ(t.decode(Ids{9, 7, 3}), "ab aA");
+  EXPECT_EQ(t.encode("<s>ab", false), (Ids{1, 9}));
+  EXPECT_EQ(t.decode(Ids{1, 9}, false), "<s>ab");
+  EXPECT_TRUE(t.is_special(1));
+}
+
 TEST(Tokenizer, QwenAddedTokens) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/vocab.json");
   const Tokenizer t = Tokenizer::load(testing::fixture("qwen-tokenizer"));
@@ -270,6 +322,9 @@ TEST(Tokenizer, QwenAddedTokens) {
   EXPECT_FALSE(t.is_special(*think));
   EXPECT_EQ(t.encode("<think>", false, false), Ids{*think});
   EXPECT_EQ(t.decode(Ids{*think}), "<think>");
+  // Qwen normalises to NFC before BPE; decode cannot bring back a decomposed input.
+  EXPECT_EQ(t.decode(t.encode("Cafe\xCC\x81")), "Caf\xC3\xA9");
+  EXPECT_EQ(t.encode("Cafe\xCC\x81"), t.encode("Caf\xC3\xA9"));
 }
 
 TEST(Tokenizer, Gpt2GgufDefaults) {
