@@ -58,7 +58,7 @@ std::string piece(std::string_view text, float score, int type = 1) {
 
 std::vector<std::byte> to_bytes(const std::string& s) {
   std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
+  if (!s.empty()) std::memcpy(out.data(), s.data(), s.size());
   return out;
 }
 
