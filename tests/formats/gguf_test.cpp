@@ -375,6 +375,19 @@ TEST(GgufRoundTrip, EveryTypeDefaultAlignment) { check_round_trip(32); }
 TEST(GgufRoundTrip, EveryTypeAlignment64) { check_round_trip(64); }
 TEST(GgufRoundTrip, EveryTypeAlignment1) { check_round_trip(1); }
 
+TEST(GgufRoundTrip, Version2ReadsLikeVersion3) {
+  GgufWriter w;
+  w.set("general.name", GgufValue::string("v2"));
+  std::vector<std::byte> data(8);
+  w.add_tensor("t", DType::F16, {4}, data);
+  auto bytes = w.to_bytes();
+  bytes[4] = std::byte{2};  // the u32 version; v2 and v3 differ only in v3's big-endian variant
+  GgufFile f = GgufFile::parse(in_memory("v2.gguf", bytes));
+  EXPECT_EQ(f.version(), 2u);
+  EXPECT_EQ(f.get_string("general.name"), "v2");
+  EXPECT_EQ(f.find_tensor("t")->shape, std::vector<int64_t>{4});
+}
+
 TEST(GgufRoundTrip, EmptyFile) {
   GgufWriter w;
   auto bytes = w.to_bytes();
@@ -437,6 +450,9 @@ TEST(GgufWriter, RejectsBadInput) {
       },
       "row length 16 is not a multiple of the Q8_0 block size 32");
   expect_error([&] { w.add_tensor("", DType::F32, {1}, four); }, "empty tensor name");
+  expect_error([&] { w.add_tensor(std::string(64, 'n'), DType::F32, {1}, four); },
+               "name is 64 bytes; ggml allows at most 63");
+  w.add_tensor(std::string(63, 'n'), DType::F32, {1}, four);
   expect_error([&] { w.add_tensor("b\xFF", DType::F32, {1}, four); }, "not valid UTF-8");
   expect_error([&] { w.set("general.alignment", GgufValue::u32(3)); }, "power of two");
   expect_error([&] { w.set("general.alignment", GgufValue::u32(0)); }, "power of two");

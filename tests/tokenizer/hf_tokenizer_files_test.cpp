@@ -319,7 +319,11 @@ TEST(HfTokenizerFiles, RejectsMalformedTokenizerJson) {
   EXPECT_EQ(error("{" + model + "," + byte_level + "}"), "no error");
   EXPECT_EQ(error("[1, 2]"), "t.json: the top level is not an object");
   EXPECT_EQ(error(R"({"model": {"type": "Unigram", "vocab": []}})"),
-            "t.json: model type \"Unigram\" is not supported (only BPE)");
+            "t.json: model type 'Unigram' is not supported (only BPE)");
+  std::string deep = R"({"type": "NFC"})";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "Sequence", "normalizers": [)" + deep + "]}";
+  EXPECT_EQ(error("{" + model + "," + byte_level + R"(, "normalizer": )" + deep + "}"),
+            "t.json: normalizer Sequences nest too deeply");
   EXPECT_EQ(error("{" + model + "}"),
             "t.json: byte-level BPE without a pre-tokenizer regex (ByteLevel or Split)");
   EXPECT_EQ(error("{" + model + R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\d+"}}})"),

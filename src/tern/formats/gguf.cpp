@@ -18,13 +18,15 @@ using gguf_detail::quoted;
 
 namespace {
 
-constexpr uint64_t kHeaderBytes = 4 + 4 + 8 + 8;  // magic, version, tensor_count, kv_count
 // The fewest bytes of one metadata entry (empty key, u32 type, 1-byte value) and one tensor
 // info (empty name, n_dims, one ne, type, offset): counts are checked against these.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 constexpr uint32_t kMaxDims = 4;
 constexpr uint64_t kDefaultAlignment = 32;
+// Each array item becomes a GgufValue (48 bytes), so a file of a few GB could otherwise ask for
+// a hundred GB of memory. Real vocabularies need about 1M items (tokens, scores, types, merges).
+constexpr uint64_t kMaxMetadataItems = uint64_t{1} << 24;
 
 }  // namespace
 
@@ -114,16 +116,16 @@ class GgufParser {
     if (kv_count_ > remaining() / kMinKvBytes)
       fail("kv_count " + std::to_string(kv_count_) + " cannot fit in the " +
            std::to_string(remaining()) + " bytes after the header (each entry takes at least " +
-           std::to_string(kMinKvBytes) + ")");
+           std::to_string(kMinKvBytes) + "): truncated or corrupt");
     if (tensor_count_ > remaining() / kMinTensorInfoBytes)
       fail("tensor_count " + std::to_string(tensor_count_) + " cannot fit in the " +
            std::to_string(remaining()) +
            " bytes after the header (each tensor info takes at least " +
-           std::to_string(kMinTensorInfoBytes) + ")");
+           std::to_string(kMinTensorInfoBytes) + "): truncated or corrupt");
     if (kv_count_ * kMinKvBytes + tensor_count_ * kMinTensorInfoBytes > remaining())
       fail("kv_count " + std::to_string(kv_count_) + " and tensor_count " +
            std::to_string(tensor_count_) + " cannot fit in the " + std::to_string(remaining()) +
-           " bytes after the header");
+           " bytes after the header: truncated or corrupt");
   }
 
   GgufValue value(uint32_t raw_type, int depth) {
@@ -181,8 +183,14 @@ class GgufParser {
     if (count > remaining() / min_size)
       fail("array count " + std::to_string(count) + " at byte " + std::to_string(count_at) +
            " cannot fit: " + std::to_string(count) + " " + std::string(gguf_type_name(type)) +
-           " items need at least " + std::to_string(min_size) + " bytes each, and " +
-           std::to_string(remaining()) + " bytes are left in the file");
+           " items need at least " + std::to_string(min_size) +
+           (min_size == 1 ? " byte" : " bytes") + " each, and " + std::to_string(remaining()) +
+           " bytes are left in the file");
+    if (count > kMaxMetadataItems - metadata_items_)
+      fail("array count " + std::to_string(count) + " at byte " + std::to_string(count_at) +
+           " takes the metadata past " + std::to_string(kMaxMetadataItems) +
+           " array items in all, more than tern accepts");
+    metadata_items_ += count;
     auto arr = std::make_shared<GgufArray>();
     arr->elem_type = type;
     arr->items.reserve(count);
@@ -230,7 +238,7 @@ class GgufParser {
     context_ = "tensor infos";
     if (tensor_count_ > remaining() / kMinTensorInfoBytes)
       fail("tensor_count " + std::to_string(tensor_count_) + " cannot fit in the " +
-           std::to_string(remaining()) + " bytes left after the metadata");
+           std::to_string(remaining()) + " bytes left after the metadata: truncated or corrupt");
     out.tensors_.reserve(tensor_count_);
     for (uint64_t i = 0; i < tensor_count_; ++i) {
       context_ = "tensor info " + std::to_string(i);
@@ -300,14 +308,18 @@ class GgufParser {
     out.data_offset_ = (pos_ + out.alignment_ - 1) / out.alignment_ * out.alignment_;
     for (TensorInfo& t : out.tensors_) {
       context_ = "tensor '" + t.name + "'";
-      uint64_t start = out.data_offset_ + t.offset;
-      if (t.offset > size_ || start > size_)
+      if (t.offset > size_)
         fail("data offset " + std::to_string(t.offset) + " is past the end of the file (" +
-             std::to_string(size_) + " bytes, tensor data starts at byte " +
-             std::to_string(out.data_offset_) + ")");
-      if (t.nbytes > size_ - start)
-        fail("data ends at byte " + std::to_string(start + t.nbytes) +
+             std::to_string(size_) + " bytes)");
+      // data_offset_ and t.offset are both at most size_ + 2^31, so neither sum overflows
+      // except the last, which is checked.
+      uint64_t start = out.data_offset_ + t.offset;
+      if (start > size_ || t.nbytes > size_ - start) {
+        bool wraps = t.nbytes > std::numeric_limits<uint64_t>::max() - start;
+        fail("data ends at byte " +
+             (wraps ? std::string("beyond 2^64") : std::to_string(start + t.nbytes)) +
              ", past the end of the file (" + std::to_string(size_) + ")");
+      }
       t.data = file_->data() + start;
     }
     std::vector<size_t> order(out.tensors_.size());
@@ -333,6 +345,7 @@ class GgufParser {
   uint64_t pos_ = 0;
   uint64_t tensor_count_ = 0;
   uint64_t kv_count_ = 0;
+  uint64_t metadata_items_ = 0;  // array items read so far, nested ones included
   std::string context_;
 };
 

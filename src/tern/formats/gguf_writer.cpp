@@ -174,6 +174,9 @@ void GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> 
   if (name.empty()) throw Error("gguf writer: empty tensor name");
   if (!gguf_detail::is_valid_utf8(name))
     throw Error("gguf writer: tensor name " + gguf_detail::quoted(name) + " is not valid UTF-8");
+  // ggml's GGML_MAX_NAME is 64 with the terminating NUL; llama.cpp refuses longer names.
+  if (name.size() > 63)
+    fail("name is " + std::to_string(name.size()) + " bytes; ggml allows at most 63");
   for (const auto& t : tensors_)
     if (t.name == name) fail("added twice");
   const DTypeTraits& traits = dtype_traits(dtype);

@@ -43,7 +43,9 @@ class ByteLevelBpe {
   ByteLevelBpe(ByteLevelBpe&&) noexcept;
   ByteLevelBpe& operator=(ByteLevelBpe&&) noexcept;
 
-  // Appends the ids of plain text (special tokens already split off) to `out`.
+  // Appends the ids of plain text (special tokens already split off) to `out`. Any bytes are
+  // accepted: invalid UTF-8 is skipped by NFC and the regex and still encoded byte by byte; a
+  // byte whose single-byte token the vocabulary lacks is dropped. Thread-safe.
   void encode(std::string_view text, std::vector<int32_t>& out) const;
 
   // The raw bytes a token text in GPT-2's alphabet stands for ("Ġhello" → " hello").

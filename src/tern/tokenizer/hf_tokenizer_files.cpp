@@ -21,6 +21,8 @@ constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's 
 // A file may leave ids unused, but only so many: a stray huge id must not make us allocate a
 // vocabulary of billions of holes.
 constexpr size_t kMaxHoles = 1024;
+// Sequences nest a level or two in real files; a limit keeps the recursion below bounded.
+constexpr int kMaxNesting = 16;
 
 enum class Slot : uint8_t { Hole, Regular, AddedSpecial, AddedNormal };
 
@@ -162,18 +164,20 @@ struct Normalization {
   bool sentencepiece = false;  // Prepend "▁" / Replace " " → "▁" (Llama 2 style)
 };
 
-void read_normalizer(const Json& n, Normalization& out, const std::string& where) {
+void read_normalizer(const Json& n, Normalization& out, const std::string& where, int depth = 0) {
   const std::string type = string_member(n, "type", where + ": normalizer");
   if (type == "Sequence") {
     const Json* list = member(n, "normalizers");
     if (list == nullptr || !list->is_array())
       throw Error(where + ": normalizer Sequence has no 'normalizers' list");
-    for (const Json& item : *list) read_normalizer(item, out, where);
+    if (depth >= kMaxNesting) throw Error(where + ": normalizer Sequences nest too deeply");
+    for (const Json& item : *list) read_normalizer(item, out, where, depth + 1);
   } else if (type == "NFC") {
     out.nfc = true;
   } else if (type == "Prepend" && string_member(n, "prepend", where + ": Prepend") == kSpace) {
     out.sentencepiece = true;
-  } else if (type == "Replace" && n.value("content", Json()) == std::string(kSpace)) {
+  } else if (const Json* content = member(n, "content");
+             type == "Replace" && content != nullptr && *content == std::string(kSpace)) {
     out.sentencepiece = true;
   } else {
     throw Error(where + ": normalizer '" + type + "' is not supported (NFC, or SentencePiece's " +
@@ -192,13 +196,15 @@ void set_regex(PreTokenization& out, PreTokenizer kind, const std::string& where
   out.regex = kind;
 }
 
-void read_pre_tokenizer(const Json& p, PreTokenization& out, const std::string& where) {
+void read_pre_tokenizer(const Json& p, PreTokenization& out, const std::string& where,
+                        int depth = 0) {
   const std::string type = string_member(p, "type", where + ": pre_tokenizer");
   if (type == "Sequence") {
     const Json* list = member(p, "pretokenizers");
     if (list == nullptr || !list->is_array())
       throw Error(where + ": pre_tokenizer Sequence has no 'pretokenizers' list");
-    for (const Json& item : *list) read_pre_tokenizer(item, out, where);
+    if (depth >= kMaxNesting) throw Error(where + ": pre_tokenizer Sequences nest too deeply");
+    for (const Json& item : *list) read_pre_tokenizer(item, out, where, depth + 1);
   } else if (type == "ByteLevel") {
     if (bool_member(p, "add_prefix_space", false, where + ": ByteLevel"))
       throw Error(where + ": ByteLevel add_prefix_space=true is not supported");
@@ -227,12 +233,13 @@ void read_pre_tokenizer(const Json& p, PreTokenization& out, const std::string& 
 }
 
 // bos/eos from a TemplateProcessing "single" template: special tokens before / after "$A".
-void read_post_processor(Draft& draft, const Json& p, const std::string& where) {
+void read_post_processor(Draft& draft, const Json& p, const std::string& where, int depth = 0) {
   const Json* type = member(p, "type");
   if (type == nullptr || !type->is_string()) return;
   if (*type == "Sequence") {
+    if (depth >= kMaxNesting) throw Error(where + ": post_processor Sequences nest too deeply");
     if (const Json* list = member(p, "processors"); list != nullptr && list->is_array())
-      for (const Json& item : *list) read_post_processor(draft, item, where);
+      for (const Json& item : *list) read_post_processor(draft, item, where, depth + 1);
     return;
   }
   if (*type != "TemplateProcessing") return;  // ByteLevel etc. add no tokens
@@ -270,7 +277,9 @@ void read_tokenizer_json(Draft& draft, std::string_view text, const std::string&
   const Json* model = member(root, "model");
   if (model == nullptr || !model->is_object()) throw Error(name + ": 'model' is missing");
   if (const Json* type = member(*model, "type"); type != nullptr && *type != "BPE")
-    throw Error(name + ": model type " + type->dump() + " is not supported (only BPE)");
+    throw Error(name + ": model type " +
+                (type->is_string() ? "'" + type->get<std::string>() + "'" : "(not a string)") +
+                " is not supported (only BPE)");
   const Json* vocab = member(*model, "vocab");
   if (vocab == nullptr) throw Error(name + ": model.vocab is missing");
   read_vocab(draft, *vocab, name + ": model.vocab");
