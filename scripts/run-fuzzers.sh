@@ -28,7 +28,7 @@ for bin in "${targets[@]}"; do
   log="$corpus.log"
   set +e
   ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$seconds" -rss_limit_mb=4096 \
-    -max_len=1048576 -print_final_stats=1 "$corpus" >"$log" 2>&1
+    -max_len=2097152 -print_final_stats=1 "$corpus" >"$log" 2>&1
   status=$?
   set -e
   if [ "$status" -ne 0 ]; then

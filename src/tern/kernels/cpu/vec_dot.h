@@ -1,0 +1,40 @@
+// Dot products of one weight row with one activation row, per weight type, with the
+// activation quantized to the format that type's integer dot wants (llama.cpp's scheme:
+// Q4_0/Q5_0/Q8_0 → Q8_0, Q4_1/Q5_1 → Q8_1, K types → Q8_K; F16 → F16, BF16 → BF16, F32 → F32).
+//
+// Batch invariance rests here: every output element of a matmul is one call of `vec_dot`
+// (or a tile kernel that does the same arithmetic in the same order), so a row's result never
+// depends on how many rows share the call or on the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "tern/core/dtype.h"
+
+namespace tern::cpu {
+
+// Instruction-set levels with their own kernels; each SIMD level is tested against Scalar.
+enum class Isa { Scalar, Avx2, Avx512 };
+const char* isa_name(Isa isa);
+// The best level this CPU runs (CPUID + OS support), honouring TERN_ISA=scalar|avx2|avx512
+// to force a lower one. Decided once per process.
+Isa best_isa();
+bool isa_supported(Isa isa);
+
+// k: row length in elements (a multiple of the weight type's block size).
+using QuantizeRowFn = void (*)(const float* x, void* y, int64_t k);
+using VecDotFn = float (*)(int64_t k, const void* w_row, const void* a_row);
+
+struct TypeKernels {
+  DType weight;
+  DType activation;
+  QuantizeRowFn quantize_activation;  // f32 row → activation row
+  VecDotFn vec_dot;
+};
+
+// Throws tern::Error when tern has no kernels for the type (e.g. Q2_K) or the ISA is not
+// supported by this CPU.
+const TypeKernels& type_kernels(DType weight, Isa isa);
+inline const TypeKernels& type_kernels(DType weight) { return type_kernels(weight, best_isa()); }
+
+}  // namespace tern::cpu
