@@ -1,0 +1,24 @@
+// Where the dispatcher (vec_dot.cpp) finds each instruction set's kernels. Each family of
+// weight types has its own file per ISA: vec_dot_q_{avx2,avx512}.cpp for the 32-element
+// types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), vec_dot_k_{avx2,avx512}.cpp for Q4_K, Q5_K, Q6_K,
+// vec_dot_float_{avx2,avx512}.cpp for F32, F16, BF16. A getter returns nullptr for a type its
+// family does not cover; the dispatcher then falls back to the next lower ISA.
+#pragma once
+
+#include "tern/core/dtype.h"
+#include "tern/kernels/cpu/vec_dot.h"
+
+namespace tern::cpu {
+
+// The scalar reference of every supported type (vec_dot_scalar.cpp).
+VecDotFn scalar_vec_dot(DType weight);
+QuantizeRowFn scalar_quantize_activation(DType activation);
+
+VecDotFn avx2_vec_dot_q(DType weight);
+VecDotFn avx512_vec_dot_q(DType weight);
+VecDotFn avx2_vec_dot_k(DType weight);
+VecDotFn avx512_vec_dot_k(DType weight);
+VecDotFn avx2_vec_dot_float(DType weight);
+VecDotFn avx512_vec_dot_float(DType weight);
+
+}  // namespace tern::cpu
