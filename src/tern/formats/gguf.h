@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,10 +50,16 @@ struct GgufValue {
   GgufType type = GgufType::UINT8;
   std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<GgufArray>> value;
 
+  static GgufValue u8(uint8_t v) { return {GgufType::UINT8, uint64_t{v}}; }
+  static GgufValue i8(int8_t v) { return {GgufType::INT8, int64_t{v}}; }
+  static GgufValue u16(uint16_t v) { return {GgufType::UINT16, uint64_t{v}}; }
+  static GgufValue i16(int16_t v) { return {GgufType::INT16, int64_t{v}}; }
   static GgufValue u32(uint32_t v) { return {GgufType::UINT32, uint64_t{v}}; }
   static GgufValue i32(int32_t v) { return {GgufType::INT32, int64_t{v}}; }
   static GgufValue u64(uint64_t v) { return {GgufType::UINT64, v}; }
+  static GgufValue i64(int64_t v) { return {GgufType::INT64, v}; }
   static GgufValue f32(float v) { return {GgufType::FLOAT32, double{v}}; }
+  static GgufValue f64(double v) { return {GgufType::FLOAT64, v}; }
   static GgufValue boolean(bool v) { return {GgufType::BOOL, v}; }
   static GgufValue string(std::string v) { return {GgufType::STRING, std::move(v)}; }
   static GgufValue array(GgufType elem_type, std::vector<GgufValue> items);
@@ -61,14 +68,18 @@ struct GgufValue {
   static GgufValue i32_array(const std::vector<int32_t>& items);
 
   bool is_integer() const;
-  bool is_float() const;  // FLOAT32 / FLOAT64
-  std::optional<int64_t> as_int() const;  // any integer type (or bool) that fits int64
+  bool is_float() const;                   // FLOAT32 / FLOAT64
+  std::optional<int64_t> as_int() const;   // any integer type (or bool) that fits int64
   std::optional<double> as_float() const;  // any float or integer type
   const std::string* as_string() const;
   const GgufArray* as_array() const;
-  std::string to_display(size_t max_items = 8) const;  // for `tern inspect`
+  // For `tern inspect`: numbers in their shortest round-trip form, strings quoted with
+  // control characters and invalid UTF-8 bytes escaped, arrays cut after max_items items.
+  std::string to_display(size_t max_items = 8) const;
 };
 
+// Nested arrays deeper than this are rejected by the reader and the writer.
+inline constexpr int kGgufMaxArrayDepth = 8;
 
 class GgufFile {
  public:
@@ -83,8 +94,12 @@ class GgufFile {
   const std::string& path() const { return file_->path(); }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
-  uint64_t data_offset() const { return data_offset_; }  // where tensor data starts
+  // Where tensor data starts: the end of the tensor infos rounded up to the alignment. A file
+  // without tensors may end before it (llama.cpp writes vocab-only files without padding).
+  uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return file_->size(); }
+  // The mapping every TensorInfo::data points into; hold it to keep tensor data alive.
+  const std::shared_ptr<const MappedFile>& mapped_file() const { return file_; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
@@ -130,6 +145,9 @@ class GgufWriter {
   std::vector<std::byte> to_bytes() const;
 
  private:
+  // Emits the file in order: header, metadata and tensor infos, then each tensor's data.
+  void serialize(const std::function<void(std::span<const std::byte>)>& sink) const;
+
   struct PendingTensor {
     std::string name;
     DType dtype;
