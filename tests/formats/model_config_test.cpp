@@ -9,6 +9,7 @@
 #include "fixtures.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
+#include "tern/formats/gguf.h"
 
 namespace tern {
 namespace {
@@ -310,6 +311,178 @@ TEST(ModelConfig, Errors) {
   expect_error([&] { ModelConfig::from_hf_json("{\"vocab_size\": ", name); },
                {name, "invalid JSON"});
   expect_error([&] { ModelConfig::from_hf_json("[1]", name); }, {name, "not a JSON object"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// GGUF
+
+TEST(ModelConfigGguf, Stories260K) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto g = GgufFile::open(testing::fixture("stories260K/stories260K.gguf"));
+  auto c = ModelConfig::from_gguf(g);
+  EXPECT_EQ(c.arch, ModelArch::Llama);
+  EXPECT_EQ(c.arch_name, "llama");
+  EXPECT_EQ(c.vocab_size, 512);  // no llama.vocab_size: the length of tokenizer.ggml.tokens
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.intermediate_size, 172);
+  EXPECT_EQ(c.num_layers, 5);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), 1e-5f);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);  // no rope.freq_base: the default
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+  EXPECT_FALSE(c.tie_word_embeddings);  // output.weight is a tensor of its own
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.attention_out_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+}
+
+TEST(ModelConfigGguf, Llama2TinyRandom) {
+  TERN_REQUIRE_FIXTURE("llama-2-tiny-random/llama-2-tiny-random.gguf");
+  auto g = GgufFile::open(testing::fixture("llama-2-tiny-random/llama-2-tiny-random.gguf"));
+  auto c = ModelConfig::from_gguf(g);
+  EXPECT_EQ(c.arch, ModelArch::Llama);
+  EXPECT_EQ(c.vocab_size, 32000);
+  EXPECT_EQ(c.hidden_size, 8);
+  EXPECT_EQ(c.intermediate_size, 32);
+  EXPECT_EQ(c.num_layers, 1);
+  EXPECT_EQ(c.num_heads, 2);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 4);  // = rope.dimension_count
+  EXPECT_EQ(c.max_position_embeddings, 4096);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), 1e-5f);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+}
+
+// A GGUF with Qwen3-0.6B's metadata (as llama.cpp's converter writes it) and the few tensors
+// the loader looks at.
+GgufWriter qwen3_like_writer() {
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::string("qwen3"));
+  w.set("general.name", GgufValue::string("Qwen3 0.6B"));
+  w.set("qwen3.block_count", GgufValue::u32(28));
+  w.set("qwen3.context_length", GgufValue::u32(40960));
+  w.set("qwen3.embedding_length", GgufValue::u32(1024));
+  w.set("qwen3.feed_forward_length", GgufValue::u32(3072));
+  w.set("qwen3.attention.head_count", GgufValue::u32(16));
+  w.set("qwen3.attention.head_count_kv", GgufValue::u32(8));
+  w.set("qwen3.rope.freq_base", GgufValue::f32(1000000.0f));
+  w.set("qwen3.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
+  w.set("qwen3.attention.key_length", GgufValue::u32(128));
+  w.set("qwen3.attention.value_length", GgufValue::u32(128));
+  w.set("tokenizer.ggml.model", GgufValue::string("gpt2"));
+  std::vector<std::string> tokens(151936);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = std::to_string(i);
+  w.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
+  w.set("tokenizer.ggml.bos_token_id", GgufValue::u32(151643));
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(151645));
+  w.set("tokenizer.ggml.eot_token_id", GgufValue::u32(151645));  // same id: listed once
+  w.set("tokenizer.ggml.padding_token_id", GgufValue::u32(151643));
+  std::vector<std::byte> norm(128 * 4, std::byte{0});
+  w.add_tensor("blk.0.attn_q_norm.weight", DType::F32, {128}, norm);
+  w.add_tensor("blk.0.attn_k_norm.weight", DType::F32, {128}, norm);
+  return w;
+}
+
+GgufFile parse_gguf(const GgufWriter& w, const std::string& name = "qwen3-like.gguf") {
+  return GgufFile::parse(std::make_shared<const MappedFile>(name, w.to_bytes()));
+}
+
+TEST(ModelConfigGguf, Qwen3Like) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  auto c = ModelConfig::from_gguf(parse_gguf(qwen3_like_writer()));
+  // The same values as the HF config of Qwen3-0.6B.
+  auto hf = ModelConfig::from_hf_dir(testing::fixture("model-configs/qwen3-0.6b"));
+  EXPECT_EQ(c.arch, ModelArch::Qwen3);
+  EXPECT_EQ(c.arch_name, "qwen3");
+  EXPECT_EQ(c.vocab_size, hf.vocab_size);
+  EXPECT_EQ(c.hidden_size, hf.hidden_size);
+  EXPECT_EQ(c.intermediate_size, hf.intermediate_size);
+  EXPECT_EQ(c.num_layers, hf.num_layers);
+  EXPECT_EQ(c.num_heads, hf.num_heads);
+  EXPECT_EQ(c.num_kv_heads, hf.num_kv_heads);
+  EXPECT_EQ(c.head_dim, hf.head_dim);
+  EXPECT_EQ(c.max_position_embeddings, hf.max_position_embeddings);
+  EXPECT_DOUBLE_EQ(c.rope_theta, hf.rope_theta);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), static_cast<float>(hf.rms_norm_eps));
+  EXPECT_EQ(c.tie_word_embeddings, hf.tie_word_embeddings);  // true: no output.weight
+  EXPECT_EQ(c.qk_norm, hf.qk_norm);
+  EXPECT_EQ(c.attention_bias, hf.attention_bias);
+  EXPECT_EQ(c.bos_token_id, hf.bos_token_id);
+  EXPECT_EQ(c.eos_token_ids, hf.eos_token_ids);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+}
+
+TEST(ModelConfigGguf, Qwen2BiasTiedAndScaling) {
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::string("qwen2"));
+  w.set("qwen2.block_count", GgufValue::u32(24));
+  w.set("qwen2.context_length", GgufValue::u32(32768));
+  w.set("qwen2.embedding_length", GgufValue::u32(896));
+  w.set("qwen2.feed_forward_length", GgufValue::u32(4864));
+  w.set("qwen2.attention.head_count", GgufValue::u32(14));
+  w.set("qwen2.attention.head_count_kv", GgufValue::u32(2));
+  w.set("qwen2.rope.freq_base", GgufValue::f32(1000000.0f));
+  w.set("qwen2.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
+  w.set("qwen2.vocab_size", GgufValue::u32(151936));
+  w.set("qwen2.rope.scaling.type", GgufValue::string("linear"));
+  w.set("qwen2.rope.scaling.factor", GgufValue::f32(4.0f));
+  w.set("qwen2.rope.scaling.original_context_length", GgufValue::u32(8192));
+  w.set("tokenizer.ggml.bos_token_id", GgufValue::i32(-1));  // "none"
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(151645));
+  w.set("tokenizer.ggml.eot_token_id", GgufValue::u32(151643));
+  std::vector<std::byte> bias(128 * 4, std::byte{0});
+  w.add_tensor("blk.0.attn_q.bias", DType::F32, {128}, bias);
+  w.add_tensor("output.weight", DType::F32, {128}, bias);
+  auto c = ModelConfig::from_gguf(parse_gguf(w, "qwen2-like.gguf"));
+  EXPECT_EQ(c.arch, ModelArch::Qwen2);
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.head_dim, 64);  // 896 / 14
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.attention_out_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_FALSE(c.bos_token_id.has_value());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{151645, 151643}));
+}
+
+TEST(ModelConfigGguf, Errors) {
+  auto broken = [](const std::function<void(GgufWriter&)>& edit) {
+    GgufWriter w = qwen3_like_writer();
+    edit(w);
+    auto bytes = w.to_bytes();
+    return [bytes] {
+      ModelConfig::from_gguf(
+          GgufFile::parse(std::make_shared<const MappedFile>("bad.gguf", bytes)));
+    };
+  };
+  expect_error(
+      broken([](GgufWriter& w) { w.set("general.architecture", GgufValue::string("gemma2")); }),
+      {"bad.gguf: ", "unsupported architecture 'gemma2'"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("general.architecture", GgufValue::string("llama")); }),
+      {"bad.gguf: ", "'llama.context_length' is missing"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("qwen3.attention.head_count_kv", GgufValue::u32(5)); }),
+      {"bad.gguf: ", "num_key_value_heads 5 does not divide num_attention_heads 16"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("qwen3.rope.scaling.type", GgufValue::string("yarn")); }),
+      {"bad.gguf: ", "rope.scaling.type 'yarn' is not supported"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("qwen3.rope.dimension_count", GgufValue::u32(64)); }),
+      {"bad.gguf: ", "partial rotary"});
+  expect_error(broken([](GgufWriter& w) { w.set("qwen3.block_count", GgufValue::string("28")); }),
+               {"bad.gguf", "qwen3.block_count"});
 }
 
 }  // namespace
