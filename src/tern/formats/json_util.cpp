@@ -1,5 +1,6 @@
 #include "tern/formats/json_util.h"
 
+#include <cstdio>
 #include <set>
 
 namespace tern {
@@ -71,6 +72,24 @@ std::optional<size_t> utf8_error(std::string_view s) {
     i += len;
   }
   return std::nullopt;
+}
+
+std::string quote_name(std::string_view s) {
+  std::string q;
+  q.reserve(s.size() + 2);
+  q.push_back('\'');
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      q.append(buf);
+    } else {
+      q.push_back(c);
+    }
+  }
+  q.push_back('\'');
+  return q;
 }
 
 }  // namespace tern

@@ -9,6 +9,7 @@
 
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
+#include "tern/formats/json_util.h"
 
 namespace tern {
 namespace {
@@ -18,15 +19,6 @@ using nlohmann::json;
 // Sizes above this are refused: no real model comes near, and products of two of them must
 // not overflow int64.
 constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
-
-std::string squote(std::string_view s) {
-  std::string q;
-  q.reserve(s.size() + 2);
-  q.push_back('\'');
-  q.append(s);
-  q.push_back('\'');
-  return q;
-}
 
 // Typed access to the fields of one JSON object, with errors that name the file and field.
 class Fields {
@@ -110,7 +102,7 @@ class Fields {
     return ids;
   }
 
-  std::string field(const char* key) const { return squote(prefix_ + key); }
+  std::string field(const char* key) const { return quote_name(prefix_ + key); }
 
  private:
   int32_t token_id(const char* key, const json& v) const {
@@ -143,7 +135,8 @@ RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std
   RopeScaling rs;
   auto type = f.opt_string("rope_type");
   if (!type) type = f.opt_string("type");
-  if (!type) f.fail("field " + squote(prefix.substr(0, prefix.size() - 1)) + " has no rope_type");
+  if (!type)
+    f.fail("field " + quote_name(prefix.substr(0, prefix.size() - 1)) + " has no rope_type");
   if (*type == "default") return rs;
   if (*type == "linear") {
     rs.type = RopeScalingType::Linear;
@@ -159,7 +152,7 @@ RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std
     rs.original_max_position_embeddings = f.req_int("original_max_position_embeddings");
     return rs;
   }
-  f.fail("rope scaling type " + squote(*type) +
+  f.fail("rope scaling type " + quote_name(*type) +
          " is not supported (tern implements default, linear and llama3)");
 }
 
@@ -213,20 +206,20 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
   const std::string& arch_name = architecture ? *architecture : *model_type;
   auto arch = arch_from_hf(arch_name);
   if (!arch)
-    f.fail("unsupported architecture " + squote(arch_name) +
-           (model_type && architecture ? " (model_type " + squote(*model_type) + ")" : "") +
+    f.fail("unsupported architecture " + quote_name(arch_name) +
+           (model_type && architecture ? " (model_type " + quote_name(*model_type) + ")" : "") +
            "; tern runs LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM");
   if (architecture && model_type) {
     auto by_type = arch_from_hf(*model_type);
     if (by_type && *by_type != *arch)
-      f.fail("architectures says " + squote(*architecture) + " but model_type says " +
-             squote(*model_type));
+      f.fail("architectures says " + quote_name(*architecture) + " but model_type says " +
+             quote_name(*model_type));
   }
   c.arch = *arch;
   c.arch_name = arch_name;
 
   if (auto act = f.opt_string("hidden_act"); act && *act != "silu")
-    f.fail("hidden_act " + squote(*act) + " is not supported (the MLP is SwiGLU with silu)");
+    f.fail("hidden_act " + quote_name(*act) + " is not supported (the MLP is SwiGLU with silu)");
   if (f.opt_bool("use_sliding_window").value_or(false))
     f.fail("use_sliding_window is true; sliding-window attention is not supported");
 

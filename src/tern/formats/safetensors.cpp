@@ -10,7 +10,6 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <utility>
 
 #include "tern/core/error.h"
@@ -21,15 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string quote(std::string_view s) {
-  std::string q;
-  q.reserve(s.size() + 2);
-  q.push_back('\'');
-  q.append(s);
-  q.push_back('\'');
-  return q;
-}
 
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -126,7 +116,7 @@ class SafetensorsParser {
     try {
       root = parse_json_strict(header, /*max_depth=*/2, &keys);
     } catch (const JsonStrictError& e) {
-      if (!e.key().empty() && e.depth() == 1) fail("duplicate tensor name " + quote(e.key()));
+      if (!e.key().empty() && e.depth() == 1) fail("duplicate tensor name " + quote_name(e.key()));
       fail(e.what());
     } catch (const json::exception& e) {
       fail(std::string("invalid JSON header: ") + e.what());
@@ -154,14 +144,14 @@ class SafetensorsParser {
     throw Error(file_->path() + ": " + what);
   }
   [[noreturn]] void fail_tensor(std::string_view name, const std::string& what) const {
-    fail("tensor " + quote(name) + ": " + what);
+    fail("tensor " + quote_name(name) + ": " + what);
   }
 
   void parse_metadata(const json& entry, SafetensorsFile& out) const {
     if (!entry.is_object()) fail("__metadata__ is not an object of string values");
     for (const auto& [key, value] : entry.items()) {
       if (!value.is_string())
-        fail("__metadata__ value of " + quote(key) + " is not a string (" + value.type_name() +
+        fail("__metadata__ value of " + quote_name(key) + " is not a string (" + value.type_name() +
              ")");
       out.metadata_.emplace(key, value.get<std::string>());
     }
@@ -174,7 +164,7 @@ class SafetensorsParser {
                             ", not an object with dtype, shape and data_offsets");
     for (const auto& [key, value] : entry.items()) {
       if (key != "dtype" && key != "shape" && key != "data_offsets")
-        fail_tensor(name, "unexpected key " + quote(key) + " in its entry");
+        fail_tensor(name, "unexpected key " + quote_name(key) + " in its entry");
     }
     TensorInfo t;
     t.name = name;
@@ -185,7 +175,7 @@ class SafetensorsParser {
     const auto& dtype_name = dtype_it->get_ref<const std::string&>();
     auto dtype = dtype_from_safetensors(dtype_name);
     if (!dtype)
-      fail_tensor(name, "unknown or unsupported dtype " + quote(dtype_name) + " (tern reads " +
+      fail_tensor(name, "unknown or unsupported dtype " + quote_name(dtype_name) + " (tern reads " +
                             supported_dtypes() + ")");
     t.dtype = *dtype;
 
@@ -255,11 +245,12 @@ class SafetensorsParser {
       if (t->offset < cursor)
         fail_tensor(t->name, "data [" + std::to_string(t->offset) + ", " +
                                  std::to_string(t->offset + t->nbytes) + ") overlaps tensor " +
-                                 quote(prev->name) + " (ends at " + std::to_string(cursor) + ")");
+                                 quote_name(prev->name) + " (ends at " + std::to_string(cursor) +
+                                 ")");
       if (t->offset > cursor)
         fail("bytes [" + std::to_string(cursor) + ", " + std::to_string(t->offset) +
-             ") of the data buffer belong to no tensor (a hole before tensor " + quote(t->name) +
-             ")");
+             ") of the data buffer belong to no tensor (a hole before tensor " +
+             quote_name(t->name) + ")");
       cursor = t->offset + t->nbytes;
       prev = t;
     }
@@ -290,13 +281,13 @@ const TensorInfo* SafetensorsFile::find_tensor(std::string_view name) const {
 
 void SafetensorsWriter::set_metadata(std::string key, std::string value) {
   if (utf8_error(key) || utf8_error(value))
-    throw Error("safetensors writer: metadata " + quote(key) + " is not valid UTF-8");
+    throw Error("safetensors writer: metadata " + quote_name(key) + " is not valid UTF-8");
   metadata_[std::move(key)] = std::move(value);
 }
 
 void SafetensorsWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
                                    std::span<const std::byte> data) {
-  const std::string what = "safetensors writer: tensor " + quote(name);
+  const std::string what = "safetensors writer: tensor " + quote_name(name);
   if (name == "__metadata__") throw Error(what + ": the name is reserved");
   if (utf8_error(name)) throw Error(what + ": the name is not valid UTF-8");
   if (names_.count(name)) throw Error(what + ": duplicate name");
@@ -477,10 +468,10 @@ SafetensorsModel SafetensorsModel::open(const std::string& path) {
   // Shards in name order, each opened once.
   std::map<std::string, std::string> first_tensor_of;  // shard name → a tensor it should hold
   for (const auto& [tensor, shard] : wm->items()) {
-    if (!shard.is_string()) fail("weight_map entry of " + quote(tensor) + " is not a string");
+    if (!shard.is_string()) fail("weight_map entry of " + quote_name(tensor) + " is not a string");
     const auto& shard_name = shard.get_ref<const std::string&>();
     if (!safe_relative_path(shard_name))
-      fail("weight_map names shard " + quote(shard_name) + " outside the index's folder");
+      fail("weight_map names shard " + quote_name(shard_name) + " outside the index's folder");
     first_tensor_of.emplace(shard_name, tensor);
   }
   const fs::path dir = fs::path(index_path).parent_path();
@@ -488,7 +479,7 @@ SafetensorsModel SafetensorsModel::open(const std::string& path) {
   for (const auto& [shard_name, tensor] : first_tensor_of) {
     fs::path shard_path = dir / shard_name;
     if (!fs::is_regular_file(shard_path, ec))
-      fail("shard " + quote(shard_name) + " (holding tensor " + quote(tensor) +
+      fail("shard " + quote_name(shard_name) + " (holding tensor " + quote_name(tensor) +
            ") is missing: no file " + shard_path.string());
     shard_names.push_back(shard_name);
     m.shards_.push_back(SafetensorsFile::open(shard_path.string()));
@@ -498,8 +489,9 @@ SafetensorsModel SafetensorsModel::open(const std::string& path) {
     for (const auto& t : m.shards_[s].tensors()) {
       auto [it, inserted] = m.tensor_index_.emplace(t.name, m.tensors_.size());
       if (!inserted)
-        fail("tensor " + quote(t.name) + " is in two shards, " +
-             quote(shard_names[m.tensor_shard_[it->second]]) + " and " + quote(shard_names[s]));
+        fail("tensor " + quote_name(t.name) + " is in two shards, " +
+             quote_name(shard_names[m.tensor_shard_[it->second]]) + " and " +
+             quote_name(shard_names[s]));
       m.tensors_.push_back(t);
       m.tensor_shard_.push_back(static_cast<int>(s));
     }
@@ -508,12 +500,12 @@ SafetensorsModel SafetensorsModel::open(const std::string& path) {
     const auto& shard_name = shard.get_ref<const std::string&>();
     int found = m.shard_of(tensor);
     if (found < 0)
-      fail("tensor " + quote(tensor) + " listed in the index is missing from its shard " +
-           quote(shard_name));
+      fail("tensor " + quote_name(tensor) + " listed in the index is missing from its shard " +
+           quote_name(shard_name));
     if (shard_names[static_cast<size_t>(found)] != shard_name)
-      fail("tensor " + quote(tensor) + " is listed in shard " + quote(shard_name) +
-           " but is missing from it (found in " + quote(shard_names[static_cast<size_t>(found)]) +
-           ")");
+      fail("tensor " + quote_name(tensor) + " is listed in shard " + quote_name(shard_name) +
+           " but is missing from it (found in " +
+           quote_name(shard_names[static_cast<size_t>(found)]) + ")");
   }
   return m;
 }
