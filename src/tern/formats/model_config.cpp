@@ -1,0 +1,354 @@
+// ModelConfig from Hugging Face config.json / generation_config.json, and the checks every
+// loader shares. The GGUF loader is in model_config_gguf.cpp.
+#include "tern/formats/model_config.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "tern/core/error.h"
+#include "tern/core/mapped_file.h"
+#include "tern/formats/json_util.h"
+
+namespace tern {
+namespace {
+
+using nlohmann::json;
+
+// Sizes above this are refused: no real model comes near, and products of two of them must
+// not overflow int64.
+constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
+
+// Typed access to the fields of one JSON object, with errors that name the file and field.
+class Fields {
+ public:
+  Fields(const json& object, std::string_view name, std::string prefix = "")
+      : obj_(object), name_(name), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(std::string(name_) + ": " + what);
+  }
+
+  // Absent and null are the same: HF writes `"head_dim": null` for "not set".
+  const json* find(const char* key) const {
+    auto it = obj_.find(key);
+    if (it == obj_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  std::optional<int64_t> opt_int(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_number_unsigned()) {
+      if (v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        fail("field " + field(key) + " is too large (" + v->dump() + ")");
+      return static_cast<int64_t>(v->get<uint64_t>());
+    }
+    if (v->is_number_integer()) return v->get<int64_t>();
+    fail("field " + field(key) + " must be an integer, not " + v->type_name() + " " + v->dump());
+  }
+
+  int64_t req_int(const char* key) const {
+    auto v = opt_int(key);
+    if (!v) fail("required field " + field(key) + " is missing");
+    return *v;
+  }
+
+  std::optional<double> opt_double(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number())
+      fail("field " + field(key) + " must be a number, not " + v->type_name() + " " + v->dump());
+    return v->get<double>();
+  }
+
+  double req_double(const char* key) const {
+    auto v = opt_double(key);
+    if (!v) fail("required field " + field(key) + " is missing");
+    return *v;
+  }
+
+  std::optional<bool> opt_bool(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_boolean())
+      fail("field " + field(key) + " must be true or false, not " + v->type_name() + " " +
+           v->dump());
+    return v->get<bool>();
+  }
+
+  std::optional<std::string> opt_string(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string())
+      fail("field " + field(key) + " must be a string, not " + v->type_name() + " " + v->dump());
+    return v->get<std::string>();
+  }
+
+  std::optional<int32_t> opt_token_id(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    return token_id(key, *v);
+  }
+
+  // HF allows one id or a list of ids.
+  std::optional<std::vector<int32_t>> opt_token_ids(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_array()) return std::vector<int32_t>{token_id(key, *v)};
+    std::vector<int32_t> ids;
+    for (const auto& item : *v) ids.push_back(token_id(key, item));
+    return ids;
+  }
+
+  std::string field(const char* key) const { return quote_name(prefix_ + key); }
+
+ private:
+  int32_t token_id(const char* key, const json& v) const {
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+    bool ok = v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(kMax)
+              : v.is_number_integer() ? v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMax
+                                      : false;
+    if (!ok)
+      fail("field " + field(key) + " holds " + v.dump() +
+           ", not a token id or a list of token ids");
+    return static_cast<int32_t>(v.get<int64_t>());
+  }
+
+  const json& obj_;
+  std::string_view name_;
+  std::string prefix_;
+};
+
+std::optional<ModelArch> arch_from_hf(std::string_view s) {
+  if (s == "LlamaForCausalLM" || s == "llama") return ModelArch::Llama;
+  if (s == "Qwen2ForCausalLM" || s == "qwen2") return ModelArch::Qwen2;
+  if (s == "Qwen3ForCausalLM" || s == "qwen3") return ModelArch::Qwen3;
+  return std::nullopt;
+}
+
+// rope_scaling (transformers 4.x) or rope_parameters (5.x): {"rope_type" (or legacy "type"),
+// "factor", …}.
+RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std::string& prefix) {
+  Fields f(obj, name, prefix);
+  RopeScaling rs;
+  auto type = f.opt_string("rope_type");
+  if (!type) type = f.opt_string("type");
+  if (!type)
+    f.fail("field " + quote_name(prefix.substr(0, prefix.size() - 1)) + " has no rope_type");
+  if (*type == "default") return rs;
+  if (*type == "linear") {
+    rs.type = RopeScalingType::Linear;
+    rs.factor = f.req_double("factor");
+    rs.original_max_position_embeddings = f.opt_int("original_max_position_embeddings").value_or(0);
+    return rs;
+  }
+  if (*type == "llama3") {
+    rs.type = RopeScalingType::Llama3;
+    rs.factor = f.req_double("factor");
+    rs.low_freq_factor = f.req_double("low_freq_factor");
+    rs.high_freq_factor = f.req_double("high_freq_factor");
+    rs.original_max_position_embeddings = f.req_int("original_max_position_embeddings");
+    return rs;
+  }
+  f.fail("rope scaling type " + quote_name(*type) +
+         " is not supported (tern implements default, linear and llama3)");
+}
+
+}  // namespace
+
+std::string_view model_arch_name(ModelArch arch) {
+  switch (arch) {
+    case ModelArch::Llama:
+      return "llama";
+    case ModelArch::Qwen2:
+      return "qwen2";
+    case ModelArch::Qwen3:
+      return "qwen3";
+  }
+  return "unknown";
+}
+
+std::string_view rope_scaling_name(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::None:
+      return "none";
+    case RopeScalingType::Linear:
+      return "linear";
+    case RopeScalingType::Llama3:
+      return "llama3";
+  }
+  return "unknown";
+}
+
+ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_view name) {
+  json root;
+  try {
+    root = json::parse(config_json);
+  } catch (const json::exception& e) {
+    throw Error(std::string(name) + ": invalid JSON: " + e.what());
+  }
+  if (!root.is_object()) throw Error(std::string(name) + ": not a JSON object");
+  Fields f(root, name);
+  ModelConfig c;
+
+  // Architecture: architectures[0] when given, else model_type; both must agree.
+  std::optional<std::string> model_type = f.opt_string("model_type");
+  std::optional<std::string> architecture;
+  if (const json* archs = f.find("architectures")) {
+    if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
+      f.fail("field 'architectures' must be a non-empty list of strings, not " + archs->dump());
+    architecture = (*archs)[0].get<std::string>();
+  }
+  if (!architecture && !model_type)
+    f.fail("neither 'architectures' nor 'model_type' says which model this is");
+  const std::string& arch_name = architecture ? *architecture : *model_type;
+  auto arch = arch_from_hf(arch_name);
+  if (!arch)
+    f.fail("unsupported architecture " + quote_name(arch_name) +
+           (model_type && architecture ? " (model_type " + quote_name(*model_type) + ")" : "") +
+           "; tern runs LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM");
+  if (architecture && model_type) {
+    auto by_type = arch_from_hf(*model_type);
+    if (by_type && *by_type != *arch)
+      f.fail("architectures says " + quote_name(*architecture) + " but model_type says " +
+             quote_name(*model_type));
+  }
+  c.arch = *arch;
+  c.arch_name = arch_name;
+
+  if (auto act = f.opt_string("hidden_act"); act && *act != "silu")
+    f.fail("hidden_act " + quote_name(*act) + " is not supported (the MLP is SwiGLU with silu)");
+  if (f.opt_bool("use_sliding_window").value_or(false))
+    f.fail("use_sliding_window is true; sliding-window attention is not supported");
+
+  c.vocab_size = f.req_int("vocab_size");
+  c.hidden_size = f.req_int("hidden_size");
+  c.intermediate_size = f.req_int("intermediate_size");
+  c.num_layers = f.req_int("num_hidden_layers");
+  c.num_heads = f.req_int("num_attention_heads");
+  c.num_kv_heads = f.opt_int("num_key_value_heads").value_or(c.num_heads);
+  if (auto head_dim = f.opt_int("head_dim")) {
+    c.head_dim = *head_dim;
+  } else {
+    if (c.num_heads <= 0)
+      f.fail("num_attention_heads must be positive, not " + std::to_string(c.num_heads));
+    if (c.hidden_size % c.num_heads != 0)
+      f.fail("hidden_size " + std::to_string(c.hidden_size) +
+             " is not divisible by num_attention_heads " + std::to_string(c.num_heads) +
+             " (and no head_dim is given)");
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  // transformers' defaults where a field is absent.
+  c.max_position_embeddings =
+      f.opt_int("max_position_embeddings").value_or(c.arch == ModelArch::Llama ? 2048 : 32768);
+  c.rms_norm_eps = f.opt_double("rms_norm_eps").value_or(1e-6);
+  c.tie_word_embeddings = f.opt_bool("tie_word_embeddings").value_or(false);
+
+  c.rope_theta = f.opt_double("rope_theta").value_or(10000.0);
+  if (const json* params = f.find("rope_parameters")) {
+    if (!params->is_object()) f.fail("field 'rope_parameters' must be an object");
+    Fields p(*params, name, "rope_parameters.");
+    c.rope_theta = p.opt_double("rope_theta").value_or(c.rope_theta);
+    if (p.find("rope_type") || p.find("type"))
+      c.rope_scaling = parse_rope_scaling(*params, name, "rope_parameters.");
+  } else if (const json* scaling = f.find("rope_scaling")) {
+    if (!scaling->is_object()) f.fail("field 'rope_scaling' must be an object or null");
+    c.rope_scaling = parse_rope_scaling(*scaling, name, "rope_scaling.");
+  }
+
+  switch (c.arch) {
+    case ModelArch::Llama:
+      c.attention_bias = c.attention_out_bias = f.opt_bool("attention_bias").value_or(false);
+      c.mlp_bias = f.opt_bool("mlp_bias").value_or(false);
+      break;
+    case ModelArch::Qwen2:  // q/k/v always carry a bias, o_proj never
+      c.attention_bias = true;
+      break;
+    case ModelArch::Qwen3:
+      c.attention_bias = c.attention_out_bias = f.opt_bool("attention_bias").value_or(false);
+      c.qk_norm = true;
+      break;
+  }
+
+  c.bos_token_id = f.opt_token_id("bos_token_id");
+  c.eos_token_ids = f.opt_token_ids("eos_token_id").value_or(std::vector<int32_t>{});
+  c.torch_dtype = f.opt_string("torch_dtype").value_or(f.opt_string("dtype").value_or(""));
+
+  c.validate(name);
+  return c;
+}
+
+ModelConfig ModelConfig::from_hf_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path config_path = fs::path(dir) / "config.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(config_path, ec)) throw Error(dir + ": no config.json in this folder");
+  ModelConfig c = from_hf_json(read_text_file(config_path.string()), config_path.string());
+
+  const fs::path gen_path = fs::path(dir) / "generation_config.json";
+  if (fs::is_regular_file(gen_path, ec)) {
+    const std::string name = gen_path.string();
+    json gen;
+    try {
+      gen = json::parse(read_text_file(name));
+    } catch (const json::exception& e) {
+      throw Error(name + ": invalid JSON: " + e.what());
+    }
+    if (!gen.is_object()) throw Error(name + ": not a JSON object");
+    Fields f(gen, name);
+    if (auto bos = f.opt_token_id("bos_token_id")) c.bos_token_id = bos;
+    if (auto eos = f.opt_token_ids("eos_token_id")) c.eos_token_ids = *eos;
+  }
+  return c;
+}
+
+void ModelConfig::validate(std::string_view name) const {
+  auto fail = [&](const std::string& what) { throw Error(std::string(name) + ": " + what); };
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"vocab_size", vocab_size},
+      {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size},
+      {"num_hidden_layers", num_layers},
+      {"num_attention_heads", num_heads},
+      {"num_key_value_heads", num_kv_heads},
+      {"head_dim", head_dim},
+      {"max_position_embeddings", max_position_embeddings},
+  };
+  for (const auto& [field, value] : sizes) {
+    if (value <= 0) fail(std::string(field) + " must be positive, not " + std::to_string(value));
+    if (value > kMaxSize)
+      fail(std::string(field) + " " + std::to_string(value) + " is absurdly large");
+  }
+  if (num_heads % num_kv_heads != 0)
+    fail("num_key_value_heads " + std::to_string(num_kv_heads) +
+         " does not divide num_attention_heads " + std::to_string(num_heads));
+  if (num_kv_heads > num_heads)
+    fail("num_key_value_heads " + std::to_string(num_kv_heads) + " exceeds num_attention_heads " +
+         std::to_string(num_heads));
+  if (head_dim % 2 != 0)
+    fail("head_dim " + std::to_string(head_dim) + " is odd; RoPE rotates pairs of dimensions");
+  if (q_dim() > kMaxSize) fail("num_attention_heads × head_dim is absurdly large");
+  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps))
+    fail("rms_norm_eps must be a positive number, not " + std::to_string(rms_norm_eps));
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta))
+    fail("rope_theta must be a positive number, not " + std::to_string(rope_theta));
+  const RopeScaling& rs = rope_scaling;
+  if (rs.type != RopeScalingType::None) {
+    if (!(rs.factor > 0) || !std::isfinite(rs.factor))
+      fail("rope scaling factor must be positive, not " + std::to_string(rs.factor));
+    if (rs.original_max_position_embeddings < 0)
+      fail("rope scaling original_max_position_embeddings must not be negative");
+  }
+  if (rs.type == RopeScalingType::Llama3) {
+    if (rs.original_max_position_embeddings <= 0)
+      fail("llama3 rope scaling needs a positive original_max_position_embeddings");
+    if (!(rs.low_freq_factor > 0) || !(rs.high_freq_factor > rs.low_freq_factor) ||
+        !std::isfinite(rs.high_freq_factor))
+      fail("llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor (got " +
+           std::to_string(rs.low_freq_factor) + ", " + std::to_string(rs.high_freq_factor) + ")");
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,84 @@
+// The hyperparameters of a decoder of the llama / qwen2 / qwen3 family, read from a Hugging
+// Face config.json (+ generation_config.json) or from GGUF metadata. One struct for all
+// three: the families differ only by feature flags (q/k/v bias, q/k RMSNorm, rope scaling).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tern {
+
+class GgufFile;
+
+enum class ModelArch { Llama, Qwen2, Qwen3 };
+std::string_view model_arch_name(ModelArch arch);  // "llama", "qwen2", "qwen3"
+
+enum class RopeScalingType { None, Linear, Llama3 };
+std::string_view rope_scaling_name(RopeScalingType type);  // "none", "linear", "llama3"
+
+// RoPE frequency scaling, as transformers defines it:
+//   linear: positions are divided by `factor`;
+//   llama3: wavelengths longer than original_max_position_embeddings / low_freq_factor are
+//           divided by `factor`, shorter than original / high_freq_factor are kept, and those
+//           between are interpolated smoothly.
+// GGUF files of llama3-scaled models carry no such keys: the converter bakes the per-frequency
+// divisors into a `rope_freqs.weight` tensor instead, which the model loader must use.
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::None;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;                  // llama3 only
+  double high_freq_factor = 4.0;                 // llama3 only
+  int64_t original_max_position_embeddings = 0;  // llama3 (required), linear (optional)
+};
+
+struct ModelConfig {
+  ModelArch arch = ModelArch::Llama;
+  std::string arch_name;  // as the file says: "Qwen3ForCausalLM", "llama", …
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;        // d_model
+  int64_t intermediate_size = 0;  // d_ff of the SwiGLU MLP
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;     // query heads
+  int64_t num_kv_heads = 0;  // key/value heads (GQA); divides num_heads
+  int64_t head_dim = 0;      // `head_dim` when given (Qwen3: 128 whatever hidden/heads is)
+  int64_t max_position_embeddings = 0;
+
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+  RopeScaling rope_scaling;
+
+  bool tie_word_embeddings = false;  // lm_head shares embed_tokens' weight
+  bool attention_bias = false;       // q/k/v projections have a bias (always for qwen2)
+  bool attention_out_bias = false;   // o_proj has a bias (llama with attention_bias=true)
+  bool mlp_bias = false;             // gate/up/down have biases (llama mlp_bias)
+  bool qk_norm = false;              // RMSNorm over each head of q and k before RoPE (qwen3)
+
+  std::optional<int32_t> bos_token_id;
+  std::vector<int32_t> eos_token_ids;  // any of them ends generation; may be empty
+  std::string torch_dtype;             // "bfloat16", … ("" when unknown)
+
+  // `config_json` is the text of a config.json; `name` (its path, usually) prefixes errors.
+  // Throws tern::Error naming the field for a missing required field, a wrong type, an
+  // architecture other than llama/qwen2/qwen3, or sizes that do not fit together.
+  static ModelConfig from_hf_json(std::string_view config_json, std::string_view name);
+  // Reads `dir`/config.json and, when present, `dir`/generation_config.json, whose
+  // bos_token_id / eos_token_id replace the config's.
+  static ModelConfig from_hf_dir(const std::string& dir);
+  // From GGUF metadata (`general.architecture` and the `{arch}.*` keys); tied embeddings when
+  // there is no output.weight tensor, q/k/v bias when blk.0.attn_q.bias exists.
+  static ModelConfig from_gguf(const GgufFile& gguf);
+
+  // Checks sizes: all positive, num_kv_heads divides num_heads, hidden_size divisible by
+  // num_heads when head_dim was derived, head_dim even (RoPE rotates pairs), positive eps and
+  // theta, a sane rope scaling. Throws tern::Error prefixed with `name`.
+  void validate(std::string_view name) const;
+
+  int64_t q_dim() const { return num_heads * head_dim; }      // width of q_proj's output
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }  // width of k_proj / v_proj
+};
+
+}  // namespace tern

@@ -1,0 +1,129 @@
+// ModelConfig from GGUF metadata, with llama.cpp's key names (gguf-py constants.py) and its
+// defaults where a key is optional.
+#include <algorithm>
+#include <limits>
+
+#include "tern/core/error.h"
+#include "tern/formats/gguf.h"
+#include "tern/formats/model_config.h"
+
+namespace tern {
+namespace {
+
+std::optional<int32_t> token_id_or_none(const GgufFile& g, const char* key) {
+  auto v = g.get_int(key);
+  // llama.cpp writes -1 (or 0xFFFFFFFF) for "no such token".
+  if (!v || *v < 0 || *v > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  return static_cast<int32_t>(*v);
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
+  const std::string& name = g.path();
+  auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
+
+  auto arch_name = g.get_string("general.architecture");
+  if (!arch_name) fail("metadata key 'general.architecture' is missing");
+  ModelConfig c;
+  if (*arch_name == "llama") {
+    c.arch = ModelArch::Llama;
+  } else if (*arch_name == "qwen2") {
+    c.arch = ModelArch::Qwen2;
+  } else if (*arch_name == "qwen3") {
+    c.arch = ModelArch::Qwen3;
+  } else {
+    fail("unsupported architecture '" + *arch_name + "' (tern runs llama, qwen2 and qwen3)");
+  }
+  c.arch_name = *arch_name;
+
+  const std::string prefix = *arch_name + ".";
+  auto opt_int = [&](const char* suffix) { return g.get_int(prefix + suffix); };
+  auto req_int = [&](const char* suffix) {
+    auto v = g.get_int(prefix + suffix);
+    if (!v) fail("metadata key '" + prefix + suffix + "' is missing");
+    return *v;
+  };
+  auto opt_float = [&](const char* suffix) { return g.get_float(prefix + suffix); };
+
+  c.max_position_embeddings = req_int("context_length");
+  c.hidden_size = req_int("embedding_length");
+  c.intermediate_size = req_int("feed_forward_length");
+  c.num_layers = req_int("block_count");
+  c.num_heads = req_int("attention.head_count");
+  c.num_kv_heads = opt_int("attention.head_count_kv").value_or(c.num_heads);
+  auto eps = opt_float("attention.layer_norm_rms_epsilon");
+  if (!eps) fail("metadata key '" + prefix + "attention.layer_norm_rms_epsilon' is missing");
+  c.rms_norm_eps = *eps;
+  c.rope_theta = opt_float("rope.freq_base").value_or(10000.0);
+
+  if (auto key_length = opt_int("attention.key_length")) {
+    c.head_dim = *key_length;
+  } else {
+    if (c.num_heads <= 0 || c.hidden_size % c.num_heads != 0)
+      fail(prefix + "embedding_length " + std::to_string(c.hidden_size) + " is not divisible by " +
+           prefix + "attention.head_count " + std::to_string(c.num_heads) +
+           " (and no key_length is given)");
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (auto value_length = opt_int("attention.value_length");
+      value_length && *value_length != c.head_dim)
+    fail(prefix + "attention.value_length " + std::to_string(*value_length) +
+         " differs from the key length " + std::to_string(c.head_dim) + "; not supported");
+  if (auto rot = opt_int("rope.dimension_count"); rot && *rot != c.head_dim)
+    fail(prefix + "rope.dimension_count " + std::to_string(*rot) + " differs from head_dim " +
+         std::to_string(c.head_dim) + "; partial rotary embeddings are not supported");
+
+  // llama.cpp: the type defaults to "linear" and the factor (old key: rope.scale_linear) to 1,
+  // which together mean no scaling.
+  std::string scaling = g.get_string(prefix + "rope.scaling.type").value_or("linear");
+  double factor =
+      opt_float("rope.scaling.factor").value_or(opt_float("rope.scale_linear").value_or(0));
+  if (factor == 0) factor = 1;
+  if (scaling == "linear") {
+    if (factor != 1) {
+      c.rope_scaling.type = RopeScalingType::Linear;
+      c.rope_scaling.factor = factor;
+      c.rope_scaling.original_max_position_embeddings =
+          opt_int("rope.scaling.original_context_length").value_or(0);
+    }
+  } else if (scaling != "none") {
+    fail(prefix + "rope.scaling.type '" + scaling +
+         "' is not supported (tern implements none and linear from GGUF)");
+  }
+
+  if (auto n = opt_int("vocab_size")) {
+    c.vocab_size = *n;
+  } else if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens");
+             tokens != nullptr && tokens->as_array() != nullptr) {
+    c.vocab_size = static_cast<int64_t>(tokens->as_array()->items.size());
+  } else if (const TensorInfo* embd = g.find_tensor("token_embd.weight");
+             embd != nullptr && embd->shape.size() == 2) {
+    c.vocab_size = embd->shape[0];
+  } else {
+    fail("no " + prefix +
+         "vocab_size, tokenizer.ggml.tokens or token_embd.weight gives the vocabulary size");
+  }
+
+  c.tie_word_embeddings = g.find_tensor("output.weight") == nullptr;
+  c.attention_bias = g.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.attention_out_bias = g.find_tensor("blk.0.attn_output.bias") != nullptr;
+  c.mlp_bias = g.find_tensor("blk.0.ffn_up.bias") != nullptr;
+  c.qk_norm = c.arch == ModelArch::Qwen3 || g.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+
+  c.bos_token_id = token_id_or_none(g, "tokenizer.ggml.bos_token_id");
+  // End of generation: EOS, and the end-of-turn / end-of-message tokens when the file names
+  // them (Llama 3 instruct models end a turn with <|eot_id|>).
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    auto id = token_id_or_none(g, key);
+    if (id &&
+        std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *id) == c.eos_token_ids.end())
+      c.eos_token_ids.push_back(*id);
+  }
+
+  c.validate(name);
+  return c;
+}
+
+}  // namespace tern

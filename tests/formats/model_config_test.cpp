@@ -1,0 +1,489 @@
+#include "tern/formats/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "tern/core/error.h"
+#include "tern/core/mapped_file.h"
+#include "tern/formats/gguf.h"
+
+namespace tern {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nwanted: " << p;
+  }
+}
+
+void expect_qwen3_common(const ModelConfig& c) {
+  EXPECT_EQ(c.arch, ModelArch::Qwen3);
+  EXPECT_EQ(c.arch_name, "Qwen3ForCausalLM");
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.max_position_embeddings, 40960);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1000000.0);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.attention_out_bias);
+  EXPECT_FALSE(c.mlp_bias);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.bos_token_id, 151643);
+  EXPECT_EQ(c.torch_dtype, "bfloat16");
+}
+
+TEST(ModelConfig, Qwen3_0_6B) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  auto c = ModelConfig::from_hf_dir(testing::fixture("model-configs/qwen3-0.6b"));
+  expect_qwen3_common(c);
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.num_layers, 28);
+  EXPECT_EQ(c.num_heads, 16);
+  EXPECT_EQ(c.q_dim(), 2048);  // not hidden_size: Qwen3 sets head_dim explicitly
+  EXPECT_EQ(c.kv_dim(), 1024);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+}
+
+TEST(ModelConfig, Qwen3_1_7B) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-1.7b/config.json");
+  auto c = ModelConfig::from_hf_dir(testing::fixture("model-configs/qwen3-1.7b"));
+  expect_qwen3_common(c);
+  EXPECT_EQ(c.hidden_size, 2048);
+  EXPECT_EQ(c.intermediate_size, 6144);
+  EXPECT_EQ(c.num_layers, 28);
+  EXPECT_EQ(c.num_heads, 16);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+}
+
+TEST(ModelConfig, Qwen3_4BWithGenerationConfig) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-4b/generation_config.json");
+  const std::string dir = testing::fixture("model-configs/qwen3-4b");
+  auto c = ModelConfig::from_hf_dir(dir);
+  expect_qwen3_common(c);
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.intermediate_size, 9728);
+  EXPECT_EQ(c.num_layers, 36);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  // generation_config.json's list replaces config.json's single eos.
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{151645, 151643}));
+  // config.json alone says 151645 only.
+  auto alone = ModelConfig::from_hf_json(read_text_file(dir + "/config.json"), "config.json");
+  EXPECT_EQ(alone.eos_token_ids, std::vector<int32_t>{151645});
+}
+
+TEST(ModelConfig, Qwen3_8B) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-8b/config.json");
+  auto c = ModelConfig::from_hf_dir(testing::fixture("model-configs/qwen3-8b"));
+  expect_qwen3_common(c);
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.intermediate_size, 12288);
+  EXPECT_EQ(c.num_layers, 36);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+}
+
+TEST(ModelConfig, Llama3_2_1BWithLlama3RopeScaling) {
+  TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
+  auto c = ModelConfig::from_hf_dir(testing::fixture("model-configs/llama-3.2-1b"));
+  EXPECT_EQ(c.arch, ModelArch::Llama);
+  EXPECT_EQ(c.arch_name, "LlamaForCausalLM");
+  EXPECT_EQ(model_arch_name(c.arch), "llama");
+  EXPECT_EQ(c.vocab_size, 128256);
+  EXPECT_EQ(c.hidden_size, 2048);
+  EXPECT_EQ(c.intermediate_size, 8192);
+  EXPECT_EQ(c.num_layers, 16);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::Llama3);
+  EXPECT_EQ(rope_scaling_name(c.rope_scaling.type), "llama3");
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.low_freq_factor, 1.0);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.attention_out_bias);
+  EXPECT_FALSE(c.mlp_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.bos_token_id, 128000);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{128001});
+  EXPECT_EQ(c.torch_dtype, "bfloat16");
+}
+
+// Qwen2.5-0.5B-Instruct's published config.json.
+const char* kQwen25Config = R"({
+  "architectures": ["Qwen2ForCausalLM"],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "hidden_act": "silu",
+  "hidden_size": 896,
+  "initializer_range": 0.02,
+  "intermediate_size": 4864,
+  "max_position_embeddings": 32768,
+  "max_window_layers": 21,
+  "model_type": "qwen2",
+  "num_attention_heads": 14,
+  "num_hidden_layers": 24,
+  "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 32768,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.1",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+TEST(ModelConfig, Qwen2_5WithBiases) {
+  auto c = ModelConfig::from_hf_json(kQwen25Config, "qwen2.5/config.json");
+  EXPECT_EQ(c.arch, ModelArch::Qwen2);
+  EXPECT_EQ(c.arch_name, "Qwen2ForCausalLM");
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.hidden_size, 896);
+  EXPECT_EQ(c.intermediate_size, 4864);
+  EXPECT_EQ(c.num_layers, 24);
+  EXPECT_EQ(c.num_heads, 14);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);  // 896 / 14
+  EXPECT_EQ(c.max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.attention_bias);       // q/k/v bias
+  EXPECT_FALSE(c.attention_out_bias);  // no o_proj bias
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+  EXPECT_EQ(c.bos_token_id, 151643);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+}
+
+json qwen25() { return json::parse(kQwen25Config); }
+ModelConfig load(const json& j) { return ModelConfig::from_hf_json(j.dump(), "test/config.json"); }
+
+TEST(ModelConfig, DefaultsAndAlternativeSpellings) {
+  // model_type alone, no num_key_value_heads / rope_theta / rms_norm_eps / token ids.
+  json j = {{"model_type", "llama"},      {"vocab_size", 32000},     {"hidden_size", 4096},
+            {"intermediate_size", 11008}, {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+            {"head_dim", nullptr},        {"eos_token_id", nullptr}, {"dtype", "float16"},
+            {"attention_bias", true},     {"mlp_bias", true}};
+  auto c = load(j);
+  EXPECT_EQ(c.arch, ModelArch::Llama);
+  EXPECT_EQ(c.arch_name, "llama");
+  EXPECT_EQ(c.num_kv_heads, 32);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.bos_token_id.has_value());
+  EXPECT_TRUE(c.eos_token_ids.empty());
+  EXPECT_EQ(c.torch_dtype, "float16");
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_TRUE(c.attention_out_bias);
+  EXPECT_TRUE(c.mlp_bias);
+
+  // Linear scaling with the legacy "type" key.
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+  c = load(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 4.0);
+
+  // transformers 5 puts theta and scaling under rope_parameters.
+  j.erase("rope_scaling");
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
+  c = load(j);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+
+  json q = qwen25();
+  q["eos_token_id"] = {151645, 151643};
+  EXPECT_EQ(load(q).eos_token_ids, (std::vector<int32_t>{151645, 151643}));
+}
+
+TEST(ModelConfig, GenerationConfigOverrides) {
+  fs::path dir = fs::path(::testing::TempDir()) / ("tern_cfg_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << kQwen25Config;
+  std::ofstream(dir / "generation_config.json")
+      << R"({"bos_token_id": 7, "eos_token_id": [1, 2, 3], "temperature": 0.7})";
+  auto c = ModelConfig::from_hf_dir(dir.string());
+  EXPECT_EQ(c.bos_token_id, 7);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1, 2, 3}));
+
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": "x"})";
+  expect_error([&] { ModelConfig::from_hf_dir(dir.string()); },
+               {"generation_config.json: ", "'eos_token_id'"});
+  fs::remove(dir / "generation_config.json");
+  EXPECT_EQ(ModelConfig::from_hf_dir(dir.string()).eos_token_ids, std::vector<int32_t>{151645});
+  fs::remove(dir / "config.json");
+  expect_error([&] { ModelConfig::from_hf_dir(dir.string()); }, {dir.string(), "no config.json"});
+  fs::remove_all(dir);
+}
+
+TEST(ModelConfig, Errors) {
+  const std::string name = "test/config.json";
+  auto broken = [&](const std::function<void(json&)>& edit) {
+    json j = qwen25();
+    edit(j);
+    return [j] { load(j); };
+  };
+  expect_error(broken([](json& j) {
+                 j["architectures"] = {"MistralForCausalLM"};
+                 j["model_type"] = "mistral";
+               }),
+               {name, "unsupported architecture 'MistralForCausalLM'"});
+  expect_error(broken([](json& j) {
+                 j.erase("architectures");
+                 j["model_type"] = "gemma2";
+               }),
+               {name, "unsupported architecture 'gemma2'"});
+  expect_error(broken([](json& j) {
+                 j.erase("architectures");
+                 j.erase("model_type");
+               }),
+               {name, "neither 'architectures' nor 'model_type'"});
+  expect_error(broken([](json& j) { j["model_type"] = "llama"; }),
+               {"architectures says 'Qwen2ForCausalLM' but model_type says 'llama'"});
+  expect_error(broken([](json& j) { j.erase("num_hidden_layers"); }),
+               {name, "required field 'num_hidden_layers' is missing"});
+  expect_error(broken([](json& j) { j.erase("vocab_size"); }),
+               {name, "required field 'vocab_size' is missing"});
+  expect_error(broken([](json& j) { j["hidden_size"] = "896"; }),
+               {name, "field 'hidden_size' must be an integer"});
+  expect_error(broken([](json& j) { j["hidden_size"] = 896.5; }),
+               {name, "field 'hidden_size' must be an integer"});
+  expect_error(broken([](json& j) { j["tie_word_embeddings"] = 1; }),
+               {name, "field 'tie_word_embeddings' must be true or false"});
+  expect_error(broken([](json& j) { j["rms_norm_eps"] = "small"; }),
+               {name, "field 'rms_norm_eps' must be a number"});
+  expect_error(broken([](json& j) { j["num_key_value_heads"] = 4; }),
+               {name, "num_key_value_heads 4 does not divide num_attention_heads 14"});
+  expect_error(broken([](json& j) { j["num_attention_heads"] = 13; }),
+               {name, "hidden_size 896 is not divisible by num_attention_heads 13"});
+  expect_error(broken([](json& j) { j["intermediate_size"] = 0; }),
+               {name, "intermediate_size must be positive"});
+  expect_error(broken([](json& j) { j["num_hidden_layers"] = -3; }),
+               {name, "num_hidden_layers must be positive"});
+  expect_error(broken([](json& j) { j["head_dim"] = 63; }), {name, "head_dim 63 is odd"});
+  expect_error(broken([](json& j) { j["rms_norm_eps"] = 0; }), {name, "rms_norm_eps"});
+  expect_error(broken([](json& j) { j["eos_token_id"] = -1; }), {name, "'eos_token_id'"});
+  expect_error(broken([](json& j) { j["eos_token_id"] = {1, "x"}; }), {name, "'eos_token_id'"});
+  expect_error(broken([](json& j) { j["hidden_act"] = "gelu"; }), {name, "hidden_act 'gelu'"});
+  expect_error(broken([](json& j) { j["use_sliding_window"] = true; }), {name, "sliding"});
+  expect_error(broken([](json& j) {
+                 j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}};
+               }),
+               {name, "rope scaling type 'yarn' is not supported"});
+  expect_error(broken([](json& j) {
+                 j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+               }),
+               {name, "'rope_scaling.low_freq_factor' is missing"});
+  expect_error(broken([](json& j) {
+                 j["rope_scaling"] = {{"factor", 8.0}};
+               }),
+               {name, "has no rope_type"});
+  expect_error([&] { ModelConfig::from_hf_json("{\"vocab_size\": ", name); },
+               {name, "invalid JSON"});
+  expect_error([&] { ModelConfig::from_hf_json("[1]", name); }, {name, "not a JSON object"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// GGUF
+
+TEST(ModelConfigGguf, Stories260K) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto g = GgufFile::open(testing::fixture("stories260K/stories260K.gguf"));
+  auto c = ModelConfig::from_gguf(g);
+  EXPECT_EQ(c.arch, ModelArch::Llama);
+  EXPECT_EQ(c.arch_name, "llama");
+  EXPECT_EQ(c.vocab_size, 512);  // no llama.vocab_size: the length of tokenizer.ggml.tokens
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.intermediate_size, 172);
+  EXPECT_EQ(c.num_layers, 5);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), 1e-5f);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);  // no rope.freq_base: the default
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+  EXPECT_FALSE(c.tie_word_embeddings);  // output.weight is a tensor of its own
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.attention_out_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+}
+
+TEST(ModelConfigGguf, Llama2TinyRandom) {
+  TERN_REQUIRE_FIXTURE("llama-2-tiny-random/llama-2-tiny-random.gguf");
+  auto g = GgufFile::open(testing::fixture("llama-2-tiny-random/llama-2-tiny-random.gguf"));
+  auto c = ModelConfig::from_gguf(g);
+  EXPECT_EQ(c.arch, ModelArch::Llama);
+  EXPECT_EQ(c.vocab_size, 32000);
+  EXPECT_EQ(c.hidden_size, 8);
+  EXPECT_EQ(c.intermediate_size, 32);
+  EXPECT_EQ(c.num_layers, 1);
+  EXPECT_EQ(c.num_heads, 2);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 4);  // = rope.dimension_count
+  EXPECT_EQ(c.max_position_embeddings, 4096);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), 1e-5f);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+}
+
+// A GGUF with Qwen3-0.6B's metadata (as llama.cpp's converter writes it) and the few tensors
+// the loader looks at.
+GgufWriter qwen3_like_writer() {
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::string("qwen3"));
+  w.set("general.name", GgufValue::string("Qwen3 0.6B"));
+  w.set("qwen3.block_count", GgufValue::u32(28));
+  w.set("qwen3.context_length", GgufValue::u32(40960));
+  w.set("qwen3.embedding_length", GgufValue::u32(1024));
+  w.set("qwen3.feed_forward_length", GgufValue::u32(3072));
+  w.set("qwen3.attention.head_count", GgufValue::u32(16));
+  w.set("qwen3.attention.head_count_kv", GgufValue::u32(8));
+  w.set("qwen3.rope.freq_base", GgufValue::f32(1000000.0f));
+  w.set("qwen3.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
+  w.set("qwen3.attention.key_length", GgufValue::u32(128));
+  w.set("qwen3.attention.value_length", GgufValue::u32(128));
+  w.set("tokenizer.ggml.model", GgufValue::string("gpt2"));
+  std::vector<std::string> tokens(151936);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = std::to_string(i);
+  w.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
+  w.set("tokenizer.ggml.bos_token_id", GgufValue::u32(151643));
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(151645));
+  w.set("tokenizer.ggml.eot_token_id", GgufValue::u32(151645));  // same id: listed once
+  w.set("tokenizer.ggml.padding_token_id", GgufValue::u32(151643));
+  std::vector<std::byte> norm(128 * 4, std::byte{0});
+  w.add_tensor("blk.0.attn_q_norm.weight", DType::F32, {128}, norm);
+  w.add_tensor("blk.0.attn_k_norm.weight", DType::F32, {128}, norm);
+  return w;
+}
+
+GgufFile parse_gguf(const GgufWriter& w, const std::string& name = "qwen3-like.gguf") {
+  return GgufFile::parse(std::make_shared<const MappedFile>(name, w.to_bytes()));
+}
+
+TEST(ModelConfigGguf, Qwen3Like) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  auto c = ModelConfig::from_gguf(parse_gguf(qwen3_like_writer()));
+  // The same values as the HF config of Qwen3-0.6B.
+  auto hf = ModelConfig::from_hf_dir(testing::fixture("model-configs/qwen3-0.6b"));
+  EXPECT_EQ(c.arch, ModelArch::Qwen3);
+  EXPECT_EQ(c.arch_name, "qwen3");
+  EXPECT_EQ(c.vocab_size, hf.vocab_size);
+  EXPECT_EQ(c.hidden_size, hf.hidden_size);
+  EXPECT_EQ(c.intermediate_size, hf.intermediate_size);
+  EXPECT_EQ(c.num_layers, hf.num_layers);
+  EXPECT_EQ(c.num_heads, hf.num_heads);
+  EXPECT_EQ(c.num_kv_heads, hf.num_kv_heads);
+  EXPECT_EQ(c.head_dim, hf.head_dim);
+  EXPECT_EQ(c.max_position_embeddings, hf.max_position_embeddings);
+  EXPECT_DOUBLE_EQ(c.rope_theta, hf.rope_theta);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), static_cast<float>(hf.rms_norm_eps));
+  EXPECT_EQ(c.tie_word_embeddings, hf.tie_word_embeddings);  // true: no output.weight
+  EXPECT_EQ(c.qk_norm, hf.qk_norm);
+  EXPECT_EQ(c.attention_bias, hf.attention_bias);
+  EXPECT_EQ(c.bos_token_id, hf.bos_token_id);
+  EXPECT_EQ(c.eos_token_ids, hf.eos_token_ids);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+}
+
+TEST(ModelConfigGguf, Qwen2BiasTiedAndScaling) {
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::string("qwen2"));
+  w.set("qwen2.block_count", GgufValue::u32(24));
+  w.set("qwen2.context_length", GgufValue::u32(32768));
+  w.set("qwen2.embedding_length", GgufValue::u32(896));
+  w.set("qwen2.feed_forward_length", GgufValue::u32(4864));
+  w.set("qwen2.attention.head_count", GgufValue::u32(14));
+  w.set("qwen2.attention.head_count_kv", GgufValue::u32(2));
+  w.set("qwen2.rope.freq_base", GgufValue::f32(1000000.0f));
+  w.set("qwen2.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
+  w.set("qwen2.vocab_size", GgufValue::u32(151936));
+  w.set("qwen2.rope.scaling.type", GgufValue::string("linear"));
+  w.set("qwen2.rope.scaling.factor", GgufValue::f32(4.0f));
+  w.set("qwen2.rope.scaling.original_context_length", GgufValue::u32(8192));
+  w.set("tokenizer.ggml.bos_token_id", GgufValue::i32(-1));  // "none"
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(151645));
+  w.set("tokenizer.ggml.eot_token_id", GgufValue::u32(151643));
+  std::vector<std::byte> bias(128 * 4, std::byte{0});
+  w.add_tensor("blk.0.attn_q.bias", DType::F32, {128}, bias);
+  w.add_tensor("output.weight", DType::F32, {128}, bias);
+  auto c = ModelConfig::from_gguf(parse_gguf(w, "qwen2-like.gguf"));
+  EXPECT_EQ(c.arch, ModelArch::Qwen2);
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.head_dim, 64);  // 896 / 14
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.attention_out_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_FALSE(c.bos_token_id.has_value());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{151645, 151643}));
+}
+
+TEST(ModelConfigGguf, Errors) {
+  auto broken = [](const std::function<void(GgufWriter&)>& edit) {
+    GgufWriter w = qwen3_like_writer();
+    edit(w);
+    auto bytes = w.to_bytes();
+    return [bytes] {
+      ModelConfig::from_gguf(
+          GgufFile::parse(std::make_shared<const MappedFile>("bad.gguf", bytes)));
+    };
+  };
+  expect_error(
+      broken([](GgufWriter& w) { w.set("general.architecture", GgufValue::string("gemma2")); }),
+      {"bad.gguf: ", "unsupported architecture 'gemma2'"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("general.architecture", GgufValue::string("llama")); }),
+      {"bad.gguf: ", "'llama.context_length' is missing"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("qwen3.attention.head_count_kv", GgufValue::u32(5)); }),
+      {"bad.gguf: ", "num_key_value_heads 5 does not divide num_attention_heads 16"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("qwen3.rope.scaling.type", GgufValue::string("yarn")); }),
+      {"bad.gguf: ", "rope.scaling.type 'yarn' is not supported"});
+  expect_error(
+      broken([](GgufWriter& w) { w.set("qwen3.rope.dimension_count", GgufValue::u32(64)); }),
+      {"bad.gguf: ", "partial rotary"});
+  expect_error(broken([](GgufWriter& w) { w.set("qwen3.block_count", GgufValue::string("28")); }),
+               {"bad.gguf", "qwen3.block_count"});
+}
+
+}  // namespace
+}  // namespace tern
