@@ -9,7 +9,7 @@
 
 #include "fixtures.h"
 #include "tern/core/error.h"
-#include "tern/tokenizer/utf8_scan.h"
+#include "tern/core/utf8.h"
 #include "tokenizer/llama_cpp_vectors.h"
 
 namespace tern {

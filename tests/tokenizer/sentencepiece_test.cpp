@@ -10,7 +10,7 @@
 #include "tern/core/error.h"
 #include "tern/tokenizer/sentencepiece_bpe.h"
 #include "tern/tokenizer/sentencepiece_model.h"
-#include "tern/tokenizer/utf8_scan.h"
+#include "tern/core/utf8.h"
 #include "tokenizer/llama_cpp_vectors.h"
 
 namespace tern {

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "tern/core/error.h"
+#include "tern/core/utf8.h"
 #include "tern/formats/gguf_detail.h"
 
 namespace tern {
@@ -205,7 +206,7 @@ class GgufParser {
       uint64_t key_at = pos_;
       std::string_view key = str("key");
       if (key.empty()) fail("empty key at byte " + std::to_string(key_at));
-      if (!gguf_detail::is_valid_utf8(key))
+      if (!is_valid_utf8(key))
         fail("key " + quoted(key) + " at byte " + std::to_string(key_at) + " is not valid UTF-8");
       context_ = "key '" + std::string(key) + "'";
       if (out.metadata_index_.find(key) != out.metadata_index_.end())
@@ -245,7 +246,7 @@ class GgufParser {
       uint64_t name_at = pos_;
       std::string_view name = str("tensor name");
       if (name.empty()) fail("empty tensor name at byte " + std::to_string(name_at));
-      if (!gguf_detail::is_valid_utf8(name))
+      if (!is_valid_utf8(name))
         fail("tensor name " + quoted(name) + " at byte " + std::to_string(name_at) +
              " is not valid UTF-8");
       context_ = "tensor '" + std::string(name) + "'";

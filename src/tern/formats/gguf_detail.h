@@ -22,9 +22,6 @@ uint32_t scalar_size(GgufType type);
 // anything is allocated.
 uint32_t min_encoded_size(GgufType type);
 
-// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
-bool is_valid_utf8(std::string_view s);
-
 // `s` in double quotes, with quotes, backslashes, control characters and bytes that are not
 // valid UTF-8 escaped, so that it is safe in an error message or a terminal.
 std::string quoted(std::string_view s);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "tern/formats/gguf.h"
+#include "tern/core/utf8.h"
 #include "tern/formats/gguf_detail.h"
 
 namespace tern {
@@ -202,49 +203,6 @@ uint32_t min_encoded_size(GgufType type) {
   return scalar_size(type);
 }
 
-namespace {
-
-// The length of the valid UTF-8 sequence starting at s[i], or 0 when it is not one.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  unsigned c = p[i];
-  if (c < 0x80) return 1;
-  size_t len;
-  uint32_t cp;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (s.size() - i < len) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    unsigned cc = p[i + k];
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
-  if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
-  return len;
-}
-
-}  // namespace
-
-bool is_valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    size_t len = utf8_sequence_length(s, i);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
-
 std::string quoted(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -252,7 +210,8 @@ std::string quoted(std::string_view s) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
     auto c = static_cast<unsigned char>(s[i]);
-    size_t len = utf8_sequence_length(s, i);
+    const Utf8Char ch = next_utf8_char(s, i);
+    const size_t len = ch.status == Utf8Status::Complete ? ch.length : 0;
     if (len > 1) {
       out.append(s.substr(i, len));
       i += len;

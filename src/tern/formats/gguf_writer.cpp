@@ -11,6 +11,7 @@
 
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
+#include "tern/core/utf8.h"
 #include "tern/formats/gguf_detail.h"
 
 namespace tern {
@@ -148,7 +149,7 @@ uint64_t align_up(uint64_t n, uint64_t alignment) {
 
 void GgufWriter::set(std::string key, GgufValue value) {
   if (key.empty()) throw Error("gguf writer: empty metadata key");
-  if (!gguf_detail::is_valid_utf8(key))
+  if (!is_valid_utf8(key))
     throw Error("gguf writer: key " + gguf_detail::quoted(key) + " is not valid UTF-8");
   encode_value(nullptr, value, key, 0);
   if (key == "general.alignment") {
@@ -172,7 +173,7 @@ void GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> 
     throw Error("gguf writer: tensor '" + name + "': " + what);
   };
   if (name.empty()) throw Error("gguf writer: empty tensor name");
-  if (!gguf_detail::is_valid_utf8(name))
+  if (!is_valid_utf8(name))
     throw Error("gguf writer: tensor name " + gguf_detail::quoted(name) + " is not valid UTF-8");
   // ggml's GGML_MAX_NAME is 64 with the terminating NUL; llama.cpp refuses longer names.
   if (name.size() > 63)

@@ -1,6 +1,6 @@
 // JSON and message helpers for model files, whose headers come from strangers: a parse that refuses
 // duplicate keys (nlohmann keeps the last one silently, which lets two readers of one file
-// disagree) and nesting deeper than the format allows, and a strict UTF-8 check.
+// disagree) and nesting deeper than the format allows, and safe quoting of names in messages.
 #pragma once
 
 #include <cstddef>
@@ -33,10 +33,6 @@ class JsonStrictError : public std::runtime_error {
 // `top_level_keys` is given it receives the keys of a top-level object in file order.
 nlohmann::json parse_json_strict(std::string_view text, int max_depth,
                                  std::vector<std::string>* top_level_keys = nullptr);
-
-// The offset of the first byte that is not part of well-formed UTF-8 (overlong forms,
-// surrogates and code points above U+10FFFF included), or nullopt when all of `s` is valid.
-std::optional<size_t> utf8_error(std::string_view s);
 
 // `s` in single quotes for an error message, control characters escaped as \xNN so that a
 // name taken from a file cannot rewrite the terminal.

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tern/core/error.h"
+#include "tern/core/utf8.h"
 #include "tern/formats/json_util.h"
 
 namespace tern {
@@ -108,7 +109,7 @@ class SafetensorsParser {
     std::string_view header(reinterpret_cast<const char*>(file_->data()) + 8, n);
     if (header.empty() || header.front() != '{')
       fail("header does not start with '{' (not a safetensors file?)");
-    if (auto bad = utf8_error(header))
+    if (auto bad = first_invalid_utf8(header))
       fail("header is not valid UTF-8 (bad byte at header offset " + std::to_string(*bad) + ")");
 
     json root;
@@ -280,7 +281,7 @@ const TensorInfo* SafetensorsFile::find_tensor(std::string_view name) const {
 // Writer
 
 void SafetensorsWriter::set_metadata(std::string key, std::string value) {
-  if (utf8_error(key) || utf8_error(value))
+  if (first_invalid_utf8(key) || first_invalid_utf8(value))
     throw Error("safetensors writer: metadata " + quote_name(key) + " is not valid UTF-8");
   metadata_[std::move(key)] = std::move(value);
 }
@@ -289,7 +290,7 @@ void SafetensorsWriter::add_tensor(std::string name, DType dtype, std::vector<in
                                    std::span<const std::byte> data) {
   const std::string what = "safetensors writer: tensor " + quote_name(name);
   if (name == "__metadata__") throw Error(what + ": the name is reserved");
-  if (utf8_error(name)) throw Error(what + ": the name is not valid UTF-8");
+  if (first_invalid_utf8(name)) throw Error(what + ": the name is not valid UTF-8");
   if (names_.count(name)) throw Error(what + ": duplicate name");
   if (dtype_traits(dtype).safetensors.empty())
     throw Error(what + ": safetensors has no dtype for " + std::string(dtype_name(dtype)));

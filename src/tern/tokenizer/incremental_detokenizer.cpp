@@ -1,6 +1,6 @@
 #include "tern/tokenizer/incremental_detokenizer.h"
 
-#include "tern/tokenizer/utf8_scan.h"
+#include "tern/core/utf8.h"
 
 namespace tern {
 

@@ -4,7 +4,7 @@
 #include <queue>
 
 #include "tern/core/error.h"
-#include "tern/tokenizer/utf8_scan.h"
+#include "tern/core/utf8.h"
 
 namespace tern {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
-#include "tern/tokenizer/utf8_scan.h"
+#include "tern/core/utf8.h"
 
 namespace tern {
 namespace {

@@ -1,8 +1,10 @@
-// Strict UTF-8 scanning shared by the SentencePiece reader, the BPE character split and the
-// incremental detokenizer, which must tell a truncated character from an invalid one.
+// Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), shared by the file
+// parsers, which reject invalid names, and the tokenizers and the incremental detokenizer,
+// which must tell a truncated character from an invalid one.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +26,8 @@ struct Utf8Char {
 Utf8Char next_utf8_char(std::string_view s, size_t pos);
 
 bool is_valid_utf8(std::string_view s);
+// The byte offset of the first ill-formed or truncated character, nullopt when all is valid.
+std::optional<size_t> first_invalid_utf8(std::string_view s);
 
 // Replaces each ill-formed subpart (and a truncated character at the end) with U+FFFD.
 std::string sanitize_utf8(std::string_view s);

@@ -1,4 +1,4 @@
-#include "tern/tokenizer/utf8_scan.h"
+#include "tern/core/utf8.h"
 
 namespace tern {
 
@@ -32,14 +32,16 @@ Utf8Char next_utf8_char(std::string_view s, size_t pos) {
   return {Utf8Status::Complete, need};
 }
 
-bool is_valid_utf8(std::string_view s) {
+std::optional<size_t> first_invalid_utf8(std::string_view s) {
   for (size_t pos = 0; pos < s.size();) {
     const Utf8Char c = next_utf8_char(s, pos);
-    if (c.status != Utf8Status::Complete) return false;
+    if (c.status != Utf8Status::Complete) return pos;
     pos += c.length;
   }
-  return true;
+  return std::nullopt;
 }
+
+bool is_valid_utf8(std::string_view s) { return !first_invalid_utf8(s).has_value(); }
 
 std::string sanitize_utf8(std::string_view s) {
   std::string out;
