@@ -11,6 +11,8 @@
 #include "commands/commands.h"
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
+#include "tern/formats/model_config.h"
+#include "tern/formats/safetensors.h"
 #include "tern/formats/tensor_info.h"
 
 namespace tern::cli {
@@ -49,6 +51,31 @@ void print_tensor_table(const std::vector<TensorInfo>& tensors) {
   std::printf("total: %s parameters, %s bytes\n", grouped(params).c_str(), grouped(total).c_str());
 }
 
+void print_config(const ModelConfig& c) {
+  std::printf(
+      "model: %s (%s), %lld layers, hidden %lld, ffn %lld, heads %lld / kv %lld x %lld, vocab "
+      "%lld, context %lld, rope theta %g (%s), eps %g%s%s%s\n",
+      std::string(model_arch_name(c.arch)).c_str(), c.arch_name.c_str(),
+      static_cast<long long>(c.num_layers), static_cast<long long>(c.hidden_size),
+      static_cast<long long>(c.intermediate_size), static_cast<long long>(c.num_heads),
+      static_cast<long long>(c.num_kv_heads), static_cast<long long>(c.head_dim),
+      static_cast<long long>(c.vocab_size), static_cast<long long>(c.max_position_embeddings),
+      c.rope_theta, std::string(rope_scaling_name(c.rope_scaling.type)).c_str(), c.rms_norm_eps,
+      c.tie_word_embeddings ? ", tied embeddings" : "", c.attention_bias ? ", qkv bias" : "",
+      c.qk_norm ? ", q/k norm" : "");
+}
+
+// A file's metadata need not describe a model tern runs (a vocab-only GGUF, a gpt2 file):
+// then the config line says why instead of failing the whole inspection.
+template <typename LoadConfig>
+void print_config_or_reason(LoadConfig load) {
+  try {
+    print_config(load());
+  } catch (const Error& e) {
+    std::printf("model: not a model tern runs: %s\n", e.what());
+  }
+}
+
 void inspect_gguf(const std::string& path) {
   GgufFile file = GgufFile::open(path);
   std::printf("file: %s\nformat: GGUF v%u, %s bytes, alignment %llu, tensor data at byte %s\n",
@@ -59,7 +86,26 @@ void inspect_gguf(const std::string& path) {
     std::printf("  %-40s %-8s %s\n", key.c_str(), std::string(gguf_type_name(value.type)).c_str(),
                 value.to_display().c_str());
   }
+  print_config_or_reason([&] { return ModelConfig::from_gguf(file); });
   print_tensor_table(file.tensors());
+}
+
+void inspect_safetensors(const std::string& path) {
+  SafetensorsModel model = SafetensorsModel::open(path);
+  std::printf("file: %s\nformat: safetensors, %zu file%s%s\n", path.c_str(), model.shards().size(),
+              model.shards().size() == 1 ? "" : "s", model.sharded() ? " (sharded, with index)" : "");
+  for (const auto& shard : model.shards()) {
+    std::printf("  %s: %s bytes, header %s bytes\n", shard.path().c_str(),
+                grouped(shard.file_size()).c_str(), grouped(shard.header_bytes()).c_str());
+  }
+  std::printf("metadata (%zu):\n", model.metadata().size());
+  for (const auto& [key, value] : model.metadata()) std::printf("  %-40s %s\n", key.c_str(), value.c_str());
+  std::filesystem::path dir = std::filesystem::is_directory(path)
+                                  ? std::filesystem::path(path)
+                                  : std::filesystem::path(path).parent_path();
+  if (std::filesystem::exists(dir / "config.json"))
+    print_config_or_reason([&] { return ModelConfig::from_hf_dir(dir.string()); });
+  print_tensor_table(model.tensors());
 }
 
 bool starts_with_gguf_magic(const std::string& path) {
@@ -74,7 +120,19 @@ void run(const std::string& path) {
     inspect_gguf(path);
     return;
   }
-  throw Error(path + ": not a GGUF file");
+  if (std::filesystem::is_directory(path) && !std::filesystem::exists(path + "/model.safetensors") &&
+      !std::filesystem::exists(path + "/model.safetensors.index.json") &&
+      std::filesystem::exists(path + "/config.json")) {
+    // A folder with only a config (e.g. for --load-format dummy): show what it describes.
+    std::printf("folder: %s (config.json, no weights)\n", path.c_str());
+    print_config(ModelConfig::from_hf_dir(path));
+    return;
+  }
+  if (!std::filesystem::is_directory(path) &&
+      std::filesystem::path(path).extension() != ".safetensors" &&
+      std::filesystem::path(path).filename() != "model.safetensors.index.json")
+    throw Error(path + ": neither a GGUF file (no GGUF magic) nor a .safetensors file");
+  inspect_safetensors(path);
 }
 
 }  // namespace

@@ -1,0 +1,116 @@
+// The tern binary end to end: `tern tokenize` gives llama.cpp's ids for every fixture
+// tokenizer, `tern inspect` shows a model, and errors are one line on stderr with exit code 1.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "fixtures.h"
+#include "run_process.h"
+#include "tokenizer/llama_cpp_vectors.h"
+
+namespace tern {
+namespace {
+
+using testing::fixture;
+using testing::run_tern;
+
+struct CliTokenizerCase {
+  const char* model;    // fixture path given to --model
+  const char* vectors;  // llama.cpp-vocab/NAME (without .inp/.out)
+};
+
+class CliTokenize : public ::testing::TestWithParam<CliTokenizerCase> {};
+
+TEST_P(CliTokenize, GivesLlamaCppIds) {
+  const auto& param = GetParam();
+  TERN_REQUIRE_FIXTURE(param.model);
+  const std::string base = fixture(std::string("llama.cpp-vocab/") + param.vectors);
+  auto vectors = testing::read_llama_cpp_vectors(base + ".inp", base + ".out");
+  // Every 9th string: the in-process tests cover all 46; this checks the command's plumbing
+  // (loading by path, flags, JSON output) without starting the binary 92 times per tokenizer.
+  for (size_t i = 1; i < vectors.size(); i += 9) {
+    const auto& v = vectors[i];
+    auto r = run_tern({"tokenize", "--model", fixture(param.model), "--text", v.text,
+                       "--no-add-special-tokens"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out).get<std::vector<int32_t>>(), v.ids)
+        << "string " << i << ": '" << v.text << "'";
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line: " << r.out;
+
+    if (v.ids.empty()) continue;
+    auto d = run_tern({"tokenize", "--model", fixture(param.model), "--detokenize", "--ids",
+                       nlohmann::json(v.ids).dump()});
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    EXPECT_EQ(d.out, v.text + "\n");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, CliTokenize,
+    ::testing::Values(CliTokenizerCase{"qwen-tokenizer", "ggml-vocab-qwen2.gguf"},
+                      CliTokenizerCase{"llama3-tokenizer", "ggml-vocab-llama-bpe.gguf"},
+                      CliTokenizerCase{"llama.cpp-vocab/ggml-vocab-llama-spm.gguf",
+                                       "ggml-vocab-llama-spm.gguf"},
+                      CliTokenizerCase{"llama2-tokenizer", "ggml-vocab-llama-spm.gguf"},
+                      CliTokenizerCase{"llama.cpp-vocab/ggml-vocab-gpt-2.gguf",
+                                       "ggml-vocab-gpt-2.gguf"}));
+
+TEST(CliTokenize, AddsBosWhereTheTokenizerAsks) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto r = run_tern({"tokenize", "--model", fixture("stories260K/stories260K.gguf"), "--text",
+                     "Once upon a time"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto ids = nlohmann::json::parse(r.out).get<std::vector<int32_t>>();
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), 1);  // <s>
+}
+
+TEST(CliTokenize, QwenSpecialTokens) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  auto r = run_tern({"tokenize", "--model", fixture("qwen-tokenizer"), "--text",
+                     "<|im_start|>user\nhi<|im_end|>"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[151644,872,198,6023,151645]\n");
+}
+
+TEST(CliInspect, ShowsGgufModel) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto r = run_tern({"inspect", fixture("stories260K/stories260K.gguf")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("GGUF v3"), std::string::npos);
+  EXPECT_NE(r.out.find("metadata (19)"), std::string::npos);
+  EXPECT_NE(r.out.find("tensors (48)"), std::string::npos);
+  EXPECT_NE(r.out.find("model: llama (llama), 5 layers, hidden 64"), std::string::npos);
+  EXPECT_NE(r.out.find("blk.0.ffn_down.weight"), std::string::npos);
+}
+
+TEST(CliInspect, ShowsConfigFolder) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  auto r = run_tern({"inspect", fixture("model-configs/qwen3-0.6b")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("model: qwen3 (Qwen3ForCausalLM), 28 layers, hidden 1024"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, ErrorsAreOneLineAndExitCodeOne) {
+  auto missing = run_tern({"inspect", "/nonexistent/model.gguf"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "tern: /nonexistent/model.gguf: no such file or folder\n");
+
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  auto bad_ids = run_tern(
+      {"tokenize", "--model", fixture("qwen-tokenizer"), "--detokenize", "--ids", "[1, \"x\"]"});
+  EXPECT_EQ(bad_ids.exit_code, 1);
+  EXPECT_EQ(bad_ids.err, "tern: --ids: every element must be an integer token id\n");
+
+  auto out_of_range = run_tern(
+      {"tokenize", "--model", fixture("qwen-tokenizer"), "--detokenize", "--ids", "[999999]"});
+  EXPECT_EQ(out_of_range.exit_code, 1);
+  EXPECT_EQ(out_of_range.err.rfind("tern: ", 0), 0u) << out_of_range.err;
+}
+
+}  // namespace
+}  // namespace tern
