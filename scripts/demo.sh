@@ -11,7 +11,9 @@ if [ ! -d "$fixtures" ]; then
 fi
 
 run() {
-  printf '\n$ %s\n' "$*"
+  printf '\n$'
+  printf ' %q' "$@"
+  printf '\n'
   "$@"
 }
 
