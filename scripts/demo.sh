@@ -11,9 +11,11 @@ if [ ! -d "$fixtures" ]; then
 fi
 
 run() {
-  printf '\n$'
-  printf ' %q' "$@"
-  printf '\n'
+  local shown="" arg
+  for arg in "$@"; do
+    if [[ "$arg" =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then shown+=" $arg"; else shown+=" '${arg//\'/\'\\\'\'}'"; fi
+  done
+  printf '\n$%s\n' "$shown"
   "$@"
 }
 
