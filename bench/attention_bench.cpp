@@ -119,4 +119,27 @@ void BM_Rope(benchmark::State& state) {
 }
 BENCHMARK(BM_Rope)->Arg(1)->Arg(512)->UseRealTime();
 
+// The same with cos/sin from a per-step table (what each layer pays once the runner has
+// filled it).
+void BM_RopeFromTable(benchmark::State& state) {
+  const int64_t tokens = state.range(0);
+  RopeConfig rc;
+  rc.head_dim = kHeadDim;
+  rc.theta = 1e6;
+  Rope rope(rc);
+  auto q = random_vector(size_t(tokens) * kHeads * kHeadDim, 1);
+  auto k = random_vector(size_t(tokens) * kKvHeads * kHeadDim, 2);
+  std::vector<int32_t> positions(tokens);
+  std::iota(positions.begin(), positions.end(), 100);
+  std::vector<float> table(size_t(tokens) * kHeadDim);
+  rope.fill_cos_sin(positions, table.data());
+  for (auto _ : state) {
+    rope.apply_qk(q.data(), kHeads, k.data(), kKvHeads, table.data(), tokens);
+    benchmark::DoNotOptimize(q.data());
+  }
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(double(tokens) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RopeFromTable)->Arg(1)->Arg(512)->UseRealTime();
+
 }  // namespace
