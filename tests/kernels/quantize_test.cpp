@@ -142,6 +142,44 @@ TEST(Quantize, HandBuiltQ6_K) {
     EXPECT_EQ(y[e], 0.125f * static_cast<float>(b.scales[e / 16]) * static_cast<float>(q[e] - 32)) << e;
 }
 
+// Q2_K: 2-bit quants, in half h bits 2g..2g+1 of qs[32h + l] are element 128h + 32g + l;
+// scales[j] (elements 16j..16j+15) has the scale in its low nibble, the min in its high one.
+TEST(Quantize, HandBuiltQ2_K) {
+  BlockQ2_K b;
+  b.d = 0x3c00;     // 1
+  b.dmin = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(j | (15 - j) << 4);
+  int q[256];
+  for (int e = 0; e < 256; ++e) q[e] = (e * 3 + e / 7) % 4;
+  for (int i = 0; i < 64; ++i) b.qs[i] = 0;
+  for (int e = 0; e < 256; ++e) b.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * ((e % 128) / 32)));
+  const std::vector<float> y = dequantized(DType::Q2_K, &b, 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], static_cast<float>((e / 16) * q[e]) - 0.5f * (15 - e / 16)) << e;
+}
+
+// Q3_K: 3-bit codes c with value c - 4: the low 2 bits as Q2_K, bit 2 in bit 4h + g of
+// hmask[l]. 16 6-bit scales (value - 32) in 12 bytes: low nibbles of scales 0-7 in the low
+// nibbles of bytes 0-7, of scales 8-15 in their high nibbles; the top 2 bits of scale j at
+// bits 2 (j / 4) of byte 8 + j % 4.
+TEST(Quantize, HandBuiltQ3_K) {
+  const int sc[16] = {0, 63, 5, 40, 17, 33, 50, 1, 2, 60, 31, 32, 48, 15, 16, 47};
+  BlockQ3_K b = {};
+  b.d = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) {
+    b.scales[j % 8] |= static_cast<uint8_t>((sc[j] & 15) << (j < 8 ? 0 : 4));
+    b.scales[8 + j % 4] |= static_cast<uint8_t>((sc[j] >> 4) << (2 * (j / 4)));
+  }
+  int c[256];
+  for (int e = 0; e < 256; ++e) {
+    c[e] = (e * 3 + 1 + e / 64) % 8;
+    const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+    b.qs[32 * h + l] |= static_cast<uint8_t>((c[e] & 3) << (2 * g));
+    b.hmask[l] |= static_cast<uint8_t>((c[e] >> 2) << (4 * h + g));
+  }
+  const std::vector<float> y = dequantized(DType::Q3_K, &b, 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.5f * static_cast<float>((sc[e / 16] - 32) * (c[e] - 4))) << e;
+}
+
 // Q8_K bsums are the sums of each 16 quants, and no 8-bit activation quant is -128.
 TEST(Quantize, ActivationFormatsInvariants) {
   std::vector<float> x = gaussian(512, 3);
