@@ -11,7 +11,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
@@ -23,17 +22,22 @@ namespace {
 // The 12 packed bytes of Q4_K / Q5_K as 8 scales (bytes 0-7) and 8 mins (bytes 8-15), 6 bits
 // each. Sub-blocks 0-3 keep scale and min in the low 6 bits of bytes 0-3 and 4-7; sub-blocks
 // 4-7 take their low 4 bits from the nibbles of bytes 8-11 and their top 2 bits from the top
-// bits of bytes 0-3 (scales) and 4-7 (mins). Done on 32-bit words, four sub-blocks at a time.
+// bits of bytes 0-3 (scales) and 4-7 (mins).
 inline __m128i unpack_scales_mins(const uint8_t* packed) {
-  uint32_t w[3];
-  std::memcpy(w, packed, sizeof w);
-  const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, low2 = 0x03030303u;
-  const uint32_t sc_lo = w[0] & low6;
-  const uint32_t m_lo = w[1] & low6;
-  const uint32_t sc_hi = (w[2] & low4) | (((w[0] >> 6) & low2) << 4);
-  const uint32_t m_hi = ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4);
-  return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(sc_hi),
-                       static_cast<int>(sc_lo));
+  // 16 bytes: the 12 packed ones and 4 of the quants that follow them in the block.
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  // Output groups of 4: scales 0-3, scales 4-7, mins 0-3, mins 4-7. Their low bits come from
+  // bytes 0-3, 8-11 (low nibble), 4-7, 8-11 (high nibble) ...
+  const __m128i lo_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i lo = _mm_blend_epi32(lo_src, _mm_srli_epi16(lo_src, 4), 0b1000);
+  // ... and sub-blocks 4-7 take bits 4-5 from the top two bits of bytes 0-3 and 4-7.
+  const __m128i hi_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i lo_mask =
+      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15);
+  return _mm_or_si128(_mm_and_si128(lo, lo_mask),
+                      _mm_and_si128(_mm_srli_epi16(hi_src, 2), _mm_set1_epi8(0x30)));
 }
 
 // int16 lane `s` of each 128-bit half of v, broadcast across that half.
@@ -145,10 +149,6 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
   const int64_t nb = k / kQKK;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i bits45 = _mm256_set1_epi8(0x30);
-  // Chunk c (32 elements) uses scales 2c and 2c+1: int32 lane c of the int16 scales holds
-  // both; the shuffle then spreads the first over the low half and the second over the high.
-  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
-                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(w[i].d) * a[i].d;
@@ -173,12 +173,22 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
                               _mm256_and_si256(qh, bits45));
       qv[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+      // This half's 8 int16 scales in both 128-bit lanes; chunk c (32 elements) takes
+      // scale 2c over its low lane and 2c+1 over its high lane.
+      const __m256i sc_half = half == 0 ? _mm256_permute2x128_si256(sc, sc, 0x00)
+                                        : _mm256_permute2x128_si256(sc, sc, 0x11);
       const int8_t* y = a[i].qs + 128 * half;
       for (int c = 0; c < 4; ++c) {
         const __m256i p = _mm256_maddubs_epi16(
             qv[c], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 32 * c)));
         const __m256i s = _mm256_shuffle_epi8(
-            _mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(4 * half + c)), spread);
+            sc_half, _mm256_setr_epi8(4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1,
+                                      4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1,
+                                      4 * c, 4 * c + 1, 4 * c, 4 * c + 1,  //
+                                      4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2,
+                                      4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3,
+                                      4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2,
+                                      4 * c + 3));
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
       }
     }

@@ -16,7 +16,6 @@
 #pragma GCC diagnostic pop
 
 #include <cstdint>
-#include <cstring>
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
@@ -28,15 +27,20 @@ namespace {
 // The 12 packed bytes of Q4_K / Q5_K as 8 scales (bytes 0-7) and 8 mins (bytes 8-15); see
 // the AVX2 file for the layout. Internal linkage: each ISA file has its own copy.
 inline __m128i unpack_scales_mins(const uint8_t* packed) {
-  uint32_t w[3];
-  std::memcpy(w, packed, sizeof w);
-  const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, low2 = 0x03030303u;
-  const uint32_t sc_lo = w[0] & low6;
-  const uint32_t m_lo = w[1] & low6;
-  const uint32_t sc_hi = (w[2] & low4) | (((w[0] >> 6) & low2) << 4);
-  const uint32_t m_hi = ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4);
-  return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(sc_hi),
-                       static_cast<int>(sc_lo));
+  // 16 bytes: the 12 packed ones and 4 of the quants that follow them in the block.
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  // Output groups of 4: scales 0-3, scales 4-7, mins 0-3, mins 4-7. Their low bits come from
+  // bytes 0-3, 8-11 (low nibble), 4-7, 8-11 (high nibble) ...
+  const __m128i lo_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i lo = _mm_blend_epi32(lo_src, _mm_srli_epi16(lo_src, 4), 0b1000);
+  // ... and sub-blocks 4-7 take bits 4-5 from the top two bits of bytes 0-3 and 4-7.
+  const __m128i hi_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i lo_mask =
+      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15);
+  return _mm_or_si128(_mm_and_si128(lo, lo_mask),
+                      _mm_and_si128(_mm_srli_epi16(hi_src, 2), _mm_set1_epi8(0x30)));
 }
 
 // int16 index vector: lanes 0-15 = lo, lanes 16-31 = hi (the scale of each 256-bit half).
@@ -44,6 +48,9 @@ inline __m512i halves16(int lo, int hi) {
   return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(lo)),
                             _mm256_set1_epi16(static_cast<int16_t>(hi)), 1);
 }
+
+// `pshufb` control for one int16 lane: byte `b` zero-extended.
+constexpr int zx(int b) { return 0x8000 | b; }
 
 // Q4_K and Q5_K differ only in the fifth bit; kHighBit selects Q5_K's.
 template <bool kHighBit, typename Block>
@@ -57,20 +64,23 @@ float dot_q45_k(int64_t k, const void* w_row, const void* a_row) {
   // low nibbles (sub-block 2j), the high half the high nibbles (sub-block 2j+1), matching 64
   // contiguous activations.
   const __m512i nibble_shift = halves16(0, 4);
-  // int16 [m0, m0, m1, m1, …, m7, m7] from lanes 8-15 of the unpacked scales and mins: one
-  // min per pair of 16-element bsums.
-  const __m256i mins_dup =
-      _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  // The unpacked scales and mins (bytes 0-7, 8-15) sit in every 128-bit lane, and `pshufb`
+  // zero-extends the ones a register needs to int16 (a control byte with the top bit set
+  // gives 0): per chunk j, scale 2j over the low half and 2j+1 over the high half; for the
+  // bsums, [m0, m0, m1, m1, …, m7, m7], one min per pair of 16-element bsums.
+  const __m256i mins_dup = _mm256_setr_epi16(
+      zx(8), zx(8), zx(9), zx(9), zx(10), zx(10), zx(11), zx(11),  //
+      zx(12), zx(12), zx(13), zx(13), zx(14), zx(14), zx(15), zx(15));
   __m512 acc = _mm512_setzero_ps();  // Σ d · (sc·q·a)
   __m256 acc_m = _mm256_setzero_ps();  // Σ dmin · (m·bsum)
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(w[i].d) * a[i].d;
     const float dmin = f16_to_f32(w[i].dmin) * a[i].d;
-    const __m256i sc_m = _mm256_cvtepu8_epi16(unpack_scales_mins(w[i].scales));
+    const __m512i sc_m = _mm512_broadcast_i32x4(unpack_scales_mins(w[i].scales));
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
-    const __m256i mins = _mm256_madd_epi16(bsums, _mm256_permutexvar_epi16(mins_dup, sc_m));
+    const __m256i mins =
+        _mm256_madd_epi16(bsums, _mm256_shuffle_epi8(_mm512_castsi512_si256(sc_m), mins_dup));
     acc_m = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mins), acc_m);
-    const __m512i sc = _mm512_zextsi256_si512(sc_m);
     const uint8_t* q = w[i].qs;
     const int8_t* y = a[i].qs;
     __m512i qh;
@@ -90,7 +100,8 @@ float dot_q45_k(int64_t k, const void* w_row, const void* a_row) {
         qv = _mm512_mask_add_epi8(qv, high, qv, sixteen);
       }
       const __m512i p = _mm512_maddubs_epi16(qv, _mm512_loadu_si512(y + 64 * j));
-      sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(halves16(2 * j, 2 * j + 1), sc));
+      sumi = _mm512_dpwssd_epi32(
+          sumi, p, _mm512_shuffle_epi8(sc_m, halves16(zx(2 * j), zx(2 * j + 1))));
     }
     acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
   }
