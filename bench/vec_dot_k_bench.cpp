@@ -12,6 +12,7 @@
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace {
@@ -74,29 +75,16 @@ void gemv(benchmark::State& state, DType type, VecDotFn fn, int64_t rows, int64_
                           static_cast<int64_t>(row_bytes));
 }
 
-bool cpu_runs(Isa isa) {
-  switch (isa) {
-    case Isa::Scalar:
-      return true;
-    case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
-    case Isa::Avx512:
-      return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512vnni");
-  }
-  return false;
-}
-
 VecDotFn kernel(DType type, Isa isa) {
   switch (isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
     case Isa::Avx512:
       return avx512_vec_dot_k(type);
-    default:
-      return nullptr;
+    case Isa::Scalar:
+      return scalar_vec_dot(type);
   }
+  return nullptr;
 }
 
 const bool registered = [] {
@@ -112,8 +100,8 @@ const bool registered = [] {
     for (const auto& t : types) {
       for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
         const VecDotFn fn = kernel(t.type, isa);
-        if (fn == nullptr || !cpu_runs(isa)) continue;
-        const std::string name = std::string("gemv/") + t.name + "/" + (isa == Isa::Avx512 ? "avx512" : isa == Isa::Avx2 ? "avx2" : "scalar") + "/" + shape.name;
+        if (fn == nullptr || !isa_supported(isa)) continue;
+        const std::string name = std::string("gemv/") + t.name + "/" + isa_name(isa) + "/" + shape.name;
         benchmark::RegisterBenchmark(name.c_str(), gemv, t.type, fn, shape.rows, shape.k)
             ->Unit(benchmark::kMicrosecond);
       }

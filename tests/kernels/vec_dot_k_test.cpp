@@ -1,7 +1,8 @@
 // The SIMD dot kernels of Q4_K, Q5_K and Q6_K against Q8_K activations, per ISA this CPU
-// runs, against a reference written here from the block layouts (int64 sums, double
-// accumulation): random rows, hand-built edge blocks, and rows where every float step is
-// exact so the kernels must match to the bit.
+// runs, against both the scalar reference (vec_dot_scalar.cpp) and a reference written here
+// from the block layouts (int64 sums, double accumulation): random rows, quantized Gaussian
+// rows, hand-built edge blocks, and rows where every float step is exact so the kernels must
+// match to the bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,26 +15,12 @@
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
 namespace {
-
-bool cpu_runs(Isa isa) {
-  switch (isa) {
-    case Isa::Scalar:
-      return true;
-    case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
-    case Isa::Avx512:
-      return cpu_runs(Isa::Avx2) && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("avx512bf16");
-  }
-  return false;
-}
 
 VecDotFn simd_kernel(DType type, Isa isa) {
   return isa == Isa::Avx2 ? avx2_vec_dot_k(type) : avx512_vec_dot_k(type);
@@ -185,20 +172,25 @@ class VecDotK : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     std::tie(type_, isa_) = GetParam();
-    if (!cpu_runs(isa_)) GTEST_SKIP() << "this CPU does not run the ISA";
+    if (!isa_supported(isa_)) GTEST_SKIP() << "this CPU does not run the ISA";
     fn_ = simd_kernel(type_, isa_);
+    scalar_ = scalar_vec_dot(type_);
     ASSERT_NE(fn_, nullptr);
+    ASSERT_NE(scalar_, nullptr);
   }
   // SIMD vs reference within float rounding of the row's magnitude.
   void expect_close(int64_t k, const std::vector<uint8_t>& w, const std::vector<BlockQ8_K>& a,
                     const std::string& what) {
     const RefSum ref = reference_dot(type_, k, w.data(), a.data());
     const float got = fn_(k, w.data(), a.data());
+    const float scalar = scalar_(k, w.data(), a.data());
     EXPECT_NEAR(got, ref.value, 1e-5 * ref.magnitude + 1e-30) << what << " k=" << k;
+    EXPECT_NEAR(got, scalar, 1e-5 * ref.magnitude + 1e-30) << what << " k=" << k << " (scalar)";
   }
   DType type_{};
   Isa isa_{};
   VecDotFn fn_ = nullptr;
+  VecDotFn scalar_ = nullptr;
 };
 
 TEST_P(VecDotK, RandomRowsMatchReference) {
@@ -208,6 +200,24 @@ TEST_P(VecDotK, RandomRowsMatchReference) {
       const auto w = random_weights(type_, k / kQKK, rng, 0.05f, 0.02f);
       const auto a = random_activations(k / kQKK, rng, -128, 127, -1.0f);
       expect_close(k, w, a, "rep " + std::to_string(rep));
+    }
+  }
+}
+
+// Rows as a model has them: Gaussian weights and activations through tern's quantizers.
+TEST_P(VecDotK, QuantizedGaussianRowsMatchReference) {
+  for (int64_t k : {256, 512, 4096, 4352}) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      std::mt19937 rng(seed * 31 + static_cast<uint32_t>(k));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> wf(k), af(k);
+      for (auto& x : wf) x = normal(rng);
+      for (auto& x : af) x = normal(rng);
+      std::vector<uint8_t> w(k / kQKK * block_bytes(type_));
+      std::vector<BlockQ8_K> a(k / kQKK);
+      quantize_row(type_, wf.data(), w.data(), k);
+      quantize_row(DType::Q8_K, af.data(), a.data(), k);
+      expect_close(k, w, a, "seed " + std::to_string(seed));
     }
   }
 }
@@ -229,6 +239,7 @@ TEST_P(VecDotK, SmallIntegerRowsAreExact) {
       const RefSum ref = reference_dot(type_, k, w.data(), a.data());
       ASSERT_LT(ref.magnitude, 16777216.0);
       EXPECT_EQ(fn_(k, w.data(), a.data()), static_cast<float>(ref.value)) << "k=" << k;
+      EXPECT_EQ(fn_(k, w.data(), a.data()), scalar_(k, w.data(), a.data())) << "k=" << k;
     }
   }
 }
