@@ -3,8 +3,8 @@
 //
 // Every block's integer dot is exact for all inputs, including activations of -128 (the
 // usual vpsignb trick is not: it cannot negate -128), and is scaled by d_w * d_a in float.
-// The f16 scales of eight blocks are fetched with one gather and converted together, so the
-// per-block float work is one broadcast, one convert and one FMA.
+// The f16 scales of eight blocks are converted together, so the per-block float work is one
+// broadcast, one convert and one FMA.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -95,6 +95,35 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// The f16 at the start of each of 8 blocks `kStride` bytes apart, as 8 floats. Gathers cost
+// more here than scalar loads packed four to a register.
+template <int kStride>
+inline __m256 first_halves8(const void* blocks) {
+  const auto* p = static_cast<const uint8_t*>(blocks);
+  uint64_t packed[2];
+  for (int i = 0; i < 2; ++i) {
+    uint64_t v = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint16_t h;
+      std::memcpy(&h, p + (4 * i + j) * kStride, sizeof h);
+      v |= uint64_t{h} << (16 * j);
+    }
+    packed[i] = v;
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(packed[1]), static_cast<int64_t>(packed[0])));
+}
+// The first 32 bits of each of 8 blocks.
+template <int kStride>
+inline __m256i first_words8(const void* blocks) {
+  const auto* p = static_cast<const uint8_t*>(blocks);
+  alignas(32) uint32_t words[8];
+  for (int i = 0; i < 8; ++i) std::memcpy(&words[i], p + i * kStride, sizeof words[i]);
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(words));
+}
+
+// How far ahead of the current group of blocks the weights are prefetched (see the AVX-512 file).
+constexpr int kPrefetchBytes = 1536;
+
 // Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
 // as the activation's are d then s, so one gather fetches both.
 template <class W>
@@ -106,20 +135,22 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   const auto* a = static_cast<const A*>(a_row);
   const int64_t nb = k / kQK;
   constexpr int kGroup = 8;
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i w_offsets = _mm256_mullo_epi32(iota, _mm256_set1_epi32(sizeof(W)));
-  const __m256i a_offsets = _mm256_mullo_epi32(iota, _mm256_set1_epi32(sizeof(A)));
 
   // Two accumulators halve the FMA dependency chain.
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   __m256 acc_min = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + kGroup <= nb; b += kGroup) {
-    const __m256i gw = _mm256_i32gather_epi32(reinterpret_cast<const int*>(w + b), w_offsets, 1);
-    const __m256i ga = _mm256_i32gather_epi32(reinterpret_cast<const int*>(a + b), a_offsets, 1);
-    const __m256 scale = _mm256_mul_ps(halves_to_ps<false>(gw), halves_to_ps<false>(ga));
+    const char* ahead = reinterpret_cast<const char*>(w + b) + kPrefetchBytes;
+    for (int off = 0; off < kGroup * static_cast<int>(sizeof(W)); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    __m256 scale;
     if constexpr (kHasMin<W>) {
+      const __m256i gw = first_words8<sizeof(W)>(w + b);
+      const __m256i ga = first_words8<sizeof(A)>(a + b);
+      scale = _mm256_mul_ps(halves_to_ps<false>(gw), halves_to_ps<false>(ga));
       acc_min = _mm256_fmadd_ps(halves_to_ps<true>(gw), halves_to_ps<true>(ga), acc_min);
+    } else {
+      scale = _mm256_mul_ps(first_halves8<sizeof(W)>(w + b), first_halves8<sizeof(A)>(a + b));
     }
 #pragma GCC unroll 8
     for (int j = 0; j < kGroup; ++j) {
