@@ -1,6 +1,7 @@
-// The SIMD dot kernels of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 against a reference computed here in
-// double from the block layout formulas (quant_blocks.h), for every ISA this CPU runs: random
-// rows of several lengths, and hand-built extreme blocks whose result is an exact integer.
+// The SIMD dot kernels of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, for every ISA this CPU runs, against
+// the scalar reference (vec_dot_scalar.cpp) and a reference computed here in double from the
+// block layout formulas (quant_blocks.h): random rows of several lengths, and hand-built
+// extreme blocks whose result is an exact integer.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -84,21 +86,11 @@ struct IsaKernel {
   VecDotFn fn;
 };
 
-bool cpu_has_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-         __builtin_cpu_supports("bmi2");
-}
-bool cpu_has_avx512() {
-  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni");
-}
-
 // The kernels of `weight` for every SIMD level this CPU runs.
 std::vector<IsaKernel> simd_kernels(DType weight) {
   std::vector<IsaKernel> out;
-  if (cpu_has_avx2()) out.push_back({"avx2", avx2_vec_dot_q(weight)});
-  if (cpu_has_avx512()) out.push_back({"avx512", avx512_vec_dot_q(weight)});
+  if (isa_supported(Isa::Avx2)) out.push_back({"avx2", avx2_vec_dot_q(weight)});
+  if (isa_supported(Isa::Avx512)) out.push_back({"avx512", avx512_vec_dot_q(weight)});
   return out;
 }
 
@@ -137,8 +129,15 @@ class VecDotQTest : public ::testing::Test {};
 using BlockTypes = ::testing::Types<BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0>;
 TYPED_TEST_SUITE(VecDotQTest, BlockTypes);
 
-TYPED_TEST(VecDotQTest, EveryIsaHasTheKernel) {
-  for (const IsaKernel& isa : simd_kernels(dtype_of<TypeParam>())) EXPECT_NE(isa.fn, nullptr) << isa.name;
+TYPED_TEST(VecDotQTest, EveryIsaHasTheKernelAndDispatchPicksIt) {
+  const DType type = dtype_of<TypeParam>();
+  for (const IsaKernel& isa : simd_kernels(type)) EXPECT_NE(isa.fn, nullptr) << isa.name;
+  if (isa_supported(Isa::Avx2)) {
+    EXPECT_EQ(type_kernels(type, Isa::Avx2).vec_dot, avx2_vec_dot_q(type));
+  }
+  if (isa_supported(Isa::Avx512)) {
+    EXPECT_EQ(type_kernels(type, Isa::Avx512).vec_dot, avx512_vec_dot_q(type));
+  }
 }
 
 TYPED_TEST(VecDotQTest, RandomRowsMatchTheReference) {
@@ -152,9 +151,12 @@ TYPED_TEST(VecDotQTest, RandomRowsMatchTheReference) {
       fill_random_weights(w, rng);
       fill_random_activations(a, rng);
       const Expected e = reference(w, a);
+      const float scalar = scalar_vec_dot(dtype_of<W>())(k, w.data(), a.data());
+      EXPECT_NEAR(scalar, e.value, 1e-5 * e.magnitude + 1e-30) << "scalar k=" << k << " trial " << trial;
       for (const IsaKernel& isa : simd_kernels(dtype_of<W>())) {
         const float got = isa.fn(k, w.data(), a.data());
         EXPECT_NEAR(got, e.value, 1e-5 * e.magnitude + 1e-30) << isa.name << " k=" << k << " trial " << trial;
+        EXPECT_NEAR(got, scalar, 2e-5 * e.magnitude + 1e-30) << isa.name << " vs scalar, k=" << k << " trial " << trial;
       }
     }
   }
@@ -167,6 +169,7 @@ void check_exact(const std::vector<W>& w, const std::vector<ActOf<W>>& a, const 
   const Expected e = reference(w, a);
   ASSERT_LT(e.magnitude, 16777216.0) << what;
   const int64_t k = static_cast<int64_t>(w.size()) * kQK;
+  EXPECT_EQ(scalar_vec_dot(dtype_of<W>())(k, w.data(), a.data()), static_cast<float>(e.value)) << "scalar " << what;
   for (const IsaKernel& isa : simd_kernels(dtype_of<W>())) {
     EXPECT_EQ(isa.fn(k, w.data(), a.data()), static_cast<float>(e.value)) << isa.name << " " << what << " k=" << k;
   }
