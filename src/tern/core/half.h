@@ -10,6 +10,10 @@
 #endif
 
 namespace tern {
+// Internal linkage: the kernels of each instruction set (*_avx2.cpp, *_avx512.cpp) are compiled
+// with their own flags, and an inline function with external linkage would let the linker keep
+// one TU's copy (say, with AVX-512 instructions) for all of them.
+namespace {
 
 inline float bits_to_f32(uint32_t bits) {
   float f;
@@ -84,4 +88,5 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+}  // namespace
 }  // namespace tern
