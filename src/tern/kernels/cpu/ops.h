@@ -1,0 +1,51 @@
+// Element-wise and per-row operators of the decoder: RMS norm, SiLU·up, softmax, residual add,
+// and f32 ⇄ f16/bf16 row conversions. Every output row depends only on its own input row, and
+// every reduction runs in a fixed order, so results never depend on the batch or thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace tern::cpu {
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight[:]; the sum of squares is taken in
+// double. out may alias x.
+// x, out: [rows, dim]; weight: [dim]
+// (Qwen3's q/k norms are this with rows = num_tokens * n_heads, dim = head_dim.)
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
+              float* out);
+
+// out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x). out may alias gate or up.
+// gate, up, out: [n]
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+
+// The same on a fused gate_up projection, whose row holds gate then up (vLLM's
+// MergedColumnParallelLinear layout).
+// gate_up: [rows, 2 * dim]; out: [rows, dim]
+void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out);
+
+// out[i] = a[i] + b[i] (the residual connection); out may alias a or b.
+// a, b, out: [n]
+void add(const float* a, const float* b, float* out, int64_t n);
+
+// Softmax of each row, in place: exp(x - max) / sum, the sum taken in double. A row whose
+// entries are all -inf (everything masked) becomes all zeros rather than NaN.
+// x: [rows, n]
+void softmax(float* x, int64_t rows, int64_t n);
+
+// log(softmax(x)) of each row, in place (for logprobs). An all -inf row stays -inf.
+// x: [rows, n]
+void log_softmax(float* x, int64_t rows, int64_t n);
+
+// Row conversions between f32 and the 16-bit types of weights and the KV cache. Conversion to
+// f32 is exact; to f16/bf16 rounds to nearest even. The SIMD paths (F16C / AVX-512, chosen at
+// compile time like tern/core/half.h) give bit-identical results to the scalar loops.
+void f16_to_f32_row(const uint16_t* x, float* out, int64_t n);
+void f32_to_f16_row(const float* x, uint16_t* out, int64_t n);
+void bf16_to_f32_row(const uint16_t* x, float* out, int64_t n);
+void f32_to_bf16_row(const float* x, uint16_t* out, int64_t n);
+
+// The scalar twins of the row conversions (tests compare against them).
+void f16_to_f32_row_scalar(const uint16_t* x, float* out, int64_t n);
+void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n);
+
+}  // namespace tern::cpu

@@ -1,0 +1,269 @@
+#include "tern/kernels/cpu/attention.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "tern/core/error.h"
+
+namespace tern::cpu {
+namespace {
+
+struct Shape {
+  int n_heads;
+  int n_kv_heads;
+  int head_dim;
+  int block_size;
+  DType dtype = DType::F16;
+};
+
+// Sequences with random K/V in a cache whose blocks are handed out in a scrambled order, and
+// the same K/V kept as f32 (read back from the cache, so rounded to its dtype) for the
+// reference.
+struct Fixture {
+  Shape shape;
+  std::vector<int> seq_lens;
+  int max_blocks = 0;
+  std::vector<int32_t> block_tables;     // [num_seqs, max_blocks]
+  std::vector<std::vector<float>> keys;  // per seq: [len, n_kv_heads, head_dim]
+  std::vector<std::vector<float>> values;
+  KvCache cache;
+
+  static KvCacheConfig cache_config(const Shape& s, const std::vector<int>& lens) {
+    KvCacheConfig c;
+    c.num_layers = 2;
+    c.block_size = s.block_size;
+    c.n_kv_heads = s.n_kv_heads;
+    c.head_dim = s.head_dim;
+    c.dtype = s.dtype;
+    for (int len : lens) c.num_blocks += (len + s.block_size - 1) / s.block_size;
+    c.num_blocks += 3;  // spare blocks that no sequence uses
+    return c;
+  }
+
+  Fixture(const Shape& s, std::vector<int> lens, uint32_t seed, int layer = 1)
+      : shape(s), seq_lens(std::move(lens)), cache(cache_config(s, seq_lens)) {
+    // Separate streams: the K/V values do not depend on how many blocks were shuffled.
+    std::mt19937 rng(seed);
+    std::mt19937 kv_rng(seed + 1000);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    const int64_t nb = cache.config().num_blocks;
+    std::vector<int32_t> order(nb);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int len : seq_lens) max_blocks = std::max(max_blocks, (len + s.block_size - 1) / s.block_size);
+    max_blocks += 1;  // a padded column
+    block_tables.assign(seq_lens.size() * max_blocks, -1);
+    const int64_t row = cache.config().row_elems();
+    size_t next = 0;
+    for (size_t q = 0; q < seq_lens.size(); ++q) {
+      const int len = seq_lens[q];
+      for (int b = 0; b < (len + s.block_size - 1) / s.block_size; ++b) {
+        block_tables[q * max_blocks + b] = order[next++];
+      }
+      std::vector<float> k(len * row), v(len * row);
+      for (auto& x : k) x = dist(kv_rng);
+      for (auto& x : v) x = dist(kv_rng);
+      std::vector<int64_t> slots(len);
+      for (int p = 0; p < len; ++p) {
+        slots[p] = int64_t{block_tables[q * max_blocks + p / s.block_size]} * s.block_size +
+                   p % s.block_size;
+      }
+      cache.write(layer, k.data(), v.data(), slots);
+      for (int p = 0; p < len; ++p) {
+        cache.read_slot(layer, slots[p], k.data() + p * row, v.data() + p * row);
+      }
+      keys.push_back(std::move(k));
+      values.push_back(std::move(v));
+    }
+  }
+};
+
+struct Token {
+  int seq;
+  int pos;
+};
+
+struct Step {
+  std::vector<int32_t> seq_of_token;
+  std::vector<int32_t> context_lens;
+  AttentionBatch batch(const Fixture& f) const {
+    return AttentionBatch{f.block_tables, f.max_blocks, seq_of_token, context_lens};
+  }
+};
+
+Step make_step(const std::vector<Token>& tokens) {
+  Step s;
+  for (const Token& t : tokens) {
+    s.seq_of_token.push_back(t.seq);
+    s.context_lens.push_back(t.pos + 1);
+  }
+  return s;
+}
+
+std::vector<float> random_q(size_t tokens, const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> q(tokens * s.n_heads * s.head_dim);
+  for (auto& x : q) x = dist(rng);
+  return q;
+}
+
+// The definition, in double.
+std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens,
+                              const std::vector<float>& q, double scale) {
+  const Shape& s = f.shape;
+  const int group = s.n_heads / s.n_kv_heads;
+  std::vector<double> out(q.size());
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const auto& k = f.keys[tokens[t].seq];
+    const auto& v = f.values[tokens[t].seq];
+    const int ctx = tokens[t].pos + 1;
+    for (int h = 0; h < s.n_heads; ++h) {
+      const int kvh = h / group;
+      const float* qh = q.data() + (t * s.n_heads + h) * s.head_dim;
+      std::vector<double> p(ctx);
+      double max = -1e300;
+      for (int j = 0; j < ctx; ++j) {
+        const float* kj = k.data() + (int64_t{j} * s.n_kv_heads + kvh) * s.head_dim;
+        double dot = 0;
+        for (int d = 0; d < s.head_dim; ++d) dot += double(qh[d]) * kj[d];
+        p[j] = dot * scale;
+        max = std::max(max, p[j]);
+      }
+      double sum = 0;
+      for (int j = 0; j < ctx; ++j) sum += p[j] = std::exp(p[j] - max);
+      double* o = out.data() + (t * s.n_heads + h) * s.head_dim;
+      for (int j = 0; j < ctx; ++j) {
+        const float* vj = v.data() + (int64_t{j} * s.n_kv_heads + kvh) * s.head_dim;
+        for (int d = 0; d < s.head_dim; ++d) o[d] += p[j] / sum * vj[d];
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> run(const Fixture& f, const std::vector<Token>& tokens,
+                       const std::vector<float>& q, float scale, int layer = 1) {
+  Step step = make_step(tokens);
+  AttentionBatch batch = step.batch(f);
+  check_attention_batch(batch, f.cache, f.shape.n_heads);
+  std::vector<float> out(q.size(), 12345.0f);  // garbage: the kernel must overwrite it
+  paged_attention(q.data(), f.cache, layer, batch, f.shape.n_heads, scale, out.data());
+  return out;
+}
+
+void expect_matches_reference(const Shape& s, std::vector<int> lens,
+                              const std::vector<Token>& tokens, uint32_t seed) {
+  Fixture f(s, std::move(lens), seed);
+  auto q = random_q(tokens.size(), s, seed + 1);
+  const float scale = 1.0f / std::sqrt(float(s.head_dim));
+  auto got = run(f, tokens, q, scale);
+  auto want = reference(f, tokens, q, scale);
+  // f32 sums of a few hundred terms of O(1) values: well under 1e-5 absolute.
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << i;
+}
+
+TEST(Attention, MatchesReferenceThroughScrambledBlockTable) {
+  Shape s{4, 4, 64, 16};
+  expect_matches_reference(s, {100}, {{0, 0}, {0, 1}, {0, 15}, {0, 16}, {0, 57}, {0, 99}}, 1);
+}
+
+TEST(Attention, GroupedQueryHeads) {
+  // 4 q heads per kv head, odd block size, head_dim with a tail after 16-lane chunks.
+  expect_matches_reference({8, 2, 72, 5}, {33, 70}, {{0, 32}, {1, 69}, {1, 3}}, 2);
+  // 12 q heads on one kv head: more than the kernel's group of 8 at a time.
+  expect_matches_reference({12, 1, 32, 16}, {40}, {{0, 39}, {0, 20}}, 3);
+}
+
+TEST(Attention, OtherCacheTypes) {
+  expect_matches_reference({4, 2, 64, 16, DType::F32}, {50}, {{0, 49}, {0, 10}}, 4);
+  expect_matches_reference({4, 2, 64, 16, DType::BF16}, {50}, {{0, 49}, {0, 10}}, 5);
+}
+
+TEST(Attention, ZeroContextGivesZeros) {
+  Shape s{2, 1, 16, 4};
+  Fixture f(s, {4}, 6);
+  Step step{{0}, {0}};
+  auto q = random_q(1, s, 7);
+  std::vector<float> out(q.size(), 1.0f);
+  paged_attention(q.data(), f.cache, 1, step.batch(f), s.n_heads, 0.25f, out.data());
+  for (float x : out) EXPECT_EQ(x, 0.0f);
+}
+
+// A token's output is the same bits alone (T=1), inside a mixed batch of decodes and a prefill
+// chunk in any order, and with 1 or 2 threads.
+TEST(Attention, BatchInvariant) {
+  Shape s{16, 8, 128, 16};  // Qwen3-0.6B's heads
+  Fixture f(s, {90, 40, 130}, 8);
+  std::vector<Token> mixed{{0, 89}};  // decode
+  for (int p = 10; p < 40; ++p) mixed.push_back({1, p});  // prefill chunk 10..39
+  mixed.push_back({2, 129});                              // decode
+  mixed.push_back({2, 17});                               // e.g. a verify position
+  auto q = random_q(mixed.size(), s, 9);
+  const float scale = 1.0f / std::sqrt(128.0f);
+  const int64_t row = int64_t{s.n_heads} * s.head_dim;
+
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  auto batched = run(f, mixed, q, scale);
+  omp_set_num_threads(1);
+  auto batched_one_thread = run(f, mixed, q, scale);
+  omp_set_num_threads(saved_threads);
+  EXPECT_EQ(batched, batched_one_thread);
+
+  for (size_t t = 0; t < mixed.size(); ++t) {
+    std::vector<float> qt(q.begin() + t * row, q.begin() + (t + 1) * row);
+    auto alone = run(f, {mixed[t]}, qt, scale);
+    for (int64_t i = 0; i < row; ++i) ASSERT_EQ(alone[i], batched[t * row + i]) << "token " << t;
+  }
+  // Reversed batch order.
+  std::vector<Token> reversed(mixed.rbegin(), mixed.rend());
+  std::vector<float> q_rev(q.size());
+  for (size_t t = 0; t < mixed.size(); ++t) {
+    std::copy(q.begin() + t * row, q.begin() + (t + 1) * row,
+              q_rev.begin() + (mixed.size() - 1 - t) * row);
+  }
+  auto rev = run(f, reversed, q_rev, scale);
+  for (size_t t = 0; t < mixed.size(); ++t) {
+    for (int64_t i = 0; i < row; ++i) {
+      ASSERT_EQ(rev[(mixed.size() - 1 - t) * row + i], batched[t * row + i]) << "token " << t;
+    }
+  }
+}
+
+// Key chunks follow absolute positions, not cache blocks: the same K/V in caches of different
+// block sizes give the same bits.
+TEST(Attention, IndependentOfBlockSize) {
+  const std::vector<Token> tokens{{0, 70}, {0, 5}};
+  Fixture a({4, 2, 64, 16}, {71}, 10);
+  Fixture b({4, 2, 64, 3}, {71}, 10);  // same seed → same K/V values, other blocks
+  ASSERT_EQ(a.keys, b.keys);
+  auto q = random_q(tokens.size(), a.shape, 11);
+  EXPECT_EQ(run(a, tokens, q, 0.125f), run(b, tokens, q, 0.125f));
+}
+
+TEST(Attention, CheckRejectsInconsistentBatches) {
+  Shape s{4, 2, 16, 4};
+  Fixture f(s, {10}, 12);
+  auto check = [&](const std::vector<int32_t>& seqs, const std::vector<int32_t>& ctx,
+                   int n_heads = 4) {
+    AttentionBatch b{f.block_tables, f.max_blocks, seqs, ctx};
+    check_attention_batch(b, f.cache, n_heads);
+  };
+  EXPECT_NO_THROW(check({0, 0}, {10, 1}));
+  EXPECT_THROW(check({0}, {10}, 3), Error);            // 3 q heads on 2 kv heads
+  EXPECT_THROW(check({0, 0}, {10}), Error);            // sizes differ
+  EXPECT_THROW(check({1}, {1}), Error);                // no such sequence row
+  EXPECT_THROW(check({0}, {17}), Error);               // longer than the table's 4 blocks
+  EXPECT_THROW(check({0}, {13}), Error);               // needs block entry 3, which is -1
+  EXPECT_THROW(check({0}, {-1}), Error);
+}
+
+}  // namespace
+}  // namespace tern::cpu
