@@ -1,9 +1,58 @@
-// AVX2 dot kernels of the "float" family of weight types (see vec_dot_isa.h).
+// AVX2 dot kernels of the float weight types (F32, F16, BF16 with activations of the same
+// type): widen to f32, four independent FMA accumulators, one horizontal sum at the end.
+#include <immintrin.h>
+
+#include "tern/core/half.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
+namespace {
 
-// No AVX2 kernels of this family yet: the dispatcher falls back to a lower ISA.
-VecDotFn avx2_vec_dot_float(DType /*weight*/) { return nullptr; }
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+__m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
+__m256 load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+__m256 load_bf16(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+template <typename T, __m256 (*Load)(const T*), float (*ToF32)(T)>
+float dot(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const T*>(vw);
+  const auto* a = static_cast<const T*>(va);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+    acc1 = _mm256_fmadd_ps(Load(w + i + 8), Load(a + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(Load(w + i + 16), Load(a + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(Load(w + i + 24), Load(a + i + 24), acc3);
+  }
+  for (; i + 8 <= k; i += 8) acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < k; ++i) sum += ToF32(w[i]) * ToF32(a[i]);
+  return sum;
+}
+
+float identity(float x) { return x; }
+float from_f16(uint16_t h) { return f16_to_f32(h); }
+float from_bf16(uint16_t h) { return bf16_to_f32(h); }
+
+}  // namespace
+
+VecDotFn avx2_vec_dot_float(DType weight) {
+  switch (weight) {
+    case DType::F32: return dot<float, load_f32, identity>;
+    case DType::F16: return dot<uint16_t, load_f16, from_f16>;
+    case DType::BF16: return dot<uint16_t, load_bf16, from_bf16>;
+    default: return nullptr;
+  }
+}
 
 }  // namespace tern::cpu

@@ -1,0 +1,68 @@
+// matmul throughput per weight type: GEMV (one token, bandwidth bound) and GEMM (a batch of
+// tokens, compute bound) on a 2048 x 2048 weight; bytes/s counts the weight bytes read once
+// per call, FLOP/s counts 2 N K T.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tern/kernels/cpu/matmul.h"
+#include "tern/kernels/cpu/quantize.h"
+
+namespace {
+
+using tern::DType;
+using namespace tern::cpu;
+
+constexpr int64_t kN = 2048, kK = 2048;
+
+std::vector<float> gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void bm_matmul(benchmark::State& state, DType dtype, int64_t t, int threads) {
+  const size_t row_bytes = *tern::dtype_bytes(dtype, kK);
+  std::vector<uint8_t> weights(row_bytes * kN);
+  {
+    const std::vector<float> w = gaussian(kN * kK, 1);
+    for (int64_t r = 0; r < kN; ++r) quantize_row(dtype, w.data() + r * kK, weights.data() + r * row_bytes, kK);
+  }
+  const WeightView view = packed_weight_view(dtype, kN, kK, weights.data());
+  const std::vector<float> x = gaussian(t * kK, 2);
+  std::vector<float> y(t * kN);
+  Workspace ws;
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  for (auto _ : state) {
+    matmul(view, x.data(), t, y.data(), ws);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  omp_set_num_threads(saved);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(weights.size()));
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(kN * kK * t), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+int register_all() {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                      DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (int64_t t : {1, 64}) {
+      for (int threads : {1, 2}) {
+        const std::string name = "matmul/" + std::string(tern::dtype_name(dtype)) + "/T:" + std::to_string(t) +
+                                 "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, dtype, t, threads)->UseRealTime()->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  return 0;
+}
+const int registered = register_all();
+
+}  // namespace

@@ -1,0 +1,109 @@
+// The matmul driver: activation quantization, then GEMV (one token, parallel over rows) or a
+// tiled GEMM (many tokens, each chunk of weight rows reused from cache across a tile of
+// tokens). Both call the same vec_dot per output element, which is what batch invariance needs.
+#include "tern/kernels/cpu/matmul.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tern/core/error.h"
+#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/vec_dot.h"
+
+namespace tern::cpu {
+namespace {
+
+// GEMM tiles: 16 weight rows (≤ 40 KB for K = 4096 in 4-5 bit types) stay in L1/L2 while a
+// tile of 32 tokens, whose activation rows stream from L2, passes over them.
+constexpr int64_t kRowChunk = 16;
+constexpr int64_t kTokenTile = 32;
+
+size_t row_bytes_of(DType dtype, int64_t k) {
+  const auto bytes = dtype_bytes(dtype, static_cast<uint64_t>(k));
+  if (!bytes)
+    throw Error("row of " + std::to_string(k) + " elements is not a whole number of " +
+                std::string(dtype_name(dtype)) + " blocks");
+  return static_cast<size_t>(*bytes);
+}
+
+}  // namespace
+
+void* Workspace::reserve(size_t bytes) {
+  if (bytes > capacity_ || !data_) {
+    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+    if (p == nullptr) throw Error("workspace: cannot allocate " + std::to_string(rounded) + " bytes");
+    data_.reset(p);
+    capacity_ = rounded;
+  }
+  return data_.get();
+}
+
+WeightView packed_weight_view(DType dtype, int64_t rows, int64_t cols, const void* data) {
+  return WeightView{dtype, rows, cols, data, row_bytes_of(dtype, cols)};
+}
+
+QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws) {
+  const TypeKernels& kern = type_kernels(weight);
+  row_bytes_of(weight, k);  // throws unless k is whole blocks of the weight type
+  const size_t row_bytes = row_bytes_of(kern.activation, k);
+  auto* data = static_cast<std::byte*>(ws.reserve(row_bytes * static_cast<size_t>(std::max<int64_t>(t, 1))));
+  if (t == 1) {
+    kern.quantize_activation(x, data, k);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < t; ++i) kern.quantize_activation(x + i * k, data + i * row_bytes, k);
+  }
+  return QuantizedActivations{kern.activation, t, k, data, row_bytes};
+}
+
+void matmul(const WeightView& w, const QuantizedActivations& a, float* y) {
+  const TypeKernels& kern = type_kernels(w.dtype);
+  if (a.format != kern.activation || a.k != w.cols)
+    throw Error("matmul: activations are " + std::to_string(a.k) + " x " + std::string(dtype_name(a.format)) +
+                ", weight wants " + std::to_string(w.cols) + " x " + std::string(dtype_name(kern.activation)));
+  const VecDotFn dot = kern.vec_dot;
+  const int64_t n = w.rows, k = w.cols, t = a.t;
+  const auto* wdata = static_cast<const std::byte*>(w.data);
+  const auto* adata = static_cast<const std::byte*>(a.data);
+  if (t == 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < n; ++r) y[r] = dot(k, wdata + r * w.row_bytes, adata);
+    return;
+  }
+  const int64_t row_chunks = (n + kRowChunk - 1) / kRowChunk;
+  const int64_t token_tiles = (t + kTokenTile - 1) / kTokenTile;
+  // Consecutive iterations are the token tiles of one row chunk, so a thread's static share
+  // keeps reusing the chunk it has in cache.
+#pragma omp parallel for schedule(static)
+  for (int64_t it = 0; it < row_chunks * token_tiles; ++it) {
+    const int64_t r0 = it / token_tiles * kRowChunk, r1 = std::min(n, r0 + kRowChunk);
+    const int64_t t0 = it % token_tiles * kTokenTile, t1 = std::min(t, t0 + kTokenTile);
+    for (int64_t i = t0; i < t1; ++i) {
+      const std::byte* arow = adata + i * a.row_bytes;
+      float* yrow = y + i * n;
+      for (int64_t r = r0; r < r1; ++r) yrow[r] = dot(k, wdata + r * w.row_bytes, arow);
+    }
+  }
+}
+
+void matmul(const WeightView& w, const float* x, int64_t t, float* y, Workspace& ws) {
+  matmul(w, quantize_activations(w.dtype, x, t, w.cols, ws), y);
+}
+
+void matmul_reference(const WeightView& w, const float* x, int64_t t, float* y) {
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w.dtype, static_cast<const std::byte*>(w.data) + r * w.row_bytes, row.data(), w.cols);
+    for (int64_t i = 0; i < t; ++i) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < w.cols; ++j) sum += static_cast<double>(row[j]) * x[i * w.cols + j];
+      y[i * w.rows + r] = static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace tern::cpu

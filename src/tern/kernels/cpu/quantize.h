@@ -1,0 +1,30 @@
+// Row quantizers and dequantizers of ggml's block formats (scalar): what `tern quantize`,
+// `--load-format dummy` and the activation side of every quantized matmul use.
+#pragma once
+
+#include <cstdint>
+
+#include "tern/core/dtype.h"
+
+namespace tern::cpu {
+
+// k: row length in elements, a multiple of the type's block size (32 or 256; 1 for floats).
+// x: [k] floats; y: dtype_bytes(dtype, k) bytes.
+using QuantizeFn = void (*)(const float* x, void* y, int64_t k);
+using DequantizeFn = void (*)(const void* x, float* y, int64_t k);
+
+// Types with a quantizer: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K, Q8_K, F16, BF16,
+// F32. Dequantizers: those plus Q2_K and Q3_K. Both throw tern::Error for other types.
+QuantizeFn quantize_fn(DType dtype);
+DequantizeFn dequantize_fn(DType dtype);
+bool has_quantizer(DType dtype);
+bool has_dequantizer(DType dtype);
+
+// Throw tern::Error when k is not a whole number of blocks or the type is not supported.
+void quantize_row(DType dtype, const float* x, void* y, int64_t k);
+void dequantize_row(DType dtype, const void* x, float* y, int64_t k);
+
+// The 8-bit activation formats (Q8_0, Q8_1, Q8_K) keep every quant in [-127, 127], never -128:
+// SIMD dots may rely on it (sign tricks with _mm256_sign_epi8, |q| fitting in 7 bits).
+
+}  // namespace tern::cpu

@@ -1,0 +1,139 @@
+// Run-time dispatch of the dot kernels: which ISA this CPU and OS support, and the table of
+// kernels per (weight type, ISA), falling back to a lower ISA where a level lacks a kernel.
+#include "tern/kernels/cpu/vec_dot.h"
+
+#include <cpuid.h>
+
+#include <array>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "tern/core/error.h"
+#include "tern/kernels/cpu/vec_dot_isa.h"
+
+namespace tern::cpu {
+namespace {
+
+uint64_t read_xcr0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return static_cast<uint64_t>(edx) << 32 | eax;
+}
+
+// What the hardware and the OS (XSAVE state enabled in XCR0) allow; the *_avx2.cpp and
+// *_avx512.cpp files are compiled with exactly these feature sets.
+Isa detect_isa() {
+  uint32_t a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::Scalar;
+  const bool osxsave = c & (1u << 27), avx = c & (1u << 28), fma = c & (1u << 12), f16c = c & (1u << 29);
+  if (!osxsave || !avx) return Isa::Scalar;
+  const uint64_t xcr0 = read_xcr0();
+  if ((xcr0 & 0x6) != 0x6) return Isa::Scalar;  // XMM and YMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::Scalar;
+  const bool avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
+  if (!(avx2 && fma && f16c && bmi2)) return Isa::Scalar;
+  const bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31)) &&  // F DQ BW VL
+                      (c & (1u << 11));                                                             // VNNI
+  uint32_t a1 = 0, b1, c1, d1;
+  __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
+  const bool avx512_bf16 = a1 & (1u << 5);
+  const bool zmm_state = (xcr0 & 0xe0) == 0xe0;  // opmask, ZMM0-15 upper halves, ZMM16-31
+  if (avx512 && avx512_bf16 && zmm_state) return Isa::Avx512;
+  return Isa::Avx2;
+}
+
+Isa decide_best_isa() {
+  Isa isa = detect_isa();
+  if (const char* env = std::getenv("TERN_ISA"); env != nullptr && *env != '\0') {
+    const std::string_view want(env);
+    Isa forced = isa;
+    if (want == "scalar") forced = Isa::Scalar;
+    else if (want == "avx2") forced = Isa::Avx2;
+    else if (want == "avx512") forced = Isa::Avx512;
+    // Only ever lower: an unknown value or a level above the CPU's leaves the detected one.
+    if (static_cast<int>(forced) < static_cast<int>(isa)) isa = forced;
+  }
+  return isa;
+}
+
+constexpr int kNumDTypes = static_cast<int>(DType::Q8_K) + 1;
+constexpr int kNumIsas = 3;
+
+DType activation_of(DType weight) {
+  switch (weight) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return weight;
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0: return DType::Q8_0;
+    case DType::Q4_1:
+    case DType::Q5_1: return DType::Q8_1;
+    default: return DType::Q8_K;
+  }
+}
+
+VecDotFn simd_vec_dot(DType weight, Isa isa) {
+  VecDotFn fn = nullptr;
+  if (isa == Isa::Avx512) {
+    if ((fn = avx512_vec_dot_q(weight)) || (fn = avx512_vec_dot_k(weight)) || (fn = avx512_vec_dot_float(weight)))
+      return fn;
+  }
+  if (isa == Isa::Avx512 || isa == Isa::Avx2) {
+    if ((fn = avx2_vec_dot_q(weight)) || (fn = avx2_vec_dot_k(weight)) || (fn = avx2_vec_dot_float(weight)))
+      return fn;
+  }
+  return scalar_vec_dot(weight);
+}
+
+struct KernelTable {
+  // entries[isa][dtype]; vec_dot == nullptr marks a weight type without kernels.
+  std::array<std::array<TypeKernels, kNumDTypes>, kNumIsas> entries{};
+  KernelTable() {
+    for (int i = 0; i < kNumIsas; ++i) {
+      for (int t = 0; t < kNumDTypes; ++t) {
+        const auto weight = static_cast<DType>(t);
+        TypeKernels& e = entries[i][t];
+        e.weight = weight;
+        e.activation = activation_of(weight);
+        if (scalar_vec_dot(weight) == nullptr) continue;
+        e.quantize_activation = scalar_quantize_activation(e.activation);
+        e.vec_dot = simd_vec_dot(weight, static_cast<Isa>(i));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+Isa best_isa() {
+  static const Isa isa = decide_best_isa();
+  return isa;
+}
+
+bool isa_supported(Isa isa) {
+  static const Isa detected = detect_isa();
+  return static_cast<int>(isa) <= static_cast<int>(detected);
+}
+
+const TypeKernels& type_kernels(DType weight, Isa isa) {
+  static const KernelTable table;
+  if (!isa_supported(isa))
+    throw Error(std::string("instruction set ") + isa_name(isa) + " is not supported by this CPU");
+  const auto t = static_cast<int>(weight);
+  if (t < 0 || t >= kNumDTypes || table.entries[static_cast<int>(isa)][t].vec_dot == nullptr)
+    throw Error("no matmul kernels for weight type " + std::string(dtype_name(weight)));
+  return table.entries[static_cast<int>(isa)][t];
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,44 @@
+// Helpers of the kernel tests: seeded Gaussian data, quantized rows, error measures.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "tern/core/dtype.h"
+#include "tern/kernels/cpu/quantize.h"
+
+namespace tern::testing {
+
+inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+inline std::vector<uint8_t> quantized(DType dtype, const std::vector<float>& x) {
+  std::vector<uint8_t> q(*dtype_bytes(dtype, x.size()));
+  cpu::quantize_row(dtype, x.data(), q.data(), static_cast<int64_t>(x.size()));
+  return q;
+}
+
+inline std::vector<float> dequantized(DType dtype, const void* q, int64_t k) {
+  std::vector<float> y(static_cast<size_t>(k));
+  cpu::dequantize_row(dtype, q, y.data(), k);
+  return y;
+}
+
+// ‖a - b‖ / ‖b‖
+inline double relative_rms_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    err += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    ref += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(err / ref);
+}
+
+}  // namespace tern::testing

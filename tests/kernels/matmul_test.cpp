@@ -1,0 +1,147 @@
+// matmul: batch invariance (bit-identical rows for any T and thread count), agreement with
+// the dequantized float reference, shared activations, workspace reuse, errors.
+#include "tern/kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernel_test_util.h"
+#include "tern/core/error.h"
+#include "tern/kernels/cpu/quantize.h"
+
+namespace tern::cpu {
+namespace {
+
+using testing::gaussian;
+
+// N = 40 is not a multiple of the GEMM's row chunk; T = 64 spans two token tiles.
+constexpr int64_t kN = 40, kK = 512;
+
+struct Weights {
+  std::vector<uint8_t> data;
+  WeightView view;
+};
+
+Weights make_weights(DType dtype, int64_t n, int64_t k, uint32_t seed) {
+  Weights w;
+  const size_t row_bytes = *dtype_bytes(dtype, k);
+  w.data.resize(row_bytes * n);
+  const std::vector<float> f = gaussian(n * k, seed, 0.05f);
+  for (int64_t r = 0; r < n; ++r) quantize_row(dtype, f.data() + r * k, w.data.data() + r * row_bytes, k);
+  w.view = packed_weight_view(dtype, n, k, w.data.data());
+  return w;
+}
+
+class ThreadCount {
+ public:
+  explicit ThreadCount(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+TEST(Matmul, BatchInvariance) {
+  const int64_t t_max = 64;
+  const std::vector<float> x = gaussian(t_max * kK, 11);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_K,
+                      DType::Q4_K, DType::Q6_K}) {
+    const Weights w = make_weights(dtype, kN, kK, 5);
+    Workspace ws;
+    // Each row alone, one thread: the reference every other shape must reproduce bit for bit.
+    std::vector<float> alone(t_max * kN);
+    {
+      ThreadCount one(1);
+      for (int64_t i = 0; i < t_max; ++i) matmul(w.view, x.data() + i * kK, 1, alone.data() + i * kN, ws);
+    }
+    for (int threads : {1, 2}) {
+      ThreadCount tc(threads);
+      for (int64_t t : {1, 3, 17, 64}) {
+        std::vector<float> y(t * kN);
+        matmul(w.view, x.data(), t, y.data(), ws);
+        EXPECT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+            << dtype_name(dtype) << " T=" << t << " threads=" << threads;
+        // The same rows at an offset in a batch: row i of a batch starting at row 5.
+        if (t + 5 <= t_max) {
+          matmul(w.view, x.data() + 5 * kK, t, y.data(), ws);
+          EXPECT_EQ(std::memcmp(y.data(), alone.data() + 5 * kN, y.size() * sizeof(float)), 0)
+              << dtype_name(dtype) << " offset T=" << t << " threads=" << threads;
+        }
+      }
+    }
+  }
+}
+
+// Against dequantized weights times unquantized activations: what remains is the
+// activation quantization (8-bit: < 1%; f16/bf16 rounding; f32 none).
+TEST(Matmul, MatchesReference) {
+  const int64_t t = 5;
+  const std::vector<float> x = gaussian(t * kK, 12);
+  const struct {
+    DType dtype;
+    double bound;
+  } cases[] = {{DType::F32, 1e-6}, {DType::F16, 1e-3},  {DType::BF16, 6e-3}, {DType::Q8_0, 1.5e-2},
+               {DType::Q4_0, 1.5e-2}, {DType::Q5_1, 1.5e-2}, {DType::Q4_K, 1.5e-2}, {DType::Q6_K, 1.5e-2}};
+  for (const auto& c : cases) {
+    const Weights w = make_weights(c.dtype, kN, kK, 6);
+    Workspace ws;
+    std::vector<float> y(t * kN), ref(t * kN);
+    matmul(w.view, x.data(), t, y.data(), ws);
+    matmul_reference(w.view, x.data(), t, ref.data());
+    EXPECT_LE(testing::relative_rms_error(y, ref), c.bound) << dtype_name(c.dtype);
+  }
+}
+
+TEST(Matmul, SharedActivationsAndStridedRows) {
+  const int64_t t = 3;
+  const std::vector<float> x = gaussian(t * kK, 13);
+  const Weights q4 = make_weights(DType::Q4_K, kN, kK, 7), q6 = make_weights(DType::Q6_K, 24, kK, 8);
+  Workspace ws, ws2;
+  std::vector<float> y4(t * kN), y6(t * 24), want4(t * kN), want6(t * 24);
+  matmul(q4.view, x.data(), t, want4.data(), ws2);
+  matmul(q6.view, x.data(), t, want6.data(), ws2);
+  const QuantizedActivations a = quantize_activations(DType::Q4_K, x.data(), t, kK, ws);
+  matmul(q4.view, a, y4.data());
+  matmul(q6.view, a, y6.data());  // Q6_K takes the same Q8_K activations
+  EXPECT_EQ(y4, want4);
+  EXPECT_EQ(y6, want6);
+  EXPECT_THROW(matmul(make_weights(DType::Q8_0, 4, kK, 9).view, a, y4.data()), Error);  // wants Q8_0
+
+  // Rows padded apart (row_bytes larger than packed): same results.
+  const size_t packed = q4.view.row_bytes, padded = packed + 64;
+  std::vector<uint8_t> spread(padded * kN);
+  for (int64_t r = 0; r < kN; ++r) std::memcpy(spread.data() + r * padded, q4.data.data() + r * packed, packed);
+  WeightView view = q4.view;
+  view.data = spread.data();
+  view.row_bytes = padded;
+  matmul(view, x.data(), t, y4.data(), ws);
+  EXPECT_EQ(y4, want4);
+}
+
+TEST(Matmul, WorkspaceIsReusedAfterWarmUp) {
+  const Weights w = make_weights(DType::Q8_0, kN, kK, 10);
+  const std::vector<float> x = gaussian(17 * kK, 14);
+  std::vector<float> y(17 * kN);
+  Workspace ws;
+  matmul(w.view, x.data(), 17, y.data(), ws);
+  const void* buffer = ws.reserve(0);
+  const size_t capacity = ws.capacity();
+  for (int64_t t : {1, 5, 17}) matmul(w.view, x.data(), t, y.data(), ws);
+  EXPECT_EQ(ws.reserve(0), buffer);
+  EXPECT_EQ(ws.capacity(), capacity);
+}
+
+TEST(Matmul, Errors) {
+  Workspace ws;
+  std::vector<float> x(64), y(64);
+  const std::vector<uint8_t> data(1024);
+  EXPECT_THROW(matmul(WeightView{DType::Q4_K, 1, 64, data.data(), 64}, x.data(), 1, y.data(), ws), Error);
+  EXPECT_THROW(matmul(WeightView{DType::Q2_K, 1, 256, data.data(), 84}, x.data(), 1, y.data(), ws), Error);
+  EXPECT_THROW(packed_weight_view(DType::Q4_0, 2, 33, data.data()), Error);
+}
+
+}  // namespace
+}  // namespace tern::cpu

@@ -1,0 +1,223 @@
+// Quantizers and dequantizers: round-trip error per type on Gaussian data, and hand-built
+// blocks (bytes written from ggml's layout description) dequantizing to known values.
+#include "tern/kernels/cpu/quantize.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kernels/kernel_test_util.h"
+#include "tern/core/error.h"
+#include "tern/core/half.h"
+#include "tern/kernels/cpu/quant_blocks.h"
+
+namespace tern::cpu {
+namespace {
+
+using testing::dequantized;
+using testing::gaussian;
+using testing::quantized;
+using testing::relative_rms_error;
+
+struct RoundTripBound {
+  DType dtype;
+  double max_relative_rms;  // the measured value in the comment, plus ~15%
+};
+
+// ‖dequantize(quantize(x)) - x‖ / ‖x‖ on 4096 N(0, 1) values.
+TEST(Quantize, RoundTripErrorPerType) {
+  const RoundTripBound bounds[] = {
+      {DType::F32, 0.0},
+      {DType::F16, 2.4e-4},   // measured 2.09e-4
+      {DType::BF16, 1.9e-3},  // 1.66e-3
+      {DType::Q8_0, 6.2e-3},  // 5.38e-3
+      {DType::Q8_1, 6.2e-3},  // 5.38e-3
+      {DType::Q8_K, 7.9e-3},  // 6.84e-3
+      {DType::Q6_K, 1.95e-2}, // 1.70e-2: the step is ~ 1.8σ/32 per 16 values, /√12
+      {DType::Q5_1, 4.35e-2}, // 3.78e-2
+      {DType::Q5_K, 4.05e-2}, // 3.53e-2
+      {DType::Q5_0, 4.95e-2}, // 4.32e-2
+      {DType::Q4_K, 8.15e-2}, // 7.11e-2: the step is ~ 4.1σ/15 per 32 values, /√12
+      {DType::Q4_1, 8.95e-2}, // 7.79e-2
+      {DType::Q4_0, 1.0e-1},  // 8.75e-2
+  };
+  const std::vector<float> x = gaussian(4096, 1);
+  for (const RoundTripBound& b : bounds) {
+    const std::vector<uint8_t> q = quantized(b.dtype, x);
+    const std::vector<float> y = dequantized(b.dtype, q.data(), 4096);
+    const double err = relative_rms_error(y, x);
+    EXPECT_LE(err, b.max_relative_rms) << dtype_name(b.dtype);
+    // Nor far below it: a bound 4x too loose would let a quantizer regress unnoticed.
+    if (b.max_relative_rms > 1e-2) {
+      EXPECT_GE(err, b.max_relative_rms / 4) << dtype_name(b.dtype);
+    }
+  }
+}
+
+// Rows with a large dynamic range between blocks, all-zero blocks and one-sided blocks.
+TEST(Quantize, EdgeRowsStayBounded) {
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+    std::vector<float> x = gaussian(512, 2);
+    for (int i = 0; i < 32; ++i) x[i] = 0.0f;                         // zero block
+    for (int i = 32; i < 64; ++i) x[i] = 1.0f + std::fabs(x[i]);      // all positive
+    for (int i = 64; i < 96; ++i) x[i] = -2.0f - std::fabs(x[i]);     // all negative
+    for (int i = 256; i < 512; ++i) x[i] *= 1000.0f;                  // another scale
+    const std::vector<float> y = dequantized(t, quantized(t, x).data(), 512);
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 0.0f) << dtype_name(t) << " element " << i;
+    double err = 0, ref = 0;
+    for (int i = 0; i < 256; ++i) {
+      err += (y[i] - x[i]) * (y[i] - x[i]);
+      ref += x[i] * x[i];
+    }
+    EXPECT_LE(std::sqrt(err / ref), 0.12) << dtype_name(t);
+  }
+}
+
+TEST(Quantize, HandBuiltQ4_0) {
+  BlockQ4_0 b;
+  b.d = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | (15 - j) << 4);
+  const std::vector<float> y = dequantized(DType::Q4_0, &b, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], (j - 8) * 0.5f) << j;             // low nibbles: elements 0..15
+    EXPECT_EQ(y[j + 16], (7 - j) * 0.5f) << j + 16;   // high nibbles: elements 16..31
+  }
+}
+
+TEST(Quantize, HandBuiltQ8_0) {
+  BlockQ8_0 b[2];
+  b[0].d = 0x3400;  // 0.25
+  b[1].d = 0xc000;  // -2
+  for (int j = 0; j < 32; ++j) b[0].qs[j] = b[1].qs[j] = static_cast<int8_t>(4 * j - 127);
+  const std::vector<float> y = dequantized(DType::Q8_0, b, 64);
+  for (int j = 0; j < 32; ++j) {
+    EXPECT_EQ(y[j], (4 * j - 127) * 0.25f);
+    EXPECT_EQ(y[32 + j], (4 * j - 127) * -2.0f);
+  }
+}
+
+// Scales 4-7 and mins 4-7 use their top bits, so every field of the 12-byte packing matters.
+TEST(Quantize, HandBuiltQ4_K) {
+  const int sc[8] = {1, 2, 3, 4, 17, 33, 50, 63};
+  const int mn[8] = {5, 6, 7, 8, 20, 36, 49, 62};
+  BlockQ4_K b;
+  b.d = 0x3c00;     // 1
+  b.dmin = 0x3800;  // 0.5
+  // bytes 0-3: scale j | (top 2 bits of scale j+4) << 6; bytes 4-7: min j | (top of min j+4) << 6;
+  // bytes 8-11: low nibble of scale j+4 | low nibble of min j+4 << 4.
+  const uint8_t scales[12] = {0x41, 0x82, 0xc3, 0xc4, 0x45, 0x86, 0xc7, 0xc8, 0x41, 0x41, 0x12, 0xef};
+  std::memcpy(b.scales, scales, 12);
+  for (int i = 0; i < 128; ++i) b.qs[i] = static_cast<uint8_t>(i * 7 + 3);
+  const std::vector<float> y = dequantized(DType::Q4_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    // 64-element chunk c: byte 32c + l holds element 64c + l (low) and 64c + 32 + l (high).
+    const int c = e / 64, within = e % 64;
+    const uint8_t byte = b.qs[32 * c + within % 32];
+    const int q = within < 32 ? byte & 0xf : byte >> 4;
+    const int j = e / 32;
+    EXPECT_EQ(y[e], 1.0f * sc[j] * q - 0.5f * mn[j]) << "element " << e;
+  }
+}
+
+TEST(Quantize, HandBuiltQ6_K) {
+  int q[256];
+  for (int e = 0; e < 256; ++e) q[e] = (e * 5 + 3) % 64;
+  BlockQ6_K b;
+  b.d = 0x3000;  // 0.125
+  for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<int8_t>(3 * j - 20);
+  // Per half of 128: ql[l] = q[l] | q[l + 64] << 4, ql[l + 32] = q[l + 32] | q[l + 96] << 4,
+  // qh[l] = top 2 bits of q[l], q[l + 32], q[l + 64], q[l + 96] at bits 0, 2, 4, 6.
+  for (int h = 0; h < 2; ++h) {
+    const int* qq = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      b.ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 15) | (qq[l + 64] & 15) << 4);
+      b.ql[64 * h + l + 32] = static_cast<uint8_t>((qq[l + 32] & 15) | (qq[l + 96] & 15) << 4);
+      b.qh[32 * h + l] = static_cast<uint8_t>(qq[l] >> 4 | (qq[l + 32] >> 4) << 2 | (qq[l + 64] >> 4) << 4 |
+                                              (qq[l + 96] >> 4) << 6);
+    }
+  }
+  const std::vector<float> y = dequantized(DType::Q6_K, &b, 256);
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(y[e], 0.125f * static_cast<float>(b.scales[e / 16]) * static_cast<float>(q[e] - 32)) << e;
+}
+
+// Q2_K: 2-bit quants, in half h bits 2g..2g+1 of qs[32h + l] are element 128h + 32g + l;
+// scales[j] (elements 16j..16j+15) has the scale in its low nibble, the min in its high one.
+TEST(Quantize, HandBuiltQ2_K) {
+  BlockQ2_K b;
+  b.d = 0x3c00;     // 1
+  b.dmin = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(j | (15 - j) << 4);
+  int q[256];
+  for (int e = 0; e < 256; ++e) q[e] = (e * 3 + e / 7) % 4;
+  for (int i = 0; i < 64; ++i) b.qs[i] = 0;
+  for (int e = 0; e < 256; ++e) b.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * ((e % 128) / 32)));
+  const std::vector<float> y = dequantized(DType::Q2_K, &b, 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], static_cast<float>((e / 16) * q[e]) - 0.5f * (15 - e / 16)) << e;
+}
+
+// Q3_K: 3-bit codes c with value c - 4: the low 2 bits as Q2_K, bit 2 in bit 4h + g of
+// hmask[l]. 16 6-bit scales (value - 32) in 12 bytes: low nibbles of scales 0-7 in the low
+// nibbles of bytes 0-7, of scales 8-15 in their high nibbles; the top 2 bits of scale j at
+// bits 2 (j / 4) of byte 8 + j % 4.
+TEST(Quantize, HandBuiltQ3_K) {
+  const int sc[16] = {0, 63, 5, 40, 17, 33, 50, 1, 2, 60, 31, 32, 48, 15, 16, 47};
+  BlockQ3_K b = {};
+  b.d = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) {
+    b.scales[j % 8] |= static_cast<uint8_t>((sc[j] & 15) << (j < 8 ? 0 : 4));
+    b.scales[8 + j % 4] |= static_cast<uint8_t>((sc[j] >> 4) << (2 * (j / 4)));
+  }
+  int c[256];
+  for (int e = 0; e < 256; ++e) {
+    c[e] = (e * 3 + 1 + e / 64) % 8;
+    const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+    b.qs[32 * h + l] |= static_cast<uint8_t>((c[e] & 3) << (2 * g));
+    b.hmask[l] |= static_cast<uint8_t>((c[e] >> 2) << (4 * h + g));
+  }
+  const std::vector<float> y = dequantized(DType::Q3_K, &b, 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.5f * static_cast<float>((sc[e / 16] - 32) * (c[e] - 4))) << e;
+}
+
+// Q8_K bsums are the sums of each 16 quants, and no 8-bit activation quant is -128.
+TEST(Quantize, ActivationFormatsInvariants) {
+  std::vector<float> x = gaussian(512, 3);
+  x[5] = -50.0f;  // the block's extreme is negative
+  const std::vector<uint8_t> q = quantized(DType::Q8_K, x);
+  const auto* blocks = reinterpret_cast<const BlockQ8_K*>(q.data());
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      int sum = 0;
+      for (int l = 0; l < 16; ++l) sum += blocks[i].qs[16 * j + l];
+      EXPECT_EQ(blocks[i].bsums[j], sum);
+    }
+    for (int l = 0; l < 256; ++l) EXPECT_GE(blocks[i].qs[l], -127);
+  }
+  EXPECT_EQ(blocks[0].qs[5], -127);
+  const std::vector<uint8_t> q1 = quantized(DType::Q8_1, x);
+  const auto* b1 = reinterpret_cast<const BlockQ8_1*>(q1.data());
+  for (int i = 0; i < 16; ++i) {
+    int sum = 0;
+    for (int l = 0; l < 32; ++l) {
+      sum += b1[i].qs[l];
+      EXPECT_GE(b1[i].qs[l], -127);
+    }
+    EXPECT_EQ(b1[i].s, f32_to_f16(f16_to_f32(b1[i].d) * static_cast<float>(sum)));
+  }
+}
+
+TEST(Quantize, Errors) {
+  float x[64] = {};
+  uint8_t y[512];
+  EXPECT_THROW(quantize_row(DType::Q4_0, x, y, 33), Error);
+  EXPECT_THROW(quantize_row(DType::Q4_K, x, y, 64), Error);
+  EXPECT_THROW(quantize_row(DType::Q2_K, x, y, 256), Error);  // dequantize only
+  EXPECT_THROW(quantize_row(DType::I32, x, y, 1), Error);
+  EXPECT_THROW(dequantize_row(DType::I8, y, x, 1), Error);
+  EXPECT_TRUE(has_dequantizer(DType::Q3_K));
+  EXPECT_FALSE(has_quantizer(DType::Q3_K));
+}
+
+}  // namespace
+}  // namespace tern::cpu

@@ -1,0 +1,149 @@
+// Dot kernels: the scalar reference against the float dot of the dequantized rows, every SIMD
+// level this CPU runs against the scalar reference (covers each kernel as it lands), dispatch.
+#include "tern/kernels/cpu/vec_dot.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernel_test_util.h"
+#include "tern/core/error.h"
+#include "tern/core/half.h"
+#include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/vec_dot_isa.h"
+
+namespace tern::cpu {
+namespace {
+
+using testing::dequantized;
+using testing::gaussian;
+
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                              DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// Row lengths with odd block counts and tails, per block size.
+std::vector<int64_t> row_lengths(DType weight) {
+  switch (dtype_traits(weight).block_elems) {
+    case 1: return {1, 7, 16, 33, 100, 256, 1000, 4096};
+    case 32: return {32, 96, 160, 256, 800, 4096};
+    default: return {256, 768, 1280, 4096};
+  }
+}
+
+// One weight row and one activation row, quantized, with their dequantized values.
+struct DotCase {
+  int64_t k;
+  std::vector<uint8_t> w, a;
+  std::vector<float> wf, af;
+  double magnitude = 0;  // Σ |w_i a_i| of the dequantized rows
+};
+
+DotCase make_case(DType weight, int64_t k, uint32_t seed) {
+  const TypeKernels& kern = type_kernels(weight, Isa::Scalar);
+  DotCase c;
+  c.k = k;
+  std::vector<float> w = gaussian(k, seed), a = gaussian(k, seed + 1000, 3.0f);
+  for (int64_t i = 0; i < k; i += 37) a[i] *= 8.0f;  // outliers, as real activations have
+  c.w = testing::quantized(weight, w);
+  c.a.resize(*dtype_bytes(kern.activation, k));
+  kern.quantize_activation(a.data(), c.a.data(), k);
+  c.wf = dequantized(weight, c.w.data(), k);
+  c.af = dequantized(kern.activation, c.a.data(), k);
+  for (int64_t i = 0; i < k; ++i) c.magnitude += std::fabs(static_cast<double>(c.wf[i]) * c.af[i]);
+  return c;
+}
+
+// The scalar kernel computes Σ w_i a_i of the dequantized rows up to float rounding; for the
+// Q8_1 types the offset term uses the activation's stored sum s, an f16 rounding of d Σ q.
+TEST(VecDot, ScalarMatchesDequantizedDot) {
+  for (DType weight : kWeightTypes) {
+    for (int64_t k : row_lengths(weight)) {
+      const DotCase c = make_case(weight, k, static_cast<uint32_t>(k));
+      double exact = 0;
+      for (int64_t i = 0; i < k; ++i) exact += static_cast<double>(c.wf[i]) * c.af[i];
+      double tolerance = 1e-6 * c.magnitude + 1e-30;
+      if (weight == DType::Q4_1 || weight == DType::Q5_1) {
+        const size_t wb = dtype_traits(weight).block_bytes;
+        const auto* a = reinterpret_cast<const BlockQ8_1*>(c.a.data());
+        for (int64_t i = 0; i < k / kQK; ++i) {
+          uint16_t m;  // the weight block's m follows its d
+          std::memcpy(&m, c.w.data() + i * wb + 2, 2);
+          tolerance += std::fabs(f16_to_f32(m) * f16_to_f32(a[i].s)) * (1.0 / 2048);
+        }
+      }
+      const float got = scalar_vec_dot(weight)(k, c.w.data(), c.a.data());
+      EXPECT_NEAR(got, exact, tolerance) << dtype_name(weight) << " k=" << k;
+    }
+  }
+}
+
+// Every ISA this CPU supports against the scalar reference, for every weight type: integer
+// parts are exact, so the results differ only by the order of float accumulation, bounded by
+// 1e-5 of Σ |w_i a_i| (a single wrong element of a 4096 row is ~2e-4 of it).
+TEST(VecDot, EverySupportedIsaMatchesScalar) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (DType weight : kWeightTypes) {
+      const TypeKernels& kern = type_kernels(weight, isa);
+      const VecDotFn scalar = scalar_vec_dot(weight);
+      for (int64_t k : row_lengths(weight)) {
+        for (uint32_t seed : {1u, 2u}) {
+          const DotCase c = make_case(weight, k, seed * 7919 + static_cast<uint32_t>(k));
+          const float want = scalar(k, c.w.data(), c.a.data());
+          const float got = kern.vec_dot(k, c.w.data(), c.a.data());
+          EXPECT_NEAR(got, want, 1e-5 * c.magnitude + 1e-30)
+              << isa_name(isa) << " " << dtype_name(weight) << " k=" << k << " seed=" << seed;
+        }
+      }
+    }
+  }
+}
+
+// Zero rows (all-zero scales) and rows of one repeated extreme value, through every ISA.
+TEST(VecDot, DegenerateRows) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (DType weight : kWeightTypes) {
+      const TypeKernels& kern = type_kernels(weight, isa);
+      const int64_t k = 512;
+      const std::vector<float> zeros(k, 0.0f), ones(k, 1.0f);
+      std::vector<uint8_t> w = testing::quantized(weight, zeros), a(*dtype_bytes(kern.activation, k));
+      kern.quantize_activation(ones.data(), a.data(), k);
+      EXPECT_EQ(kern.vec_dot(k, w.data(), a.data()), 0.0f) << isa_name(isa) << " " << dtype_name(weight);
+      w = testing::quantized(weight, ones);
+      EXPECT_NEAR(kern.vec_dot(k, w.data(), a.data()), 512.0f, 512.0f * 2e-3)
+          << isa_name(isa) << " " << dtype_name(weight);
+    }
+  }
+}
+
+TEST(VecDot, ActivationFormats) {
+  EXPECT_EQ(type_kernels(DType::Q4_0, Isa::Scalar).activation, DType::Q8_0);
+  EXPECT_EQ(type_kernels(DType::Q5_0, Isa::Scalar).activation, DType::Q8_0);
+  EXPECT_EQ(type_kernels(DType::Q8_0, Isa::Scalar).activation, DType::Q8_0);
+  EXPECT_EQ(type_kernels(DType::Q4_1, Isa::Scalar).activation, DType::Q8_1);
+  EXPECT_EQ(type_kernels(DType::Q5_1, Isa::Scalar).activation, DType::Q8_1);
+  EXPECT_EQ(type_kernels(DType::Q4_K, Isa::Scalar).activation, DType::Q8_K);
+  EXPECT_EQ(type_kernels(DType::Q6_K, Isa::Scalar).activation, DType::Q8_K);
+  EXPECT_EQ(type_kernels(DType::BF16, Isa::Scalar).activation, DType::BF16);
+  EXPECT_EQ(type_kernels(DType::F16).weight, DType::F16);
+}
+
+TEST(VecDot, Dispatch) {
+  EXPECT_TRUE(isa_supported(Isa::Scalar));
+  EXPECT_TRUE(isa_supported(best_isa()));
+  EXPECT_STREQ(isa_name(Isa::Avx512), "avx512");
+  EXPECT_THROW(type_kernels(DType::Q2_K, Isa::Scalar), Error);
+  EXPECT_THROW(type_kernels(DType::Q8_K, Isa::Scalar), Error);  // an activation format only
+  EXPECT_THROW(type_kernels(DType::I32, Isa::Scalar), Error);
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) {
+      EXPECT_THROW(type_kernels(DType::F32, isa), Error);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu
