@@ -14,7 +14,8 @@
 namespace tern::cpu {
 namespace {
 
-constexpr int kSearchSteps = 10;  // candidates nmax ± 1 in steps of 0.1
+constexpr int kSearchSteps = 4;  // candidates nmax ± 1 in steps of 0.25
+constexpr float kSearchStep = 0.25f;
 
 // Fits x[i] ≈ scale * q[i] - min with q in [0, nmax], scale ≥ 0, min ≥ 0 (the offset is never
 // positive, as the unsigned 6-bit mins require).
@@ -30,7 +31,7 @@ void fit_scale_min(const float* x, int n, int nmax, float* scale_out, float* min
   float best_scale = (xmax - xmin) / static_cast<float>(nmax), best_offset = xmin;
   float best_sse = std::numeric_limits<float>::infinity();
   for (int step = -kSearchSteps; step <= kSearchSteps; ++step) {
-    const float iscale = (static_cast<float>(nmax) + 0.1f * static_cast<float>(step)) / (xmax - xmin);
+    const float iscale = (static_cast<float>(nmax) + kSearchStep * static_cast<float>(step)) / (xmax - xmin);
     float sl = 0, sll = 0, sx = 0, slx = 0;
     int q[kQK];
     for (int i = 0; i < n; ++i) {
@@ -79,7 +80,7 @@ float fit_scale_q6(const float* x, int n) {
   float best_scale = max / -32.0f, best_sse = std::numeric_limits<float>::infinity();
   for (int side = 0; side < 2; ++side) {
     for (int step = -kSearchSteps; step <= kSearchSteps; ++step) {
-      const float levels = (side == 0 ? -32.0f : 31.0f) + 0.1f * static_cast<float>(step);
+      const float levels = (side == 0 ? -32.0f : 31.0f) + kSearchStep * static_cast<float>(step);
       const float iscale = levels / max;
       float sll = 0, slx = 0;
       int q[16];

@@ -281,6 +281,14 @@ void quantize_row(DType dtype, const float* x, void* y, int64_t k) {
   check_row(dtype, k);
   fn(x, y, k);
 }
+void quantize_rows(DType dtype, const float* x, void* y, int64_t rows, int64_t k) {
+  QuantizeFn fn = quantize_fn(dtype);
+  check_row(dtype, k);
+  const auto row_bytes = static_cast<int64_t>(*dtype_bytes(dtype, static_cast<uint64_t>(k)));
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int64_t r = 0; r < rows; ++r) fn(x + r * k, static_cast<uint8_t*>(y) + r * row_bytes, k);
+}
+
 void dequantize_row(DType dtype, const void* x, float* y, int64_t k) {
   DequantizeFn fn = dequantize_fn(dtype);
   check_row(dtype, k);

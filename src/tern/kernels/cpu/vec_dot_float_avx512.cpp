@@ -3,8 +3,10 @@
 // masked loads, so no scalar remainder loop.
 // GCC 12's own AVX-512 headers fill "undefined" vectors by self-initialisation, which its
 // -Wuninitialized flags wherever such an intrinsic is inlined (_mm512_cvtph_ps, the reduces).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "tern/kernels/cpu/vec_dot_isa.h"
