@@ -185,6 +185,24 @@ TEST(Rope, BatchInvariantAndFusedStride) {
   }
 }
 
+// The per-step table gives the same bits as computing cos/sin in every call.
+TEST(Rope, CosSinTableMatchesDirect) {
+  RopeConfig c = config(64, RopeLayout::Interleaved, 500000.0);
+  c.rotary_dim = 32;
+  Rope rope(c);
+  const std::vector<int32_t> positions{3, 0, 9000, 17, 4, 5, 6, 7, 131071};
+  const int64_t t = static_cast<int64_t>(positions.size());
+  auto q = random_vector(t * 4 * 64, 5);
+  auto k = random_vector(t * 2 * 64, 6);
+  auto q2 = q, k2 = k;
+  rope.apply_qk(q.data(), 4, k.data(), 2, positions);
+  std::vector<float> table(t * rope.rotary_dim());
+  rope.fill_cos_sin(positions, table.data());
+  rope.apply_qk(q2.data(), 4, k2.data(), 2, table.data(), t);
+  EXPECT_EQ(q, q2);
+  EXPECT_EQ(k, k2);
+}
+
 TEST(Rope, RejectsBadConfigs) {
   EXPECT_THROW(Rope(config(0, RopeLayout::Neox)), Error);
   RopeConfig odd = config(64, RopeLayout::Neox);

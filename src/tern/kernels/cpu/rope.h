@@ -68,6 +68,15 @@ class Rope {
                 std::span<const int32_t> positions, int64_t q_stride = 0,
                 int64_t k_stride = 0) const;
 
+  // The same rotation with cos/sin computed beforehand: the positions of a step are the same
+  // in every layer, so the runner fills the table once per step and each layer only rotates.
+  // Same bits as apply_qk.
+  // cos_sin_table: [num_tokens, rotary_dim] (cos of the pairs, then their sin), filled by
+  // fill_cos_sin from the positions; positions: [num_tokens]
+  void fill_cos_sin(std::span<const int32_t> positions, float* cos_sin_table) const;
+  void apply_qk(float* q, int n_q_heads, float* k, int n_k_heads, const float* cos_sin_table,
+                int64_t num_tokens, int64_t q_stride = 0, int64_t k_stride = 0) const;
+
   // The inverse frequency of pair i, after scaling: angle(pos, i) = pos * inv_freq()[i].
   // inv_freq: [rotary_dim / 2]
   std::span<const double> inv_freq() const { return inv_freq_; }
