@@ -1,9 +1,243 @@
-// AVX512 dot kernels of the "q" family of weight types (see vec_dot_isa.h).
+// AVX-512 VNNI dot kernels of the "q" family: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weight rows against
+// Q8_0 / Q8_1 activation rows (see vec_dot_isa.h, layouts in quant_blocks.h).
+//
+// Two blocks share a 512-bit register (one per 256-bit half), so one vpdpbusd does 64
+// products. vpdpbusd multiplies unsigned by signed bytes: the 4- and 5-bit weights are
+// unsigned already and their offset (8 or 16) comes off as offset * sum(a); for Q8_0 the
+// activations are made unsigned by flipping their sign bit (a + 128) and 128 * sum(w) comes
+// off. All exact for every input, -128 included. The f16 scales of 16 blocks are converted
+// together, and each pair's float work is one permute, one convert and one FMA.
+// GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
+// -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
+namespace {
+// How far ahead of the current group of blocks the weights are prefetched: 1-2 KiB measured
+// best on a GEMV streamed from memory (no prefetch: ~25% slower; 4 KiB: ~10% slower).
+constexpr int kPrefetchBytes = 1536;
 
-// No AVX512 kernels of this family yet: the dispatcher falls back to a lower ISA.
-VecDotFn avx512_vec_dot_q(DType /*weight*/) { return nullptr; }
+inline __m512i load2x256(const void* lo, const void* hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
+                            _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
+}
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+// Not tern::f16_to_f32: an inline function from a header, compiled here with ISA flags, may be
+// the copy the linker keeps for every other file too.
+inline float f16(uint16_t h) { return _cvtsh_ss(h); }
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// ---- two blocks per 512-bit register -------------------------------------------------------
+
+// Two blocks' qs, each in two 128-bit lanes: [qs0, qs0, qs1, qs1].
+inline __m512i load_qs2(const uint8_t* qs0, const uint8_t* qs1) {
+  const __m512i x = _mm512_broadcast_i32x4(load128(qs0));
+  return _mm512_mask_broadcast_i32x4(x, 0xFF00, load128(qs1));
+}
+// 64 bytes: block 0's low nibbles (elements 0..15), its high nibbles times 16 (elements
+// 16..31), then block 1's. Leaving the high nibbles in place saves a shift; their lanes' sums
+// are scaled by 1/16 in float instead, which is exact.
+inline __m512i nibbles_in_place2(const uint8_t* qs0, const uint8_t* qs1) {
+  const __m512i keep = _mm512_setr_epi64(0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0, 0xF0F0F0F0F0F0F0F0,
+                                         0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0, 0xF0F0F0F0F0F0F0F0);
+  return _mm512_and_si512(load_qs2(qs0, qs1), keep);
+}
+// 64 bytes 0..15: block 0's elements 0..31, then block 1's (a fifth bit on top of a nibble
+// times 16 would not fit a byte, so Q5 types shift the high nibbles down).
+inline __m512i unpack_nibbles2(const uint8_t* qs0, const uint8_t* qs1) {
+  const __m512i x = _mm512_srlv_epi64(load_qs2(qs0, qs1), _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+  return _mm512_and_si512(x, _mm512_set1_epi8(0x0F));
+}
+// Adds 16 to byte j where bit j of the two blocks' qh (block 1's in the high 32 bits) is set.
+inline __m512i add_fifth_bits2(__m512i q, const uint8_t* qh0, const uint8_t* qh1) {
+  const uint64_t bits = load_u32(qh0) | static_cast<uint64_t>(load_u32(qh1)) << 32;
+  return _mm512_mask_add_epi8(q, _cvtu64_mask64(bits), q, _mm512_set1_epi8(16));
+}
+
+// sum (q - offset) * a per block as int32 lanes (8 per block); q unsigned, a signed.
+template <int kOffset>
+inline __m512i dot_u8_s8(__m512i q, __m512i a) {
+  const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, a);
+  if constexpr (kOffset == 0) return sum;
+  return _mm512_sub_epi32(sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset), a));
+}
+// sum w * a with both signed: (a + 128) is unsigned, and 128 * sum(w) is taken off.
+inline __m512i dot_s8_s8(__m512i w, __m512i a) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(a, flip), w);
+  return _mm512_sub_epi32(sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, w));
+}
+
+// The integer dots of blocks w[0], w[1] with a[0], a[1], as 8 int32 partial sums each.
+// (q - 8) * a with q in place: the offset is 8 in the low lanes, 8 * 16 in the high ones.
+inline __m512i pair_dot(const BlockQ4_0* w, const BlockQ8_0* a) {
+  const __m512i q = nibbles_in_place2(w[0].qs, w[1].qs);
+  const __m512i av = load2x256(a[0].qs, a[1].qs);
+  const __m512i offset = _mm512_setr_epi64(0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080,
+                                           0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080);
+  const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, av);
+  return _mm512_sub_epi32(sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, av));
+}
+inline __m512i pair_dot(const BlockQ4_1* w, const BlockQ8_1* a) {
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles_in_place2(w[0].qs, w[1].qs), load2x256(a[0].qs, a[1].qs));
+}
+inline __m512i pair_dot(const BlockQ5_0* w, const BlockQ8_0* a) {
+  const __m512i q = add_fifth_bits2(unpack_nibbles2(w[0].qs, w[1].qs), w[0].qh, w[1].qh);
+  return dot_u8_s8<16>(q, load2x256(a[0].qs, a[1].qs));
+}
+inline __m512i pair_dot(const BlockQ5_1* w, const BlockQ8_1* a) {
+  const __m512i q = add_fifth_bits2(unpack_nibbles2(w[0].qs, w[1].qs), w[0].qh, w[1].qh);
+  return dot_u8_s8<0>(q, load2x256(a[0].qs, a[1].qs));
+}
+inline __m512i pair_dot(const BlockQ8_0* w, const BlockQ8_0* a) {
+  return dot_s8_s8(load2x256(w[0].qs, w[1].qs), load2x256(a[0].qs, a[1].qs));
+}
+
+// ---- one block per 256-bit register, for the blocks after the last group of 16 ---------------
+
+inline __m256i unpack_nibbles(const uint8_t* qs) {
+  const __m128i x = load128(qs);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0F));
+}
+inline __m256i add_fifth_bits(__m256i q, const uint8_t* qh) {
+  return _mm256_mask_add_epi8(q, _cvtu32_mask32(load_u32(qh)), q, _mm256_set1_epi8(16));
+}
+template <int kOffset>
+inline __m256i dot_u8_s8(__m256i q, __m256i a) {
+  const __m256i sum = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, a);
+  if constexpr (kOffset == 0) return sum;
+  return _mm256_sub_epi32(sum, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(kOffset), a));
+}
+inline __m256i block_dot(const BlockQ4_0& w, const BlockQ8_0& a) {
+  return dot_u8_s8<8>(unpack_nibbles(w.qs), load256(a.qs));
+}
+inline __m256i block_dot(const BlockQ4_1& w, const BlockQ8_1& a) {
+  return dot_u8_s8<0>(unpack_nibbles(w.qs), load256(a.qs));
+}
+inline __m256i block_dot(const BlockQ5_0& w, const BlockQ8_0& a) {
+  return dot_u8_s8<16>(add_fifth_bits(unpack_nibbles(w.qs), w.qh), load256(a.qs));
+}
+inline __m256i block_dot(const BlockQ5_1& w, const BlockQ8_1& a) {
+  return dot_u8_s8<0>(add_fifth_bits(unpack_nibbles(w.qs), w.qh), load256(a.qs));
+}
+inline __m256i block_dot(const BlockQ8_0& w, const BlockQ8_0& a) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m256i wv = load256(w.qs);
+  const __m256i sum = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(load256(a.qs), flip), wv);
+  return _mm256_sub_epi32(sum, _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip, wv));
+}
+
+// The f16 at the start of each of 16 blocks `kStride` bytes apart, as 16 floats. Gathers cost
+// more here than scalar loads packed four to a register, stored and reloaded as one vector.
+template <int kStride>
+inline __m512 first_halves16(const void* blocks) {
+  const auto* p = static_cast<const uint8_t*>(blocks);
+  alignas(32) uint64_t packed[4];
+  for (int i = 0; i < 4; ++i) {
+    uint64_t v = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint16_t h;
+      std::memcpy(&h, p + (4 * i + j) * kStride, sizeof h);
+      v |= uint64_t{h} << (16 * j);
+    }
+    packed[i] = v;
+  }
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(packed)));
+}
+// The first 32 bits of each of 16 blocks.
+template <int kStride>
+inline __m512i first_words16(const void* blocks) {
+  const auto* p = static_cast<const uint8_t*>(blocks);
+  alignas(64) uint32_t words[16];
+  for (int i = 0; i < 16; ++i) std::memcpy(&words[i], p + i * kStride, sizeof words[i]);
+  return _mm512_load_si512(words);
+}
+
+// Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
+// as the activation's are d then s, so one load fetches both.
+template <class W>
+constexpr bool kHasMin = requires(W w) { w.m; };
+// 4-bit types keep their high nibbles in place (pair_dot), their lanes 4..7 of each block
+// weigh 1/16.
+template <class W>
+constexpr bool kInPlace = std::is_same_v<W, BlockQ4_0> || std::is_same_v<W, BlockQ4_1>;
+
+template <class W, class A>
+float vec_dot(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const W*>(w_row);
+  const auto* a = static_cast<const A*>(a_row);
+  const int64_t nb = k / kQK;
+  constexpr int kGroup = 16;
+  // Lane l of a pair's register takes block l / 8's scale; with high nibbles in place, lanes
+  // 4..7 of a block take it from the second table (the scales / 16).
+  const __m512i pair_lanes = kInPlace<W> ? _mm512_setr_epi32(0, 0, 0, 0, 16, 16, 16, 16, 1, 1, 1, 1, 17, 17, 17, 17)
+                                         : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+
+  // Two accumulators halve the FMA dependency chain.
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  __m512 acc_min = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + kGroup <= nb; b += kGroup) {
+    // The hardware prefetcher alone leaves the stream short of the memory's bandwidth.
+    const char* ahead = reinterpret_cast<const char*>(w + b) + kPrefetchBytes;
+    for (int off = 0; off < kGroup * static_cast<int>(sizeof(W)); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    __m512 scale;
+    if constexpr (kHasMin<W>) {
+      const __m512i gw = first_words16<sizeof(W)>(w + b);
+      const __m512i ga = first_words16<sizeof(A)>(a + b);
+      scale = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(gw)), _mm512_cvtph_ps(_mm512_cvtepi32_epi16(ga)));
+      acc_min = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(gw, 16))),
+                                _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(ga, 16))), acc_min);
+    } else {
+      scale = _mm512_mul_ps(first_halves16<sizeof(W)>(w + b), first_halves16<sizeof(A)>(a + b));
+    }
+    const __m512 scale16 = _mm512_mul_ps(scale, _mm512_set1_ps(1.0f / 16));
+#pragma GCC unroll 8
+    for (int j = 0; j < kGroup; j += 2) {
+      const __m512i lanes = _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(j));
+      const __m512 s = kInPlace<W> ? _mm512_permutex2var_ps(scale, lanes, scale16) : _mm512_permutexvar_ps(lanes, scale);
+      const __m512 dot = _mm512_cvtepi32_ps(pair_dot(w + b + j, a + b + j));
+      acc[(j / 2) & 1] = _mm512_fmadd_ps(dot, s, acc[(j / 2) & 1]);
+    }
+  }
+  __m256 acc_tail = _mm256_setzero_ps();
+  float tail_min = 0.0f;
+  for (; b < nb; ++b) {
+    const __m256 s = _mm256_set1_ps(f16(w[b].d) * f16(a[b].d));
+    acc_tail = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(w[b], a[b])), s, acc_tail);
+    if constexpr (kHasMin<W>) tail_min += f16(w[b].m) * f16(a[b].s);
+  }
+  const __m512 all = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc_min);
+  return _mm512_reduce_add_ps(_mm512_add_ps(all, _mm512_zextps256_ps512(acc_tail))) + tail_min;
+}
+
+}  // namespace
+
+VecDotFn avx512_vec_dot_q(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: return vec_dot<BlockQ4_0, BlockQ8_0>;
+    case DType::Q4_1: return vec_dot<BlockQ4_1, BlockQ8_1>;
+    case DType::Q5_0: return vec_dot<BlockQ5_0, BlockQ8_0>;
+    case DType::Q5_1: return vec_dot<BlockQ5_1, BlockQ8_1>;
+    case DType::Q8_0: return vec_dot<BlockQ8_0, BlockQ8_0>;
+    default: return nullptr;
+  }
+}
 
 }  // namespace tern::cpu
