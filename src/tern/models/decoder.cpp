@@ -96,6 +96,7 @@ void Decoder::reserve(int64_t t, int64_t r) {
     grow(out_, t * c.hidden_size);
     grow(gate_, t * c.intermediate_size);
     grow(up_, t * c.intermediate_size);
+    grow(cos_sin_, t * c.head_dim);
     capacity_tokens_ = t;
   }
   if (r > capacity_rows_) {
@@ -125,6 +126,7 @@ void Decoder::forward(const StepContext& ctx, cpu::KvCache& cache, float* logits
   const int64_t t = ctx.num_tokens(), r = ctx.num_logit_rows(), h = config_.hidden_size;
   reserve(t, r);
   for (int64_t i = 0; i < t; ++i) weights_.embed(ctx.token_ids[static_cast<size_t>(i)], x_.data() + i * h);
+  rope_.fill_cos_sin(ctx.positions, cos_sin_.data());  // the same positions in every layer
   for (int layer = 0; layer < static_cast<int>(config_.num_layers); ++layer) {
     attention_block(layer, ctx, cache);
     mlp_block(layer, t);
@@ -164,7 +166,7 @@ void Decoder::attention_block(int layer, const StepContext& ctx, cpu::KvCache& c
     cpu::rms_norm(q_.data(), l.q_norm.data(), t * n_heads, c.head_dim, eps, q_.data());
     cpu::rms_norm(k_.data(), l.k_norm.data(), t * n_kv, c.head_dim, eps, k_.data());
   }
-  rope_.apply_qk(q_.data(), n_heads, k_.data(), n_kv, ctx.positions);
+  rope_.apply_qk(q_.data(), n_heads, k_.data(), n_kv, cos_sin_.data(), t);
   cache.write(layer, k_.data(), v_.data(), ctx.slot_mapping);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   cpu::paged_attention(q_.data(), cache, layer, ctx.attention, n_heads, scale, attn_.data());

@@ -65,6 +65,7 @@ class Decoder {
   std::vector<float> gate_;    // [T, intermediate]
   std::vector<float> up_;      // [T, intermediate]
   std::vector<float> final_;   // [R, hidden]: normed rows whose logits are wanted
+  std::vector<float> cos_sin_; // [T, head_dim]: RoPE cos/sin of the step's positions
 };
 
 }  // namespace tern
