@@ -67,6 +67,24 @@ TEST(GenerateCommand, SampledRunsRepeatWithTheirSeed) {
   EXPECT_EQ(ja["prompt_token_ids"].size(), 5u);  // BOS + 4 pieces
 }
 
+TEST(BenchModelCommand, Stories260KJson) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto [out, status] = run_command(std::string(TERN_BINARY) + " bench-model '" +
+                                   testing::fixture("stories260K/stories260K.gguf") +
+                                   "' -p 16 -n 4 -r 2 --dtype q8_0 --json");
+  ASSERT_EQ(status, 0) << out;
+  const nlohmann::json result = nlohmann::json::parse(last_line(out));
+  EXPECT_GT(result["pp_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(result["tg_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(result["pp_samples"].size(), 2u);
+  EXPECT_NE(result["description"].get<std::string>().find("Q8_0"), std::string::npos);
+  auto [skip, skip_status] = run_command(std::string(TERN_BINARY) + " bench-model '" +
+                                         testing::fixture("stories260K/stories260K.gguf") +
+                                         "' -p 0 -n 2 -r 1 --json");
+  ASSERT_EQ(skip_status, 0);
+  EXPECT_TRUE(nlohmann::json::parse(last_line(skip))["pp_tokens_per_s"].is_null());
+}
+
 TEST(GenerateCommand, MissingModelIsOneLineError) {
   auto [out, status] = run_command(std::string(TERN_BINARY) + " generate --model /nonexistent.gguf --prompt x");
   EXPECT_NE(status, 0);

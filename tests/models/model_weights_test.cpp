@@ -225,5 +225,39 @@ TEST(ModelWeights, DummyLlama3ShapesEndToEnd) {
                        DType::Q4_0, true);
 }
 
+TEST(ModelWeights, Qwen2BiasesAreAddedAndRoundTripThroughGguf) {
+  const nlohmann::json j = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"},
+                            {"vocab_size", 512}, {"hidden_size", 128}, {"intermediate_size", 256},
+                            {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                            {"num_key_value_heads", 2}, {"max_position_embeddings", 256},
+                            {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+                            {"tie_word_embeddings", true}};
+  const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "qwen2 config");
+  ASSERT_TRUE(c.attention_bias);
+  ModelWeights w = make_dummy_weights(c, DType::Q8_0, 9);
+  ASSERT_EQ(w.layers[1].bk.size(), static_cast<size_t>(c.kv_dim()));
+  const std::vector<float> zero_bias = logits_of(c, w);
+  for (LayerWeights& l : w.layers) {
+    for (std::span<const float>* b : {&l.bq, &l.bk, &l.bv}) {
+      std::span<float> v = w.own_floats(b->size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+      *b = v;
+    }
+  }
+  const std::vector<float> with_bias = logits_of(c, w);
+  EXPECT_GT(testing::relative_rms_error(with_bias, zero_bias), 1e-3);
+
+  testing::TempDir dir("qwen2-gguf");
+  save_gguf(dir.file("q.gguf"), w, c, nullptr);
+  GgufFile g = GgufFile::open(dir.file("q.gguf"));
+  EXPECT_NE(g.find_tensor("blk.1.attn_v.bias"), nullptr);
+  EXPECT_EQ(g.find_tensor("output.weight"), nullptr);  // tied
+  const ModelConfig c2 = ModelConfig::from_gguf(g);
+  EXPECT_TRUE(c2.attention_bias);
+  const ModelWeights w2 = load_gguf_weights(g, c2);
+  EXPECT_EQ(w2.rope_layout, RopeLayout::Neox);
+  EXPECT_TRUE(testing::bitwise_equal(logits_of(c2, w2), with_bias));
+}
+
 }  // namespace
 }  // namespace tern
