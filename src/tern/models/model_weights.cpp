@@ -116,7 +116,14 @@ class Binder {
   // A vector of `n` floats: in place when F32, else widened once into owned storage.
   std::span<const float> vector(const TensorInfo& t, int64_t n, const char* what) const {
     check_shape(t, {n}, what);
-    if (t.dtype == DType::F32) return {reinterpret_cast<const float*>(t.data), static_cast<size_t>(n)};
+    const bool aligned = reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0;
+    if (t.dtype == DType::F32 && aligned)
+      return {reinterpret_cast<const float*>(t.data), static_cast<size_t>(n)};
+    if (t.dtype == DType::F32) {  // a safetensors offset need not be a multiple of 4
+      std::span<float> out = w_.own_floats(static_cast<size_t>(n));
+      std::memcpy(out.data(), t.data, out.size_bytes());
+      return out;
+    }
     if (t.dtype != DType::F16 && t.dtype != DType::BF16)
       throw Error(source_ + ": tensor '" + t.name + "' has type " + std::string(dtype_name(t.dtype)) +
                   "; norms and biases must be F32, F16 or BF16");
