@@ -160,17 +160,8 @@ inline __m512 first_halves16(const void* blocks) {
   }
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(packed)));
 }
-// The first 32 bits of each of 16 blocks.
-template <int kStride>
-inline __m512i first_words16(const void* blocks) {
-  const auto* p = static_cast<const uint8_t*>(blocks);
-  alignas(64) uint32_t words[16];
-  for (int i = 0; i < 16; ++i) std::memcpy(&words[i], p + i * kStride, sizeof words[i]);
-  return _mm512_load_si512(words);
-}
-
 // Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
-// as the activation's are d then s, so one load fetches both.
+// as the activation's are d then s.
 template <class W>
 constexpr bool kHasMin = requires(W w) { w.m; };
 // 4-bit types keep their high nibbles in place (pair_dot), their lanes 4..7 of each block
@@ -199,11 +190,10 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
     for (int off = 0; off < kGroup * static_cast<int>(sizeof(W)); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     __m512 scale;
     if constexpr (kHasMin<W>) {
-      const __m512i gw = first_words16<sizeof(W)>(w + b);
-      const __m512i ga = first_words16<sizeof(A)>(a + b);
-      scale = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(gw)), _mm512_cvtph_ps(_mm512_cvtepi32_epi16(ga)));
-      acc_min = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(gw, 16))),
-                                _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(ga, 16))), acc_min);
+      const auto* wb = reinterpret_cast<const uint8_t*>(w + b);
+      const auto* ab = reinterpret_cast<const uint8_t*>(a + b);
+      scale = _mm512_mul_ps(first_halves16<sizeof(W)>(wb), first_halves16<sizeof(A)>(ab));
+      acc_min = _mm512_fmadd_ps(first_halves16<sizeof(W)>(wb + 2), first_halves16<sizeof(A)>(ab + 2), acc_min);
     } else {
       scale = _mm512_mul_ps(first_halves16<sizeof(W)>(w + b), first_halves16<sizeof(A)>(a + b));
     }
