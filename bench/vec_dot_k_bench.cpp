@@ -21,7 +21,7 @@ using namespace tern;
 using namespace tern::cpu;
 
 size_t block_bytes(DType type) {
-  return type == DType::Q4_K ? sizeof(BlockQ4_K)
+  return type == DType::Q4_K   ? sizeof(BlockQ4_K)
          : type == DType::Q5_K ? sizeof(BlockQ5_K)
                                : sizeof(BlockQ6_K);
 }
@@ -101,7 +101,8 @@ const bool registered = [] {
       for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
         const VecDotFn fn = kernel(t.type, isa);
         if (fn == nullptr || !isa_supported(isa)) continue;
-        const std::string name = std::string("gemv/") + t.name + "/" + isa_name(isa) + "/" + shape.name;
+        const std::string name =
+            std::string("gemv/") + t.name + "/" + isa_name(isa) + "/" + shape.name;
         benchmark::RegisterBenchmark(name.c_str(), gemv, t.type, fn, shape.rows, shape.k)
             ->Unit(benchmark::kMicrosecond);
       }

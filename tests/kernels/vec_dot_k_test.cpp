@@ -105,7 +105,8 @@ RefSum reference_dot(DType type, int64_t k, const void* w_row, const BlockQ8_K* 
       for (int e = 0; e < kQKK; ++e) {
         int q = nibble_45(qs, e);
         // Q5_K: bit (sub-block) of qh[element within sub-block]
-        if (type == DType::Q5_K) q |= ((static_cast<const BlockQ5_K*>(blk)->qh[e % 32] >> (e / 32)) & 1) << 4;
+        if (type == DType::Q5_K)
+          q |= ((static_cast<const BlockQ5_K*>(blk)->qh[e % 32] >> (e / 32)) & 1) << 4;
         const int64_t t = int64_t{sc[e / 32]} * q * a[i].qs[e];
         const int64_t tm = int64_t{m[e / 32]} * a[i].qs[e];
         s += t;
@@ -276,7 +277,8 @@ std::vector<std::vector<uint8_t>> edge_weight_blocks(DType type) {
     return blocks;
   }
   // Q4_K / Q5_K: the same fields, Q5_K with its high bits in between.
-  auto make = [&](const int sc[8], const int m[8], int qbyte, int qhbyte, uint16_t d, uint16_t dmin) {
+  auto make = [&](const int sc[8], const int m[8], int qbyte, int qhbyte, uint16_t d,
+                  uint16_t dmin) {
     std::vector<uint8_t> blk(block_bytes(type));
     uint8_t* p = blk.data();
     std::memcpy(p, &d, 2);
@@ -334,7 +336,8 @@ TEST_P(VecDotK, EdgeBlocksMatchReference) {
   for (size_t wi = 0; wi < weights.size(); ++wi) {
     for (size_t ai = 0; ai < acts.size(); ++ai) {
       const std::vector<BlockQ8_K> a = {acts[ai]};
-      expect_close(kQKK, weights[wi], a, "weight edge " + std::to_string(wi) + ", activation edge " + std::to_string(ai));
+      expect_close(kQKK, weights[wi], a,
+                   "weight edge " + std::to_string(wi) + ", activation edge " + std::to_string(ai));
       long_w.insert(long_w.end(), weights[wi].begin(), weights[wi].end());
       long_a.push_back(acts[ai]);
     }
@@ -349,7 +352,8 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KTypes, VecDotK,
-                         ::testing::Combine(::testing::Values(DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         ::testing::Combine(::testing::Values(DType::Q4_K, DType::Q5_K,
+                                                              DType::Q6_K),
                                             ::testing::Values(Isa::Avx2, Isa::Avx512)),
                          param_name);
 

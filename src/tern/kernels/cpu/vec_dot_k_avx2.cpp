@@ -71,8 +71,8 @@ float dot_q4_k(int64_t k, const void* w_row, const void* a_row) {
   const auto* a = static_cast<const BlockQ8_K*>(a_row);
   const int64_t nb = k / kQKK;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
-  __m256 acc = _mm256_setzero_ps();    // Σ d · (sc·q·a)
-  __m128 acc_m = _mm_setzero_ps();     // Σ dmin · (m·bsum)
+  __m256 acc = _mm256_setzero_ps();  // Σ d · (sc·q·a)
+  __m128 acc_m = _mm_setzero_ps();   // Σ dmin · (m·bsum)
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(w[i].d) * a[i].d;
     const float dmin = f16_to_f32(w[i].dmin) * a[i].d;
@@ -152,7 +152,8 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(w[i].d) * a[i].d;
-    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].scales)));
+    const __m256i sc =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].scales)));
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
     __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(),
                                     _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc), 5));
@@ -182,13 +183,12 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
         const __m256i p = _mm256_maddubs_epi16(
             qv[c], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 32 * c)));
         const __m256i s = _mm256_shuffle_epi8(
-            sc_half, _mm256_setr_epi8(4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1,
-                                      4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1,
-                                      4 * c, 4 * c + 1, 4 * c, 4 * c + 1,  //
-                                      4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2,
-                                      4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3,
-                                      4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2,
-                                      4 * c + 3));
+            sc_half, _mm256_setr_epi8(
+                         4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1,
+                         4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1, 4 * c, 4 * c + 1,  //
+                         4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3,
+                         4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3,
+                         4 * c + 2, 4 * c + 3, 4 * c + 2, 4 * c + 3));
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
       }
     }

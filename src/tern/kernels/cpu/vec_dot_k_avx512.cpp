@@ -9,11 +9,15 @@
 // the float scale once per super-block and the row is reduced horizontally once at the end.
 // GCC 12.2's AVX-512 headers make their "undefined" vectors by self-initialisation, which
 // -Wuninitialized reports at every inlined use (GCC bug 105593, fixed in 12.3).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 #include <cstdint>
 
@@ -50,7 +54,7 @@ inline __m512i halves16(int lo, int hi) {
 }
 
 // `pshufb` control for one int16 lane: byte `b` zero-extended.
-constexpr int zx(int b) { return 0x8000 | b; }
+constexpr int16_t zx(int b) { return static_cast<int16_t>(0x8000 | b); }
 
 // Q4_K and Q5_K differ only in the fifth bit; kHighBit selects Q5_K's.
 template <bool kHighBit, typename Block>
@@ -68,10 +72,10 @@ float dot_q45_k(int64_t k, const void* w_row, const void* a_row) {
   // zero-extends the ones a register needs to int16 (a control byte with the top bit set
   // gives 0): per chunk j, scale 2j over the low half and 2j+1 over the high half; for the
   // bsums, [m0, m0, m1, m1, …, m7, m7], one min per pair of 16-element bsums.
-  const __m256i mins_dup = _mm256_setr_epi16(
-      zx(8), zx(8), zx(9), zx(9), zx(10), zx(10), zx(11), zx(11),  //
-      zx(12), zx(12), zx(13), zx(13), zx(14), zx(14), zx(15), zx(15));
-  __m512 acc = _mm512_setzero_ps();  // Σ d · (sc·q·a)
+  const __m256i mins_dup =
+      _mm256_setr_epi16(zx(8), zx(8), zx(9), zx(9), zx(10), zx(10), zx(11), zx(11),  //
+                        zx(12), zx(12), zx(13), zx(13), zx(14), zx(14), zx(15), zx(15));
+  __m512 acc = _mm512_setzero_ps();    // Σ d · (sc·q·a)
   __m256 acc_m = _mm256_setzero_ps();  // Σ dmin · (m·bsum)
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(w[i].d) * a[i].d;
@@ -100,8 +104,8 @@ float dot_q45_k(int64_t k, const void* w_row, const void* a_row) {
         qv = _mm512_mask_add_epi8(qv, high, qv, sixteen);
       }
       const __m512i p = _mm512_maddubs_epi16(qv, _mm512_loadu_si512(y + 64 * j));
-      sumi = _mm512_dpwssd_epi32(
-          sumi, p, _mm512_shuffle_epi8(sc_m, halves16(zx(2 * j), zx(2 * j + 1))));
+      sumi = _mm512_dpwssd_epi32(sumi, p,
+                                 _mm512_shuffle_epi8(sc_m, halves16(zx(2 * j), zx(2 * j + 1))));
     }
     acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
   }
@@ -126,8 +130,9 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
   __m512i scale_idx[4];
   for (int r = 0; r < 4; ++r) {
     scale_idx[r] = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_inserti128_si256(
-            _mm256_set1_epi16(static_cast<int16_t>(4 * r)), _mm_set1_epi16(static_cast<int16_t>(4 * r + 1)), 1)),
+        _mm512_castsi256_si512(
+            _mm256_inserti128_si256(_mm256_set1_epi16(static_cast<int16_t>(4 * r)),
+                                    _mm_set1_epi16(static_cast<int16_t>(4 * r + 1)), 1)),
         _mm256_inserti128_si256(_mm256_set1_epi16(static_cast<int16_t>(4 * r + 2)),
                                 _mm_set1_epi16(static_cast<int16_t>(4 * r + 3)), 1),
         1);
@@ -141,8 +146,8 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
     // −32·sc fits int16 (|sc| ≤ 128 → ≤ 4096).
     const __m512i neg32_sc = _mm512_zextsi256_si512(
         _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
-    const __m512i bsums = _mm512_zextsi256_si512(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums)));
+    const __m512i bsums =
+        _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums)));
     __m512i sumi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), bsums, neg32_sc);
     for (int half = 0; half < 2; ++half) {
       const __m512i ql = _mm512_loadu_si512(w[i].ql + 64 * half);
@@ -150,9 +155,8 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qh + 32 * half)));
       const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, low4),
                                          _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
-      const __m512i qb =
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                          _mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), bits45));
+      const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                         _mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), bits45));
       const int8_t* y = a[i].qs + 128 * half;
       const __m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512(y));
       const __m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512(y + 64));
