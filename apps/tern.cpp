@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tern::cli::add_inspect_command(app);
   tern::cli::add_tokenize_command(app);
+  tern::cli::add_generate_command(app);
+  tern::cli::add_bench_model_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

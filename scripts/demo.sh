@@ -24,3 +24,5 @@ run "$tern" tokenize --model "$fixtures/stories260K/stories260K.gguf" --text "On
 run "$tern" tokenize --model "$fixtures/qwen-tokenizer" --text "Hello, 世界! 🚀 <think>ok</think>"
 run "$tern" tokenize --model "$fixtures/llama3-tokenizer" --text "Llama 3 counts 12345 in threes."
 run "$tern" tokenize --model "$fixtures/qwen-tokenizer" --detokenize --ids '[9707, 11, 220, 99489, 0]'
+run "$tern" generate --model "$fixtures/stories260K/stories260K.gguf" --prompt "Once upon a time" -n 96 --seed 1
+run "$tern" generate --model "$fixtures/stories260K/stories260K.gguf" --prompt "Lily saw a cat" -n 64 --temperature 0.8 --top-k 40 --top-p 0.95 --seed 7

@@ -17,6 +17,7 @@
 namespace tern {
 
 class GgufFile;
+class GgufWriter;
 
 // Immutable after loading and cheap to copy (copies share one state), so the engine, the
 // server and every incremental detokenizer can hold their own.
@@ -73,6 +74,10 @@ class Tokenizer {
   // decode(skip_special_tokens=true) leaves out.
   bool is_special(int32_t id) const;
   const std::string& chat_template() const;  // empty when the model has none
+
+  // Writes the tokenizer.* keys llama.cpp reads (model, pre, tokens, scores, token_type,
+  // merges, special ids, add_bos/add_eos, chat_template), so from_gguf reads it back.
+  void write_gguf(GgufWriter& writer) const;
 
   // The loaded state, defined in tokenizer_impl.h (opaque to users).
   struct Impl;

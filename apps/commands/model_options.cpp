@@ -1,0 +1,37 @@
+// ModelOptions: shared model flags of `generate` and `bench-model`.
+#include "commands/model_options.h"
+
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+
+#include "tern/core/error.h"
+
+namespace tern::cli {
+
+void ModelOptions::add_to(CLI::App* cmd) {
+  cmd->add_option("--tokenizer", tokenizer,
+                  "Tokenizer (GGUF, HF folder or tokenizer.model) instead of the model's own");
+  cmd->add_option("--load-format", load_format,
+                  "auto: read the weights; dummy: random weights of the config's shapes")
+      ->check(CLI::IsMember({"auto", "dummy"}));
+  cmd->add_option("--dtype", dtype,
+                  "Weight type: auto (the file's; dummy: the config's torch_dtype), f32, f16, bf16, "
+                  "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (real weights are requantized)");
+  cmd->add_option("--weight-seed", weight_seed, "Seed of dummy weights");
+  cmd->add_option("--threads,-t", threads, "Threads of the kernels (0: all cores)");
+}
+
+LoadOptions ModelOptions::load_options() const {
+  if (threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(threads));
+  if (threads > 0) omp_set_num_threads(threads);
+  LoadOptions o;
+  o.model = model;
+  o.tokenizer = tokenizer;
+  o.format = load_format == "dummy" ? LoadFormat::Dummy : LoadFormat::Auto;
+  o.weight_type = parse_weight_type(dtype);
+  o.seed = weight_seed;
+  return o;
+}
+
+}  // namespace tern::cli

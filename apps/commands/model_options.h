@@ -1,0 +1,30 @@
+// The flags every command that runs a model shares (--load-format, --dtype, --tokenizer,
+// --threads, --seed), turned into tern::LoadOptions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tern/models/model_loader.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tern::cli {
+
+struct ModelOptions {
+  std::string model;
+  std::string tokenizer;
+  std::string load_format = "auto";
+  std::string dtype = "auto";
+  uint64_t weight_seed = 0;
+  int threads = 0;  // 0: OpenMP's default (every core)
+
+  // Adds --tokenizer, --load-format, --dtype, --weight-seed, --threads (not the model itself).
+  void add_to(CLI::App* cmd);
+  // Checks the flags and sets the OpenMP thread count. Throws tern::Error.
+  LoadOptions load_options() const;
+};
+
+}  // namespace tern::cli

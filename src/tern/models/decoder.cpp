@@ -1,0 +1,199 @@
+// The decoder's forward pass: pre-norm attention and SwiGLU blocks on an f32 residual
+// stream. Every op is per row (or per token for attention), which is what makes a
+// sequence's logits independent of the batch it runs in.
+#include "tern/models/decoder.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "tern/core/error.h"
+#include "tern/kernels/cpu/attention.h"
+#include "tern/kernels/cpu/ops.h"
+#include "tern/kernels/cpu/vec_dot.h"
+
+namespace tern {
+namespace {
+
+cpu::WeightView view(const WeightMatrix& m) { return {m.dtype, m.rows, m.cols, m.data, m.row_bytes}; }
+
+cpu::RopeConfig rope_config(const ModelConfig& c, const ModelWeights& w) {
+  cpu::RopeConfig r;
+  r.head_dim = static_cast<int>(c.head_dim);
+  r.rotary_dim = r.head_dim;
+  r.theta = c.rope_theta;
+  r.layout = w.rope_layout == RopeLayout::Interleaved ? cpu::RopeLayout::Interleaved
+                                                      : cpu::RopeLayout::Neox;
+  if (!w.rope_freq_factors.empty()) {
+    // GGUF llama 3: the divisors replace the scaling parameters, which such files lack.
+    r.freq_factors.assign(w.rope_freq_factors.begin(), w.rope_freq_factors.end());
+  } else if (c.rope_scaling.type != RopeScalingType::None) {
+    r.scaling.type = c.rope_scaling.type == RopeScalingType::Linear ? cpu::RopeScalingType::Linear
+                                                                    : cpu::RopeScalingType::Llama3;
+    r.scaling.factor = c.rope_scaling.factor;
+    r.scaling.low_freq_factor = c.rope_scaling.low_freq_factor;
+    r.scaling.high_freq_factor = c.rope_scaling.high_freq_factor;
+    if (c.rope_scaling.original_max_position_embeddings > 0)
+      r.scaling.original_max_position_embeddings = c.rope_scaling.original_max_position_embeddings;
+  }
+  return r;
+}
+
+// y[t, :] += bias for every row; no-op without a bias.
+void add_bias(float* y, std::span<const float> bias, int64_t rows) {
+  if (bias.empty()) return;
+  const int64_t n = static_cast<int64_t>(bias.size());
+  for (int64_t t = 0; t < rows; ++t) {
+    float* row = y + t * n;
+    for (int64_t i = 0; i < n; ++i) row[i] += bias[static_cast<size_t>(i)];
+  }
+}
+
+bool same_activation(const WeightMatrix& a, const WeightMatrix& b) {
+  return a.dtype == b.dtype ||
+         cpu::type_kernels(a.dtype).activation == cpu::type_kernels(b.dtype).activation;
+}
+
+}  // namespace
+
+Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights)
+    : config_(config), weights_(weights), rope_(rope_config(config, weights)) {
+  if (static_cast<int64_t>(weights.layers.size()) != config.num_layers)
+    throw Error("model weights have " + std::to_string(weights.layers.size()) + " layers, the config " +
+                std::to_string(config.num_layers));
+  if (weights.token_embedding.rows != config.vocab_size || weights.token_embedding.cols != config.hidden_size)
+    throw Error("token embedding shape does not match the config");
+  // Resolve every matrix's kernels now: an unsupported type fails here, not mid-forward.
+  for (const LayerWeights& l : weights.layers)
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      (void)cpu::type_kernels(m->dtype);
+  (void)cpu::type_kernels(weights.lm_head.dtype);
+}
+
+cpu::KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size, DType dtype) const {
+  cpu::KvCacheConfig kv;
+  kv.num_layers = static_cast<int>(config_.num_layers);
+  kv.num_blocks = num_blocks;
+  kv.block_size = block_size;
+  kv.n_kv_heads = static_cast<int>(config_.num_kv_heads);
+  kv.head_dim = static_cast<int>(config_.head_dim);
+  kv.dtype = dtype;
+  return kv;
+}
+
+void Decoder::reserve(int64_t t, int64_t r) {
+  const auto grow = [](std::vector<float>& v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  };
+  if (t > capacity_tokens_) {
+    const ModelConfig& c = config_;
+    grow(x_, t * c.hidden_size);
+    grow(xn_, t * c.hidden_size);
+    grow(q_, t * c.q_dim());
+    grow(k_, t * c.kv_dim());
+    grow(v_, t * c.kv_dim());
+    grow(attn_, t * c.q_dim());
+    grow(out_, t * c.hidden_size);
+    grow(gate_, t * c.intermediate_size);
+    grow(up_, t * c.intermediate_size);
+    grow(cos_sin_, t * c.head_dim);
+    capacity_tokens_ = t;
+  }
+  if (r > capacity_rows_) {
+    grow(final_, r * config_.hidden_size);
+    capacity_rows_ = r;
+  }
+}
+
+void Decoder::check_step(const StepContext& ctx, const cpu::KvCache& cache) const {
+  const int64_t t = ctx.num_tokens();
+  if (static_cast<int64_t>(ctx.positions.size()) != t || static_cast<int64_t>(ctx.slot_mapping.size()) != t ||
+      ctx.attention.num_tokens() != t)
+    throw Error("step: token ids, positions, slot mapping and attention rows differ in length");
+  for (int64_t i = 0; i < t; ++i) {
+    const int32_t id = ctx.token_ids[static_cast<size_t>(i)];
+    if (id < 0 || id >= config_.vocab_size)
+      throw Error("step: token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                  std::to_string(config_.vocab_size));
+  }
+  for (int32_t r : ctx.logit_rows)
+    if (r < 0 || r >= t) throw Error("step: logit row " + std::to_string(r) + " is not a token of the step");
+  cache.check_slot_mapping(ctx.slot_mapping);
+  cpu::check_attention_batch(ctx.attention, cache, static_cast<int>(config_.num_heads));
+}
+
+void Decoder::forward(const StepContext& ctx, cpu::KvCache& cache, float* logits) {
+  const int64_t t = ctx.num_tokens(), r = ctx.num_logit_rows(), h = config_.hidden_size;
+  reserve(t, r);
+  for (int64_t i = 0; i < t; ++i) weights_.embed(ctx.token_ids[static_cast<size_t>(i)], x_.data() + i * h);
+  rope_.fill_cos_sin(ctx.positions, cos_sin_.data());  // the same positions in every layer
+  for (int layer = 0; layer < static_cast<int>(config_.num_layers); ++layer) {
+    attention_block(layer, ctx, cache);
+    mlp_block(layer, t);
+  }
+  if (r == 0) return;
+  // The final norm and lm_head only for the rows whose logits are wanted.
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  for (int64_t i = 0; i < r; ++i)
+    cpu::rms_norm(x_.data() + ctx.logit_rows[static_cast<size_t>(i)] * h, weights_.output_norm.data(), 1, h,
+                  eps, final_.data() + i * h);
+  cpu::matmul(view(weights_.lm_head), final_.data(), r, logits, ws_);
+}
+
+void Decoder::attention_block(int layer, const StepContext& ctx, cpu::KvCache& cache) {
+  const LayerWeights& l = weights_.layers[static_cast<size_t>(layer)];
+  const ModelConfig& c = config_;
+  const int64_t t = ctx.num_tokens(), h = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const int n_heads = static_cast<int>(c.num_heads), n_kv = static_cast<int>(c.num_kv_heads);
+
+  cpu::rms_norm(x_.data(), l.attn_norm.data(), t, h, eps, xn_.data());
+  // q, k and v share one quantization of their input when their formats agree.
+  if (same_activation(l.wq, l.wk) && same_activation(l.wq, l.wv)) {
+    const cpu::QuantizedActivations a = cpu::quantize_activations(l.wq.dtype, xn_.data(), t, h, ws_);
+    cpu::matmul(view(l.wq), a, q_.data());
+    cpu::matmul(view(l.wk), a, k_.data());
+    cpu::matmul(view(l.wv), a, v_.data());
+  } else {
+    cpu::matmul(view(l.wq), xn_.data(), t, q_.data(), ws_);
+    cpu::matmul(view(l.wk), xn_.data(), t, k_.data(), ws_);
+    cpu::matmul(view(l.wv), xn_.data(), t, v_.data(), ws_);
+  }
+  add_bias(q_.data(), l.bq, t);
+  add_bias(k_.data(), l.bk, t);
+  add_bias(v_.data(), l.bv, t);
+  if (c.qk_norm) {
+    cpu::rms_norm(q_.data(), l.q_norm.data(), t * n_heads, c.head_dim, eps, q_.data());
+    cpu::rms_norm(k_.data(), l.k_norm.data(), t * n_kv, c.head_dim, eps, k_.data());
+  }
+  rope_.apply_qk(q_.data(), n_heads, k_.data(), n_kv, cos_sin_.data(), t);
+  cache.write(layer, k_.data(), v_.data(), ctx.slot_mapping);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  cpu::paged_attention(q_.data(), cache, layer, ctx.attention, n_heads, scale, attn_.data());
+  cpu::matmul(view(l.wo), attn_.data(), t, out_.data(), ws_);
+  add_bias(out_.data(), l.bo, t);
+  cpu::add(x_.data(), out_.data(), x_.data(), t * h);
+}
+
+void Decoder::mlp_block(int layer, int64_t t) {
+  const LayerWeights& l = weights_.layers[static_cast<size_t>(layer)];
+  const ModelConfig& c = config_;
+  const int64_t h = c.hidden_size, ff = c.intermediate_size;
+  cpu::rms_norm(x_.data(), l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_.data());
+  if (same_activation(l.w_gate, l.w_up)) {
+    const cpu::QuantizedActivations a = cpu::quantize_activations(l.w_gate.dtype, xn_.data(), t, h, ws_);
+    cpu::matmul(view(l.w_gate), a, gate_.data());
+    cpu::matmul(view(l.w_up), a, up_.data());
+  } else {
+    cpu::matmul(view(l.w_gate), xn_.data(), t, gate_.data(), ws_);
+    cpu::matmul(view(l.w_up), xn_.data(), t, up_.data(), ws_);
+  }
+  add_bias(gate_.data(), l.b_gate, t);
+  add_bias(up_.data(), l.b_up, t);
+  cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), t * ff);
+  cpu::matmul(view(l.w_down), gate_.data(), t, out_.data(), ws_);
+  add_bias(out_.data(), l.b_down, t);
+  cpu::add(x_.data(), out_.data(), x_.data(), t * h);
+}
+
+}  // namespace tern

@@ -1,0 +1,71 @@
+// The llama / qwen2 / qwen3 decoder as one forward pass with feature flags from ModelConfig
+// (q/k/v bias, q/k RMSNorm, rope layout and scaling), over a flat batch and the paged KV cache.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tern/formats/model_config.h"
+#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/matmul.h"
+#include "tern/kernels/cpu/rope.h"
+#include "tern/models/model_weights.h"
+#include "tern/models/step_context.h"
+
+namespace tern {
+
+class Decoder {
+ public:
+  // Holds references: `config` and `weights` must outlive the decoder. Throws tern::Error when
+  // the weights do not fit the config's shapes or the rope settings are invalid.
+  Decoder(const ModelConfig& config, const ModelWeights& weights);
+
+  // One step: embeds the tokens, runs every layer (writing each token's K/V at its slot), and
+  // writes the logits of ctx.logit_rows, in order.
+  // logits: [num_logit_rows, vocab_size]
+  // The cache must have this model's shape (kv_cache_config). Never throws or allocates once
+  // the buffers have grown to the largest batch seen; the caller has checked the token ids,
+  // slots and block tables (check_step does).
+  void forward(const StepContext& ctx, cpu::KvCache& cache, float* logits);
+
+  // Throws tern::Error naming the first token id outside the vocabulary, bad slot or block
+  // table entry of `ctx` against `cache`.
+  void check_step(const StepContext& ctx, const cpu::KvCache& cache) const;
+
+  // A cache of this model's shape.
+  cpu::KvCacheConfig kv_cache_config(int64_t num_blocks, int block_size = 16,
+                                     DType dtype = DType::F16) const;
+
+  // Grows the activation buffers for batches of up to `num_tokens` tokens and `num_logit_rows`
+  // logit rows (forward does it too; call it up front to keep the first step fast).
+  void reserve(int64_t num_tokens, int64_t num_logit_rows);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+
+ private:
+  void attention_block(int layer, const StepContext& ctx, cpu::KvCache& cache);
+  void mlp_block(int layer, int64_t num_tokens);
+
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  cpu::Rope rope_;
+  cpu::Workspace ws_;
+
+  // Activations, grown to the largest batch (T tokens, R logit rows). f32 throughout.
+  int64_t capacity_tokens_ = 0;
+  int64_t capacity_rows_ = 0;
+  std::vector<float> x_;       // [T, hidden]: the residual stream
+  std::vector<float> xn_;      // [T, hidden]: normed input of a block
+  std::vector<float> q_;       // [T, n_heads, head_dim]
+  std::vector<float> k_;       // [T, n_kv_heads, head_dim]
+  std::vector<float> v_;       // [T, n_kv_heads, head_dim]
+  std::vector<float> attn_;    // [T, n_heads, head_dim]
+  std::vector<float> out_;     // [T, hidden]: a block's output before the residual add
+  std::vector<float> gate_;    // [T, intermediate]
+  std::vector<float> up_;      // [T, intermediate]
+  std::vector<float> final_;   // [R, hidden]: normed rows whose logits are wanted
+  std::vector<float> cos_sin_; // [T, head_dim]: RoPE cos/sin of the step's positions
+};
+
+}  // namespace tern

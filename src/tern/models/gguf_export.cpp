@@ -1,0 +1,171 @@
+// save_gguf: the metadata keys and tensor names of llama.cpp's converter (gguf-py
+// constants.py), so that llama.cpp and tern both load what tern writes.
+#include "tern/models/gguf_export.h"
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "tern/core/error.h"
+#include "tern/formats/gguf.h"
+#include "tern/tokenizer/tokenizer.h"
+
+namespace tern {
+
+uint32_t gguf_file_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return 0;
+    case DType::F16: return 1;
+    case DType::Q4_0: return 2;
+    case DType::Q4_1: return 3;
+    case DType::Q8_0: return 7;
+    case DType::Q5_0: return 8;
+    case DType::Q5_1: return 9;
+    case DType::Q4_K: return 14;  // Q4_K_S: every matrix Q4_K
+    case DType::Q5_K: return 16;  // Q5_K_S
+    case DType::Q6_K: return 18;
+    case DType::BF16: return 32;
+    default:
+      throw Error("no GGUF file type for weights of type " + std::string(dtype_name(dtype)));
+  }
+}
+
+std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
+  const RopeScaling& rs = c.rope_scaling;
+  const double old_context = static_cast<double>(rs.original_max_position_embeddings);
+  const double low_freq_wavelen = old_context / rs.low_freq_factor;
+  const double high_freq_wavelen = old_context / rs.high_freq_factor;
+  std::vector<float> factors(static_cast<size_t>(c.head_dim / 2));
+  for (size_t i = 0; i < factors.size(); ++i) {
+    const double freq =
+        1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.head_dim));
+    const double wavelen = 2 * std::numbers::pi / freq;
+    double f = 1.0;
+    if (wavelen > low_freq_wavelen) {
+      f = rs.factor;
+    } else if (wavelen >= high_freq_wavelen) {
+      const double smooth =
+          (old_context / wavelen - rs.low_freq_factor) / (rs.high_freq_factor - rs.low_freq_factor);
+      f = 1.0 / ((1 - smooth) / rs.factor + smooth);
+    }
+    factors[i] = static_cast<float>(f);
+  }
+  return factors;
+}
+
+namespace {
+
+std::span<const std::byte> bytes_of(const WeightMatrix& m) {
+  return {m.data, m.row_bytes * static_cast<size_t>(m.rows)};
+}
+
+// Neox → interleaved, per head of `head_dim` rows: row j·d/2 + i moves to 2i + j (the
+// permutation llama.cpp's converter applies to llama's q_proj / k_proj).
+size_t interleaved_row(size_t r, size_t head_dim) {
+  const size_t head = r / head_dim, in = r % head_dim, half = head_dim / 2;
+  const size_t j = in / half, i = in % half;
+  return head * head_dim + 2 * i + j;
+}
+
+std::vector<std::byte> permute_rows(const WeightMatrix& m, size_t head_dim) {
+  std::vector<std::byte> out(m.row_bytes * static_cast<size_t>(m.rows));
+  for (size_t r = 0; r < static_cast<size_t>(m.rows); ++r)
+    std::memcpy(out.data() + interleaved_row(r, head_dim) * m.row_bytes, m.row(static_cast<int64_t>(r)),
+                m.row_bytes);
+  return out;
+}
+
+std::vector<float> permute_vector(std::span<const float> v, size_t head_dim) {
+  std::vector<float> out(v.size());
+  for (size_t r = 0; r < v.size(); ++r) out[interleaved_row(r, head_dim)] = v[r];
+  return out;
+}
+
+std::span<const std::byte> float_bytes(std::span<const float> v) { return std::as_bytes(v); }
+
+}  // namespace
+
+void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig& c,
+               const Tokenizer* tokenizer, const std::string& model_name) {
+  GgufWriter g;
+  const std::string arch(model_arch_name(c.arch));
+  const std::string p = arch + ".";
+  auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+  g.set("general.architecture", GgufValue::string(arch));
+  g.set("general.name", GgufValue::string(model_name.empty() ? arch : model_name));
+  g.set("general.file_type", GgufValue::u32(gguf_file_type(w.layers.empty() ? w.token_embedding.dtype
+                                                                               : w.layers[0].wq.dtype)));
+  g.set(p + "vocab_size", u32(c.vocab_size));
+  g.set(p + "context_length", u32(c.max_position_embeddings));
+  g.set(p + "embedding_length", u32(c.hidden_size));
+  g.set(p + "block_count", u32(c.num_layers));
+  g.set(p + "feed_forward_length", u32(c.intermediate_size));
+  g.set(p + "attention.head_count", u32(c.num_heads));
+  g.set(p + "attention.head_count_kv", u32(c.num_kv_heads));
+  g.set(p + "attention.key_length", u32(c.head_dim));
+  g.set(p + "attention.value_length", u32(c.head_dim));
+  g.set(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.rms_norm_eps)));
+  g.set(p + "rope.freq_base", GgufValue::f32(static_cast<float>(c.rope_theta)));
+  g.set(p + "rope.dimension_count", u32(c.head_dim));
+  if (c.rope_scaling.type == RopeScalingType::Linear) {
+    g.set(p + "rope.scaling.type", GgufValue::string("linear"));
+    g.set(p + "rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
+  }
+  if (tokenizer != nullptr) tokenizer->write_gguf(g);
+
+  // llama in GGUF is interleaved; anything else stays neox.
+  const bool permute_qk = c.arch == ModelArch::Llama && w.rope_layout == RopeLayout::Neox;
+  if (c.arch != ModelArch::Llama && w.rope_layout == RopeLayout::Interleaved)
+    throw Error(path + ": " + arch + " weights in the interleaved RoPE layout cannot be written as GGUF");
+  const size_t hd = static_cast<size_t>(c.head_dim);
+
+  auto matrix = [&](const std::string& name, const WeightMatrix& m) {
+    g.add_tensor(name, m.dtype, {m.rows, m.cols}, bytes_of(m));
+  };
+  auto qk_matrix = [&](const std::string& name, const WeightMatrix& m) {
+    if (!permute_qk) return matrix(name, m);
+    std::vector<std::byte> permuted = permute_rows(m, hd);
+    g.add_tensor(name, m.dtype, {m.rows, m.cols}, permuted);
+  };
+  auto vector = [&](const std::string& name, std::span<const float> v) {
+    if (!v.empty()) g.add_tensor(name, DType::F32, {static_cast<int64_t>(v.size())}, float_bytes(v));
+  };
+  auto qk_vector = [&](const std::string& name, std::span<const float> v) {
+    if (!permute_qk || v.empty()) return vector(name, v);
+    std::vector<float> permuted = permute_vector(v, hd);
+    vector(name, permuted);
+  };
+
+  matrix("token_embd.weight", w.token_embedding);
+  if (!w.rope_freq_factors.empty())
+    vector("rope_freqs.weight", w.rope_freq_factors);
+  else if (c.rope_scaling.type == RopeScalingType::Llama3)
+    vector("rope_freqs.weight", llama3_rope_freq_factors(c));
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& l = w.layers[i];
+    auto n = [&](const char* what) { return gguf_tensor_name(static_cast<int64_t>(i), what); };
+    vector(n("attn_norm.weight"), l.attn_norm);
+    qk_matrix(n("attn_q.weight"), l.wq);
+    qk_matrix(n("attn_k.weight"), l.wk);
+    matrix(n("attn_v.weight"), l.wv);
+    matrix(n("attn_output.weight"), l.wo);
+    qk_vector(n("attn_q.bias"), l.bq);
+    qk_vector(n("attn_k.bias"), l.bk);
+    vector(n("attn_v.bias"), l.bv);
+    vector(n("attn_output.bias"), l.bo);
+    vector(n("attn_q_norm.weight"), l.q_norm);
+    vector(n("attn_k_norm.weight"), l.k_norm);
+    vector(n("ffn_norm.weight"), l.ffn_norm);
+    matrix(n("ffn_gate.weight"), l.w_gate);
+    matrix(n("ffn_up.weight"), l.w_up);
+    matrix(n("ffn_down.weight"), l.w_down);
+    vector(n("ffn_gate.bias"), l.b_gate);
+    vector(n("ffn_up.bias"), l.b_up);
+    vector(n("ffn_down.bias"), l.b_down);
+  }
+  vector("output_norm.weight", w.output_norm);
+  if (!w.tied_embeddings) matrix("output.weight", w.lm_head);
+  g.write(path);
+}
+
+}  // namespace tern

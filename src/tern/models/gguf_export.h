@@ -1,0 +1,29 @@
+// Writing ModelWeights + ModelConfig (+ a tokenizer) as a GGUF file that llama.cpp loads:
+// its architecture keys, tensor names and rope conventions.
+#pragma once
+
+#include <string>
+
+#include "tern/formats/model_config.h"
+#include "tern/models/model_weights.h"
+
+namespace tern {
+
+class Tokenizer;
+
+// `general.file_type` for weights whose matrices are all `dtype` (llama_ftype: 0 all F32,
+// 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 14 Q4_K_S, 16 Q5_K_S, 18 Q6_K, 32 BF16).
+uint32_t gguf_file_type(DType dtype);
+
+// llama 3's per-frequency RoPE divisors [head_dim / 2] as llama.cpp's converter computes them
+// for `rope_freqs.weight`; `config.rope_scaling` must be llama3.
+std::vector<float> llama3_rope_freq_factors(const ModelConfig& config);
+
+// Writes `path` (a temporary renamed into place). Llama weights in the neox layout (Hugging
+// Face, dummy) have their q/k rows permuted to the interleaved layout llama.cpp expects of
+// llama; qwen weights are written as they are. Tied embeddings write no output.weight.
+// `tokenizer` may be null (llama.cpp then refuses the file, tern loads it with --tokenizer).
+void save_gguf(const std::string& path, const ModelWeights& weights, const ModelConfig& config,
+               const Tokenizer* tokenizer, const std::string& model_name = "");
+
+}  // namespace tern

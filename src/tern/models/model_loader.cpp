@@ -1,0 +1,116 @@
+// load_model: finds out what the path is, reads config, weights and tokenizer accordingly.
+#include "tern/models/model_loader.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "tern/core/error.h"
+#include "tern/core/mapped_file.h"
+#include "tern/formats/gguf.h"
+#include "tern/formats/safetensors.h"
+
+namespace tern {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_gguf(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  return f.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
+
+bool has_tokenizer_files(const fs::path& dir) {
+  for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json", "tokenizer.model"})
+    if (fs::is_regular_file(dir / f)) return true;
+  return false;
+}
+
+DType dtype_of_torch(const std::string& torch_dtype) {
+  if (torch_dtype == "bfloat16") return DType::BF16;
+  if (torch_dtype == "float16") return DType::F16;
+  return DType::F32;
+}
+
+std::string weight_types(const ModelWeights& w) {
+  if (w.layers.empty()) return std::string(dtype_name(w.token_embedding.dtype));
+  std::string s(dtype_name(w.layers[0].wq.dtype));
+  if (w.layers[0].w_down.dtype != w.layers[0].wq.dtype)
+    s += "/" + std::string(dtype_name(w.layers[0].w_down.dtype));
+  return s;
+}
+
+}  // namespace
+
+std::optional<DType> parse_weight_type(const std::string& name) {
+  if (name.empty() || name == "auto") return std::nullopt;
+  auto d = dtype_from_name(name);
+  if (d) {
+    switch (*d) {
+      case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
+      case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K:
+      case DType::Q6_K:
+        return d;
+      default:
+        break;
+    }
+  }
+  if (name == "float32" || name == "float") return DType::F32;
+  if (name == "float16" || name == "half") return DType::F16;
+  if (name == "bfloat16") return DType::BF16;
+  throw Error("--dtype '" + name +
+              "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
+              "q5_k, q6_k)");
+}
+
+LoadedModel load_model(const LoadOptions& opt) {
+  LoadedModel m;
+  const fs::path path(opt.model);
+  std::error_code ec;
+  const bool dir = fs::is_directory(path, ec);
+  if (!dir && !fs::is_regular_file(path, ec)) throw Error(opt.model + ": no such file or folder");
+  const bool gguf = !dir && is_gguf(opt.model);
+
+  std::optional<GgufFile> gguf_file;
+  if (gguf) {
+    gguf_file = GgufFile::open(opt.model);
+    m.config = ModelConfig::from_gguf(*gguf_file);
+  } else if (dir) {
+    m.config = ModelConfig::from_hf_dir(opt.model);
+  } else {
+    m.config = ModelConfig::from_hf_json(read_text_file(opt.model), opt.model);  // a config.json
+  }
+
+  std::string source;
+  if (opt.format == LoadFormat::Dummy) {
+    const DType t = opt.weight_type.value_or(dtype_of_torch(m.config.torch_dtype));
+    m.weights = make_dummy_weights(m.config, t, opt.seed);
+    source = "dummy";
+  } else if (gguf) {
+    m.weights = load_gguf_weights(*gguf_file, m.config);
+    source = "GGUF";
+  } else if (dir) {
+    m.weights = load_safetensors_weights(SafetensorsModel::open(opt.model), m.config);
+    source = "safetensors";
+  } else {
+    throw Error(opt.model + ": a config.json alone has no weights (use --load-format dummy)");
+  }
+  if (opt.format != LoadFormat::Dummy && opt.weight_type)
+    m.weights = quantize_weights(m.weights, *opt.weight_type);
+
+  if (!opt.tokenizer.empty()) {
+    m.tokenizer = Tokenizer::load(opt.tokenizer);
+  } else if (gguf && gguf_file->find("tokenizer.ggml.tokens") != nullptr) {
+    m.tokenizer = Tokenizer::from_gguf(*gguf_file);
+  } else if (const fs::path d = dir ? path : path.parent_path(); has_tokenizer_files(d)) {
+    m.tokenizer = Tokenizer::load(d.string());
+  }
+  if (m.tokenizer && m.tokenizer->vocab_size() > m.config.vocab_size)
+    throw Error((opt.tokenizer.empty() ? opt.model : opt.tokenizer) + ": the tokenizer has " +
+                std::to_string(m.tokenizer->vocab_size()) + " tokens, more than the model's vocab_size " +
+                std::to_string(m.config.vocab_size));
+  m.description = std::string(model_arch_name(m.config.arch)) + " (" + source + ", " +
+                  weight_types(m.weights) + ")";
+  return m;
+}
+
+}  // namespace tern

@@ -1,0 +1,44 @@
+// Opening a model for the CLI and the engine: a GGUF file, a Hugging Face folder, or (with
+// --load-format dummy) random weights of a config's shapes; plus its tokenizer.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tern/core/dtype.h"
+#include "tern/formats/model_config.h"
+#include "tern/models/model_weights.h"
+#include "tern/tokenizer/tokenizer.h"
+
+namespace tern {
+
+enum class LoadFormat { Auto, Dummy };
+
+struct LoadOptions {
+  // A .gguf file; a folder with config.json + *.safetensors; for dummy also a folder with only
+  // config.json, a config.json file, or a GGUF (its metadata gives the shapes).
+  std::string model;
+  std::string tokenizer;  // overrides the model's own tokenizer ("" = the model's, if any)
+  LoadFormat format = LoadFormat::Auto;
+  // Matrix type: for dummy weights, what they are made in (nullopt: the config's torch_dtype,
+  // else F32); for real weights, nullopt keeps the file's types and anything else requantizes.
+  std::optional<DType> weight_type;
+  uint64_t seed = 0;  // dummy weights
+};
+
+struct LoadedModel {
+  ModelConfig config;
+  ModelWeights weights;
+  std::optional<Tokenizer> tokenizer;
+  std::string description;  // one line: "qwen3 (dummy Q4_0)", "llama (GGUF, F32)", …
+};
+
+// Throws tern::Error naming the path and what is wrong. A tokenizer is loaded when one is
+// found (the GGUF's, the folder's, or --tokenizer); its absence is not an error here.
+LoadedModel load_model(const LoadOptions& options);
+
+// "auto" → nullopt; else a type name ("q4_0", "Q4_K", "bf16", …). Throws tern::Error listing
+// the choices for anything else.
+std::optional<DType> parse_weight_type(const std::string& name);
+
+}  // namespace tern

@@ -1,0 +1,249 @@
+// Binding GGUF and safetensors tensors to ModelWeights: names per format, shapes checked
+// against the config, matrices used in place.
+#include "tern/models/model_weights.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string_view>
+
+#include "tern/core/error.h"
+#include "tern/core/half.h"
+#include "tern/formats/gguf.h"
+#include "tern/formats/safetensors.h"
+#include "tern/kernels/cpu/quantize.h"
+
+namespace tern {
+
+std::string_view rope_layout_name(RopeLayout layout) {
+  return layout == RopeLayout::Interleaved ? "interleaved" : "neox";
+}
+
+void ModelWeights::AlignedFree::operator()(std::byte* p) const { std::free(p); }
+
+std::span<float> ModelWeights::own_floats(size_t n) {
+  std::span<std::byte> bytes = own_bytes(n * sizeof(float));
+  return {reinterpret_cast<float*>(bytes.data()), n};
+}
+
+std::span<std::byte> ModelWeights::own_bytes(size_t n) {
+  const size_t rounded = (n + 63) / 64 * 64;
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
+  if (p == nullptr) throw Error("out of memory allocating " + std::to_string(n) + " bytes of weights");
+  owned_.emplace_back(p);
+  return {p, n};
+}
+
+void ModelWeights::embed(int32_t token, float* out) const {
+  const std::byte* row = token_embedding.row(token);
+  if (token_embedding.dtype == DType::F32) {
+    std::memcpy(out, row, static_cast<size_t>(token_embedding.cols) * sizeof(float));
+  } else {
+    cpu::dequantize_row(token_embedding.dtype, row, out, token_embedding.cols);
+  }
+}
+
+std::string gguf_tensor_name(int64_t layer, std::string_view what) {
+  return "blk." + std::to_string(layer) + "." + std::string(what);
+}
+
+namespace {
+
+// Matrix types the matmul kernels multiply.
+bool is_matmul_type(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Finds tensors by name in one file (or checkpoint) and checks them.
+class Binder {
+ public:
+  using Find = std::function<const TensorInfo*(std::string_view)>;
+  Binder(std::string source, Find find, ModelWeights& w)
+      : source_(std::move(source)), find_(std::move(find)), w_(w) {}
+
+  const TensorInfo* optional(const std::string& name) const { return find_(name); }
+
+  const TensorInfo& required(const std::string& name) const {
+    const TensorInfo* t = find_(name);
+    if (t == nullptr) throw Error(source_ + ": tensor '" + name + "' is missing");
+    return *t;
+  }
+
+  void check_shape(const TensorInfo& t, std::vector<int64_t> expected, const char* what) const {
+    if (t.shape != expected)
+      throw Error(source_ + ": tensor '" + t.name + "' has shape " + shape_string(t.shape) +
+                  ", expected " + shape_string(expected) + " (" + what + " from the config)");
+  }
+
+  WeightMatrix matrix(const TensorInfo& t, int64_t rows, int64_t cols, const char* what) const {
+    check_shape(t, {rows, cols}, what);
+    if (!is_matmul_type(t.dtype))
+      throw Error(source_ + ": tensor '" + t.name + "' has type " + std::string(dtype_name(t.dtype)) +
+                  ", which tern cannot multiply (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+                  "Q4_K, Q5_K, Q6_K)");
+    auto row_bytes = dtype_bytes(t.dtype, static_cast<uint64_t>(cols));
+    if (!row_bytes)
+      throw Error(source_ + ": tensor '" + t.name + "' rows of " + std::to_string(cols) +
+                  " elements are not whole " + std::string(dtype_name(t.dtype)) + " blocks");
+    return {t.dtype, rows, cols, t.data, static_cast<size_t>(*row_bytes)};
+  }
+
+  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols, const char* what) const {
+    return matrix(required(name), rows, cols, what);
+  }
+
+  // A vector of `n` floats: in place when F32, else widened once into owned storage.
+  std::span<const float> vector(const TensorInfo& t, int64_t n, const char* what) const {
+    check_shape(t, {n}, what);
+    const bool aligned = reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0;
+    if (t.dtype == DType::F32 && aligned)
+      return {reinterpret_cast<const float*>(t.data), static_cast<size_t>(n)};
+    if (t.dtype == DType::F32) {  // a safetensors offset need not be a multiple of 4
+      std::span<float> out = w_.own_floats(static_cast<size_t>(n));
+      std::memcpy(out.data(), t.data, out.size_bytes());
+      return out;
+    }
+    if (t.dtype != DType::F16 && t.dtype != DType::BF16)
+      throw Error(source_ + ": tensor '" + t.name + "' has type " + std::string(dtype_name(t.dtype)) +
+                  "; norms and biases must be F32, F16 or BF16");
+    std::span<float> out = w_.own_floats(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      out[static_cast<size_t>(i)] = t.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    return out;
+  }
+
+  std::span<const float> vector(const std::string& name, int64_t n, const char* what) const {
+    return vector(required(name), n, what);
+  }
+
+  std::span<const float> optional_vector(const std::string& name, int64_t n, const char* what,
+                                         bool required_by_config) const {
+    const TensorInfo* t = find_(name);
+    if (t == nullptr) {
+      if (required_by_config) throw Error(source_ + ": tensor '" + name + "' is missing");
+      return {};
+    }
+    return vector(*t, n, what);
+  }
+
+ private:
+  std::string source_;
+  Find find_;
+  ModelWeights& w_;
+};
+
+// The tensor names of one format; `layer` builds a per-layer name.
+struct TensorNames {
+  std::string embedding, output_norm, lm_head;
+  std::function<std::string(int64_t, std::string_view)> layer;
+  // Per-layer suffixes, in the order of LayerWeights' fields.
+  const char *attn_norm, *q, *k, *v, *o, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *ffn_norm, *gate,
+      *up, *down, *b_gate, *b_up, *b_down;
+};
+
+const TensorNames kGgufNames{
+    "token_embd.weight", "output_norm.weight", "output.weight",
+    [](int64_t i, std::string_view s) { return gguf_tensor_name(i, s); },
+    "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+    "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "attn_q_norm.weight",
+    "attn_k_norm.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
+    "ffn_down.weight", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"};
+
+const TensorNames kHfNames{
+    "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
+    [](int64_t i, std::string_view s) {
+      return "model.layers." + std::to_string(i) + "." + std::string(s);
+    },
+    "input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+    "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_proj.bias",
+    "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.o_proj.bias",
+    "self_attn.q_norm.weight", "self_attn.k_norm.weight", "post_attention_layernorm.weight",
+    "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight", "mlp.gate_proj.bias",
+    "mlp.up_proj.bias", "mlp.down_proj.bias"};
+
+void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, ModelWeights& w) {
+  const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
+  w.token_embedding = b.matrix(n.embedding, c.vocab_size, h, "vocab_size × hidden_size");
+  w.output_norm = b.vector(n.output_norm, h, "hidden_size");
+  // Tied: the embedding is the head even when a checkpoint also stores a copy of it.
+  const TensorInfo* head = c.tie_word_embeddings ? nullptr : &b.required(n.lm_head);
+  w.tied_embeddings = head == nullptr;
+  w.lm_head = head ? b.matrix(*head, c.vocab_size, h, "vocab_size × hidden_size") : w.token_embedding;
+
+  w.layers.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    LayerWeights& l = w.layers[static_cast<size_t>(i)];
+    auto name = [&](const char* s) { return n.layer(i, s); };
+    l.attn_norm = b.vector(name(n.attn_norm), h, "hidden_size");
+    l.wq = b.matrix(name(n.q), q, h, "num_heads·head_dim × hidden_size");
+    l.wk = b.matrix(name(n.k), kv, h, "num_kv_heads·head_dim × hidden_size");
+    l.wv = b.matrix(name(n.v), kv, h, "num_kv_heads·head_dim × hidden_size");
+    l.wo = b.matrix(name(n.o), h, q, "hidden_size × num_heads·head_dim");
+    l.bq = b.optional_vector(name(n.bq), q, "num_heads·head_dim", c.attention_bias);
+    l.bk = b.optional_vector(name(n.bk), kv, "num_kv_heads·head_dim", c.attention_bias);
+    l.bv = b.optional_vector(name(n.bv), kv, "num_kv_heads·head_dim", c.attention_bias);
+    l.bo = b.optional_vector(name(n.bo), h, "hidden_size", c.attention_out_bias);
+    if (c.qk_norm) {
+      l.q_norm = b.vector(name(n.q_norm), c.head_dim, "head_dim");
+      l.k_norm = b.vector(name(n.k_norm), c.head_dim, "head_dim");
+    }
+    l.ffn_norm = b.vector(name(n.ffn_norm), h, "hidden_size");
+    l.w_gate = b.matrix(name(n.gate), ff, h, "intermediate_size × hidden_size");
+    l.w_up = b.matrix(name(n.up), ff, h, "intermediate_size × hidden_size");
+    l.w_down = b.matrix(name(n.down), h, ff, "hidden_size × intermediate_size");
+    l.b_gate = b.optional_vector(name(n.b_gate), ff, "intermediate_size", c.mlp_bias);
+    l.b_up = b.optional_vector(name(n.b_up), ff, "intermediate_size", c.mlp_bias);
+    l.b_down = b.optional_vector(name(n.b_down), h, "hidden_size", c.mlp_bias);
+  }
+}
+
+}  // namespace
+
+ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config) {
+  ModelWeights w;
+  w.keep_alive(gguf.mapped_file());
+  Binder b(gguf.path(), [&](std::string_view name) { return gguf.find_tensor(name); }, w);
+  bind_all(b, kGgufNames, config, w);
+  // llama.cpp's converter permutes llama's q/k rows to pair adjacent elements; qwen is
+  // converted as is (neox).
+  w.rope_layout = config.arch == ModelArch::Llama ? RopeLayout::Interleaved : RopeLayout::Neox;
+  if (const TensorInfo* f = gguf.find_tensor("rope_freqs.weight"))
+    w.rope_freq_factors = b.vector(*f, config.head_dim / 2, "head_dim / 2");
+  return w;
+}
+
+ModelWeights load_safetensors_weights(const SafetensorsModel& model, const ModelConfig& config) {
+  ModelWeights w;
+  for (const SafetensorsFile& shard : model.shards())
+    w.keep_alive(std::make_shared<SafetensorsFile>(shard));  // copies share the mapping
+  Binder b(model.path(), [&](std::string_view name) { return model.find_tensor(name); }, w);
+  bind_all(b, kHfNames, config, w);
+  w.rope_layout = RopeLayout::Neox;  // transformers' rotate_half, for every architecture
+  return w;
+}
+
+}  // namespace tern

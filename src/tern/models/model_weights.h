@@ -1,0 +1,110 @@
+// The weights of a llama / qwen2 / qwen3 decoder, as views: matrices stay in their file's
+// element type and block layout (GGUF and safetensors mmapped, never copied); only small
+// vectors stored as F16/BF16 (norms, biases) are widened to f32 once at load.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tern/core/dtype.h"
+#include "tern/formats/model_config.h"
+
+namespace tern {
+
+class GgufFile;
+class SafetensorsModel;
+
+// A weight matrix of `rows` outputs by `cols` inputs, row-major; each row is whole blocks of
+// `dtype` and `row_bytes` long. Points into a mapping or into ModelWeights' own storage.
+struct WeightMatrix {
+  DType dtype = DType::F32;
+  int64_t rows = 0;  // N
+  int64_t cols = 0;  // K
+  const std::byte* data = nullptr;
+  size_t row_bytes = 0;
+
+  bool empty() const { return data == nullptr; }
+  const std::byte* row(int64_t i) const { return data + static_cast<size_t>(i) * row_bytes; }
+};
+
+// How q and k pair their elements for RoPE. llama.cpp's converter permutes the q/k rows of
+// llama models so that adjacent elements (2i, 2i+1) pair up (llama.cpp "NORM", Meta's
+// original layout); Hugging Face checkpoints and qwen GGUFs pair element i with i + d/2
+// ("NEOX", transformers' rotate_half).
+enum class RopeLayout { Interleaved, Neox };
+std::string_view rope_layout_name(RopeLayout layout);
+
+struct LayerWeights {
+  std::span<const float> attn_norm;  // [hidden]
+  WeightMatrix wq;                   // [q_dim, hidden]
+  WeightMatrix wk;                   // [kv_dim, hidden]
+  WeightMatrix wv;                   // [kv_dim, hidden]
+  WeightMatrix wo;                   // [hidden, q_dim]
+  std::span<const float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim]; empty without attention_bias
+  std::span<const float> bo;          // [hidden]; empty without attention_out_bias
+  std::span<const float> q_norm, k_norm;  // [head_dim] each; qwen3 (qk_norm) only
+  std::span<const float> ffn_norm;        // [hidden]
+  WeightMatrix w_gate;                    // [ffn, hidden]
+  WeightMatrix w_up;                      // [ffn, hidden]
+  WeightMatrix w_down;                    // [hidden, ffn]
+  std::span<const float> b_gate, b_up, b_down;  // empty without mlp_bias
+};
+
+class ModelWeights {
+ public:
+  WeightMatrix token_embedding;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  std::span<const float> output_norm;  // [hidden]
+  WeightMatrix lm_head;                // [vocab, hidden]; the embedding itself when tied
+  bool tied_embeddings = false;
+  RopeLayout rope_layout = RopeLayout::Neox;
+  // GGUF llama3-scaled models: per-frequency divisors from `rope_freqs.weight` [head_dim / 2],
+  // used instead of the config's scaling. Empty otherwise.
+  std::span<const float> rope_freq_factors;
+
+  // The f32 embedding row of `token` into out [hidden] (dequantized when the table is
+  // quantized). No checks: the caller has validated the id.
+  void embed(int32_t token, float* out) const;
+
+  // Storage the views point into; moving a ModelWeights keeps every pointer valid.
+  std::span<float> own_floats(size_t n);
+  std::span<std::byte> own_bytes(size_t n);  // 64-byte aligned
+  void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  std::vector<std::unique_ptr<std::byte[], AlignedFree>> owned_;
+  std::vector<std::shared_ptr<const void>> owners_;
+};
+
+// GGUF tensors (`token_embd.weight`, `blk.N.attn_q.weight`, …) in place from the mapping the
+// file holds (kept alive by the result). Throws tern::Error naming the file and tensor for a
+// missing tensor, a shape that disagrees with `config`, or a type tern cannot multiply.
+ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config);
+
+// Hugging Face tensors (`model.embed_tokens.weight`, `model.layers.N.self_attn.q_proj.weight`,
+// …, `lm_head.weight`) in F32/F16/BF16, matrices in place, norms and biases widened to f32.
+ModelWeights load_safetensors_weights(const SafetensorsModel& model, const ModelConfig& config);
+
+// vLLM's `--load-format dummy`: random weights of the config's shapes, every matrix quantized
+// to `dtype` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), values uniform
+// with standard deviation 0.02 like an initialiser, norms 1, biases 0. The same seed gives the
+// same weights whatever the thread count. A matrix whose rows are not whole blocks of `dtype`
+// gets llama.cpp's fallback (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 when those fit), else F16:
+// stories260K's 172-wide ffn_down, or 64-wide rows under a K type.
+ModelWeights make_dummy_weights(const ModelConfig& config, DType dtype, uint64_t seed = 0);
+
+// A copy whose matrices (embedding and lm_head included) are requantized to `dtype` (with the
+// same fallbacks) through f32, and whose vectors are copied: it does not depend on `src`.
+ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
+
+// The GGUF names of a layer's tensors ("blk.3.attn_q.weight").
+std::string gguf_tensor_name(int64_t layer, std::string_view what);
+
+}  // namespace tern

@@ -1,0 +1,217 @@
+// The decoder against references: stories260K's 255 greedy ids from BOS (float64 reference),
+// llama-2-tiny-random's first logits, quantized weights against F32, and batch invariance.
+#include "tern/models/decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "fixtures.h"
+#include "models/model_test_util.h"
+#include "tern/engine/sampler.h"
+#include "tern/engine/sequence_runner.h"
+#include "tern/formats/gguf.h"
+#include "tern/models/model_weights.h"
+
+namespace tern {
+namespace {
+
+using testing::fixture;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+struct GgufModel {
+  explicit GgufModel(const std::string& path)
+      : gguf(GgufFile::open(path)), config(ModelConfig::from_gguf(gguf)),
+        weights(load_gguf_weights(gguf, config)) {}
+  GgufFile gguf;
+  ModelConfig config;
+  ModelWeights weights;
+};
+
+// Greedy ids after `prompt`, `steps` of them.
+std::vector<int32_t> greedy(Decoder& decoder, const std::vector<int32_t>& prompt, int steps) {
+  SequenceRunner runner(decoder, static_cast<int64_t>(prompt.size()) + steps);
+  std::vector<int32_t> out;
+  std::span<const float> logits = runner.feed(prompt);
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(argmax(logits));
+    if (i + 1 < steps) logits = runner.feed(out.back());
+  }
+  return out;
+}
+
+TEST(Decoder, Stories260KGreedyFromBosMatchesReference) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const nlohmann::json ref = read_json(fixture("stories260K/reference_greedy_from_bos.json"));
+  GgufModel m(fixture("stories260K/stories260K.gguf"));
+  EXPECT_EQ(m.weights.rope_layout, RopeLayout::Interleaved);
+  Decoder decoder(m.config, m.weights);
+
+  // First step: the top-5 logits of the float64 reference, to 1e-3.
+  SequenceRunner runner(decoder, 8);
+  std::span<const float> logits = runner.feed(ref["prompt_ids"].get<std::vector<int32_t>>());
+  for (const auto& pair : ref["top5_logits_after_prompt"]) {
+    const int id = pair[0].get<int>();
+    EXPECT_NEAR(logits[static_cast<size_t>(id)], pair[1].get<double>(), 1e-3) << "token " << id;
+  }
+  const std::vector<int32_t> want = ref["greedy_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(want.size(), 255u);
+  EXPECT_EQ(greedy(decoder, ref["prompt_ids"].get<std::vector<int32_t>>(), 255), want);
+}
+
+TEST(Decoder, LlamaTinyRandomFirstLogitsMatchFloat64Reference) {
+  TERN_REQUIRE_FIXTURE("llama-2-tiny-random/llama-2-tiny-random.gguf");
+  const nlohmann::json ref = read_json(fixture("llama-2-tiny-random/reference_greedy_from_bos.json"));
+  GgufModel m(fixture("llama-2-tiny-random/llama-2-tiny-random.gguf"));
+  EXPECT_FALSE(m.weights.tied_embeddings);
+  EXPECT_EQ(m.weights.lm_head.dtype, DType::F16);
+  Decoder decoder(m.config, m.weights);
+  SequenceRunner runner(decoder, 4);
+  std::span<const float> logits = runner.feed(ref["prompt_ids"].get<std::vector<int32_t>>());
+  // F16 matrices take f16-rounded activations (llama.cpp does the same), which moves these
+  // ~0.2 logits by up to ~1e-3 against the float64 reference of exactly widened weights.
+  constexpr double kTolerance = 2e-3;
+  for (const auto& pair : ref["top5_logits_after_prompt"]) {
+    const int id = pair[0].get<int>();
+    EXPECT_NEAR(logits[static_cast<size_t>(id)], pair[1].get<double>(), kTolerance) << "token " << id;
+  }
+  // The top-1 margin of the first step is 0.0103, wide enough for f16 rounding.
+  EXPECT_EQ(argmax(logits), ref["greedy_ids"][0].get<int32_t>());
+}
+
+// Logits of every position of `tokens` in one prefill: [tokens.size(), vocab].
+std::vector<float> prefill_logits(const ModelConfig& c, const ModelWeights& w,
+                                  const std::vector<int32_t>& tokens) {
+  Decoder decoder(c, w);
+  SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()));
+  std::span<const float> l = runner.feed(tokens, /*all_logits=*/true);
+  return {l.begin(), l.end()};
+}
+
+TEST(Decoder, QuantizedStories260KStaysCloseToF32) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  GgufModel m(fixture("stories260K/stories260K.gguf"));
+  const std::vector<int32_t> tokens = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315};
+  const std::vector<float> ref = prefill_logits(m.config, m.weights, tokens);
+  // Relative RMS error of all 12 × 512 logits against F32; bounds 1.5× what was measured
+  // (Q8_0 0.0094, Q4_0 0.133). The 172-wide ffn_down falls back to F16 in both.
+  for (auto [type, bound] : {std::pair{DType::Q8_0, 0.015}, std::pair{DType::Q4_0, 0.2}}) {
+    const ModelWeights q = quantize_weights(m.weights, type);
+    EXPECT_EQ(q.layers[0].wq.dtype, type);
+    const std::vector<float> got = prefill_logits(m.config, q, tokens);
+    const double err = testing::relative_rms_error(got, ref);
+    EXPECT_LT(err, bound) << dtype_name(type);
+    EXPECT_GT(err, 0.0) << dtype_name(type) << ": suspiciously exact";
+    std::printf("stories260K %s: relative RMS logit error %.5f\n", std::string(dtype_name(type)).c_str(), err);
+  }
+}
+
+TEST(Decoder, QuantizedKTypesStayCloseToF32) {
+  // Stories260K's 64-wide rows are not whole 256-element super-blocks: a dummy model is.
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::shrunk_config(
+      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
+                                   {"intermediate_size", 512}, {"num_attention_heads", 4},
+                                   {"num_key_value_heads", 2}, {"head_dim", 64}});
+  const ModelWeights f32 = make_dummy_weights(c, DType::F32, 7);
+  const std::vector<int32_t> tokens = {1, 5, 9, 200, 33, 7, 480, 2};
+  const std::vector<float> ref = prefill_logits(c, f32, tokens);
+  // Relative RMS logit error; bounds 1.5× what was measured (Q8_0 0.0135, Q6_K 0.035,
+  // Q5_K 0.071, Q4_K 0.137: uniform random weights are harder to quantize than trained ones),
+  // and fewer bits must cost more.
+  double previous = 0.0;
+  for (auto [type, bound] : {std::pair{DType::Q8_0, 0.02}, std::pair{DType::Q6_K, 0.053},
+                             std::pair{DType::Q5_K, 0.107}, std::pair{DType::Q4_K, 0.2}}) {
+    const std::vector<float> got = prefill_logits(c, quantize_weights(f32, type), tokens);
+    const double err = testing::relative_rms_error(got, ref);
+    EXPECT_LT(err, bound) << dtype_name(type);
+    EXPECT_GT(err, previous) << dtype_name(type);
+    previous = err;
+    std::printf("dummy qwen3 %s: relative RMS logit error %.5f\n", std::string(dtype_name(type)).c_str(), err);
+  }
+}
+
+// Batch invariance: a sequence's logits alone, batched with another sequence, and prefilled in
+// two chunks are the same bits.
+void expect_batch_invariant(const ModelConfig& c, const ModelWeights& w) {
+  const std::vector<int32_t> a = {1, 17, 42, 99, 5, 300, 21, 8, 64, 3, 250};
+  const std::vector<int32_t> b = {1, 7, 7, 400, 12, 2};
+  const int64_t vocab = c.vocab_size;
+  Decoder decoder(c, w);
+  cpu::KvCache cache(decoder.kv_cache_config(8, 4));  // 4-token blocks: chunks cross blocks
+  const std::vector<int32_t> blocks_a = {5, 2, 7}, blocks_b = {0, 3};
+  StepBatch batch(3, 4);
+  std::vector<float> logits(static_cast<size_t>(32 * vocab));
+
+  // Alone, one prefill with every row's logits.
+  batch.add_sequence(a, 0, blocks_a, true, true);
+  decoder.check_step(batch.context(), cache);
+  decoder.forward(batch.context(), cache, logits.data());
+  const std::vector<float> alone(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(a.size() * vocab));
+
+  // Batched behind another sequence, in other blocks.
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  cpu::KvCache cache2(decoder.kv_cache_config(8, 4));
+  const std::vector<int32_t> blocks_a2 = {1, 6, 4};
+  batch.clear();
+  batch.add_sequence(b, 0, blocks_b, true, true);
+  batch.add_sequence(a, 0, blocks_a2, true, true);
+  decoder.check_step(batch.context(), cache2);
+  decoder.forward(batch.context(), cache2, logits.data());
+  const std::span<const float> batched(logits.data() + b.size() * vocab, a.size() * vocab);
+  EXPECT_TRUE(testing::bitwise_equal(batched, alone)) << "batched with another sequence";
+
+  // Two chunks (5 + 6 tokens); the second chunk shares its step with a decode of b.
+  cpu::KvCache cache3(decoder.kv_cache_config(8, 4));
+  std::vector<float> chunked(alone.size());
+  batch.clear();
+  batch.add_sequence(std::span(a).first(5), 0, blocks_a, true, true);
+  batch.add_sequence(std::span(b).first(5), 0, blocks_b, false);
+  decoder.forward(batch.context(), cache3, logits.data());
+  std::memcpy(chunked.data(), logits.data(), 5 * vocab * sizeof(float));
+  batch.clear();
+  batch.add_sequence(std::span(b).subspan(5), 5, blocks_b, true);
+  batch.add_sequence(std::span(a).subspan(5), 5, blocks_a, true, true);
+  decoder.forward(batch.context(), cache3, logits.data());
+  std::memcpy(chunked.data() + 5 * vocab, logits.data() + vocab, 6 * vocab * sizeof(float));
+  EXPECT_TRUE(testing::bitwise_equal(chunked, alone)) << "prefilled in two chunks";
+
+  // Decode: the last token fed alone after a prefill of the others.
+  cpu::KvCache cache4(decoder.kv_cache_config(8, 4));
+  batch.clear();
+  batch.add_sequence(std::span(a).first(a.size() - 1), 0, blocks_a, false);
+  decoder.forward(batch.context(), cache4, logits.data());
+  batch.clear();
+  batch.add_sequence(std::span(a).last(1), static_cast<int32_t>(a.size() - 1), blocks_a, true);
+  decoder.forward(batch.context(), cache4, logits.data());
+  EXPECT_TRUE(testing::bitwise_equal(std::span<const float>(logits.data(), vocab),
+                                     std::span(alone).last(vocab)))
+      << "decoded one token at a time";
+}
+
+TEST(Decoder, BatchInvariantStories260K) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  GgufModel m(fixture("stories260K/stories260K.gguf"));
+  expect_batch_invariant(m.config, m.weights);
+  expect_batch_invariant(m.config, quantize_weights(m.weights, DType::Q4_0));
+}
+
+TEST(Decoder, BatchInvariantDummyQwen3Q4K) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::shrunk_config(
+      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
+                                   {"intermediate_size", 512}, {"num_attention_heads", 4},
+                                   {"num_key_value_heads", 2}, {"head_dim", 64}});
+  expect_batch_invariant(c, make_dummy_weights(c, DType::Q4_K, 3));
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,95 @@
+// `tern generate --json` through the built binary on stories260K: the greedy continuation
+// from BOS is the reference's ids and text.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fixtures.h"
+
+namespace tern {
+namespace {
+
+// stdout of `command` (stderr discarded), and its exit status.
+std::pair<std::string, int> run_command(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return {"", -1};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  return {out, ::pclose(pipe)};
+}
+
+std::string last_line(const std::string& s) {
+  const size_t end = s.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  const size_t start = s.rfind('\n', end);
+  return s.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+TEST(GenerateCommand, Stories260KGreedyJson) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  std::ifstream in(testing::fixture("stories260K/reference_greedy_from_bos.json"));
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  const std::string model = testing::fixture("stories260K/stories260K.gguf");
+  auto [out, status] = run_command(std::string(TERN_BINARY) + " generate --model '" + model +
+                                   "' --prompt '' -n 255 --json --threads 2");
+  ASSERT_EQ(status, 0) << out;
+  const nlohmann::json result = nlohmann::json::parse(last_line(out));
+  EXPECT_EQ(result["prompt_token_ids"], nlohmann::json::array({1}));
+  EXPECT_EQ(result["token_ids"], ref["greedy_ids"]);
+  // The reference text is llama2.c's 256-step sample: our 255 tokens are all of it but the
+  // final ".".
+  const std::string text = result["text"], want = ref["decoded_text"];
+  EXPECT_EQ(text + ".", want);
+  EXPECT_EQ(result["finish_reason"], "length");
+  EXPECT_GT(result["timings"]["decode_tokens_per_s"].get<double>(), 0.0);
+}
+
+TEST(GenerateCommand, SampledRunsRepeatWithTheirSeed) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string cmd = std::string(TERN_BINARY) + " generate --model '" +
+                          testing::fixture("stories260K/stories260K.gguf") +
+                          "' --prompt 'Once upon a time' -n 24 --temperature 0.8 --top-k 40 "
+                          "--top-p 0.95 --json --seed ";
+  auto [a, sa] = run_command(cmd + "1");
+  auto [b, sb] = run_command(cmd + "1");
+  auto [c, sc] = run_command(cmd + "2");
+  ASSERT_EQ(sa, 0);
+  ASSERT_EQ(sc, 0);
+  const auto ja = nlohmann::json::parse(last_line(a)), jb = nlohmann::json::parse(last_line(b)),
+             jc = nlohmann::json::parse(last_line(c));
+  EXPECT_EQ(ja["token_ids"], jb["token_ids"]);
+  EXPECT_NE(ja["token_ids"], jc["token_ids"]);
+  EXPECT_EQ(ja["prompt_token_ids"].size(), 5u);  // BOS + 4 pieces
+}
+
+TEST(BenchModelCommand, Stories260KJson) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto [out, status] = run_command(std::string(TERN_BINARY) + " bench-model '" +
+                                   testing::fixture("stories260K/stories260K.gguf") +
+                                   "' -p 16 -n 4 -r 2 --dtype q8_0 --json");
+  ASSERT_EQ(status, 0) << out;
+  const nlohmann::json result = nlohmann::json::parse(last_line(out));
+  EXPECT_GT(result["pp_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(result["tg_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(result["pp_samples"].size(), 2u);
+  EXPECT_NE(result["description"].get<std::string>().find("Q8_0"), std::string::npos);
+  auto [skip, skip_status] = run_command(std::string(TERN_BINARY) + " bench-model '" +
+                                         testing::fixture("stories260K/stories260K.gguf") +
+                                         "' -p 0 -n 2 -r 1 --json");
+  ASSERT_EQ(skip_status, 0);
+  EXPECT_TRUE(nlohmann::json::parse(last_line(skip))["pp_tokens_per_s"].is_null());
+}
+
+TEST(GenerateCommand, MissingModelIsOneLineError) {
+  auto [out, status] = run_command(std::string(TERN_BINARY) + " generate --model /nonexistent.gguf --prompt x");
+  EXPECT_NE(status, 0);
+  EXPECT_EQ(out, "");
+}
+
+}  // namespace
+}  // namespace tern

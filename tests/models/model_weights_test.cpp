@@ -1,0 +1,263 @@
+// Loading weights: GGUF in place, Hugging Face safetensors folders, dummy weights of real
+// shapes, save_gguf round trips, and errors that name the tensor.
+#include "tern/models/model_weights.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "models/model_test_util.h"
+#include "tern/core/error.h"
+#include "tern/core/half.h"
+#include "tern/engine/sampler.h"
+#include "tern/engine/sequence_runner.h"
+#include "tern/formats/gguf.h"
+#include "tern/formats/safetensors.h"
+#include "tern/kernels/cpu/quantize.h"
+#include "tern/models/decoder.h"
+#include "tern/models/gguf_export.h"
+#include "tern/models/model_loader.h"
+
+namespace tern {
+namespace {
+
+using testing::fixture;
+
+const std::vector<int32_t> kTokens = {1, 17, 42, 99, 5, 300, 21, 8};
+
+std::vector<float> logits_of(const ModelConfig& c, const ModelWeights& w,
+                             const std::vector<int32_t>& tokens = kTokens) {
+  Decoder decoder(c, w);
+  SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()) + 4);
+  std::span<const float> l = runner.feed(tokens, true);
+  std::vector<float> out(l.begin(), l.end());
+  // Two decode steps too, so the KV cache path is part of what is compared.
+  for (int32_t t : {3, 77}) {
+    l = runner.feed(t);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "message: " << e.what() << "\nwanted: " << p;
+  }
+}
+
+TEST(ModelWeights, GgufIsUsedInPlace) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  GgufFile g = GgufFile::open(fixture("stories260K/stories260K.gguf"));
+  const ModelConfig c = ModelConfig::from_gguf(g);
+  const ModelWeights w = load_gguf_weights(g, c);
+  ASSERT_EQ(w.layers.size(), 5u);
+  EXPECT_EQ(w.layers[2].wq.data, g.find_tensor("blk.2.attn_q.weight")->data);
+  EXPECT_EQ(w.layers[4].w_down.rows, 64);
+  EXPECT_EQ(w.layers[4].w_down.cols, 172);
+  EXPECT_EQ(w.layers[0].attn_norm.data(),
+            reinterpret_cast<const float*>(g.find_tensor("blk.0.attn_norm.weight")->data));
+  EXPECT_FALSE(w.tied_embeddings);
+  EXPECT_EQ(w.rope_layout, RopeLayout::Interleaved);
+  EXPECT_TRUE(w.rope_freq_factors.empty());
+}
+
+TEST(ModelWeights, ShapeErrorsNameTheTensor) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  GgufFile g = GgufFile::open(fixture("stories260K/stories260K.gguf"));
+  ModelConfig c = ModelConfig::from_gguf(g);
+  c.intermediate_size = 128;
+  expect_error([&] { load_gguf_weights(g, c); },
+               {"stories260K.gguf", "'blk.0.ffn_gate.weight'", "[172, 64]", "expected [128, 64]"});
+  c = ModelConfig::from_gguf(g);
+  c.qk_norm = true;
+  expect_error([&] { load_gguf_weights(g, c); }, {"'blk.0.attn_q_norm.weight' is missing"});
+}
+
+TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  GgufFile g = GgufFile::open(fixture("stories260K/stories260K.gguf"));
+  const ModelConfig c = ModelConfig::from_gguf(g);
+  const ModelWeights k = make_dummy_weights(c, DType::Q4_K);
+  EXPECT_EQ(k.layers[0].wq.dtype, DType::Q5_0);      // 64-wide rows: not 256
+  EXPECT_EQ(k.layers[0].w_down.dtype, DType::F16);   // 172-wide rows: not even 32
+  const ModelWeights q = quantize_weights(load_gguf_weights(g, c), DType::Q8_0);
+  EXPECT_EQ(q.layers[0].w_gate.dtype, DType::Q8_0);
+  EXPECT_EQ(q.layers[0].w_down.dtype, DType::F16);
+  expect_error([&] { make_dummy_weights(c, DType::Q2_K); }, {"Q2_K", "not one tern quantizes to"});
+}
+
+// Hugging Face names and layout, written from dummy weights: matrices in `matrix_type`
+// (F32 or BF16), norms in BF16 (ones: exact).
+void write_hf_folder(const testing::TempDir& dir, const nlohmann::json& config_json, const ModelConfig& c,
+                     const ModelWeights& w, DType matrix_type) {
+  std::ofstream(dir.file("config.json")) << config_json.dump();
+  SafetensorsWriter st;
+  auto matrix = [&](const std::string& name, const WeightMatrix& m) {
+    std::vector<float> row(static_cast<size_t>(m.cols));
+    std::vector<std::byte> out(static_cast<size_t>(m.rows * m.cols) * (matrix_type == DType::F32 ? 4 : 2));
+    for (int64_t r = 0; r < m.rows; ++r) {
+      cpu::dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
+      cpu::quantize_row(matrix_type, row.data(), out.data() + static_cast<size_t>(r) * out.size() / m.rows, m.cols);
+    }
+    st.add_tensor(name, matrix_type, {m.rows, m.cols}, out);
+  };
+  auto vec = [&](const std::string& name, std::span<const float> v) {
+    std::vector<uint16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+    st.add_tensor(name, DType::BF16, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span(b)));
+  };
+  matrix("model.embed_tokens.weight", w.token_embedding);
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& l = w.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    vec(p + "input_layernorm.weight", l.attn_norm);
+    matrix(p + "self_attn.q_proj.weight", l.wq);
+    matrix(p + "self_attn.k_proj.weight", l.wk);
+    matrix(p + "self_attn.v_proj.weight", l.wv);
+    matrix(p + "self_attn.o_proj.weight", l.wo);
+    if (c.qk_norm) {
+      vec(p + "self_attn.q_norm.weight", l.q_norm);
+      vec(p + "self_attn.k_norm.weight", l.k_norm);
+    }
+    vec(p + "post_attention_layernorm.weight", l.ffn_norm);
+    matrix(p + "mlp.gate_proj.weight", l.w_gate);
+    matrix(p + "mlp.up_proj.weight", l.w_up);
+    matrix(p + "mlp.down_proj.weight", l.w_down);
+  }
+  vec("model.norm.weight", w.output_norm);
+  st.write_sharded(dir.path().string(), 1 << 20);  // several shards + index
+}
+
+const nlohmann::json kSmallQwen3 = {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
+                                    {"intermediate_size", 512}, {"num_attention_heads", 4},
+                                    {"num_key_value_heads", 2}, {"head_dim", 64}};
+
+TEST(ModelWeights, HuggingFaceFolderMatchesTheSameWeightsInMemory) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  std::ifstream in(fixture("model-configs/qwen3-0.6b/config.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  for (auto it = kSmallQwen3.begin(); it != kSmallQwen3.end(); ++it) j[it.key()] = it.value();
+  const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "small qwen3");
+  const ModelWeights dummy = make_dummy_weights(c, DType::F32, 11);
+  for (DType type : {DType::F32, DType::BF16}) {
+    testing::TempDir dir("hf-weights");
+    write_hf_folder(dir, j, c, dummy, type);
+    LoadOptions opt;
+    opt.model = dir.path().string();
+    LoadedModel m = load_model(opt);
+    EXPECT_EQ(m.weights.rope_layout, RopeLayout::Neox);
+    EXPECT_EQ(m.weights.layers[1].wq.dtype, type);
+    EXPECT_FALSE(m.tokenizer.has_value());
+    // BF16 from the file and BF16 made by quantize_weights are the same bits, so the logits are.
+    const ModelWeights same = quantize_weights(dummy, type);
+    EXPECT_TRUE(testing::bitwise_equal(logits_of(m.config, m.weights), logits_of(c, same)))
+        << dtype_name(type);
+  }
+}
+
+TEST(ModelWeights, SaveGgufRoundTripsStories260KWithItsTokenizer) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  LoadOptions opt;
+  opt.model = fixture("stories260K/stories260K.gguf");
+  opt.weight_type = DType::Q8_0;
+  LoadedModel m = load_model(opt);
+  testing::TempDir dir("save-gguf");
+  save_gguf(dir.file("s.gguf"), m.weights, m.config, &*m.tokenizer, "stories260K");
+  GgufFile g = GgufFile::open(dir.file("s.gguf"));
+  EXPECT_EQ(g.get_int("general.file_type"), 7);
+  EXPECT_EQ(g.get_int("llama.block_count"), 5);
+  EXPECT_EQ(g.get_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(g.find_tensor("blk.0.attn_q.weight")->dtype, DType::Q8_0);
+  opt.model = dir.file("s.gguf");
+  opt.weight_type.reset();
+  LoadedModel back = load_model(opt);
+  EXPECT_EQ(back.config.num_kv_heads, 4);
+  // Interleaved already: nothing permuted, the same bits.
+  EXPECT_TRUE(testing::bitwise_equal(logits_of(back.config, back.weights), logits_of(m.config, m.weights)));
+  const std::string text = "Once upon a time, Lily saw a big red ball.";
+  EXPECT_EQ(back.tokenizer->encode(text), m.tokenizer->encode(text));
+}
+
+// A dummy model of a real architecture's shapes (fewer layers, smaller vocabulary) runs end
+// to end, and survives save_gguf + reload (q/k permuted for llama, rope_freqs for llama3).
+void run_dummy_end_to_end(const std::string& config_dir, const nlohmann::json& shrink, DType type,
+                          bool expect_rope_freqs) {
+  TERN_REQUIRE_FIXTURE(config_dir + "/config.json");
+  const ModelConfig c = testing::shrunk_config(config_dir, shrink);
+  const ModelWeights w = make_dummy_weights(c, type, 5);
+  EXPECT_EQ(w.layers[0].w_up.dtype, type);
+  const std::vector<float> logits = logits_of(c, w);
+  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+  // The same seed gives the same weights.
+  EXPECT_TRUE(testing::bitwise_equal(logits, logits_of(c, make_dummy_weights(c, type, 5))));
+
+  testing::TempDir dir("dummy-gguf");
+  save_gguf(dir.file("d.gguf"), w, c, nullptr);
+  GgufFile g = GgufFile::open(dir.file("d.gguf"));
+  EXPECT_EQ(g.find_tensor("rope_freqs.weight") != nullptr, expect_rope_freqs);
+  const ModelConfig c2 = ModelConfig::from_gguf(g);
+  const ModelWeights w2 = load_gguf_weights(g, c2);
+  EXPECT_EQ(c2.num_heads, c.num_heads);
+  EXPECT_EQ(c2.head_dim, c.head_dim);
+  EXPECT_EQ(c2.qk_norm, c.qk_norm);
+  const std::vector<float> back = logits_of(c2, w2);
+  // Same weights; llama's reload rotates interleaved pairs of permuted rows (and llama3 takes
+  // its scaling from rope_freqs), which changes summation orders only.
+  EXPECT_LT(testing::relative_rms_error(back, logits), 1e-4);
+}
+
+TEST(ModelWeights, DummyQwen3ShapesEndToEnd) {
+  run_dummy_end_to_end("model-configs/qwen3-0.6b", {{"num_hidden_layers", 1}, {"vocab_size", 1024}},
+                       DType::Q8_0, false);
+}
+
+TEST(ModelWeights, DummyLlama3ShapesEndToEnd) {
+  run_dummy_end_to_end("model-configs/llama-3.2-1b",
+                       {{"num_hidden_layers", 1}, {"vocab_size", 1024}, {"intermediate_size", 2048}},
+                       DType::Q4_0, true);
+}
+
+TEST(ModelWeights, Qwen2BiasesAreAddedAndRoundTripThroughGguf) {
+  const nlohmann::json j = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"},
+                            {"vocab_size", 512}, {"hidden_size", 128}, {"intermediate_size", 256},
+                            {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                            {"num_key_value_heads", 2}, {"max_position_embeddings", 256},
+                            {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+                            {"tie_word_embeddings", true}};
+  const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "qwen2 config");
+  ASSERT_TRUE(c.attention_bias);
+  ModelWeights w = make_dummy_weights(c, DType::Q8_0, 9);
+  ASSERT_EQ(w.layers[1].bk.size(), static_cast<size_t>(c.kv_dim()));
+  const std::vector<float> zero_bias = logits_of(c, w);
+  for (LayerWeights& l : w.layers) {
+    for (std::span<const float>* b : {&l.bq, &l.bk, &l.bv}) {
+      std::span<float> v = w.own_floats(b->size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+      *b = v;
+    }
+  }
+  const std::vector<float> with_bias = logits_of(c, w);
+  EXPECT_GT(testing::relative_rms_error(with_bias, zero_bias), 1e-3);
+
+  testing::TempDir dir("qwen2-gguf");
+  save_gguf(dir.file("q.gguf"), w, c, nullptr);
+  GgufFile g = GgufFile::open(dir.file("q.gguf"));
+  EXPECT_NE(g.find_tensor("blk.1.attn_v.bias"), nullptr);
+  EXPECT_EQ(g.find_tensor("output.weight"), nullptr);  // tied
+  const ModelConfig c2 = ModelConfig::from_gguf(g);
+  EXPECT_TRUE(c2.attention_bias);
+  const ModelWeights w2 = load_gguf_weights(g, c2);
+  EXPECT_EQ(w2.rope_layout, RopeLayout::Neox);
+  EXPECT_TRUE(testing::bitwise_equal(logits_of(c2, w2), with_bias));
+}
+
+}  // namespace
+}  // namespace tern
