@@ -12,6 +12,7 @@
 
 #include "fixtures.h"
 #include "tern/core/error.h"
+#include "tern/core/mapped_file.h"
 #include "tern/formats/gguf.h"
 #include "tern/tokenizer/hf_tokenizer_files.h"
 
@@ -338,6 +339,40 @@ TEST(Tokenizer, Gpt2GgufDefaults) {
   EXPECT_EQ(t.token_bytes(995), " world");
   EXPECT_EQ(t.decode(Ids{15496, 995, 50256}), "Hello world");
   EXPECT_EQ(t.decode(Ids{15496, 995, 50256}, false), "Hello world<|endoftext|>");
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+// llama.cpp wants one token per embedding row: write_gguf pads a shorter vocabulary with
+// unused "[PAD<id>]" tokens and the padded file reads back with the same ids for real text.
+TEST(TokenizerGguf, PadsToTheModelVocabulary) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  const Tokenizer qwen = Tokenizer::load(tern::testing::fixture("qwen-tokenizer"));
+  ASSERT_EQ(qwen.vocab_size(), 151669);
+  GgufWriter writer;
+  writer.set("general.architecture", GgufValue::string("qwen3"));
+  qwen.write_gguf(writer, 151936);
+  auto file = std::make_shared<const MappedFile>("padded.gguf", writer.to_bytes());
+  const GgufFile gguf = GgufFile::parse(file);
+  const auto tokens = gguf.get_string_array("tokenizer.ggml.tokens").value();
+  const auto types = gguf.get_int_array("tokenizer.ggml.token_type").value();
+  ASSERT_EQ(tokens.size(), 151936u);
+  ASSERT_EQ(types.size(), 151936u);
+  EXPECT_EQ(tokens[151669], "[PAD151669]");
+  EXPECT_EQ(tokens[151935], "[PAD151935]");
+  EXPECT_EQ(types[151935], static_cast<int64_t>(TokenType::Unused));
+  EXPECT_EQ(tokens[151667], "<think>");
+
+  const Tokenizer back = Tokenizer::from_gguf(gguf);
+  const std::string text = "<|im_start|>user\nHello, 世界 <think>[PAD151700]</think><|im_end|>";
+  EXPECT_EQ(back.encode(text), qwen.encode(text));
+
+  GgufWriter too_small;
+  EXPECT_THROW(qwen.write_gguf(too_small, 1000), Error);
 }
 
 }  // namespace

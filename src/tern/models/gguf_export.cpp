@@ -111,7 +111,7 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     g.set(p + "rope.scaling.type", GgufValue::string("linear"));
     g.set(p + "rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
   }
-  if (tokenizer != nullptr) tokenizer->write_gguf(g);
+  if (tokenizer != nullptr) tokenizer->write_gguf(g, c.vocab_size);
 
   // llama in GGUF is interleaved; anything else stays neox.
   const bool permute_qk = c.arch == ModelArch::Llama && w.rope_layout == RopeLayout::Neox;

@@ -77,7 +77,11 @@ class Tokenizer {
 
   // Writes the tokenizer.* keys llama.cpp reads (model, pre, tokens, scores, token_type,
   // merges, special ids, add_bos/add_eos, chat_template), so from_gguf reads it back.
-  void write_gguf(GgufWriter& writer) const;
+  // `model_vocab_size` is the rows of the model's embedding: llama.cpp requires one token per
+  // row, so a shorter vocabulary (Qwen's 151,669 tokens for 151,936 rows) is padded with
+  // unused "[PAD<id>]" tokens, as its converter does. Throws tern::Error when the tokenizer has
+  // more tokens than the model has rows.
+  void write_gguf(GgufWriter& writer, int64_t model_vocab_size = 0) const;
 
   // The loaded state, defined in tokenizer_impl.h (opaque to users).
   struct Impl;
