@@ -14,44 +14,11 @@
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
 namespace {
-
-// The hardware prefetcher alone leaves a GEMV streamed from memory short of the bandwidth (the
-// 32-element kernels measured the same, see vec_dot_q_avx512.cpp): ask for the weights about
-// 1.5 KiB ahead, a cache line at a time. Rows of a GEMV are contiguous, so reading past a row's
-// end fetches the next row's start; a prefetch never faults.
-constexpr size_t kPrefetchBytes = 1536;
-
-template <typename Block>
-inline void prefetch_ahead(const Block* block) {
-  const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  for (size_t off = 0; off < sizeof(Block); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
-}
-
-
-// The 12 packed bytes of Q4_K / Q5_K as 8 scales (bytes 0-7) and 8 mins (bytes 8-15), 6 bits
-// each. Sub-blocks 0-3 keep scale and min in the low 6 bits of bytes 0-3 and 4-7; sub-blocks
-// 4-7 take their low 4 bits from the nibbles of bytes 8-11 and their top 2 bits from the top
-// bits of bytes 0-3 (scales) and 4-7 (mins).
-inline __m128i unpack_scales_mins(const uint8_t* packed) {
-  // 16 bytes: the 12 packed ones and 4 of the quants that follow them in the block.
-  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
-  // Output groups of 4: scales 0-3, scales 4-7, mins 0-3, mins 4-7. Their low bits come from
-  // bytes 0-3, 8-11 (low nibble), 4-7, 8-11 (high nibble) ...
-  const __m128i lo_src =
-      _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  const __m128i lo = _mm_blend_epi32(lo_src, _mm_srli_epi16(lo_src, 4), 0b1000);
-  // ... and sub-blocks 4-7 take bits 4-5 from the top two bits of bytes 0-3 and 4-7.
-  const __m128i hi_src =
-      _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-  const __m128i lo_mask =
-      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15);
-  return _mm_or_si128(_mm_and_si128(lo, lo_mask),
-                      _mm_and_si128(_mm_srli_epi16(hi_src, 2), _mm_set1_epi8(0x30)));
-}
 
 // int16 lane `s` of each 128-bit half of v, broadcast across that half.
 inline __m256i broadcast_lane16(__m256i v, int s) {
@@ -87,7 +54,7 @@ float dot_q4_k(int64_t k, const void* w_row, const void* a_row) {
   __m256 acc = _mm256_setzero_ps();  // Σ d · (sc·q·a)
   __m128 acc_m = _mm_setzero_ps();   // Σ dmin · (m·bsum)
   for (int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(w + i);
+    prefetch_ahead(w + i, sizeof(w[i]));
     const float d = f16_to_f32(w[i].d) * a[i].d;
     const float dmin = f16_to_f32(w[i].dmin) * a[i].d;
     // sc_m: int16, low half = 8 scales, high half = 8 mins
@@ -123,7 +90,7 @@ float dot_q5_k(int64_t k, const void* w_row, const void* a_row) {
   __m256 acc = _mm256_setzero_ps();
   __m128 acc_m = _mm_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(w + i);
+    prefetch_ahead(w + i, sizeof(w[i]));
     const float d = f16_to_f32(w[i].d) * a[i].d;
     const float dmin = f16_to_f32(w[i].dmin) * a[i].d;
     const __m256i sc_m = _mm256_cvtepu8_epi16(unpack_scales_mins(w[i].scales));
@@ -166,7 +133,7 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
   const __m256i bits45 = _mm256_set1_epi8(0x30);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead(w + i);
+    prefetch_ahead(w + i, sizeof(w[i]));
     const float d = f16_to_f32(w[i].d) * a[i].d;
     const __m256i sc =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].scales)));

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -121,9 +122,6 @@ inline __m256i first_words8(const void* blocks) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(words));
 }
 
-// How far ahead of the current group of blocks the weights are prefetched (see the AVX-512 file).
-constexpr int kPrefetchBytes = 1536;
-
 // Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
 // as the activation's are d then s, so one gather fetches both.
 template <class W>
@@ -141,8 +139,7 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   __m256 acc_min = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + kGroup <= nb; b += kGroup) {
-    const char* ahead = reinterpret_cast<const char*>(w + b) + kPrefetchBytes;
-    for (int off = 0; off < kGroup * static_cast<int>(sizeof(W)); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    prefetch_ahead(w + b, kGroup * sizeof(W));
     __m256 scale;
     if constexpr (kHasMin<W>) {
       const __m256i gw = first_words8<sizeof(W)>(w + b);

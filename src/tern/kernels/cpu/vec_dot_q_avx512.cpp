@@ -20,13 +20,11 @@
 #include <type_traits>
 
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
 namespace {
-// How far ahead of the current group of blocks the weights are prefetched: 1-2 KiB measured
-// best on a GEMV streamed from memory (no prefetch: ~25% slower; 4 KiB: ~10% slower).
-constexpr int kPrefetchBytes = 1536;
 
 inline __m512i load2x256(const void* lo, const void* hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
@@ -186,8 +184,7 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   int64_t b = 0;
   for (; b + kGroup <= nb; b += kGroup) {
     // The hardware prefetcher alone leaves the stream short of the memory's bandwidth.
-    const char* ahead = reinterpret_cast<const char*>(w + b) + kPrefetchBytes;
-    for (int off = 0; off < kGroup * static_cast<int>(sizeof(W)); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    prefetch_ahead(w + b, kGroup * sizeof(W));
     __m512 scale;
     if constexpr (kHasMin<W>) {
       const auto* wb = reinterpret_cast<const uint8_t*>(w + b);
