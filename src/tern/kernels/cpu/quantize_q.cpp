@@ -7,6 +7,7 @@
 
 #include "tern/core/error.h"
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/ops.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/quantize.h"
 #include "tern/kernels/cpu/quantize_impl.h"
@@ -198,21 +199,19 @@ void dequantize_row_q8_1(const void* vx, float* y, int64_t k) {
 
 void quantize_row_f32(const float* x, void* y, int64_t k) { std::memcpy(y, x, k * sizeof(float)); }
 void dequantize_row_f32(const void* x, float* y, int64_t k) { std::memcpy(y, x, k * sizeof(float)); }
-void quantize_row_f16(const float* x, void* vy, int64_t k) {
-  auto* y = static_cast<uint16_t*>(vy);
-  for (int64_t i = 0; i < k; ++i) y[i] = f32_to_f16(x[i]);
+// The 16-bit types are plain conversions: the row converters of ops.h (SIMD, bit-identical
+// to their scalar twins) do them.
+void quantize_row_f16(const float* x, void* y, int64_t k) {
+  f32_to_f16_row(x, static_cast<uint16_t*>(y), k);
 }
-void dequantize_row_f16(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const uint16_t*>(vx);
-  for (int64_t i = 0; i < k; ++i) y[i] = f16_to_f32(x[i]);
+void dequantize_row_f16(const void* x, float* y, int64_t k) {
+  f16_to_f32_row(static_cast<const uint16_t*>(x), y, k);
 }
-void quantize_row_bf16(const float* x, void* vy, int64_t k) {
-  auto* y = static_cast<uint16_t*>(vy);
-  for (int64_t i = 0; i < k; ++i) y[i] = f32_to_bf16(x[i]);
+void quantize_row_bf16(const float* x, void* y, int64_t k) {
+  f32_to_bf16_row(x, static_cast<uint16_t*>(y), k);
 }
-void dequantize_row_bf16(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const uint16_t*>(vx);
-  for (int64_t i = 0; i < k; ++i) y[i] = bf16_to_f32(x[i]);
+void dequantize_row_bf16(const void* x, float* y, int64_t k) {
+  bf16_to_f32_row(static_cast<const uint16_t*>(x), y, k);
 }
 
 QuantizeFn find_quantize(DType dtype) {
