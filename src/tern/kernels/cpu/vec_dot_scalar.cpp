@@ -20,6 +20,20 @@ uint32_t q5_high_bits(const uint8_t* qh) {
   return qh[0] | qh[1] << 8 | qh[2] << 16 | static_cast<uint32_t>(qh[3]) << 24;
 }
 
+// Σ (q − offset) · a over one block of 5-bit quants (Q5_0: offset 16; Q5_1: 0, its min is
+// applied through the activation sum).
+template <typename Block>
+int q5_block_dot(const Block& w, const int8_t* a, int offset) {
+  const uint32_t qh = q5_high_bits(w.qh);
+  int sumi = 0;
+  for (int j = 0; j < kQK / 2; ++j) {
+    const int lo = (w.qs[j] & 0xf) | ((qh >> j) & 1) << 4;
+    const int hi = (w.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
+    sumi += (lo - offset) * a[j] + (hi - offset) * a[j + 16];
+  }
+  return sumi;
+}
+
 float dot_q4_0(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const BlockQ4_0*>(vw);
   const auto* a = static_cast<const BlockQ8_0*>(va);
@@ -52,13 +66,7 @@ float dot_q5_0(int64_t k, const void* vw, const void* va) {
   const auto* a = static_cast<const BlockQ8_0*>(va);
   float sum = 0.0f;
   for (int64_t i = 0; i < k / kQK; ++i) {
-    int sumi = 0;
-    const uint32_t qh = q5_high_bits(w[i].qh);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = (w[i].qs[j] & 0xf) | ((qh >> j) & 1) << 4;
-      const int hi = (w[i].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
-      sumi += (lo - 16) * a[i].qs[j] + (hi - 16) * a[i].qs[j + 16];
-    }
+    const int sumi = q5_block_dot(w[i], a[i].qs, 16);
     sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d));
   }
   return sum;
@@ -69,13 +77,7 @@ float dot_q5_1(int64_t k, const void* vw, const void* va) {
   const auto* a = static_cast<const BlockQ8_1*>(va);
   float sum = 0.0f;
   for (int64_t i = 0; i < k / kQK; ++i) {
-    int sumi = 0;
-    const uint32_t qh = q5_high_bits(w[i].qh);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int lo = (w[i].qs[j] & 0xf) | ((qh >> j) & 1) << 4;
-      const int hi = (w[i].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
-      sumi += lo * a[i].qs[j] + hi * a[i].qs[j + 16];
-    }
+    const int sumi = q5_block_dot(w[i], a[i].qs, 0);
     sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d)) +
            f16_to_f32(w[i].m) * f16_to_f32(a[i].s);
   }
