@@ -10,6 +10,7 @@ packages=(
   libpcre2-dev                      # tokenizer split patterns (Unicode classes, JIT)
   libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
   nlohmann-json3-dev                # JSON
+  libcurl4-openssl-dev              # HTTP client (tern bench serve)
   libcli11-dev                      # command line
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks

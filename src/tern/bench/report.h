@@ -1,0 +1,48 @@
+// The serving benchmark's outputs in vLLM's forms: the printed summary table and the
+// --save-result JSON (keys as `vllm bench serve` writes them, so existing scripts read both).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tern/bench/metrics.h"
+
+namespace tern::bench {
+
+struct ReportConfig {
+  std::string backend;       // "openai" or "openai-chat"
+  std::string model_id;
+  std::string tokenizer_id;
+  int64_t num_prompts = 0;
+  double request_rate = 0;   // inf = all at once
+  double burstiness = 1;
+  std::optional<int64_t> max_concurrency;
+  std::vector<std::string> percentile_metrics;  // of ttft, tpot, itl, e2el
+  std::vector<double> percentiles;
+  bool goodput = false;      // whether SLOs were given
+};
+
+// "99" for 99, "99.9" for 99.9: the p-word of a percentile in labels and JSON keys.
+std::string percentile_word(double p);
+
+// vLLM's table: 50 columns, "{:<40} {:<10.2f}" rows, one section per selected metric.
+std::string summary_table(const BenchmarkMetrics& m, const ReportConfig& config, double duration_s);
+
+// The first (up to 10) failures, one line each, as vLLM prints them before the table.
+std::string failure_lines(const std::vector<RequestRecord>& records);
+
+// The --save-result document: the run's settings (date, backend, model_id, ...), the figures
+// (duration, completed, ..., mean_ttft_ms, median_ttft_ms, std_ttft_ms, p99_ttft_ms, ...) and
+// the per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times,
+// generated_texts, errors).
+nlohmann::ordered_json result_json(const BenchmarkMetrics& m, const ReportConfig& config,
+                                   const std::vector<RequestRecord>& records, double duration_s,
+                                   const std::string& date);
+
+// vLLM's default file name: "{backend}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json".
+std::string default_result_filename(const ReportConfig& config, const std::string& date);
+
+}  // namespace tern::bench
