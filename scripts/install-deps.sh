@@ -10,11 +10,12 @@ packages=(
   libpcre2-dev                      # tokenizer split patterns (Unicode classes, JIT)
   libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
   nlohmann-json3-dev                # JSON
-  libcurl4-openssl-dev              # HTTP client (tern bench serve)
   libcli11-dev                      # command line
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   python3-jinja2                    # renders expected chat templates in test-data scripts
+  libcurl4-openssl-dev              # Hugging Face hub downloads
+  libcpp-httplib-dev                # the fake hub server of the hub tests
 )
 
 missing=()

@@ -108,6 +108,8 @@ std::unique_ptr<Transfer> start_transfer(CURLM* multi, const PlannedRequest& req
   curl_easy_setopt(t->easy, CURLOPT_ERRORBUFFER, t->errbuf);
   curl_easy_setopt(t->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(t->easy, CURLOPT_TCP_NODELAY, 1L);
+  // vLLM's client gives a request 6 hours; a server that never answers must not hang forever.
+  curl_easy_setopt(t->easy, CURLOPT_TIMEOUT, 6L * 60 * 60);
   curl_easy_setopt(t->easy, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options.connect_timeout_s * 1000));
   t->stream = std::make_unique<ResponseStream>(options.endpoint, now, request.prompt_len);

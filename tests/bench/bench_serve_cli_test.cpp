@@ -1,0 +1,270 @@
+// `tern bench serve` end to end against a fake OpenAI streaming server in this process: a few
+// token chunks with small sleeps, a usage chunk (or none), and some requests failed on purpose.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixtures.h"
+#include "run_process.h"
+#include "tern/tokenizer/tokenizer.h"
+
+namespace tern {
+namespace {
+
+using testing::fixture;
+using testing::run_tern;
+
+constexpr const char* kTokenizer = "qwen-tokenizer";
+const std::vector<std::string> kPieces = {"Hello", " world", ", fake", " tokens"};
+
+// Streams kPieces as completions or chat chunks. Every fourth request (by arrival) answers
+// 500; with `usage` a final chunk reports completion_tokens = the pieces sent.
+class FakeOpenAiServer {
+ public:
+  explicit FakeOpenAiServer(bool usage) : usage_(usage) {
+    server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      handle(req, res, false);
+    });
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      handle(req, res, true);
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // bind_to_any_port already listens: connections queue until the thread accepts them.
+  }
+  ~FakeOpenAiServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int requests() const { return requests_.load(); }
+  int failed() const { return failed_.load(); }
+  int peak_in_flight() const { return peak_.load(); }
+  bool saw_bad_body() const { return bad_body_.load(); }
+
+ private:
+  void enter() {
+    const int now = ++in_flight_;
+    int peak = peak_.load();
+    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+    }
+  }
+
+  void handle(const httplib::Request& req, httplib::Response& res, bool chat) {
+    enter();
+    const int n = ++requests_;
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    const char* max_key = chat ? "max_completion_tokens" : "max_tokens";
+    if (body.is_discarded() || body.value("model", "") != "fake-model" || !body.value("stream", false) ||
+        !body.contains(max_key) || (chat ? !body.contains("messages") : !body.contains("prompt")))
+      bad_body_ = true;
+    if (n % 4 == 0) {
+      ++failed_;
+      // Leave before the reply is written, so the client cannot see the end first.
+      --in_flight_;
+      res.status = 500;
+      res.set_content(R"({"error":{"message":"fake overload","type":"server_error"}})", "application/json");
+      return;
+    }
+    res.set_chunked_content_provider("text/event-stream", [this, chat](size_t, httplib::DataSink& sink) {
+      for (const std::string& piece : kPieces) {
+        nlohmann::json chunk;
+        if (chat)
+          chunk["choices"] = {{{"index", 0}, {"delta", {{"content", piece}}}}};
+        else
+          chunk["choices"] = {{{"index", 0}, {"text", piece}}};
+        const std::string event = "data: " + chunk.dump() + "\n\n";
+        sink.write(event.data(), event.size());
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (usage_) {
+        const std::string event = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,"
+                                  "\"completion_tokens\":" + std::to_string(kPieces.size()) + "}}\n\n";
+        sink.write(event.data(), event.size());
+      }
+      const std::string done = "data: [DONE]\n\n";
+      --in_flight_;  // before the last bytes: the client cannot finish before this
+      sink.write(done.data(), done.size());
+      sink.done();
+      return true;
+    });
+  }
+
+  bool usage_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<int> requests_{0}, failed_{0}, in_flight_{0}, peak_{0};
+  std::atomic<bool> bad_body_{false};
+};
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+      .string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(BenchServeCli, CompletionsWithUsageCountsSuccessesAndFailures) {
+  TERN_REQUIRE_FIXTURE(kTokenizer);
+  FakeOpenAiServer server(/*usage=*/true);
+  const std::string result = temp_path("bench-result.json");
+  const std::string plot = temp_path("bench-plot.svg");
+  auto r = run_tern({"bench", "serve", "--base-url", server.base_url(), "--model", "fake-model",
+                     "--tokenizer", fixture(kTokenizer), "--dataset-name", "random",
+                     "--num-prompts", "12", "--random-input-len", "16", "--random-output-len", "4",
+                     "--max-concurrency", "3", "--goodput", "ttft:600000", "e2el:600000",
+                     "--save-result", "--result-filename", result, "--plot", plot,
+                     "--disable-tqdm"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(server.requests(), 12);
+  EXPECT_EQ(server.failed(), 3);
+  EXPECT_FALSE(server.saw_bad_body());
+  EXPECT_LE(server.peak_in_flight(), 3) << "--max-concurrency 3";
+
+  EXPECT_NE(r.out.find("Serving Benchmark Result"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Failed requests:                         3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("P90 TTFT (ms):"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("P99 E2EL (ms):"), std::string::npos) << r.out;
+
+  const auto j = nlohmann::json::parse(read_file(result));
+  EXPECT_EQ(j["backend"], "openai");
+  EXPECT_EQ(j["model_id"], "fake-model");
+  EXPECT_EQ(j["num_prompts"], 12);
+  EXPECT_EQ(j["request_rate"], "inf");
+  EXPECT_EQ(j["max_concurrency"], 3);
+  EXPECT_EQ(j["completed"], 9);
+  EXPECT_EQ(j["failed"], 3);
+  EXPECT_EQ(j["total_output_tokens"], 9 * 4);   // usage.completion_tokens
+  EXPECT_EQ(j["total_input_tokens"], 9 * 11);   // usage.prompt_tokens replaces the dataset's
+  EXPECT_GT(j["duration"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j["request_goodput"].get<double>(), j["request_throughput"].get<double>());
+  for (const char* key : {"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "p90_tpot_ms",
+                          "mean_itl_ms", "p99_e2el_ms", "output_throughput", "total_token_throughput",
+                          "max_concurrent_requests", "date"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  ASSERT_EQ(j["errors"].size(), 12u);
+  ASSERT_EQ(j["generated_texts"].size(), 12u);
+  ASSERT_EQ(j["itls"].size(), 12u);
+  int failures = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    const std::string error = j["errors"][i];
+    if (!error.empty()) {
+      ++failures;
+      EXPECT_NE(error.find("HTTP 500"), std::string::npos) << error;
+      EXPECT_NE(error.find("fake overload"), std::string::npos) << error;
+      EXPECT_EQ(j["output_lens"][i], 0);
+    } else {
+      EXPECT_EQ(j["generated_texts"][i], "Hello world, fake tokens");
+      EXPECT_EQ(j["output_lens"][i], 4);
+      EXPECT_EQ(j["itls"][i].size(), 3u);  // four token chunks
+    }
+  }
+  EXPECT_EQ(failures, 3);
+  EXPECT_LE(j["max_concurrent_requests"].get<int>(), 3);
+
+  const std::string svg = read_file(plot);
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  for (const char* label : {"<svg", "TTFT CDF (n = 9)", "TPOT (ms)", "ITL CDF (n = 27)", "E2EL", "</svg>"})
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
+  std::filesystem::remove(result);
+  std::filesystem::remove(plot);
+}
+
+TEST(BenchServeCli, ChatWithoutUsageCountsTokensWithTheTokenizer) {
+  TERN_REQUIRE_FIXTURE(kTokenizer);
+  FakeOpenAiServer server(/*usage=*/false);
+  const std::string result = temp_path("bench-chat.json");
+  auto r = run_tern({"bench", "serve", "--base-url", server.base_url() + "/", "--endpoint",
+                     "/v1/chat/completions", "--model", "fake-model", "--tokenizer",
+                     fixture(kTokenizer), "--dataset-name", "prefix-repetition", "--num-prompts", "4",
+                     "--prefix-repetition-prefix-len", "8", "--prefix-repetition-suffix-len", "4",
+                     "--prefix-repetition-num-prefixes", "2", "--prefix-repetition-output-len", "6",
+                     "--request-rate", "200", "--result-filename", result});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(read_file(result));
+  EXPECT_EQ(j["backend"], "openai-chat");
+  EXPECT_EQ(j["completed"], 3);
+  EXPECT_EQ(j["failed"], 1);
+  EXPECT_EQ(j["request_rate"], 200.0);
+  const Tokenizer tok = Tokenizer::load(fixture(kTokenizer));
+  const auto expected = static_cast<int64_t>(tok.encode("Hello world, fake tokens", false).size());
+  EXPECT_EQ(j["total_output_tokens"], 3 * expected);
+  for (const auto& len : j["input_lens"]) EXPECT_EQ(len, 12);  // no usage: the dataset's count
+  EXPECT_NE(r.err.find("4/4"), std::string::npos) << "progress bar: " << r.err;
+  std::filesystem::remove(result);
+}
+
+TEST(BenchServeCli, UnreachableServerFailsEveryRequestWithItsReason) {
+  TERN_REQUIRE_FIXTURE(kTokenizer);
+  // A port that was free a moment ago and has no listener now.
+  int port = 0;
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    ::close(fd);
+  }
+  const std::string result = temp_path("bench-refused.json");
+  auto r = run_tern({"bench", "serve", "--base-url", "http://127.0.0.1:" + std::to_string(port),
+                     "--model", "m", "--tokenizer", fixture(kTokenizer), "--num-prompts", "2",
+                     "--random-input-len", "8", "--random-output-len", "2", "--disable-tqdm",
+                     "--result-filename", result});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(result));
+  EXPECT_EQ(j["completed"], 0);
+  EXPECT_EQ(j["failed"], 2);
+  EXPECT_NE(j["errors"][0].get<std::string>().find("request failed"), std::string::npos);
+  EXPECT_NE(r.out.find("Error 0:"), std::string::npos) << r.out;
+  std::filesystem::remove(result);
+}
+
+TEST(BenchServeCli, BadFlagsAreOneLineErrors) {
+  TERN_REQUIRE_FIXTURE(kTokenizer);
+  const std::vector<std::vector<std::string>> cases = {
+      {"--endpoint", "/v1/embeddings"},
+      {"--goodput", "latency:5"},
+      {"--dataset-name", "nope"},
+      {"--dataset-name", "sharegpt"},
+      {"--request-rate", "fast"},
+      {"--percentile-metrics", "ttft,foo"},
+      {"--metric-percentiles", "101"},
+  };
+  for (const auto& extra : cases) {
+    std::vector<std::string> args = {"bench", "serve", "--model", "m", "--tokenizer",
+                                     fixture(kTokenizer), "--num-prompts", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 1) << extra[0] << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("tern: ", 0), 0u) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace tern
