@@ -27,17 +27,24 @@ std::string centred(const std::string& s, char fill, size_t width = 50) {
   return std::string(pad / 2, fill) + s + std::string(pad - pad / 2, fill) + "\n";
 }
 
-// Python's repr of a float: the shortest text that reads back as the same double.
+// Python's repr of a float: the shortest text that reads back as the same double, in plain
+// notation with at least one decimal between 1e-4 and 1e16 ("40.0", "0.5"), else exponent form.
 std::string python_float(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
+  const double magnitude = std::fabs(v);
+  if (v == 0 || (magnitude >= 1e-4 && magnitude < 1e16)) {
+    for (int decimals = 1; decimals <= 20; ++decimals) {
+      std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+      if (std::strtod(buf, nullptr) == v) break;
+    }
+    return buf;
+  }
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof buf, "%.*g", precision, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
+  return buf;
 }
 
 const LatencyStats& stats_of(const BenchmarkMetrics& m, const std::string& name) {
