@@ -259,7 +259,14 @@ void add_bench_serve_command(CLI::App& app) {
   cmd->add_option("--num-prompts", opt->num_prompts, "Number of requests")->capture_default_str();
   cmd->add_option("--request-rate", opt->request_rate, "Requests per second (inf: all at once)")->capture_default_str();
   cmd->add_option("--burstiness", opt->burstiness, "Gamma shape of the arrival gaps (1 = Poisson)")->capture_default_str();
-  cmd->add_option("--max-concurrency", opt->max_concurrency, "Most requests in flight at once");
+  cmd->add_option("--max-concurrency", opt->max_concurrency, "Most requests in flight at once")
+      ->check([](const std::string& text) -> std::string {
+        try {
+          return std::stoll(text) > 0 ? "" : "must be greater than 0";
+        } catch (const std::exception&) {
+          return "must be a whole number";
+        }
+      });
   cmd->add_option("--random-input-len", opt->random_input_len)->capture_default_str();
   cmd->add_option("--random-output-len", opt->random_output_len)->capture_default_str();
   cmd->add_option("--random-range-ratio", opt->random_range_ratio, "Lengths uniform in [len*(1-r), len*(1+r)]")->capture_default_str();
