@@ -95,6 +95,10 @@ std::unique_ptr<Transfer> start_transfer(CURLM* multi, const PlannedRequest& req
   if (t->easy == nullptr) throw Error("libcurl could not create a request handle");
   t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
   t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
+  // libcurl sends "Expect: 100-continue" for large bodies (over 1 KiB before 7.86, 1 MiB since)
+  // and then waits up to a second for a server that does not answer it: that wait would land
+  // in the TTFT.
+  t->headers = curl_slist_append(t->headers, "Expect:");
   if (!options.api_key.empty())
     t->headers = curl_slist_append(t->headers, ("Authorization: Bearer " + options.api_key).c_str());
   curl_easy_setopt(t->easy, CURLOPT_URL, options.url.c_str());
