@@ -179,8 +179,8 @@ void run(ServeBenchOptions o) {
     planned.push_back({bench::request_body(endpoint, body, samples[i].prompt, samples[i].expected_output_len),
                        samples[i].prompt_len, arrivals[i]});
 
-  std::printf("Traffic request rate: %s\n", o.request_rate == "inf" ? "inf" : o.request_rate.c_str());
-  std::printf("Burstiness factor: %g (%s)\n", o.burstiness,
+  std::printf("Traffic request rate: %s\n", bench::python_float(request_rate).c_str());
+  std::printf("Burstiness factor: %s (%s)\n", bench::python_float(o.burstiness).c_str(),
               o.burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
   if (o.max_concurrency > 0)
     std::printf("Maximum request concurrency: %lld\n", static_cast<long long>(o.max_concurrency));

@@ -27,6 +27,11 @@ TEST(BenchReport, PercentileWordsAndFileNames) {
   EXPECT_EQ(percentile_word(99), "99");
   EXPECT_EQ(percentile_word(99.9), "99.9");
   EXPECT_EQ(percentile_word(50), "50");
+  EXPECT_EQ(python_float(40), "40.0");
+  EXPECT_EQ(python_float(0.1), "0.1");
+  EXPECT_EQ(python_float(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(python_float(INFINITY), "inf");
+  EXPECT_EQ(python_float(1e20), "1e+20");
   ReportConfig c = config();
   EXPECT_EQ(default_result_filename(c, "20260101-120000"),
             "openai-40.0qps-concurrency8-Qwen3-0.6B-20260101-120000.json");

@@ -27,8 +27,8 @@ std::string centred(const std::string& s, char fill, size_t width = 50) {
   return std::string(pad / 2, fill) + s + std::string(pad - pad / 2, fill) + "\n";
 }
 
-// Python's repr of a float: the shortest text that reads back as the same double, in plain
-// notation with at least one decimal between 1e-4 and 1e16 ("40.0", "0.5"), else exponent form.
+}  // namespace
+
 std::string python_float(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
@@ -46,6 +46,8 @@ std::string python_float(double v) {
   }
   return buf;
 }
+
+namespace {
 
 const LatencyStats& stats_of(const BenchmarkMetrics& m, const std::string& name) {
   if (name == "ttft") return m.ttft;

@@ -25,6 +25,10 @@ struct ReportConfig {
   bool goodput = false;      // whether SLOs were given
 };
 
+// Python's repr of a float: the shortest text that reads back as the same double, in plain
+// notation with at least one decimal between 1e-4 and 1e16 ("40.0", "0.5", "inf").
+std::string python_float(double v);
+
 // "99" for 99, "99.9" for 99.9: the p-word of a percentile in labels and JSON keys.
 std::string percentile_word(double p);
 
