@@ -25,11 +25,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The CLI keeps temperature 0 (greedy) as its default; the API default is 1.
+SamplingParams greedy_by_default() {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  return p;
+}
+
 struct GenerateOptions {
   ModelOptions model;
   std::string prompt;
   int max_tokens = 128;
-  SamplingParams sampling;
+  SamplingParams sampling = greedy_by_default();
+  uint64_t seed = 0;
   bool ignore_eos = false;
   bool json = false;
   std::string save_gguf;
@@ -63,7 +71,7 @@ void run(const GenerateOptions& opt) {
 
   Decoder decoder(m.config, m.weights);
   SequenceRunner runner(decoder, std::max<int64_t>(total, 1));
-  Sampler sampler(opt.sampling);
+  Sampler sampler(opt.sampling, opt.seed, prompt, {});
   // After a prompt that shows text, a leading space of the continuation is real.
   IncrementalDetokenizer detok(tok, /*skip_special_tokens=*/true, tok.decode(prompt).empty());
   std::fprintf(stderr, "model: %s, %zu prompt tokens\n", m.description.c_str(), prompt.size());
@@ -81,7 +89,7 @@ void run(const GenerateOptions& opt) {
     std::span<const float> logits = runner.feed(prompt);
     prefill_s = seconds_since(start);
     while (true) {
-      const int32_t next = sampler.sample(logits);
+      const int32_t next = sampler.sample(logits).token;
       generated.push_back(next);
       piece.clear();
       detok.push(next, piece);
@@ -139,7 +147,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--temperature", opt->sampling.temperature, "0: greedy");
   cmd->add_option("--top-k", opt->sampling.top_k, "Keep the k most likely tokens (0: all)");
   cmd->add_option("--top-p", opt->sampling.top_p, "Nucleus sampling mass (1: all)");
-  cmd->add_option("--seed", opt->sampling.seed, "Sampling seed");
+  cmd->add_option("--seed", opt->seed, "Sampling seed");
   cmd->add_flag("--ignore-eos", opt->ignore_eos, "Keep generating past end-of-sequence tokens");
   cmd->add_flag("--json", opt->json,
                 "Print only one JSON line: prompt_token_ids, token_ids, text, finish_reason, timings");
