@@ -1,5 +1,5 @@
 // Sampler: penalties on a copy of the row, then the truncations on a candidate list (top_k by a
-// partial sort, top_p over a sorted prefix grown only as far as the nucleus needs), then one
+// partial sort, top_p by a heap selection or a bisection, never a full sort), then one
 // uniform draw walked over the kept tokens in a fixed order. Every ordering uses one total order
 // (logit, then id), so no result depends on how a selection algorithm moves equal elements.
 #include "tern/engine/sampler.h"
@@ -14,12 +14,14 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Up to this top_k a heap selection (partial_sort) is cheapest; above, nth_element then a sort.
 constexpr size_t kHeapSelectMaxK = 4096;
-// The first sorted chunk of a top_p nucleus; it doubles until the nucleus is inside.
-constexpr size_t kFirstNucleusChunk = 64;
+// top_p first looks for its nucleus among this many most likely tokens (one heap selection);
+// a wider nucleus is found by bisection with nth_element, O(vocab), never a full sort.
+constexpr size_t kNucleusFirstGuess = 64;
 
 struct Candidate {
-  float logit;  // processed
+  float logit;   // processed
   int32_t id;
+  float weight;  // exp((logit − max) / T), once computed
 };
 
 // Most likely first; ties by the lower id.
@@ -28,11 +30,12 @@ bool more_likely(const Candidate& a, const Candidate& b) {
 }
 
 // Vocabulary-sized working memory, per thread: one Sampler per sequence would otherwise hold
-// ~1.8 MB each for a 152K vocabulary, and none of it outlives a call.
+// megabytes each for a 152K vocabulary, and none of it outlives a call.
 struct Scratch {
   std::vector<float> logits;          // [vocab]: the processed row
-  std::vector<float> weights;         // [vocab]: exp((logit - max) / T), in id order
+  std::vector<float> weights;         // [vocab]: exp((logit − max) / T), in id order
   std::vector<Candidate> candidates;  // [<= vocab]
+  std::vector<Candidate> selection;   // [<= vocab]: a copy top_p may reorder
 };
 
 Scratch& scratch() {
@@ -50,16 +53,15 @@ float weight(float logit, float max_logit, float temperature) {
 
 // The one draw over `kept`, walked in its order. Returns the last token with weight when
 // rounding leaves the target at the very end.
-int32_t pick(std::span<const Candidate> kept, float max_logit, float temperature, double u) {
+int32_t pick(std::span<const Candidate> kept, double u) {
   double total = 0.0;
-  for (const Candidate& c : kept) total += weight(c.logit, max_logit, temperature);
+  for (const Candidate& c : kept) total += c.weight;
   const double target = u * total;
   double acc = 0.0;
   int32_t last = kept.front().id;
   for (const Candidate& c : kept) {
-    const float w = weight(c.logit, max_logit, temperature);
-    if (w <= 0.0f) continue;
-    acc += w;
+    if (c.weight <= 0.0f) continue;
+    acc += c.weight;
     last = c.id;
     if (target < acc) return c.id;
   }
@@ -79,32 +81,66 @@ void select_top(std::vector<Candidate>& c, size_t k, size_t n) {
   }
 }
 
-// top_p over c[0, n): the length of the smallest most-likely-first prefix whose mass reaches
-// top_p of the whole, leaving that prefix sorted. `sorted`: c[0, n) already is.
-size_t nucleus(std::vector<Candidate>& c, size_t n, bool sorted, float top_p, float max_logit,
-               float temperature) {
+// top_p over sorted c[0, n): the length of the smallest prefix whose mass reaches top_p.
+size_t nucleus_of_sorted(std::span<const Candidate> c, float top_p) {
   double total = 0.0;
-  for (size_t i = 0; i < n; ++i) total += weight(c[i].logit, max_logit, temperature);
+  for (const Candidate& x : c) total += x.weight;
   const double goal = static_cast<double>(top_p) * total;
-  size_t sorted_end = sorted ? n : 0;
-  size_t chunk = kFirstNucleusChunk;
   double mass = 0.0;
-  size_t keep = 0;
-  while (keep < n) {
-    if (keep == sorted_end) {
-      // Sort the next chunk of the remainder into place; the rest stays unsorted.
-      const size_t end = std::min(n, sorted_end + chunk);
-      std::partial_sort(c.begin() + static_cast<std::ptrdiff_t>(sorted_end),
-                        c.begin() + static_cast<std::ptrdiff_t>(end),
-                        c.begin() + static_cast<std::ptrdiff_t>(n), more_likely);
-      sorted_end = end;
-      chunk *= 2;
-    }
-    mass += weight(c[keep].logit, max_logit, temperature);
-    ++keep;
-    if (mass >= goal) break;
+  for (size_t i = 0; i < c.size(); ++i) {
+    mass += c[i].weight;
+    if (mass >= goal) return i + 1;
   }
-  return keep;
+  return c.size();
+}
+
+// The least likely token of the top_p nucleus of `sel` (which it reorders): the smallest
+// most-likely-first set whose mass reaches `goal`.
+Candidate nucleus_boundary(std::vector<Candidate>& sel, double goal) {
+  auto at = [&](size_t i) { return sel.begin() + static_cast<std::ptrdiff_t>(i); };
+  const size_t n = sel.size();
+  size_t lo = 0, hi = std::min(n, kNucleusFirstGuess);
+  std::partial_sort(at(0), at(hi), at(n), more_likely);
+  double above = 0.0;  // the mass of sel[0, lo), all in the nucleus
+  for (size_t i = 0; i < hi; ++i) {
+    if (above + sel[i].weight >= goal) return sel[i];
+    above += sel[i].weight;
+  }
+  // Wider: bisect [lo, hi) = the unsorted rest, keeping "the boundary is in [lo, hi)".
+  lo = hi;
+  hi = n;
+  while (hi - lo > kNucleusFirstGuess) {
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(at(lo), at(mid), at(hi), more_likely);
+    double upper = above;
+    for (size_t i = lo; i < mid; ++i) upper += sel[i].weight;
+    if (upper >= goal) {
+      hi = mid;
+    } else {
+      above = upper;
+      lo = mid;
+    }
+  }
+  std::sort(at(lo), at(hi), more_likely);
+  for (size_t i = lo; i < hi; ++i) {
+    above += sel[i].weight;
+    if (above >= goal) return sel[i];
+  }
+  return sel[hi - 1];  // rounding left the goal just out of reach: everything
+}
+
+// top_p over unsorted c[0, n) (in id order): keeps the nucleus in place, still in id order, so
+// a wide nucleus is never sorted. Returns its size.
+size_t nucleus_in_place(std::vector<Candidate>& c, size_t n, float top_p) {
+  double total = 0.0;
+  for (size_t i = 0; i < n; ++i) total += c[i].weight;
+  std::vector<Candidate>& sel = scratch().selection;
+  sel.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(n));
+  const Candidate boundary = nucleus_boundary(sel, static_cast<double>(top_p) * total);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!more_likely(boundary, c[i])) c[kept++] = c[i];
+  return kept;
 }
 
 // NaN would break every comparison (and the strict weak order the sorts need): it counts as
@@ -250,7 +286,7 @@ int32_t Sampler::draw(std::span<const float> x) {
   const float log_min_p = min_p_ > 0.0f ? std::log(min_p_) : kNegInf;
   for (size_t i = 0; i < vocab; ++i) {
     if (min_p_ > 0.0f && !((x[i] - max_logit) / temperature_ >= log_min_p)) continue;
-    c.push_back(Candidate{x[i], static_cast<int32_t>(i)});
+    c.push_back(Candidate{x[i], static_cast<int32_t>(i), 0.0f});
   }
   size_t n = c.size();  // >= 1: the maximum always passes
   bool sorted = false;
@@ -259,8 +295,11 @@ int32_t Sampler::draw(std::span<const float> x) {
     select_top(c, n, c.size());
     sorted = true;
   }
-  if (top_p_ < 1.0f) n = nucleus(c, n, sorted, top_p_, max_logit, temperature_);
-  return pick(std::span<const Candidate>(c.data(), n), max_logit, temperature_, u);
+  for (size_t i = 0; i < n; ++i) c[i].weight = weight(c[i].logit, max_logit, temperature_);
+  if (top_p_ < 1.0f)
+    n = sorted ? nucleus_of_sorted(std::span<const Candidate>(c.data(), n), top_p_)
+               : nucleus_in_place(c, n, top_p_);
+  return pick(std::span<const Candidate>(c.data(), n), u);
 }
 
 SampledToken Sampler::sample(std::span<const float> logits) {
