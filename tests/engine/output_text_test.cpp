@@ -63,7 +63,8 @@ Streamed stream(const Tokenizer& t, const SamplingParams& p, const Ids& ids) {
   r.streamed += c.finish();
   r.text = c.text();
   EXPECT_EQ(r.streamed, r.text);
-  for (const std::string& s : snapshots) EXPECT_EQ(r.text.rfind(s, 0), 0u) << "streamed \"" << s << "\" was cut";
+  for (const std::string& s : snapshots)
+    EXPECT_EQ(r.text.rfind(s, 0), 0u) << "streamed \"" << s << "\" was cut";
   return r;
 }
 

@@ -61,8 +61,10 @@ TEST(SamplingParams, EachFieldOutOfRangeIsNamedWithItsRange) {
   const float inf = INFINITY;
   expect_invalid([](SamplingParams& p) { p.n = 0; }, "n", "[1, 128]");
   expect_invalid([](SamplingParams& p) { p.n = 129; }, "n", "caps");
-  expect_invalid([](SamplingParams& p) { p.presence_penalty = 2.5f; }, "presence_penalty", "[-2, 2]");
-  expect_invalid([&](SamplingParams& p) { p.presence_penalty = nan; }, "presence_penalty", "[-2, 2]");
+  expect_invalid([](SamplingParams& p) { p.presence_penalty = 2.5f; }, "presence_penalty",
+                 "[-2, 2]");
+  expect_invalid([&](SamplingParams& p) { p.presence_penalty = nan; }, "presence_penalty",
+                 "[-2, 2]");
   expect_invalid([](SamplingParams& p) { p.frequency_penalty = -2.1f; }, "frequency_penalty",
                  "[-2, 2]");
   expect_invalid([](SamplingParams& p) { p.repetition_penalty = 0.0f; }, "repetition_penalty",
@@ -128,20 +130,25 @@ std::vector<double> reference(const Logits& logits, const SamplingParams& p) {
   for (size_t i = 0; i < n; ++i) keep[i] = prob[i] >= p.min_p * pmax;
   std::vector<int32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   size_t kept = 0;
   for (int32_t id : order) {
     if (!keep[id]) continue;
-    if (p.top_k > 0 && kept >= static_cast<size_t>(p.top_k)) keep[id] = false;
-    else ++kept;
+    if (p.top_k > 0 && kept >= static_cast<size_t>(p.top_k))
+      keep[id] = false;
+    else
+      ++kept;
   }
   double total = 0;
   for (size_t i = 0; i < n; ++i) total += keep[i] ? prob[i] : 0.0;
   double mass = 0;
   for (int32_t id : order) {
     if (!keep[id]) continue;
-    if (mass >= p.top_p * total) keep[id] = false;
-    else mass += prob[id];
+    if (mass >= p.top_p * total)
+      keep[id] = false;
+    else
+      mass += prob[id];
   }
   double kept_total = 0;
   for (size_t i = 0; i < n; ++i) kept_total += keep[i] ? prob[i] : 0.0;
@@ -214,7 +221,11 @@ TEST(Sampler, LargeVocabularyDrawsStayInsideTheTruncatedSet) {
   std::normal_distribution<float> normal(0.0f, 3.0f);
   Logits logits(kVocab);
   for (float& v : logits) v = normal(gen);
-  struct Case { int32_t top_k; float top_p; float min_p; };
+  struct Case {
+    int32_t top_k;
+    float top_p;
+    float min_p;
+  };
   for (const Case& c : {Case{20, 0.9f, 0.0f}, Case{0, 0.9f, 0.0f}, Case{0, 1.0f, 0.2f},
                         Case{2000, 1.0f, 0.0f}, Case{5000, 0.5f, 0.01f}}) {
     SamplingParams p;

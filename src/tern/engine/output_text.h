@@ -43,7 +43,7 @@ class CompletionText {
   std::string finish();
 
   const std::string& text() const { return text_; }  // all text so far
-  bool stopped() const { return stopped_; }           // a stop string was found
+  bool stopped() const { return stopped_; }          // a stop string was found
 
  private:
   // Bytes at the end of text_ that may begin a stop string still.

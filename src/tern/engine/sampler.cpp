@@ -19,7 +19,7 @@ constexpr size_t kHeapSelectMaxK = 4096;
 constexpr size_t kNucleusFirstGuess = 64;
 
 struct Candidate {
-  float logit;   // processed
+  float logit;  // processed
   int32_t id;
   float weight;  // exp((logit − max) / T), once computed
 };
@@ -156,7 +156,8 @@ void fill_logprobs(std::span<const float> raw, int32_t token, size_t k, SampledT
   if (max_logit > kNegInf)
     for (float v : raw) sum += std::exp(finite_or_neg_inf(v) - max_logit);
   // All impossible: every logprob is -inf.
-  const double lse = max_logit > kNegInf ? max_logit + std::log(sum) : std::numeric_limits<double>::infinity();
+  const double lse =
+      max_logit > kNegInf ? max_logit + std::log(sum) : std::numeric_limits<double>::infinity();
   auto logprob = [&](float v) {
     return static_cast<float>(static_cast<double>(finite_or_neg_inf(v)) - lse);
   };

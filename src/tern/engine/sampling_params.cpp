@@ -33,9 +33,10 @@ bool in_closed(float v, float lo, float hi) { return v >= lo && v <= hi; }
 
 void SamplingParams::validate() const {
   if (n < 1 || n > kMaxCompletionsPerPrompt)
-    fail("n", "in [1, " + std::to_string(kMaxCompletionsPerPrompt) +
-                  "] (at least 1; tern caps completions per prompt at " +
-                  std::to_string(kMaxCompletionsPerPrompt) + ")",
+    fail("n",
+         "in [1, " + std::to_string(kMaxCompletionsPerPrompt) +
+             "] (at least 1; tern caps completions per prompt at " +
+             std::to_string(kMaxCompletionsPerPrompt) + ")",
          std::to_string(n));
   if (!in_closed(presence_penalty, -2.0f, 2.0f))
     fail("presence_penalty", "in [-2, 2]", show(presence_penalty));
