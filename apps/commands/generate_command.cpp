@@ -30,6 +30,7 @@ struct GenerateOptions {
   ModelOptions model;
   EngineOptions engine;
   std::string prompt;
+  bool has_prompt = false;  // --prompt '' is a prompt (BOS alone)
   std::string prompts_path;
   std::string output_path;
   SamplingParams sampling;
@@ -231,8 +232,8 @@ void run(GenerateOptions opt) {
   params.stop = opt.stop;
   if (opt.logprobs >= 0) params.logprobs = opt.logprobs;
   const bool batch = !opt.prompts_path.empty();
-  if (batch && !opt.prompt.empty()) throw Error("give --prompt or --prompts, not both");
-  if (!batch && opt.prompt.empty() && opt.save_gguf.empty())
+  if (batch && opt.has_prompt) throw Error("give --prompt or --prompts, not both");
+  if (!batch && !opt.has_prompt && opt.save_gguf.empty())
     throw Error("give --prompt TEXT or --prompts FILE.jsonl");
   if (!batch) params.validate();
 
@@ -240,7 +241,7 @@ void run(GenerateOptions opt) {
   if (!opt.save_gguf.empty()) {
     save_gguf(opt.save_gguf, model.weights, model.config, model.tokenizer ? &*model.tokenizer : nullptr);
     std::fprintf(stderr, "wrote %s\n", opt.save_gguf.c_str());
-    if (!batch && opt.prompt.empty()) return;
+    if (!batch && !opt.has_prompt) return;
   }
   if (!model.tokenizer) throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
   EngineConfig config = opt.engine.engine_config();
@@ -273,7 +274,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--model,-m", opt->model.model,
                   "GGUF file, Hugging Face folder, or (dummy) config.json / folder")
       ->required();
-  cmd->add_option("--prompt,-p", opt->prompt, "Prompt text (BOS is added as the tokenizer says)");
+  CLI::Option* prompt =
+      cmd->add_option("--prompt,-p", opt->prompt, "Prompt text (BOS is added as the tokenizer says)");
   cmd->add_option("--prompts", opt->prompts_path,
                   "JSONL file: one {\"prompt\" or \"prompt_token_ids\", sampling fields…} per line");
   cmd->add_option("--output,-o", opt->output_path,
@@ -298,7 +300,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--save-gguf", opt->save_gguf, "Write the loaded weights as a GGUF file first");
   opt->model.add_to(cmd);
   opt->engine.add_to(cmd);
-  cmd->callback([opt] { run(*opt); });
+  cmd->callback([opt, prompt] {
+    opt->has_prompt = prompt->count() > 0;
+    run(*opt);
+  });
 }
 
 }  // namespace tern::cli

@@ -84,7 +84,7 @@ std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(
   // Completion i of a seeded request draws from seed + i: reproducible, yet not n copies.
   c->sampler = std::make_unique<Sampler>(params, request.seed + static_cast<uint64_t>(index),
                                          prompt, std::move(suppressed));
-  c->text = std::make_unique<CompletionText>(tokenizer_, params);
+  c->text = std::make_unique<CompletionText>(tokenizer_, params, tokenizer_.decode(prompt).empty());
   completion_of_[&c->seq] = c.get();
   return c;
 }

@@ -8,8 +8,9 @@
 
 namespace tern {
 
-CompletionText::CompletionText(Tokenizer tokenizer, const SamplingParams& params)
-    : detokenizer_(std::move(tokenizer), params.skip_special_tokens, /*at_text_start=*/false),
+CompletionText::CompletionText(Tokenizer tokenizer, const SamplingParams& params,
+                               bool at_text_start)
+    : detokenizer_(std::move(tokenizer), params.skip_special_tokens, at_text_start),
       include_stop_(params.include_stop_str_in_output),
       min_tokens_(params.min_tokens) {
   // validate() rejects empty stop strings; one here would match everywhere, so it is dropped.

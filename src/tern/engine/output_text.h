@@ -22,8 +22,9 @@ namespace tern {
 
 class CompletionText {
  public:
-  // Generated text continues the prompt, so a leading space is real (at_text_start = false).
-  CompletionText(Tokenizer tokenizer, const SamplingParams& params);
+  // Generated text continues the prompt, so a leading space is real; unless the prompt shows
+  // no text (BOS alone), where the text starts here (`at_text_start`, as decode() would).
+  CompletionText(Tokenizer tokenizer, const SamplingParams& params, bool at_text_start = false);
 
   struct Update {
     std::string delta;                       // text to stream now (may be empty)
