@@ -132,6 +132,7 @@ std::string url_encode(const std::string& text, bool keep_slash) {
 
 void check_repo_file_name(const std::string& repo, const std::string& file) {
   bool ok = !file.empty() && file.front() != '/' && file.find('\\') == std::string::npos &&
+            file.find("//") == std::string::npos &&
             file.find('\0') == std::string::npos;
   for (const auto& part : fs::path(file)) ok = ok && part != ".." && part != "." && !part.empty();
   if (!ok) throw Error(repo + ": refusing the file name '" + file + "' (not a plain relative path)");

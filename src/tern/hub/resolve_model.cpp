@@ -115,14 +115,19 @@ std::string resolve_repo(const HubSettings& settings, const RepoCache& cache, co
   cache.write_ref(revision, listing.commit);
   const std::string& repo = cache.repo();
   const bool has_safetensors = std::any_of(listing.files.begin(), listing.files.end(), is_top_level_safetensors);
-  if (!has(listing.files, "config.json") || (what == RepoFiles::All && !has_safetensors)) {
+  const bool has_tokenizer =
+      has(listing.files, "tokenizer.json") || has(listing.files, "tokenizer.model") || has(listing.files, "vocab.json");
+  const bool usable = what == RepoFiles::Tokenizer
+                          ? has_tokenizer
+                          : has(listing.files, "config.json") && (what != RepoFiles::All || has_safetensors);
+  if (!usable) {
     // A GGUF repository: one file holds config, tokenizer and weights.
     const std::vector<std::string> ggufs = gguf_files(listing.files);
     if (ggufs.size() == 1) return hub.download_file(repo, listing.commit, ggufs.front()).string();
     if (!ggufs.empty())
       throw Error(repo + " holds several GGUF files; choose one as " + repo + ":QUANT or " + repo +
                   "/FILE.gguf (" + list_or_none(ggufs) + ")");
-    throw Error(repo + ": neither a safetensors model (config.json and *.safetensors) nor a GGUF repository; files: " +
+    throw Error(repo + ": neither a Hugging Face model (config.json, tokenizer, *.safetensors) nor a GGUF repository; files: " +
                 list_or_none(listing.files));
   }
   for (const auto& file : select_support_files(listing.files, what)) hub.download_file(repo, listing.commit, file);
