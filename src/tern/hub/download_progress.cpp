@@ -41,6 +41,11 @@ void DownloadProgress::update(uint64_t done) {
 
 void DownloadProgress::finish(uint64_t done) { draw(done, true); }
 
+void DownloadProgress::note(const std::string& line) {
+  std::fprintf(out_, "%s%s\n", terminal_ ? "\n" : "", line.c_str());
+  std::fflush(out_);
+}
+
 void DownloadProgress::draw(uint64_t done, bool final_line) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -15,6 +15,8 @@ class DownloadProgress {
   DownloadProgress(std::string name, uint64_t total, uint64_t resumed_from, std::FILE* out = stderr);
   void update(uint64_t done);
   void finish(uint64_t done);
+  // A line about the transfer (an interruption), below the bar on a terminal.
+  void note(const std::string& line);
 
  private:
   void draw(uint64_t done, bool final_line);

@@ -6,7 +6,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "tern/core/error.h"
@@ -232,11 +231,11 @@ void HubDownloader::fetch_blob(const std::string& url, const std::string& repo, 
       throw Error(label + ": the server sent " + std::to_string(now) + " bytes, expected " + std::to_string(size));
     }
     last_error = r.transport_error;
-    std::fprintf(stderr, "\n%s: transfer interrupted at %llu bytes (%s); resuming\n", label.c_str(),
-                 static_cast<unsigned long long>(now), r.transport_error.c_str());
     if (attempt + 1 == kMaxAttempts)
       throw Error(label + ": download interrupted at " + std::to_string(now) + " of " + std::to_string(size) +
                   " bytes: " + last_error + "; run again to resume from " + incomplete.string());
+    progress.note(label + ": transfer interrupted at " + std::to_string(now) + " bytes (" + last_error +
+                  "); resuming");
   }
   const uint64_t done = size_of(incomplete);
   if (size > 0 && done != size)
