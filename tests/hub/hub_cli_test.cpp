@@ -3,6 +3,7 @@
 // fixture files themselves.
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
 
 #include "fixtures.h"
@@ -10,6 +11,7 @@
 #include "hub/hub_test_util.h"
 #include "models/model_test_util.h"
 #include "run_process.h"
+#include "tern/formats/safetensors.h"
 
 namespace tern::hub {
 namespace {
@@ -21,6 +23,12 @@ using tern::testing::read_binary_file;
 using tern::testing::run_tern;
 using tern::testing::ScopedEnv;
 using tern::testing::TempDir;
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
 
 // Everything after the first line (which names the file's path).
 std::string without_first_line(const std::string& text) {
@@ -83,6 +91,36 @@ TEST_F(HubCli, InspectAndGenerateAGgufFromTheHubThenOffline) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("HF_HUB_OFFLINE"), std::string::npos) << missing.err;
   EXPECT_EQ(hub_.requests(), requests);
+}
+
+TEST_F(HubCli, InspectAShardedSafetensorsRepository) {
+  TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
+  TempDir local("hub-cli-sharded");
+  SafetensorsWriter writer;
+  std::vector<float> values(4096);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.25f;
+  for (const char* name : {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"})
+    writer.add_tensor(name, DType::F32, {64, 64}, std::as_bytes(std::span<const float>(values)));
+  writer.write_sharded(local.path().string(), 20000);  // three shards and an index
+  std::filesystem::copy_file(fixture("model-configs/llama-3.2-1b/config.json"), local.path() / "config.json");
+  FakeRepo repo;
+  repo.commit = "4444444444444444444444444444444444444444";
+  for (const auto& entry : std::filesystem::directory_iterator(local.path())) {
+    const std::string name = entry.path().filename().string();
+    repo.files[name] = {read_binary_file(entry.path()), entry.path().extension() == ".safetensors"};
+  }
+  ASSERT_EQ(repo.files.count("model.safetensors.index.json"), 1u);
+  hub_.add_repo("test-org/tiny-sharded", repo);
+  const std::filesystem::path cache = home_.path() / "cache";
+  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()}, {"HF_HOME", home_.path().string()},
+                 {"HF_HUB_CACHE", cache.string()}, {"HF_TOKEN", std::nullopt}, {"HF_HUB_OFFLINE", std::nullopt}});
+
+  auto expected = run_tern({"inspect", local.path().string()});
+  ASSERT_EQ(expected.exit_code, 0) << expected.err;
+  auto remote = run_tern({"inspect", "test-org/tiny-sharded"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  const std::string snapshot = (cache / "models--test-org--tiny-sharded" / "snapshots" / repo.commit).string();
+  EXPECT_EQ(remote.out, replace_all(expected.out, local.path().string(), snapshot));
 }
 
 TEST_F(HubCli, TokenizeWithATokenizerRepository) {
