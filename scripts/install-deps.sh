@@ -16,6 +16,8 @@ packages=(
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   python3-jinja2                    # renders expected chat templates in test-data scripts
+  libcurl4-openssl-dev              # Hugging Face hub downloads
+  libcpp-httplib-dev                # the fake hub server of the hub tests
 )
 
 missing=()
