@@ -10,6 +10,8 @@ packages=(
   libpcre2-dev                      # tokenizer split patterns (Unicode classes, JIT)
   libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
   nlohmann-json3-dev                # JSON
+  libxxhash-dev                     # prefix-cache block keys
+  libcpp-httplib-dev                # the HTTP server (tern serve)
   libcli11-dev                      # command line
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks

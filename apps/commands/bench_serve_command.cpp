@@ -243,11 +243,9 @@ void run(ServeBenchOptions o) {
 
 }  // namespace
 
-void add_bench_serve_command(CLI::App& app) {
-  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks against a running server");
-  bench_cmd->require_subcommand(1);
+void add_bench_serve_command(CLI::App& bench) {
   auto opt = std::make_shared<ServeBenchOptions>();
-  auto* cmd = bench_cmd->add_subcommand(
+  auto* cmd = bench.add_subcommand(
       "serve", "Serving benchmark of an OpenAI-compatible server, defined as vllm bench serve");
   cmd->add_option("--base-url", opt->base_url, "Server URL, e.g. http://127.0.0.1:8000")->capture_default_str();
   cmd->add_option("--endpoint", opt->endpoint, "/v1/completions or /v1/chat/completions")->capture_default_str();

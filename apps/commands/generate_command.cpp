@@ -1,151 +1,309 @@
-// `tern generate`: one prompt through one model: prefill in one forward, then decode token by
-// token, streaming text as it is produced; prompt and generation speed on stderr.
+// `tern generate`: one prompt streamed to the terminal, or a JSONL file of requests run as one
+// batch through the engine (continuous batching, chunked prefill, prefix caching) into a JSONL
+// file of results in input order, with a progress bar on stderr.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "commands/commands.h"
+#include "commands/engine_options.h"
 #include "commands/model_options.h"
 #include "tern/core/error.h"
-#include "tern/engine/sampler.h"
-#include "tern/engine/sequence_runner.h"
-#include "tern/models/decoder.h"
+#include "tern/engine/llm.h"
+#include "tern/engine/sampling_params_json.h"
 #include "tern/models/gguf_export.h"
-#include "tern/models/model_loader.h"
-#include "tern/tokenizer/incremental_detokenizer.h"
 
 namespace tern::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 
 struct GenerateOptions {
   ModelOptions model;
+  EngineOptions engine;
   std::string prompt;
-  int max_tokens = 128;
+  bool has_prompt = false;  // --prompt '' is a prompt (BOS alone)
+  std::string prompts_path;
+  std::string output_path;
   SamplingParams sampling;
-  bool ignore_eos = false;
+  std::vector<std::string> stop;
+  int32_t logprobs = -1;
   bool json = false;
   std::string save_gguf;
 };
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+json logprobs_json(const std::vector<SampledToken>& tokens) {
+  json out = json::array();
+  for (const SampledToken& t : tokens) {
+    json top = json::array();
+    for (const TokenLogprob& l : t.top) top.push_back({{"token_id", l.token}, {"logprob", l.logprob}});
+    out.push_back({{"token_id", t.token}, {"logprob", t.logprob}, {"top_logprobs", top}});
+  }
+  return out;
 }
 
-void run(const GenerateOptions& opt) {
-  if (opt.max_tokens < 0) throw Error("-n must be >= 0, got " + std::to_string(opt.max_tokens));
-  opt.sampling.validate();
-  LoadedModel m = load_model(opt.model.load_options());
-  if (!opt.save_gguf.empty()) {
-    save_gguf(opt.save_gguf, m.weights, m.config, m.tokenizer ? &*m.tokenizer : nullptr);
-    std::fprintf(stderr, "wrote %s\n", opt.save_gguf.c_str());
+json completion_json(const CompletionOutput& c, bool logprobs) {
+  json j;
+  j["token_ids"] = c.token_ids;
+  j["text"] = c.text;
+  j["finish_reason"] = c.finish_reason.value_or("");
+  if (const auto* id = std::get_if<int32_t>(&c.stop_reason)) j["stop_reason"] = *id;
+  else if (const auto* s = std::get_if<std::string>(&c.stop_reason)) j["stop_reason"] = *s;
+  else j["stop_reason"] = nullptr;
+  if (logprobs) {
+    j["logprobs"] = logprobs_json(c.logprobs);
+    j["cumulative_logprob"] = c.cumulative_logprob;
   }
-  if (!m.tokenizer) throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
-  const Tokenizer& tok = *m.tokenizer;
+  return j;
+}
 
-  const std::vector<int32_t> prompt = tok.encode(opt.prompt);  // BOS as the tokenizer says
-  if (prompt.empty()) throw Error("the prompt is empty and the tokenizer adds no BOS token");
-  const int64_t total = static_cast<int64_t>(prompt.size()) + opt.max_tokens;
-  if (total > m.config.max_position_embeddings)
-    throw Error("prompt (" + std::to_string(prompt.size()) + " tokens) + -n " +
-                std::to_string(opt.max_tokens) + " exceeds the model's context of " +
-                std::to_string(m.config.max_position_embeddings) + " tokens");
-  std::vector<int32_t> stop_ids = tok.eos_ids();
-  for (int32_t id : m.config.eos_token_ids)
-    if (std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end()) stop_ids.push_back(id);
+std::string dump(const json& j) {
+  // Invalid UTF-8 cannot come out of the detokenizer, but never throw on output.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
-  Decoder decoder(m.config, m.weights);
-  SequenceRunner runner(decoder, std::max<int64_t>(total, 1));
-  Sampler sampler(opt.sampling);
-  // After a prompt that shows text, a leading space of the continuation is real.
-  IncrementalDetokenizer detok(tok, /*skip_special_tokens=*/true, tok.decode(prompt).empty());
-  std::fprintf(stderr, "model: %s, %zu prompt tokens\n", m.description.c_str(), prompt.size());
-  if (!opt.json) {
-    std::cout << opt.prompt << std::flush;
+// Redraws one line on stderr: a bar, requests done, tokens out, output tokens/s.
+class ProgressBar {
+ public:
+  explicit ProgressBar(int64_t total) : total_(total), start_(LLMEngine::now()), tty_(isatty(2)) {}
+  void update(int64_t done, int64_t tokens_out, bool last = false) {
+    const double now = LLMEngine::now();
+    if (!last && now - last_draw_ < (tty_ ? 0.2 : 10.0)) return;
+    last_draw_ = now;
+    const int width = 30;
+    const int filled = total_ > 0 ? static_cast<int>(width * done / total_) : width;
+    const double elapsed = now - start_;
+    std::fprintf(stderr, "%s[%s%s] %lld/%lld requests, %lld tokens out, %.1f tokens/s, %.1f s%s",
+                 tty_ ? "\r" : "", std::string(static_cast<size_t>(filled), '=').c_str(),
+                 std::string(static_cast<size_t>(width - filled), ' ').c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total_),
+                 static_cast<long long>(tokens_out), elapsed > 0 ? tokens_out / elapsed : 0.0,
+                 elapsed, tty_ && !last ? "" : "\n");
   }
 
-  std::vector<int32_t> generated;
-  std::string text, piece;
-  std::string finish_reason = "length";
-  double prefill_s = 0, decode_s = 0;
-  int decode_steps = 0;
-  if (opt.max_tokens > 0) {
-    Clock::time_point start = Clock::now();
-    std::span<const float> logits = runner.feed(prompt);
-    prefill_s = seconds_since(start);
-    while (true) {
-      const int32_t next = sampler.sample(logits);
-      generated.push_back(next);
-      piece.clear();
-      detok.push(next, piece);
-      text += piece;
-      if (!opt.json) std::cout << piece << std::flush;
-      if (!opt.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
-        finish_reason = "stop";
-        break;
+ private:
+  int64_t total_;
+  double start_;
+  bool tty_;
+  double last_draw_ = -1e9;
+};
+
+// Reads one request per line: `prompt` (text) or `prompt_token_ids`, and sampling fields.
+void read_requests(const std::string& path, const Tokenizer& tok, const SamplingParams& defaults,
+                   std::vector<std::vector<int32_t>>& prompts, std::vector<SamplingParams>& params) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open");
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    try {
+      const json body = json::parse(line);
+      if (!body.is_object()) throw Error("a line must be a JSON object");
+      SamplingParams p = defaults;
+      update_sampling_params(p, body);
+      p.validate();
+      const auto ids = body.find("prompt_token_ids");
+      const auto text = body.find("prompt");
+      if (ids != body.end() && !ids->is_null()) {
+        if (!ids->is_array()) throw Error("'prompt_token_ids' must be a list of integers");
+        std::vector<int32_t> tokens;
+        for (const json& id : *ids) {
+          if (!id.is_number_integer()) throw Error("'prompt_token_ids' must be a list of integers");
+          tokens.push_back(id.get<int32_t>());
+        }
+        prompts.push_back(std::move(tokens));
+      } else if (text != body.end() && text->is_string()) {
+        prompts.push_back(tok.encode(text->get<std::string>()));
+      } else {
+        throw Error("needs 'prompt' (a string) or 'prompt_token_ids'");
       }
-      if (static_cast<int>(generated.size()) >= opt.max_tokens) break;
-      start = Clock::now();
-      logits = runner.feed(next);
-      decode_s += seconds_since(start);
-      ++decode_steps;
+      params.push_back(p);
+    } catch (const json::exception& e) {
+      throw Error(where + "not JSON: " + e.what());
+    } catch (const Error& e) {
+      throw Error(where + e.what());
     }
   }
-  piece.clear();
-  detok.flush(piece);
-  text += piece;
-  if (!opt.json) std::cout << piece << '\n' << std::flush;
+}
 
-  const double pp_tps = prefill_s > 0 ? static_cast<double>(prompt.size()) / prefill_s : 0.0;
+void run_batch(const GenerateOptions& opt, LLM& llm, const SamplingParams& defaults) {
+  if (opt.output_path.empty()) throw Error("--prompts needs --output FILE.jsonl");
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<SamplingParams> params;
+  read_requests(opt.prompts_path, llm.tokenizer(), defaults, prompts, params);
+  if (prompts.empty()) throw Error(opt.prompts_path + ": no requests");
+  std::ofstream out(opt.output_path);
+  if (!out) throw Error(opt.output_path + ": cannot write");
+  std::fprintf(stderr, "%zu requests\n", prompts.size());
+
+  ProgressBar bar(static_cast<int64_t>(prompts.size()));
+  const double start = LLMEngine::now();
+  std::vector<RequestOutput> results = llm.generate(prompts, params, [&](int64_t done, int64_t) {
+    bar.update(done, llm.engine().stats().generation_tokens);
+  });
+  const double seconds = LLMEngine::now() - start;
+  const EngineStats stats = llm.engine().stats();
+  bar.update(static_cast<int64_t>(results.size()), stats.generation_tokens, true);
+
+  for (size_t i = 0; i < results.size(); ++i) {
+    const bool logprobs = params[i].logprobs.has_value();
+    json line = {{"index", i}, {"prompt_token_ids", prompts[i]}};
+    line.update(completion_json(results[i].outputs.at(0), logprobs));
+    if (results[i].outputs.size() > 1) {
+      line["outputs"] = json::array();
+      for (const CompletionOutput& c : results[i].outputs) {
+        json o = {{"index", c.index}};
+        o.update(completion_json(c, logprobs));
+        line["outputs"].push_back(o);
+      }
+    }
+    out << dump(line) << '\n';
+  }
+  if (!out.flush()) throw Error(opt.output_path + ": write failed");
+  std::fprintf(stderr,
+               "%lld prompt tokens computed (%lld of %lld from the prefix cache), %lld tokens out "
+               "in %.2f s: %.2f output tokens/s, %lld steps, %lld preemptions\n",
+               static_cast<long long>(stats.prompt_tokens),
+               static_cast<long long>(stats.prefix_cache_hits),
+               static_cast<long long>(stats.prefix_cache_queries),
+               static_cast<long long>(stats.generation_tokens), seconds,
+               seconds > 0 ? stats.generation_tokens / seconds : 0.0,
+               static_cast<long long>(stats.num_steps), static_cast<long long>(stats.num_preemptions));
+}
+
+void run_one(const GenerateOptions& opt, LLM& llm, const SamplingParams& params) {
+  const Tokenizer& tok = llm.tokenizer();
+  std::vector<int32_t> prompt = tok.encode(opt.prompt);  // BOS as the tokenizer says
+  if (prompt.empty()) throw Error("the prompt is empty and the tokenizer adds no BOS token");
+  LLMEngine& engine = llm.engine();
+  const int64_t prompt_len = static_cast<int64_t>(prompt.size());
+  engine.add_request("prompt", prompt, params);
+  if (!opt.json) std::cout << opt.prompt << std::flush;
+
+  CompletionOutput final;
+  double prefill_end = -1, last_token = -1;
+  const double start = LLMEngine::now();
+  while (engine.has_unfinished_requests()) {
+    for (RequestOutput& out : engine.step()) {
+      for (CompletionOutput& c : out.outputs) {
+        if (!opt.json) std::cout << c.new_text << std::flush;
+        if (c.finished()) final = std::move(c);
+      }
+      if (prefill_end < 0) prefill_end = out.metrics.first_token_time;
+      last_token = out.metrics.last_token_time;
+    }
+  }
+  if (!opt.json) std::cout << '\n' << std::flush;
+
+  const double prefill_s = prefill_end - start;
+  const int64_t decode_steps = std::max<int64_t>(0, static_cast<int64_t>(final.token_ids.size()) - 1);
+  const double decode_s = last_token - prefill_end;
+  const double pp_tps = prefill_s > 0 ? prompt_len / prefill_s : 0.0;
   const double tg_tps = decode_s > 0 ? decode_steps / decode_s : 0.0;
   std::fprintf(stderr,
-               "prompt processing: %zu tokens in %.2f ms (%.2f tokens/s)\n"
-               "generation: %d tokens in %.2f ms (%.2f tokens/s)\n",
-               prompt.size(), prefill_s * 1e3, pp_tps, decode_steps, decode_s * 1e3, tg_tps);
+               "prompt processing: %lld tokens in %.2f ms (%.2f tokens/s)\n"
+               "generation: %lld tokens in %.2f ms (%.2f tokens/s)\n",
+               static_cast<long long>(prompt_len), prefill_s * 1e3, pp_tps,
+               static_cast<long long>(decode_steps), decode_s * 1e3, tg_tps);
   if (opt.json) {
-    nlohmann::json out;
-    out["prompt_token_ids"] = prompt;
-    out["token_ids"] = generated;
-    out["text"] = text;
-    out["finish_reason"] = finish_reason;
-    out["timings"] = {{"prompt_tokens", prompt.size()},
+    json out = {{"prompt_token_ids", prompt}};
+    out.update(completion_json(final, params.logprobs.has_value()));
+    out["timings"] = {{"prompt_tokens", prompt_len},
                       {"prompt_ms", prefill_s * 1e3},
                       {"prompt_tokens_per_s", pp_tps},
                       {"decode_tokens", decode_steps},
                       {"decode_ms", decode_s * 1e3},
                       {"decode_tokens_per_s", tg_tps}};
-    // Invalid UTF-8 cannot occur (the detokenizer replaces it), but never throw on output.
-    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    std::cout << dump(out) << '\n';
   }
+}
+
+void run(GenerateOptions opt) {
+  SamplingParams params = opt.sampling;
+  params.stop = opt.stop;
+  if (opt.logprobs >= 0) params.logprobs = opt.logprobs;
+  const bool batch = !opt.prompts_path.empty();
+  if (batch && opt.has_prompt) throw Error("give --prompt or --prompts, not both");
+  if (!batch && !opt.has_prompt && opt.save_gguf.empty())
+    throw Error("give --prompt TEXT or --prompts FILE.jsonl");
+  if (!batch) params.validate();
+
+  LoadedModel model = load_model(opt.model.load_options());
+  if (!opt.save_gguf.empty()) {
+    save_gguf(opt.save_gguf, model.weights, model.config, model.tokenizer ? &*model.tokenizer : nullptr);
+    std::fprintf(stderr, "wrote %s\n", opt.save_gguf.c_str());
+    if (!batch && !opt.has_prompt) return;
+  }
+  if (!model.tokenizer) throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
+  EngineConfig config = opt.engine.engine_config();
+  if (!batch) {
+    // One sequence: a cache for it alone, as long as it can grow.
+    const int64_t need = static_cast<int64_t>(model.tokenizer->encode(opt.prompt).size()) + params.max_tokens;
+    if (need > model.config.max_position_embeddings)
+      throw Error("prompt + -n " + std::to_string(params.max_tokens) + " = " + std::to_string(need) +
+                  " tokens exceeds the model's context of " +
+                  std::to_string(model.config.max_position_embeddings) + " tokens");
+    config.scheduler.max_num_seqs = 1;
+    if (config.max_model_len == 0) config.max_model_len = need;
+  }
+  const std::string description = model.description;
+  LLM llm(std::move(model), config);
+  std::fprintf(stderr, "model: %s, %d threads\n%s\n", description.c_str(), omp_get_max_threads(),
+               llm.engine().kv_cache_summary().c_str());
+  if (batch) run_batch(opt, llm, params);
+  else run_one(opt, llm, params);
 }
 
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
   auto opt = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate text from a prompt with one model");
+  opt->sampling.temperature = 0.0f;  // greedy unless asked (llama.cpp's CLI samples; we show the model)
+  opt->sampling.max_tokens = 128;
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "Generate text: one prompt streamed, or a JSONL file of requests as one batch");
   cmd->add_option("--model,-m", opt->model.model,
                   "GGUF file, Hugging Face folder, or (dummy) config.json / folder")
       ->required();
-  cmd->add_option("--prompt,-p", opt->prompt, "Prompt text (BOS is added as the tokenizer says)");
-  cmd->add_option("-n,--max-tokens", opt->max_tokens, "Tokens to generate at most");
-  cmd->add_option("--temperature", opt->sampling.temperature, "0: greedy");
+  CLI::Option* prompt =
+      cmd->add_option("--prompt,-p", opt->prompt, "Prompt text (BOS is added as the tokenizer says)");
+  cmd->add_option("--prompts", opt->prompts_path,
+                  "JSONL file: one {\"prompt\" or \"prompt_token_ids\", sampling fields…} per line");
+  cmd->add_option("--output,-o", opt->output_path,
+                  "JSONL results of --prompts, in input order: index, prompt_token_ids, token_ids, "
+                  "text, finish_reason");
+  cmd->add_option("-n,--max-tokens", opt->sampling.max_tokens, "Tokens to generate at most")
+      ->capture_default_str();
+  cmd->add_option("--temperature", opt->sampling.temperature, "0: greedy")->capture_default_str();
   cmd->add_option("--top-k", opt->sampling.top_k, "Keep the k most likely tokens (0: all)");
   cmd->add_option("--top-p", opt->sampling.top_p, "Nucleus sampling mass (1: all)");
+  cmd->add_option("--min-p", opt->sampling.min_p, "Drop tokens below min-p × the top probability");
+  cmd->add_option("--presence-penalty", opt->sampling.presence_penalty, "OpenAI presence penalty");
+  cmd->add_option("--frequency-penalty", opt->sampling.frequency_penalty, "OpenAI frequency penalty");
+  cmd->add_option("--repetition-penalty", opt->sampling.repetition_penalty, "1: off");
+  cmd->add_option("--min-tokens", opt->sampling.min_tokens, "No EOS/stop before this many tokens");
+  cmd->add_option("--stop", opt->stop, "Stop string (repeatable)");
+  cmd->add_option("--logprobs", opt->logprobs, "Return logprobs with this many top tokens");
   cmd->add_option("--seed", opt->sampling.seed, "Sampling seed");
-  cmd->add_flag("--ignore-eos", opt->ignore_eos, "Keep generating past end-of-sequence tokens");
+  cmd->add_flag("--ignore-eos", opt->sampling.ignore_eos, "Keep generating past end-of-sequence tokens");
   cmd->add_flag("--json", opt->json,
                 "Print only one JSON line: prompt_token_ids, token_ids, text, finish_reason, timings");
   cmd->add_option("--save-gguf", opt->save_gguf, "Write the loaded weights as a GGUF file first");
   opt->model.add_to(cmd);
-  cmd->callback([opt] { run(*opt); });
+  opt->engine.add_to(cmd);
+  cmd->callback([opt, prompt] {
+    opt->has_prompt = prompt->count() > 0;
+    run(*opt);
+  });
 }
 
 }  // namespace tern::cli

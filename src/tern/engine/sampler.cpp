@@ -1,78 +1,333 @@
-// Sampler: candidates are narrowed by top-k (partial sort), turned into probabilities at the
-// temperature, cut by top-p, then one uniform draw picks among what is left.
+// Sampler: penalties on a copy of the row, then the truncations on a candidate list (top_k by a
+// partial sort, top_p by a heap selection or a bisection, never a full sort), then one
+// uniform draw walked over the kept tokens in a fixed order. Every ordering uses one total order
+// (logit, then id), so no result depends on how a selection algorithm moves equal elements.
 #include "tern/engine/sampler.h"
 
 #include <algorithm>
 #include <cmath>
-#include <string>
-
-#include "tern/core/error.h"
+#include <limits>
 
 namespace tern {
+namespace {
 
-void SamplingParams::validate() const {
-  if (!(temperature >= 0.0f) || !std::isfinite(temperature))
-    throw Error("temperature must be a finite number >= 0, got " + std::to_string(temperature));
-  if (!(top_p > 0.0f && top_p <= 1.0f))
-    throw Error("top_p must be in (0, 1], got " + std::to_string(top_p));
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Up to this top_k a heap selection (partial_sort) is cheapest; above, nth_element then a sort.
+constexpr size_t kHeapSelectMaxK = 4096;
+// top_p first looks for its nucleus among this many most likely tokens (one heap selection);
+// a wider nucleus is found by bisection with nth_element, O(vocab), never a full sort.
+constexpr size_t kNucleusFirstGuess = 64;
+
+struct Candidate {
+  float logit;  // processed
+  int32_t id;
+  float weight;  // exp((logit − max) / T), once computed
+};
+
+// Most likely first; ties by the lower id.
+bool more_likely(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
+
+// Vocabulary-sized working memory, per thread: one Sampler per sequence would otherwise hold
+// megabytes each for a 152K vocabulary, and none of it outlives a call.
+struct Scratch {
+  std::vector<float> logits;          // [vocab]: the processed row
+  std::vector<float> weights;         // [vocab]: exp((logit − max) / T), in id order
+  std::vector<Candidate> candidates;  // [<= vocab]
+  std::vector<Candidate> selection;   // [<= vocab]: a copy top_p may reorder
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// 53 random bits → [0, 1): the same on every standard library (the distributions are not).
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1p-53; }
+
+float weight(float logit, float max_logit, float temperature) {
+  // Division, not a multiply by 1/T: at a denormal T the inverse is inf and 0 * inf is NaN.
+  return std::exp((logit - max_logit) / temperature);
+}
+
+// The one draw over `kept`, walked in its order. Returns the last token with weight when
+// rounding leaves the target at the very end.
+int32_t pick(std::span<const Candidate> kept, double u) {
+  double total = 0.0;
+  for (const Candidate& c : kept) total += c.weight;
+  const double target = u * total;
+  double acc = 0.0;
+  int32_t last = kept.front().id;
+  for (const Candidate& c : kept) {
+    if (c.weight <= 0.0f) continue;
+    acc += c.weight;
+    last = c.id;
+    if (target < acc) return c.id;
+  }
+  return last;
+}
+
+// Sorts the first `k` of c[0, n) (most likely first) and leaves the rest after them.
+void select_top(std::vector<Candidate>& c, size_t k, size_t n) {
+  const auto first = c.begin();
+  const auto mid = first + static_cast<std::ptrdiff_t>(k);
+  const auto last = first + static_cast<std::ptrdiff_t>(n);
+  if (k <= kHeapSelectMaxK) {
+    std::partial_sort(first, mid, last, more_likely);
+  } else {
+    std::nth_element(first, mid, last, more_likely);
+    std::sort(first, mid, more_likely);
+  }
+}
+
+// top_p over sorted c[0, n): the length of the smallest prefix whose mass reaches top_p.
+size_t nucleus_of_sorted(std::span<const Candidate> c, float top_p) {
+  double total = 0.0;
+  for (const Candidate& x : c) total += x.weight;
+  const double goal = static_cast<double>(top_p) * total;
+  double mass = 0.0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    mass += c[i].weight;
+    if (mass >= goal) return i + 1;
+  }
+  return c.size();
+}
+
+// The least likely token of the top_p nucleus of `sel` (which it reorders): the smallest
+// most-likely-first set whose mass reaches `goal`.
+Candidate nucleus_boundary(std::vector<Candidate>& sel, double goal) {
+  auto at = [&](size_t i) { return sel.begin() + static_cast<std::ptrdiff_t>(i); };
+  const size_t n = sel.size();
+  size_t lo = 0, hi = std::min(n, kNucleusFirstGuess);
+  std::partial_sort(at(0), at(hi), at(n), more_likely);
+  double above = 0.0;  // the mass of sel[0, lo), all in the nucleus
+  for (size_t i = 0; i < hi; ++i) {
+    if (above + sel[i].weight >= goal) return sel[i];
+    above += sel[i].weight;
+  }
+  // Wider: bisect [lo, hi) = the unsorted rest, keeping "the boundary is in [lo, hi)".
+  lo = hi;
+  hi = n;
+  while (hi - lo > kNucleusFirstGuess) {
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(at(lo), at(mid), at(hi), more_likely);
+    double upper = above;
+    for (size_t i = lo; i < mid; ++i) upper += sel[i].weight;
+    if (upper >= goal) {
+      hi = mid;
+    } else {
+      above = upper;
+      lo = mid;
+    }
+  }
+  std::sort(at(lo), at(hi), more_likely);
+  for (size_t i = lo; i < hi; ++i) {
+    above += sel[i].weight;
+    if (above >= goal) return sel[i];
+  }
+  return sel[hi - 1];  // rounding left the goal just out of reach: everything
+}
+
+// top_p over unsorted c[0, n) (in id order): keeps the nucleus in place, still in id order, so
+// a wide nucleus is never sorted. Returns its size.
+size_t nucleus_in_place(std::vector<Candidate>& c, size_t n, float top_p) {
+  double total = 0.0;
+  for (size_t i = 0; i < n; ++i) total += c[i].weight;
+  std::vector<Candidate>& sel = scratch().selection;
+  sel.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(n));
+  const Candidate boundary = nucleus_boundary(sel, static_cast<double>(top_p) * total);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!more_likely(boundary, c[i])) c[kept++] = c[i];
+  return kept;
+}
+
+// NaN would break every comparison (and the strict weak order the sorts need): it counts as
+// impossible.
+float finite_or_neg_inf(float v) { return std::isnan(v) ? kNegInf : v; }
+
+// vLLM v1's default logprobs: log_softmax of the raw row, the sampled token's and the k largest
+// (ties by the lower id), most likely first.
+void fill_logprobs(std::span<const float> raw, int32_t token, size_t k, SampledToken& out) {
+  float max_logit = kNegInf;
+  for (float v : raw) max_logit = std::max(max_logit, finite_or_neg_inf(v));
+  double sum = 0.0;
+  if (max_logit > kNegInf)
+    for (float v : raw) sum += std::exp(finite_or_neg_inf(v) - max_logit);
+  // All impossible: every logprob is -inf.
+  const double lse =
+      max_logit > kNegInf ? max_logit + std::log(sum) : std::numeric_limits<double>::infinity();
+  auto logprob = [&](float v) {
+    return static_cast<float>(static_cast<double>(finite_or_neg_inf(v)) - lse);
+  };
+  out.logprob = logprob(raw[static_cast<size_t>(token)]);
+  out.top.clear();
+  if (k == 0) return;
+  out.top.reserve(k + 1);
+  // A sorted list of at most k (token, raw logit): ids come in increasing order, so a later
+  // equal logit never passes an earlier one.
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const float v = finite_or_neg_inf(raw[i]);
+    if (out.top.size() == k && !(v > out.top.back().logprob)) continue;
+    auto at = std::find_if(out.top.begin(), out.top.end(),
+                           [v](const TokenLogprob& t) { return t.logprob < v; });
+    out.top.insert(at, TokenLogprob{static_cast<int32_t>(i), v});
+    if (out.top.size() > k) out.top.pop_back();
+  }
+  for (TokenLogprob& t : out.top) t.logprob = logprob(t.logprob);
+}
+
+}  // namespace
 
 int32_t argmax(std::span<const float> logits) {
   int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  for (size_t i = 1; i < logits.size(); ++i) {
+    const float best_value = logits[static_cast<size_t>(best)];
+    if (logits[i] > best_value || (std::isnan(best_value) && !std::isnan(logits[i])))
+      best = static_cast<int32_t>(i);
+  }
   return best;
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
-  params_.validate();
+Sampler::Sampler(const SamplingParams& params, uint64_t seed,
+                 std::span<const int32_t> prompt_token_ids,
+                 std::vector<int32_t> suppressed_until_min_tokens)
+    : temperature_(params.temperature),
+      top_p_(params.top_p),
+      min_p_(params.min_p),
+      top_k_(params.top_k),
+      presence_penalty_(params.presence_penalty),
+      frequency_penalty_(params.frequency_penalty),
+      repetition_penalty_(params.repetition_penalty),
+      min_tokens_(params.min_tokens),
+      num_logprobs_(params.logprobs ? *params.logprobs : -1),
+      rng_(seed),
+      suppressed_(std::move(suppressed_until_min_tokens)) {
+  params.validate();
+  if (repetition_penalty_ != 1.0f) {
+    prompt_ids_.assign(prompt_token_ids.begin(), prompt_token_ids.end());
+    std::sort(prompt_ids_.begin(), prompt_ids_.end());
+    prompt_ids_.erase(std::unique(prompt_ids_.begin(), prompt_ids_.end()), prompt_ids_.end());
+  }
+  // Distinct output tokens rarely pass a thousand; beyond, the vector grows by doubling.
+  if (penalized()) output_counts_.reserve(static_cast<size_t>(std::min(params.max_tokens, 1024)));
+  if (min_tokens_ == 0) suppressed_.clear();
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  if (params_.greedy() || logits.size() <= 1) return argmax(logits);
+bool Sampler::penalized() const {
+  return presence_penalty_ != 0.0f || frequency_penalty_ != 0.0f || repetition_penalty_ != 1.0f;
+}
+
+void Sampler::process(std::span<const float> logits, std::vector<float>& out) const {
   const size_t vocab = logits.size();
-  candidates_.resize(vocab);
-  for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
-  // Most likely first; ties by id, so the order (and the draw) never depends on the sort.
-  auto more_likely = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  size_t n = vocab;
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab) n = static_cast<size_t>(params_.top_k);
-  if (n < vocab || params_.top_p < 1.0f) {
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(n),
-                      candidates_.end(), more_likely);
+  out.resize(vocab);
+  for (size_t i = 0; i < vocab; ++i) out[i] = finite_or_neg_inf(logits[i]);
+  auto in_vocab = [vocab](int32_t id) { return id >= 0 && static_cast<size_t>(id) < vocab; };
+  if (num_sampled_ < min_tokens_)
+    for (int32_t id : suppressed_)
+      if (in_vocab(id)) out[static_cast<size_t>(id)] = kNegInf;
+  if (repetition_penalty_ != 1.0f) {
+    // Positive logits are divided and negative ones multiplied, so the token always loses.
+    auto penalize = [&](int32_t id) {
+      if (!in_vocab(id)) return;
+      float& v = out[static_cast<size_t>(id)];
+      v = v > 0.0f ? v / repetition_penalty_ : v * repetition_penalty_;
+    };
+    for (int32_t id : prompt_ids_) penalize(id);
+    for (const auto& [id, count] : output_counts_)
+      if (!std::binary_search(prompt_ids_.begin(), prompt_ids_.end(), id)) penalize(id);
   }
-  // Probabilities of the n kept, relative to the best (first when sorted; find it otherwise).
-  float max_logit = candidates_[0].first;
-  for (size_t i = 1; i < n; ++i) max_logit = std::max(max_logit, candidates_[i].first);
-  const double inv_t = 1.0 / params_.temperature;
-  double total = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double p = std::exp((static_cast<double>(candidates_[i].first) - max_logit) * inv_t);
-    candidates_[i].first = static_cast<float>(p);
-    total += p;
-  }
-  if (params_.top_p < 1.0f) {
-    // The smallest prefix (by probability, already sorted) whose mass reaches top_p.
-    double mass = 0.0;
-    size_t keep = 0;
-    while (keep < n) {
-      mass += candidates_[keep].first;
-      ++keep;
-      if (mass >= params_.top_p * total) break;
+  // OpenAI's definition: minus frequency × count, then minus presence once.
+  if (frequency_penalty_ != 0.0f || presence_penalty_ != 0.0f) {
+    for (const auto& [id, count] : output_counts_) {
+      if (!in_vocab(id)) continue;
+      float& v = out[static_cast<size_t>(id)];
+      v -= frequency_penalty_ * static_cast<float>(count);
+      v -= presence_penalty_;
     }
-    n = keep;
-    total = mass;
   }
-  // 53 random bits → [0, 1), the same on every standard library.
-  const double u = static_cast<double>(rng_() >> 11) * 0x1p-53 * total;
-  double acc = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    acc += candidates_[i].first;
-    if (u < acc) return candidates_[i].second;
+}
+
+int32_t Sampler::draw(std::span<const float> x) {
+  const size_t vocab = x.size();
+  float max_logit = kNegInf;
+  for (float v : x) max_logit = std::max(max_logit, v);
+  const double u = uniform01(rng_);  // one draw per step, whatever the path
+  // Everything impossible, or an infinite logit that takes all the mass: the lowest id of the
+  // maximum, as greedy would.
+  if (!std::isfinite(max_logit)) return argmax(x);
+
+  const bool truncate_k = top_k_ > 0 && static_cast<size_t>(top_k_) < vocab;
+  if (!truncate_k && top_p_ >= 1.0f && min_p_ <= 0.0f) {
+    // Nothing is cut: walk the whole row in id order, weights computed once.
+    std::vector<float>& w = scratch().weights;
+    w.resize(vocab);
+    double total = 0.0;
+    for (size_t i = 0; i < vocab; ++i) {
+      w[i] = weight(x[i], max_logit, temperature_);
+      total += w[i];
+    }
+    const double target = u * total;
+    double acc = 0.0;
+    size_t last = 0;  // set by the first token with weight; the maximum has weight 1
+    for (size_t i = 0; i < vocab; ++i) {
+      if (w[i] <= 0.0f) continue;
+      acc += w[i];
+      last = i;
+      if (target < acc) return static_cast<int32_t>(i);
+    }
+    return static_cast<int32_t>(last);
   }
-  return candidates_[n - 1].second;
+
+  // min_p: p_i >= min_p × p_max  ⇔  (x_i − max) / T >= log(min_p).
+  std::vector<Candidate>& c = scratch().candidates;
+  c.clear();
+  c.reserve(vocab);
+  const float log_min_p = min_p_ > 0.0f ? std::log(min_p_) : kNegInf;
+  for (size_t i = 0; i < vocab; ++i) {
+    if (min_p_ > 0.0f && !((x[i] - max_logit) / temperature_ >= log_min_p)) continue;
+    c.push_back(Candidate{x[i], static_cast<int32_t>(i), 0.0f});
+  }
+  size_t n = c.size();  // >= 1: the maximum always passes
+  bool sorted = false;
+  if (top_k_ > 0 && static_cast<size_t>(top_k_) < n) {
+    n = static_cast<size_t>(top_k_);
+    select_top(c, n, c.size());
+    sorted = true;
+  }
+  for (size_t i = 0; i < n; ++i) c[i].weight = weight(c[i].logit, max_logit, temperature_);
+  if (top_p_ < 1.0f)
+    n = sorted ? nucleus_of_sorted(std::span<const Candidate>(c.data(), n), top_p_)
+               : nucleus_in_place(c, n, top_p_);
+  return pick(std::span<const Candidate>(c.data(), n), u);
+}
+
+SampledToken Sampler::sample(std::span<const float> logits) {
+  SampledToken out;
+  if (logits.empty()) return out;  // nothing to choose from; the engine never passes this
+  const bool suppress = num_sampled_ < min_tokens_ && !suppressed_.empty();
+  if (temperature_ <= 0.0f && !suppress && !penalized()) {
+    out.token = argmax(logits);  // the row as it is: no copy
+  } else {
+    std::vector<float>& x = scratch().logits;
+    process(logits, x);
+    out.token = temperature_ <= 0.0f ? argmax(x) : draw(x);
+  }
+  if (num_logprobs_ >= 0) fill_logprobs(logits, out.token, static_cast<size_t>(num_logprobs_), out);
+  record(out.token);
+  return out;
+}
+
+void Sampler::record(int32_t token) {
+  ++num_sampled_;
+  if (!penalized()) return;
+  auto at = std::lower_bound(output_counts_.begin(), output_counts_.end(), token,
+                             [](const auto& entry, int32_t id) { return entry.first < id; });
+  if (at != output_counts_.end() && at->first == token)
+    ++at->second;
+  else
+    output_counts_.insert(at, {token, 1});
 }
 
 }  // namespace tern

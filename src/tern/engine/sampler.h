@@ -1,5 +1,8 @@
-// Picking the next token from a row of logits: greedy at temperature 0, else temperature,
-// top-k and top-p (nucleus) with a seeded RNG, so a seed reproduces a run exactly.
+// Picking a completion's next token from its row of logits, with every OpenAI / vLLM sampling
+// parameter: min_tokens suppression, repetition / presence / frequency penalties, then greedy or
+// temperature → min_p → top_k → top_p and one seeded draw. A token depends only on the request
+// (params, seed, prompt, its own earlier tokens) and its logits row, never on the rest of the
+// batch, so a seeded request gives the same output alone or batched.
 #pragma once
 
 #include <cstdint>
@@ -8,32 +11,59 @@
 #include <utility>
 #include <vector>
 
+#include "tern/engine/sampling_params.h"
+
 namespace tern {
 
-struct SamplingParams {
-  float temperature = 0.0f;  // 0: greedy (argmax, lowest id on ties)
-  int32_t top_k = 0;         // keep the k most likely tokens; 0 or negative: all
-  float top_p = 1.0f;        // keep the smallest set whose probability reaches p; 1: all
-  uint64_t seed = 0;
-
-  bool greedy() const { return temperature <= 0.0f; }
-  // Throws tern::Error naming the field for a negative temperature or top_p outside (0, 1].
-  void validate() const;
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
 };
 
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;           // of `token`, when params.logprobs is set
+  std::vector<TokenLogprob> top;  // params.logprobs = k: the k most likely, most likely first
+};
+
+// One per completion (sequence): it holds the completion's RNG and penalty counts.
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& params);
+  // seed: params.seed (the engine passes seed + completion index for n > 1) or one the engine
+  // chooses. suppressed_until_min_tokens: the ids min_tokens forbids (the EOS ids unless
+  // ignore_eos, plus stop_token_ids). Throws tern::Error when params are out of range.
+  Sampler(const SamplingParams& params, uint64_t seed, std::span<const int32_t> prompt_token_ids,
+          std::vector<int32_t> suppressed_until_min_tokens);
 
-  // logits: [vocab]. Allocates only on the first call (its scratch grows to the vocabulary).
-  int32_t sample(std::span<const float> logits);
+  // logits: the raw model row, [vocab]. Applies, in vLLM's order: min_tokens suppression,
+  // repetition penalty (prompt and output tokens), presence and frequency penalties (output
+  // tokens), then greedy (argmax of the processed logits) or temperature → min_p → top_k →
+  // top_p → one uniform draw. Logprobs are vLLM v1's default: log_softmax of the raw row.
+  // Records the token in the completion's output counts. Never throws; the vocabulary-sized
+  // scratch is per thread and allocated on a thread's first call.
+  SampledToken sample(std::span<const float> logits);
 
-  const SamplingParams& params() const { return params_; }
+  int32_t num_sampled() const { return num_sampled_; }
 
  private:
-  SamplingParams params_;
+  bool penalized() const;
+  // Copies `logits` into `out` ([vocab]) with NaN → -inf, then the suppression and penalties.
+  void process(std::span<const float> logits, std::vector<float>& out) const;
+  // Temperature, min_p, top_k, top_p and the one draw over the processed row.
+  int32_t draw(std::span<const float> x);
+  void record(int32_t token);
+
+  float temperature_, top_p_, min_p_;
+  int32_t top_k_;  // <= 0: all
+  float presence_penalty_, frequency_penalty_, repetition_penalty_;
+  int32_t min_tokens_;
+  int32_t num_logprobs_;  // -1: none
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;  // [vocab]: (logit, id)
+  std::vector<int32_t> prompt_ids_;  // sorted, unique; kept only for a repetition penalty
+  std::vector<int32_t> suppressed_;
+  std::vector<std::pair<int32_t, int32_t>> output_counts_;  // (id, count) sorted by id; kept
+                                                            // only when a penalty is on
+  int32_t num_sampled_ = 0;
 };
 
 // The index of the largest value, the lowest on ties.

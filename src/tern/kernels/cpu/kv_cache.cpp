@@ -154,4 +154,15 @@ void KvCache::read_slot(int layer, int64_t slot, float* k, float* v) const {
   load_row(config_.dtype, static_cast<const std::byte*>(v_data(layer)) + slot * row_bytes, v, row);
 }
 
+void KvCache::copy_block(int64_t src, int64_t dst) {
+  const size_t block_bytes =
+      static_cast<size_t>(config_.block_size * config_.row_elems()) * element_bytes_;
+  for (int layer = 0; layer < config_.num_layers; ++layer) {
+    auto* k = static_cast<std::byte*>(k_data(layer));
+    auto* v = static_cast<std::byte*>(v_data(layer));
+    std::memcpy(k + dst * block_bytes, k + src * block_bytes, block_bytes);
+    std::memcpy(v + dst * block_bytes, v + src * block_bytes, block_bytes);
+  }
+}
+
 }  // namespace tern::cpu

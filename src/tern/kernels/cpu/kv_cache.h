@@ -69,6 +69,10 @@ class KvCache {
     return base_.get() + layer_offset(layer) + tensor_bytes_;
   }
 
+  // Copies block `src`'s K and V rows, in every layer, over block `dst` (copy on write of a
+  // block that sequences share). Both must be in [0, num_blocks).
+  void copy_block(int64_t src, int64_t dst);
+
   // Reads slot `slot` of one layer back as f32 (for tests and debugging tools).
   // k, v: [n_kv_heads, head_dim]
   void read_slot(int layer, int64_t slot, float* k, float* v) const;

@@ -1,0 +1,35 @@
+#include "commands/engine_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace tern::cli {
+
+void EngineOptions::add_to(CLI::App* cmd) {
+  cmd->add_option("--block-size", config.block_size, "Tokens per KV-cache block")
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", config.max_model_len,
+                  "Longest sequence (prompt + output); default: the model's, capped to the cache");
+  cmd->add_option("--kv-cache-memory", kv_cache_memory,
+                  "KV cache size, e.g. 4GiB (default: 4 GiB or what max-num-seqs full sequences need)");
+  cmd->add_option("--kv-cache-fraction", kv_cache_fraction,
+                  "KV cache size as a fraction of available memory, e.g. 0.5");
+  cmd->add_flag("--no-enable-prefix-caching", no_prefix_caching, "Turn prefix caching off");
+  cmd->add_option("--max-num-seqs", config.scheduler.max_num_seqs, "Sequences in one step at most")
+      ->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", config.scheduler.max_num_batched_tokens,
+                  "Tokens in one step at most (the chunked-prefill budget)")
+      ->capture_default_str();
+  cmd->add_flag("--no-enable-chunked-prefill", no_chunked_prefill,
+                "Prefill prompts whole (to measure what chunking does)");
+}
+
+EngineConfig EngineOptions::engine_config() const {
+  EngineConfig c = config;
+  if (!kv_cache_memory.empty()) c.kv_cache_memory = parse_byte_size(kv_cache_memory);
+  if (kv_cache_fraction != 0.0) c.kv_cache_fraction = kv_cache_fraction;
+  c.enable_prefix_caching = !no_prefix_caching;
+  c.scheduler.enable_chunked_prefill = !no_chunked_prefill;
+  return c;
+}
+
+}  // namespace tern::cli

@@ -1,0 +1,111 @@
+// KV cache sizing: from a byte budget to blocks, with the log line that says what fits.
+#include "tern/engine/engine_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "tern/core/error.h"
+
+namespace tern {
+namespace {
+
+constexpr uint64_t kDefaultKvBytes = uint64_t{4} << 30;
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1u << 30));
+  return buf;
+}
+
+}  // namespace
+
+uint64_t parse_byte_size(const std::string& text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
+             unit.end());
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "kib" || unit == "k") scale = 1024.0;
+  else if (unit == "mib" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "tib" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  else if (unit == "tb") scale = 1e12;
+  const double bytes = value * scale;
+  if (end == 0 || scale == 0 || !std::isfinite(bytes) || bytes <= 0 || bytes > 1e18)
+    throw Error("'" + text + "' is not a memory size (e.g. 4GiB, 512MiB, 2GB, 1000000)");
+  return static_cast<uint64_t>(bytes);
+}
+
+uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    uint64_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  throw Error("/proc/meminfo: no MemAvailable line; give --kv-cache-memory instead");
+}
+
+KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
+                          int64_t model_max_len) {
+  if (config.kv_cache_memory && config.kv_cache_fraction)
+    throw Error("give --kv-cache-memory or --kv-cache-fraction, not both");
+  if (config.max_model_len < 0)
+    throw Error("max_model_len must be >= 0, got " + std::to_string(config.max_model_len));
+  const int64_t wanted_len = config.max_model_len > 0 ? config.max_model_len : model_max_len;
+  if (wanted_len < 1) throw Error("the model states no context length; give --max-model-len");
+
+  uint64_t budget = kDefaultKvBytes;
+  std::string source = "default";
+  if (config.kv_cache_memory) {
+    budget = *config.kv_cache_memory;
+    source = "--kv-cache-memory";
+  } else if (config.kv_cache_fraction) {
+    const double f = *config.kv_cache_fraction;
+    if (!(f > 0.0 && f <= 1.0))
+      throw Error("--kv-cache-fraction must be in (0, 1], got " + std::to_string(f));
+    budget = static_cast<uint64_t>(f * static_cast<double>(available_memory_bytes()));
+    source = "--kv-cache-fraction";
+  } else {
+    // No more than every sequence at full length could use.
+    const double full = static_cast<double>(shape.bytes_per_token()) * wanted_len *
+                        config.scheduler.max_num_seqs;
+    budget = std::min<uint64_t>(budget, static_cast<uint64_t>(full) + (uint64_t{1} << 20));
+  }
+  KvCachePlan plan;
+  plan.num_blocks = cpu::kv_cache_blocks_for_budget(shape, budget);
+  if (plan.num_blocks < 1)
+    throw Error(source + ": " + std::to_string(budget) + " bytes hold no KV block of " +
+                std::to_string(shape.bytes_per_block()) + " bytes");
+  const int64_t cache_tokens = plan.num_blocks * shape.block_size;
+  if (config.max_model_len > 0 && config.max_model_len > cache_tokens)
+    throw Error("--max-model-len " + std::to_string(config.max_model_len) +
+                " does not fit in the KV cache (" + std::to_string(cache_tokens) +
+                " tokens); give a bigger --kv-cache-memory or a smaller --max-model-len");
+  plan.max_model_len = std::min(wanted_len, cache_tokens);
+  plan.summary = "KV cache: " + std::to_string(plan.num_blocks) + " blocks of " +
+                 std::to_string(shape.block_size) + " tokens = " + std::to_string(cache_tokens) +
+                 " tokens, " + gib(static_cast<double>(plan.num_blocks * shape.bytes_per_block())) +
+                 " (" + std::to_string(shape.bytes_per_token()) + " bytes per token, " + source +
+                 "); max_model_len " + std::to_string(plan.max_model_len);
+  return plan;
+}
+
+}  // namespace tern

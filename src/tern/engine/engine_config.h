@@ -1,0 +1,42 @@
+// The engine's settings, named after vLLM's flags, and how big its KV cache is.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tern/engine/scheduler.h"
+#include "tern/kernels/cpu/kv_cache.h"
+
+namespace tern {
+
+struct EngineConfig {
+  int block_size = 16;                        // --block-size
+  int64_t max_model_len = 0;                  // --max-model-len; 0: the model's, capped to the cache
+  std::optional<uint64_t> kv_cache_memory;    // --kv-cache-memory, bytes
+  std::optional<double> kv_cache_fraction;    // --kv-cache-fraction of available memory
+  bool enable_prefix_caching = true;          // --no-enable-prefix-caching turns it off
+  SchedulerConfig scheduler;                  // --max-num-seqs, --max-num-batched-tokens, chunked prefill
+  uint64_t seed = 0;                          // --seed: seeds of requests that bring none
+};
+
+// The KV cache the engine will allocate, decided before it is.
+struct KvCachePlan {
+  int64_t num_blocks = 0;
+  int64_t max_model_len = 0;
+  std::string summary;  // one line for the log: blocks, tokens, bytes
+};
+
+// Without --kv-cache-memory or --kv-cache-fraction: 4 GiB, or less when max_num_seqs sequences
+// of max_model_len tokens need less. Throws tern::Error when the budget holds no block, or when
+// an explicit max_model_len does not fit in the cache. `model_max_len`: the model's context.
+KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
+                          int64_t model_max_len);
+
+// "4GiB", "512MiB", "1.5GB", "2e9", "1000000": bytes. Throws tern::Error on anything else.
+uint64_t parse_byte_size(const std::string& text);
+
+// MemAvailable of /proc/meminfo in bytes; tern::Error when it cannot be read.
+uint64_t available_memory_bytes();
+
+}  // namespace tern

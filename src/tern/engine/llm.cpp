@@ -1,0 +1,69 @@
+// LLM: add every prompt, step until all have finished, gather the final outputs.
+#include "tern/engine/llm.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "tern/core/error.h"
+
+namespace tern {
+
+LLM::LLM(const LoadOptions& load, const EngineConfig& config) : LLM(load_model(load), config) {}
+
+LLM::LLM(LoadedModel model, const EngineConfig& config) : model_(std::move(model)) {
+  if (!model_.tokenizer) throw Error("the model has no tokenizer; give one with --tokenizer");
+  decoder_ = std::make_unique<Decoder>(model_.config, model_.weights);
+  engine_ = std::make_unique<LLMEngine>(*decoder_, *model_.tokenizer, config);
+}
+
+LLM::~LLM() = default;
+
+std::vector<RequestOutput> LLM::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                         const std::vector<SamplingParams>& params,
+                                         const Progress& progress) {
+  if (params.size() != 1 && params.size() != prompts.size())
+    throw Error("generate: " + std::to_string(params.size()) + " sampling parameters for " +
+                std::to_string(prompts.size()) + " prompts");
+  std::vector<std::string> ids(prompts.size());
+  std::unordered_map<std::string, size_t> index_of;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ids[i] = "offline-" + std::to_string(next_id_++);
+    index_of[ids[i]] = i;
+    try {
+      engine_->add_request(ids[i], prompts[i], params.size() == 1 ? params[0] : params[i]);
+    } catch (const Error& e) {
+      for (size_t j = 0; j < i; ++j) engine_->abort_request(ids[j]);
+      engine_->step();  // collects the aborts
+      throw Error("prompt " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  std::vector<RequestOutput> results(prompts.size());
+  int64_t done = 0;
+  while (engine_->has_unfinished_requests()) {
+    for (RequestOutput& out : engine_->step()) {
+      RequestOutput& result = results[index_of.at(out.request_id)];
+      result.request_id = out.request_id;
+      result.metrics = out.metrics;
+      for (CompletionOutput& c : out.outputs)
+        if (c.finished()) result.outputs.push_back(std::move(c));
+      if (out.finished) {
+        result.finished = true;
+        std::sort(result.outputs.begin(), result.outputs.end(),
+                  [](const auto& a, const auto& b) { return a.index < b.index; });
+        ++done;
+      }
+    }
+    if (progress) progress(done, static_cast<int64_t>(prompts.size()));
+  }
+  return results;
+}
+
+std::vector<RequestOutput> LLM::generate(const std::vector<std::string>& prompts,
+                                         const SamplingParams& params, const Progress& progress) {
+  std::vector<std::vector<int32_t>> tokens;
+  tokens.reserve(prompts.size());
+  for (const std::string& p : prompts) tokens.push_back(tokenizer().encode(p));
+  return generate(tokens, {params}, progress);
+}
+
+}  // namespace tern

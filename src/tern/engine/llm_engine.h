@@ -1,0 +1,105 @@
+// The engine loop (vLLM's LLMEngine / EngineCore): requests come in with add_request, each
+// step() schedules one token budget, runs it as one forward, samples, detokenizes, checks the
+// stop conditions and reports what changed. Single-threaded: whoever owns it calls step();
+// the server drives it from its own thread through queues.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tern/engine/block_manager.h"
+#include "tern/engine/engine_config.h"
+#include "tern/engine/model_runner.h"
+#include "tern/engine/request_output.h"
+#include "tern/engine/sampler.h"
+#include "tern/engine/sampling_params.h"
+#include "tern/engine/scheduler.h"
+#include "tern/models/decoder.h"
+#include "tern/tokenizer/tokenizer.h"
+
+namespace tern {
+
+// Counters and gauges for logs and /metrics.
+struct EngineStats {
+  int64_t num_running = 0;  // sequences (a request with n completions counts n)
+  int64_t num_waiting = 0;
+  double kv_cache_usage = 0.0;  // fraction of blocks held
+  int64_t num_blocks = 0;
+  int64_t prefix_cache_queries = 0;  // tokens
+  int64_t prefix_cache_hits = 0;     // tokens
+  int64_t prompt_tokens = 0;         // computed prompt tokens (cache hits excluded)
+  int64_t generation_tokens = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_steps = 0;
+};
+
+class LLMEngine {
+ public:
+  // The decoder (and its weights) must outlive the engine. Throws tern::Error when the KV
+  // cache does not fit (see plan_kv_cache).
+  LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& config);
+  ~LLMEngine();
+
+  // Queues a request. Throws tern::Error, queueing nothing, for invalid sampling parameters,
+  // a duplicate id, an empty prompt, a token id outside the vocabulary, a prompt longer than
+  // max_model_len, or one that could not fit even in an empty KV cache.
+  void add_request(const std::string& request_id, std::vector<int32_t> prompt_token_ids,
+                   const SamplingParams& params);
+
+  // Runs one step; returns the requests with news (new tokens, finished, or aborted).
+  std::vector<RequestOutput> step();
+
+  // Stops a request; its blocks are freed now and the next step() reports it finished with
+  // "abort". False when no such request is unfinished.
+  bool abort_request(const std::string& request_id);
+
+  bool has_unfinished_requests() const { return !requests_.empty(); }
+  int64_t num_unfinished_requests() const { return static_cast<int64_t>(requests_.size()); }
+  EngineStats stats() const;
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const Decoder& decoder() const { return decoder_; }
+  int64_t max_model_len() const { return plan_.max_model_len; }
+  const std::string& kv_cache_summary() const { return plan_.summary; }
+  const EngineConfig& config() const { return config_; }
+
+  // Seconds on the clock the request metrics use.
+  static double now();
+
+ private:
+  struct Request;
+  struct Completion;
+
+  // The n - 1 more completions of a request whose prompt is in the cache: they share its
+  // blocks and join the running set.
+  std::vector<Completion*> fork_completions(Request& request);
+  // Appends a sampled token, streams its text, and checks the stop conditions.
+  void update(Completion& completion, const SampledToken& sampled, double time,
+              std::vector<RequestOutput>& outputs);
+  CompletionOutput& output_for(Completion& completion, std::vector<RequestOutput>& outputs);
+  void finish(Completion& completion, std::string reason, double time);
+  std::unique_ptr<Completion> make_completion(Request& request, int32_t index,
+                                              std::span<const int32_t> prompt);
+
+  Decoder& decoder_;
+  Tokenizer tokenizer_;
+  EngineConfig config_;
+  KvCachePlan plan_;
+  std::vector<int32_t> eos_ids_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+  std::mt19937_64 seed_rng_;
+  int64_t next_seq_id_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+  std::unordered_map<const Sequence*, Completion*> completion_of_;
+  std::vector<RequestOutput> aborted_;  // reported by the next step()
+  EngineStats counters_;
+};
+
+}  // namespace tern

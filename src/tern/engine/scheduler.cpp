@@ -1,0 +1,105 @@
+// Scheduler: the two passes of a step (running, then waiting) over one token budget.
+#include "tern/engine/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tern/core/error.h"
+
+namespace tern {
+
+Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks)
+    : config_(config), blocks_(blocks) {
+  if (config.max_num_seqs < 1)
+    throw Error("max_num_seqs must be >= 1, got " + std::to_string(config.max_num_seqs));
+  if (config.max_num_batched_tokens < 1)
+    throw Error("max_num_batched_tokens must be >= 1, got " +
+                std::to_string(config.max_num_batched_tokens));
+}
+
+void Scheduler::add(Sequence* seq) {
+  seq->status = SequenceStatus::kWaiting;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::add_running(Sequence* seq, const Sequence* after) {
+  seq->status = SequenceStatus::kRunning;
+  auto it = std::find(running_.begin(), running_.end(), after);
+  running_.insert(it == running_.end() ? it : it + 1, seq);
+}
+
+void Scheduler::preempt(Sequence* seq, SchedulerStep& step) {
+  blocks_.free(*seq);
+  seq->status = SequenceStatus::kWaiting;
+  seq->num_preemptions++;
+  waiting_.push_front(seq);
+  step.preempted.push_back(seq);
+  ++num_preemptions_;
+}
+
+SchedulerStep Scheduler::schedule() {
+  SchedulerStep step;
+  int64_t budget = config_.max_num_batched_tokens;
+
+  // Running sequences, oldest first. Preempting takes the newest, possibly this one.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* seq = running_[i];
+    const int64_t remaining = seq->num_tokens() - seq->num_computed_tokens;
+    const int64_t n = std::min(remaining, budget);
+    bool self_preempted = false;
+    while (!blocks_.allocate(*seq, seq->num_computed_tokens + n, step.copies)) {
+      Sequence* victim = running_.back();
+      running_.pop_back();
+      preempt(victim, step);
+      if (victim == seq) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) break;
+    step.chunks.push_back({seq, n, n == remaining});
+    step.num_tokens += n;
+    budget -= n;
+    ++i;
+  }
+
+  // Waiting sequences, first come first served, unless this step had to preempt (the cache is
+  // full: admitting more would only preempt again).
+  while (step.preempted.empty() && !waiting_.empty() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    const std::vector<int32_t> cached = blocks_.find_cached_prefix(*seq);
+    const int64_t computed = static_cast<int64_t>(cached.size()) * blocks_.block_size();
+    const int64_t remaining = seq->num_tokens() - computed;
+    if (!config_.enable_chunked_prefill && remaining > budget) break;
+    const int64_t n = std::min(remaining, budget);
+    if (!blocks_.allocate(*seq, computed + n, step.copies, cached)) break;
+    if (seq->num_preemptions == 0) seq->num_cached_tokens = computed;
+    blocks_.count_prefix_query(seq->num_tokens(), computed);
+    waiting_.pop_front();
+    seq->status = SequenceStatus::kRunning;
+    running_.push_back(seq);
+    step.chunks.push_back({seq, n, n == remaining});
+    step.num_tokens += n;
+    budget -= n;
+  }
+  return step;
+}
+
+void Scheduler::complete(const SchedulerStep& step) {
+  for (const ScheduledChunk& chunk : step.chunks) {
+    chunk.seq->num_computed_tokens += chunk.num_tokens;
+    blocks_.cache_full_blocks(*chunk.seq);
+  }
+}
+
+void Scheduler::remove(Sequence* seq) {
+  if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end())
+    running_.erase(it);
+  if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end())
+    waiting_.erase(it);
+  blocks_.free(*seq);
+  seq->status = SequenceStatus::kFinished;
+}
+
+}  // namespace tern

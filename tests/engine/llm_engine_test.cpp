@@ -1,0 +1,240 @@
+// The engine end to end: batch invariance (batched vs alone, chunked vs whole prefill, prefix
+// cache hit vs miss), a tiny cache that forces preemption, n > 1, stop conditions, aborts and
+// the errors a request gets at once.
+#include "tern/engine/llm_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/engine_test_util.h"
+#include "tern/core/error.h"
+
+namespace tern {
+namespace {
+
+using testing::expect_same_outputs;
+using testing::random_prompts;
+using testing::run_alone;
+using testing::small_engine;
+
+SamplingParams greedy(int max_tokens, int logprobs = 3) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  p.logprobs = logprobs;
+  return p;
+}
+
+// Mixed lengths, one batch: the same ids and logprobs as alone, with chunked and whole
+// prefill, and with the prefix cache cold and warm.
+void expect_batch_invariant(LoadedModel (*make_model)(), int count, int max_len, int max_tokens) {
+  const int32_t vocab = static_cast<int32_t>(make_model().config.vocab_size);
+  const auto prompts = random_prompts(count, max_len, vocab, 5);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < count; ++i) params.push_back(greedy(1 + (i * 7) % max_tokens));
+
+  const auto alone = run_alone(prompts, params, make_model, small_engine(512, false, false));
+  {
+    LLM llm(make_model(), small_engine(48));  // chunked: prompts split over steps
+    expect_same_outputs(llm.generate(prompts, params), alone, "batched, chunked prefill, cold cache");
+    const auto warm = llm.generate(prompts, params);
+    EXPECT_GT(llm.engine().stats().prefix_cache_hits, 0);
+    expect_same_outputs(warm, alone, "batched, prefix cache warm");
+    EXPECT_EQ(llm.engine().stats().kv_cache_usage, 0.0);  // every block back
+  }
+  {
+    LLM llm(make_model(), small_engine(512, /*chunked=*/false, /*prefix=*/false));
+    expect_same_outputs(llm.generate(prompts, params), alone, "batched, whole prefill");
+  }
+}
+
+TEST(LLMEngine, BatchInvariantStories260K) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  expect_batch_invariant(testing::stories260k, 64, 150, 24);
+}
+
+TEST(LLMEngine, BatchInvariantTinyQwen3) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer.json");
+  expect_batch_invariant(testing::tiny_qwen3, 16, 100, 12);
+}
+
+TEST(LLMEngine, TinyCachePreemptsAndStillGivesTheSameOutputs) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const auto prompts = random_prompts(24, 100, 512, 9);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 24; ++i) {
+    SamplingParams p = greedy(30);
+    if (i % 2) {  // seeded sampling must also survive preemption and recompute
+      p.temperature = 0.9f;
+      p.seed = 100 + i;
+    }
+    params.push_back(p);
+  }
+  LLM big(testing::stories260k(), small_engine(64));
+  const auto reference = big.generate(prompts, params);
+  EngineConfig tiny = small_engine(64);
+  tiny.max_model_len = 160;
+  tiny.kv_cache_memory = 640 * 16 * 12 + 4096;  // 12 blocks of 16 tokens (640 bytes per token)
+  LLM small(testing::stories260k(), tiny);
+  ASSERT_LE(small.engine().stats().num_blocks, 13);
+  const auto outputs = small.generate(prompts, params);
+  EXPECT_GT(small.engine().stats().num_preemptions, 0);
+  expect_same_outputs(outputs, reference, "tiny cache");
+  EXPECT_EQ(small.engine().stats().kv_cache_usage, 0.0);
+}
+
+TEST(LLMEngine, RejectsWhatCanNeverRunAndKeepsServing) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  EngineConfig c = small_engine();
+  c.max_model_len = 64;
+  c.kv_cache_memory = 640 * 16 * 3 + 4096;  // 3 blocks: 48 tokens
+  EXPECT_THROW(LLM(testing::stories260k(), c), Error);  // max_model_len does not fit
+  c.max_model_len = 0;
+  LLM llm(testing::stories260k(), c);
+  EXPECT_EQ(llm.engine().max_model_len(), 48);
+  LLMEngine& engine = llm.engine();
+  EXPECT_THROW(engine.add_request("long", std::vector<int32_t>(49, 5), greedy(1)), Error);
+  EXPECT_THROW(engine.add_request("empty", {}, greedy(1)), Error);
+  EXPECT_THROW(engine.add_request("vocab", {1, 512}, greedy(1)), Error);
+  SamplingParams bad = greedy(1);
+  bad.top_p = 0.0f;
+  EXPECT_THROW(engine.add_request("bad", {1, 2}, bad), Error);
+  engine.add_request("ok", {1, 2, 3}, greedy(100));
+  EXPECT_THROW(engine.add_request("ok", {1, 2}, greedy(1)), Error);  // duplicate id
+  std::vector<int32_t> ids;
+  std::string finish;
+  while (engine.has_unfinished_requests())
+    for (auto& out : engine.step())
+      for (auto& c2 : out.outputs)
+        if (c2.finished()) {
+          ids = c2.token_ids;
+          finish = *c2.finish_reason;
+        }
+  EXPECT_EQ(finish, "length");  // capped by max_model_len: 3 + 45 = 48
+  EXPECT_EQ(ids.size(), 45u);
+}
+
+TEST(LLMEngine, SeededCompletionsOfOneRequestMatchSeparateRequests) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  LLM llm(testing::stories260k(), small_engine());
+  const std::vector<int32_t> prompt = llm.tokenizer().encode("Once upon a time, a little");  // 7 tokens: the
+  // last block is partial, so the completions copy it on write.
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.max_tokens = 20;
+  p.seed = 42;
+  p.n = 3;
+  const auto together = llm.generate({prompt}, {p});
+  ASSERT_EQ(together[0].outputs.size(), 3u);
+  p.n = 1;
+  for (int i = 0; i < 3; ++i) {
+    p.seed = 42 + i;
+    const auto alone = llm.generate({prompt}, {p});
+    EXPECT_EQ(together[0].outputs[static_cast<size_t>(i)].token_ids, alone[0].outputs[0].token_ids) << i;
+    EXPECT_EQ(together[0].outputs[static_cast<size_t>(i)].index, i);
+  }
+  EXPECT_NE(together[0].outputs[0].token_ids, together[0].outputs[1].token_ids);
+  EXPECT_EQ(llm.engine().stats().kv_cache_usage, 0.0);
+}
+
+TEST(LLMEngine, StopStringsStopIdsAndMinTokens) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  LLM llm(testing::stories260k(), small_engine());
+  const auto prompt = llm.tokenizer().encode("Once upon a time");
+  const auto plain = llm.generate({prompt}, {greedy(40, 0)})[0].outputs[0];
+  ASSERT_GT(plain.text.size(), 30u);
+
+  // A stop string spanning tokens: the text ends right before it.
+  const std::string stop = plain.text.substr(12, 9);
+  SamplingParams s = greedy(40, 0);
+  s.stop = {stop};
+  const auto stopped = llm.generate({prompt}, {s})[0].outputs[0];
+  EXPECT_EQ(stopped.text, plain.text.substr(0, plain.text.find(stop)));
+  EXPECT_EQ(*stopped.finish_reason, "stop");
+  EXPECT_EQ(std::get<std::string>(stopped.stop_reason), stop);
+  s.include_stop_str_in_output = true;
+  const auto with_stop = llm.generate({prompt}, {s})[0].outputs[0];
+  EXPECT_EQ(with_stop.text, plain.text.substr(0, plain.text.find(stop) + stop.size()));
+
+  // A stop token id: generation ends on it, the id kept in token_ids.
+  const int32_t third = plain.token_ids[2];
+  SamplingParams t = greedy(40, 0);
+  t.stop_token_ids = {third};
+  const auto by_id = llm.generate({prompt}, {t})[0].outputs[0];
+  const size_t first_at = static_cast<size_t>(
+      std::find(plain.token_ids.begin(), plain.token_ids.end(), third) - plain.token_ids.begin());
+  EXPECT_EQ(by_id.token_ids.size(), first_at + 1);
+  EXPECT_EQ(by_id.token_ids.back(), third);
+  EXPECT_EQ(std::get<int32_t>(by_id.stop_reason), third);
+
+  // min_tokens: that id cannot come before 10 tokens.
+  t.min_tokens = 10;
+  const auto late = llm.generate({prompt}, {t})[0].outputs[0];
+  EXPECT_GE(late.token_ids.size(), 10u);
+  for (size_t i = 0; i + 1 < std::min<size_t>(late.token_ids.size(), 10); ++i)
+    EXPECT_NE(late.token_ids[i], third);
+
+  // max_tokens: "length".
+  const auto short_one = llm.generate({prompt}, {greedy(5, 0)})[0].outputs[0];
+  EXPECT_EQ(short_one.token_ids.size(), 5u);
+  EXPECT_EQ(*short_one.finish_reason, "length");
+}
+
+TEST(LLMEngine, PenaltiesChangeTheGreedyPathDeterministically) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  LLM llm(testing::stories260k(), small_engine());
+  const auto prompt = llm.tokenizer().encode("Once upon a time");
+  const auto plain = llm.generate({prompt}, {greedy(60, 0)})[0].outputs[0];
+  SamplingParams p = greedy(60, 0);
+  p.frequency_penalty = 2.0f;
+  const auto a = llm.generate({prompt}, {p})[0].outputs[0];
+  const auto b = llm.generate({prompt}, {p})[0].outputs[0];
+  EXPECT_EQ(a.token_ids, b.token_ids);
+  EXPECT_NE(a.token_ids, plain.token_ids);
+  auto max_count = [](const std::vector<int32_t>& ids) {
+    int best = 0;
+    for (int32_t id : ids) best = std::max<int>(best, static_cast<int>(std::count(ids.begin(), ids.end(), id)));
+    return best;
+  };
+  EXPECT_LT(max_count(a.token_ids), max_count(plain.token_ids));
+}
+
+TEST(LLMEngine, AbortFreesTheBlocksAndReportsAbort) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  LLM llm(testing::stories260k(), small_engine());
+  LLMEngine& engine = llm.engine();
+  engine.add_request("a", {1, 403, 407}, greedy(50));
+  engine.add_request("b", {1, 403, 407, 261}, greedy(50));
+  for (int i = 0; i < 3; ++i) engine.step();
+  EXPECT_GT(engine.stats().kv_cache_usage, 0.0);
+  EXPECT_TRUE(engine.abort_request("a"));
+  EXPECT_FALSE(engine.abort_request("a"));
+  EXPECT_FALSE(engine.abort_request("nobody"));
+  bool saw_abort = false;
+  while (engine.has_unfinished_requests())
+    for (auto& out : engine.step())
+      if (out.request_id == "a") {
+        saw_abort = true;
+        EXPECT_TRUE(out.finished);
+        EXPECT_EQ(*out.outputs.at(0).finish_reason, "abort");
+        EXPECT_EQ(out.outputs.at(0).token_ids.size(), 3u);
+      }
+  EXPECT_TRUE(saw_abort);
+  EXPECT_EQ(engine.stats().kv_cache_usage, 0.0);
+}
+
+TEST(EngineConfig, ParsesMemorySizes) {
+  EXPECT_EQ(parse_byte_size("4GiB"), uint64_t{4} << 30);
+  EXPECT_EQ(parse_byte_size("512 MiB"), uint64_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("2GB"), uint64_t{2000000000});
+  EXPECT_EQ(parse_byte_size("1000"), 1000u);
+  EXPECT_EQ(parse_byte_size("1.5k"), 1536u);
+  for (const char* bad : {"", "GiB", "-1GiB", "4 parsecs", "0", "nan"})
+    EXPECT_THROW(parse_byte_size(bad), Error) << bad;
+}
+
+}  // namespace
+}  // namespace tern
