@@ -11,13 +11,12 @@ packages=(
   libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
   nlohmann-json3-dev                # JSON
   libxxhash-dev                     # prefix-cache block keys
-  libcpp-httplib-dev                # the HTTP server (tern serve)
+  libcpp-httplib-dev                # HTTP: tern serve, and the fake servers of the tests
   libcli11-dev                      # command line
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   python3-jinja2                    # renders expected chat templates in test-data scripts
   libcurl4-openssl-dev              # Hugging Face hub downloads
-  libcpp-httplib-dev                # the fake hub server of the hub tests
 )
 
 missing=()
