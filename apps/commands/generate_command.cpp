@@ -170,7 +170,7 @@ void run_batch(const GenerateOptions& opt, LLM& llm, const SamplingParams& defau
   }
   if (!out.flush()) throw Error(opt.output_path + ": write failed");
   std::fprintf(stderr,
-               "%lld prompt tokens computed (%lld of %lld from the prefix cache), %lld tokens out "
+               "%lld prompt tokens (%lld of %lld queried tokens from the prefix cache), %lld tokens out "
                "in %.2f s: %.2f output tokens/s, %lld steps, %lld preemptions\n",
                static_cast<long long>(stats.prompt_tokens),
                static_cast<long long>(stats.prefix_cache_hits),

@@ -143,10 +143,6 @@ std::vector<RequestOutput> LLMEngine::step() {
     Completion& completion = *completion_of_.at(chunk.seq);
     Request& request = *completion.request;
     if (request.metrics.first_scheduled_time < 0) request.metrics.first_scheduled_time = time;
-    // Prompt tokens computed (a recomputation after preemption counts again, as in vLLM).
-    const int64_t start = chunk.seq->num_computed_tokens - chunk.num_tokens;
-    if (start < chunk.seq->num_prompt_tokens)
-      counters_.prompt_tokens += std::min(chunk.seq->num_prompt_tokens, start + chunk.num_tokens) - start;
     if (!chunk.sample) continue;
     if (!request.forked && request.params.n > 1)
       for (Completion* child : fork_completions(request)) to_sample.emplace_back(child, row);
@@ -211,7 +207,10 @@ void LLMEngine::update(Completion& c, const SampledToken& sampled, double time,
   const int32_t token = sampled.token;
   c.seq.token_ids.push_back(token);
   ++counters_.generation_tokens;
-  if (request.metrics.first_token_time < 0) request.metrics.first_token_time = time;
+  if (request.metrics.first_token_time < 0) {
+    request.metrics.first_token_time = time;
+    counters_.prompt_tokens += request.metrics.num_prompt_tokens;  // vLLM: when prefill ends
+  }
   request.metrics.last_token_time = time;
   request.metrics.num_generation_tokens++;
   request.metrics.num_cached_tokens = request.completions[0]->seq.num_cached_tokens;

@@ -32,7 +32,7 @@ struct EngineStats {
   int64_t num_blocks = 0;
   int64_t prefix_cache_queries = 0;  // tokens
   int64_t prefix_cache_hits = 0;     // tokens
-  int64_t prompt_tokens = 0;         // computed prompt tokens (cache hits excluded)
+  int64_t prompt_tokens = 0;         // of requests whose prefill ended (cache hits included)
   int64_t generation_tokens = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
