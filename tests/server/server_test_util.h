@@ -116,9 +116,10 @@ inline StreamResult stream(int port, const std::string& path, const json& body, 
   };
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
-  client.send(req, res, error);
+  if (!client.send(req, res, error) && !(stop_after > 0 && error == httplib::Error::Canceled))
+    out.error_body = "no response: " + httplib::to_string(error);
   out.status = res.status;
-  if (res.status != 200) out.error_body = buffer + res.body;
+  if (res.status != 200) out.error_body += buffer + res.body;
   return out;
 }
 

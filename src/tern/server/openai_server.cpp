@@ -4,6 +4,7 @@
 #include "tern/server/openai_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <csignal>
 #include <cstdio>
@@ -46,6 +47,14 @@ const Route* find_route(const std::string& path) {
   return nullptr;
 }
 
+// Debian's compiled cpp-httplib listens with a backlog of 5: a burst of clients overflows it and
+// their SYNs are dropped (retried a second later, which some clients do not survive). Linux lets
+// listen() be called again on a listening socket to raise the backlog.
+class HttpServer : public httplib::Server {
+ public:
+  void raise_listen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+};
+
 void set_json(httplib::Response& res, const json& body) {
   res.set_content(dump_json(body), "application/json");
 }
@@ -57,7 +66,7 @@ struct OpenAIServer::Impl {
   ServerContext ctx;
   ServerMetrics metrics;
   AsyncEngine engine;
-  httplib::Server http;
+  HttpServer http;
   int port = -1;
   int64_t created = static_cast<int64_t>(std::time(nullptr));
   std::once_flag stopped;
@@ -255,6 +264,7 @@ int OpenAIServer::bind() {
                   " (in use, or not an address of this machine)");
     impl_->port = o.port;
   }
+  impl_->http.raise_listen_backlog(SOMAXCONN);
   return impl_->port;
 }
 
