@@ -1,10 +1,10 @@
 // `tern serve MODEL`: the OpenAI-compatible HTTP server. SIGTERM / SIGINT drain it: stop
 // accepting, abort the requests in flight (their streams end with finish_reason "abort"), exit 0.
-#include <CLI/CLI.hpp>
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -47,7 +47,8 @@ void run(ServeOptions opt) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  if (!opt.positional_model.empty() && !opt.model.model.empty() && opt.positional_model != opt.model.model)
+  if (!opt.positional_model.empty() && !opt.model.model.empty() &&
+      opt.positional_model != opt.model.model)
     throw Error("give the model once: as the argument or as --model");
   if (opt.model.model.empty()) opt.model.model = opt.positional_model;
   if (opt.model.model.empty()) throw Error("give a model: tern serve MODEL");
@@ -59,7 +60,8 @@ void run(ServeOptions opt) {
   if (opt.server.max_request_body == 0) throw Error("--max-request-body must be at least 1 byte");
 
   LoadedModel model = load_model(opt.model.load_options());
-  if (!model.tokenizer) throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
+  if (!model.tokenizer)
+    throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
   const std::string description = model.description;
   LLM llm(std::move(model), opt.engine.engine_config());
   server::OpenAIServer server(llm, opt.server);
@@ -73,7 +75,8 @@ void run(ServeOptions opt) {
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
-    std::fprintf(stderr, "tern serve: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fprintf(stderr, "tern serve: %s, shutting down\n",
+                 signal == SIGINT ? "SIGINT" : "SIGTERM");
     server.stop();
   });
   server.serve();
@@ -86,12 +89,14 @@ void run(ServeOptions opt) {
 
 void add_serve_command(CLI::App& app) {
   auto opt = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's routes and metrics)");
+  CLI::App* cmd =
+      app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's routes and metrics)");
   cmd->add_option("model_tag", opt->positional_model,
                   "GGUF file, Hugging Face folder, or (dummy) config.json / folder");
   cmd->add_option("--model,-m", opt->model.model, "The model, instead of the positional argument");
   cmd->add_option("--host", opt->server.host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", opt->server.port, "Port to listen on (0: any free port)")->capture_default_str();
+  cmd->add_option("--port", opt->server.port, "Port to listen on (0: any free port)")
+      ->capture_default_str();
   cmd->add_option("--served-model-name", opt->server.served_model_name,
                   "The model name clients use (default: the model argument)");
   cmd->add_option("--api-key", opt->server.api_key,

@@ -12,10 +12,10 @@
 namespace tern::testing {
 namespace {
 
-#define TERN_SKIP_OR_FAIL(message)                        \
-  do {                                                    \
-    if (fixtures_required()) FAIL() << (message);         \
-    GTEST_SKIP() << (message);                            \
+#define TERN_SKIP_OR_FAIL(message)                \
+  do {                                            \
+    if (fixtures_required()) FAIL() << (message); \
+    GTEST_SKIP() << (message);                    \
   } while (0)
 
 TEST(OpenAIClient, NpmOpenAIPackageTalksToTernServe) {

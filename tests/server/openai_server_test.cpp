@@ -35,7 +35,9 @@ TEST(OpenAIServer, CompletionMatchesOfflineGreedy) {
   const RequestOutput expected = offline.generate({std::string("Once upon a time")}, p)[0];
 
   const HttpResult r = post(s.port(), "/v1/completions",
-                            {{"model", "test-model"}, {"prompt", "Once upon a time"}, {"max_tokens", 24},
+                            {{"model", "test-model"},
+                             {"prompt", "Once upon a time"},
+                             {"max_tokens", 24},
                              {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json body = r.body_json();
@@ -48,13 +50,16 @@ TEST(OpenAIServer, CompletionMatchesOfflineGreedy) {
   EXPECT_EQ(body["choices"][0]["finish_reason"], *expected.outputs[0].finish_reason);
   EXPECT_EQ(body["usage"]["prompt_tokens"], offline.tokenizer().encode("Once upon a time").size());
   EXPECT_EQ(body["usage"]["completion_tokens"], expected.outputs[0].token_ids.size());
-  EXPECT_EQ(body["usage"]["total_tokens"],
-            body["usage"]["prompt_tokens"].get<int>() + body["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(body["usage"]["total_tokens"], body["usage"]["prompt_tokens"].get<int>() +
+                                               body["usage"]["completion_tokens"].get<int>());
 
   // The same streamed: the chunks add up to the same text; usage comes last with no choices.
   const StreamResult st = stream(s.port(), "/v1/completions",
-                                 {{"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 0},
-                                  {"stream", true}, {"stream_options", {{"include_usage", true}}}});
+                                 {{"prompt", "Once upon a time"},
+                                  {"max_tokens", 24},
+                                  {"temperature", 0},
+                                  {"stream", true},
+                                  {"stream_options", {{"include_usage", true}}}});
   ASSERT_EQ(st.status, 200);
   EXPECT_TRUE(st.done);
   ASSERT_GE(st.events.size(), 2u);
@@ -76,7 +81,10 @@ TEST(OpenAIServer, CompletionPromptShapesNAndLogprobs) {
   // Two prompts (one as token ids) × n = 2: four choices indexed prompt * n + completion.
   const HttpResult r = post(s.port(), "/v1/completions",
                             {{"prompt", json::array({json::array({1, 403, 407}), "Lily"})},
-                             {"n", 2}, {"max_tokens", 4}, {"seed", 7}, {"logprobs", 2}});
+                             {"n", 2},
+                             {"max_tokens", 4},
+                             {"seed", 7},
+                             {"logprobs", 2}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json body = r.body_json();
   ASSERT_EQ(body["choices"].size(), 4u);
@@ -135,40 +143,53 @@ TEST(OpenAIServer, TokenizeDetokenize) {
 TEST(OpenAIServer, MetricsPrometheusText) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   TestServer s(stories260k(), server_engine());
-  ASSERT_EQ(post(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 5}, {"ignore_eos", true}}).status, 200);
-  ASSERT_EQ(post(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 5}, {"ignore_eos", true}}).status, 200);
+  ASSERT_EQ(post(s.port(), "/v1/completions",
+                 {{"prompt", "Once"}, {"max_tokens", 5}, {"ignore_eos", true}})
+                .status,
+            200);
+  ASSERT_EQ(post(s.port(), "/v1/completions",
+                 {{"prompt", "Once"}, {"max_tokens", 5}, {"ignore_eos", true}})
+                .status,
+            200);
   const HttpResult r = get(s.port(), "/metrics");
   ASSERT_EQ(r.status, 200);
   const std::string& m = r.body;
   for (const char* name :
        {"tern:num_requests_running", "tern:num_requests_waiting", "tern:kv_cache_usage_perc",
-        "tern:prompt_tokens_total", "tern:generation_tokens_total", "tern:prefix_cache_queries_total",
-        "tern:prefix_cache_hits_total", "tern:num_preemptions_total", "tern:request_success_total",
+        "tern:prompt_tokens_total", "tern:generation_tokens_total",
+        "tern:prefix_cache_queries_total", "tern:prefix_cache_hits_total",
+        "tern:num_preemptions_total", "tern:request_success_total",
         "tern:time_to_first_token_seconds", "tern:inter_token_latency_seconds",
         "tern:e2e_request_latency_seconds", "tern:request_queue_time_seconds"}) {
     EXPECT_NE(m.find(std::string("# HELP ") + name + " "), std::string::npos) << name;
     EXPECT_NE(m.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
   }
   EXPECT_EQ(metric(m, gauge("tern:generation_tokens_total")), 10);
-  EXPECT_EQ(metric(m, "tern:request_success_total{model_name=\"test-model\",finished_reason=\"length\"}"), 2);
+  EXPECT_EQ(
+      metric(m, "tern:request_success_total{model_name=\"test-model\",finished_reason=\"length\"}"),
+      2);
   EXPECT_EQ(metric(m, gauge("tern:time_to_first_token_seconds_count")), 2);
   EXPECT_EQ(metric(m, gauge("tern:inter_token_latency_seconds_count")), 8);  // 4 gaps each
-  EXPECT_EQ(metric(m, "tern:time_to_first_token_seconds_bucket{model_name=\"test-model\",le=\"+Inf\"}"), 2);
-  EXPECT_EQ(metric(m, "tern:e2e_request_latency_seconds_bucket{model_name=\"test-model\",le=\"7680\"}"), 2);
+  EXPECT_EQ(
+      metric(m, "tern:time_to_first_token_seconds_bucket{model_name=\"test-model\",le=\"+Inf\"}"),
+      2);
+  EXPECT_EQ(
+      metric(m, "tern:e2e_request_latency_seconds_bucket{model_name=\"test-model\",le=\"7680\"}"),
+      2);
   // The second request found the first's prompt block? Too short for a full block: no hits.
   EXPECT_EQ(metric(m, gauge("tern:prefix_cache_hits_total")), 0);
   EXPECT_EQ(metric(m, gauge("tern:num_requests_running")), 0);
 }
 
-
 TEST(OpenAIServer, ChatCompletionStreamedAndNot) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
   TestServer s(tiny_chat_qwen3(), server_engine());
-  const json messages = json::array({{{"role", "system"}, {"content", "Be brief."}},
-                                     {{"role", "user"}, {"content", "Hello"}}});
+  const json messages = json::array(
+      {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hello"}}});
   const json body = {{"model", "test-model"}, {"messages", messages}, {"max_completion_tokens", 6},
-                     {"temperature", 0}, {"ignore_eos", true}, {"logprobs", true}, {"top_logprobs", 3}};
+                     {"temperature", 0},      {"ignore_eos", true},   {"logprobs", true},
+                     {"top_logprobs", 3}};
   const HttpResult r = post(s.port(), "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   const json j = r.body_json();
@@ -200,7 +221,8 @@ TEST(OpenAIServer, ChatCompletionStreamedAndNot) {
   EXPECT_TRUE(st.done);
   ASSERT_GE(st.events.size(), 3u);
   EXPECT_EQ(st.events[0]["choices"][0]["delta"]["role"], "assistant");
-  for (size_t i = 0; i + 1 < st.events.size(); ++i) EXPECT_EQ(st.events[i]["object"], "chat.completion.chunk");
+  for (size_t i = 0; i + 1 < st.events.size(); ++i)
+    EXPECT_EQ(st.events[i]["object"], "chat.completion.chunk");
   EXPECT_EQ(streamed_texts(st, 1)[0], choice["message"]["content"]);
   EXPECT_EQ(st.events.back()["usage"]["completion_tokens"], 6);
 

@@ -6,11 +6,10 @@
 #include <httplib.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine_test_util.h"
 #include "tern/engine/llm.h"
@@ -61,7 +60,8 @@ inline HttpResult http_request(int port, const std::string& method, const std::s
   req.path = path;
   req.headers = headers;
   req.body = body;
-  if (!body.empty() && !req.has_header("Content-Type")) req.set_header("Content-Type", "application/json");
+  if (!body.empty() && !req.has_header("Content-Type"))
+    req.set_header("Content-Type", "application/json");
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
   HttpResult out;
@@ -73,7 +73,8 @@ inline HttpResult http_request(int port, const std::string& method, const std::s
   return out;
 }
 
-inline HttpResult post(int port, const std::string& path, const json& body, const httplib::Headers& headers = {}) {
+inline HttpResult post(int port, const std::string& path, const json& body,
+                       const httplib::Headers& headers = {}) {
   return http_request(port, "POST", path, body.dump(), headers);
 }
 inline HttpResult get(int port, const std::string& path, const httplib::Headers& headers = {}) {
@@ -108,8 +109,10 @@ inline StreamResult stream(int port, const std::string& path, const json& body, 
       buffer.erase(0, end + 2);
       if (event.rfind("data: ", 0) != 0) continue;
       const std::string payload = event.substr(6);
-      if (payload == "[DONE]") out.done = true;
-      else out.events.push_back(json::parse(payload));
+      if (payload == "[DONE]")
+        out.done = true;
+      else
+        out.events.push_back(json::parse(payload));
       if (stop_after > 0 && static_cast<int>(out.events.size()) >= stop_after) return false;
     }
     return true;
@@ -129,7 +132,8 @@ inline double metric(const std::string& text, const std::string& series) {
   const std::string prefix = series + " ";
   for (size_t pos = 0; pos < text.size();) {
     const size_t end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    const std::string line =
+        text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size()));
     if (end == std::string::npos) break;
     pos = end + 1;
@@ -137,7 +141,9 @@ inline double metric(const std::string& text, const std::string& series) {
   return std::nan("");
 }
 
-inline std::string gauge(const char* name) { return std::string(name) + "{model_name=\"test-model\"}"; }
+inline std::string gauge(const char* name) {
+  return std::string(name) + "{model_name=\"test-model\"}";
+}
 
 // The text of a streamed completion or chat completion, choice by choice.
 inline std::vector<std::string> streamed_texts(const StreamResult& s, size_t choices) {
@@ -145,8 +151,10 @@ inline std::vector<std::string> streamed_texts(const StreamResult& s, size_t cho
   for (const json& e : s.events) {
     for (const json& c : e.at("choices")) {
       const size_t i = c.at("index").get<size_t>();
-      if (c.contains("text")) texts.at(i) += c["text"].get<std::string>();
-      else if (c.at("delta").contains("content")) texts.at(i) += c["delta"]["content"].get<std::string>();
+      if (c.contains("text"))
+        texts.at(i) += c["text"].get<std::string>();
+      else if (c.at("delta").contains("content"))
+        texts.at(i) += c["delta"]["content"].get<std::string>();
     }
   }
   return texts;
@@ -169,9 +177,12 @@ inline void wait_until_idle(int port) {
 // tokens) and the real Qwen tokenizer, whose tokenizer_config.json holds the chat template.
 inline LoadedModel tiny_chat_qwen3() {
   LoadedModel m;
-  m.config = shrunk_config("model-configs/qwen3-0.6b",
-                           {{"num_hidden_layers", 1}, {"hidden_size", 64}, {"intermediate_size", 128},
-                            {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"head_dim", 32}});
+  m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 1},
+                                                        {"hidden_size", 64},
+                                                        {"intermediate_size", 128},
+                                                        {"num_attention_heads", 2},
+                                                        {"num_key_value_heads", 1},
+                                                        {"head_dim", 32}});
   m.weights = make_dummy_weights(m.config, DType::F16, 5);
   m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
   m.description = "tiny chat qwen3 (dummy F16)";

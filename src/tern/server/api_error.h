@@ -2,9 +2,8 @@
 // with: {"error": {"message", "type", "param", "code"}}, code = the HTTP status as vLLM sets it.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tern/core/error.h"
 

@@ -12,7 +12,8 @@ AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics)
 
 AsyncEngine::~AsyncEngine() { shutdown(); }
 
-void AsyncEngine::submit(std::vector<EngineRequest> requests, std::shared_ptr<RequestChannel> channel) {
+void AsyncEngine::submit(std::vector<EngineRequest> requests,
+                         std::shared_ptr<RequestChannel> channel) {
   {
     std::lock_guard lock(mutex_);
     if (!stopping_) {
@@ -91,7 +92,9 @@ void AsyncEngine::route(RequestOutput& output) {
     r.last_token_time = output.metrics.last_token_time;
   }
   const bool finished = output.finished;
-  if (finished) metrics_.observe_finished(output.metrics, r.finished_reason.empty() ? "abort" : r.finished_reason);
+  if (finished)
+    metrics_.observe_finished(output.metrics,
+                              r.finished_reason.empty() ? "abort" : r.finished_reason);
   EngineEvent event;
   event.kind = EngineEvent::Kind::Output;
   event.prompt_index = r.prompt_index;

@@ -111,9 +111,9 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
   }
   events.erase(events.begin());
 
-  auto formatter = std::make_unique<ResponseFormatter>(endpoint, id, static_cast<int64_t>(std::time(nullptr)),
-                                                       ctx.options.served_model_name, ctx.tokenizer,
-                                                       g.n, num_prompts);
+  auto formatter = std::make_unique<ResponseFormatter>(
+      endpoint, id, static_cast<int64_t>(std::time(nullptr)), ctx.options.served_model_name,
+      ctx.tokenizer, g.n, num_prompts);
   if (g.stream) {
     auto state = std::make_shared<StreamState>();
     state->channel = channel;
@@ -139,8 +139,8 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
 
   // Not streamed: wait for every completion's final output. A client that leaves meanwhile is
   // noticed only when the response is written (httplib gives a handler no socket to watch).
-  std::vector<std::vector<CompletionOutput>> finals(static_cast<size_t>(num_prompts),
-                                                    std::vector<CompletionOutput>(static_cast<size_t>(g.n)));
+  std::vector<std::vector<CompletionOutput>> finals(
+      static_cast<size_t>(num_prompts), std::vector<CompletionOutput>(static_cast<size_t>(g.n)));
   for (auto& prompt : finals)
     for (size_t k = 0; k < prompt.size(); ++k) prompt[k].index = static_cast<int32_t>(k);
   int remaining = num_prompts;
@@ -154,7 +154,8 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
       for (CompletionOutput& c : e.output.outputs)
         if (c.finished()) {
           usage.completion_tokens += static_cast<int64_t>(c.token_ids.size());
-          finals.at(static_cast<size_t>(e.prompt_index)).at(static_cast<size_t>(c.index)) = std::move(c);
+          finals.at(static_cast<size_t>(e.prompt_index)).at(static_cast<size_t>(c.index)) =
+              std::move(c);
         }
       if (e.output.finished) --remaining;
     }

@@ -18,7 +18,8 @@ const json* field(const json& body, const char* name) {
 bool flag(const json& body, const char* name, bool fallback) {
   const json* v = field(body, name);
   if (!v) return fallback;
-  if (!v->is_boolean()) throw ApiError(400, std::string("'") + name + "' must be true or false", name);
+  if (!v->is_boolean())
+    throw ApiError(400, std::string("'") + name + "' must be true or false", name);
   return v->get<bool>();
 }
 
@@ -30,7 +31,8 @@ std::vector<int32_t> token_list(const json& ids, const Tokenizer& tok) {
     const int64_t v = id.get<int64_t>();
     if (v < 0 || v >= tok.vocab_size())
       throw ApiError(400,
-                     "token id " + std::to_string(v) + " in 'prompt' is outside the vocabulary (0 to " +
+                     "token id " + std::to_string(v) +
+                         " in 'prompt' is outside the vocabulary (0 to " +
                          std::to_string(tok.vocab_size() - 1) + ")",
                      "prompt");
     out.push_back(static_cast<int32_t>(v));
@@ -59,9 +61,12 @@ std::vector<std::vector<int32_t>> completion_prompts(const json& body, const Tok
     out.push_back(token_list(*prompt, tok));
   } else if (prompt->is_array() && !prompt->empty()) {
     for (const json& p : *prompt) {
-      if (p.is_string()) out.push_back(tok.encode(p.get<std::string>()));
-      else if (is_token_list(p)) out.push_back(token_list(p, tok));
-      else throw ApiError(400, shape, "prompt");
+      if (p.is_string())
+        out.push_back(tok.encode(p.get<std::string>()));
+      else if (is_token_list(p))
+        out.push_back(token_list(p, tok));
+      else
+        throw ApiError(400, shape, "prompt");
     }
   } else {
     throw ApiError(400, shape, "prompt");
@@ -70,7 +75,8 @@ std::vector<std::vector<int32_t>> completion_prompts(const json& body, const Tok
 }
 
 // Sampling fields common to both endpoints; `max_tokens_given` says whether the request set one.
-SamplingParams sampling_params(const json& body, bool& max_tokens_given, const ModelContext& model) {
+SamplingParams sampling_params(const json& body, bool& max_tokens_given,
+                               const ModelContext& model) {
   SamplingParams p;
   try {
     update_sampling_params(p, body);
@@ -100,7 +106,8 @@ std::vector<SamplingParams> per_prompt_params(const std::vector<std::vector<int3
     if (len == 0) throw ApiError(400, std::string("the ") + where + " is empty (no tokens)", where);
     if (len >= model.max_model_len)
       throw ApiError(400,
-                     "This model's maximum context length is " + std::to_string(model.max_model_len) +
+                     "This model's maximum context length is " +
+                         std::to_string(model.max_model_len) +
                          " tokens. However, your request has " + std::to_string(len) +
                          " input tokens. Please reduce the length of the input " + where + ".",
                      where);
@@ -109,10 +116,10 @@ std::vector<SamplingParams> per_prompt_params(const std::vector<std::vector<int3
       p.max_tokens = static_cast<int32_t>(model.max_model_len - len);
     } else if (len + p.max_tokens > model.max_model_len) {
       throw ApiError(400,
-                     "This model's maximum context length is " + std::to_string(model.max_model_len) +
-                         " tokens. However, you requested " + std::to_string(len + p.max_tokens) +
-                         " tokens (" + std::to_string(len) + " in the " + where + ", " +
-                         std::to_string(p.max_tokens) +
+                     "This model's maximum context length is " +
+                         std::to_string(model.max_model_len) + " tokens. However, you requested " +
+                         std::to_string(len + p.max_tokens) + " tokens (" + std::to_string(len) +
+                         " in the " + where + ", " + std::to_string(p.max_tokens) +
                          " in the completion). Please reduce the length of the " + where +
                          " or completion.",
                      where);
@@ -130,9 +137,11 @@ std::vector<SamplingParams> per_prompt_params(const std::vector<std::vector<int3
 void stream_fields(const json& body, GenerationRequest& r) {
   r.stream = flag(body, "stream", false);
   if (const json* options = field(body, "stream_options")) {
-    if (!options->is_object()) throw ApiError(400, "'stream_options' must be an object", "stream_options");
+    if (!options->is_object())
+      throw ApiError(400, "'stream_options' must be an object", "stream_options");
     if (!r.stream)
-      throw ApiError(400, "Stream options can only be defined when `stream=True`.", "stream_options");
+      throw ApiError(400, "Stream options can only be defined when `stream=True`.",
+                     "stream_options");
     r.include_usage = flag(*options, "include_usage", false);
   }
 }
@@ -140,7 +149,8 @@ void stream_fields(const json& body, GenerationRequest& r) {
 // OpenAI content: a string, null, or a list of parts of which tern reads the text ones (joined
 // with newlines, as vLLM does).
 ordered_json normalise_messages(const ordered_json& messages) {
-  if (!messages.is_array()) throw ApiError(400, "'messages' must be a list of messages", "messages");
+  if (!messages.is_array())
+    throw ApiError(400, "'messages' must be a list of messages", "messages");
   if (messages.empty()) throw ApiError(400, "'messages' must not be empty", "messages");
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -158,14 +168,16 @@ ordered_json normalise_messages(const ordered_json& messages) {
         const auto type = part.is_object() ? part.find("type") : part.end();
         if (!part.is_object() || type == part.end() || *type != "text" || !part.contains("text") ||
             !part["text"].is_string())
-          throw ApiError(400, where + ".content: tern reads only parts {\"type\": \"text\", \"text\": …}",
-                         "messages");
+          throw ApiError(
+              400, where + ".content: tern reads only parts {\"type\": \"text\", \"text\": …}",
+              "messages");
         if (!text.empty()) text += "\n";
         text += part["text"].get<std::string>();
       }
       copy["content"] = text;
     } else if (content != m.end() && !content->is_string() && !content->is_null()) {
-      throw ApiError(400, where + ".content must be a string, null or a list of text parts", "messages");
+      throw ApiError(400, where + ".content must be a string, null or a list of text parts",
+                     "messages");
     }
     out.push_back(std::move(copy));
   }
@@ -251,10 +263,15 @@ GenerationRequest parse_chat_request(const std::string& text, const ModelContext
   const bool logprobs = flag(body, "logprobs", false);
   std::optional<int32_t> top_logprobs;
   if (const json* top = field(body, "top_logprobs")) {
-    if (!top->is_number_integer()) throw ApiError(400, "'top_logprobs' must be an integer", "top_logprobs");
+    if (!top->is_number_integer())
+      throw ApiError(400, "'top_logprobs' must be an integer", "top_logprobs");
     const int64_t k = top->get<int64_t>();
-    if (k < 0 || k > 20) throw ApiError(400, "top_logprobs must be in [0, 20], got " + std::to_string(k), "top_logprobs");
-    if (!logprobs) throw ApiError(400, "when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+    if (k < 0 || k > 20)
+      throw ApiError(400, "top_logprobs must be in [0, 20], got " + std::to_string(k),
+                     "top_logprobs");
+    if (!logprobs)
+      throw ApiError(400, "when using `top_logprobs`, `logprobs` must be set to true.",
+                     "top_logprobs");
     top_logprobs = static_cast<int32_t>(k);
   }
   body.erase("logprobs");

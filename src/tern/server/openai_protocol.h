@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tern/engine/sampling_params.h"
 #include "tern/tokenizer/chat_template.h"
@@ -50,6 +49,7 @@ GenerationRequest parse_chat_request(const std::string& body, const ModelContext
 // The chat prompt for `messages` (an OpenAI messages array): normalised content, the template
 // rendered with add_generation_prompt and chat_template_kwargs, tokenized without adding BOS
 // again (the template writes it) and with special tokens parsed, as vLLM does.
-std::vector<int32_t> chat_prompt_tokens(const nlohmann::ordered_json& body, const ModelContext& model);
+std::vector<int32_t> chat_prompt_tokens(const nlohmann::ordered_json& body,
+                                        const ModelContext& model);
 
 }  // namespace tern::server

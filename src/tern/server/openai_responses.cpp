@@ -35,7 +35,9 @@ json byte_list(const std::string& s) {
 
 }  // namespace
 
-std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
@@ -131,13 +133,13 @@ std::vector<json> ResponseFormatter::chunks(int prompt_index, const CompletionOu
   const bool logprobs = !c.new_logprobs.empty();
   // Nothing to show yet (a character still incomplete, a possible stop string held back).
   if (c.new_text.empty() && !logprobs && !c.finished()) return out;
-  const size_t index = static_cast<size_t>(prompt_index) * static_cast<size_t>(n_) +
-                       static_cast<size_t>(c.index);
+  const size_t index =
+      static_cast<size_t>(prompt_index) * static_cast<size_t>(n_) + static_cast<size_t>(c.index);
   json choice;
   if (endpoint_ == Endpoint::ChatCompletions) {
     choice = {{"index", index},
-              {"delta", c.new_text.empty() && c.finished() ? json::object()
-                                                           : json{{"content", c.new_text}}},
+              {"delta",
+               c.new_text.empty() && c.finished() ? json::object() : json{{"content", c.new_text}}},
               {"logprobs", logprobs ? chat_logprobs(c.new_logprobs) : json(nullptr)},
               {"finish_reason", finish_json(c)}};
   } else {

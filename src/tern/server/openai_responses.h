@@ -4,10 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tern/engine/request_output.h"
 #include "tern/server/openai_protocol.h"
@@ -44,7 +43,8 @@ class ResponseFormatter {
 
  private:
   nlohmann::json chunk_envelope(nlohmann::json choices) const;
-  nlohmann::json completion_logprobs(const std::vector<SampledToken>& tokens, int64_t& text_offset) const;
+  nlohmann::json completion_logprobs(const std::vector<SampledToken>& tokens,
+                                     int64_t& text_offset) const;
   nlohmann::json chat_logprobs(const std::vector<SampledToken>& tokens) const;
   // A token as text in the middle of the output (no SentencePiece start-of-text trimming).
   std::string token_text(int32_t id) const;

@@ -6,11 +6,11 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
-#include <atomic>
-#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -23,7 +23,8 @@ namespace tern::server {
 
 using nlohmann::json;
 
-void set_error(httplib::Response& res, int status, const std::string& message, const std::string& param) {
+void set_error(httplib::Response& res, int status, const std::string& message,
+               const std::string& param) {
   res.status = status;
   res.set_content(dump_json(error_body(status, message, param)), "application/json");
 }
@@ -36,8 +37,9 @@ struct Route {
 };
 
 constexpr Route kRoutes[] = {
-    {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"}, {"GET", "/v1/models"},
-    {"GET", "/health"},          {"GET", "/version"},              {"POST", "/tokenize"},
+    {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"},
+    {"GET", "/v1/models"},       {"GET", "/health"},
+    {"GET", "/version"},         {"POST", "/tokenize"},
     {"POST", "/detokenize"},     {"GET", "/metrics"},
 };
 
@@ -77,7 +79,10 @@ struct OpenAIServer::Impl {
   std::atomic<bool> serving = false;
 
   Impl(LLM& l, ServerOptions options)
-      : llm(l), ctx(l.tokenizer()), metrics(l.engine().max_model_len()), engine(l.engine(), metrics) {
+      : llm(l),
+        ctx(l.tokenizer()),
+        metrics(l.engine().max_model_len()),
+        engine(l.engine(), metrics) {
     ctx.options = std::move(options);
     ctx.metrics = &metrics;
     ctx.engine = &engine;
@@ -91,7 +96,9 @@ struct OpenAIServer::Impl {
 
   void load_chat_template() {
     const Tokenizer& tok = ctx.tokenizer;
-    auto text = [&](std::optional<int32_t> id) { return id ? tok.token_bytes(*id) : std::string(); };
+    auto text = [&](std::optional<int32_t> id) {
+      return id ? tok.token_bytes(*id) : std::string();
+    };
     if (!ctx.options.chat_template.empty()) {
       // The user's own template must work: a broken one stops the server at start.
       ctx.chat_template.emplace(ctx.options.chat_template, text(tok.bos_id()), text(tok.eos_id()));
@@ -148,7 +155,8 @@ void OpenAIServer::Impl::detokenize(const httplib::Request& req, httplib::Respon
     throw ApiError(400, "'tokens' (a list of token ids) is required", "tokens");
   std::vector<int32_t> ids;
   for (const json& t : *tokens) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.tokenizer.vocab_size())
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+        t.get<int64_t>() >= ctx.tokenizer.vocab_size())
       throw ApiError(400,
                      "'tokens' must hold token ids in [0, " +
                          std::to_string(ctx.tokenizer.vocab_size() - 1) + "]",
@@ -182,7 +190,8 @@ void OpenAIServer::Impl::setup_http() {
   // Authentication: only /v1 routes, as vLLM does (health and metrics stay open to probes).
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const std::string& key = ctx.options.api_key;
-    if (key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (key.empty() || req.path.rfind("/v1/", 0) != 0)
+      return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + key)
       return httplib::Server::HandlerResponse::Unhandled;
     set_error(res, 401, "Unauthorized");
@@ -191,13 +200,16 @@ void OpenAIServer::Impl::setup_http() {
   });
 
   // Whatever httplib or a handler answered with an error status and no body gets an OpenAI one.
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty() || res.content_length_ > 0) return httplib::Server::HandlerResponse::Unhandled;
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    if (!res.body.empty() || res.content_length_ > 0)
+      return httplib::Server::HandlerResponse::Unhandled;
     const Route* route = find_route(req.path);
     if (res.status == 404 && route) {
       res.set_header("Allow", route->method);
-      set_error(res, 405, "Method Not Allowed: " + req.method + " " + req.path + " (use " + route->method + ")");
+      set_error(
+          res, 405,
+          "Method Not Allowed: " + req.method + " " + req.path + " (use " + route->method + ")");
     } else if (res.status == 404) {
       set_error(res, 404, "Not Found: " + req.path);
     } else if (res.status == 413) {
@@ -205,24 +217,26 @@ void OpenAIServer::Impl::setup_http() {
                 "the request body is larger than the server's limit of " +
                     std::to_string(ctx.options.max_request_body) + " bytes (--max-request-body)");
     } else {
-      set_error(res, res.status, "the HTTP request could not be served (status " + std::to_string(res.status) + ")");
+      set_error(res, res.status,
+                "the HTTP request could not be served (status " + std::to_string(res.status) + ")");
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
 
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    try {
-      std::rethrow_exception(ep);
-    } catch (const ApiError& e) {
-      set_error(res, e.status(), e.what(), e.param());
-    } catch (const Error& e) {
-      set_error(res, 400, e.what());
-    } catch (const std::exception& e) {
-      set_error(res, 500, std::string("internal error: ") + e.what());
-    } catch (...) {
-      set_error(res, 500, "internal error");
-    }
-  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        try {
+          std::rethrow_exception(ep);
+        } catch (const ApiError& e) {
+          set_error(res, e.status(), e.what(), e.param());
+        } catch (const Error& e) {
+          set_error(res, 400, e.what());
+        } catch (const std::exception& e) {
+          set_error(res, 500, std::string("internal error: ") + e.what());
+        } catch (...) {
+          set_error(res, 500, "internal error");
+        }
+      });
 
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_generation(ctx, Endpoint::Completions, req, res);
@@ -235,8 +249,10 @@ void OpenAIServer::Impl::setup_http() {
   http.Get("/version", [](const httplib::Request&, httplib::Response& res) {
     set_json(res, {{"version", kTernVersion}});
   });
-  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
-  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
+  http.Post("/tokenize",
+            [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
+  http.Post("/detokenize",
+            [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.render(ctx.options.served_model_name, engine.stats()),
                     "text/plain; version=0.0.4; charset=utf-8");
