@@ -2,7 +2,6 @@
 // and options. Internal to src/tern/server.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,7 +27,6 @@ struct ServerContext {
   ModelContext model;  // points into this struct
   ServerMetrics* metrics = nullptr;
   AsyncEngine* engine = nullptr;
-  std::atomic<uint64_t> next_request = 0;
 };
 
 // Sets an error response (OpenAI body) on `res`.
