@@ -11,12 +11,13 @@ packages=(
   libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
   nlohmann-json3-dev                # JSON
   libxxhash-dev                     # prefix-cache block keys
-  libcpp-httplib-dev                # the HTTP server (tern serve)
+  libcpp-httplib-dev                # the HTTP server (tern serve) and the hub tests' fake hub
   libcli11-dev                      # command line
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   python3-jinja2                    # renders expected chat templates in test-data scripts
   nodejs npm                        # the openai npm client test of tern serve (skipped without)
+  libcurl4-openssl-dev              # Hugging Face hub downloads
 )
 
 missing=()

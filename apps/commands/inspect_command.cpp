@@ -14,6 +14,7 @@
 #include "tern/formats/model_config.h"
 #include "tern/formats/safetensors.h"
 #include "tern/formats/tensor_info.h"
+#include "tern/hub/resolve_model.h"
 
 namespace tern::cli {
 namespace {
@@ -139,10 +140,15 @@ void run(const std::string& path) {
 
 void add_inspect_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
+  auto revision = std::make_shared<std::string>("main");
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Show a model file's metadata and tensors (GGUF, safetensors, or a folder)");
-  cmd->add_option("model", *path, "GGUF file, .safetensors file, or model folder")->required();
-  cmd->callback([path] { run(*path); });
+  cmd->add_option("model", *path,
+                  "GGUF file, .safetensors file, model folder, or Hugging Face ORG/NAME, "
+                  "ORG/NAME/FILE.gguf, ORG/NAME:QUANT")
+      ->required();
+  cmd->add_option("--revision", *revision, "Branch, tag or commit of a Hugging Face model");
+  cmd->callback([path, revision] { run(hub::resolve_model(*path, {*revision})); });
 }
 
 }  // namespace tern::cli

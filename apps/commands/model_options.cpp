@@ -6,12 +6,16 @@
 #include <CLI/CLI.hpp>
 
 #include "tern/core/error.h"
+#include "tern/hub/resolve_model.h"
 
 namespace tern::cli {
 
 void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--tokenizer", tokenizer,
-                  "Tokenizer (GGUF, HF folder or tokenizer.model) instead of the model's own");
+                  "Tokenizer (GGUF, HF folder, tokenizer.model, or a Hugging Face ORG/NAME) "
+                  "instead of the model's own");
+  cmd->add_option("--revision", revision,
+                  "Branch, tag or commit of a Hugging Face model (ORG/NAME, ORG/NAME:QUANT)");
   cmd->add_option("--load-format", load_format,
                   "auto: read the weights; dummy: random weights of the config's shapes")
       ->check(CLI::IsMember({"auto", "dummy"}));
@@ -26,9 +30,11 @@ LoadOptions ModelOptions::load_options() const {
   if (threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(threads));
   if (threads > 0) omp_set_num_threads(threads);
   LoadOptions o;
-  o.model = model;
-  o.tokenizer = tokenizer;
   o.format = load_format == "dummy" ? LoadFormat::Dummy : LoadFormat::Auto;
+  // Dummy weights need only the config, so a hub model's weights are not downloaded for them.
+  o.model = hub::resolve_model(
+      model, {revision, o.format == LoadFormat::Dummy ? hub::RepoFiles::NoWeights : hub::RepoFiles::All});
+  o.tokenizer = tokenizer.empty() ? tokenizer : hub::resolve_model(tokenizer, {"main", hub::RepoFiles::Tokenizer});
   o.weight_type = parse_weight_type(dtype);
   o.seed = weight_seed;
   return o;

@@ -1,5 +1,5 @@
 // The flags every command that runs a model shares (--load-format, --dtype, --tokenizer,
-// --threads, --seed), turned into tern::LoadOptions.
+// --revision, --threads, --seed), turned into tern::LoadOptions.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +16,17 @@ namespace tern::cli {
 struct ModelOptions {
   std::string model;
   std::string tokenizer;
+  std::string revision = "main";  // of a Hugging Face model named ORG/NAME
   std::string load_format = "auto";
   std::string dtype = "auto";
   uint64_t weight_seed = 0;
   int threads = 0;  // 0: OpenMP's default (every core)
 
-  // Adds --tokenizer, --load-format, --dtype, --weight-seed, --threads (not the model itself).
+  // Adds --tokenizer, --revision, --load-format, --dtype, --weight-seed, --threads (not the
+  // model itself).
   void add_to(CLI::App* cmd);
-  // Checks the flags and sets the OpenMP thread count. Throws tern::Error.
+  // Checks the flags, sets the OpenMP thread count, and resolves Hugging Face names of the
+  // model and tokenizer to local paths (downloading what the cache lacks). Throws tern::Error.
   LoadOptions load_options() const;
 };
 

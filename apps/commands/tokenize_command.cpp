@@ -10,6 +10,7 @@
 #include "commands/commands.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
+#include "tern/hub/resolve_model.h"
 #include "tern/tokenizer/tokenizer.h"
 
 namespace tern::cli {
@@ -17,6 +18,7 @@ namespace {
 
 struct TokenizeOptions {
   std::string model;
+  std::string revision = "main";
   std::string text;
   std::string text_file;
   bool detokenize = false;
@@ -38,7 +40,8 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 }
 
 void run(const TokenizeOptions& opt) {
-  Tokenizer tokenizer = Tokenizer::load(opt.model);
+  Tokenizer tokenizer =
+      Tokenizer::load(hub::resolve_model(opt.model, {opt.revision, hub::RepoFiles::Tokenizer}));
   if (opt.detokenize) {
     if (opt.ids.empty()) throw Error("--detokenize needs --ids '[…]'");
     std::cout << tokenizer.decode(parse_ids(opt.ids), /*skip_special_tokens=*/!opt.keep_special)
@@ -56,8 +59,10 @@ void run(const TokenizeOptions& opt) {
 void add_tokenize_command(CLI::App& app) {
   auto opt = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Turn text into token ids, or ids into text");
-  cmd->add_option("--model,-m", opt->model, "GGUF file, or folder of Hugging Face tokenizer files")
+  cmd->add_option("--model,-m", opt->model,
+                  "GGUF file, folder of Hugging Face tokenizer files, or Hugging Face ORG/NAME")
       ->required();
+  cmd->add_option("--revision", opt->revision, "Branch, tag or commit of a Hugging Face model");
   cmd->add_option("--text,-t", opt->text, "Text to tokenize");
   cmd->add_option("--file,-f", opt->text_file, "Read the text to tokenize from a file");
   cmd->add_flag("--detokenize,-d", opt->detokenize, "Turn --ids back into text");

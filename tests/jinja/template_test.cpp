@@ -101,6 +101,10 @@ TEST(JinjaTemplate, ParsesOnceRendersManyTimes) {
   EXPECT_EQ(t.render(b), "Hi, !");
 }
 
+TEST(JinjaTemplate, UnicodeCaseUsesPythonsFullMappings) {
+  EXPECT_EQ(render("{{ 'straße' | upper }} {{ 'ÉCOLE' | lower }} {{ 'ünï çode' | title }}"), "STRASSE école Ünï Çode");
+}
+
 TEST(JinjaTemplate, PythonFloatFormatting) {
   EXPECT_EQ(python_float_repr(1.0), "1.0");
   EXPECT_EQ(python_float_repr(-0.0), "-0.0");

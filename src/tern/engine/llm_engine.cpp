@@ -135,6 +135,9 @@ std::vector<RequestOutput> LLMEngine::step() {
 
   const double time = now();
   const size_t vocab = static_cast<size_t>(runner_.vocab_size());
+  // Who samples from which logits row; a request whose prompt just finished brings its n - 1
+  // forked completions, which sample from the prompt's row too.
+  std::vector<std::pair<Completion*, size_t>> to_sample;
   size_t row = 0;
   for (const ScheduledChunk& chunk : step.chunks) {
     Completion& completion = *completion_of_.at(chunk.seq);
@@ -145,12 +148,17 @@ std::vector<RequestOutput> LLMEngine::step() {
     if (start < chunk.seq->num_prompt_tokens)
       counters_.prompt_tokens += std::min(chunk.seq->num_prompt_tokens, start + chunk.num_tokens) - start;
     if (!chunk.sample) continue;
-    const std::span<const float> row_logits = logits.subspan(row++ * vocab, vocab);
-    // The prompt is in the cache: n > 1 completions now share its blocks and each samples its
-    // own first token from the same logits.
-    if (!request.forked && request.params.n > 1) fork_completions(request, row_logits, time, outputs);
-    sample_and_update(completion, row_logits, time, outputs);
+    if (!request.forked && request.params.n > 1)
+      for (Completion* child : fork_completions(request)) to_sample.emplace_back(child, row);
+    to_sample.emplace_back(&completion, row++);
   }
+  // Each completion draws from its own RNG, so sampling in parallel gives the same tokens as
+  // in order; with 64 rows of a 152k vocabulary it is worth the threads.
+  std::vector<SampledToken> sampled(to_sample.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < to_sample.size(); ++i)
+    sampled[i] = to_sample[i].first->sampler->sample(logits.subspan(to_sample[i].second * vocab, vocab));
+  for (size_t i = 0; i < to_sample.size(); ++i) update(*to_sample[i].first, sampled[i], time, outputs);
   for (auto it = requests_.begin(); it != requests_.end();) {
     if (it->second->finished()) {
       for (auto& c : it->second->completions) completion_of_.erase(&c->seq);
@@ -162,22 +170,22 @@ std::vector<RequestOutput> LLMEngine::step() {
   return outputs;
 }
 
-void LLMEngine::fork_completions(Request& request, std::span<const float> logits, double time,
-                                 std::vector<RequestOutput>& outputs) {
+std::vector<LLMEngine::Completion*> LLMEngine::fork_completions(Request& request) {
   request.forked = true;
   Completion& parent = *request.completions[0];
   const auto prompt = std::span<const int32_t>(parent.seq.token_ids)
                           .first(static_cast<size_t>(parent.seq.num_prompt_tokens));
+  std::vector<Completion*> children;
   const Sequence* after = &parent.seq;
   for (int32_t i = 1; i < request.params.n; ++i) {
     auto child = make_completion(request, i, prompt);
     blocks_.fork(parent.seq, child->seq);
     scheduler_.add_running(&child->seq, after);
     after = &child->seq;
-    Completion& c = *child;
+    children.push_back(child.get());
     request.completions.push_back(std::move(child));
-    sample_and_update(c, logits, time, outputs);
   }
+  return children;
 }
 
 CompletionOutput& LLMEngine::output_for(Completion& completion, std::vector<RequestOutput>& outputs) {
@@ -196,11 +204,10 @@ CompletionOutput& LLMEngine::output_for(Completion& completion, std::vector<Requ
   return it->outputs.back();
 }
 
-void LLMEngine::sample_and_update(Completion& c, std::span<const float> logits, double time,
-                                  std::vector<RequestOutput>& outputs) {
+void LLMEngine::update(Completion& c, const SampledToken& sampled, double time,
+                       std::vector<RequestOutput>& outputs) {
   Request& request = *c.request;
   const SamplingParams& params = request.params;
-  const SampledToken sampled = c.sampler->sample(logits);
   const int32_t token = sampled.token;
   c.seq.token_ids.push_back(token);
   ++counters_.generation_tokens;

@@ -16,6 +16,7 @@
 #include "tern/engine/engine_config.h"
 #include "tern/engine/model_runner.h"
 #include "tern/engine/request_output.h"
+#include "tern/engine/sampler.h"
 #include "tern/engine/sampling_params.h"
 #include "tern/engine/scheduler.h"
 #include "tern/models/decoder.h"
@@ -74,10 +75,12 @@ class LLMEngine {
   struct Request;
   struct Completion;
 
-  void fork_completions(Request& request, std::span<const float> logits, double time,
-                        std::vector<RequestOutput>& outputs);
-  void sample_and_update(Completion& completion, std::span<const float> logits, double time,
-                         std::vector<RequestOutput>& outputs);
+  // The n - 1 more completions of a request whose prompt is in the cache: they share its
+  // blocks and join the running set.
+  std::vector<Completion*> fork_completions(Request& request);
+  // Appends a sampled token, streams its text, and checks the stop conditions.
+  void update(Completion& completion, const SampledToken& sampled, double time,
+              std::vector<RequestOutput>& outputs);
   CompletionOutput& output_for(Completion& completion, std::vector<RequestOutput>& outputs);
   void finish(Completion& completion, std::string reason, double time);
   std::unique_ptr<Completion> make_completion(Request& request, int32_t index,

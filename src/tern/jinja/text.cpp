@@ -106,17 +106,27 @@ static char32_t to_upper(char32_t cp) { return static_cast<char32_t>(utf8proc_to
 static char32_t to_lower(char32_t cp) { return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))); }
 static char32_t to_title(char32_t cp) { return static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp))); }
 
+// utf8proc maps one code point to one; Python uses the full mappings, where the common
+// difference is German sharp s ("ß".upper() == "SS") and dotted capital I.
 std::string py_upper(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) append_utf8(to_upper(decode_utf8(s, i)), out);
+  for (size_t i = 0; i < s.size();) {
+    const char32_t cp = decode_utf8(s, i);
+    if (cp == 0xDF) out += "SS";
+    else append_utf8(to_upper(cp), out);
+  }
   return out;
 }
 
 std::string py_lower(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) append_utf8(to_lower(decode_utf8(s, i)), out);
+  for (size_t i = 0; i < s.size();) {
+    const char32_t cp = decode_utf8(s, i);
+    if (cp == 0x130) out += "i\xCC\x87";  // U+0130 → "i" + combining dot above
+    else append_utf8(to_lower(cp), out);
+  }
   return out;
 }
 
