@@ -16,6 +16,7 @@ packages=(
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   python3-jinja2                    # renders expected chat templates in test-data scripts
+  nodejs npm                        # the openai npm client test of tern serve (skipped without)
   libcurl4-openssl-dev              # Hugging Face hub downloads
 )
 

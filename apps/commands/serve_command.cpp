@@ -1,0 +1,117 @@
+// `tern serve MODEL`: the OpenAI-compatible HTTP server. SIGTERM / SIGINT drain it: stop
+// accepting, abort the requests in flight (their streams end with finish_reason "abort"), exit 0.
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "commands/commands.h"
+#include "commands/engine_options.h"
+#include "commands/model_options.h"
+#include "tern/core/error.h"
+#include "tern/engine/llm.h"
+#include "tern/server/openai_server.h"
+
+namespace tern::cli {
+namespace {
+
+struct ServeOptions {
+  ModelOptions model;
+  EngineOptions engine;
+  std::string positional_model;
+  server::ServerOptions server;
+  std::string chat_template_path;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void run(ServeOptions opt) {
+  // Every thread (OpenMP's and httplib's too) inherits this mask, so the signals go only to the
+  // thread that waits for them below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (!opt.positional_model.empty() && !opt.model.model.empty() &&
+      opt.positional_model != opt.model.model)
+    throw Error("give the model once: as the argument or as --model");
+  if (opt.model.model.empty()) opt.model.model = opt.positional_model;
+  if (opt.model.model.empty()) throw Error("give a model: tern serve MODEL");
+  if (opt.server.served_model_name.empty()) opt.server.served_model_name = opt.model.model;
+  opt.server.model_path = opt.model.model;
+  if (opt.server.api_key.empty())
+    if (const char* key = std::getenv("TERN_API_KEY")) opt.server.api_key = key;
+  if (!opt.chat_template_path.empty()) opt.server.chat_template = read_file(opt.chat_template_path);
+  if (opt.server.max_request_body == 0) throw Error("--max-request-body must be at least 1 byte");
+
+  LoadedModel model = load_model(opt.model.load_options());
+  if (!model.tokenizer)
+    throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
+  const std::string description = model.description;
+  LLM llm(std::move(model), opt.engine.engine_config());
+  server::OpenAIServer server(llm, opt.server);
+  const int port = server.bind();
+  std::fprintf(stderr, "model: %s, %d threads\n%s\n", description.c_str(), omp_get_max_threads(),
+               llm.engine().kv_cache_summary().c_str());
+  std::fprintf(stderr, "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld)\n",
+               opt.server.host.c_str(), port, opt.server.served_model_name.c_str(),
+               static_cast<long long>(llm.engine().max_model_len()));
+
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::fprintf(stderr, "tern serve: %s, shutting down\n",
+                 signal == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+  });
+  server.serve();
+  server.stop();
+  waiter.join();
+  std::fprintf(stderr, "tern serve: stopped\n");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto opt = std::make_shared<ServeOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's routes and metrics)");
+  cmd->add_option("model_tag", opt->positional_model,
+                  "GGUF file, Hugging Face folder, or (dummy) config.json / folder");
+  cmd->add_option("--model,-m", opt->model.model, "The model, instead of the positional argument");
+  cmd->add_option("--host", opt->server.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", opt->server.port, "Port to listen on (0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--served-model-name", opt->server.served_model_name,
+                  "The model name clients use (default: the model argument)");
+  cmd->add_option("--api-key", opt->server.api_key,
+                  "Require 'Authorization: Bearer KEY' on /v1 routes (or env TERN_API_KEY)");
+  cmd->add_option("--max-request-body", opt->server.max_request_body,
+                  "Largest request body in bytes (larger: 413)")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", opt->server.http_threads,
+                  "Connections served at once (each stream holds one)")
+      ->capture_default_str();
+  cmd->add_option("--chat-template", opt->chat_template_path,
+                  "Jinja chat template file instead of the model's");
+  opt->model.add_to(cmd);
+  opt->engine.add_to(cmd);
+  cmd->callback([opt] { run(*opt); });
+}
+
+}  // namespace tern::cli

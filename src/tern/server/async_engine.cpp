@@ -1,0 +1,167 @@
+#include "tern/server/async_engine.h"
+
+#include <cstdio>
+#include <exception>
+
+namespace tern::server {
+
+AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics)
+    : engine_(engine), metrics_(metrics), stats_(engine.stats()) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+AsyncEngine::~AsyncEngine() { shutdown(); }
+
+void AsyncEngine::submit(std::vector<EngineRequest> requests,
+                         std::shared_ptr<RequestChannel> channel) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      submissions_.push_back({std::move(requests), std::move(channel)});
+      wake_.notify_one();
+      return;
+    }
+  }
+  EngineEvent rejected;
+  rejected.kind = EngineEvent::Kind::Rejected;
+  rejected.error = "the server is shutting down";
+  channel->push(std::move(rejected));
+}
+
+void AsyncEngine::abort(std::vector<std::string> request_ids) {
+  std::lock_guard lock(mutex_);
+  for (std::string& id : request_ids) aborts_.push_back(std::move(id));
+  wake_.notify_one();
+}
+
+void AsyncEngine::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    wake_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats AsyncEngine::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+int64_t AsyncEngine::num_unfinished() const {
+  std::lock_guard lock(mutex_);
+  return num_unfinished_;
+}
+
+void AsyncEngine::add(Submission& submission) {
+  std::vector<std::string> added;
+  try {
+    for (EngineRequest& r : submission.requests) {
+      engine_.add_request(r.id, std::move(r.prompt_token_ids), r.params);
+      added.push_back(r.id);
+    }
+  } catch (const std::exception& e) {
+    // All or nothing: a request with several prompts is answered with one error.
+    for (const std::string& id : added) engine_.abort_request(id);
+    EngineEvent rejected;
+    rejected.kind = EngineEvent::Kind::Rejected;
+    rejected.error = e.what();
+    submission.channel->push(std::move(rejected));
+    // The aborted ones are reported by the next step(); they have no route, so nobody hears.
+    return;
+  }
+  for (size_t i = 0; i < submission.requests.size(); ++i)
+    routes_[submission.requests[i].id] = Route{submission.channel, static_cast<int>(i), -1.0, {}};
+  EngineEvent accepted;
+  accepted.kind = EngineEvent::Kind::Accepted;
+  submission.channel->push(std::move(accepted));
+}
+
+void AsyncEngine::route(RequestOutput& output) {
+  const auto it = routes_.find(output.request_id);
+  if (it == routes_.end()) return;  // rejected with its batch, see add()
+  Route& r = it->second;
+  bool new_tokens = false;
+  for (const CompletionOutput& c : output.outputs) {
+    new_tokens = new_tokens || !c.new_token_ids.empty();
+    if (c.index == 0 && c.finish_reason) r.finished_reason = *c.finish_reason;
+  }
+  if (new_tokens && output.metrics.last_token_time >= 0) {
+    if (r.last_token_time >= 0)
+      metrics_.observe_inter_token_latency(output.metrics.last_token_time - r.last_token_time);
+    r.last_token_time = output.metrics.last_token_time;
+  }
+  const bool finished = output.finished;
+  if (finished)
+    metrics_.observe_finished(output.metrics,
+                              r.finished_reason.empty() ? "abort" : r.finished_reason);
+  EngineEvent event;
+  event.kind = EngineEvent::Kind::Output;
+  event.prompt_index = r.prompt_index;
+  event.output = std::move(output);
+  r.channel->push(std::move(event));
+  if (finished) routes_.erase(it);
+}
+
+void AsyncEngine::fail_all(const std::string& message) {
+  for (auto& [id, r] : routes_) {
+    engine_.abort_request(id);
+    EngineEvent failed;
+    failed.kind = EngineEvent::Kind::Failed;
+    failed.prompt_index = r.prompt_index;
+    failed.error = message;
+    r.channel->push(std::move(failed));
+  }
+  routes_.clear();
+}
+
+void AsyncEngine::loop() {
+  std::vector<Submission> submissions;
+  std::vector<std::string> aborts;
+  bool stopping = false;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] {
+        return stopping_ || !submissions_.empty() || !aborts_.empty() ||
+               engine_.has_unfinished_requests();
+      });
+      submissions.swap(submissions_);
+      aborts.swap(aborts_);
+      stopping = stopping_;
+    }
+    for (Submission& s : submissions) add(s);
+    submissions.clear();
+    // An aborted request leaves the engine at once; the next step() reports it.
+    bool reports_pending = false;
+    for (const std::string& id : aborts) reports_pending |= engine_.abort_request(id);
+    aborts.clear();
+    if (stopping)
+      for (const auto& [id, r] : routes_) reports_pending |= engine_.abort_request(id);
+
+    if (engine_.has_unfinished_requests() || reports_pending) {
+      try {
+        for (RequestOutput& output : engine_.step()) route(output);
+      } catch (const std::exception& e) {
+        // A bug or an exhausted resource: fail the requests in flight, keep serving.
+        std::fprintf(stderr, "tern serve: engine step failed: %s\n", e.what());
+        fail_all(std::string("the engine failed: ") + e.what());
+        while (engine_.has_unfinished_requests()) {
+          try {
+            engine_.step();
+          } catch (const std::exception&) {
+            break;
+          }
+        }
+      }
+    }
+    {
+      std::lock_guard lock(mutex_);
+      stats_ = engine_.stats();
+      num_unfinished_ = static_cast<int64_t>(routes_.size());
+    }
+    if (stopping && !engine_.has_unfinished_requests()) return;
+  }
+}
+
+}  // namespace tern::server

@@ -1,0 +1,289 @@
+#include "tern/server/openai_protocol.h"
+
+#include "tern/core/error.h"
+#include "tern/engine/sampling_params_json.h"
+#include "tern/server/api_error.h"
+
+namespace tern::server {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+const json* field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+bool flag(const json& body, const char* name, bool fallback) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_boolean())
+    throw ApiError(400, std::string("'") + name + "' must be true or false", name);
+  return v->get<bool>();
+}
+
+std::vector<int32_t> token_list(const json& ids, const Tokenizer& tok) {
+  std::vector<int32_t> out;
+  for (const json& id : ids) {
+    if (!id.is_number_integer())
+      throw ApiError(400, "'prompt' token ids must be integers", "prompt");
+    const int64_t v = id.get<int64_t>();
+    if (v < 0 || v >= tok.vocab_size())
+      throw ApiError(400,
+                     "token id " + std::to_string(v) +
+                         " in 'prompt' is outside the vocabulary (0 to " +
+                         std::to_string(tok.vocab_size() - 1) + ")",
+                     "prompt");
+    out.push_back(static_cast<int32_t>(v));
+  }
+  return out;
+}
+
+bool is_token_list(const json& v) {
+  if (!v.is_array() || v.empty()) return false;
+  for (const json& x : v)
+    if (!x.is_number()) return false;
+  return true;
+}
+
+// Completions: a string, a list of token ids, a list of strings or a list of token-id lists.
+std::vector<std::vector<int32_t>> completion_prompts(const json& body, const Tokenizer& tok) {
+  const json* prompt = field(body, "prompt");
+  if (!prompt) throw ApiError(400, "'prompt' is required", "prompt");
+  const char* shape =
+      "'prompt' must be a string, a list of token ids, a list of strings or a list of lists of "
+      "token ids";
+  std::vector<std::vector<int32_t>> out;
+  if (prompt->is_string()) {
+    out.push_back(tok.encode(prompt->get<std::string>()));
+  } else if (is_token_list(*prompt)) {
+    out.push_back(token_list(*prompt, tok));
+  } else if (prompt->is_array() && !prompt->empty()) {
+    for (const json& p : *prompt) {
+      if (p.is_string())
+        out.push_back(tok.encode(p.get<std::string>()));
+      else if (is_token_list(p))
+        out.push_back(token_list(p, tok));
+      else
+        throw ApiError(400, shape, "prompt");
+    }
+  } else {
+    throw ApiError(400, shape, "prompt");
+  }
+  return out;
+}
+
+// Sampling fields common to both endpoints; `max_tokens_given` says whether the request set one.
+SamplingParams sampling_params(const json& body, bool& max_tokens_given,
+                               const ModelContext& model) {
+  SamplingParams p;
+  try {
+    update_sampling_params(p, body);
+  } catch (const Error& e) {
+    throw bad_request_from(e);
+  }
+  max_tokens_given = field(body, "max_tokens") != nullptr;
+  // Until the prompt is known, check the ranges with the largest max_tokens it could get.
+  if (!max_tokens_given) p.max_tokens = static_cast<int32_t>(model.max_model_len);
+  try {
+    p.validate();
+  } catch (const Error& e) {
+    throw bad_request_from(e);
+  }
+  return p;
+}
+
+// One SamplingParams per prompt: vLLM's default max_tokens (what the context leaves) and its
+// context-length checks and messages.
+std::vector<SamplingParams> per_prompt_params(const std::vector<std::vector<int32_t>>& prompts,
+                                              const SamplingParams& base, bool max_tokens_given,
+                                              Endpoint endpoint, const ModelContext& model) {
+  const char* where = endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
+  std::vector<SamplingParams> out;
+  for (const std::vector<int32_t>& prompt : prompts) {
+    const int64_t len = static_cast<int64_t>(prompt.size());
+    if (len == 0) throw ApiError(400, std::string("the ") + where + " is empty (no tokens)", where);
+    if (len >= model.max_model_len)
+      throw ApiError(400,
+                     "This model's maximum context length is " +
+                         std::to_string(model.max_model_len) +
+                         " tokens. However, your request has " + std::to_string(len) +
+                         " input tokens. Please reduce the length of the input " + where + ".",
+                     where);
+    SamplingParams p = base;
+    if (!max_tokens_given) {
+      p.max_tokens = static_cast<int32_t>(model.max_model_len - len);
+    } else if (len + p.max_tokens > model.max_model_len) {
+      throw ApiError(400,
+                     "This model's maximum context length is " +
+                         std::to_string(model.max_model_len) + " tokens. However, you requested " +
+                         std::to_string(len + p.max_tokens) + " tokens (" + std::to_string(len) +
+                         " in the " + where + ", " + std::to_string(p.max_tokens) +
+                         " in the completion). Please reduce the length of the " + where +
+                         " or completion.",
+                     where);
+    }
+    try {
+      p.validate();  // min_tokens against the derived max_tokens
+    } catch (const Error& e) {
+      throw bad_request_from(e);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void stream_fields(const json& body, GenerationRequest& r) {
+  r.stream = flag(body, "stream", false);
+  if (const json* options = field(body, "stream_options")) {
+    if (!options->is_object())
+      throw ApiError(400, "'stream_options' must be an object", "stream_options");
+    if (!r.stream)
+      throw ApiError(400, "Stream options can only be defined when `stream=True`.",
+                     "stream_options");
+    r.include_usage = flag(*options, "include_usage", false);
+  }
+}
+
+// OpenAI content: a string, null, or a list of parts of which tern reads the text ones (joined
+// with newlines, as vLLM does).
+ordered_json normalise_messages(const ordered_json& messages) {
+  if (!messages.is_array())
+    throw ApiError(400, "'messages' must be a list of messages", "messages");
+  if (messages.empty()) throw ApiError(400, "'messages' must not be empty", "messages");
+  ordered_json out = ordered_json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const ordered_json& m = messages[i];
+    if (!m.is_object()) throw ApiError(400, where + " must be an object", "messages");
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw ApiError(400, where + ".role must be a string", "messages");
+    ordered_json copy = m;
+    const auto content = m.find("content");
+    if (content != m.end() && content->is_array()) {
+      std::string text;
+      for (const ordered_json& part : *content) {
+        const auto type = part.is_object() ? part.find("type") : part.end();
+        if (!part.is_object() || type == part.end() || *type != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+          throw ApiError(
+              400, where + ".content: tern reads only parts {\"type\": \"text\", \"text\": …}",
+              "messages");
+        if (!text.empty()) text += "\n";
+        text += part["text"].get<std::string>();
+      }
+      copy["content"] = text;
+    } else if (content != m.end() && !content->is_string() && !content->is_null()) {
+      throw ApiError(400, where + ".content must be a string, null or a list of text parts",
+                     "messages");
+    }
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+}  // namespace
+
+json parse_body(const std::string& body) {
+  json parsed;
+  try {
+    parsed = json::parse(body);
+  } catch (const json::exception& e) {
+    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!parsed.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  return parsed;
+}
+
+void check_model(const json& body, const ModelContext& model) {
+  const json* name = field(body, "model");
+  if (!name) return;
+  if (!name->is_string()) throw ApiError(400, "'model' must be a string", "model");
+  if (name->get<std::string>() != model.served_model_name)
+    throw ApiError(404, "The model `" + name->get<std::string>() + "` does not exist.", "model");
+}
+
+GenerationRequest parse_completion_request(const std::string& text, const ModelContext& model) {
+  const json body = parse_body(text);
+  check_model(body, model);
+  GenerationRequest r;
+  r.endpoint = Endpoint::Completions;
+  stream_fields(body, r);
+  if (flag(body, "echo", false)) throw ApiError(400, "tern does not support 'echo'", "echo");
+  if (const json* best_of = field(body, "best_of"))
+    if (!best_of->is_number_integer() || best_of->get<int64_t>() != 1)
+      throw ApiError(400, "tern supports only 'best_of' = 1", "best_of");
+  bool max_tokens_given = false;
+  const SamplingParams base = sampling_params(body, max_tokens_given, model);
+  r.prompts = completion_prompts(body, *model.tokenizer);
+  r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
+  r.n = base.n;
+  r.logprobs = base.logprobs.has_value();
+  return r;
+}
+
+std::vector<int32_t> chat_prompt_tokens(const ordered_json& body, const ModelContext& model) {
+  const auto messages = body.find("messages");
+  if (messages == body.end() || messages->is_null())
+    throw ApiError(400, "'messages' is required", "messages");
+  const ordered_json normalised = normalise_messages(*messages);
+  if (!model.chat_template)
+    throw ApiError(400, "the model has no usable chat template (" + model.chat_template_error +
+                            "); start the server with --chat-template FILE");
+  ordered_json kwargs = ordered_json::object();
+  if (const auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+    if (!k->is_object())
+      throw ApiError(400, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    kwargs = *k;
+  }
+  bool add_generation_prompt = true;
+  if (const auto a = body.find("add_generation_prompt"); a != body.end() && !a->is_null()) {
+    if (!a->is_boolean())
+      throw ApiError(400, "'add_generation_prompt' must be true or false", "add_generation_prompt");
+    add_generation_prompt = a->get<bool>();
+  }
+  std::string prompt;
+  try {
+    prompt = model.chat_template->render(normalised, add_generation_prompt, kwargs);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "messages");
+  }
+  return model.tokenizer->encode(prompt, /*add_special_tokens=*/false, /*parse_special=*/true);
+}
+
+GenerationRequest parse_chat_request(const std::string& text, const ModelContext& model) {
+  json body = parse_body(text);
+  check_model(body, model);
+  GenerationRequest r;
+  r.endpoint = Endpoint::ChatCompletions;
+  stream_fields(body, r);
+  // Chat's logprobs is a flag and top_logprobs the count; the sampling parser reads an integer.
+  const bool logprobs = flag(body, "logprobs", false);
+  std::optional<int32_t> top_logprobs;
+  if (const json* top = field(body, "top_logprobs")) {
+    if (!top->is_number_integer())
+      throw ApiError(400, "'top_logprobs' must be an integer", "top_logprobs");
+    const int64_t k = top->get<int64_t>();
+    if (k < 0 || k > 20)
+      throw ApiError(400, "top_logprobs must be in [0, 20], got " + std::to_string(k),
+                     "top_logprobs");
+    if (!logprobs)
+      throw ApiError(400, "when using `top_logprobs`, `logprobs` must be set to true.",
+                     "top_logprobs");
+    top_logprobs = static_cast<int32_t>(k);
+  }
+  body.erase("logprobs");
+  if (const json* m = field(body, "max_completion_tokens")) body["max_tokens"] = *m;
+  bool max_tokens_given = false;
+  SamplingParams base = sampling_params(body, max_tokens_given, model);
+  if (logprobs) base.logprobs = top_logprobs.value_or(0);
+  r.prompts.push_back(chat_prompt_tokens(nlohmann::ordered_json::parse(text), model));
+  r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
+  r.n = base.n;
+  r.logprobs = logprobs;
+  return r;
+}
+
+}  // namespace tern::server

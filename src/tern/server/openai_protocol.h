@@ -1,0 +1,55 @@
+// Request bodies of the OpenAI completions and chat completions endpoints (with vLLM's extra
+// sampling fields), checked and turned into what the engine runs: token prompts and one
+// SamplingParams per prompt. Every problem is an ApiError (400, or 404 for an unknown model)
+// whose message names the field, as vLLM answers it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tern/engine/sampling_params.h"
+#include "tern/tokenizer/chat_template.h"
+#include "tern/tokenizer/tokenizer.h"
+
+namespace tern::server {
+
+enum class Endpoint { Completions, ChatCompletions };
+
+// What the parsers need to know about the served model.
+struct ModelContext {
+  const Tokenizer* tokenizer = nullptr;
+  const ChatTemplate* chat_template = nullptr;  // null: the model has none
+  std::string chat_template_error;              // why there is none (shown to chat requests)
+  int64_t max_model_len = 0;
+  std::string served_model_name;
+};
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::vector<std::vector<int32_t>> prompts;  // one engine request each
+  std::vector<SamplingParams> params;         // one per prompt (max_tokens may differ)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  int32_t n = 1;
+  bool logprobs = false;  // logprobs are reported (params.logprobs set)
+};
+
+// Parses the text of a request body as a JSON object; 400 when it is not one.
+nlohmann::json parse_body(const std::string& body);
+
+// 404 when `body` names a model other than the served one (a missing model is the served one).
+void check_model(const nlohmann::json& body, const ModelContext& model);
+
+GenerationRequest parse_completion_request(const std::string& body, const ModelContext& model);
+GenerationRequest parse_chat_request(const std::string& body, const ModelContext& model);
+
+// The chat prompt for `messages` (an OpenAI messages array): normalised content, the template
+// rendered with add_generation_prompt and chat_template_kwargs, tokenized without adding BOS
+// again (the template writes it) and with special tokens parsed, as vLLM does.
+std::vector<int32_t> chat_prompt_tokens(const nlohmann::ordered_json& body,
+                                        const ModelContext& model);
+
+}  // namespace tern::server

@@ -1,0 +1,164 @@
+#include "tern/server/server_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace tern::server {
+namespace {
+
+// vLLM's bucket boundaries (vllm/v1/metrics/loggers.py), so histograms merge with vLLM's.
+const std::vector<double> kTimeToFirstTokenBuckets = {
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+    1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kInterTokenLatencyBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+                                                       0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
+                                                       7.5,  10.0,  20.0, 40.0,  80.0};
+const std::vector<double> kRequestLatencyBuckets = {
+    0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+    30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+// Prometheus numbers: integers without a decimal point, others in shortest round-trip form.
+std::string number(double v) {
+  char buf[40];
+  if (v == static_cast<double>(static_cast<int64_t>(v)) && std::abs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  else
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Label values escape backslash, quote and newline.
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+void header(std::string& out, const std::string& name, const char* type, const char* help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(std::string& out, const std::string& name, const std::string& labels, double value) {
+  out += name + "{" + labels + "} " + number(value) + "\n";
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  const size_t bucket = static_cast<size_t>(
+      std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
+  ++counts_[bucket];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
+  int64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    const std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
+    out += name + "_bucket{" + labels + ",le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_sum{" + labels + "} " + number(sum_) + "\n";
+  out += name + "_count{" + labels + "} " + std::to_string(count_) + "\n";
+}
+
+std::vector<double> one_two_five_buckets(int64_t max_value) {
+  std::vector<double> out;
+  for (int64_t scale = 1;; scale *= 10)
+    for (int64_t m : {1, 2, 5}) {
+      if (m * scale > max_value) return out;
+      out.push_back(static_cast<double>(m * scale));
+    }
+}
+
+ServerMetrics::ServerMetrics(int64_t max_model_len)
+    : time_to_first_token_(kTimeToFirstTokenBuckets),
+      inter_token_latency_(kInterTokenLatencyBuckets),
+      e2e_latency_(kRequestLatencyBuckets),
+      queue_time_(kRequestLatencyBuckets),
+      prompt_tokens_(one_two_five_buckets(max_model_len)),
+      generation_tokens_(one_two_five_buckets(max_model_len)) {
+  for (const char* reason : {"stop", "length", "abort"}) finished_[reason] = 0;
+}
+
+void ServerMetrics::observe_inter_token_latency(double seconds) {
+  std::lock_guard lock(mutex_);
+  inter_token_latency_.observe(seconds);
+}
+
+void ServerMetrics::observe_finished(const RequestMetrics& m, const std::string& finished_reason) {
+  std::lock_guard lock(mutex_);
+  ++finished_[finished_reason];
+  if (m.first_token_time >= 0) time_to_first_token_.observe(m.first_token_time - m.arrival_time);
+  if (m.first_scheduled_time >= 0) queue_time_.observe(m.first_scheduled_time - m.arrival_time);
+  if (m.finished_time >= 0) e2e_latency_.observe(m.finished_time - m.arrival_time);
+  prompt_tokens_.observe(static_cast<double>(m.num_prompt_tokens));
+  generation_tokens_.observe(static_cast<double>(m.num_generation_tokens));
+}
+
+std::string ServerMetrics::render(const std::string& model_name, const EngineStats& s) const {
+  const std::string labels = "model_name=\"" + label_value(model_name) + "\"";
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, double v) {
+    header(out, name, "gauge", help);
+    sample(out, name, labels, v);
+  };
+  auto counter = [&](const char* name, const char* help, double v) {
+    header(out, name, "counter", help);
+    sample(out, name, labels, v);
+  };
+  gauge("tern:num_requests_running", "Number of sequences in model execution batches.",
+        static_cast<double>(s.num_running));
+  gauge("tern:num_requests_waiting", "Number of sequences waiting to be processed.",
+        static_cast<double>(s.num_waiting));
+  gauge("tern:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
+  counter("tern:prompt_tokens_total", "Number of prefill tokens processed.",
+          static_cast<double>(s.prompt_tokens));
+  counter("tern:generation_tokens_total", "Number of generation tokens processed.",
+          static_cast<double>(s.generation_tokens));
+  counter("tern:prefix_cache_queries_total",
+          "Prefix cache queries, in terms of number of queried tokens.",
+          static_cast<double>(s.prefix_cache_queries));
+  counter("tern:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+          static_cast<double>(s.prefix_cache_hits));
+  counter("tern:num_preemptions_total", "Cumulative number of preemption from the engine.",
+          static_cast<double>(s.num_preemptions));
+
+  std::lock_guard lock(mutex_);
+  header(out, "tern:request_success_total", "counter", "Count of successfully processed requests.");
+  for (const auto& [reason, count] : finished_)
+    sample(out, "tern:request_success_total",
+           labels + ",finished_reason=\"" + label_value(reason) + "\"", static_cast<double>(count));
+  auto histogram = [&](const char* name, const char* help, const Histogram& h) {
+    header(out, name, "histogram", help);
+    h.render(out, name, labels);
+  };
+  histogram("tern:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+            time_to_first_token_);
+  histogram("tern:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+            inter_token_latency_);
+  histogram("tern:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+            e2e_latency_);
+  histogram("tern:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.", queue_time_);
+  histogram("tern:request_prompt_tokens", "Number of prefill tokens processed.", prompt_tokens_);
+  histogram("tern:request_generation_tokens", "Number of generation tokens processed.",
+            generation_tokens_);
+  return out;
+}
+
+}  // namespace tern::server

@@ -1,0 +1,46 @@
+// The `openai` npm package, a real client, against `tern serve` (tests/server/openai_client.cjs):
+// npm installs it once into the build tree (build/npm). Skips without node/npm or the network,
+// unless TERN_REQUIRE_FIXTURES=1.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "run_process.h"
+#include "server/server_test_util.h"
+
+namespace tern::testing {
+namespace {
+
+#define TERN_SKIP_OR_FAIL(message)                \
+  do {                                            \
+    if (fixtures_required()) FAIL() << (message); \
+    GTEST_SKIP() << (message);                    \
+  } while (0)
+
+TEST(OpenAIClient, NpmOpenAIPackageTalksToTernServe) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0)
+    TERN_SKIP_OR_FAIL("node and npm are not installed");
+  const std::filesystem::path npm_dir = std::filesystem::path(TERN_BINARY).parent_path() / "npm";
+  if (!std::filesystem::exists(npm_dir / "node_modules" / "openai" / "package.json")) {
+    std::filesystem::create_directories(npm_dir);
+    const ProcessResult install =
+        run_process("/bin/sh", {"-c", "npm install --prefix '" + npm_dir.string() +
+                                          "' openai --no-audit --no-fund --loglevel=error"});
+    if (install.exit_code != 0) TERN_SKIP_OR_FAIL("npm install openai failed: " + install.err);
+  }
+  server::ServerOptions options;
+  options.api_key = "test-key";
+  TestServer s(tiny_chat_qwen3(), server_engine(), options);
+  const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
+  const ProcessResult r = run_process(
+      "/bin/sh", {"-c", "OPENAI_NPM_DIR='" + npm_dir.string() + "' node '" + TERN_SOURCE_DIR +
+                            "/tests/server/openai_client.cjs' '" + base + "' test-model"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("openai client: ok"), std::string::npos) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace tern::testing

@@ -1,0 +1,45 @@
+// `tern serve` command-line errors: one line on stderr and exit code 1, before serving anything.
+#include <gtest/gtest.h>
+
+#include "fixtures.h"
+#include "run_process.h"
+
+namespace tern::testing {
+namespace {
+
+TEST(ServeCommand, BadInvocationsFailWithAMessage) {
+  ProcessResult r = run_tern({"serve"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("give a model"), std::string::npos) << r.err;
+
+  r = run_tern({"serve", "/nonexistent/model.gguf", "--port", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/model.gguf"), std::string::npos) << r.err;
+
+  r = run_tern({"serve", "a.gguf", "--model", "b.gguf"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("give the model once"), std::string::npos) << r.err;
+}
+
+TEST(ServeCommand, MissingOrBrokenChatTemplateFails) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  ProcessResult r =
+      run_tern({"serve", model, "--port", "0", "--chat-template", "/nonexistent.jinja"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent.jinja: cannot open"), std::string::npos) << r.err;
+
+  char path[] = "/tmp/tern_bad_template_XXXXXX";
+  const int fd = ::mkstemp(path);
+  const std::string broken = "{% for m in messages %}{{ m.content }";
+  ASSERT_EQ(::write(fd, broken.data(), broken.size()), static_cast<ssize_t>(broken.size()));
+  ::close(fd);
+  r = run_tern(
+      {"serve", model, "--port", "0", "--kv-cache-memory", "16MiB", "--chat-template", path});
+  ::unlink(path);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("chat template"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tern::testing

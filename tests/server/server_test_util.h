@@ -1,0 +1,200 @@
+// Shared by the server tests: `tern serve` in process on a free loopback port (the real
+// OpenAIServer class over a small model), and plain HTTP / SSE helpers on cpp-httplib's client.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine_test_util.h"
+#include "tern/engine/llm.h"
+#include "tern/server/openai_server.h"
+
+namespace tern::testing {
+
+using nlohmann::json;
+
+class TestServer {
+ public:
+  TestServer(LoadedModel model, const EngineConfig& config, server::ServerOptions options = {})
+      : llm_(std::move(model), config) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    if (options.served_model_name.empty()) options.served_model_name = "test-model";
+    server_ = std::make_unique<server::OpenAIServer>(llm_, options);
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->serve(); });
+  }
+  ~TestServer() {
+    server_->stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  server::OpenAIServer& server() { return *server_; }
+
+ private:
+  LLM llm_;
+  std::unique_ptr<server::OpenAIServer> server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+struct HttpResult {
+  int status = -1;  // -1: no response
+  std::string body;
+  httplib::Headers headers;
+  json body_json() const { return json::parse(body); }
+};
+
+inline HttpResult http_request(int port, const std::string& method, const std::string& path,
+                               const std::string& body = {}, const httplib::Headers& headers = {}) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(300, 0);
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  req.headers = headers;
+  req.body = body;
+  if (!body.empty() && !req.has_header("Content-Type"))
+    req.set_header("Content-Type", "application/json");
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  HttpResult out;
+  if (client.send(req, res, error)) {
+    out.status = res.status;
+    out.body = res.body;
+    out.headers = res.headers;
+  }
+  return out;
+}
+
+inline HttpResult post(int port, const std::string& path, const json& body,
+                       const httplib::Headers& headers = {}) {
+  return http_request(port, "POST", path, body.dump(), headers);
+}
+inline HttpResult get(int port, const std::string& path, const httplib::Headers& headers = {}) {
+  return http_request(port, "GET", path, {}, headers);
+}
+
+struct StreamResult {
+  int status = -1;
+  std::vector<json> events;  // the JSON of every `data:` event but [DONE]
+  bool done = false;         // `data: [DONE]` came
+  std::string error_body;    // the body of a non-200 answer
+};
+
+// POSTs a streaming request and parses its SSE events. `stop_after` > 0: hangs up after that
+// many events (a client that goes away mid-stream).
+inline StreamResult stream(int port, const std::string& path, const json& body, int stop_after = 0,
+                           const httplib::Headers& headers = {}) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(300, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.headers = headers;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  StreamResult out;
+  std::string buffer;
+  req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    buffer.append(data, len);
+    for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (event.rfind("data: ", 0) != 0) continue;
+      const std::string payload = event.substr(6);
+      if (payload == "[DONE]")
+        out.done = true;
+      else
+        out.events.push_back(json::parse(payload));
+      if (stop_after > 0 && static_cast<int>(out.events.size()) >= stop_after) return false;
+    }
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  if (!client.send(req, res, error) && !(stop_after > 0 && error == httplib::Error::Canceled))
+    out.error_body = "no response: " + httplib::to_string(error);
+  out.status = res.status;
+  if (res.status != 200) out.error_body += buffer + res.body;
+  return out;
+}
+
+// The value of one sample of the /metrics text: `series` is the name with its labels as
+// written, e.g. `tern:num_requests_running{model_name="test-model"}`. NaN when absent.
+inline double metric(const std::string& text, const std::string& series) {
+  const std::string prefix = series + " ";
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = text.find('\n', pos);
+    const std::string line =
+        text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size()));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return std::nan("");
+}
+
+inline std::string gauge(const char* name) {
+  return std::string(name) + "{model_name=\"test-model\"}";
+}
+
+// The text of a streamed completion or chat completion, choice by choice.
+inline std::vector<std::string> streamed_texts(const StreamResult& s, size_t choices) {
+  std::vector<std::string> texts(choices);
+  for (const json& e : s.events) {
+    for (const json& c : e.at("choices")) {
+      const size_t i = c.at("index").get<size_t>();
+      if (c.contains("text"))
+        texts.at(i) += c["text"].get<std::string>();
+      else if (c.at("delta").contains("content"))
+        texts.at(i) += c["delta"]["content"].get<std::string>();
+    }
+  }
+  return texts;
+}
+
+// The engine's request gauges and KV usage back at zero: every request has left it.
+inline void wait_until_idle(int port) {
+  for (int i = 0; i < 3000; ++i) {
+    const std::string m = get(port, "/metrics").body;
+    if (metric(m, gauge("tern:num_requests_running")) == 0 &&
+        metric(m, gauge("tern:num_requests_waiting")) == 0 &&
+        metric(m, gauge("tern:kv_cache_usage_perc")) == 0)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL() << "the engine did not become idle: " << get(port, "/metrics").body.substr(0, 600);
+}
+
+// A one-layer dummy Qwen3 with the whole Qwen vocabulary (chat templates use its special
+// tokens) and the real Qwen tokenizer, whose tokenizer_config.json holds the chat template.
+inline LoadedModel tiny_chat_qwen3() {
+  LoadedModel m;
+  m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 1},
+                                                        {"hidden_size", 64},
+                                                        {"intermediate_size", 128},
+                                                        {"num_attention_heads", 2},
+                                                        {"num_key_value_heads", 1},
+                                                        {"head_dim", 32}});
+  m.weights = make_dummy_weights(m.config, DType::F16, 5);
+  m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
+  m.description = "tiny chat qwen3 (dummy F16)";
+  return m;
+}
+
+inline EngineConfig server_engine(int64_t max_model_len = 256) {
+  EngineConfig c;
+  c.max_model_len = max_model_len;
+  c.kv_cache_memory = uint64_t{32} << 20;
+  c.scheduler.max_num_batched_tokens = 256;
+  return c;
+}
+
+}  // namespace tern::testing
