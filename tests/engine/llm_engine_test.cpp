@@ -57,7 +57,7 @@ TEST(LLMEngine, BatchInvariantStories260K) {
 
 TEST(LLMEngine, BatchInvariantTinyQwen3) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer.json");
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer_config.json");
   expect_batch_invariant(testing::tiny_qwen3, 16, 100, 12);
 }
 
