@@ -167,4 +167,6 @@ VecDotFn avx512_vec_dot_k(DType weight) {
   }
 }
 
+GemmTileFn avx512_gemm_tile_k(DType) { return nullptr; }
+
 }  // namespace tern::cpu
