@@ -19,7 +19,11 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
@@ -152,6 +156,123 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
   return _mm512_reduce_add_ps(acc);
 }
 
+// ---- GEMM tiles ------------------------------------------------------------------------------
+//
+// kMicroRows weight rows x kMicroTokens tokens per micro-kernel, each element with
+// dot_q45_k's arithmetic: the same exact int32 lanes per super-block, the same float scales
+// (d and dmin are the same products, broadcast), the same two accumulators and final sums. A
+// super-block's nibbles, scales and mins are unpacked once for all the tokens.
+constexpr int kMicroRows = 2, kMicroTokens = 3;
+
+template <bool kHighBit, typename Block, int R, int C>
+void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t nb, float* y, size_t ldy) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i sixteen = _mm512_set1_epi8(0x10);
+  const __m512i nibble_shift = halves16(0, 4);
+  const __m256i mins_dup =
+      _mm256_setr_epi16(zx(8), zx(8), zx(9), zx(9), zx(10), zx(10), zx(11), zx(11),  //
+                        zx(12), zx(12), zx(13), zx(13), zx(14), zx(14), zx(15), zx(15));
+  __m512 acc[R][C];
+  __m256 acc_m[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps(), acc_m[r][c] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m512i sc_m[R];
+    for (int r = 0; r < R; ++r) sc_m[r] = _mm512_broadcast_i32x4(unpack_scales_mins(w[r][i].scales));
+    // Σ dmin · (m·bsum)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][i].bsums));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m256i mins =
+            _mm256_madd_epi16(bsums, _mm256_shuffle_epi8(_mm512_castsi512_si256(sc_m[r]), mins_dup));
+        const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(f16_to_f32(w[r][i].dmin)), _mm256_set1_ps(a[c][i].d));
+        acc_m[r][c] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(mins), acc_m[r][c]);
+      }
+    }
+    // Σ d · (sc·q·a)
+    __m512i sumi[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) sumi[r][c] = _mm512_setzero_si512();
+    __m512i qh[R];
+    if constexpr (kHighBit) {
+      for (int r = 0; r < R; ++r)
+        qh[r] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qh)));
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      __m512i qv[R], scale[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512i bits =
+            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qs + 32 * j)));
+        qv[r] = _mm512_and_si512(_mm512_srlv_epi16(bits, nibble_shift), low4);
+        if constexpr (kHighBit) {
+          const __mmask64 high = _mm512_test_epi8_mask(
+              qh[r], _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * j))),
+                                        _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1))), 1));
+          qv[r] = _mm512_mask_add_epi8(qv[r], high, qv[r], sixteen);
+        }
+        scale[r] = _mm512_shuffle_epi8(sc_m[r], halves16(zx(2 * j), zx(2 * j + 1)));
+      }
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const __m512i yv = _mm512_loadu_si512(a[c][i].qs + 64 * j);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], _mm512_maddubs_epi16(qv[r], yv), scale[r]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512 d = _mm512_mul_ps(_mm512_set1_ps(f16_to_f32(w[r][i].d)), _mm512_set1_ps(a[c][i].d));
+        acc[r][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][c]), acc[r][c]);
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r)
+      y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]) - _mm512_reduce_add_ps(_mm512_zextps256_ps512(acc_m[r][c]));
+}
+
+template <bool kHighBit, typename Block>
+using MicroQ45K = void (*)(const Block* const*, const BlockQ8_K* const*, int64_t, float*, size_t);
+template <bool kHighBit, typename Block, int R, size_t... Cs>
+constexpr std::array<MicroQ45K<kHighBit, Block>, sizeof...(Cs)> micro_row_q45_k(std::index_sequence<Cs...>) {
+  return {gemm_micro_q45_k<kHighBit, Block, R, static_cast<int>(Cs) + 1>...};
+}
+template <bool kHighBit, typename Block, size_t... Rs>
+constexpr auto micro_table_q45_k(std::index_sequence<Rs...>) {
+  return std::array{
+      micro_row_q45_k<kHighBit, Block, static_cast<int>(Rs) + 1>(std::make_index_sequence<kMicroTokens>())...};
+}
+// [R - 1][C - 1]: the micro-kernel for R rows and C tokens (the ragged edges too).
+template <bool kHighBit, typename Block>
+constexpr auto kMicroQ45K = micro_table_q45_k<kHighBit, Block>(std::make_index_sequence<kMicroRows>());
+
+template <bool kHighBit, typename Block>
+void gemm_tile_q45_k(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+                     size_t a_stride, int64_t tokens, float* y, size_t ldy) {
+  const int64_t nb = k / kQKK;
+  const auto* wbytes = static_cast<const std::byte*>(w_data);
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  // Tokens outer: a few activation rows stay in L1 while the tile's weight rows stream past.
+  for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
+    const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
+    const BlockQ8_K* a[kMicroTokens];
+    for (int c = 0; c < cc; ++c) a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + c) * a_stride);
+    for (int64_t r0 = 0; r0 < rows; r0 += kMicroRows) {
+      const int rr = static_cast<int>(std::min<int64_t>(kMicroRows, rows - r0));
+      const Block* w[kMicroRows];
+      for (int r = 0; r < rr; ++r) w[r] = reinterpret_cast<const Block*>(wbytes + (r0 + r) * w_stride);
+      kMicroQ45K<kHighBit, Block>[rr - 1][cc - 1](w, a, nb, y + c0 * ldy + r0, ldy);
+    }
+  }
+}
+
 }  // namespace
 
 VecDotFn avx512_vec_dot_k(DType weight) {
@@ -167,6 +288,15 @@ VecDotFn avx512_vec_dot_k(DType weight) {
   }
 }
 
-GemmTileFn avx512_gemm_tile_k(DType) { return nullptr; }
+GemmTileFn avx512_gemm_tile_k(DType weight) {
+  switch (weight) {
+    case DType::Q4_K:
+      return gemm_tile_q45_k<false, BlockQ4_K>;
+    case DType::Q5_K:
+      return gemm_tile_q45_k<true, BlockQ5_K>;
+    default:
+      return nullptr;
+  }
+}
 
 }  // namespace tern::cpu
