@@ -159,11 +159,12 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
 
 // ---- GEMM tiles ------------------------------------------------------------------------------
 //
-// kMicroRows weight rows x kMicroTokens tokens per micro-kernel, each element with
+// kMicroRows weight rows x kMicroTokens tokens per micro-kernel (2 x 4 measured fastest of
+// 1x4 .. 4x1; more spill), each element with
 // dot_q45_k's arithmetic: the same exact int32 lanes per super-block, the same float scales
 // (d and dmin are the same products, broadcast), the same two accumulators and final sums. A
 // super-block's nibbles, scales and mins are unpacked once for all the tokens.
-constexpr int kMicroRows = 2, kMicroTokens = 3;
+constexpr int kMicroRows = 2, kMicroTokens = 4;
 
 template <bool kHighBit, typename Block, int R, int C>
 void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t nb, float* y, size_t ldy) {
@@ -329,7 +330,8 @@ struct Micro {
   }
   template <size_t... Rs>
   static constexpr auto table(std::index_sequence<Rs...>) {
-    return std::array{row<static_cast<int>(Rs) + 1>(std::make_index_sequence<kMicroTokens>())...};
+    return std::array<std::array<Fn, kMicroTokens>, sizeof...(Rs)>{
+        row<static_cast<int>(Rs) + 1>(std::make_index_sequence<kMicroTokens>())...};
   }
   // [R - 1][C - 1]
   static constexpr auto kTable = table(std::make_index_sequence<kMicroRows>());
