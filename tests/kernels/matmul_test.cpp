@@ -90,6 +90,9 @@ std::vector<TileCase> tile_cases() {
     for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 10}, int64_t{32 * 48}}) cases.push_back({dtype, k});
   for (DType dtype : {DType::Q4_K, DType::Q6_K, DType::Q5_K})
     for (int64_t k : {int64_t{256}, int64_t{256 * 3}}) cases.push_back({dtype, k});
+  // Float rows: 4-chunk steps, single chunks and a masked tail.
+  for (DType dtype : {DType::F16, DType::F32, DType::BF16})
+    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}, int64_t{149}}) cases.push_back({dtype, k});
   return cases;
 }
 

@@ -93,6 +93,7 @@ GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
   if (isa != Isa::Avx512) return nullptr;
   if (avx512_vec_dot_q(weight) != nullptr) return avx512_gemm_tile_q(weight);
   if (avx512_vec_dot_k(weight) != nullptr) return avx512_gemm_tile_k(weight);
+  if (avx512_vec_dot_float(weight) != nullptr) return avx512_gemm_tile_float(weight);
   return nullptr;
 }
 
