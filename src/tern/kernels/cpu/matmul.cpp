@@ -22,8 +22,10 @@ namespace {
 constexpr int64_t kRowChunk = 16;
 constexpr int64_t kTokenTile = 32;
 // With a tile kernel, which prepares each token's activations once per tile, more rows per
-// tile amortize that (48 rows of K = 3072 in Q8_0: 160 KB, in L2).
-constexpr int64_t kTileRows = 48;
+// tile amortize that (96 rows of K = 3072 in Q8_0: 320 KB, in L2); tokens per tile are a
+// multiple of the micro-kernels' 3 or 4 tokens, so that a prefill has few ragged ones.
+constexpr int64_t kTileRows = 96;
+constexpr int64_t kTileTokens = 36;
 
 size_t row_bytes_of(DType dtype, int64_t k) {
   const auto bytes = dtype_bytes(dtype, static_cast<uint64_t>(k));
@@ -80,12 +82,12 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y) {
   }
   if (kern.gemm_tile != nullptr) {
     const int64_t row_chunks = (n + kTileRows - 1) / kTileRows;
-    const int64_t token_tiles = (t + kTokenTile - 1) / kTokenTile;
+    const int64_t token_tiles = (t + kTileTokens - 1) / kTileTokens;
     // As below: a thread's consecutive iterations share one chunk of rows.
 #pragma omp parallel for schedule(static)
     for (int64_t it = 0; it < row_chunks * token_tiles; ++it) {
       const int64_t r0 = it / token_tiles * kTileRows, r1 = std::min(n, r0 + kTileRows);
-      const int64_t t0 = it % token_tiles * kTokenTile, t1 = std::min(t, t0 + kTokenTile);
+      const int64_t t0 = it % token_tiles * kTileTokens, t1 = std::min(t, t0 + kTileTokens);
       kern.gemm_tile(k, wdata + r0 * w.row_bytes, w.row_bytes, r1 - r0, adata + t0 * a.row_bytes, a.row_bytes, t1 - t0,
                      y + t0 * n + r0, static_cast<size_t>(n));
     }
