@@ -90,10 +90,13 @@ VecDotFn simd_vec_dot(DType weight, Isa isa) {
 // Only where the tile's level is the one whose vec_dot the table holds: a tile must
 // reproduce exactly that vec_dot.
 GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
-  if (isa != Isa::Avx512) return nullptr;
-  if (avx512_vec_dot_q(weight) != nullptr) return avx512_gemm_tile_q(weight);
-  if (avx512_vec_dot_k(weight) != nullptr) return avx512_gemm_tile_k(weight);
-  if (avx512_vec_dot_float(weight) != nullptr) return avx512_gemm_tile_float(weight);
+  if (isa == Isa::Avx512) {
+    if (avx512_vec_dot_q(weight) != nullptr) return avx512_gemm_tile_q(weight);
+    if (avx512_vec_dot_k(weight) != nullptr) return avx512_gemm_tile_k(weight);
+    if (avx512_vec_dot_float(weight) != nullptr) return avx512_gemm_tile_float(weight);
+    return nullptr;
+  }
+  if (isa == Isa::Avx2 && avx2_vec_dot_q(weight) != nullptr) return avx2_gemm_tile_q(weight);
   return nullptr;
 }
 

@@ -25,5 +25,6 @@ VecDotFn avx512_vec_dot_float(DType weight);
 GemmTileFn avx512_gemm_tile_q(DType weight);
 GemmTileFn avx512_gemm_tile_k(DType weight);
 GemmTileFn avx512_gemm_tile_float(DType weight);
+GemmTileFn avx2_gemm_tile_q(DType weight);
 
 }  // namespace tern::cpu
