@@ -13,7 +13,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -88,11 +90,6 @@ float dot_bf16(int64_t k, const void* vw, const void* va) {
 
 // ---- GEMM tiles ------------------------------------------------------------------------------
 //
-// kMicroRows rows x kMicroTokens tokens per micro-kernel, each element with its dot_*'s
-// arithmetic: the same four accumulators fed the same chunks in the same order, the same
-// tails and final sum. A weight chunk is widened once for all the tokens, an activation
-// chunk once for all the rows.
-constexpr int kMicroRows = 2, kMicroTokens = 3;
 
 // One float weight type as the micro-kernel sees it: kWidth elements per step.
 struct F32Kind {
@@ -122,11 +119,22 @@ struct BF16Kind {
   static __m512 step(__m512 acc, Vec w, Vec a) { return _mm512_dpbf16_ps(acc, w, a); }
 };
 
-template <class Kind, int R, int C>
-void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* const* a, int64_t k, float* y,
+// Micro-kernels of R rows x C tokens, each element with its dot_*'s arithmetic: the same four
+// accumulators fed the same chunks in the same order, the same tails and final sum. A weight
+// chunk is loaded (and widened) once for all the tokens, an activation chunk once for all the
+// rows. F16 activations are widened to f32 once per tile (exactly, as the dot widens them):
+// widening is what bounds an F16 GEMM (T = 64 on 2048 x 2048: 8.0 -> 5.5 ms). 2 x 3 measured
+// fastest (1 x 6, with 24 accumulators, spills).
+constexpr int kMicroRows = 2, kMicroTokens = 3;
+
+// WKind: the weights' type; AKind: the activations' as the micro-kernel reads them (F32 for
+// F16 weights, the activations widened; else WKind). w: R rows, a: C rows, y: [C, ldy].
+template <class WKind, class AKind, int R, int C>
+void gemm_micro(const typename WKind::Elem* const* w, const typename AKind::Elem* const* a, int64_t k, float* y,
                 size_t ldy) {
-  constexpr int64_t kW = Kind::kWidth;
-  using Vec = typename Kind::Vec;
+  constexpr int64_t kW = WKind::kWidth;
+  using Vec = typename WKind::Vec;
+  using Kind = WKind;
   __m512 acc[4][R][C];
   for (int q = 0; q < 4; ++q)
     for (int r = 0; r < R; ++r)
@@ -140,7 +148,7 @@ void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* 
       for (int r = 0; r < R; ++r) wv[r] = Kind::load(w[r] + i + q * kW);
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
-        const Vec av = Kind::load(a[c] + i + q * kW);
+        const Vec av = AKind::load(a[c] + i + q * kW);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) acc[q][r][c] = Kind::step(acc[q][r][c], wv[r], av);
       }
@@ -148,13 +156,13 @@ void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* 
   }
   for (; i + kW <= k; i += kW) {
     for (int c = 0; c < C; ++c) {
-      const Vec av = Kind::load(a[c] + i);
+      const Vec av = AKind::load(a[c] + i);
       for (int r = 0; r < R; ++r) acc[0][r][c] = Kind::step(acc[0][r][c], Kind::load(w[r] + i), av);
     }
   }
   if (i < k) {
     for (int c = 0; c < C; ++c) {
-      const Vec av = Kind::load_tail(a[c] + i, k - i);
+      const Vec av = AKind::load_tail(a[c] + i, k - i);
       for (int r = 0; r < R; ++r) acc[1][r][c] = Kind::step(acc[1][r][c], Kind::load_tail(w[r] + i, k - i), av);
     }
   }
@@ -164,39 +172,58 @@ void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* 
           _mm512_add_ps(_mm512_add_ps(acc[0][r][c], acc[1][r][c]), _mm512_add_ps(acc[2][r][c], acc[3][r][c])));
 }
 
-template <class Kind>
+template <class WKind, class AKind>
 struct Micro {
-  using Elem = typename Kind::Elem;
-  using Fn = void (*)(const Elem* const*, const Elem* const*, int64_t, float*, size_t);
+  using Fn = void (*)(const typename WKind::Elem* const*, const typename AKind::Elem* const*, int64_t, float*, size_t);
+  static constexpr int kRows = kMicroRows, kTokens = kMicroTokens;
   template <int R, size_t... Cs>
   static constexpr std::array<Fn, sizeof...(Cs)> row(std::index_sequence<Cs...>) {
-    return {gemm_micro<Kind, R, static_cast<int>(Cs) + 1>...};
+    return {gemm_micro<WKind, AKind, R, static_cast<int>(Cs) + 1>...};
   }
   template <size_t... Rs>
   static constexpr auto table(std::index_sequence<Rs...>) {
-    return std::array<std::array<Fn, kMicroTokens>, sizeof...(Rs)>{
-        row<static_cast<int>(Rs) + 1>(std::make_index_sequence<kMicroTokens>())...};
+    return std::array<std::array<Fn, kTokens>, sizeof...(Rs)>{
+        row<static_cast<int>(Rs) + 1>(std::make_index_sequence<kTokens>())...};
   }
-  // [R - 1][C - 1]: for every R <= kMicroRows and C <= kMicroTokens (the ragged edges too).
-  static constexpr auto kTable = table(std::make_index_sequence<kMicroRows>());
+  // [R - 1][C - 1]: for every R <= kRows and C <= kTokens (the ragged edges too).
+  static constexpr auto kTable = table(std::make_index_sequence<kRows>());
 };
 
 template <class Kind>
 void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
                int64_t tokens, float* y, size_t ldy) {
-  using Elem = typename Kind::Elem;
+  // F16 activations are read widened, from a buffer that grows to the largest k seen:
+  // [kTokens, k] floats.
+  constexpr bool kWiden = std::is_same_v<Kind, F16Kind>;
+  using AKind = std::conditional_t<kWiden, F32Kind, Kind>;
+  using M = Micro<Kind, AKind>;
+  using WElem = typename Kind::Elem;
+  using AElem = typename AKind::Elem;
+  thread_local std::vector<float> widened;
+  if (kWiden && widened.size() < static_cast<size_t>(M::kTokens * k)) widened.resize(static_cast<size_t>(M::kTokens * k));
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   const auto* abytes = static_cast<const std::byte*>(a_data);
   // Tokens outer: a few activation rows stay in cache while the tile's weight rows stream past.
-  for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
-    const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
-    const Elem* a[kMicroTokens];
-    for (int c = 0; c < cc; ++c) a[c] = reinterpret_cast<const Elem*>(abytes + (c0 + c) * a_stride);
-    for (int64_t r0 = 0; r0 < rows; r0 += kMicroRows) {
-      const int rr = static_cast<int>(std::min<int64_t>(kMicroRows, rows - r0));
-      const Elem* w[kMicroRows];
-      for (int r = 0; r < rr; ++r) w[r] = reinterpret_cast<const Elem*>(wbytes + (r0 + r) * w_stride);
-      Micro<Kind>::kTable[rr - 1][cc - 1](w, a, k, y + c0 * ldy + r0, ldy);
+  for (int64_t c0 = 0; c0 < tokens; c0 += M::kTokens) {
+    const int cc = static_cast<int>(std::min<int64_t>(M::kTokens, tokens - c0));
+    const AElem* a[M::kTokens];
+    for (int c = 0; c < cc; ++c) {
+      const auto* row = reinterpret_cast<const WElem*>(abytes + (c0 + c) * a_stride);
+      if constexpr (kWiden) {
+        float* out = widened.data() + c * k;
+        int64_t i = 0;
+        for (; i + 16 <= k; i += 16) _mm512_storeu_ps(out + i, load_f16(row + i));
+        if (i < k) _mm512_mask_storeu_ps(out + i, tail_mask16(k - i), F16Kind::load_tail(row + i, k - i));
+        a[c] = out;
+      } else {
+        a[c] = row;
+      }
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += M::kRows) {
+      const int rr = static_cast<int>(std::min<int64_t>(M::kRows, rows - r0));
+      const WElem* w[M::kRows];
+      for (int r = 0; r < rr; ++r) w[r] = reinterpret_cast<const WElem*>(wbytes + (r0 + r) * w_stride);
+      M::kTable[rr - 1][cc - 1](w, a, k, y + c0 * ldy + r0, ldy);
     }
   }
 }
