@@ -96,7 +96,10 @@ GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
     if (avx512_vec_dot_float(weight) != nullptr) return avx512_gemm_tile_float(weight);
     return nullptr;
   }
-  if (isa == Isa::Avx2 && avx2_vec_dot_q(weight) != nullptr) return avx2_gemm_tile_q(weight);
+  if (isa == Isa::Avx2) {
+    if (avx2_vec_dot_q(weight) != nullptr) return avx2_gemm_tile_q(weight);
+    if (avx2_vec_dot_k(weight) != nullptr) return avx2_gemm_tile_k(weight);
+  }
   return nullptr;
 }
 

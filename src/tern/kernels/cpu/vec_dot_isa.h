@@ -26,5 +26,6 @@ GemmTileFn avx512_gemm_tile_q(DType weight);
 GemmTileFn avx512_gemm_tile_k(DType weight);
 GemmTileFn avx512_gemm_tile_float(DType weight);
 GemmTileFn avx2_gemm_tile_q(DType weight);
+GemmTileFn avx2_gemm_tile_k(DType weight);
 
 }  // namespace tern::cpu
