@@ -128,36 +128,40 @@ TEST(Matmul, GemmTileIsVecDotPerElement) {
 
 // Through matmul: T = 1 (the GEMV) and every T and thread count give the same bits, and all
 // agree with the scalar reference dot up to float summation order.
-TEST(Matmul, GemmTilesBatchInvariantAndMatchScalar) {
-  const int64_t rows = 101, t_max = 67;
-  for (const TileCase& c : tile_cases()) {
-    const Weights w = make_weights(c.dtype, rows, c.k, 23);
-    const std::vector<float> x = gaussian(t_max * c.k, 24);
-    Workspace ws;
-    std::vector<float> alone(t_max * rows);
-    {
-      ThreadCount one(1);
-      for (int64_t i = 0; i < t_max; ++i) matmul(w.view, x.data() + i * c.k, 1, alone.data() + i * rows, ws);
-    }
-    // The scalar reference dot of every element.
-    const TypeKernels& scalar = type_kernels(c.dtype, Isa::Scalar);
-    const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
-    std::vector<float> ref(t_max * rows);
-    for (int64_t i = 0; i < t_max; ++i)
-      for (int64_t r = 0; r < rows; ++r)
-        ref[i * rows + r] = scalar.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
-                                           static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
-    EXPECT_LE(testing::relative_rms_error(alone, ref), 1e-5) << dtype_name(c.dtype) << " k=" << c.k;
-    for (int threads : {1, 2, 3}) {
-      ThreadCount tc(threads);
-      for (int64_t t : {2, 3, 5, 16, 64, 67}) {
-        std::vector<float> y(t * rows);
-        matmul(w.view, x.data(), t, y.data(), ws);
-        EXPECT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
-            << dtype_name(c.dtype) << " k=" << c.k << " T=" << t << " threads=" << threads;
-      }
+void expect_tiles_batch_invariant(const TileCase& c, int64_t rows) {
+  const int64_t t_max = 67;
+  const Weights w = make_weights(c.dtype, rows, c.k, 23);
+  const std::vector<float> x = gaussian(t_max * c.k, 24);
+  Workspace ws;
+  std::vector<float> alone(t_max * rows);
+  {
+    ThreadCount one(1);
+    for (int64_t i = 0; i < t_max; ++i) matmul(w.view, x.data() + i * c.k, 1, alone.data() + i * rows, ws);
+  }
+  // The scalar reference dot of every element.
+  const TypeKernels& scalar = type_kernels(c.dtype, Isa::Scalar);
+  const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
+  std::vector<float> ref(t_max * rows);
+  for (int64_t i = 0; i < t_max; ++i)
+    for (int64_t r = 0; r < rows; ++r)
+      ref[i * rows + r] = scalar.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                                         static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+  EXPECT_LE(testing::relative_rms_error(alone, ref), 1e-5) << dtype_name(c.dtype) << " k=" << c.k << " rows=" << rows;
+  for (int threads : {1, 2, 3}) {
+    ThreadCount tc(threads);
+    for (int64_t t : {2, 3, 5, 16, 64, 67}) {
+      std::vector<float> y(t * rows);
+      matmul(w.view, x.data(), t, y.data(), ws);
+      EXPECT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+          << dtype_name(c.dtype) << " k=" << c.k << " rows=" << rows << " T=" << t << " threads=" << threads;
     }
   }
+}
+
+TEST(Matmul, GemmTilesBatchInvariantAndMatchScalar) {
+  for (const TileCase& c : tile_cases()) expect_tiles_batch_invariant(c, 101);
+  // Enough rows for the driver's largest tiles (smaller ones are taken when there are few).
+  for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16}) expect_tiles_batch_invariant({dtype, 512}, 430);
 }
 
 // Against dequantized weights times unquantized activations: what remains is the
