@@ -198,7 +198,10 @@ void gemm_micro_q45_k(const Block* w, const BlockQ8_K* const* a, int64_t nb, flo
   const __m256i bit4 = _mm256_set1_epi8(0x10);
   __m256 acc[C];
   __m128 acc_m[C];
-  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps(), acc_m[c] = _mm_setzero_ps();
+  for (int c = 0; c < C; ++c) {
+    acc[c] = _mm256_setzero_ps();
+    acc_m[c] = _mm_setzero_ps();
+  }
   for (int64_t i = 0; i < nb; ++i) {
     const float wd = f16_to_f32(w[i].d), wdmin = f16_to_f32(w[i].dmin);
     const __m256i sc_m = _mm256_cvtepu8_epi16(unpack_scales_mins(w[i].scales));

@@ -160,10 +160,10 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
 // ---- GEMM tiles ------------------------------------------------------------------------------
 //
 // kMicroRows weight rows x kMicroTokens tokens per micro-kernel (2 x 4 measured fastest of
-// 1x4 .. 4x1; more spill), each element with
-// dot_q45_k's arithmetic: the same exact int32 lanes per super-block, the same float scales
-// (d and dmin are the same products, broadcast), the same two accumulators and final sums. A
-// super-block's nibbles, scales and mins are unpacked once for all the tokens.
+// 1 x 4 .. 4 x 1; larger ones spill), each element with its dot's arithmetic: the same exact
+// int32 lanes per super-block, the same float scales (d and dmin are the same products,
+// broadcast), the same accumulators and final sums. A super-block's quants, scales and mins
+// are unpacked once for all the tokens.
 constexpr int kMicroRows = 2, kMicroTokens = 4;
 
 template <bool kHighBit, typename Block, int R, int C>
@@ -176,8 +176,12 @@ void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t 
                         zx(12), zx(12), zx(13), zx(13), zx(14), zx(14), zx(15), zx(15));
   __m512 acc[R][C];
   __m256 acc_m[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps(), acc_m[r][c] = _mm256_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      acc[r][c] = _mm512_setzero_ps();
+      acc_m[r][c] = _mm256_setzero_ps();
+    }
+  }
   for (int64_t i = 0; i < nb; ++i) {
     __m512i sc_m[R];
     for (int r = 0; r < R; ++r) sc_m[r] = _mm512_broadcast_i32x4(unpack_scales_mins(w[r][i].scales));
