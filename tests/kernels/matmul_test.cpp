@@ -11,6 +11,7 @@
 #include "kernels/kernel_test_util.h"
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 namespace {
@@ -73,6 +74,94 @@ TEST(Matmul, BatchInvariance) {
       }
     }
   }
+}
+
+// The types with GEMM tile kernels, on shapes with ragged edges everywhere: rows not a
+// multiple of a micro-kernel's rows nor of the driver's row chunk, tokens not a multiple of
+// a micro-kernel's tokens nor of the token tile, and rows with blocks after the last full
+// group of blocks (or no full group at all).
+struct TileCase {
+  DType dtype;
+  int64_t k;
+};
+std::vector<TileCase> tile_cases() {
+  std::vector<TileCase> cases;
+  for (DType dtype : {DType::Q4_0, DType::Q5_0, DType::Q8_0})
+    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 10}, int64_t{32 * 48}}) cases.push_back({dtype, k});
+  for (DType dtype : {DType::Q4_K, DType::Q6_K, DType::Q5_K})
+    for (int64_t k : {int64_t{256}, int64_t{256 * 3}}) cases.push_back({dtype, k});
+  // Float rows: 4-chunk steps, single chunks and a masked tail.
+  for (DType dtype : {DType::F16, DType::F32, DType::BF16})
+    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}, int64_t{149}}) cases.push_back({dtype, k});
+  return cases;
+}
+
+// Each output element of a tile is bit for bit its vec_dot, for every ISA that has a tile.
+TEST(Matmul, GemmTileIsVecDotPerElement) {
+  const int64_t rows = 101, tokens = 67;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (const TileCase& c : tile_cases()) {
+      const TypeKernels& kern = type_kernels(c.dtype, isa);
+      if (kern.gemm_tile == nullptr) continue;
+      const Weights w = make_weights(c.dtype, rows, c.k, 21);
+      const std::vector<float> x = gaussian(tokens * c.k, 22);
+      Workspace ws;
+      const QuantizedActivations a = quantize_activations(c.dtype, x.data(), tokens, c.k, ws);
+      // y with a row stride wider than the tile, to catch writes outside it.
+      const size_t ldy = rows + 7;
+      std::vector<float> y(tokens * ldy, -1.0f);
+      kern.gemm_tile(c.k, w.view.data, w.view.row_bytes, rows, a.data, a.row_bytes, tokens, y.data(), ldy);
+      int mismatches = 0;
+      for (int64_t i = 0; i < tokens; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float want = kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                                          static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+          mismatches += std::memcmp(&want, &y[i * ldy + r], sizeof want) != 0;
+        }
+        for (size_t r = rows; r < ldy; ++r) mismatches += y[i * ldy + r] != -1.0f;
+      }
+      EXPECT_EQ(mismatches, 0) << dtype_name(c.dtype) << " k=" << c.k << " " << isa_name(isa);
+    }
+  }
+}
+
+// Through matmul: T = 1 (the GEMV) and every T and thread count give the same bits, and all
+// agree with the scalar reference dot up to float summation order.
+void expect_tiles_batch_invariant(const TileCase& c, int64_t rows) {
+  const int64_t t_max = 67;
+  const Weights w = make_weights(c.dtype, rows, c.k, 23);
+  const std::vector<float> x = gaussian(t_max * c.k, 24);
+  Workspace ws;
+  std::vector<float> alone(t_max * rows);
+  {
+    ThreadCount one(1);
+    for (int64_t i = 0; i < t_max; ++i) matmul(w.view, x.data() + i * c.k, 1, alone.data() + i * rows, ws);
+  }
+  // The scalar reference dot of every element.
+  const TypeKernels& scalar = type_kernels(c.dtype, Isa::Scalar);
+  const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
+  std::vector<float> ref(t_max * rows);
+  for (int64_t i = 0; i < t_max; ++i)
+    for (int64_t r = 0; r < rows; ++r)
+      ref[i * rows + r] = scalar.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                                         static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+  EXPECT_LE(testing::relative_rms_error(alone, ref), 1e-5) << dtype_name(c.dtype) << " k=" << c.k << " rows=" << rows;
+  for (int threads : {1, 2, 3}) {
+    ThreadCount tc(threads);
+    for (int64_t t : {2, 3, 5, 16, 64, 67}) {
+      std::vector<float> y(t * rows);
+      matmul(w.view, x.data(), t, y.data(), ws);
+      EXPECT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+          << dtype_name(c.dtype) << " k=" << c.k << " rows=" << rows << " T=" << t << " threads=" << threads;
+    }
+  }
+}
+
+TEST(Matmul, GemmTilesBatchInvariantAndMatchScalar) {
+  for (const TileCase& c : tile_cases()) expect_tiles_batch_invariant(c, 101);
+  // Enough rows for the driver's largest tiles (smaller ones are taken when there are few).
+  for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16}) expect_tiles_batch_invariant({dtype, 512}, 430);
 }
 
 // Against dequantized weights times unquantized activations: what remains is the

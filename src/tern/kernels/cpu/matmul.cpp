@@ -1,6 +1,7 @@
 // The matmul driver: activation quantization, then GEMV (one token, parallel over rows) or a
 // tiled GEMM (many tokens, each chunk of weight rows reused from cache across a tile of
-// tokens). Both call the same vec_dot per output element, which is what batch invariance needs.
+// tokens). Each output element is one vec_dot, or comes from a tile kernel that repeats that
+// vec_dot's arithmetic exactly (vec_dot.h), which is what batch invariance needs.
 #include "tern/kernels/cpu/matmul.h"
 
 #include <omp.h>
@@ -20,6 +21,11 @@ namespace {
 // tile of 32 tokens, whose activation rows stream from L2, passes over them.
 constexpr int64_t kRowChunk = 16;
 constexpr int64_t kTokenTile = 32;
+// With a tile kernel, which prepares each token's activations once per tile, more rows per
+// tile amortize that (96 rows of K = 3072 in Q8_0: 320 KB, in L2); tokens per tile are a
+// multiple of the micro-kernels' 3 or 4 tokens, so that a prefill has few ragged ones.
+constexpr int64_t kTileRows = 96, kMinTileRows = 24;  // multiples of the micro-kernels' 2 or 3 rows
+constexpr int64_t kTileTokens = 36;
 
 size_t row_bytes_of(DType dtype, int64_t k) {
   const auto bytes = dtype_bytes(dtype, static_cast<uint64_t>(k));
@@ -72,6 +78,24 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y) {
   if (t == 1) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; ++r) y[r] = dot(k, wdata + r * w.row_bytes, adata);
+    return;
+  }
+  if (kern.gemm_tile != nullptr) {
+    const int64_t token_tiles = (t + kTileTokens - 1) / kTileTokens;
+    // Few tiles (a small batch, a small matrix) split unevenly over the threads: halve the
+    // rows per tile until there are enough. Any split gives the same bits.
+    int64_t tile_rows = kTileRows;
+    while (tile_rows > kMinTileRows && (n + tile_rows - 1) / tile_rows * token_tiles < 8 * omp_get_max_threads())
+      tile_rows /= 2;
+    const int64_t row_chunks = (n + tile_rows - 1) / tile_rows;
+    // As below: a thread's consecutive iterations share one chunk of rows.
+#pragma omp parallel for schedule(static)
+    for (int64_t it = 0; it < row_chunks * token_tiles; ++it) {
+      const int64_t r0 = it / token_tiles * tile_rows, r1 = std::min(n, r0 + tile_rows);
+      const int64_t t0 = it % token_tiles * kTileTokens, t1 = std::min(t, t0 + kTileTokens);
+      kern.gemm_tile(k, wdata + r0 * w.row_bytes, w.row_bytes, r1 - r0, adata + t0 * a.row_bytes, a.row_bytes, t1 - t0,
+                     y + t0 * n + r0, static_cast<size_t>(n));
+    }
     return;
   }
   const int64_t row_chunks = (n + kRowChunk - 1) / kRowChunk;

@@ -1,6 +1,7 @@
 // y = x · Wᵀ for one weight matrix of any supported type: the activations are quantized once
 // per row into the weight type's activation format, then every output element is one vec_dot
-// call, so a row's result is bit-identical for any batch size and any thread count.
+// call or comes from a GEMM tile kernel with exactly that vec_dot's arithmetic, so a row's
+// result is bit-identical for any batch size and any thread count.
 #pragma once
 
 #include <cstddef>

@@ -87,6 +87,22 @@ VecDotFn simd_vec_dot(DType weight, Isa isa) {
   return scalar_vec_dot(weight);
 }
 
+// Only where the tile's level is the one whose vec_dot the table holds: a tile must
+// reproduce exactly that vec_dot.
+GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
+  if (isa == Isa::Avx512) {
+    if (avx512_vec_dot_q(weight) != nullptr) return avx512_gemm_tile_q(weight);
+    if (avx512_vec_dot_k(weight) != nullptr) return avx512_gemm_tile_k(weight);
+    if (avx512_vec_dot_float(weight) != nullptr) return avx512_gemm_tile_float(weight);
+    return nullptr;
+  }
+  if (isa == Isa::Avx2) {
+    if (avx2_vec_dot_q(weight) != nullptr) return avx2_gemm_tile_q(weight);
+    if (avx2_vec_dot_k(weight) != nullptr) return avx2_gemm_tile_k(weight);
+  }
+  return nullptr;
+}
+
 struct KernelTable {
   // entries[isa][dtype]; vec_dot == nullptr marks a weight type without kernels.
   std::array<std::array<TypeKernels, kNumDTypes>, kNumIsas> entries{};
@@ -100,6 +116,7 @@ struct KernelTable {
         if (scalar_vec_dot(weight) == nullptr) continue;
         e.quantize_activation = scalar_quantize_activation(e.activation);
         e.vec_dot = simd_vec_dot(weight, static_cast<Isa>(i));
+        e.gemm_tile = simd_gemm_tile(weight, static_cast<Isa>(i));
       }
     }
   }

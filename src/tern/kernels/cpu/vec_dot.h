@@ -7,6 +7,7 @@
 // depends on how many rows share the call or on the thread count.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tern/core/dtype.h"
@@ -25,11 +26,19 @@ bool isa_supported(Isa isa);
 using QuantizeRowFn = void (*)(const float* x, void* y, int64_t k);
 using VecDotFn = float (*)(int64_t k, const void* w_row, const void* a_row);
 
+// A tile of a matmul in one call: y[i * ldy + r] = vec_dot(k, w + r * w_stride, a + i * a_stride)
+// for r < rows, i < tokens, bit for bit, but with each weight block unpacked once for several
+// tokens and each activation block loaded once for several rows.
+// w: [rows, w_stride bytes], a: [tokens, a_stride bytes], y: [tokens, ldy floats].
+using GemmTileFn = void (*)(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+                            size_t a_stride, int64_t tokens, float* y, size_t ldy);
+
 struct TypeKernels {
   DType weight;
   DType activation;
   QuantizeRowFn quantize_activation;  // f32 row → activation row
   VecDotFn vec_dot;
+  GemmTileFn gemm_tile;  // nullptr: the matmul calls vec_dot per output element
 };
 
 // Throws tern::Error when tern has no kernels for the type (e.g. Q2_K) or the ISA is not

@@ -21,4 +21,11 @@ VecDotFn avx512_vec_dot_k(DType weight);
 VecDotFn avx2_vec_dot_float(DType weight);
 VecDotFn avx512_vec_dot_float(DType weight);
 
+// GEMM tiles (bit-identical to the same ISA's vec_dot); nullptr for a type without one.
+GemmTileFn avx512_gemm_tile_q(DType weight);
+GemmTileFn avx512_gemm_tile_k(DType weight);
+GemmTileFn avx512_gemm_tile_float(DType weight);
+GemmTileFn avx2_gemm_tile_q(DType weight);
+GemmTileFn avx2_gemm_tile_k(DType weight);
+
 }  // namespace tern::cpu

@@ -10,7 +10,11 @@
 // int16 bounds of `maddubs` (never saturates): q ≤ 63 (Q6_K), |a| ≤ 128 → 2·63·128 = 16128.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quant_blocks.h"
@@ -180,6 +184,95 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
   return hsum(acc);
 }
 
+// ---- GEMM tiles ------------------------------------------------------------------------------
+//
+// One row x kMicroTokens tokens per micro-kernel (16 ymm registers hold three elements'
+// accumulators and one row's unpacked chunk), each element with dot_q4_k's / dot_q5_k's
+// arithmetic: the same int32 lanes, d and dmin, accumulators and final sums. A super-block's
+// nibbles and scales are unpacked once for all the tokens.
+constexpr int kMicroTokens = 3;
+
+template <bool kHighBit, typename Block, int C>
+void gemm_micro_q45_k(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* y, size_t ldy) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  __m256 acc[C];
+  __m128 acc_m[C];
+  for (int c = 0; c < C; ++c) {
+    acc[c] = _mm256_setzero_ps();
+    acc_m[c] = _mm_setzero_ps();
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const float wd = f16_to_f32(w[i].d), wdmin = f16_to_f32(w[i].dmin);
+    const __m256i sc_m = _mm256_cvtepu8_epi16(unpack_scales_mins(w[i].scales));
+    const __m128i mins16 = _mm256_extracti128_si256(sc_m, 1);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const float dmin = wdmin * a[c][i].d;
+      acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(mins_dot(a[c][i], mins16)), acc_m[c]);
+    }
+    const __m256i sc = _mm256_permute2x128_si256(sc_m, sc_m, 0x00);
+    __m256i qh;
+    if constexpr (kHighBit) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qh));
+    __m256i sumi[C];
+    for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i].qs + 32 * j));
+      __m256i q_lo = _mm256_and_si256(bits, low4);
+      __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+      if constexpr (kHighBit) {
+        q_lo = _mm256_or_si256(q_lo, _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4));
+        q_hi = _mm256_or_si256(q_hi, _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4));
+        qh = _mm256_srli_epi16(qh, 2);
+      }
+      const __m256i s_lo = broadcast_lane16(sc, 2 * j), s_hi = broadcast_lane16(sc, 2 * j + 1);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const int8_t* yq = a[c][i].qs + 64 * j;
+        const __m256i p_lo = _mm256_maddubs_epi16(q_lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq)));
+        const __m256i p_hi =
+            _mm256_maddubs_epi16(q_hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq + 32)));
+        sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(p_lo, s_lo));
+        sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(p_hi, s_hi));
+      }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const float d = wd * a[c][i].d;
+      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) y[c * ldy] = hsum(acc[c]) - hsum(acc_m[c]);
+}
+
+template <bool kHighBit, typename Block>
+using MicroQ45K = void (*)(const Block*, const BlockQ8_K* const*, int64_t, float*, size_t);
+template <bool kHighBit, typename Block, size_t... Cs>
+constexpr std::array<MicroQ45K<kHighBit, Block>, sizeof...(Cs)> micro_table_q45_k(std::index_sequence<Cs...>) {
+  return {gemm_micro_q45_k<kHighBit, Block, static_cast<int>(Cs) + 1>...};
+}
+// [C - 1]: the micro-kernel for C tokens (the ragged edge too).
+template <bool kHighBit, typename Block>
+constexpr auto kMicroQ45K = micro_table_q45_k<kHighBit, Block>(std::make_index_sequence<kMicroTokens>());
+
+template <bool kHighBit, typename Block>
+void gemm_tile_q45_k(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+                     size_t a_stride, int64_t tokens, float* y, size_t ldy) {
+  const int64_t nb = k / kQKK;
+  const auto* wbytes = static_cast<const std::byte*>(w_data);
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  // Tokens outer: a few activation rows stay in L1 while the tile's weight rows stream past.
+  for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
+    const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
+    const BlockQ8_K* a[kMicroTokens];
+    for (int c = 0; c < cc; ++c) a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + c) * a_stride);
+    for (int64_t r = 0; r < rows; ++r)
+      kMicroQ45K<kHighBit, Block>[cc - 1](reinterpret_cast<const Block*>(wbytes + r * w_stride), a, nb,
+                                          y + c0 * ldy + r, ldy);
+  }
+}
+
 }  // namespace
 
 VecDotFn avx2_vec_dot_k(DType weight) {
@@ -190,6 +283,17 @@ VecDotFn avx2_vec_dot_k(DType weight) {
       return dot_q5_k;
     case DType::Q6_K:
       return dot_q6_k;
+    default:
+      return nullptr;
+  }
+}
+
+GemmTileFn avx2_gemm_tile_k(DType weight) {
+  switch (weight) {
+    case DType::Q4_K:
+      return gemm_tile_q45_k<false, BlockQ4_K>;
+    case DType::Q5_K:
+      return gemm_tile_q45_k<true, BlockQ5_K>;
     default:
       return nullptr;
   }

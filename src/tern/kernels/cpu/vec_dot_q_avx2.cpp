@@ -7,8 +7,14 @@
 // broadcast, one convert and one FMA.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"
@@ -127,12 +133,27 @@ inline __m256i first_words8(const void* blocks) {
 template <class W>
 constexpr bool kHasMin = requires(W w) { w.m; };
 
+// Blocks whose scales are converted together.
+constexpr int kGroup = 8;
+
+// The blocks after the last group of 8, then the horizontal sums: the end of every row's dot,
+// shared by the GEMV and the GEMM tiles so that both finish a row the same way.
+template <class W, class A>
+inline float finish_row(__m256 acc[2], __m256 acc_min, const W* w, const A* a, int64_t b, int64_t nb) {
+  float tail_min = 0.0f;
+  for (; b < nb; ++b) {
+    const __m256 s = _mm256_set1_ps(f16(w[b].d) * f16(a[b].d));
+    acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(w[b], a[b])), s, acc[0]);
+    if constexpr (kHasMin<W>) tail_min += f16(w[b].m) * f16(a[b].s);
+  }
+  return hsum(_mm256_add_ps(acc[0], acc[1])) + hsum(acc_min) + tail_min;
+}
+
 template <class W, class A>
 float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const W*>(w_row);
   const auto* a = static_cast<const A*>(a_row);
   const int64_t nb = k / kQK;
-  constexpr int kGroup = 8;
 
   // Two accumulators halve the FMA dependency chain.
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -156,13 +177,141 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
       acc[j & 1] = _mm256_fmadd_ps(dot, s, acc[j & 1]);
     }
   }
-  float tail_min = 0.0f;
-  for (; b < nb; ++b) {
-    const __m256 s = _mm256_set1_ps(f16(w[b].d) * f16(a[b].d));
-    acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(w[b], a[b])), s, acc[0]);
-    if constexpr (kHasMin<W>) tail_min += f16(w[b].m) * f16(a[b].s);
+  return finish_row(acc, acc_min, w, a, b, nb);
+}
+
+// ---- GEMM tiles: kMicroRows weight rows x kMicroTokens tokens per micro-kernel --------------
+//
+// Every output element keeps vec_dot's arithmetic: the same block_dot integers (the offset
+// term of the activations is computed once per token), the same per-block scale (w_d · a_d,
+// broadcast from either side and multiplied: the same product), the same two accumulators fed
+// in the same order, the same finish_row. A weight block is unpacked once for the tokens of a
+// micro-kernel, and each token's side is prepared once for all the rows of a tile. With 16
+// ymm registers, 2 x 2 elements (two accumulators each) is what fits.
+constexpr int kMicroRows = 2, kMicroTokens = 2;
+
+// Q8_0 dots widen both sides to int16; the 4- and 5-bit ones take unsigned weights.
+template <class W>
+constexpr bool kSignedWeight = std::is_same_v<W, BlockQ8_0>;
+
+// One block of one side, as the element dot takes it. Unsigned weights: x = the unpacked
+// weights or the activations, y = 0 or the activations' offset pairs (offset · a, int16).
+// Q8_0: x, y = elements 0..15 and 16..31 widened to int16. scale: the side's f16 scale,
+// broadcast.
+struct BlockOperand {
+  __m256i x, y;
+  __m256 scale;
+};
+
+template <class W>
+inline BlockOperand weight_block(const W& w, __m256 scale) {
+  if constexpr (kSignedWeight<W>) {
+    return {_mm256_cvtepi8_epi16(load128(w.qs)), _mm256_cvtepi8_epi16(load128(w.qs + 16)), scale};
+  } else if constexpr (std::is_same_v<W, BlockQ4_0>) {
+    return {unpack_nibbles(w.qs), _mm256_setzero_si256(), scale};
+  } else {
+    return {_mm256_or_si256(unpack_nibbles(w.qs), fifth_bits(w.qh)), _mm256_setzero_si256(), scale};
   }
-  return hsum(_mm256_add_ps(acc[0], acc[1])) + hsum(acc_min) + tail_min;
+}
+template <class W>
+inline BlockOperand token_block(const BlockQ8_0& a, __m256 scale) {
+  if constexpr (kSignedWeight<W>) {
+    return {_mm256_cvtepi8_epi16(load128(a.qs)), _mm256_cvtepi8_epi16(load128(a.qs + 16)), scale};
+  } else {
+    constexpr int kOffset = std::is_same_v<W, BlockQ4_0> ? 8 : 16;
+    const __m256i av = load256(a.qs);
+    return {av, _mm256_maddubs_epi16(_mm256_set1_epi8(kOffset), av), scale};
+  }
+}
+// block_dot of the two sides.
+template <class W>
+inline __m256i element_dot(const BlockOperand& w, const BlockOperand& a) {
+  if constexpr (kSignedWeight<W>) return _mm256_add_epi32(_mm256_madd_epi16(w.x, a.x), _mm256_madd_epi16(w.y, a.y));
+  return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.x, a.x), a.y), _mm256_set1_epi16(1));
+}
+
+// R rows x C tokens. w: R row pointers; prepared: C tokens' blocks ([groups * 8] each); a: the
+// C activation rows (for finish_row's tail blocks); y: [C, ldy].
+template <class W, int R, int C>
+void gemm_micro(const W* const* w, const BlockOperand* const* prepared, const BlockQ8_0* const* a, int64_t groups,
+                int64_t nb, float* y, size_t ldy) {
+  __m256 acc[R][C][2];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t b = g * kGroup;
+    __m256 w_scales[R];
+    for (int r = 0; r < R; ++r) w_scales[r] = first_halves8<sizeof(W)>(w[r] + b);
+#pragma GCC unroll 8
+    for (int j = 0; j < kGroup; ++j) {
+      BlockOperand wb[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        wb[r] = weight_block(w[r][b + j], _mm256_permutevar8x32_ps(w_scales[r], _mm256_set1_epi32(j)));
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const BlockOperand& ab = prepared[c][b + j];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m256 dot = _mm256_cvtepi32_ps(element_dot<W>(wb[r], ab));
+          acc[r][c][j & 1] = _mm256_fmadd_ps(dot, _mm256_mul_ps(wb[r].scale, ab.scale), acc[r][c][j & 1]);
+        }
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r)
+      y[c * ldy + r] = finish_row(acc[r][c], _mm256_setzero_ps(), w[r], a[c], groups * kGroup, nb);
+}
+
+template <class W>
+using MicroFn = void (*)(const W* const*, const BlockOperand* const*, const BlockQ8_0* const*, int64_t, int64_t,
+                         float*, size_t);
+template <class W, int R, size_t... Cs>
+constexpr std::array<MicroFn<W>, sizeof...(Cs)> micro_row(std::index_sequence<Cs...>) {
+  return {gemm_micro<W, R, static_cast<int>(Cs) + 1>...};
+}
+template <class W, size_t... Rs>
+constexpr auto micro_table(std::index_sequence<Rs...>) {
+  return std::array<std::array<MicroFn<W>, kMicroTokens>, sizeof...(Rs)>{
+      micro_row<W, static_cast<int>(Rs) + 1>(std::make_index_sequence<kMicroTokens>())...};
+}
+// kMicro<W>[R - 1][C - 1]: the micro-kernel for R rows and C tokens (the ragged edges too).
+template <class W>
+constexpr auto kMicro = micro_table<W>(std::make_index_sequence<kMicroRows>());
+
+template <class W>
+void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
+               int64_t tokens, float* y, size_t ldy) {
+  const int64_t nb = k / kQK, groups = nb / kGroup, blocks = groups * kGroup;
+  // Grows to the largest k seen, then is reused: [kMicroTokens, blocks].
+  thread_local std::vector<BlockOperand> prepared_buffer;
+  if (prepared_buffer.size() < static_cast<size_t>(kMicroTokens * blocks))
+    prepared_buffer.resize(static_cast<size_t>(kMicroTokens * blocks));
+  const auto* wbytes = static_cast<const std::byte*>(w_data);
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  // Tokens outer: the few tokens' prepared blocks stay in L1 while the tile's rows stream past.
+  for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
+    const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
+    const BlockQ8_0* a[kMicroTokens];
+    const BlockOperand* prepared[kMicroTokens];
+    for (int c = 0; c < cc; ++c) {
+      a[c] = reinterpret_cast<const BlockQ8_0*>(abytes + (c0 + c) * a_stride);
+      BlockOperand* out = prepared_buffer.data() + c * blocks;
+      prepared[c] = out;
+      for (int64_t g = 0; g < groups; ++g) {
+        const __m256 a_scales = first_halves8<sizeof(BlockQ8_0)>(a[c] + g * kGroup);
+        for (int j = 0; j < kGroup; ++j)
+          *out++ = token_block<W>(a[c][g * kGroup + j], _mm256_permutevar8x32_ps(a_scales, _mm256_set1_epi32(j)));
+      }
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += kMicroRows) {
+      const int rr = static_cast<int>(std::min<int64_t>(kMicroRows, rows - r0));
+      const W* w[kMicroRows];
+      for (int r = 0; r < rr; ++r) w[r] = reinterpret_cast<const W*>(wbytes + (r0 + r) * w_stride);
+      kMicro<W>[rr - 1][cc - 1](w, prepared, a, groups, nb, y + c0 * ldy + r0, ldy);
+    }
+  }
 }
 
 }  // namespace
@@ -174,6 +323,15 @@ VecDotFn avx2_vec_dot_q(DType weight) {
     case DType::Q5_0: return vec_dot<BlockQ5_0, BlockQ8_0>;
     case DType::Q5_1: return vec_dot<BlockQ5_1, BlockQ8_1>;
     case DType::Q8_0: return vec_dot<BlockQ8_0, BlockQ8_0>;
+    default: return nullptr;
+  }
+}
+
+GemmTileFn avx2_gemm_tile_q(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: return gemm_tile<BlockQ4_0>;
+    case DType::Q5_0: return gemm_tile<BlockQ5_0>;
+    case DType::Q8_0: return gemm_tile<BlockQ8_0>;
     default: return nullptr;
   }
 }

@@ -15,9 +15,14 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"
@@ -167,16 +172,37 @@ constexpr bool kHasMin = requires(W w) { w.m; };
 template <class W>
 constexpr bool kInPlace = std::is_same_v<W, BlockQ4_0> || std::is_same_v<W, BlockQ4_1>;
 
+// Blocks whose scales are converted together.
+constexpr int kGroup = 16;
+// Lane l of a pair's register takes block l / 8's scale; with high nibbles in place, lanes
+// 4..7 of a block take it from the second table (the scales / 16). Pair j adds j.
+template <class W>
+inline __m512i pair_lanes_of() {
+  return kInPlace<W> ? _mm512_setr_epi32(0, 0, 0, 0, 16, 16, 16, 16, 1, 1, 1, 1, 17, 17, 17, 17)
+                     : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+}
+
+// The blocks after the last group of 16, then the horizontal sum: the end of every row's dot,
+// shared by the GEMV and the GEMM tiles so that both finish a row the same way.
+template <class W, class A>
+inline float finish_row(const __m512 acc[2], __m512 acc_min, const W* w, const A* a, int64_t b, int64_t nb) {
+  __m256 acc_tail = _mm256_setzero_ps();
+  float tail_min = 0.0f;
+  for (; b < nb; ++b) {
+    const __m256 s = _mm256_set1_ps(f16(w[b].d) * f16(a[b].d));
+    acc_tail = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(w[b], a[b])), s, acc_tail);
+    if constexpr (kHasMin<W>) tail_min += f16(w[b].m) * f16(a[b].s);
+  }
+  const __m512 all = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc_min);
+  return _mm512_reduce_add_ps(_mm512_add_ps(all, _mm512_zextps256_ps512(acc_tail))) + tail_min;
+}
+
 template <class W, class A>
 float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const W*>(w_row);
   const auto* a = static_cast<const A*>(a_row);
   const int64_t nb = k / kQK;
-  constexpr int kGroup = 16;
-  // Lane l of a pair's register takes block l / 8's scale; with high nibbles in place, lanes
-  // 4..7 of a block take it from the second table (the scales / 16).
-  const __m512i pair_lanes = kInPlace<W> ? _mm512_setr_epi32(0, 0, 0, 0, 16, 16, 16, 16, 1, 1, 1, 1, 17, 17, 17, 17)
-                                         : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i pair_lanes = pair_lanes_of<W>();
 
   // Two accumulators halve the FMA dependency chain.
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -203,15 +229,172 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
       acc[(j / 2) & 1] = _mm512_fmadd_ps(dot, s, acc[(j / 2) & 1]);
     }
   }
-  __m256 acc_tail = _mm256_setzero_ps();
-  float tail_min = 0.0f;
-  for (; b < nb; ++b) {
-    const __m256 s = _mm256_set1_ps(f16(w[b].d) * f16(a[b].d));
-    acc_tail = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(w[b], a[b])), s, acc_tail);
-    if constexpr (kHasMin<W>) tail_min += f16(w[b].m) * f16(a[b].s);
+  return finish_row(acc, acc_min, w, a, b, nb);
+}
+
+// ---- GEMM tiles: kMicroRows weight rows x kMicroTokens tokens per micro-kernel --------------
+//
+// Every output element keeps vec_dot's arithmetic: the same int32 lanes per pair of blocks
+// (the offset term is folded into the vpdpbusd's starting value instead of subtracted after
+// it, the same integers), the same scale per lane (w_d/16 · a_d instead of (w_d · a_d)/16:
+// both are exact powers-of-two scalings of one rounded product, as f16 scales cannot make it
+// subnormal), the same two accumulators fed in the same order, the same finish_row. What
+// changes is what is shared: a weight pair is unpacked once for all the tokens of a
+// micro-kernel, and each token's side (operand, offset term, permuted scales) is prepared
+// once for all the rows of a tile.
+
+// Q8_0 weights are the signed operand of vpdpbusd and the activations (sign-flipped) the
+// unsigned one; the 4- and 5-bit weights are unsigned and the activations signed.
+template <class W>
+constexpr bool kSignedWeight = std::is_same_v<W, BlockQ8_0>;
+
+// Measured on 2048 x 2048, T = 64: 3 x 3 is best for Q4_0 (2 x 4 alike, 4 x 2 slower); Q8_0,
+// whose offset term is per row and takes a register per row, is ~6% faster at 2 x 4.
+template <class W>
+constexpr int kMicroRows = kSignedWeight<W> ? 2 : 3;
+template <class W>
+constexpr int kMicroTokens = kSignedWeight<W> ? 4 : 3;
+
+// One pair of blocks as a micro-kernel's element dot takes it, from either side: the vpdpbusd
+// operand, the int32 lanes the dot starts from (minus the offset term, on the side that
+// determines it) and each lane's scale.
+struct PairOperand {
+  __m512i q;
+  __m512i start;
+  __m512 scale;
+};
+
+// The activation side of a pair, prepared per token for every row of a tile.
+template <class W>
+inline void prepare_token_pair(const BlockQ8_0* a, __m512i lanes, __m512 a_scales, PairOperand* out) {
+  const __m512i av = load2x256(a[0].qs, a[1].qs);
+  out->scale = _mm512_permutexvar_ps(lanes, a_scales);  // low 4 bits: the block within the group
+  if constexpr (kSignedWeight<W>) {
+    out->q = _mm512_xor_si512(av, _mm512_set1_epi8(static_cast<char>(0x80)));
+    out->start = _mm512_setzero_si512();
+  } else {
+    // The weights' offset (8, or 8 · 16 where the high nibbles stay in place, or 16) times a.
+    const __m512i offset =
+        kInPlace<W> ? _mm512_setr_epi64(0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080,
+                                        0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080)
+                    : _mm512_set1_epi8(16);
+    out->q = av;
+    out->start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, av));
   }
-  const __m512 all = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), acc_min);
-  return _mm512_reduce_add_ps(_mm512_add_ps(all, _mm512_zextps256_ps512(acc_tail))) + tail_min;
+}
+
+// The weight side of a pair, per row, shared by the micro-kernel's tokens. w_scales16: the
+// scales / 16, for the high-nibble lanes of the in-place types.
+template <class W>
+inline PairOperand weight_pair(const W* w, __m512i lanes, __m512 w_scales, __m512 w_scales16) {
+  PairOperand p;
+  if constexpr (kSignedWeight<W>) {
+    p.q = load2x256(w[0].qs, w[1].qs);
+    p.start = _mm512_sub_epi32(_mm512_setzero_si512(),
+                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), p.q));
+  } else if constexpr (kInPlace<W>) {
+    p.q = nibbles_in_place2(w[0].qs, w[1].qs);
+  } else {
+    p.q = add_fifth_bits2(unpack_nibbles2(w[0].qs, w[1].qs), w[0].qh, w[1].qh);
+  }
+  p.scale = kInPlace<W> ? _mm512_permutex2var_ps(w_scales, lanes, w_scales16) : _mm512_permutexvar_ps(lanes, w_scales);
+  return p;
+}
+
+template <class W>
+inline __m512i element_dot(const PairOperand& w, const PairOperand& a) {
+  if constexpr (kSignedWeight<W>) return _mm512_dpbusd_epi32(w.start, a.q, w.q);
+  return _mm512_dpbusd_epi32(a.start, w.q, a.q);
+}
+
+// R rows x C tokens. w: R row pointers; prepared: C tokens' pairs ([groups * 8] each);
+// a: the C activation rows (for finish_row's tail blocks); y: [C, ldy].
+template <class W, int R, int C>
+void gemm_micro(const W* const* w, const PairOperand* const* prepared, const BlockQ8_0* const* a, int64_t groups,
+                int64_t nb, float* y, size_t ldy) {
+  __m512 acc[R][C][2];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
+  const __m512i pair_lanes = pair_lanes_of<W>();
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t b = g * kGroup;
+    __m512 w_scales[R], w_scales16[R];
+    for (int r = 0; r < R; ++r) {
+      w_scales[r] = first_halves16<sizeof(W)>(w[r] + b);
+      w_scales16[r] = _mm512_mul_ps(w_scales[r], _mm512_set1_ps(1.0f / 16));
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < kGroup; j += 2) {
+      const __m512i lanes = _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(j));
+      PairOperand wp[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) wp[r] = weight_pair(w[r] + b + j, lanes, w_scales[r], w_scales16[r]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        const PairOperand& ap = prepared[c][g * (kGroup / 2) + j / 2];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m512 dot = _mm512_cvtepi32_ps(element_dot<W>(wp[r], ap));
+          acc[r][c][(j / 2) & 1] = _mm512_fmadd_ps(dot, _mm512_mul_ps(wp[r].scale, ap.scale), acc[r][c][(j / 2) & 1]);
+        }
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r)
+      y[c * ldy + r] = finish_row(acc[r][c], _mm512_setzero_ps(), w[r], a[c], groups * kGroup, nb);
+}
+
+template <class W>
+using MicroFn = void (*)(const W* const*, const PairOperand* const*, const BlockQ8_0* const*, int64_t, int64_t, float*,
+                         size_t);
+// kMicro<W>[R - 1][C - 1]: the micro-kernel for R rows and C tokens (the ragged edges too).
+template <class W, int R, size_t... Cs>
+constexpr std::array<MicroFn<W>, sizeof...(Cs)> micro_row(std::index_sequence<Cs...>) {
+  return {gemm_micro<W, R, static_cast<int>(Cs) + 1>...};
+}
+template <class W, size_t... Rs>
+constexpr auto micro_table(std::index_sequence<Rs...>) {
+  return std::array<std::array<MicroFn<W>, kMicroTokens<W>>, sizeof...(Rs)>{
+      micro_row<W, static_cast<int>(Rs) + 1>(std::make_index_sequence<kMicroTokens<W>>())...};
+}
+template <class W>
+constexpr auto kMicro = micro_table<W>(std::make_index_sequence<kMicroRows<W>>());
+
+template <class W>
+void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
+               int64_t tokens, float* y, size_t ldy) {
+  const int64_t nb = k / kQK, groups = nb / kGroup, pairs = groups * (kGroup / 2);
+  // Grows to the largest k seen, then is reused: [kMicroTokens<W>, pairs].
+  thread_local std::vector<PairOperand> prepared_buffer;
+  if (prepared_buffer.size() < static_cast<size_t>(kMicroTokens<W> * pairs))
+    prepared_buffer.resize(static_cast<size_t>(kMicroTokens<W> * pairs));
+  const auto* wbytes = static_cast<const std::byte*>(w_data);
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  const __m512i pair_lanes = pair_lanes_of<W>();
+  // Tokens outer: the few tokens' prepared pairs stay in L1 while the tile's rows stream past.
+  for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens<W>) {
+    const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens<W>, tokens - c0));
+    const BlockQ8_0* a[kMicroTokens<W>];
+    const PairOperand* prepared[kMicroTokens<W>];
+    for (int c = 0; c < cc; ++c) {
+      a[c] = reinterpret_cast<const BlockQ8_0*>(abytes + (c0 + c) * a_stride);
+      PairOperand* out = prepared_buffer.data() + c * pairs;
+      prepared[c] = out;
+      for (int64_t g = 0; g < groups; ++g) {
+        const __m512 a_scales = first_halves16<sizeof(BlockQ8_0)>(a[c] + g * kGroup);
+        for (int j = 0; j < kGroup; j += 2)
+          prepare_token_pair<W>(a[c] + g * kGroup + j, _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(j)), a_scales,
+                                out++);
+      }
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += kMicroRows<W>) {
+      const int rr = static_cast<int>(std::min<int64_t>(kMicroRows<W>, rows - r0));
+      const W* w[kMicroRows<W>];
+      for (int r = 0; r < rr; ++r) w[r] = reinterpret_cast<const W*>(wbytes + (r0 + r) * w_stride);
+      kMicro<W>[rr - 1][cc - 1](w, prepared, a, groups, nb, y + c0 * ldy + r0, ldy);
+    }
+  }
 }
 
 }  // namespace
@@ -223,6 +406,15 @@ VecDotFn avx512_vec_dot_q(DType weight) {
     case DType::Q5_0: return vec_dot<BlockQ5_0, BlockQ8_0>;
     case DType::Q5_1: return vec_dot<BlockQ5_1, BlockQ8_1>;
     case DType::Q8_0: return vec_dot<BlockQ8_0, BlockQ8_0>;
+    default: return nullptr;
+  }
+}
+
+GemmTileFn avx512_gemm_tile_q(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: return gemm_tile<BlockQ4_0>;
+    case DType::Q5_0: return gemm_tile<BlockQ5_0>;
+    case DType::Q8_0: return gemm_tile<BlockQ8_0>;
     default: return nullptr;
   }
 }
