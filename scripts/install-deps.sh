@@ -16,7 +16,6 @@ packages=(
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   python3-jinja2                    # renders expected chat templates in test-data scripts
-  nodejs npm                        # the openai npm client test of tern serve (skipped without)
   libcurl4-openssl-dev              # Hugging Face hub downloads
 )
 
@@ -26,6 +25,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm run the openai-client test of tern serve. A machine may have them from
+# another source (nodesource's nodejs bundles npm, and Debian's npm conflicts with it), so
+# look for the commands, not the packages.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
