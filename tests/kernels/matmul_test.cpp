@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
@@ -35,6 +36,8 @@ Weights make_weights(DType dtype, int64_t n, int64_t k, uint32_t seed) {
   w.view = packed_weight_view(dtype, n, k, w.data.data());
   return w;
 }
+
+constexpr Isa kIsas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
 
 class ThreadCount {
  public:
@@ -99,11 +102,12 @@ std::vector<TileCase> tile_cases() {
 // Each output element of a tile is bit for bit its vec_dot, for every ISA that has a tile.
 TEST(Matmul, GemmTileIsVecDotPerElement) {
   const int64_t rows = 101, tokens = 67;
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : kIsas) {
     if (!isa_supported(isa)) continue;
     for (const TileCase& c : tile_cases()) {
       const TypeKernels& kern = type_kernels(c.dtype, isa);
-      if (kern.gemm_tile == nullptr) continue;
+      const GemmTileFn tile = kern.gemm != nullptr ? kern.gemm : kern.gemm_tile;
+      if (tile == nullptr) continue;
       const Weights w = make_weights(c.dtype, rows, c.k, 21);
       const std::vector<float> x = gaussian(tokens * c.k, 22);
       Workspace ws;
@@ -111,7 +115,7 @@ TEST(Matmul, GemmTileIsVecDotPerElement) {
       // y with a row stride wider than the tile, to catch writes outside it.
       const size_t ldy = rows + 7;
       std::vector<float> y(tokens * ldy, -1.0f);
-      kern.gemm_tile(c.k, w.view.data, w.view.row_bytes, rows, a.data, a.row_bytes, tokens, y.data(), ldy);
+      tile(c.k, w.view.data, w.view.row_bytes, rows, a.data, a.row_bytes, tokens, y.data(), ldy);
       int mismatches = 0;
       for (int64_t i = 0; i < tokens; ++i) {
         for (int64_t r = 0; r < rows; ++r) {
@@ -128,40 +132,59 @@ TEST(Matmul, GemmTileIsVecDotPerElement) {
 
 // Through matmul: T = 1 (the GEMV) and every T and thread count give the same bits, and all
 // agree with the scalar reference dot up to float summation order.
-void expect_tiles_batch_invariant(const TileCase& c, int64_t rows) {
+void expect_tiles_batch_invariant(const TileCase& c, int64_t rows, Isa isa) {
   const int64_t t_max = 67;
   const Weights w = make_weights(c.dtype, rows, c.k, 23);
   const std::vector<float> x = gaussian(t_max * c.k, 24);
   Workspace ws;
+  const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
+  const std::string where = std::string(dtype_name(c.dtype)) + " " + isa_name(isa) + " k=" + std::to_string(c.k) +
+                            " rows=" + std::to_string(rows);
+  // Row i of the activations alone.
+  auto rows_from = [&](int64_t i, int64_t t) {
+    QuantizedActivations part = a;
+    part.t = t;
+    part.data = static_cast<const uint8_t*>(a.data) + i * a.row_bytes;
+    return part;
+  };
   std::vector<float> alone(t_max * rows);
   {
     ThreadCount one(1);
-    for (int64_t i = 0; i < t_max; ++i) matmul(w.view, x.data() + i * c.k, 1, alone.data() + i * rows, ws);
+    for (int64_t i = 0; i < t_max; ++i) matmul(w.view, rows_from(i, 1), alone.data() + i * rows, isa);
   }
   // The scalar reference dot of every element.
   const TypeKernels& scalar = type_kernels(c.dtype, Isa::Scalar);
-  const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
   std::vector<float> ref(t_max * rows);
   for (int64_t i = 0; i < t_max; ++i)
     for (int64_t r = 0; r < rows; ++r)
       ref[i * rows + r] = scalar.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
                                          static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
-  EXPECT_LE(testing::relative_rms_error(alone, ref), 1e-5) << dtype_name(c.dtype) << " k=" << c.k << " rows=" << rows;
+  EXPECT_LE(testing::relative_rms_error(alone, ref), 1e-5) << where;
   for (int threads : {1, 2, 3}) {
     ThreadCount tc(threads);
     for (int64_t t : {2, 3, 5, 16, 64, 67}) {
       std::vector<float> y(t * rows);
-      matmul(w.view, x.data(), t, y.data(), ws);
+      matmul(w.view, rows_from(0, t), y.data(), isa);
       EXPECT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
-          << dtype_name(c.dtype) << " k=" << c.k << " rows=" << rows << " T=" << t << " threads=" << threads;
+          << where << " T=" << t << " threads=" << threads;
+      // The same rows in the middle of a batch.
+      if (t + 3 <= t_max) {
+        matmul(w.view, rows_from(3, t), y.data(), isa);
+        EXPECT_EQ(std::memcmp(y.data(), alone.data() + 3 * rows, y.size() * sizeof(float)), 0)
+            << where << " from row 3, T=" << t << " threads=" << threads;
+      }
     }
   }
 }
 
 TEST(Matmul, GemmTilesBatchInvariantAndMatchScalar) {
-  for (const TileCase& c : tile_cases()) expect_tiles_batch_invariant(c, 101);
-  // Enough rows for the driver's largest tiles (smaller ones are taken when there are few).
-  for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16}) expect_tiles_batch_invariant({dtype, 512}, 430);
+  for (Isa isa : kIsas) {
+    if (!isa_supported(isa)) continue;
+    for (const TileCase& c : tile_cases()) expect_tiles_batch_invariant(c, 101, isa);
+    // Enough rows for the driver's largest tiles (smaller ones are taken when there are few).
+    for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16})
+      expect_tiles_batch_invariant({dtype, 512}, 430, isa);
+  }
 }
 
 // Against dequantized weights times unquantized activations: what remains is the

@@ -91,6 +91,8 @@ std::vector<IsaKernel> simd_kernels(DType weight) {
   std::vector<IsaKernel> out;
   if (isa_supported(Isa::Avx2)) out.push_back({"avx2", avx2_vec_dot_q(weight)});
   if (isa_supported(Isa::Avx512)) out.push_back({"avx512", avx512_vec_dot_q(weight)});
+  // The AMX level has its own dot for the types it covers, Avx512's for the others.
+  if (isa_supported(Isa::Amx)) out.push_back({"amx", type_kernels(weight, Isa::Amx).vec_dot});
   return out;
 }
 
@@ -137,6 +139,11 @@ TYPED_TEST(VecDotQTest, EveryIsaHasTheKernelAndDispatchPicksIt) {
   }
   if (isa_supported(Isa::Avx512)) {
     EXPECT_EQ(type_kernels(type, Isa::Avx512).vec_dot, avx512_vec_dot_q(type));
+  }
+  if (isa_supported(Isa::Amx)) {
+    const VecDotFn amx = amx_vec_dot_q(type);
+    EXPECT_EQ(type_kernels(type, Isa::Amx).vec_dot, amx != nullptr ? amx : avx512_vec_dot_q(type));
+    EXPECT_EQ(type_kernels(type, Isa::Amx).gemm, amx_gemm_q(type));
   }
 }
 

@@ -83,7 +83,7 @@ TEST(VecDot, ScalarMatchesDequantizedDot) {
 // parts are exact, so the results differ only by the order of float accumulation, bounded by
 // 1e-5 of Σ |w_i a_i| (a single wrong element of a 4096 row is ~2e-4 of it).
 TEST(VecDot, EverySupportedIsaMatchesScalar) {
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
     if (!isa_supported(isa)) continue;
     for (DType weight : kWeightTypes) {
       const TypeKernels& kern = type_kernels(weight, isa);
@@ -103,7 +103,7 @@ TEST(VecDot, EverySupportedIsaMatchesScalar) {
 
 // Zero rows (all-zero scales) and rows of one repeated extreme value, through every ISA.
 TEST(VecDot, DegenerateRows) {
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {
     if (!isa_supported(isa)) continue;
     for (DType weight : kWeightTypes) {
       const TypeKernels& kern = type_kernels(weight, isa);
@@ -138,7 +138,7 @@ TEST(VecDot, Dispatch) {
   EXPECT_THROW(type_kernels(DType::Q2_K, Isa::Scalar), Error);
   EXPECT_THROW(type_kernels(DType::Q8_K, Isa::Scalar), Error);  // an activation format only
   EXPECT_THROW(type_kernels(DType::I32, Isa::Scalar), Error);
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
     if (!isa_supported(isa)) {
       EXPECT_THROW(type_kernels(DType::F32, isa), Error);
     }

@@ -66,8 +66,10 @@ QuantizedActivations quantize_activations(DType weight, const float* x, int64_t 
   return QuantizedActivations{kern.activation, t, k, data, row_bytes};
 }
 
-void matmul(const WeightView& w, const QuantizedActivations& a, float* y) {
-  const TypeKernels& kern = type_kernels(w.dtype);
+void matmul(const WeightView& w, const QuantizedActivations& a, float* y) { matmul(w, a, y, best_isa()); }
+
+void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa isa) {
+  const TypeKernels& kern = type_kernels(w.dtype, isa);
   if (a.format != kern.activation || a.k != w.cols)
     throw Error("matmul: activations are " + std::to_string(a.k) + " x " + std::string(dtype_name(a.format)) +
                 ", weight wants " + std::to_string(w.cols) + " x " + std::string(dtype_name(kern.activation)));
@@ -78,6 +80,10 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y) {
   if (t == 1) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; ++r) y[r] = dot(k, wdata + r * w.row_bytes, adata);
+    return;
+  }
+  if (kern.gemm != nullptr) {
+    kern.gemm(k, wdata, w.row_bytes, n, adata, a.row_bytes, t, y, static_cast<size_t>(n));
     return;
   }
   if (kern.gemm_tile != nullptr) {

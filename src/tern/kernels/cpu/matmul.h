@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "tern/core/dtype.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 
@@ -54,7 +55,9 @@ struct QuantizedActivations {
 QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws);
 
 // y: [a.t, w.rows]. Every weight whose activation format is a.format takes the same `a`.
+// With the kernels of the best ISA, or of `isa` (tests: every level this CPU runs).
 void matmul(const WeightView& w, const QuantizedActivations& a, float* y);
+void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa isa);
 
 // x: [t, w.cols], y: [t, w.rows]. quantize_activations + matmul.
 void matmul(const WeightView& w, const float* x, int64_t t, float* y, Workspace& ws);

@@ -3,6 +3,8 @@
 #include "tern/kernels/cpu/vec_dot.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdlib>
@@ -33,14 +35,17 @@ Isa detect_isa() {
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::Scalar;
   const bool avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
   if (!(avx2 && fma && f16c && bmi2)) return Isa::Scalar;
+  const bool amx_int8 = (d & (1u << 24)) && (d & (1u << 25));  // AMX-TILE, AMX-INT8
   const bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31)) &&  // F DQ BW VL
                       (c & (1u << 11));                                                             // VNNI
   uint32_t a1 = 0, b1, c1, d1;
   __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
   const bool avx512_bf16 = a1 & (1u << 5);
   const bool zmm_state = (xcr0 & 0xe0) == 0xe0;  // opmask, ZMM0-15 upper halves, ZMM16-31
-  if (avx512 && avx512_bf16 && zmm_state) return Isa::Avx512;
-  return Isa::Avx2;
+  if (!(avx512 && avx512_bf16 && zmm_state)) return Isa::Avx2;
+  const bool tile_state = (xcr0 & 0x60000) == 0x60000;  // XTILECFG, XTILEDATA
+  if (amx_int8 && tile_state && request_amx_permission()) return Isa::Amx;
+  return Isa::Avx512;
 }
 
 Isa decide_best_isa() {
@@ -51,6 +56,7 @@ Isa decide_best_isa() {
     if (want == "scalar") forced = Isa::Scalar;
     else if (want == "avx2") forced = Isa::Avx2;
     else if (want == "avx512") forced = Isa::Avx512;
+    else if (want == "amx") forced = Isa::Amx;
     // Only ever lower: an unknown value or a level above the CPU's leaves the detected one.
     if (static_cast<int>(forced) < static_cast<int>(isa)) isa = forced;
   }
@@ -58,7 +64,7 @@ Isa decide_best_isa() {
 }
 
 constexpr int kNumDTypes = static_cast<int>(DType::Q8_K) + 1;
-constexpr int kNumIsas = 3;
+constexpr int kNumIsas = 4;
 
 DType activation_of(DType weight) {
   switch (weight) {
@@ -76,7 +82,8 @@ DType activation_of(DType weight) {
 
 VecDotFn simd_vec_dot(DType weight, Isa isa) {
   VecDotFn fn = nullptr;
-  if (isa == Isa::Avx512) {
+  if (isa == Isa::Amx && (fn = amx_vec_dot_q(weight))) return fn;
+  if (isa == Isa::Avx512 || isa == Isa::Amx) {
     if ((fn = avx512_vec_dot_q(weight)) || (fn = avx512_vec_dot_k(weight)) || (fn = avx512_vec_dot_float(weight)))
       return fn;
   }
@@ -90,6 +97,10 @@ VecDotFn simd_vec_dot(DType weight, Isa isa) {
 // Only where the tile's level is the one whose vec_dot the table holds: a tile must
 // reproduce exactly that vec_dot.
 GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
+  if (isa == Isa::Amx) {
+    if (amx_vec_dot_q(weight) != nullptr) return nullptr;  // the whole-matmul amx_gemm_q instead
+    isa = Isa::Avx512;
+  }
   if (isa == Isa::Avx512) {
     if (avx512_vec_dot_q(weight) != nullptr) return avx512_gemm_tile_q(weight);
     if (avx512_vec_dot_k(weight) != nullptr) return avx512_gemm_tile_k(weight);
@@ -117,6 +128,7 @@ struct KernelTable {
         e.quantize_activation = scalar_quantize_activation(e.activation);
         e.vec_dot = simd_vec_dot(weight, static_cast<Isa>(i));
         e.gemm_tile = simd_gemm_tile(weight, static_cast<Isa>(i));
+        if (static_cast<Isa>(i) == Isa::Amx) e.gemm = amx_gemm_q(weight);
       }
     }
   }
@@ -124,11 +136,19 @@ struct KernelTable {
 
 }  // namespace
 
+bool request_amx_permission() {
+  // ARCH_REQ_XCOMP_PERM with XFEATURE_XTILEDATA: without it the first tile instruction
+  // faults. Granted per process, once.
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Amx: return "amx";
   }
   return "unknown";
 }

@@ -15,10 +15,13 @@
 namespace tern::cpu {
 
 // Instruction-set levels with their own kernels; each SIMD level is tested against Scalar.
-enum class Isa { Scalar, Avx2, Avx512 };
+// Amx is Avx512 plus AMX-INT8 tiles (and the OS's permission to use them); its kernels
+// define their own arithmetic for the types it covers (vec_dot_q_amx.cpp) and fall back to
+// Avx512's pair of vec_dot and GEMM tile for the others.
+enum class Isa { Scalar, Avx2, Avx512, Amx };
 const char* isa_name(Isa isa);
 // The best level this CPU runs (CPUID + OS support), honouring TERN_ISA=scalar|avx2|avx512
-// to force a lower one. Decided once per process.
+// (or amx) to force a lower one. Decided once per process.
 Isa best_isa();
 bool isa_supported(Isa isa);
 
@@ -39,6 +42,10 @@ struct TypeKernels {
   QuantizeRowFn quantize_activation;  // f32 row → activation row
   VecDotFn vec_dot;
   GemmTileFn gemm_tile;  // nullptr: the matmul calls vec_dot per output element
+  // The whole matmul of T > 1 tokens in one call (called with every row and token), threads
+  // inside: for kernels that prepare the activations once per call (AMX). Same contract as
+  // gemm_tile; preferred to it where both are set.
+  GemmTileFn gemm = nullptr;
 };
 
 // Throws tern::Error when tern has no kernels for the type (e.g. Q2_K) or the ISA is not

@@ -28,4 +28,11 @@ GemmTileFn avx512_gemm_tile_float(DType weight);
 GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
 
+// The AMX level (vec_dot_q_amx.cpp): Q4_0 and Q8_0 with their own arithmetic, a GEMV and a
+// whole-matmul GEMM that agree bit for bit.
+VecDotFn amx_vec_dot_q(DType weight);
+GemmTileFn amx_gemm_q(DType weight);
+// Asks Linux for the AMX tile state (arch_prctl); false where the OS refuses it.
+bool request_amx_permission();
+
 }  // namespace tern::cpu
