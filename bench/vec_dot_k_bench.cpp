@@ -80,6 +80,7 @@ VecDotFn kernel(DType type, Isa isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
     case Isa::Avx512:
+    case Isa::Amx:  // AMX has no K-type kernels: Avx512's
       return avx512_vec_dot_k(type);
     case Isa::Scalar:
       return scalar_vec_dot(type);

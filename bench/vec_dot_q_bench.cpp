@@ -89,13 +89,15 @@ int register_all() {
   const DType types[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
   const IsaGetter isas[] = {{"scalar", scalar_vec_dot, Isa::Scalar},
                             {"avx2", avx2_vec_dot_q, Isa::Avx2},
-                            {"avx512", avx512_vec_dot_q, Isa::Avx512}};
+                            {"avx512", avx512_vec_dot_q, Isa::Avx512},
+                            {"amx", amx_vec_dot_q, Isa::Amx}};
   for (DType type : types) {
     const std::string t(tern::dtype_name(type));
     const int64_t row_bytes = kCols / kQK * tern::dtype_traits(type).block_bytes;
     for (const IsaGetter& isa : isas) {
       if (!isa_supported(isa.isa)) continue;
       const VecDotFn fn = isa.get(type);
+      if (fn == nullptr) continue;  // AMX: only Q4_0 and Q8_0
       benchmark::RegisterBenchmark(("gemv/" + t + "/" + isa.name + "/4096").c_str(), run_gemv, fn, type,
                                    int64_t{4096}, 1)
           ->Unit(benchmark::kMillisecond);

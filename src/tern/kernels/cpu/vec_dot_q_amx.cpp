@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/simd_avx512_common.h"
 #include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -97,7 +98,7 @@ inline __m512i block_sums16(const __m512i d[8]) {
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), g);
 }
 
-// The f16 at the start of each of n ≤ 16 blocks `kStride` bytes apart, as floats (0 past n).
+// The f16 at the start of each of n < 16 blocks `kStride` bytes apart, as floats (0 past n).
 template <int kStride>
 inline __m512 first_halves(const void* blocks, int n) {
   const auto* p = static_cast<const uint8_t*>(blocks);
@@ -125,7 +126,7 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
     prefetch_ahead(w + b, kChains * sizeof(W));
     __m512i d[8];
     for (int p = 0; p < 8; ++p) d[p] = pair_dot(w + b + 2 * p, a + b + 2 * p);
-    const __m512 scale = _mm512_mul_ps(first_halves<sizeof(W)>(w + b, kChains), first_halves<sizeof(BlockQ8_0)>(a + b, kChains));
+    const __m512 scale = _mm512_mul_ps(first_halves16<sizeof(W)>(w + b), first_halves16<sizeof(BlockQ8_0)>(a + b));
     chains = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sums16(d)), scale, chains);
   }
   if (const int rest = static_cast<int>(nb - b); rest > 0) {
@@ -140,12 +141,14 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
 
 // ---- the GEMM on AMX tiles -------------------------------------------------------------------
 //
-// A tile of weights (16 rows × one block of 32 int8) times a tile of activations (one block of
-// 16 tokens in AMX's 4-byte-interleaved layout) gives the 256 isum_b of a 16 × 16 output tile;
-// each then joins its chain with one FMA, 16 tokens to a register.
+// A tile of activations (16 tokens × one block of 32 int8, straight from the Q8_0 rows) times
+// a tile of weights (one block of 16 rows in AMX's 4-byte-interleaved layout) gives the 256
+// isum_b of a 16-token × 16-row output tile; each joins its chain with one FMA, 16 rows of a
+// token to a register, so a finished token is 16 contiguous outputs.
 
-// Tile registers: 0 and 3 = C (16 rows × 16 int32), 1 and 4 = A (16 rows × 32 bytes), 2 and 5
-// = B (8 rows of 16 tokens × 4 bytes); two sets, so that two blocks are in flight.
+// Tile registers: 0, 3, 5, 6 = C (16 tokens × 16 int32; two token tiles × two blocks in
+// flight), 1 and 4 = A (16 tokens × 32 bytes, one per token tile), 2 = B (8 rows of 16 weight
+// rows × 4 bytes).
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
@@ -156,138 +159,198 @@ struct alignas(64) TileConfig {
 
 void load_tile_config() {
   TileConfig cfg;
-  for (int set = 0; set < 2; ++set) {
-    cfg.colsb[3 * set + 0] = 64, cfg.rows[3 * set + 0] = 16;
-    cfg.colsb[3 * set + 1] = 32, cfg.rows[3 * set + 1] = 16;
-    cfg.colsb[3 * set + 2] = 64, cfg.rows[3 * set + 2] = 8;
-  }
+  for (int c : {0, 3, 5, 6}) cfg.colsb[c] = 64, cfg.rows[c] = 16;
+  for (int a : {1, 4}) cfg.colsb[a] = 32, cfg.rows[a] = 16;
+  cfg.colsb[2] = 64, cfg.rows[2] = 8;
   // GCC 12 may drop the stores above as dead before _tile_loadconfig reads them (it does not
   // see the instruction read memory): make them visible to it.
   __asm__ volatile("" : : "r"(&cfg) : "memory");
   _tile_loadconfig(&cfg);
 }
 
-// Per 16-token tile and block: the activations as AMX's B operand (row i holds bytes
-// 4i..4i+3 of each token, token after token) and the tokens' scales; missing tokens are 0.
-struct PackedActivations {
-  std::vector<int32_t> b;  // [token tiles][nb][8][16]
-  std::vector<float> d;    // [token tiles][nb][16]
-};
-
-void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb, PackedActivations& out) {
-  const int64_t tiles = (tokens + kChains - 1) / kChains;
-  out.b.assign(static_cast<size_t>(tiles * nb * 8 * kChains), 0);
-  out.d.assign(static_cast<size_t>(tiles * nb * kChains), 0.0f);
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_0*>(a_data + t * a_stride);
-    const int64_t tile = t / kChains, lane = t % kChains;
-    for (int64_t b = 0; b < nb; ++b) {
-      int32_t* dst = out.b.data() + ((tile * nb + b) * 8) * kChains + lane;
-      for (int i = 0; i < 8; ++i) std::memcpy(dst + i * kChains, a[b].qs + 4 * i, 4);
-      out.d[static_cast<size_t>((tile * nb + b) * kChains + lane)] = f16(a[b].d);
-    }
-  }
-}
-
-// The weights of up to 16 rows as int8 A tiles, [nb][16 rows][32], and their scales
-// [nb][16]; missing rows are 0.
+// Up to 16 weight rows as B tiles, [nb][8][16 rows] of 4 int8 (row i of a block's tile holds
+// elements 4i..4i+3 of each weight row), and their scales [nb][16]; missing rows are 0.
 template <class W>
-void unpack_weights(const std::byte* w_data, size_t w_stride, int rows, int64_t nb, int8_t* q, float* d) {
-  std::memset(q, 0, static_cast<size_t>(nb * kChains * kQK));
-  std::fill(d, d + nb * kChains, 0.0f);
+void unpack_weights(const std::byte* w_data, size_t w_stride, int rows, int64_t nb, int32_t* q, float* d) {
+  if (rows < kChains) {
+    std::fill(q, q + nb * 8 * kChains, 0);
+    std::fill(d, d + nb * kChains, 0.0f);
+  }
   for (int r = 0; r < rows; ++r) {
     const auto* w = reinterpret_cast<const W*>(w_data + r * w_stride);
     for (int64_t b = 0; b < nb; ++b) {
-      int8_t* dst = q + (b * kChains + r) * kQK;
+      alignas(32) int32_t row[8];
       if constexpr (std::is_same_v<W, BlockQ4_0>) {
         const __m128i qs = load128(w[b].qs);
         const __m128i lo = _mm_and_si128(qs, _mm_set1_epi8(0x0F));
         const __m128i hi = _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F));
-        const __m256i v = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(row),
+                           _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8)));
       } else {
-        std::memcpy(dst, w[b].qs, kQK);
+        std::memcpy(row, w[b].qs, kQK);
       }
+      for (int i = 0; i < 8; ++i) q[(b * 8 + i) * kChains + r] = row[i];
       d[b * kChains + r] = f16(w[b].d);
     }
   }
 }
 
-// One 16-row × 16-token output tile: every block through the tiles, then the chains' tree.
-void output_tile(const int8_t* wq, const float* wd, const int32_t* ab, const float* ad, int64_t nb, float* y,
-                 size_t ldy, int rows, int tokens) {
-  // [16 chains][16 rows] of 16 tokens: 16 KiB, in L1.
-  thread_local __m512 chains[kChains * kChains];
-  std::fill(chains, chains + kChains * kChains, _mm512_setzero_ps());
-  alignas(64) int32_t c[2][kChains * kChains];
-  // Block b's 256 sums join their chains: one FMA per row of 16 tokens.
-  auto add_block = [&](int64_t b, const int32_t* sums) {
-    __m512* chain = chains + (b % kChains) * kChains;
-    const __m512 a_scale = _mm512_loadu_ps(ad + b * kChains);
-    for (int r = 0; r < kChains; ++r) {
-      const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(wd[b * kChains + r]), a_scale);
-      chain[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums + r * kChains)), scale, chain[r]);
+// The activations as A tiles, [token tiles][nb][16 tokens][32 int8] (a tile's 512 bytes in 8
+// cache lines, not 16 rows of 16 lines apart), and their scales as floats, [token tiles][16
+// tokens][nb]; missing tokens are 0.
+struct PackedActivations {
+  std::vector<int8_t> qs;
+  std::vector<float> d;
+};
+
+void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb, PackedActivations& out) {
+  const int64_t tiles = (tokens + kChains - 1) / kChains;
+  out.qs.resize(static_cast<size_t>(tiles * nb * kChains * kQK));
+  out.d.resize(static_cast<size_t>(tiles * kChains * nb));
+  if (tokens % kChains != 0) {  // the last tile's missing tokens
+    std::fill(out.qs.end() - nb * kChains * kQK, out.qs.end(), int8_t{0});
+    std::fill(out.d.end() - kChains * nb, out.d.end(), 0.0f);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tokens; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8_0*>(a_data + t * a_stride);
+    const int64_t tile = t / kChains, lane = t % kChains;
+    for (int64_t b = 0; b < nb; ++b) {
+      std::memcpy(out.qs.data() + ((tile * nb + b) * kChains + lane) * kQK, a[b].qs, kQK);
+      out.d[static_cast<size_t>(t * nb + b)] = f16(a[b].d);
     }
-  };
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    _tile_loadd(1, wq + b * kChains * kQK, kQK);
-    _tile_loadd(2, ab + b * 8 * kChains, kChains * 4);
-    _tile_loadd(4, wq + (b + 1) * kChains * kQK, kQK);
-    _tile_loadd(5, ab + (b + 1) * 8 * kChains, kChains * 4);
-    _tile_zero(0);
-    _tile_zero(3);
-    _tile_dpbssd(0, 1, 2);
-    _tile_dpbssd(3, 4, 5);
-    _tile_stored(0, c[0], kChains * 4);
-    _tile_stored(3, c[1], kChains * 4);
-    add_block(b, c[0]);
-    add_block(b + 1, c[1]);
   }
-  if (b < nb) {
-    _tile_loadd(1, wq + b * kChains * kQK, kQK);
-    _tile_loadd(2, ab + b * 8 * kChains, kChains * 4);
-    _tile_zero(0);
-    _tile_dpbssd(0, 1, 2);
-    _tile_stored(0, c[0], kChains * 4);
-    add_block(b, c[0]);
-  }
-  // The tree of sum_chains, on 16 tokens at once.
+}
+
+// One token tile's activations: its A tiles [nb][16][32] and scales [16 tokens][nb].
+struct TokenTile {
+  const int8_t* qs;
+  const float* d;
+  int tokens;
+};
+
+// The tree of sum_chains on a token's 16 rows at once; then its row into y.
+void finish_tile(__m512* chains, float* y, size_t ldy, int rows, int tokens) {
   for (int width = kChains / 2; width >= 1; width /= 2)
     for (int j = 0; j < width; ++j)
-      for (int r = 0; r < kChains; ++r) chains[j * kChains + r] = _mm512_add_ps(chains[j * kChains + r], chains[(j + width) * kChains + r]);
-  alignas(64) float out[kChains];
-  for (int r = 0; r < rows; ++r) {
-    _mm512_store_ps(out, chains[r]);
-    for (int t = 0; t < tokens; ++t) y[t * ldy + r] = out[t];
+      for (int t = 0; t < kChains; ++t)
+        chains[j * kChains + t] = _mm512_add_ps(chains[j * kChains + t], chains[(j + width) * kChains + t]);
+  const auto live = static_cast<__mmask16>((1u << rows) - 1);
+  for (int t = 0; t < tokens; ++t) _mm512_mask_storeu_ps(y + t * ldy, live, chains[t]);
+}
+
+// Block b of kTiles (1 or 2) token tiles into the C tiles of `kStage`: the weight tile loaded
+// once for both.
+template <int kTiles, int kStage>
+inline void multiply_block(const int32_t* wq, const TokenTile* a, int64_t b) {
+  _tile_loadd(2, wq + b * 8 * kChains, kChains * 4);
+  _tile_loadd(1, a[0].qs + b * kChains * kQK, kQK);
+  if constexpr (kStage == 0) {
+    _tile_zero(0);
+    _tile_dpbssd(0, 1, 2);
+  } else {
+    _tile_zero(5);
+    _tile_dpbssd(5, 1, 2);
   }
+  if constexpr (kTiles == 2) {
+    _tile_loadd(4, a[1].qs + b * kChains * kQK, kQK);
+    if constexpr (kStage == 0) {
+      _tile_zero(3);
+      _tile_dpbssd(3, 4, 2);
+    } else {
+      _tile_zero(6);
+      _tile_dpbssd(6, 4, 2);
+    }
+  }
+}
+template <int kTiles, int kStage>
+inline void store_block(int32_t (*c)[kChains * kChains]) {
+  if constexpr (kStage == 0) {
+    _tile_stored(0, c[0], kChains * 4);
+    if constexpr (kTiles == 2) _tile_stored(3, c[1], kChains * 4);
+  } else {
+    _tile_stored(5, c[0], kChains * 4);
+    if constexpr (kTiles == 2) _tile_stored(6, c[1], kChains * 4);
+  }
+}
+template <int kTiles, int kStage>
+inline void next_block(const int32_t* wq, const TokenTile* a, int64_t b, int32_t (*c)[kChains * kChains]) {
+  multiply_block<kTiles, kStage>(wq, a, b);
+  store_block<kTiles, kStage>(c);
+}
+
+// kTiles (1 or 2) output tiles of 16 tokens × 16 rows that share their rows: every block
+// through the tiles, then the chains' tree. The tiles of block b + 1 are issued before block
+// b's sums join their chains, so the tile unit works while the vector unit does.
+template <int kTiles>
+void output_tiles(const int32_t* wq, const float* wd, const TokenTile* a, int64_t nb, float* y, size_t ldy, int rows) {
+  // Per tile [16 chains][16 tokens] of 16 rows: 16 KiB, in L1.
+  thread_local __m512 chains[2][kChains * kChains];
+  for (int i = 0; i < kTiles; ++i) std::fill(chains[i], chains[i] + kChains * kChains, _mm512_setzero_ps());
+  // [stage][tile]: the int32 sums of one block.
+  alignas(64) int32_t c[2][2][kChains * kChains];
+  next_block<kTiles, 0>(wq, a, 0, c[0]);
+  for (int64_t b = 0; b < nb; ++b) {
+    if (b + 1 < nb) {
+      if (b % 2 == 0) {
+        multiply_block<kTiles, 1>(wq, a, b + 1);
+      } else {
+        multiply_block<kTiles, 0>(wq, a, b + 1);
+      }
+    }
+    // Block b's 256 sums of each tile join their chains: one FMA per token's 16 rows.
+    const __m512 w_scale = _mm512_loadu_ps(wd + b * kChains);
+    for (int i = 0; i < kTiles; ++i) {
+      const int32_t* sums = c[b % 2][i];
+      __m512* chain = chains[i] + (b % kChains) * kChains;
+      for (int t = 0; t < kChains; ++t) {
+        const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a[i].d[t * nb + b]), w_scale);
+        chain[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums + t * kChains)), scale, chain[t]);
+      }
+    }
+    if (b + 1 < nb) {
+      if (b % 2 == 0) {
+        store_block<kTiles, 1>(c[1]);
+      } else {
+        store_block<kTiles, 0>(c[0]);
+      }
+    }
+  }
+  for (int i = 0; i < kTiles; ++i) finish_tile(chains[i], y + i * kChains * ldy, ldy, rows, a[i].tokens);
 }
 
 template <class W>
 void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
           int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQK;
-  thread_local PackedActivations packed;
-  pack_activations(static_cast<const std::byte*>(a_data), a_stride, tokens, nb, packed);
-  const int64_t row_tiles = (rows + kChains - 1) / kChains, token_tiles = (tokens + kChains - 1) / kChains;
   const auto* wbytes = static_cast<const std::byte*>(w_data);
-  const int32_t* ab = packed.b.data();
-  const float* ad = packed.d.data();
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  thread_local PackedActivations packed;
+  pack_activations(abytes, a_stride, tokens, nb, packed);
+  const int64_t token_tiles = (tokens + kChains - 1) / kChains;
+  // Pointers, not the thread_local `packed`: in the parallel region that name would be the
+  // worker threads' own (empty) one.
+  const int8_t* qs = packed.qs.data();
+  const float* scales = packed.d.data();
+  auto token_tile = [=](int64_t tt) {
+    return TokenTile{qs + tt * nb * kChains * kQK, scales + tt * kChains * nb,
+                     static_cast<int>(std::min<int64_t>(kChains, tokens - tt * kChains))};
+  };
+  const int64_t row_tiles = (rows + kChains - 1) / kChains;
 #pragma omp parallel
   {
     load_tile_config();
-    std::vector<int8_t> wq(static_cast<size_t>(nb * kChains * kQK));
+    std::vector<int32_t> wq(static_cast<size_t>(nb * 8 * kChains));
     std::vector<float> wd(static_cast<size_t>(nb * kChains));
-    // A thread unpacks its rows once and takes every token tile past them.
+    // A thread lays out its rows once and takes every token tile past them.
 #pragma omp for schedule(static)
     for (int64_t rt = 0; rt < row_tiles; ++rt) {
       const int n = static_cast<int>(std::min<int64_t>(kChains, rows - rt * kChains));
       unpack_weights<W>(wbytes + rt * kChains * w_stride, w_stride, n, nb, wq.data(), wd.data());
-      for (int64_t tt = 0; tt < token_tiles; ++tt) {
-        const int m = static_cast<int>(std::min<int64_t>(kChains, tokens - tt * kChains));
-        output_tile(wq.data(), wd.data(), ab + tt * nb * 8 * kChains, ad + tt * nb * kChains, nb,
-                    y + tt * kChains * ldy + rt * kChains, ldy, n, m);
+      for (int64_t tt = 0; tt < token_tiles; tt += 2) {
+        const TokenTile a[2] = {token_tile(tt), token_tile(std::min(tt + 1, token_tiles - 1))};
+        auto* tile = tt + 1 < token_tiles ? output_tiles<2> : output_tiles<1>;
+        tile(wq.data(), wd.data(), a, nb, y + tt * kChains * ldy + rt * kChains, ldy, n);
       }
     }
     _tile_release();

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/simd_avx512_common.h"
 #include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -146,23 +147,6 @@ inline __m256i block_dot(const BlockQ8_0& w, const BlockQ8_0& a) {
   return _mm256_sub_epi32(sum, _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip, wv));
 }
 
-// The f16 at the start of each of 16 blocks `kStride` bytes apart, as 16 floats. Gathers cost
-// more here than scalar loads packed four to a register, stored and reloaded as one vector.
-template <int kStride>
-inline __m512 first_halves16(const void* blocks) {
-  const auto* p = static_cast<const uint8_t*>(blocks);
-  alignas(32) uint64_t packed[4];
-  for (int i = 0; i < 4; ++i) {
-    uint64_t v = 0;
-    for (int j = 0; j < 4; ++j) {
-      uint16_t h;
-      std::memcpy(&h, p + (4 * i + j) * kStride, sizeof h);
-      v |= uint64_t{h} << (16 * j);
-    }
-    packed[i] = v;
-  }
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(packed)));
-}
 // Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
 // as the activation's are d then s.
 template <class W>
