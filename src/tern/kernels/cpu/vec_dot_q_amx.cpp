@@ -196,8 +196,8 @@ void unpack_weights(const std::byte* w_data, size_t w_stride, int rows, int64_t 
 }
 
 // The activations as A tiles, [token tiles][nb][16 tokens][32 int8] (a tile's 512 bytes in 8
-// cache lines, not 16 rows of 16 lines apart), and their scales as floats, [token tiles][16
-// tokens][nb]; missing tokens are 0.
+// cache lines, not 16 rows of 16 lines apart), and their scales as floats, [token tiles][nb][16
+// tokens]; missing tokens are 0.
 struct PackedActivations {
   std::vector<int8_t> qs;
   std::vector<float> d;
@@ -209,7 +209,7 @@ void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, 
   out.d.resize(static_cast<size_t>(tiles * kChains * nb));
   if (tokens % kChains != 0) {  // the last tile's missing tokens
     std::fill(out.qs.end() - nb * kChains * kQK, out.qs.end(), int8_t{0});
-    std::fill(out.d.end() - kChains * nb, out.d.end(), 0.0f);
+    std::fill(out.d.end() - nb * kChains, out.d.end(), 0.0f);
   }
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
@@ -217,12 +217,12 @@ void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, 
     const int64_t tile = t / kChains, lane = t % kChains;
     for (int64_t b = 0; b < nb; ++b) {
       std::memcpy(out.qs.data() + ((tile * nb + b) * kChains + lane) * kQK, a[b].qs, kQK);
-      out.d[static_cast<size_t>(t * nb + b)] = f16(a[b].d);
+      out.d[static_cast<size_t>((tile * nb + b) * kChains + lane)] = f16(a[b].d);
     }
   }
 }
 
-// One token tile's activations: its A tiles [nb][16][32] and scales [16 tokens][nb].
+// One token tile's activations: its A tiles [nb][16][32] and scales [nb][16 tokens].
 struct TokenTile {
   const int8_t* qs;
   const float* d;
@@ -302,9 +302,10 @@ void output_tiles(const int32_t* wq, const float* wd, const TokenTile* a, int64_
     const __m512 w_scale = _mm512_loadu_ps(wd + b * kChains);
     for (int i = 0; i < kTiles; ++i) {
       const int32_t* sums = c[b % 2][i];
+      const float* a_scales = a[i].d + b * kChains;
       __m512* chain = chains[i] + (b % kChains) * kChains;
       for (int t = 0; t < kChains; ++t) {
-        const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a[i].d[t * nb + b]), w_scale);
+        const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(a_scales[t]), w_scale);
         chain[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums + t * kChains)), scale, chain[t]);
       }
     }
@@ -333,7 +334,7 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
   const int8_t* qs = packed.qs.data();
   const float* scales = packed.d.data();
   auto token_tile = [=](int64_t tt) {
-    return TokenTile{qs + tt * nb * kChains * kQK, scales + tt * kChains * nb,
+    return TokenTile{qs + tt * nb * kChains * kQK, scales + tt * nb * kChains,
                      static_cast<int>(std::min<int64_t>(kChains, tokens - tt * kChains))};
   };
   const int64_t row_tiles = (rows + kChains - 1) / kChains;
