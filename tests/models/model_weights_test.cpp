@@ -257,6 +257,7 @@ TEST(ModelWeights, DummyQ4_K_M_RunsAndSavesItsMixture) {
   save_gguf(dir.file("m.gguf"), w, c, nullptr);
   GgufFile g = GgufFile::open(dir.file("m.gguf"));
   EXPECT_EQ(g.get_int("general.file_type"), 15);
+  EXPECT_EQ(g.get_int("general.quantization_version"), 2);
   EXPECT_EQ(g.find_tensor("token_embd.weight")->dtype, DType::Q6_K);
   EXPECT_EQ(g.find_tensor("output.weight"), nullptr);
   EXPECT_EQ(g.find_tensor("output_norm.weight")->dtype, DType::F32);

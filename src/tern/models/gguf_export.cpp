@@ -82,6 +82,9 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
       w.file_type ? static_cast<uint32_t>(*w.file_type)
                   : gguf_file_type(w.layers.empty() ? w.token_embedding.dtype : w.layers[0].wq.dtype);
   g.set("general.file_type", GgufValue::u32(file_type));
+  // ggml's GGML_QNT_VERSION, which llama.cpp's converter and llama-quantize write: the block
+  // layouts tern writes are version 2's.
+  g.set("general.quantization_version", GgufValue::u32(2));
   g.set(p + "vocab_size", u32(c.vocab_size));
   g.set(p + "context_length", u32(c.max_position_embeddings));
   g.set(p + "embedding_length", u32(c.hidden_size));
