@@ -93,9 +93,9 @@ TEST(GenerateCommand, Q4_K_M_IsSavedWithItsFileType) {
   const std::string model = testing::fixture("stories260K/stories260K.gguf");
   testing::TempDir dir("generate-q4km");
   const std::string saved = dir.file("s.gguf");
-  auto [out, status] = run_command(std::string(TERN_BINARY) + " generate --model '" + model +
-                                   "' --prompt '' -n 4 --json --threads 2 --dtype q4_k_m --save-gguf '" +
-                                   saved + "'");
+  auto [out, status] = run_command(
+      std::string(TERN_BINARY) + " generate --model '" + model +
+      "' --prompt '' -n 4 --json --threads 2 --dtype q4_k_m --save-gguf '" + saved + "'");
   ASSERT_EQ(status, 0) << out;
   const GgufFile g = GgufFile::open(saved);
   EXPECT_EQ(g.get_int("general.file_type"), 15);

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
@@ -231,10 +231,13 @@ TEST(ModelWeights, DummyLlama3ShapesEndToEnd) {
 // general.file_type 15 that llama.cpp names "Q4_K - Medium".
 TEST(ModelWeights, DummyQ4_K_M_RunsAndSavesItsMixture) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c = testing::shrunk_config(
-      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 8}, {"vocab_size", 1024}, {"hidden_size", 256},
-                                   {"intermediate_size", 512}, {"num_attention_heads", 2},
-                                   {"num_key_value_heads", 1}});
+  const ModelConfig c =
+      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 8},
+                                                          {"vocab_size", 1024},
+                                                          {"hidden_size", 256},
+                                                          {"intermediate_size", 512},
+                                                          {"num_attention_heads", 2},
+                                                          {"num_key_value_heads", 1}});
   const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 5);
   const std::set<size_t> more_bits = {0, 3, 6, 7};
   for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -250,8 +253,10 @@ TEST(ModelWeights, DummyQ4_K_M_RunsAndSavesItsMixture) {
   // errs less than all-Q4_K and more than all-Q6_K.
   const std::vector<float> f32 = logits_of(c, make_dummy_weights(c, DType::F32, 5));
   const double error = testing::relative_rms_error(logits, f32);
-  EXPECT_LT(error, testing::relative_rms_error(logits_of(c, make_dummy_weights(c, DType::Q4_K, 5)), f32));
-  EXPECT_GT(error, testing::relative_rms_error(logits_of(c, make_dummy_weights(c, DType::Q6_K, 5)), f32));
+  EXPECT_LT(error,
+            testing::relative_rms_error(logits_of(c, make_dummy_weights(c, DType::Q4_K, 5)), f32));
+  EXPECT_GT(error,
+            testing::relative_rms_error(logits_of(c, make_dummy_weights(c, DType::Q6_K, 5)), f32));
 
   testing::TempDir dir("q4km-gguf");
   save_gguf(dir.file("m.gguf"), w, c, nullptr);
@@ -265,7 +270,8 @@ TEST(ModelWeights, DummyQ4_K_M_RunsAndSavesItsMixture) {
     const DType up = more_bits.contains(static_cast<size_t>(i)) ? DType::Q6_K : DType::Q4_K;
     EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, "attn_v.weight"))->dtype, up) << i;
     EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, "ffn_down.weight"))->dtype, up) << i;
-    for (const char* t : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"})
+    for (const char* t : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight",
+                          "ffn_up.weight"})
       EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, t))->dtype, DType::Q4_K) << i << " " << t;
     EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, "attn_q_norm.weight"))->dtype, DType::F32);
   }

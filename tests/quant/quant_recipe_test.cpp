@@ -16,8 +16,9 @@ namespace {
 
 using testing::fixture;
 
-const char* const kLayerMatrices[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
-                                      "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+const char* const kLayerMatrices[] = {"attn_q.weight",      "attn_k.weight",   "attn_v.weight",
+                                      "attn_output.weight", "ffn_gate.weight", "ffn_up.weight",
+                                      "ffn_down.weight"};
 
 // The row length (GGUF ne[0]) of a layer matrix in `c`.
 int64_t cols_of(const ModelConfig& c, std::string_view what) {
@@ -28,15 +29,18 @@ int64_t cols_of(const ModelConfig& c, std::string_view what) {
 
 // Every layer matrix of `c` under `recipe`: `more_bits_type` for attn_v / ffn_down of the
 // layers in `more_bits`, `base` elsewhere.
-void expect_layers(const ModelConfig& c, const QuantRecipe& recipe, const std::set<int64_t>& attn_v_layers,
-                   DType attn_v_type, const std::set<int64_t>& ffn_down_layers, DType ffn_down_type, DType base) {
+void expect_layers(const ModelConfig& c, const QuantRecipe& recipe,
+                   const std::set<int64_t>& attn_v_layers, DType attn_v_type,
+                   const std::set<int64_t>& ffn_down_layers, DType ffn_down_type, DType base) {
   const RecipeModel m = RecipeModel::of(c);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     for (const char* what : kLayerMatrices) {
       const std::string name = gguf_tensor_name(i, what);
       DType want = base;
-      if (std::string_view(what) == "attn_v.weight" && attn_v_layers.contains(i)) want = attn_v_type;
-      if (std::string_view(what) == "ffn_down.weight" && ffn_down_layers.contains(i)) want = ffn_down_type;
+      if (std::string_view(what) == "attn_v.weight" && attn_v_layers.contains(i))
+        want = attn_v_type;
+      if (std::string_view(what) == "ffn_down.weight" && ffn_down_layers.contains(i))
+        want = ffn_down_type;
       EXPECT_EQ(dtype_name(recipe.weight_type(m, {name, i, cols_of(c, what)})), dtype_name(want))
           << recipe.name() << " " << name;
     }
@@ -53,9 +57,7 @@ const std::set<int64_t> kQwen3MoreBits = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24,
 // 16 layers: n/8 = 2, 7n/8 = 14: layers 0-1, 14-15, and 4, 7, 10, 13.
 const std::set<int64_t> kLlama16MoreBits = {0, 1, 4, 7, 10, 13, 14, 15};
 
-ModelConfig config_of(const std::string& dir) {
-  return ModelConfig::from_hf_dir(fixture(dir));
-}
+ModelConfig config_of(const std::string& dir) { return ModelConfig::from_hf_dir(fixture(dir)); }
 
 TEST(QuantRecipe, Qwen3_0_6B_Q4_K_M) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
@@ -72,10 +74,11 @@ TEST(QuantRecipe, Qwen3_0_6B_Q4_K_M) {
 TEST(QuantRecipe, Qwen3_0_6B_Q5_K_M_And_S) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const ModelConfig c = config_of("model-configs/qwen3-0.6b");
-  expect_layers(c, QuantRecipe::mixture(FileType::Q5_K_M), kQwen3MoreBits, DType::Q6_K, kQwen3MoreBits,
-                DType::Q6_K, DType::Q5_K);
+  expect_layers(c, QuantRecipe::mixture(FileType::Q5_K_M), kQwen3MoreBits, DType::Q6_K,
+                kQwen3MoreBits, DType::Q6_K, DType::Q5_K);
   // Q5_K_S changes nothing but the output (here the tied embedding).
-  expect_layers(c, QuantRecipe::mixture(FileType::Q5_K_S), {}, DType::Q5_K, {}, DType::Q5_K, DType::Q5_K);
+  expect_layers(c, QuantRecipe::mixture(FileType::Q5_K_S), {}, DType::Q5_K, {}, DType::Q5_K,
+                DType::Q5_K);
   EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(FileType::Q5_K_S)), DType::Q6_K);
 }
 
@@ -83,8 +86,8 @@ TEST(QuantRecipe, Qwen3_0_6B_Q4_K_S) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const ModelConfig c = config_of("model-configs/qwen3-0.6b");
   // attn_v of the first 4 layers and ffn_down of the first n/8 = 3 get Q5_K.
-  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_S), {0, 1, 2, 3}, DType::Q5_K, {0, 1, 2}, DType::Q5_K,
-                DType::Q4_K);
+  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_S), {0, 1, 2, 3}, DType::Q5_K, {0, 1, 2},
+                DType::Q5_K, DType::Q4_K);
   EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(FileType::Q4_K_S)), DType::Q6_K);
 }
 
@@ -92,12 +95,12 @@ TEST(QuantRecipe, Llama3_2_1B_Q4_K_M_And_S) {
   TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
   const ModelConfig c = config_of("model-configs/llama-3.2-1b");
   ASSERT_EQ(c.num_layers, 16);
-  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_M), kLlama16MoreBits, DType::Q6_K, kLlama16MoreBits,
-                DType::Q6_K, DType::Q4_K);
+  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_M), kLlama16MoreBits, DType::Q6_K,
+                kLlama16MoreBits, DType::Q6_K, DType::Q4_K);
   EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(FileType::Q4_K_M)), DType::Q6_K);
   // n/8 = 2 ffn_down layers get Q5_K under Q4_K_S.
-  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_S), {0, 1, 2, 3}, DType::Q5_K, {0, 1}, DType::Q5_K,
-                DType::Q4_K);
+  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_S), {0, 1, 2, 3}, DType::Q5_K, {0, 1},
+                DType::Q5_K, DType::Q4_K);
 }
 
 TEST(QuantRecipe, UntiedModelGivesTheOutputMoreBitsAndTheEmbeddingTheBase) {
@@ -108,13 +111,18 @@ TEST(QuantRecipe, UntiedModelGivesTheOutputMoreBitsAndTheEmbeddingTheBase) {
   EXPECT_EQ(r.weight_type(m, {"output.weight", -1, 2048}), DType::Q6_K);
   EXPECT_EQ(r.weight_type(m, {"token_embd.weight", -1, 2048}), DType::Q4_K);
   // A Q8_0 file keeps its output at Q8_0; a Q4_0 file raises it to Q6_K.
-  EXPECT_EQ(QuantRecipe::mixture(FileType::Q8_0).weight_type(m, {"output.weight", -1, 2048}), DType::Q8_0);
-  EXPECT_EQ(QuantRecipe::mixture(FileType::Q4_0).weight_type(m, {"output.weight", -1, 2048}), DType::Q6_K);
-  EXPECT_EQ(QuantRecipe::mixture(FileType::Q4_0).weight_type(m, {"blk.0.ffn_down.weight", 0, 8192}), DType::Q4_0);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q8_0).weight_type(m, {"output.weight", -1, 2048}),
+            DType::Q8_0);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q4_0).weight_type(m, {"output.weight", -1, 2048}),
+            DType::Q6_K);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q4_0).weight_type(m, {"blk.0.ffn_down.weight", 0, 8192}),
+            DType::Q4_0);
   // Float file types convert everything, the output too.
-  EXPECT_EQ(QuantRecipe::mixture(FileType::MostlyF16).weight_type(m, {"output.weight", -1, 2048}), DType::F16);
-  EXPECT_EQ(QuantRecipe::mixture(FileType::MostlyBF16).weight_type(m, {"blk.0.attn_v.weight", 0, 2048}),
-            DType::BF16);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::MostlyF16).weight_type(m, {"output.weight", -1, 2048}),
+            DType::F16);
+  EXPECT_EQ(
+      QuantRecipe::mixture(FileType::MostlyBF16).weight_type(m, {"blk.0.attn_v.weight", 0, 2048}),
+      DType::BF16);
 }
 
 TEST(QuantRecipe, RowsThatAreNotWholeSuperBlocksFallBack) {
@@ -128,10 +136,12 @@ TEST(QuantRecipe, RowsThatAreNotWholeSuperBlocksFallBack) {
   EXPECT_EQ(r.weight_type(m, {"blk.0.attn_v.weight", 0, 896}), DType::Q8_0);
   EXPECT_EQ(r.weight_type(m, {"token_embd.weight", -1, 896}), DType::Q8_0);
   EXPECT_EQ(r.weight_type(m, {"blk.0.ffn_down.weight", 0, 4864}), DType::Q6_K);
-  EXPECT_EQ(QuantRecipe::mixture(FileType::Q5_K_S).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}), DType::Q5_1);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q5_K_S).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}),
+            DType::Q5_1);
   // Rows no fallback fits (tern keeps F16 where llama-quantize would refuse).
   EXPECT_EQ(r.weight_type(m, {"blk.3.ffn_up.weight", 3, 100}), DType::F16);
-  EXPECT_EQ(QuantRecipe::uniform(DType::Q4_K).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}), DType::Q5_0);
+  EXPECT_EQ(QuantRecipe::uniform(DType::Q4_K).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}),
+            DType::Q5_0);
 }
 
 TEST(QuantRecipe, SeventyBillionLlamaGivesAttnVAtLeastQ5_K) {

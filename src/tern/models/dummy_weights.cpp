@@ -81,7 +81,8 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
         row[j] = a * (static_cast<float>(static_cast<uint32_t>(r) >> 8) * 0x1p-23f - 1.0f);
         row[j + 1] = a * (static_cast<float>(r >> 40) * 0x1p-23f - 1.0f);
       }
-      if (cols % 2) row[cols - 1] = a * (static_cast<float>(splitmix64(state) >> 40) * 0x1p-23f - 1.0f);
+      if (cols % 2)
+        row[cols - 1] = a * (static_cast<float>(splitmix64(state) >> 40) * 0x1p-23f - 1.0f);
     });
   };
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
@@ -129,7 +130,8 @@ ModelWeights make_dummy_weights(const ModelConfig& c, DType dtype, uint64_t seed
   return make_dummy_weights(c, QuantRecipe::uniform(dtype), seed);
 }
 
-ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config, const QuantRecipe& recipe) {
+ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config,
+                              const QuantRecipe& recipe) {
   ModelWeights w;
   RecipeModel model = RecipeModel::of(config);
   model.num_layers = static_cast<int64_t>(src.layers.size());
@@ -144,7 +146,8 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
   };
   w.token_embedding = requantize("token_embd.weight", -1, src.token_embedding);
   w.tied_embeddings = src.tied_embeddings;
-  w.lm_head = src.tied_embeddings ? w.token_embedding : requantize("output.weight", -1, src.lm_head);
+  w.lm_head =
+      src.tied_embeddings ? w.token_embedding : requantize("output.weight", -1, src.lm_head);
   w.output_norm = copy_vector(w, src.output_norm);
   w.rope_layout = src.rope_layout;
   w.rope_freq_factors = copy_vector(w, src.rope_freq_factors);

@@ -78,9 +78,9 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
   g.set("general.architecture", GgufValue::string(arch));
   g.set("general.name", GgufValue::string(model_name.empty() ? arch : model_name));
   // llama.cpp names the file by this ("Q4_K - Medium"), not by its tensors' types.
-  const uint32_t file_type =
-      w.file_type ? static_cast<uint32_t>(*w.file_type)
-                  : gguf_file_type(w.layers.empty() ? w.token_embedding.dtype : w.layers[0].wq.dtype);
+  const uint32_t file_type = w.file_type ? static_cast<uint32_t>(*w.file_type)
+                                         : gguf_file_type(w.layers.empty() ? w.token_embedding.dtype
+                                                                           : w.layers[0].wq.dtype);
   g.set("general.file_type", GgufValue::u32(file_type));
   // ggml's GGML_QNT_VERSION, which llama.cpp's converter and llama-quantize write: the block
   // layouts tern writes are version 2's.

@@ -104,13 +104,15 @@ ModelWeights load_safetensors_weights(const SafetensorsModel& model, const Model
 // the thread count. A matrix whose rows are not whole blocks of its type gets llama.cpp's
 // fallback (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 when those fit), else F16: stories260K's
 // 172-wide ffn_down, or 64-wide rows under a K type.
-ModelWeights make_dummy_weights(const ModelConfig& config, const QuantRecipe& recipe, uint64_t seed = 0);
+ModelWeights make_dummy_weights(const ModelConfig& config, const QuantRecipe& recipe,
+                                uint64_t seed = 0);
 ModelWeights make_dummy_weights(const ModelConfig& config, DType dtype, uint64_t seed = 0);
 
 // A copy whose matrices (embedding and lm_head included) are requantized as `recipe` says
 // (with the same fallbacks) through f32, and whose vectors are copied: it does not depend on
 // `src`. `config` gives the model-wide facts a mixture depends on.
-ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config, const QuantRecipe& recipe);
+ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config,
+                              const QuantRecipe& recipe);
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
 
 // The GGUF names of a layer's tensors ("blk.3.attn_q.weight").

@@ -42,7 +42,8 @@ const FileTypeInfo& info(FileType type) {
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
       return false;
   return true;
 }
@@ -51,8 +52,16 @@ bool is_quantized(DType t) { return dtype_traits(t).block_elems > 1; }
 
 bool is_weight_type(DType t) {
   switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
-    case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K:
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       return true;
     default:
@@ -61,7 +70,18 @@ bool is_weight_type(DType t) {
 }
 
 // llama.cpp's tensor categories, found by the same name matches.
-enum class Kind { Output, TokenEmbedding, AttnV, AttnK, AttnQ, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
+enum class Kind {
+  Output,
+  TokenEmbedding,
+  AttnV,
+  AttnK,
+  AttnQ,
+  AttnOutput,
+  FfnUp,
+  FfnGate,
+  FfnDown,
+  Other
+};
 
 Kind kind_of(std::string_view name) {
   auto has = [name](std::string_view part) { return name.find(part) != std::string_view::npos; };
@@ -86,7 +106,8 @@ bool use_more_bits(int64_t layer, int64_t num_layers) {
 }
 
 // The mixture's choice before fallbacks. `base` is quantized.
-DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTensor& t, Kind kind) {
+DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTensor& t,
+                   Kind kind) {
   auto layer_checked = [&] {
     if (t.layer < 0 || t.layer >= m.num_layers)
       throw Error("quantizing '" + std::string(t.name) + "': layer " + std::to_string(t.layer) +
@@ -146,17 +167,28 @@ DType file_type_base(FileType type) { return info(type).base; }
 
 FileType uniform_file_type(DType dtype) {
   switch (dtype) {
-    case DType::F32: return FileType::AllF32;
-    case DType::F16: return FileType::MostlyF16;
-    case DType::BF16: return FileType::MostlyBF16;
-    case DType::Q4_0: return FileType::Q4_0;
-    case DType::Q4_1: return FileType::Q4_1;
-    case DType::Q8_0: return FileType::Q8_0;
-    case DType::Q5_0: return FileType::Q5_0;
-    case DType::Q5_1: return FileType::Q5_1;
-    case DType::Q4_K: return FileType::Q4_K_S;  // every matrix Q4_K
-    case DType::Q5_K: return FileType::Q5_K_S;
-    case DType::Q6_K: return FileType::Q6_K;
+    case DType::F32:
+      return FileType::AllF32;
+    case DType::F16:
+      return FileType::MostlyF16;
+    case DType::BF16:
+      return FileType::MostlyBF16;
+    case DType::Q4_0:
+      return FileType::Q4_0;
+    case DType::Q4_1:
+      return FileType::Q4_1;
+    case DType::Q8_0:
+      return FileType::Q8_0;
+    case DType::Q5_0:
+      return FileType::Q5_0;
+    case DType::Q5_1:
+      return FileType::Q5_1;
+    case DType::Q4_K:
+      return FileType::Q4_K_S;  // every matrix Q4_K
+    case DType::Q5_K:
+      return FileType::Q5_K_S;
+    case DType::Q6_K:
+      return FileType::Q6_K;
     default:
       throw Error("no GGUF file type for weights of type " + std::string(dtype_name(dtype)));
   }
@@ -178,15 +210,17 @@ RecipeModel RecipeModel::of(const ModelConfig& c) {
   m.tied_embeddings = c.tie_word_embeddings;
   // llama.cpp's size classes: 80-layer llama with GQA (not llama 1's 65B) and 80-layer qwen2.
   if (c.num_layers == 80)
-    m.is_70b = (c.arch == ModelArch::Llama && c.num_heads != c.num_kv_heads) || c.arch == ModelArch::Qwen2;
+    m.is_70b =
+        (c.arch == ModelArch::Llama && c.num_heads != c.num_kv_heads) || c.arch == ModelArch::Qwen2;
   return m;
 }
 
 QuantRecipe QuantRecipe::uniform(DType dtype) {
   if (!is_weight_type(dtype))
-    throw Error("weight type " + std::string(dtype_name(dtype)) +
-                " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
-                "Q5_K, Q6_K)");
+    throw Error(
+        "weight type " + std::string(dtype_name(dtype)) +
+        " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
+        "Q5_K, Q6_K)");
   QuantRecipe r;
   r.uniform_ = dtype;
   r.file_type_ = uniform_file_type(dtype);
@@ -204,7 +238,8 @@ DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& ten
   const DType base = file_type_base(file_type_);
   // F32 / F16 / BF16 files convert every matrix to their type, with no mixture and no fallback.
   if (!is_quantized(base)) return base;
-  return fitting_type(mixture_type(file_type_, base, model, tensor, kind_of(tensor.name)), tensor.cols);
+  return fitting_type(mixture_type(file_type_, base, model, tensor, kind_of(tensor.name)),
+                      tensor.cols);
 }
 
 FileType QuantRecipe::file_type() const { return file_type_; }

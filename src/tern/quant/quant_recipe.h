@@ -31,9 +31,10 @@ enum class FileType : uint32_t {
   MostlyBF16 = 32,
 };
 
-std::string_view file_type_name(FileType type);                  // "Q4_K_M", "F16", …
-std::optional<FileType> file_type_from_name(std::string_view name);  // "q4_k_m", "Q8_0", … (any case)
-std::optional<FileType> file_type_from_gguf(uint32_t value);        // nullopt for types tern cannot write
+std::string_view file_type_name(FileType type);  // "Q4_K_M", "F16", …
+std::optional<FileType> file_type_from_name(
+    std::string_view name);                                   // "q4_k_m", "Q8_0", … (any case)
+std::optional<FileType> file_type_from_gguf(uint32_t value);  // nullopt for types tern cannot write
 // The type of most matrices (llama.cpp's llama_ftype_get_default_type): Q4_K for Q4_K_M.
 DType file_type_base(FileType type);
 // The file type of a model whose matrices are all `dtype` (Q4_K → Q4_K_S, the closest
@@ -58,7 +59,8 @@ struct RecipeModel {
 // One matrix the recipe is asked about (1-D tensors, norms and biases, stay F32 and are never
 // asked about).
 struct RecipeTensor {
-  std::string_view name;  // GGUF name: "blk.7.ffn_down.weight", "output.weight", "token_embd.weight"
+  std::string_view
+      name;  // GGUF name: "blk.7.ffn_down.weight", "output.weight", "token_embd.weight"
   // For attn_v and ffn_down: llama.cpp counts the tensors of that kind in file order rather
   // than reading N from the name; in files written in layer order (tern's) the count is the
   // layer. -1 for tensors outside the blocks.
