@@ -7,6 +7,7 @@
 
 #include "tern/core/error.h"
 #include "tern/hub/resolve_model.h"
+#include "tern/quant/quant_recipe.h"
 
 namespace tern::cli {
 
@@ -19,9 +20,12 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--load-format", load_format,
                   "auto: read the weights; dummy: random weights of the config's shapes")
       ->check(CLI::IsMember({"auto", "dummy"}));
-  cmd->add_option("--dtype", dtype,
-                  "Weight type: auto (the file's; dummy: the config's torch_dtype), f32, f16, bf16, "
-                  "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (real weights are requantized)");
+  cmd->add_option(
+      "--dtype", dtype,
+      "Weight type: auto (the file's; dummy: the config's torch_dtype), f32, f16, bf16, "
+      "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (every matrix that type); or "
+      "llama.cpp's mixtures q4_k_m, q4_k_s, q5_k_m, q5_k_s (per-tensor types as "
+      "llama-quantize chooses them; --save-gguf writes them). Real weights are requantized");
   cmd->add_option("--weight-seed", weight_seed, "Seed of dummy weights");
   cmd->add_option("--threads,-t", threads, "Threads of the kernels (0: all cores)");
 }
@@ -35,7 +39,7 @@ LoadOptions ModelOptions::load_options() const {
   o.model = hub::resolve_model(
       model, {revision, o.format == LoadFormat::Dummy ? hub::RepoFiles::NoWeights : hub::RepoFiles::All});
   o.tokenizer = tokenizer.empty() ? tokenizer : hub::resolve_model(tokenizer, {"main", hub::RepoFiles::Tokenizer});
-  o.weight_type = parse_weight_type(dtype);
+  o.weight_recipe = parse_weight_recipe(dtype);
   o.seed = weight_seed;
   return o;
 }

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "fixtures.h"
+#include "models/model_test_util.h"
+#include "tern/formats/gguf.h"
 
 namespace tern {
 namespace {
@@ -83,6 +85,26 @@ TEST(BenchModelCommand, Stories260KJson) {
                                          "' -p 0 -n 2 -r 1 --json");
   ASSERT_EQ(skip_status, 0);
   EXPECT_TRUE(nlohmann::json::parse(last_line(skip))["pp_tokens_per_s"].is_null());
+}
+
+// --dtype q4_k_m requantizes with llama.cpp's mixture, and --save-gguf names the file Q4_K_M.
+TEST(GenerateCommand, Q4_K_M_IsSavedWithItsFileType) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = testing::fixture("stories260K/stories260K.gguf");
+  testing::TempDir dir("generate-q4km");
+  const std::string saved = dir.file("s.gguf");
+  auto [out, status] = run_command(
+      std::string(TERN_BINARY) + " generate --model '" + model +
+      "' --prompt '' -n 4 --json --threads 2 --dtype q4_k_m --save-gguf '" + saved + "'");
+  ASSERT_EQ(status, 0) << out;
+  const GgufFile g = GgufFile::open(saved);
+  EXPECT_EQ(g.get_int("general.file_type"), 15);
+  // 5 layers: use_more_bits picks 2 and 4 for Q6_K, which 64-wide rows turn into Q8_0 (and
+  // Q4_K into Q5_0).
+  EXPECT_EQ(g.find_tensor("blk.2.attn_v.weight")->dtype, DType::Q8_0);
+  EXPECT_EQ(g.find_tensor("blk.1.attn_v.weight")->dtype, DType::Q5_0);
+  auto [help, help_status] = run_command(std::string(TERN_BINARY) + " generate --help");
+  EXPECT_NE(help.find("q4_k_m"), std::string::npos);
 }
 
 TEST(GenerateCommand, MissingModelIsOneLineError) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
@@ -167,7 +168,7 @@ TEST(ModelWeights, SaveGgufRoundTripsStories260KWithItsTokenizer) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   LoadOptions opt;
   opt.model = fixture("stories260K/stories260K.gguf");
-  opt.weight_type = DType::Q8_0;
+  opt.weight_recipe = QuantRecipe::uniform(DType::Q8_0);
   LoadedModel m = load_model(opt);
   testing::TempDir dir("save-gguf");
   save_gguf(dir.file("s.gguf"), m.weights, m.config, &*m.tokenizer, "stories260K");
@@ -177,7 +178,7 @@ TEST(ModelWeights, SaveGgufRoundTripsStories260KWithItsTokenizer) {
   EXPECT_EQ(g.get_string("tokenizer.ggml.model"), "llama");
   EXPECT_EQ(g.find_tensor("blk.0.attn_q.weight")->dtype, DType::Q8_0);
   opt.model = dir.file("s.gguf");
-  opt.weight_type.reset();
+  opt.weight_recipe.reset();
   LoadedModel back = load_model(opt);
   EXPECT_EQ(back.config.num_kv_heads, 4);
   // Interleaved already: nothing permuted, the same bits.
@@ -223,6 +224,76 @@ TEST(ModelWeights, DummyLlama3ShapesEndToEnd) {
   run_dummy_end_to_end("model-configs/llama-3.2-1b",
                        {{"num_hidden_layers", 1}, {"vocab_size", 1024}, {"intermediate_size", 2048}},
                        DType::Q4_0, true);
+}
+
+// llama.cpp's Q4_K_M mixture on a shrunk Qwen3 (8 layers: use_more_bits gives layers 0, 3, 6
+// and 7 Q6_K attn_v and ffn_down): it runs, and save_gguf writes the per-tensor types and
+// general.file_type 15 that llama.cpp names "Q4_K - Medium".
+TEST(ModelWeights, DummyQ4_K_M_RunsAndSavesItsMixture) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c =
+      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 8},
+                                                          {"vocab_size", 1024},
+                                                          {"hidden_size", 256},
+                                                          {"intermediate_size", 512},
+                                                          {"num_attention_heads", 2},
+                                                          {"num_key_value_heads", 1}});
+  const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 5);
+  const std::set<size_t> more_bits = {0, 3, 6, 7};
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const DType up = more_bits.contains(i) ? DType::Q6_K : DType::Q4_K;
+    EXPECT_EQ(w.layers[i].wv.dtype, up) << i;
+    EXPECT_EQ(w.layers[i].w_down.dtype, up) << i;
+    EXPECT_EQ(w.layers[i].wq.dtype, DType::Q4_K) << i;
+  }
+  EXPECT_EQ(w.token_embedding.dtype, DType::Q6_K);
+  const std::vector<float> logits = logits_of(c, w);
+  for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+  // The same seed draws the same f32 values whatever the types, so against them the mixture
+  // errs less than all-Q4_K and more than all-Q6_K.
+  const std::vector<float> f32 = logits_of(c, make_dummy_weights(c, DType::F32, 5));
+  const double error = testing::relative_rms_error(logits, f32);
+  EXPECT_LT(error,
+            testing::relative_rms_error(logits_of(c, make_dummy_weights(c, DType::Q4_K, 5)), f32));
+  EXPECT_GT(error,
+            testing::relative_rms_error(logits_of(c, make_dummy_weights(c, DType::Q6_K, 5)), f32));
+
+  testing::TempDir dir("q4km-gguf");
+  save_gguf(dir.file("m.gguf"), w, c, nullptr);
+  GgufFile g = GgufFile::open(dir.file("m.gguf"));
+  EXPECT_EQ(g.get_int("general.file_type"), 15);
+  EXPECT_EQ(g.get_int("general.quantization_version"), 2);
+  EXPECT_EQ(g.find_tensor("token_embd.weight")->dtype, DType::Q6_K);
+  EXPECT_EQ(g.find_tensor("output.weight"), nullptr);
+  EXPECT_EQ(g.find_tensor("output_norm.weight")->dtype, DType::F32);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const DType up = more_bits.contains(static_cast<size_t>(i)) ? DType::Q6_K : DType::Q4_K;
+    EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, "attn_v.weight"))->dtype, up) << i;
+    EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, "ffn_down.weight"))->dtype, up) << i;
+    for (const char* t : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight",
+                          "ffn_up.weight"})
+      EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, t))->dtype, DType::Q4_K) << i << " " << t;
+    EXPECT_EQ(g.find_tensor(gguf_tensor_name(i, "attn_q_norm.weight"))->dtype, DType::F32);
+  }
+  // Read back: the same logits, and the file type travels so a second save names it again.
+  const ModelWeights back = load_gguf_weights(g, ModelConfig::from_gguf(g));
+  EXPECT_EQ(back.file_type, FileType::Q4_K_M);
+  EXPECT_TRUE(testing::bitwise_equal(logits_of(c, back), logits));
+}
+
+// --dtype q4_k_m on real weights requantizes them with the mixture, and says so.
+TEST(ModelWeights, LoadModelRequantizesToAMixture) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  LoadOptions opt;
+  opt.model = fixture("stories260K/stories260K.gguf");
+  opt.weight_recipe = parse_weight_recipe("q4_k_m");
+  const LoadedModel m = load_model(opt);
+  EXPECT_NE(m.description.find("Q4_K_M"), std::string::npos) << m.description;
+  EXPECT_EQ(m.weights.file_type, FileType::Q4_K_M);
+  // stories260K's 64-wide rows fit no K type: Q4_K falls back to Q5_0, Q6_K to Q8_0 (5 layers:
+  // use_more_bits picks 2 and 4).
+  EXPECT_EQ(m.weights.layers[0].wv.dtype, DType::Q5_0);
+  EXPECT_EQ(m.weights.layers[2].wv.dtype, DType::Q8_0);
 }
 
 TEST(ModelWeights, Qwen2BiasesAreAddedAndRoundTripThroughGguf) {

@@ -12,23 +12,7 @@
 
 namespace tern {
 
-uint32_t gguf_file_type(DType dtype) {
-  switch (dtype) {
-    case DType::F32: return 0;
-    case DType::F16: return 1;
-    case DType::Q4_0: return 2;
-    case DType::Q4_1: return 3;
-    case DType::Q8_0: return 7;
-    case DType::Q5_0: return 8;
-    case DType::Q5_1: return 9;
-    case DType::Q4_K: return 14;  // Q4_K_S: every matrix Q4_K
-    case DType::Q5_K: return 16;  // Q5_K_S
-    case DType::Q6_K: return 18;
-    case DType::BF16: return 32;
-    default:
-      throw Error("no GGUF file type for weights of type " + std::string(dtype_name(dtype)));
-  }
-}
+uint32_t gguf_file_type(DType dtype) { return static_cast<uint32_t>(uniform_file_type(dtype)); }
 
 std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
   const RopeScaling& rs = c.rope_scaling;
@@ -93,8 +77,14 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
   auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
   g.set("general.architecture", GgufValue::string(arch));
   g.set("general.name", GgufValue::string(model_name.empty() ? arch : model_name));
-  g.set("general.file_type", GgufValue::u32(gguf_file_type(w.layers.empty() ? w.token_embedding.dtype
-                                                                               : w.layers[0].wq.dtype)));
+  // llama.cpp names the file by this ("Q4_K - Medium"), not by its tensors' types.
+  const uint32_t file_type = w.file_type ? static_cast<uint32_t>(*w.file_type)
+                                         : gguf_file_type(w.layers.empty() ? w.token_embedding.dtype
+                                                                           : w.layers[0].wq.dtype);
+  g.set("general.file_type", GgufValue::u32(file_type));
+  // ggml's GGML_QNT_VERSION, which llama.cpp's converter and llama-quantize write: the block
+  // layouts tern writes are version 2's.
+  g.set("general.quantization_version", GgufValue::u32(2));
   g.set(p + "vocab_size", u32(c.vocab_size));
   g.set(p + "context_length", u32(c.max_position_embeddings));
   g.set(p + "embedding_length", u32(c.hidden_size));

@@ -6,6 +6,7 @@
 
 #include "tern/formats/model_config.h"
 #include "tern/models/model_weights.h"
+#include "tern/quant/quant_recipe.h"
 
 namespace tern {
 
@@ -13,6 +14,7 @@ class Tokenizer;
 
 // `general.file_type` for weights whose matrices are all `dtype` (llama_ftype: 0 all F32,
 // 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 14 Q4_K_S, 16 Q5_K_S, 18 Q6_K, 32 BF16).
+// Weights that carry a file type (ModelWeights::file_type, e.g. 15 Q4_K_M) are saved with it.
 uint32_t gguf_file_type(DType dtype);
 
 // llama 3's per-frequency RoPE divisors [head_dim / 2] as llama.cpp's converter computes them

@@ -41,27 +41,6 @@ std::string weight_types(const ModelWeights& w) {
 
 }  // namespace
 
-std::optional<DType> parse_weight_type(const std::string& name) {
-  if (name.empty() || name == "auto") return std::nullopt;
-  auto d = dtype_from_name(name);
-  if (d) {
-    switch (*d) {
-      case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
-      case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K:
-      case DType::Q6_K:
-        return d;
-      default:
-        break;
-    }
-  }
-  if (name == "float32" || name == "float") return DType::F32;
-  if (name == "float16" || name == "half") return DType::F16;
-  if (name == "bfloat16") return DType::BF16;
-  throw Error("--dtype '" + name +
-              "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
-              "q5_k, q6_k)");
-}
-
 LoadedModel load_model(const LoadOptions& opt) {
   LoadedModel m;
   const fs::path path(opt.model);
@@ -82,8 +61,9 @@ LoadedModel load_model(const LoadOptions& opt) {
 
   std::string source;
   if (opt.format == LoadFormat::Dummy) {
-    const DType t = opt.weight_type.value_or(dtype_of_torch(m.config.torch_dtype));
-    m.weights = make_dummy_weights(m.config, t, opt.seed);
+    const QuantRecipe recipe =
+        opt.weight_recipe.value_or(QuantRecipe::uniform(dtype_of_torch(m.config.torch_dtype)));
+    m.weights = make_dummy_weights(m.config, recipe, opt.seed);
     source = "dummy";
   } else if (gguf) {
     m.weights = load_gguf_weights(*gguf_file, m.config);
@@ -94,8 +74,8 @@ LoadedModel load_model(const LoadOptions& opt) {
   } else {
     throw Error(opt.model + ": a config.json alone has no weights (use --load-format dummy)");
   }
-  if (opt.format != LoadFormat::Dummy && opt.weight_type)
-    m.weights = quantize_weights(m.weights, *opt.weight_type);
+  if (opt.format != LoadFormat::Dummy && opt.weight_recipe)
+    m.weights = quantize_weights(m.weights, m.config, *opt.weight_recipe);
 
   if (!opt.tokenizer.empty()) {
     m.tokenizer = Tokenizer::load(opt.tokenizer);
@@ -108,8 +88,10 @@ LoadedModel load_model(const LoadOptions& opt) {
     throw Error((opt.tokenizer.empty() ? opt.model : opt.tokenizer) + ": the tokenizer has " +
                 std::to_string(m.tokenizer->vocab_size()) + " tokens, more than the model's vocab_size " +
                 std::to_string(m.config.vocab_size));
+  // A mixture is known by its name ("Q4_K_M"), not by its first layer's types.
+  const bool mixture = opt.weight_recipe && !opt.weight_recipe->is_uniform();
   m.description = std::string(model_arch_name(m.config.arch)) + " (" + source + ", " +
-                  weight_types(m.weights) + ")";
+                  (mixture ? opt.weight_recipe->name() : weight_types(m.weights)) + ")";
   return m;
 }
 

@@ -8,6 +8,7 @@
 #include "tern/core/dtype.h"
 #include "tern/formats/model_config.h"
 #include "tern/models/model_weights.h"
+#include "tern/quant/quant_recipe.h"
 #include "tern/tokenizer/tokenizer.h"
 
 namespace tern {
@@ -20,9 +21,9 @@ struct LoadOptions {
   std::string model;
   std::string tokenizer;  // overrides the model's own tokenizer ("" = the model's, if any)
   LoadFormat format = LoadFormat::Auto;
-  // Matrix type: for dummy weights, what they are made in (nullopt: the config's torch_dtype,
+  // Matrix types: for dummy weights, what they are made in (nullopt: the config's torch_dtype,
   // else F32); for real weights, nullopt keeps the file's types and anything else requantizes.
-  std::optional<DType> weight_type;
+  std::optional<QuantRecipe> weight_recipe;
   uint64_t seed = 0;  // dummy weights
 };
 
@@ -36,9 +37,5 @@ struct LoadedModel {
 // Throws tern::Error naming the path and what is wrong. A tokenizer is loaded when one is
 // found (the GGUF's, the folder's, or --tokenizer); its absence is not an error here.
 LoadedModel load_model(const LoadOptions& options);
-
-// "auto" → nullopt; else a type name ("q4_0", "Q4_K", "bf16", …). Throws tern::Error listing
-// the choices for anything else.
-std::optional<DType> parse_weight_type(const std::string& name);
 
 }  // namespace tern

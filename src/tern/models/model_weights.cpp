@@ -233,6 +233,9 @@ ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config) 
   w.rope_layout = config.arch == ModelArch::Llama ? RopeLayout::Interleaved : RopeLayout::Neox;
   if (const TensorInfo* f = gguf.find_tensor("rope_freqs.weight"))
     w.rope_freq_factors = b.vector(*f, config.head_dim / 2, "head_dim / 2");
+  // Kept so that saving the weights again names them as the file did (a Q4_K_M stays Q4_K_M).
+  if (const std::optional<int64_t> t = gguf.get_int("general.file_type"); t && *t >= 0 && *t < 1024)
+    w.file_type = file_type_from_gguf(static_cast<uint32_t>(*t));
   return w;
 }
 

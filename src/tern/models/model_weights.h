@@ -6,12 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tern/core/dtype.h"
 #include "tern/formats/model_config.h"
+#include "tern/quant/quant_recipe.h"
 
 namespace tern {
 
@@ -65,6 +67,9 @@ class ModelWeights {
   // GGUF llama3-scaled models: per-frequency divisors from `rope_freqs.weight` [head_dim / 2],
   // used instead of the config's scaling. Empty otherwise.
   std::span<const float> rope_freq_factors;
+  // What the matrices were made as, for `general.file_type` when they are saved: the recipe's
+  // (dummy, requantized) or the file's (GGUF). Unset: save_gguf names it after the matrices.
+  std::optional<FileType> file_type;
 
   // The f32 embedding row of `token` into out [hidden] (dequantized when the table is
   // quantized). No checks: the caller has validated the id.
@@ -92,16 +97,22 @@ ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config);
 // …, `lm_head.weight`) in F32/F16/BF16, matrices in place, norms and biases widened to f32.
 ModelWeights load_safetensors_weights(const SafetensorsModel& model, const ModelConfig& config);
 
-// vLLM's `--load-format dummy`: random weights of the config's shapes, every matrix quantized
-// to `dtype` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), values uniform
-// with standard deviation 0.02 like an initialiser, norms 1, biases 0. The same seed gives the
-// same weights whatever the thread count. A matrix whose rows are not whole blocks of `dtype`
-// gets llama.cpp's fallback (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 when those fit), else F16:
-// stories260K's 172-wide ffn_down, or 64-wide rows under a K type.
+// vLLM's `--load-format dummy`: random weights of the config's shapes, each matrix quantized
+// to the type `recipe` gives it (uniform: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K; or a llama.cpp mixture such as Q4_K_M), values uniform with standard deviation
+// 0.02 like an initialiser, norms 1, biases 0. The same seed gives the same weights whatever
+// the thread count. A matrix whose rows are not whole blocks of its type gets llama.cpp's
+// fallback (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 when those fit), else F16: stories260K's
+// 172-wide ffn_down, or 64-wide rows under a K type.
+ModelWeights make_dummy_weights(const ModelConfig& config, const QuantRecipe& recipe,
+                                uint64_t seed = 0);
 ModelWeights make_dummy_weights(const ModelConfig& config, DType dtype, uint64_t seed = 0);
 
-// A copy whose matrices (embedding and lm_head included) are requantized to `dtype` (with the
-// same fallbacks) through f32, and whose vectors are copied: it does not depend on `src`.
+// A copy whose matrices (embedding and lm_head included) are requantized as `recipe` says
+// (with the same fallbacks) through f32, and whose vectors are copied: it does not depend on
+// `src`. `config` gives the model-wide facts a mixture depends on.
+ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config,
+                              const QuantRecipe& recipe);
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
 
 // The GGUF names of a layer's tensors ("blk.3.attn_q.weight").

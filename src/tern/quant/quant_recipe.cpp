@@ -1,0 +1,264 @@
+// QuantRecipe: the rules of llama.cpp's src/llama-quant.cpp (llama_tensor_get_type,
+// use_more_bits, tensor_type_fallback) restated for the file types tern writes and the dense
+// decoders it runs (no experts, no fused qkv, no falcon, no importance matrix).
+#include "tern/quant/quant_recipe.h"
+
+#include <array>
+#include <cctype>
+
+#include "tern/core/error.h"
+
+namespace tern {
+namespace {
+
+struct FileTypeInfo {
+  FileType type;
+  std::string_view name;
+  DType base;
+};
+
+constexpr std::array kFileTypes{
+    FileTypeInfo{FileType::AllF32, "F32", DType::F32},
+    FileTypeInfo{FileType::MostlyF16, "F16", DType::F16},
+    FileTypeInfo{FileType::Q4_0, "Q4_0", DType::Q4_0},
+    FileTypeInfo{FileType::Q4_1, "Q4_1", DType::Q4_1},
+    FileTypeInfo{FileType::Q8_0, "Q8_0", DType::Q8_0},
+    FileTypeInfo{FileType::Q5_0, "Q5_0", DType::Q5_0},
+    FileTypeInfo{FileType::Q5_1, "Q5_1", DType::Q5_1},
+    FileTypeInfo{FileType::Q4_K_S, "Q4_K_S", DType::Q4_K},
+    FileTypeInfo{FileType::Q4_K_M, "Q4_K_M", DType::Q4_K},
+    FileTypeInfo{FileType::Q5_K_S, "Q5_K_S", DType::Q5_K},
+    FileTypeInfo{FileType::Q5_K_M, "Q5_K_M", DType::Q5_K},
+    FileTypeInfo{FileType::Q6_K, "Q6_K", DType::Q6_K},
+    FileTypeInfo{FileType::MostlyBF16, "BF16", DType::BF16},
+};
+
+const FileTypeInfo& info(FileType type) {
+  for (const FileTypeInfo& i : kFileTypes)
+    if (i.type == type) return i;
+  throw Error("unknown file type " + std::to_string(static_cast<uint32_t>(type)));
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+bool is_quantized(DType t) { return dtype_traits(t).block_elems > 1; }
+
+bool is_weight_type(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// llama.cpp's tensor categories, found by the same name matches.
+enum class Kind {
+  Output,
+  TokenEmbedding,
+  AttnV,
+  AttnK,
+  AttnQ,
+  AttnOutput,
+  FfnUp,
+  FfnGate,
+  FfnDown,
+  Other
+};
+
+Kind kind_of(std::string_view name) {
+  auto has = [name](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  if (name == "output.weight") return Kind::Output;
+  if (name == "token_embd.weight") return Kind::TokenEmbedding;
+  // A fused qkv counts as attn_v (llama.cpp's category_is_attn_v); tern never writes one.
+  if (has("attn_qkv.weight") || has("attn_v.weight")) return Kind::AttnV;
+  if (has("attn_k.weight")) return Kind::AttnK;
+  if (has("attn_q.weight")) return Kind::AttnQ;
+  if (has("attn_output.weight")) return Kind::AttnOutput;
+  if (has("ffn_up")) return Kind::FfnUp;
+  if (has("ffn_gate")) return Kind::FfnGate;
+  if (has("ffn_down")) return Kind::FfnDown;
+  return Kind::Other;
+}
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third layer in
+// between get more bits. (The modulo of a negative number never decides: those layers are in
+// the first eighth already.)
+bool use_more_bits(int64_t layer, int64_t num_layers) {
+  return layer < num_layers / 8 || layer >= 7 * num_layers / 8 || (layer - num_layers / 8) % 3 == 2;
+}
+
+// The mixture's choice before fallbacks. `base` is quantized.
+DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTensor& t,
+                   Kind kind) {
+  auto layer_checked = [&] {
+    if (t.layer < 0 || t.layer >= m.num_layers)
+      throw Error("quantizing '" + std::string(t.name) + "': layer " + std::to_string(t.layer) +
+                  " is outside the model's " + std::to_string(m.num_layers) + " layers");
+    return t.layer;
+  };
+  const bool medium = ft == FileType::Q4_K_M || ft == FileType::Q5_K_M;
+  switch (kind) {
+    case Kind::Output:
+    case Kind::TokenEmbedding: {
+      // A tied embedding is quantized as the output it also is; an untied one keeps the base.
+      if (kind == Kind::TokenEmbedding && !m.tied_embeddings) return base;
+      if (t.cols % dtype_traits(base).block_elems != 0) return DType::Q8_0;
+      return base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K;
+    }
+    case Kind::AttnV: {
+      const int64_t i = layer_checked();
+      DType type = base;
+      if (medium && use_more_bits(i, m.num_layers))
+        type = DType::Q6_K;
+      else if (ft == FileType::Q4_K_S && i < 4)
+        type = DType::Q5_K;
+      // 70B models share each attn_v among 8 query heads, so it is small: more bits cost little.
+      if (m.is_70b && (type == DType::Q3_K || type == DType::Q4_K)) type = DType::Q5_K;
+      return type;
+    }
+    case Kind::FfnDown: {
+      const int64_t i = layer_checked();
+      if (medium && use_more_bits(i, m.num_layers)) return DType::Q6_K;
+      if (ft == FileType::Q4_K_S && i < m.num_layers / 8) return DType::Q5_K;
+      return base;
+    }
+    default:
+      // attn_q, attn_k, attn_output, ffn_gate, ffn_up: these file types leave them at the base
+      // in a model without experts.
+      return base;
+  }
+}
+
+}  // namespace
+
+std::string_view file_type_name(FileType type) { return info(type).name; }
+
+std::optional<FileType> file_type_from_name(std::string_view name) {
+  for (const FileTypeInfo& i : kFileTypes)
+    if (equals_ignoring_case(i.name, name)) return i.type;
+  return std::nullopt;
+}
+
+std::optional<FileType> file_type_from_gguf(uint32_t value) {
+  for (const FileTypeInfo& i : kFileTypes)
+    if (static_cast<uint32_t>(i.type) == value) return i.type;
+  return std::nullopt;
+}
+
+DType file_type_base(FileType type) { return info(type).base; }
+
+FileType uniform_file_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return FileType::AllF32;
+    case DType::F16:
+      return FileType::MostlyF16;
+    case DType::BF16:
+      return FileType::MostlyBF16;
+    case DType::Q4_0:
+      return FileType::Q4_0;
+    case DType::Q4_1:
+      return FileType::Q4_1;
+    case DType::Q8_0:
+      return FileType::Q8_0;
+    case DType::Q5_0:
+      return FileType::Q5_0;
+    case DType::Q5_1:
+      return FileType::Q5_1;
+    case DType::Q4_K:
+      return FileType::Q4_K_S;  // every matrix Q4_K
+    case DType::Q5_K:
+      return FileType::Q5_K_S;
+    case DType::Q6_K:
+      return FileType::Q6_K;
+    default:
+      throw Error("no GGUF file type for weights of type " + std::string(dtype_name(dtype)));
+  }
+}
+
+DType fitting_type(DType want, int64_t cols) {
+  auto fits = [cols](DType t) { return dtype_bytes(t, static_cast<uint64_t>(cols)).has_value(); };
+  if (fits(want)) return want;
+  DType fallback = DType::F16;
+  if (want == DType::Q4_K) fallback = DType::Q5_0;
+  if (want == DType::Q5_K) fallback = DType::Q5_1;
+  if (want == DType::Q6_K) fallback = DType::Q8_0;
+  return fits(fallback) ? fallback : DType::F16;
+}
+
+RecipeModel RecipeModel::of(const ModelConfig& c) {
+  RecipeModel m;
+  m.num_layers = c.num_layers;
+  m.tied_embeddings = c.tie_word_embeddings;
+  // llama.cpp's size classes: 80-layer llama with GQA (not llama 1's 65B) and 80-layer qwen2.
+  if (c.num_layers == 80)
+    m.is_70b =
+        (c.arch == ModelArch::Llama && c.num_heads != c.num_kv_heads) || c.arch == ModelArch::Qwen2;
+  return m;
+}
+
+QuantRecipe QuantRecipe::uniform(DType dtype) {
+  if (!is_weight_type(dtype))
+    throw Error(
+        "weight type " + std::string(dtype_name(dtype)) +
+        " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
+        "Q5_K, Q6_K)");
+  QuantRecipe r;
+  r.uniform_ = dtype;
+  r.file_type_ = uniform_file_type(dtype);
+  return r;
+}
+
+QuantRecipe QuantRecipe::mixture(FileType file_type) {
+  QuantRecipe r;
+  r.file_type_ = info(file_type).type;
+  return r;
+}
+
+DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& tensor) const {
+  if (uniform_) return fitting_type(*uniform_, tensor.cols);
+  const DType base = file_type_base(file_type_);
+  // F32 / F16 / BF16 files convert every matrix to their type, with no mixture and no fallback.
+  if (!is_quantized(base)) return base;
+  return fitting_type(mixture_type(file_type_, base, model, tensor, kind_of(tensor.name)),
+                      tensor.cols);
+}
+
+FileType QuantRecipe::file_type() const { return file_type_; }
+
+std::string QuantRecipe::name() const {
+  return std::string(uniform_ ? dtype_name(*uniform_) : file_type_name(file_type_));
+}
+
+std::optional<QuantRecipe> parse_weight_recipe(const std::string& name) {
+  if (name.empty() || name == "auto") return std::nullopt;
+  for (FileType mixed : {FileType::Q4_K_M, FileType::Q4_K_S, FileType::Q5_K_M, FileType::Q5_K_S})
+    if (equals_ignoring_case(file_type_name(mixed), name)) return QuantRecipe::mixture(mixed);
+  if (auto d = dtype_from_name(name); d && is_weight_type(*d)) return QuantRecipe::uniform(*d);
+  if (name == "float32" || name == "float") return QuantRecipe::uniform(DType::F32);
+  if (name == "float16" || name == "half") return QuantRecipe::uniform(DType::F16);
+  if (name == "bfloat16") return QuantRecipe::uniform(DType::BF16);
+  throw Error("--dtype '" + name +
+              "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
+              "q5_k, q6_k) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s)");
+}
+
+}  // namespace tern

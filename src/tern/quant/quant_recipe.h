@@ -1,0 +1,96 @@
+// Which weight type each matrix of a model gets under a GGUF file type: llama.cpp's
+// llama-quantize mixtures (Q4_K_M, Q5_K_S, …) for dense llama / qwen2 / qwen3 decoders, so that
+// a file tern writes has the per-tensor types `llama-quantize … Q4_K_M` would have given it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tern/core/dtype.h"
+#include "tern/formats/model_config.h"
+
+namespace tern {
+
+// llama.cpp's llama_ftype: the value of a GGUF's `general.file_type`, which llama.cpp shows
+// as the file's type ("Q4_K - Medium"). Only the ones tern can write.
+enum class FileType : uint32_t {
+  AllF32 = 0,
+  MostlyF16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q8_0 = 7,
+  Q5_0 = 8,
+  Q5_1 = 9,
+  Q4_K_S = 14,
+  Q4_K_M = 15,
+  Q5_K_S = 16,
+  Q5_K_M = 17,
+  Q6_K = 18,
+  MostlyBF16 = 32,
+};
+
+std::string_view file_type_name(FileType type);  // "Q4_K_M", "F16", …
+std::optional<FileType> file_type_from_name(
+    std::string_view name);                                   // "q4_k_m", "Q8_0", … (any case)
+std::optional<FileType> file_type_from_gguf(uint32_t value);  // nullopt for types tern cannot write
+// The type of most matrices (llama.cpp's llama_ftype_get_default_type): Q4_K for Q4_K_M.
+DType file_type_base(FileType type);
+// The file type of a model whose matrices are all `dtype` (Q4_K → Q4_K_S, the closest
+// llama.cpp name). Throws tern::Error for a type no file type describes.
+FileType uniform_file_type(DType dtype);
+
+// The type a matrix of `cols`-element rows gets when `want` is asked for: `want` when its rows
+// are whole blocks, else llama.cpp's fallback (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0) when that
+// fits, else F16. (llama-quantize refuses a shape no fallback fits; tern keeps F16 so that tiny
+// test models such as stories260K, 172-wide ffn_down, still load.)
+DType fitting_type(DType want, int64_t cols);
+
+// The model-wide facts the mixtures depend on.
+struct RecipeModel {
+  int64_t num_layers = 0;
+  bool tied_embeddings = false;  // no output.weight: token_embd is also the output matrix
+  bool is_70b = false;           // llama.cpp's LLM_TYPE_70B: attn_v gets at least Q5_K
+
+  static RecipeModel of(const ModelConfig& config);
+};
+
+// One matrix the recipe is asked about (1-D tensors, norms and biases, stay F32 and are never
+// asked about).
+struct RecipeTensor {
+  std::string_view
+      name;  // GGUF name: "blk.7.ffn_down.weight", "output.weight", "token_embd.weight"
+  // For attn_v and ffn_down: llama.cpp counts the tensors of that kind in file order rather
+  // than reading N from the name; in files written in layer order (tern's) the count is the
+  // layer. -1 for tensors outside the blocks.
+  int64_t layer = -1;
+  int64_t cols = 0;  // elements per row (GGUF ne[0]), which must be whole blocks
+};
+
+// What a model's matrices are quantized to: one type for all (tern's `--dtype q4_k`, like
+// llama-quantize --pure), or llama-quantize's mixture for a file type (`--dtype q4_k_m`).
+class QuantRecipe {
+ public:
+  static QuantRecipe uniform(DType dtype);
+  static QuantRecipe mixture(FileType file_type);
+
+  // The type of `tensor` in `model`, fallbacks for its row length applied. Throws tern::Error
+  // for a layer outside [0, num_layers) on a tensor whose choice depends on it.
+  DType weight_type(const RecipeModel& model, const RecipeTensor& tensor) const;
+  // `general.file_type` of the result.
+  FileType file_type() const;
+  bool is_uniform() const { return uniform_.has_value(); }
+  std::string name() const;  // "Q4_K_M" for a mixture, "Q4_K" for uniform Q4_K
+
+ private:
+  std::optional<DType> uniform_;
+  FileType file_type_ = FileType::AllF32;
+};
+
+// `--dtype`: "auto" → nullopt; a file type with a mixture ("q4_k_m", "q4_k_s", "q5_k_m",
+// "q5_k_s") → its mixture; a weight type ("q4_0", "Q4_K", "bf16", "float16", …) → uniform.
+// Throws tern::Error listing the choices for anything else.
+std::optional<QuantRecipe> parse_weight_recipe(const std::string& name);
+
+}  // namespace tern

@@ -1,0 +1,211 @@
+// QuantRecipe against tables worked out by hand from llama.cpp's llama-quant.cpp rules, for
+// the shapes of real models (Qwen3-0.6B: 28 layers; Llama 3.2 1B: 16 layers; both tied).
+#include "tern/quant/quant_recipe.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "fixtures.h"
+#include "tern/core/error.h"
+#include "tern/models/model_weights.h"
+
+namespace tern {
+namespace {
+
+using testing::fixture;
+
+const char* const kLayerMatrices[] = {"attn_q.weight",      "attn_k.weight",   "attn_v.weight",
+                                      "attn_output.weight", "ffn_gate.weight", "ffn_up.weight",
+                                      "ffn_down.weight"};
+
+// The row length (GGUF ne[0]) of a layer matrix in `c`.
+int64_t cols_of(const ModelConfig& c, std::string_view what) {
+  if (what == "attn_output.weight") return c.q_dim();
+  if (what == "ffn_down.weight") return c.intermediate_size;
+  return c.hidden_size;
+}
+
+// Every layer matrix of `c` under `recipe`: `more_bits_type` for attn_v / ffn_down of the
+// layers in `more_bits`, `base` elsewhere.
+void expect_layers(const ModelConfig& c, const QuantRecipe& recipe,
+                   const std::set<int64_t>& attn_v_layers, DType attn_v_type,
+                   const std::set<int64_t>& ffn_down_layers, DType ffn_down_type, DType base) {
+  const RecipeModel m = RecipeModel::of(c);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    for (const char* what : kLayerMatrices) {
+      const std::string name = gguf_tensor_name(i, what);
+      DType want = base;
+      if (std::string_view(what) == "attn_v.weight" && attn_v_layers.contains(i))
+        want = attn_v_type;
+      if (std::string_view(what) == "ffn_down.weight" && ffn_down_layers.contains(i))
+        want = ffn_down_type;
+      EXPECT_EQ(dtype_name(recipe.weight_type(m, {name, i, cols_of(c, what)})), dtype_name(want))
+          << recipe.name() << " " << name;
+    }
+  }
+}
+
+DType embedding_type(const ModelConfig& c, const QuantRecipe& recipe) {
+  return recipe.weight_type(RecipeModel::of(c), {"token_embd.weight", -1, c.hidden_size});
+}
+
+// use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2.
+// 28 layers: n/8 = 3, 7n/8 = 24: layers 0-2, 24-27, and 5, 8, 11, 14, 17, 20, 23.
+const std::set<int64_t> kQwen3MoreBits = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27};
+// 16 layers: n/8 = 2, 7n/8 = 14: layers 0-1, 14-15, and 4, 7, 10, 13.
+const std::set<int64_t> kLlama16MoreBits = {0, 1, 4, 7, 10, 13, 14, 15};
+
+ModelConfig config_of(const std::string& dir) { return ModelConfig::from_hf_dir(fixture(dir)); }
+
+TEST(QuantRecipe, Qwen3_0_6B_Q4_K_M) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = config_of("model-configs/qwen3-0.6b");
+  ASSERT_EQ(c.num_layers, 28);
+  ASSERT_TRUE(c.tie_word_embeddings);
+  const QuantRecipe r = QuantRecipe::mixture(FileType::Q4_K_M);
+  expect_layers(c, r, kQwen3MoreBits, DType::Q6_K, kQwen3MoreBits, DType::Q6_K, DType::Q4_K);
+  // Tied: the embedding is quantized as the output matrix it also is.
+  EXPECT_EQ(embedding_type(c, r), DType::Q6_K);
+  EXPECT_EQ(static_cast<uint32_t>(r.file_type()), 15u);
+}
+
+TEST(QuantRecipe, Qwen3_0_6B_Q5_K_M_And_S) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = config_of("model-configs/qwen3-0.6b");
+  expect_layers(c, QuantRecipe::mixture(FileType::Q5_K_M), kQwen3MoreBits, DType::Q6_K,
+                kQwen3MoreBits, DType::Q6_K, DType::Q5_K);
+  // Q5_K_S changes nothing but the output (here the tied embedding).
+  expect_layers(c, QuantRecipe::mixture(FileType::Q5_K_S), {}, DType::Q5_K, {}, DType::Q5_K,
+                DType::Q5_K);
+  EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(FileType::Q5_K_S)), DType::Q6_K);
+}
+
+TEST(QuantRecipe, Qwen3_0_6B_Q4_K_S) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = config_of("model-configs/qwen3-0.6b");
+  // attn_v of the first 4 layers and ffn_down of the first n/8 = 3 get Q5_K.
+  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_S), {0, 1, 2, 3}, DType::Q5_K, {0, 1, 2},
+                DType::Q5_K, DType::Q4_K);
+  EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(FileType::Q4_K_S)), DType::Q6_K);
+}
+
+TEST(QuantRecipe, Llama3_2_1B_Q4_K_M_And_S) {
+  TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
+  const ModelConfig c = config_of("model-configs/llama-3.2-1b");
+  ASSERT_EQ(c.num_layers, 16);
+  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_M), kLlama16MoreBits, DType::Q6_K,
+                kLlama16MoreBits, DType::Q6_K, DType::Q4_K);
+  EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(FileType::Q4_K_M)), DType::Q6_K);
+  // n/8 = 2 ffn_down layers get Q5_K under Q4_K_S.
+  expect_layers(c, QuantRecipe::mixture(FileType::Q4_K_S), {0, 1, 2, 3}, DType::Q5_K, {0, 1},
+                DType::Q5_K, DType::Q4_K);
+}
+
+TEST(QuantRecipe, UntiedModelGivesTheOutputMoreBitsAndTheEmbeddingTheBase) {
+  RecipeModel m;
+  m.num_layers = 16;
+  m.tied_embeddings = false;
+  const QuantRecipe r = QuantRecipe::mixture(FileType::Q4_K_M);
+  EXPECT_EQ(r.weight_type(m, {"output.weight", -1, 2048}), DType::Q6_K);
+  EXPECT_EQ(r.weight_type(m, {"token_embd.weight", -1, 2048}), DType::Q4_K);
+  // A Q8_0 file keeps its output at Q8_0; a Q4_0 file raises it to Q6_K.
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q8_0).weight_type(m, {"output.weight", -1, 2048}),
+            DType::Q8_0);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q4_0).weight_type(m, {"output.weight", -1, 2048}),
+            DType::Q6_K);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q4_0).weight_type(m, {"blk.0.ffn_down.weight", 0, 8192}),
+            DType::Q4_0);
+  // Float file types convert everything, the output too.
+  EXPECT_EQ(QuantRecipe::mixture(FileType::MostlyF16).weight_type(m, {"output.weight", -1, 2048}),
+            DType::F16);
+  EXPECT_EQ(
+      QuantRecipe::mixture(FileType::MostlyBF16).weight_type(m, {"blk.0.attn_v.weight", 0, 2048}),
+      DType::BF16);
+}
+
+TEST(QuantRecipe, RowsThatAreNotWholeSuperBlocksFallBack) {
+  // Qwen2.5-0.5B's 896-wide rows (3.5 super-blocks): Q4_K → Q5_0, Q6_K → Q8_0, and the tied
+  // embedding goes straight to Q8_0; 4864 = 19·256 is fine.
+  RecipeModel m;
+  m.num_layers = 24;
+  m.tied_embeddings = true;
+  const QuantRecipe r = QuantRecipe::mixture(FileType::Q4_K_M);
+  EXPECT_EQ(r.weight_type(m, {"blk.5.attn_q.weight", 5, 896}), DType::Q5_0);
+  EXPECT_EQ(r.weight_type(m, {"blk.0.attn_v.weight", 0, 896}), DType::Q8_0);
+  EXPECT_EQ(r.weight_type(m, {"token_embd.weight", -1, 896}), DType::Q8_0);
+  EXPECT_EQ(r.weight_type(m, {"blk.0.ffn_down.weight", 0, 4864}), DType::Q6_K);
+  EXPECT_EQ(QuantRecipe::mixture(FileType::Q5_K_S).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}),
+            DType::Q5_1);
+  // Rows no fallback fits (tern keeps F16 where llama-quantize would refuse).
+  EXPECT_EQ(r.weight_type(m, {"blk.3.ffn_up.weight", 3, 100}), DType::F16);
+  EXPECT_EQ(QuantRecipe::uniform(DType::Q4_K).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}),
+            DType::Q5_0);
+}
+
+TEST(QuantRecipe, SeventyBillionLlamaGivesAttnVAtLeastQ5_K) {
+  ModelConfig c;
+  c.arch = ModelArch::Llama;
+  c.num_layers = 80;
+  c.num_heads = 64;
+  c.num_kv_heads = 8;
+  const QuantRecipe r = QuantRecipe::mixture(FileType::Q4_K_M);
+  ASSERT_TRUE(RecipeModel::of(c).is_70b);
+  // Layer 11: (11 - 10) % 3 = 1, not a more-bits layer.
+  EXPECT_EQ(r.weight_type(RecipeModel::of(c), {"blk.11.attn_v.weight", 11, 8192}), DType::Q5_K);
+  EXPECT_EQ(r.weight_type(RecipeModel::of(c), {"blk.12.attn_v.weight", 12, 8192}), DType::Q6_K);
+  EXPECT_EQ(r.weight_type(RecipeModel::of(c), {"blk.11.ffn_down.weight", 11, 28672}), DType::Q4_K);
+  // Llama 1's 65B has as many kv heads as heads: not llama.cpp's 70B.
+  c.num_kv_heads = 64;
+  EXPECT_EQ(r.weight_type(RecipeModel::of(c), {"blk.11.attn_v.weight", 11, 8192}), DType::Q4_K);
+  c.arch = ModelArch::Qwen3;
+  EXPECT_FALSE(RecipeModel::of(c).is_70b);
+}
+
+TEST(QuantRecipe, FileTypesHaveLlamaCppsNumbersAndNames) {
+  EXPECT_EQ(static_cast<uint32_t>(FileType::Q4_K_S), 14u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::Q4_K_M), 15u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::Q5_K_S), 16u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::Q5_K_M), 17u);
+  EXPECT_EQ(file_type_from_name("q4_k_m"), FileType::Q4_K_M);
+  EXPECT_EQ(file_type_from_gguf(17), FileType::Q5_K_M);
+  EXPECT_EQ(file_type_from_gguf(19), std::nullopt);  // IQ2_XXS: not one tern writes
+  EXPECT_EQ(file_type_base(FileType::Q5_K_M), DType::Q5_K);
+  EXPECT_EQ(uniform_file_type(DType::Q4_K), FileType::Q4_K_S);
+  EXPECT_THROW(uniform_file_type(DType::Q2_K), Error);
+}
+
+TEST(QuantRecipe, ParsesDtypeFlag) {
+  EXPECT_EQ(parse_weight_recipe("auto"), std::nullopt);
+  const auto m = parse_weight_recipe("q4_k_m");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_FALSE(m->is_uniform());
+  EXPECT_EQ(m->name(), "Q4_K_M");
+  EXPECT_EQ(parse_weight_recipe("Q5_K_S")->file_type(), FileType::Q5_K_S);
+  const auto u = parse_weight_recipe("q4_k");
+  ASSERT_TRUE(u.has_value());
+  EXPECT_TRUE(u->is_uniform());
+  EXPECT_EQ(u->file_type(), FileType::Q4_K_S);
+  EXPECT_EQ(parse_weight_recipe("bfloat16")->name(), "BF16");
+  try {
+    parse_weight_recipe("q3_k_m");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("q4_k_m"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(QuantRecipe::uniform(DType::Q2_K), Error);
+}
+
+TEST(QuantRecipe, LayerOutsideTheModelIsAnError) {
+  RecipeModel m;
+  m.num_layers = 4;
+  const QuantRecipe r = QuantRecipe::mixture(FileType::Q4_K_M);
+  EXPECT_THROW(r.weight_type(m, {"blk.4.attn_v.weight", 4, 256}), Error);
+  EXPECT_THROW(r.weight_type(m, {"blk.x.ffn_down.weight", -1, 256}), Error);
+  // Matrices whose type does not depend on the layer do not need one.
+  EXPECT_EQ(r.weight_type(m, {"blk.4.attn_q.weight", -1, 256}), DType::Q4_K);
+}
+
+}  // namespace
+}  // namespace tern
