@@ -236,5 +236,25 @@ TEST(EngineConfig, ParsesMemorySizes) {
     EXPECT_THROW(parse_byte_size(bad), Error) << bad;
 }
 
+// The default budget is what max_num_seqs full sequences need, in whole blocks: a run of a
+// couple of tokens still gets a block (it used to get a budget smaller than one block).
+TEST(EngineConfig, DefaultKvBudgetIsWholeBlocks) {
+  cpu::KvCacheConfig shape;
+  shape.num_layers = 28, shape.n_kv_heads = 8, shape.head_dim = 128, shape.block_size = 16;
+  EngineConfig config;
+  config.scheduler.max_num_seqs = 1;
+  config.max_model_len = 2;
+  const KvCachePlan tiny = plan_kv_cache(shape, config, 40960);
+  EXPECT_GE(tiny.num_blocks, 1);
+  EXPECT_EQ(tiny.max_model_len, 2);
+  config.max_model_len = 0;
+  config.scheduler.max_num_seqs = 4;
+  const KvCachePlan full = plan_kv_cache(shape, config, 100);  // 7 blocks per sequence
+  EXPECT_GE(full.num_blocks, 4 * 7);
+  EXPECT_EQ(full.max_model_len, 100);
+  config.kv_cache_memory = uint64_t{1000};
+  EXPECT_THROW(plan_kv_cache(shape, config, 100), Error);  // an explicit budget below a block
+}
+
 }  // namespace
 }  // namespace tern

@@ -84,8 +84,10 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
     budget = static_cast<uint64_t>(f * static_cast<double>(available_memory_bytes()));
     source = "--kv-cache-fraction";
   } else {
-    // No more than every sequence at full length could use.
-    const double full = static_cast<double>(shape.bytes_per_token()) * wanted_len *
+    // No more than every sequence at full length could use, in whole blocks (a 2-token run
+    // still needs one block).
+    const int64_t blocks_per_seq = (wanted_len + shape.block_size - 1) / shape.block_size;
+    const double full = static_cast<double>(shape.bytes_per_block()) * static_cast<double>(blocks_per_seq) *
                         config.scheduler.max_num_seqs;
     budget = std::min<uint64_t>(budget, static_cast<uint64_t>(full) + (uint64_t{1} << 20));
   }
