@@ -34,35 +34,57 @@ constexpr int kMaxRun = 8;
 
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
-// Scores of one query head against the 16 K rows of a chunk: the products of element d go
-// into lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a
-// fixed tree (sum_lanes_of_16). Rows past the chunk's keys must be finite (they are zeroed).
-// q: [hd]; k_rows: [16, stride] (stride ≥ hd rounded up to 16, the pad columns zero)
-inline F32x16 chunk_scores(const float* q, const float* k_rows, int hd, int stride) {
+// A chunk's K rows are kept in blocks of 16 elements, the 16 keys' blocks side by side, so
+// that the 16 loads of a step of chunk_scores sit at fixed offsets from one pointer (with a
+// row stride the compiler spilled the 16 row pointers).
+// k_blocks: [ceil(hd / 16), kKeyChunk, 16]; element d of key j at (d/16)·256 + j·16 + d%16
+constexpr int kBlockFloats = kKeyChunk * 16;
+
+// Scores of one query head against the 16 keys of a chunk: the products of element d go into
+// lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
+// tree (sum_lanes_of_16). Keys past the chunk's must be finite (they are zeroed), and the
+// elements past hd in the last block zero.
+// q: [hd]
+inline F32x16 chunk_scores(const float* q, const float* k_blocks, int hd) {
   F32x16 acc[kKeyChunk] = {};
-  const int full = hd / 16 * 16;
-  for (int d = 0; d < full; d += 16) {
-    const F32x16 qd = load16(q + d);
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * load16(k_rows + j * stride + d);
+  const int full = hd / 16;
+  for (int b = 0; b < full; ++b) {
+    const F32x16 qd = load16(q + b * 16);
+    const float* kb = k_blocks + b * kBlockFloats;
+    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * load16(kb + j * 16);
   }
-  if (full < hd) {
-    // The tail of q against the K rows' zero pad: 0 · 0 adds nothing to the lanes past it.
+  if (full * 16 < hd) {
+    // The tail of q against the zero pad: 0 · 0 adds nothing to the lanes past it.
     float tail[16] = {};
-    std::copy(q + full, q + hd, tail);
+    std::copy(q + full * 16, q + hd, tail);
     const F32x16 qd = load16(tail);
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * load16(k_rows + j * stride + full);
+    const float* kb = k_blocks + full * kBlockFloats;
+    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * load16(kb + j * 16);
   }
   return sum_lanes_of_16(acc);
 }
 
-// o = o * alpha + sum_j p[j] * v[j], each element summed in key order.
+// o = o * alpha + sum_j p[j] * v[j], each element summed in key order. Eight vectors of o at a
+// time stay in registers across the keys (the same sums as one at a time, with 8 chains in
+// flight instead of 1).
 // o: [hd]; v: [n, stride]
 inline void scale_add_rows(float* o, float alpha, const float* p, const float* v, int n, int hd,
                            int stride) {
+  constexpr int kWide = 8;
   int d0 = 0;
+  for (; d0 + kWide * 16 <= hd; d0 += kWide * 16) {
+    F32x16 acc[kWide];
+    for (int k = 0; k < kWide; ++k) acc[k] = load16(o + d0 + k * 16) * alpha;
+    for (int j = 0; j < n; ++j) {
+      const F32x16 pj = splat16(p[j]);
+      const float* vj = v + j * stride + d0;
+      for (int k = 0; k < kWide; ++k) acc[k] += pj * load16(vj + k * 16);
+    }
+    for (int k = 0; k < kWide; ++k) store16(o + d0 + k * 16, acc[k]);
+  }
   for (; d0 + 16 <= hd; d0 += 16) {
     F32x16 acc = load16(o + d0) * alpha;
-    for (int j = 0; j < n; ++j) acc += p[j] * load16(v + j * stride + d0);
+    for (int j = 0; j < n; ++j) acc += splat16(p[j]) * load16(v + j * stride + d0);
     store16(o + d0, acc);
   }
   for (int d = d0; d < hd; ++d) {
@@ -103,15 +125,17 @@ struct Chain {
 
 // Advances a chain by keys c0 .. c0+n-1 of a loaded chunk (n ≤ 16; the rows past n may hold
 // other keys): scores, online softmax, o = o·alpha + p·V.
-// q, o: [hd]; k_rows, v_rows: [16, stride]
-inline void attend_chunk(const float* q, float* o, Chain& chain, const float* k_rows,
+// q, o: [hd]; k_blocks: as chunk_scores takes them; v_rows: [16, stride]
+inline void attend_chunk(const float* q, float* o, Chain& chain, const float* k_blocks,
                          const float* v_rows, int n, const Geometry& g, int stride) {
-  F32x16 s = chunk_scores(q, k_rows, g.head_dim, stride) * g.scale;
+  F32x16 s = chunk_scores(q, k_blocks, g.head_dim) * g.scale;
   s = lane_index16() < n ? s : splat16(kMinusInf);
   const float new_max = std::max(chain.max, max_lane(s));
   if (new_max == kMinusInf) return;  // all -inf so far
-  // exp(-inf) = 0 on the first chunk: the zeroed output and sum stay zero.
-  const float alpha = exp16(splat16(chain.max - new_max))[0];
+  // exp(-inf) = 0 on the first chunk: the zeroed output and sum stay zero. exp16(0) is
+  // exactly 1, so skipping it when the max holds (most later chunks) changes no bits.
+  const float alpha =
+      new_max == chain.max ? 1.0f : exp16(splat16(chain.max - new_max))[0];
   const F32x16 p = exp16(s - new_max);
   chain.max = new_max;
   chain.sum = chain.sum * alpha + p;
@@ -153,10 +177,14 @@ void attend_run(const float* q, const std::byte* k_cache, const std::byte* v_cac
   }
   if (max_ctx == 0) return;
 
-  alignas(64) float k_rows[kKeyChunk * KvCache::kMaxHeadDim];  // [kKeyChunk, stride]
-  alignas(64) float v_rows[kKeyChunk * KvCache::kMaxHeadDim];  // [kKeyChunk, stride]
-  // chunk_scores reads the pad columns of every row.
-  if (stride > hd) std::fill_n(k_rows, kKeyChunk * stride, 0.0f);
+  alignas(64) float k_blocks[kKeyChunk * KvCache::kMaxHeadDim];  // see kBlockFloats
+  alignas(64) float v_rows[kKeyChunk * KvCache::kMaxHeadDim];    // [kKeyChunk, stride]
+  alignas(64) float k_row[KvCache::kMaxHeadDim];                 // [stride]
+  // chunk_scores reads the pad past hd of every key's last block.
+  if (stride > hd) {
+    std::fill_n(k_blocks, kKeyChunk * stride, 0.0f);
+    std::fill_n(k_row, stride, 0.0f);
+  }
 
   const int32_t* block_table = batch.block_tables.data() +
                                static_cast<int64_t>(batch.seq_of_token[run.first]) *
@@ -182,17 +210,22 @@ void attend_run(const float* q, const std::byte* k_cache, const std::byte* v_cac
     }
     for (int j = 0; j < n_loaded; ++j) {
       const size_t offset = offset_of(c0 + j);
-      load_row<D>(k_cache + offset, k_rows + j * stride, hd);
+      load_row<D>(k_cache + offset, k_row, hd);
+      for (int b = 0; b < stride / 16; ++b) {
+        store16(k_blocks + b * kBlockFloats + j * 16, load16(k_row + b * 16));
+      }
       load_row<D>(v_cache + offset, v_rows + j * stride, hd);
     }
-    // Only the last chunk is short; its missing rows are scored (and masked), so zero them.
-    std::fill(k_rows + n_loaded * stride, k_rows + kKeyChunk * stride, 0.0f);
+    // Only the last chunk is short; its missing keys are scored (and masked), so zero them.
+    for (int j = n_loaded; j < kKeyChunk; ++j) {
+      for (int b = 0; b < stride / 16; ++b) store16(k_blocks + b * kBlockFloats + j * 16, F32x16{});
+    }
     for (int i = 0; i < run.count; ++i) {
       if (ctx[i] <= c0) continue;
       const int n = std::min(kKeyChunk, ctx[i] - c0);
       for (int h = 0; h < nh; ++h) {
         const int64_t offset = head_offset(i, h);
-        attend_chunk(q + offset, out + offset, chains[i][h], k_rows, v_rows, n, g, stride);
+        attend_chunk(q + offset, out + offset, chains[i][h], k_blocks, v_rows, n, g, stride);
       }
     }
   }
