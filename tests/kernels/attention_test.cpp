@@ -56,7 +56,8 @@ struct Fixture {
     std::vector<int32_t> order(nb);
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
-    for (int len : seq_lens) max_blocks = std::max(max_blocks, (len + s.block_size - 1) / s.block_size);
+    for (int len : seq_lens)
+      max_blocks = std::max(max_blocks, (len + s.block_size - 1) / s.block_size);
     max_blocks += 1;  // a padded column
     block_tables.assign(seq_lens.size() * max_blocks, -1);
     const int64_t row = cache.config().row_elems();
@@ -201,7 +202,7 @@ TEST(Attention, ZeroContextGivesZeros) {
 TEST(Attention, BatchInvariant) {
   Shape s{16, 8, 128, 16};  // Qwen3-0.6B's heads
   Fixture f(s, {90, 40, 130}, 8);
-  std::vector<Token> mixed{{0, 89}};  // decode
+  std::vector<Token> mixed{{0, 89}};                      // decode
   for (int p = 10; p < 40; ++p) mixed.push_back({1, p});  // prefill chunk 10..39
   mixed.push_back({2, 129});                              // decode
   mixed.push_back({2, 17});                               // e.g. a verify position
@@ -328,7 +329,8 @@ TEST(Attention, RunsStopAtSequenceBoundaries) {
 // Prefill runs with more q heads per kv head than the kernel takes at once (12 on 1), and with
 // a head_dim that is not a multiple of 16 and an odd block size.
 TEST(Attention, PrefillRunsWithLargeGroupsAndOddHeadDim) {
-  for (const Shape& s : {Shape{12, 1, 32, 16}, Shape{8, 2, 72, 5}, Shape{4, 2, 40, 16, DType::F32}}) {
+  for (const Shape& s :
+       {Shape{12, 1, 32, 16}, Shape{8, 2, 72, 5}, Shape{4, 2, 40, 16, DType::F32}}) {
     Fixture f(s, {50}, 24);
     std::vector<Token> tokens;
     for (int p = 5; p < 50; ++p) tokens.push_back({0, p});
@@ -360,11 +362,11 @@ TEST(Attention, CheckRejectsInconsistentBatches) {
     check_attention_batch(b, f.cache, n_heads);
   };
   EXPECT_NO_THROW(check({0, 0}, {10, 1}));
-  EXPECT_THROW(check({0}, {10}, 3), Error);            // 3 q heads on 2 kv heads
-  EXPECT_THROW(check({0, 0}, {10}), Error);            // sizes differ
-  EXPECT_THROW(check({1}, {1}), Error);                // no such sequence row
-  EXPECT_THROW(check({0}, {17}), Error);               // longer than the table's 4 blocks
-  EXPECT_THROW(check({0}, {13}), Error);               // needs block entry 3, which is -1
+  EXPECT_THROW(check({0}, {10}, 3), Error);  // 3 q heads on 2 kv heads
+  EXPECT_THROW(check({0, 0}, {10}), Error);  // sizes differ
+  EXPECT_THROW(check({1}, {1}), Error);      // no such sequence row
+  EXPECT_THROW(check({0}, {17}), Error);     // longer than the table's 4 blocks
+  EXPECT_THROW(check({0}, {13}), Error);     // needs block entry 3, which is -1
   EXPECT_THROW(check({0}, {-1}), Error);
 }
 

@@ -134,8 +134,7 @@ inline void attend_chunk(const float* q, float* o, Chain& chain, const float* k_
   if (new_max == kMinusInf) return;  // all -inf so far
   // exp(-inf) = 0 on the first chunk: the zeroed output and sum stay zero. exp16(0) is
   // exactly 1, so skipping it when the max holds (most later chunks) changes no bits.
-  const float alpha =
-      new_max == chain.max ? 1.0f : exp16(splat16(chain.max - new_max))[0];
+  const float alpha = new_max == chain.max ? 1.0f : exp16(splat16(chain.max - new_max))[0];
   const F32x16 p = exp16(s - new_max);
   chain.max = new_max;
   chain.sum = chain.sum * alpha + p;
@@ -186,15 +185,15 @@ void attend_run(const float* q, const std::byte* k_cache, const std::byte* v_cac
     std::fill_n(k_row, stride, 0.0f);
   }
 
-  const int32_t* block_table = batch.block_tables.data() +
-                               static_cast<int64_t>(batch.seq_of_token[run.first]) *
-                                   batch.max_blocks_per_seq;
+  const int32_t* block_table =
+      batch.block_tables.data() +
+      static_cast<int64_t>(batch.seq_of_token[run.first]) * batch.max_blocks_per_seq;
   const size_t row_bytes = static_cast<size_t>(g.n_kv_heads) * hd * g.elem_bytes;
   const size_t head_bytes = static_cast<size_t>(kvh) * hd * g.elem_bytes;
   const size_t head_row_bytes = static_cast<size_t>(hd) * g.elem_bytes;
   auto offset_of = [&](int pos) {
-    const int64_t slot = static_cast<int64_t>(block_table[pos / g.block_size]) * g.block_size +
-                         pos % g.block_size;
+    const int64_t slot =
+        static_cast<int64_t>(block_table[pos / g.block_size]) * g.block_size + pos % g.block_size;
     return static_cast<size_t>(slot) * row_bytes + head_bytes;
   };
   for (int c0 = 0; c0 < max_ctx; c0 += kKeyChunk) {
@@ -284,8 +283,8 @@ void paged_attention_typed(const float* q, const KvCache& cache, int layer,
 void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
                      int n_heads, float scale, float* out) {
   const KvCacheConfig& c = cache.config();
-  const Geometry g{n_heads,       c.n_kv_heads, c.head_dim,           n_heads / c.n_kv_heads,
-                   c.block_size,  cache.element_bytes(), scale};
+  const Geometry g{n_heads,      c.n_kv_heads,          c.head_dim, n_heads / c.n_kv_heads,
+                   c.block_size, cache.element_bytes(), scale};
   switch (c.dtype) {
     case DType::F16:
       paged_attention_typed<DType::F16>(q, cache, layer, batch, g, out);
@@ -317,10 +316,10 @@ void check_attention_batch(const AttentionBatch& batch, const KvCache& cache, in
                 " entries, not a whole number of rows of " +
                 std::to_string(batch.max_blocks_per_seq));
   }
-  const int64_t num_seqs = batch.max_blocks_per_seq > 0
-                               ? static_cast<int64_t>(batch.block_tables.size()) /
-                                     batch.max_blocks_per_seq
-                               : 0;
+  const int64_t num_seqs =
+      batch.max_blocks_per_seq > 0
+          ? static_cast<int64_t>(batch.block_tables.size()) / batch.max_blocks_per_seq
+          : 0;
   for (int64_t t = 0; t < batch.num_tokens(); ++t) {
     const std::string where = "attention: token " + std::to_string(t);
     const int32_t seq = batch.seq_of_token[t];
@@ -328,8 +327,8 @@ void check_attention_batch(const AttentionBatch& batch, const KvCache& cache, in
     if (ctx < 0) throw Error(where + " has a negative context length");
     if (ctx == 0) continue;
     if (seq < 0 || seq >= num_seqs) {
-      throw Error(where + " belongs to sequence row " + std::to_string(seq) + " but the table has " +
-                  std::to_string(num_seqs) + " rows");
+      throw Error(where + " belongs to sequence row " + std::to_string(seq) +
+                  " but the table has " + std::to_string(num_seqs) + " rows");
     }
     const int64_t blocks = (static_cast<int64_t>(ctx) + c.block_size - 1) / c.block_size;
     if (blocks > batch.max_blocks_per_seq) {
