@@ -1,5 +1,6 @@
-// Decode attention over the paged f16 KV cache with Qwen3-0.6B's heads (16 q heads, 8 kv
-// heads, head_dim 128) at context 512 and 2048, for 1 and 8 decoding sequences; and the
+// Attention over the paged f16 KV cache with Qwen3-0.6B's heads (16 q heads, 8 kv heads,
+// head_dim 128): decode at context 512 and 2048 for 1 and 8 sequences, and one sequence's
+// causal prefill of 128 and 512 tokens; and the
 // throughput of rms_norm and RoPE on rows of that model's shapes. Thread count: OMP_NUM_THREADS.
 #include <benchmark/benchmark.h>
 
@@ -31,44 +32,61 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
   return v;
 }
 
+// `seqs` sequences of `ctx` random K/V rows each in a cache whose blocks are shuffled, as a
+// long-running server's free list leaves them.
+struct FilledCache {
+  KvCache cache;
+  std::vector<int32_t> tables;  // [seqs, blocks_per_seq]
+  int blocks_per_seq;
+
+  static KvCacheConfig config(int ctx, int seqs) {
+    KvCacheConfig c;
+    c.num_layers = 1;
+    c.num_blocks = int64_t{(ctx + kBlockSize - 1) / kBlockSize} * seqs;
+    c.block_size = kBlockSize;
+    c.n_kv_heads = kKvHeads;
+    c.head_dim = kHeadDim;
+    return c;
+  }
+
+  FilledCache(int ctx, int seqs)
+      : cache(config(ctx, seqs)),
+        tables(cache.config().num_blocks),
+        blocks_per_seq((ctx + kBlockSize - 1) / kBlockSize) {
+    std::iota(tables.begin(), tables.end(), 0);
+    std::shuffle(tables.begin(), tables.end(), std::mt19937(1));
+    const int64_t row = cache.config().row_elems();
+    for (int s = 0; s < seqs; ++s) {
+      auto k = random_vector(size_t(ctx) * row, 2 + s);
+      auto v = random_vector(size_t(ctx) * row, 100 + s);
+      std::vector<int64_t> slots(ctx);
+      for (int p = 0; p < ctx; ++p) {
+        slots[p] =
+            int64_t{tables[s * blocks_per_seq + p / kBlockSize]} * kBlockSize + p % kBlockSize;
+      }
+      cache.write(0, k.data(), v.data(), slots);
+    }
+  }
+};
+
 // args: context length, decoding sequences
 void BM_DecodeAttention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0));
   const int seqs = static_cast<int>(state.range(1));
-  const int blocks_per_seq = (ctx + kBlockSize - 1) / kBlockSize;
-  KvCacheConfig c;
-  c.num_layers = 1;
-  c.num_blocks = int64_t{blocks_per_seq} * seqs;
-  c.block_size = kBlockSize;
-  c.n_kv_heads = kKvHeads;
-  c.head_dim = kHeadDim;
-  KvCache cache(c);
-  // Blocks in a shuffled order, as a long-running server's free list leaves them.
-  std::vector<int32_t> tables(c.num_blocks);
-  std::iota(tables.begin(), tables.end(), 0);
-  std::shuffle(tables.begin(), tables.end(), std::mt19937(1));
-  for (int s = 0; s < seqs; ++s) {
-    auto k = random_vector(size_t(ctx) * c.row_elems(), 2 + s);
-    auto v = random_vector(size_t(ctx) * c.row_elems(), 100 + s);
-    std::vector<int64_t> slots(ctx);
-    for (int p = 0; p < ctx; ++p) {
-      slots[p] = int64_t{tables[s * blocks_per_seq + p / kBlockSize]} * kBlockSize + p % kBlockSize;
-    }
-    cache.write(0, k.data(), v.data(), slots);
-  }
+  FilledCache f(ctx, seqs);
   std::vector<int32_t> seq_of_token(seqs), context_lens(seqs, ctx);
   std::iota(seq_of_token.begin(), seq_of_token.end(), 0);
-  const AttentionBatch batch{tables, blocks_per_seq, seq_of_token, context_lens};
+  const AttentionBatch batch{f.tables, f.blocks_per_seq, seq_of_token, context_lens};
   auto q = random_vector(size_t(seqs) * kHeads * kHeadDim, 7);
   std::vector<float> out(q.size());
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    paged_attention(q.data(), cache, 0, batch, kHeads, scale, out.data());
+    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   // K and V bytes read per call; the decode bound.
-  const double kv_bytes = 2.0 * seqs * ctx * c.row_elems() * 2;
+  const double kv_bytes = 2.0 * seqs * ctx * f.cache.config().row_elems() * 2;
   state.counters["kv_bytes_per_s"] =
       benchmark::Counter(kv_bytes * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["tokens_per_s"] =
@@ -80,6 +98,33 @@ BENCHMARK(BM_DecodeAttention)
     ->Args({2048, 1})
     ->Args({512, 8})
     ->Args({2048, 8})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// One sequence's prefill of `tokens` tokens in one step, each attending causally to the ones
+// before it (one layer of `tern bench-model -p 512`).
+// args: tokens
+void BM_PrefillAttention(benchmark::State& state) {
+  const int tokens = static_cast<int>(state.range(0));
+  FilledCache f(tokens, 1);
+  std::vector<int32_t> seq_of_token(tokens, 0), context_lens(tokens);
+  std::iota(context_lens.begin(), context_lens.end(), 1);
+  const AttentionBatch batch{f.tables, f.blocks_per_seq, seq_of_token, context_lens};
+  auto q = random_vector(size_t(tokens) * kHeads * kHeadDim, 7);
+  std::vector<float> out(q.size());
+  const float scale = 1.0f / std::sqrt(float(kHeadDim));
+  for (auto _ : state) {
+    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(double(tokens) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PrefillAttention)
+    ->ArgNames({"tokens"})
+    ->Arg(128)
+    ->Arg(512)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -56,7 +56,8 @@ struct Fixture {
     std::vector<int32_t> order(nb);
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
-    for (int len : seq_lens) max_blocks = std::max(max_blocks, (len + s.block_size - 1) / s.block_size);
+    for (int len : seq_lens)
+      max_blocks = std::max(max_blocks, (len + s.block_size - 1) / s.block_size);
     max_blocks += 1;  // a padded column
     block_tables.assign(seq_lens.size() * max_blocks, -1);
     const int64_t row = cache.config().row_elems();
@@ -201,7 +202,7 @@ TEST(Attention, ZeroContextGivesZeros) {
 TEST(Attention, BatchInvariant) {
   Shape s{16, 8, 128, 16};  // Qwen3-0.6B's heads
   Fixture f(s, {90, 40, 130}, 8);
-  std::vector<Token> mixed{{0, 89}};  // decode
+  std::vector<Token> mixed{{0, 89}};                      // decode
   for (int p = 10; p < 40; ++p) mixed.push_back({1, p});  // prefill chunk 10..39
   mixed.push_back({2, 129});                              // decode
   mixed.push_back({2, 17});                               // e.g. a verify position
@@ -237,6 +238,110 @@ TEST(Attention, BatchInvariant) {
   }
 }
 
+// Runs `tokens` (with q rows `q`) with 1 and 2 threads and checks that every token's output is
+// the same bits as when it runs alone; returns the batched output.
+std::vector<float> expect_same_bits_as_alone(const Fixture& f, const std::vector<Token>& tokens,
+                                             const std::vector<float>& q, float scale) {
+  const int64_t row = int64_t{f.shape.n_heads} * f.shape.head_dim;
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  auto batched = run(f, tokens, q, scale);
+  omp_set_num_threads(1);
+  auto one_thread = run(f, tokens, q, scale);
+  omp_set_num_threads(saved_threads);
+  EXPECT_EQ(batched, one_thread);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    std::vector<float> qt(q.begin() + t * row, q.begin() + (t + 1) * row);
+    auto alone = run(f, {tokens[t]}, qt, scale);
+    for (int64_t i = 0; i < row; ++i) {
+      EXPECT_EQ(alone[i], batched[t * row + i]) << "token " << t << " element " << i;
+      if (alone[i] != batched[t * row + i]) return batched;
+    }
+  }
+  return batched;
+}
+
+// The q rows of tokens [first, first + count) of a step.
+std::vector<float> q_rows(const std::vector<float>& q, const Shape& s, size_t first, size_t count) {
+  const size_t row = size_t(s.n_heads) * s.head_dim;
+  return std::vector<float>(q.begin() + first * row, q.begin() + (first + count) * row);
+}
+
+// A long prefill is cut into runs of consecutive tokens that share each loaded K/V chunk. Where
+// the cuts fall (the step starting at another token, a step of another length) must not
+// change a token's bits: compare the whole prefill, steps starting at every offset 0..9 and
+// every token alone. Context lengths 1..45 cover chunks cut short at every length.
+TEST(Attention, PrefillRunsGiveSameBitsWhereverTheyAreCut) {
+  const Shape s{16, 8, 128, 16};
+  Fixture f(s, {45}, 20);
+  std::vector<Token> prefill;
+  for (int p = 0; p < 45; ++p) prefill.push_back({0, p});
+  auto q = random_q(prefill.size(), s, 21);
+  const float scale = 1.0f / std::sqrt(128.0f);
+  const auto whole = expect_same_bits_as_alone(f, prefill, q, scale);
+  const size_t row = size_t(s.n_heads) * s.head_dim;
+  for (size_t first = 1; first < 10; ++first) {
+    for (size_t count : {size_t{3}, size_t{45} - first}) {
+      std::vector<Token> part(prefill.begin() + first, prefill.begin() + first + count);
+      auto out = run(f, part, q_rows(q, s, first, count), scale);
+      for (size_t i = 0; i < out.size(); ++i) {
+        ASSERT_EQ(out[i], whole[first * row + i]) << "step from " << first << ", " << count;
+      }
+    }
+  }
+  auto want = reference(f, prefill, q, scale);
+  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(whole[i], want[i], 2e-5) << i;
+}
+
+// Tokens of two sequences back to back in the flat batch (a run must not cross from one to the
+// other), a sequence's tokens out of order (verify positions) and a token with no context
+// between tokens of the same sequence.
+TEST(Attention, RunsStopAtSequenceBoundaries) {
+  const Shape s{8, 2, 64, 16};
+  Fixture f(s, {37, 29}, 22);
+  std::vector<Token> tokens;
+  for (int p = 20; p < 37; ++p) tokens.push_back({0, p});
+  for (int p = 0; p < 29; ++p) tokens.push_back({1, p});
+  tokens.push_back({0, 36});
+  tokens.push_back({0, 3});
+  tokens.push_back({0, 17});
+  auto q = random_q(tokens.size() + 2, s, 23);
+  const float scale = 0.125f;
+  expect_same_bits_as_alone(f, tokens, q_rows(q, s, 0, tokens.size()), scale);
+  expect_matches_reference(s, {37, 29}, tokens, 22);
+
+  // A zero-context token inside a run of sequence 1: zeros, and its neighbours unchanged.
+  Step step = make_step({{1, 10}, {1, 11}, {1, 12}});
+  step.context_lens[1] = 0;
+  const auto q3 = q_rows(q, s, 0, 3);
+  std::vector<float> out(q3.size(), 7.0f);
+  paged_attention(q3.data(), f.cache, 1, step.batch(f), s.n_heads, scale, out.data());
+  const auto first = run(f, {{1, 10}}, q_rows(q, s, 0, 1), scale);
+  const size_t row = size_t(s.n_heads) * s.head_dim;
+  for (size_t i = 0; i < row; ++i) {
+    ASSERT_EQ(out[i], first[i]);
+    ASSERT_EQ(out[row + i], 0.0f);
+  }
+  auto third = run(f, {{1, 12}}, q_rows(q, s, 2, 1), scale);
+  for (size_t i = 0; i < row; ++i) ASSERT_EQ(out[2 * row + i], third[i]);
+}
+
+// Prefill runs with more q heads per kv head than the kernel takes at once (12 on 1), and with
+// a head_dim that is not a multiple of 16 and an odd block size.
+TEST(Attention, PrefillRunsWithLargeGroupsAndOddHeadDim) {
+  for (const Shape& s :
+       {Shape{12, 1, 32, 16}, Shape{8, 2, 72, 5}, Shape{4, 2, 40, 16, DType::F32}}) {
+    Fixture f(s, {50}, 24);
+    std::vector<Token> tokens;
+    for (int p = 5; p < 50; ++p) tokens.push_back({0, p});
+    auto q = random_q(tokens.size(), s, 25);
+    const float scale = 1.0f / std::sqrt(float(s.head_dim));
+    const auto out = expect_same_bits_as_alone(f, tokens, q, scale);
+    const auto want = reference(f, tokens, q, scale);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 2e-5) << i;
+  }
+}
+
 // Key chunks follow absolute positions, not cache blocks: the same K/V in caches of different
 // block sizes give the same bits.
 TEST(Attention, IndependentOfBlockSize) {
@@ -257,11 +362,11 @@ TEST(Attention, CheckRejectsInconsistentBatches) {
     check_attention_batch(b, f.cache, n_heads);
   };
   EXPECT_NO_THROW(check({0, 0}, {10, 1}));
-  EXPECT_THROW(check({0}, {10}, 3), Error);            // 3 q heads on 2 kv heads
-  EXPECT_THROW(check({0, 0}, {10}), Error);            // sizes differ
-  EXPECT_THROW(check({1}, {1}), Error);                // no such sequence row
-  EXPECT_THROW(check({0}, {17}), Error);               // longer than the table's 4 blocks
-  EXPECT_THROW(check({0}, {13}), Error);               // needs block entry 3, which is -1
+  EXPECT_THROW(check({0}, {10}, 3), Error);  // 3 q heads on 2 kv heads
+  EXPECT_THROW(check({0, 0}, {10}), Error);  // sizes differ
+  EXPECT_THROW(check({1}, {1}), Error);      // no such sequence row
+  EXPECT_THROW(check({0}, {17}), Error);     // longer than the table's 4 blocks
+  EXPECT_THROW(check({0}, {13}), Error);     // needs block entry 3, which is -1
   EXPECT_THROW(check({0}, {-1}), Error);
 }
 

@@ -1,0 +1,129 @@
+// 16 floats as one value, and the few operations on it that the attention kernel builds on:
+// loads, a fixed-order sum of each of 16 vectors' lanes, a lane max and exp. Written with the
+// compilers' vector extensions (GCC 12 and clang 14 both take them): one zmm register under
+// AVX-512, narrower registers elsewhere, the same bits everywhere since every operation is
+// lane-wise or a fixed shuffle.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace tern::cpu {
+
+// GCC's auto-vectoriser keeps to 256-bit registers under -march=native on AVX-512 CPUs and
+// splits 16-lane loops oddly; a vector type makes the lanes explicit.
+using F32x16 = float __attribute__((vector_size(64)));
+using I32x16 = int32_t __attribute__((vector_size(64)));
+
+inline F32x16 load16(const float* p) {
+  F32x16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store16(float* p, F32x16 v) { std::memcpy(p, &v, sizeof v); }
+inline F32x16 splat16(float x) { return F32x16{} + x; }
+
+// The lane indices 0..15, for masks.
+inline I32x16 lane_index16() {
+  return I32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+}
+
+// Halves the lanes of two vectors of partial sums: lanes are in blocks of 2w, each block one
+// key's partials; the result has blocks of w, alternately from x and y, each partial l of a
+// block added to partial l + w. Used at w = 8, 4, 2, 1 it sums the 16 lanes of each key in the
+// tree (l, l+8), (l, l+4), (l, l+2), (l, l+1).
+inline F32x16 fold8(F32x16 x, F32x16 y) {
+  return __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+         __builtin_shufflevector(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+                                 31);
+}
+inline F32x16 fold4(F32x16 x, F32x16 y) {
+  return __builtin_shufflevector(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27) +
+         __builtin_shufflevector(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+}
+inline F32x16 fold2(F32x16 x, F32x16 y) {
+  return __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
+         __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+}
+inline F32x16 fold1(F32x16 x, F32x16 y) {
+  return __builtin_shufflevector(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30) +
+         __builtin_shufflevector(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+}
+
+// Lane j of the result is the sum of the 16 lanes of acc[j], in the tree that
+// sum_lanes_scalar spells out; the 16 trees run side by side
+// (15 vector adds and 30 shuffles in all instead of 16 × 15 scalar adds). Which vectors pair
+// up at each level is what puts key j's sum in lane j. acc is overwritten.
+inline F32x16 sum_lanes_of_16(F32x16* acc) {
+  for (int i = 0; i < 8; ++i) acc[i] = fold8(acc[i], acc[i + 8]);
+  for (int i = 0; i < 4; ++i) acc[i] = fold4(acc[i], acc[i + 4]);
+  for (int i = 0; i < 2; ++i) acc[i] = fold2(acc[i], acc[i + 2]);
+  return fold1(acc[0], acc[1]);
+}
+
+// The scalar twin of one lane of sum_lanes_of_16 (and the whole-vector sum of a row).
+inline float sum_lanes_scalar(F32x16 v) {
+  float lane[16];
+  store16(lane, v);
+  for (int width = 8; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+  }
+  return lane[0];
+}
+
+inline F32x16 max16(F32x16 a, F32x16 b) { return a > b ? a : b; }
+
+// The largest lane (exact: max does not round, so the order does not matter).
+inline float max_lane(F32x16 v) {
+  v = max16(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = max16(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = max16(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = max16(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
+}
+
+// e^x lane by lane, within 2 ulp of the correctly rounded value where that is a normal float
+// (tested against std::exp); results below FLT_MIN are within a few units of the smallest
+// subnormal; -inf and anything below -104 give +0, anything above 88.73 and +inf give +inf,
+// NaN gives NaN. Softmax calls it on 16 scores at a time, where std::exp is a scalar call each.
+//
+// x = n·ln2 + r with n = round(x / ln2) and |r| ≤ ln2/2 (ln2 in two parts, so n·ln2_hi is exact
+// for the n that occur); e^r by its Taylor series to r^7 (truncation < 6e-9 relative);
+// 2^n applied as 2^(n/2) · 2^(n - n/2), two normal floats over the whole range of n.
+inline F32x16 exp16(F32x16 x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693145751953125f;  // 12 significant bits
+  constexpr float kLn2Lo = 1.42860682030941723212e-6f;
+  // Adding 1.5·2^23 rounds a float of magnitude < 2^22 to an integer, which then sits in the
+  // low mantissa bits: no float → int conversion (undefined for NaN) is needed.
+  constexpr float kRound = 12582912.0f;
+  // Clamped, n stays in [-159, 129]: below, the result is 0 anyway; above, +inf. The
+  // comparisons are false for NaN, which flows through to the result.
+  F32x16 xc = x < -110.0f ? splat16(-110.0f) : x;
+  xc = xc > 89.0f ? splat16(89.0f) : xc;
+  const F32x16 t = xc * kLog2e + kRound;
+  const F32x16 n = t - kRound;
+  F32x16 r = xc - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  F32x16 p = splat16(1.0f / 5040);
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  I32x16 t_bits;
+  std::memcpy(&t_bits, &t, sizeof t_bits);
+  const I32x16 ni = t_bits - 0x4b400000;  // the bits of kRound
+  const I32x16 n1 = ni >> 1;
+  const I32x16 n2 = ni - n1;
+  const I32x16 s1_bits = (n1 + 127) << 23;
+  const I32x16 s2_bits = (n2 + 127) << 23;
+  F32x16 s1, s2;
+  std::memcpy(&s1, &s1_bits, sizeof s1);
+  std::memcpy(&s2, &s2_bits, sizeof s2);
+  return p * s1 * s2;
+}
+
+}  // namespace tern::cpu
