@@ -80,8 +80,9 @@ VecDotFn kernel(DType type, Isa isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
     case Isa::Avx512:
-    case Isa::Amx:  // AMX has no K-type kernels: Avx512's
       return avx512_vec_dot_k(type);
+    case Isa::Amx:
+      return amx_vec_dot_k(type);
     case Isa::Scalar:
       return scalar_vec_dot(type);
   }
@@ -99,7 +100,7 @@ const bool registered = [] {
   } types[] = {{DType::Q4_K, "Q4_K"}, {DType::Q5_K, "Q5_K"}, {DType::Q6_K, "Q6_K"}};
   for (const auto& shape : shapes) {
     for (const auto& t : types) {
-      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {
         const VecDotFn fn = kernel(t.type, isa);
         if (fn == nullptr || !isa_supported(isa)) continue;
         const std::string name =

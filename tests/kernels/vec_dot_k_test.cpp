@@ -23,7 +23,11 @@ namespace tern::cpu {
 namespace {
 
 VecDotFn simd_kernel(DType type, Isa isa) {
-  return isa == Isa::Avx2 ? avx2_vec_dot_k(type) : avx512_vec_dot_k(type);
+  switch (isa) {
+    case Isa::Avx2: return avx2_vec_dot_k(type);
+    case Isa::Amx: return amx_vec_dot_k(type);
+    default: return avx512_vec_dot_k(type);
+  }
 }
 
 size_t block_bytes(DType type) {
@@ -348,13 +352,14 @@ TEST_P(VecDotK, EdgeBlocksMatchReference) {
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   const DType t = std::get<0>(info.param);
   const std::string type = t == DType::Q4_K ? "Q4_K" : t == DType::Q5_K ? "Q5_K" : "Q6_K";
-  return type + (std::get<1>(info.param) == Isa::Avx2 ? "_Avx2" : "_Avx512");
+  const Isa isa = std::get<1>(info.param);
+  return type + (isa == Isa::Avx2 ? "_Avx2" : isa == Isa::Avx512 ? "_Avx512" : "_Amx");
 }
 
 INSTANTIATE_TEST_SUITE_P(KTypes, VecDotK,
                          ::testing::Combine(::testing::Values(DType::Q4_K, DType::Q5_K,
                                                               DType::Q6_K),
-                                            ::testing::Values(Isa::Avx2, Isa::Avx512)),
+                                            ::testing::Values(Isa::Avx2, Isa::Avx512, Isa::Amx)),
                          param_name);
 
 // The family's getters cover exactly the K types, so the dispatcher falls back for the rest.
@@ -362,6 +367,8 @@ TEST(VecDotKFamily, OtherTypesHaveNoKernelHere) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_K}) {
     EXPECT_EQ(avx2_vec_dot_k(t), nullptr);
     EXPECT_EQ(avx512_vec_dot_k(t), nullptr);
+    EXPECT_EQ(amx_vec_dot_k(t), nullptr);
+    EXPECT_EQ(amx_gemm_k(t), nullptr);
   }
 }
 
