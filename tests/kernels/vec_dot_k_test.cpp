@@ -200,7 +200,8 @@ class VecDotK : public ::testing::TestWithParam<Param> {
 
 TEST_P(VecDotK, RandomRowsMatchReference) {
   std::mt19937 rng(1234 + static_cast<int>(type_) * 7 + static_cast<int>(isa_));
-  for (int64_t k : {256, 512, 4096, 4352}) {
+  // 1, 2, 6, 16 and 17 super-blocks: the AMX level's GEMV takes them in groups of 4, 8, 16.
+  for (int64_t k : {256, 512, 1536, 4096, 4352}) {
     for (int rep = 0; rep < 20; ++rep) {
       const auto w = random_weights(type_, k / kQKK, rng, 0.05f, 0.02f);
       const auto a = random_activations(k / kQKK, rng, -128, 127, -1.0f);
@@ -231,7 +232,7 @@ TEST_P(VecDotK, QuantizedGaussianRowsMatchReference) {
 // every float step is exact and the kernel must equal the integer reference exactly.
 TEST_P(VecDotK, SmallIntegerRowsAreExact) {
   std::mt19937 rng(99 + static_cast<int>(type_));
-  for (int64_t k : {256, 512, 1024}) {
+  for (int64_t k : {256, 512, 1024, 1536}) {
     for (int rep = 0; rep < 50; ++rep) {
       auto w = random_weights(type_, k / kQKK, rng, 0, 0);
       for (int64_t i = 0; i < k / kQKK; ++i) {

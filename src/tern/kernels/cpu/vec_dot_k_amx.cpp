@@ -137,6 +137,78 @@ inline __m512i fold_pair(__m512i x, __m512i y) {
   return _mm512_add_epi32(_mm512_shuffle_i64x2(x, y, 0x44), _mm512_shuffle_i64x2(x, y, 0xEE));
 }
 
+// The exact sums of 2 R super-blocks (R = 2, 4 or 8 registers as block_sums16 takes them), lane
+// i = super-block i: block_sums16's steps, fewer of them for fewer registers.
+template <int R>
+inline __m512i block_sums(const __m512i* d) {
+  if constexpr (R == 8) {
+    return block_sums16(d);
+  } else {
+    auto add_unpacked32 = [](__m512i x, __m512i y) {
+      return _mm512_add_epi32(_mm512_unpacklo_epi32(x, y), _mm512_unpackhi_epi32(x, y));
+    };
+    auto add_unpacked64 = [](__m512i x, __m512i y) {
+      return _mm512_add_epi32(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
+    };
+    const __m512i e0 = add_unpacked32(d[0], d[1]);
+    // 128-bit lane q of f: [d0, d1, d2, d3]'s sums of their lane q (R = 2: [d0, d1, d0, d1]).
+    const __m512i f = R == 4 ? add_unpacked64(e0, add_unpacked32(d[2], d[3])) : add_unpacked64(e0, e0);
+    // Lanes 0-3: blocks 0 2 4 6 (lanes q = 0, 1 summed), 4-7: 1 3 5 7 (q = 2, 3).
+    const __m512i g = _mm512_add_epi32(_mm512_shuffle_i32x4(f, f, 0x88), _mm512_shuffle_i32x4(f, f, 0xDD));
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0), g);
+  }
+}
+
+// f16(d) · a.d (and f16(dmin) · a.d) of the n ≤ 16 super-blocks from w, a in lanes 0..n-1: the
+// same products as one at a time.
+template <class Block>
+inline void superblock_scales(const Block* w, const BlockQ8_K* a, int n, __m512& d, __m512& dmin) {
+  const auto live = static_cast<__mmask16>((1u << n) - 1);
+  const __m512 a_d = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live,
+                                              _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                                                   12, 13, 14, 15),
+                                                                 _mm512_set1_epi32(sizeof(BlockQ8_K))),
+                                              &a->d, 1);
+  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(sizeof(Block)));
+  if constexpr (kHasMins<Block>) {
+    // d and dmin are the block's first 4 bytes.
+    const __m512i h = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, w, 1);
+    d = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)), a_d);
+    dmin = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))), a_d);
+  } else {
+    // d is the block's last 2 bytes: read with the 2 before them.
+    const auto* last4 = reinterpret_cast<const uint8_t*>(&w->d) - 2;
+    const __m512i h = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, last4, 1);
+    d = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))), a_d);
+  }
+}
+
+// n ≤ 2 R super-blocks from w, a into lanes 0..n-1 of the chains.
+template <class Block, int R>
+inline __m512 superblock_group(const Block* w, const BlockQ8_K* a, int n, __m512 chains) {
+  __m512i s1[R], s2[R];
+  for (int p = 0; p < R; ++p) {
+    __m512i x[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    __m256i m[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int h = 0; h < 2; ++h) {
+      const int i = 2 * p + h;
+      if (i >= n) break;
+      prefetch_ahead(w + i, sizeof(Block));
+      superblock_ints(w[i], a[i], x[h], m[h]);
+    }
+    s1[p] = fold_pair(x[0], x[1]);
+    if constexpr (kHasMins<Block>) s2[p] = _mm512_inserti64x4(_mm512_castsi256_si512(m[0]), m[1], 1);
+  }
+  __m512 d, dmin;
+  superblock_scales(w, a, n, d, dmin);
+  const auto live = static_cast<__mmask16>((1u << n) - 1);
+  chains = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(block_sums<R>(s1)), d, chains, live);
+  if constexpr (kHasMins<Block>)
+    chains = _mm512_mask3_fnmadd_ps(_mm512_cvtepi32_ps(block_sums<R>(s2)), dmin, chains, live);
+  return chains;
+}
+
 template <class Block>
 float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const Block*>(w_row);
@@ -146,26 +218,13 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   // Up to 16 super-blocks at a time, super-block b + i in lane (and chain) i.
   for (int64_t b = 0; b < nb; b += kChains) {
     const int n = static_cast<int>(std::min<int64_t>(kChains, nb - b));
-    __m512i s1[8], s2[8];
-    alignas(64) float d[kChains] = {}, dmin[kChains] = {};
-    for (int p = 0; p < 8; ++p) {
-      __m512i x[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-      __m256i m[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-      for (int h = 0; h < 2; ++h) {
-        const int i = 2 * p + h;
-        if (i >= n) break;
-        prefetch_ahead(w + b + i, sizeof(Block));
-        superblock_ints(w[b + i], a[b + i], x[h], m[h]);
-        d[i] = f16(w[b + i].d) * a[b + i].d;
-        if constexpr (kHasMins<Block>) dmin[i] = f16(w[b + i].dmin) * a[b + i].d;
-      }
-      s1[p] = fold_pair(x[0], x[1]);
-      if constexpr (kHasMins<Block>) s2[p] = _mm512_inserti64x4(_mm512_castsi256_si512(m[0]), m[1], 1);
+    if (n > 8) {
+      chains = superblock_group<Block, 8>(w + b, a + b, n, chains);
+    } else if (n > 4) {
+      chains = superblock_group<Block, 4>(w + b, a + b, n, chains);
+    } else {
+      chains = superblock_group<Block, 2>(w + b, a + b, n, chains);
     }
-    const auto live = static_cast<__mmask16>((1u << n) - 1);
-    chains = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(block_sums16(s1)), _mm512_load_ps(d), chains, live);
-    if constexpr (kHasMins<Block>)
-      chains = _mm512_mask3_fnmadd_ps(_mm512_cvtepi32_ps(block_sums16(s2)), _mm512_load_ps(dmin), chains, live);
   }
   return sum_chains(chains);
 }
