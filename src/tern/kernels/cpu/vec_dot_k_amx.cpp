@@ -184,16 +184,18 @@ inline void superblock_scales(const Block* w, const BlockQ8_K* a, int n, __m512&
   }
 }
 
-// n ≤ 2 R super-blocks from w, a into lanes 0..n-1 of the chains.
-template <class Block, int R>
+// n ≤ 2 R super-blocks from w, a into lanes 0..n-1 of the chains (kFull: n = 2 R).
+template <class Block, int R, bool kFull>
 inline __m512 superblock_group(const Block* w, const BlockQ8_K* a, int n, __m512 chains) {
   __m512i s1[R], s2[R];
+#pragma GCC unroll 8
   for (int p = 0; p < R; ++p) {
     __m512i x[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     __m256i m[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const int i = 2 * p + h;
-      if (i >= n) break;
+      if (!kFull && i >= n) break;
       prefetch_ahead(w + i, sizeof(Block));
       superblock_ints(w[i], a[i], x[h], m[h]);
     }
@@ -218,12 +220,14 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   // Up to 16 super-blocks at a time, super-block b + i in lane (and chain) i.
   for (int64_t b = 0; b < nb; b += kChains) {
     const int n = static_cast<int>(std::min<int64_t>(kChains, nb - b));
-    if (n > 8) {
-      chains = superblock_group<Block, 8>(w + b, a + b, n, chains);
+    if (n == 16) {
+      chains = superblock_group<Block, 8, true>(w + b, a + b, n, chains);
+    } else if (n > 8) {
+      chains = superblock_group<Block, 8, false>(w + b, a + b, n, chains);
     } else if (n > 4) {
-      chains = superblock_group<Block, 4>(w + b, a + b, n, chains);
+      chains = superblock_group<Block, 4, false>(w + b, a + b, n, chains);
     } else {
-      chains = superblock_group<Block, 2>(w + b, a + b, n, chains);
+      chains = superblock_group<Block, 2, false>(w + b, a + b, n, chains);
     }
   }
   return sum_chains(chains);
