@@ -93,7 +93,12 @@ const bool registered = [] {
   const struct {
     const char* name;
     int64_t rows, k;
-  } shapes[] = {{"4096x4096", 4096, 4096}, {"in_cache_16x4096", 16, 4096}};
+  } shapes[] = {{"4096x4096", 4096, 4096},
+                {"in_cache_16x4096", 16, 4096},
+                // Qwen3-0.6B's decode shapes: rows of 4, 8 and 12 super-blocks.
+                {"3072x1024", 3072, 1024},
+                {"1024x2048", 1024, 2048},
+                {"1024x3072", 1024, 3072}};
   const struct {
     DType type;
     const char* name;
