@@ -1,7 +1,7 @@
 // Q4_K / Q5_K / Q6_K dot kernels per ISA in a GEMV-shaped loop, single-threaded: one Q8_K
 // activation row against every row of a weight matrix, as decode does. Reports weight
-// bytes/s. Two shapes: 4096 × 4096 (weights 9-14 MB, past L2) and 16 × 4096 (weights stay in
-// L1/L2, so the kernel's own speed shows).
+// bytes/s. Shapes: 4096 × 4096 (weights 9-14 MB, past L2), 16 × 4096 (weights stay in
+// L1/L2, so the kernel's own speed shows) and Qwen3-0.6B's (rows of 4, 8, 12 super-blocks).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

@@ -500,7 +500,8 @@ inline void join_chains(const int32_t (*c)[kChains * kChains], const UnpackedWei
     const __m512i s1 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(c[1] + r * kChains), 7),
                                         _mm512_load_si512(c[0] + r * kChains));
     const __m512 d = _mm512_mul_ps(_mm512_set1_ps(w.d[b * kChains + r]), a_d);
-    __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), d, chain[r]);
+    // A chain's first super-block adds to +0, as the GEMV's lanes start (no zeroed chains to load).
+    __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), d, b < kChains ? _mm512_setzero_ps() : chain[r]);
     if constexpr (kHasMins<Block>) {
       const int32_t* m = &w.mins[(b * kChains + r) * 4];
       __m512i s2 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), bsums[0], _mm512_set1_epi32(m[0]));
@@ -512,16 +513,51 @@ inline void join_chains(const int32_t (*c)[kChains * kChains], const UnpackedWei
   }
 }
 
-// The chains' tree on a row's 16 tokens at once; then the tile into y (token-major).
-void finish_tile(__m512* chains, float* y, size_t ldy, int rows, int tokens) {
-  for (int width = kChains / 2; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j)
-      for (int r = 0; r < kChains; ++r)
-        chains[j * kChains + r] = _mm512_add_ps(chains[j * kChains + r], chains[(j + width) * kChains + r]);
-  alignas(64) float out[kChains][kChains];  // [row][token]
-  for (int r = 0; r < kChains; ++r) _mm512_store_ps(out[r], chains[r]);
-  for (int t = 0; t < tokens; ++t)
-    for (int r = 0; r < rows; ++r) y[t * ldy + r] = out[r][t];
+// The 16 × 16 floats of r transposed (r[i] lane j → out[j] lane i): 4 rounds of 16 shuffles.
+inline void transpose16(const __m512* r, __m512* out) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: a0 b0 a1 b1 / a2 b2 a3 b3
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // u[4i + j], 128-bit lane L: column 4L + j of rows 4i..4i+3
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    // 128-bit lanes 0 and 2 (0x88) or 1 and 3 (0xDD) of rows 0-7 and of rows 8-15 …
+    const __m512 even_lo = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+    const __m512 even_hi = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512 odd_lo = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const __m512 odd_hi = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    // … give columns j, 8 + j (from lanes 0, 2) and 4 + j, 12 + j (lanes 1, 3).
+    out[j] = _mm512_shuffle_f32x4(even_lo, even_hi, 0x88);
+    out[8 + j] = _mm512_shuffle_f32x4(even_lo, even_hi, 0xDD);
+    out[4 + j] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0x88);
+    out[12 + j] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0xDD);
+  }
+}
+
+// The chains' tree on a row's 16 tokens at once (chains no super-block reached, j ≥ nb, are
+// +0 as in the GEMV); then the tile into y, token-major.
+void finish_tile(__m512* chains, int64_t nb, float* y, size_t ldy, int rows, int tokens) {
+  for (int width = kChains / 2; width >= 1; width /= 2) {
+    for (int j = 0; j < width; ++j) {
+      for (int r = 0; r < kChains; ++r) {
+        // After the first level every chain read has been written.
+        const bool first = width == kChains / 2;
+        const __m512 x = first && j >= nb ? _mm512_setzero_ps() : chains[j * kChains + r];
+        const __m512 z = first && j + width >= nb ? _mm512_setzero_ps() : chains[(j + width) * kChains + r];
+        chains[j * kChains + r] = _mm512_add_ps(x, z);
+      }
+    }
+  }
+  __m512 by_token[kChains];
+  transpose16(chains, by_token);
+  const auto live = static_cast<__mmask16>((1u << rows) - 1);
+  for (int t = 0; t < tokens; ++t) _mm512_mask_storeu_ps(y + t * ldy, live, by_token[t]);
 }
 
 // kTiles (1 or 2) output tiles of 16 rows × 16 tokens that share their rows. The tiles of
@@ -529,9 +565,8 @@ void finish_tile(__m512* chains, float* y, size_t ldy, int rows, int tokens) {
 // unit works while the vector unit does.
 template <class Block, int kTiles>
 void output_tiles(const UnpackedWeights& w, const TokenTile* a, int64_t nb, float* y, size_t ldy, int rows) {
-  // Per tile [16 chains][16 rows] of 16 tokens: 16 KiB, in L1.
+  // Per tile [16 chains][16 rows] of 16 tokens: 16 KiB, in L1; no need to zero (join_chains).
   thread_local __m512 chains[2][kChains * kChains];
-  for (int i = 0; i < kTiles; ++i) std::fill(chains[i], chains[i] + kChains * kChains, _mm512_setzero_ps());
   // [stage][tile][lo, hi]: the int32 sums of one super-block.
   alignas(64) int32_t c[2][2][2][kChains * kChains];
   multiply_superblock<kTiles>(w.q.data(), a, 0);
@@ -541,7 +576,7 @@ void output_tiles(const UnpackedWeights& w, const TokenTile* a, int64_t nb, floa
     for (int i = 0; i < kTiles; ++i) join_chains<Block>(c[b % 2][i], w, a[i], b, chains[i] + (b % kChains) * kChains);
     if (b + 1 < nb) store_superblock<kTiles>(c[(b + 1) % 2]);
   }
-  for (int i = 0; i < kTiles; ++i) finish_tile(chains[i], y + i * kChains * ldy, ldy, rows, a[i].tokens);
+  for (int i = 0; i < kTiles; ++i) finish_tile(chains[i], nb, y + i * kChains * ldy, ldy, rows, a[i].tokens);
 }
 
 template <class Block>
