@@ -200,8 +200,9 @@ class VecDotK : public ::testing::TestWithParam<Param> {
 
 TEST_P(VecDotK, RandomRowsMatchReference) {
   std::mt19937 rng(1234 + static_cast<int>(type_) * 7 + static_cast<int>(isa_));
-  // 1, 2, 6, 16 and 17 super-blocks: the AMX level's GEMV takes them in groups of 4, 8, 16.
-  for (int64_t k : {256, 512, 1536, 4096, 4352}) {
+  // 1, 2, 6, 10, 12, 16 and 17 super-blocks: the AMX level's GEMV takes them in groups of 4,
+  // 8, 8 + 4 and 16.
+  for (int64_t k : {256, 512, 1536, 2560, 3072, 4096, 4352}) {
     for (int rep = 0; rep < 20; ++rep) {
       const auto w = random_weights(type_, k / kQKK, rng, 0.05f, 0.02f);
       const auto a = random_activations(k / kQKK, rng, -128, 127, -1.0f);

@@ -226,7 +226,17 @@ inline void superblock_scales(const Block* w, const BlockQ8_K* a, int n, __m512&
 }
 
 // n ≤ 2 R super-blocks from w, a into lanes 0..n-1 of the chains (kFull: n = 2 R).
-template <class Block, int R, bool kFull>
+// Lanes 0..15-kLane moved up to kLane..15, zeros below.
+template <int kLane>
+inline __m512 lanes_up(__m512 v) {
+  if constexpr (kLane == 0) {
+    return v;
+  } else {
+    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_setzero_si512(), kChains - kLane));
+  }
+}
+
+template <class Block, int R, bool kFull, int kLane = 0>
 inline __m512 superblock_group(const Block* w, const BlockQ8_K* a, int n, __m512 chains) {
   // Folded pairs in memory, the loop not unrolled: unrolled, the constants of the loop body
   // were rebuilt per super-block for want of registers (measured ~10% slower).
@@ -254,20 +264,23 @@ inline __m512 superblock_group(const Block* w, const BlockQ8_K* a, int n, __m512
   for (; !kFull && p < R; ++p) s1[p] = s2[p] = _mm512_setzero_si512();
   __m512 d, dmin;
   superblock_scales<Block, R, kFull && R == 8>(w, a, n, d, dmin);
-  const auto live = static_cast<__mmask16>((1u << n) - 1);
+  // The super-blocks' lanes from kLane on (a group of 4 after one of 8).
+  const auto live = static_cast<__mmask16>(((1u << n) - 1) << kLane);
+  __m512 sums1, sums2;
   if constexpr (kHasMins<Block> && R < 8) {
     // S1 and S2 of up to 8 super-blocks through one tree: S1 in lanes 0..2R-1, S2 above.
     __m512i both[2 * R];
-    for (int p = 0; p < R; ++p) both[p] = s1[p], both[R + p] = s2[p];
-    const __m512 sums = _mm512_cvtepi32_ps(block_sums<2 * R>(both));
-    chains = _mm512_mask3_fmadd_ps(sums, d, chains, live);
-    // S2's lanes down to 0..2R-1.
-    const __m512 sums2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_setzero_si512(), _mm512_castps_si512(sums), 2 * R));
-    return _mm512_mask3_fnmadd_ps(sums2, dmin, chains, live);
+    for (int i = 0; i < R; ++i) both[i] = s1[i], both[R + i] = s2[i];
+    const __m512i sums = block_sums<2 * R>(both);
+    sums1 = _mm512_cvtepi32_ps(sums);
+    sums2 = _mm512_cvtepi32_ps(_mm512_alignr_epi32(_mm512_setzero_si512(), sums, 2 * R));
+  } else {
+    sums1 = _mm512_cvtepi32_ps(block_sums<R>(s1));
+    if constexpr (kHasMins<Block>) sums2 = _mm512_cvtepi32_ps(block_sums<R>(s2));
   }
-  chains = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(block_sums<R>(s1)), d, chains, live);
+  chains = _mm512_mask3_fmadd_ps(lanes_up<kLane>(sums1), lanes_up<kLane>(d), chains, live);
   if constexpr (kHasMins<Block>)
-    chains = _mm512_mask3_fnmadd_ps(_mm512_cvtepi32_ps(block_sums<R>(s2)), dmin, chains, live);
+    chains = _mm512_mask3_fnmadd_ps(lanes_up<kLane>(sums2), lanes_up<kLane>(dmin), chains, live);
   return chains;
 }
 
@@ -282,8 +295,17 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
     const int n = static_cast<int>(std::min<int64_t>(kChains, nb - b));
     if (n == 16) {
       chains = superblock_group<Block, 8, true>(w + b, a + b, n, chains);
-    } else if (n > 8) {
+    } else if (n > 12) {
       chains = superblock_group<Block, 8, false>(w + b, a + b, n, chains);
+    } else if (n > 8) {  // 8 and the rest in lanes 8-11: fewer zeros through the trees
+      chains = superblock_group<Block, 4, true>(w + b, a + b, 8, chains);
+      if (n == 12) {
+        chains = superblock_group<Block, 2, true, 8>(w + b + 8, a + b + 8, 4, chains);
+      } else {
+        chains = superblock_group<Block, 2, false, 8>(w + b + 8, a + b + 8, n - 8, chains);
+      }
+    } else if (n == 8) {
+      chains = superblock_group<Block, 4, true>(w + b, a + b, n, chains);
     } else if (n > 4) {
       chains = superblock_group<Block, 4, false>(w + b, a + b, n, chains);
     } else if (n == 4) {  // rows of 1024, the most common in small models
