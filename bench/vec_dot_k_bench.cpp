@@ -1,7 +1,7 @@
 // Q4_K / Q5_K / Q6_K dot kernels per ISA in a GEMV-shaped loop, single-threaded: one Q8_K
 // activation row against every row of a weight matrix, as decode does. Reports weight
-// bytes/s. Two shapes: 4096 × 4096 (weights 9-14 MB, past L2) and 16 × 4096 (weights stay in
-// L1/L2, so the kernel's own speed shows).
+// bytes/s. Shapes: 4096 × 4096 (weights 9-14 MB, past L2), 16 × 4096 (weights stay in
+// L1/L2, so the kernel's own speed shows) and Qwen3-0.6B's (rows of 4, 8, 12 super-blocks).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -80,8 +80,9 @@ VecDotFn kernel(DType type, Isa isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
     case Isa::Avx512:
-    case Isa::Amx:  // AMX has no K-type kernels: Avx512's
       return avx512_vec_dot_k(type);
+    case Isa::Amx:
+      return amx_vec_dot_k(type);
     case Isa::Scalar:
       return scalar_vec_dot(type);
   }
@@ -92,14 +93,19 @@ const bool registered = [] {
   const struct {
     const char* name;
     int64_t rows, k;
-  } shapes[] = {{"4096x4096", 4096, 4096}, {"in_cache_16x4096", 16, 4096}};
+  } shapes[] = {{"4096x4096", 4096, 4096},
+                {"in_cache_16x4096", 16, 4096},
+                // Qwen3-0.6B's decode shapes: rows of 4, 8 and 12 super-blocks.
+                {"3072x1024", 3072, 1024},
+                {"1024x2048", 1024, 2048},
+                {"1024x3072", 1024, 3072}};
   const struct {
     DType type;
     const char* name;
   } types[] = {{DType::Q4_K, "Q4_K"}, {DType::Q5_K, "Q5_K"}, {DType::Q6_K, "Q6_K"}};
   for (const auto& shape : shapes) {
     for (const auto& t : types) {
-      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {
         const VecDotFn fn = kernel(t.type, isa);
         if (fn == nullptr || !isa_supported(isa)) continue;
         const std::string name =

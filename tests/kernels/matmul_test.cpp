@@ -92,7 +92,10 @@ std::vector<TileCase> tile_cases() {
   for (DType dtype : {DType::Q4_0, DType::Q5_0, DType::Q8_0})
     for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 10}, int64_t{32 * 48}}) cases.push_back({dtype, k});
   for (DType dtype : {DType::Q4_K, DType::Q6_K, DType::Q5_K})
-    for (int64_t k : {int64_t{256}, int64_t{256 * 3}}) cases.push_back({dtype, k});
+    // 17 super-blocks: more than one per chain of the AMX level's 16, in a tree that tells
+    // the chains apart; 12: its GEMV's group of 8 and group of 4.
+    for (int64_t k : {int64_t{256}, int64_t{256 * 3}, int64_t{256 * 12}, int64_t{256 * 17}})
+      cases.push_back({dtype, k});
   // Float rows: 4-chunk steps, single chunks and a masked tail.
   for (DType dtype : {DType::F16, DType::F32, DType::BF16})
     for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}, int64_t{149}}) cases.push_back({dtype, k});

@@ -23,7 +23,11 @@ namespace tern::cpu {
 namespace {
 
 VecDotFn simd_kernel(DType type, Isa isa) {
-  return isa == Isa::Avx2 ? avx2_vec_dot_k(type) : avx512_vec_dot_k(type);
+  switch (isa) {
+    case Isa::Avx2: return avx2_vec_dot_k(type);
+    case Isa::Amx: return amx_vec_dot_k(type);
+    default: return avx512_vec_dot_k(type);
+  }
 }
 
 size_t block_bytes(DType type) {
@@ -196,7 +200,9 @@ class VecDotK : public ::testing::TestWithParam<Param> {
 
 TEST_P(VecDotK, RandomRowsMatchReference) {
   std::mt19937 rng(1234 + static_cast<int>(type_) * 7 + static_cast<int>(isa_));
-  for (int64_t k : {256, 512, 4096, 4352}) {
+  // 1, 2, 6, 10, 12, 16 and 17 super-blocks: the AMX level's GEMV takes them in groups of 4,
+  // 8, 8 + 4 and 16.
+  for (int64_t k : {256, 512, 1536, 2560, 3072, 4096, 4352}) {
     for (int rep = 0; rep < 20; ++rep) {
       const auto w = random_weights(type_, k / kQKK, rng, 0.05f, 0.02f);
       const auto a = random_activations(k / kQKK, rng, -128, 127, -1.0f);
@@ -227,7 +233,7 @@ TEST_P(VecDotK, QuantizedGaussianRowsMatchReference) {
 // every float step is exact and the kernel must equal the integer reference exactly.
 TEST_P(VecDotK, SmallIntegerRowsAreExact) {
   std::mt19937 rng(99 + static_cast<int>(type_));
-  for (int64_t k : {256, 512, 1024}) {
+  for (int64_t k : {256, 512, 1024, 1536}) {
     for (int rep = 0; rep < 50; ++rep) {
       auto w = random_weights(type_, k / kQKK, rng, 0, 0);
       for (int64_t i = 0; i < k / kQKK; ++i) {
@@ -348,13 +354,14 @@ TEST_P(VecDotK, EdgeBlocksMatchReference) {
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   const DType t = std::get<0>(info.param);
   const std::string type = t == DType::Q4_K ? "Q4_K" : t == DType::Q5_K ? "Q5_K" : "Q6_K";
-  return type + (std::get<1>(info.param) == Isa::Avx2 ? "_Avx2" : "_Avx512");
+  const Isa isa = std::get<1>(info.param);
+  return type + (isa == Isa::Avx2 ? "_Avx2" : isa == Isa::Avx512 ? "_Avx512" : "_Amx");
 }
 
 INSTANTIATE_TEST_SUITE_P(KTypes, VecDotK,
                          ::testing::Combine(::testing::Values(DType::Q4_K, DType::Q5_K,
                                                               DType::Q6_K),
-                                            ::testing::Values(Isa::Avx2, Isa::Avx512)),
+                                            ::testing::Values(Isa::Avx2, Isa::Avx512, Isa::Amx)),
                          param_name);
 
 // The family's getters cover exactly the K types, so the dispatcher falls back for the rest.
@@ -362,6 +369,8 @@ TEST(VecDotKFamily, OtherTypesHaveNoKernelHere) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_K}) {
     EXPECT_EQ(avx2_vec_dot_k(t), nullptr);
     EXPECT_EQ(avx512_vec_dot_k(t), nullptr);
+    EXPECT_EQ(amx_vec_dot_k(t), nullptr);
+    EXPECT_EQ(amx_gemm_k(t), nullptr);
   }
 }
 

@@ -82,7 +82,7 @@ DType activation_of(DType weight) {
 
 VecDotFn simd_vec_dot(DType weight, Isa isa) {
   VecDotFn fn = nullptr;
-  if (isa == Isa::Amx && (fn = amx_vec_dot_q(weight))) return fn;
+  if (isa == Isa::Amx && ((fn = amx_vec_dot_q(weight)) || (fn = amx_vec_dot_k(weight)))) return fn;
   if (isa == Isa::Avx512 || isa == Isa::Amx) {
     if ((fn = avx512_vec_dot_q(weight)) || (fn = avx512_vec_dot_k(weight)) || (fn = avx512_vec_dot_float(weight)))
       return fn;
@@ -98,7 +98,8 @@ VecDotFn simd_vec_dot(DType weight, Isa isa) {
 // reproduce exactly that vec_dot.
 GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
   if (isa == Isa::Amx) {
-    if (amx_vec_dot_q(weight) != nullptr) return nullptr;  // the whole-matmul amx_gemm_q instead
+    // The whole-matmul amx_gemm_q / amx_gemm_k instead.
+    if (amx_vec_dot_q(weight) != nullptr || amx_vec_dot_k(weight) != nullptr) return nullptr;
     isa = Isa::Avx512;
   }
   if (isa == Isa::Avx512) {
@@ -128,7 +129,7 @@ struct KernelTable {
         e.quantize_activation = scalar_quantize_activation(e.activation);
         e.vec_dot = simd_vec_dot(weight, static_cast<Isa>(i));
         e.gemm_tile = simd_gemm_tile(weight, static_cast<Isa>(i));
-        if (static_cast<Isa>(i) == Isa::Amx) e.gemm = amx_gemm_q(weight);
+        if (static_cast<Isa>(i) == Isa::Amx) e.gemm = amx_gemm_q(weight) ? amx_gemm_q(weight) : amx_gemm_k(weight);
       }
     }
   }

@@ -16,7 +16,8 @@ namespace tern::cpu {
 
 // Instruction-set levels with their own kernels; each SIMD level is tested against Scalar.
 // Amx is Avx512 plus AMX-INT8 tiles (and the OS's permission to use them); its kernels
-// define their own arithmetic for the types it covers (vec_dot_q_amx.cpp) and fall back to
+// define their own arithmetic for the types it covers (vec_dot_q_amx.cpp: Q4_0, Q8_0;
+// vec_dot_k_amx.cpp, gemm_k_amx.cpp: Q4_K, Q5_K, Q6_K) and fall back to
 // Avx512's pair of vec_dot and GEMM tile for the others.
 enum class Isa { Scalar, Avx2, Avx512, Amx };
 const char* isa_name(Isa isa);
