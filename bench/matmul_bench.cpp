@@ -53,7 +53,7 @@ void bm_matmul(benchmark::State& state, DType dtype, int64_t t, int threads) {
 int register_all() {
   for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                       DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-    for (int64_t t : {1, 64, 512}) {
+    for (int64_t t : {1, 4, 8, 12, 16, 64, 512}) {  // 4-16: batched decode
       for (int threads : {1, 2}) {
         const std::string name = "matmul/" + std::string(tern::dtype_name(dtype)) + "/T:" + std::to_string(t) +
                                  "/threads:" + std::to_string(threads);
