@@ -399,6 +399,7 @@ void output_tiles(const int32_t* wq, const float* wd, const TokenTile* a, int64_
 // (2048 x 2048, two threads, µs, few-token kernel / AMX tiles: Q4_0 T = 4: 140 / 414, T = 8:
 // 265 / 435, T = 12: 463 / 451; AMX at T = 16: 521, Avx512's tiles: 667).
 constexpr int64_t kMinTileTokens = 16;
+static_assert(kMaxFewTokens == kMinTileTokens - 1);
 
 template <class W>
 void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
