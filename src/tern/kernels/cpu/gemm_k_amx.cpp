@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tern/kernels/cpu/amx_tiles.h"
 #include "tern/kernels/cpu/k_amx_common.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"
@@ -32,21 +33,10 @@ namespace {
 //
 // Tile registers: 0, 1 = C lo, hi of token tile 0; 2, 3 = C lo, hi of token tile 1; 4, 5 = A
 // (the weights' lo and hi bytes of one 64-element chunk); 6, 7 = B (each token tile's chunk).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-void load_tile_config() {
+void configure_tiles() {
   TileConfig cfg;
   for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  // GCC 12 may drop the stores above as dead before _tile_loadconfig reads them (it does not
-  // see the instruction read memory): make them visible to it.
-  __asm__ volatile("" : : "r"(&cfg) : "memory");
-  _tile_loadconfig(&cfg);
+  load_tile_config(cfg);
 }
 
 // Up to 16 weight rows laid out for the tiles, missing rows 0:
@@ -359,7 +349,7 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
   const int64_t row_tiles = (rows + kChains - 1) / kChains;
 #pragma omp parallel
   {
-    load_tile_config();
+    configure_tiles();
     UnpackedWeights w;
     w.resize(nb);
     // A thread lays out its rows once and takes every token tile past them.

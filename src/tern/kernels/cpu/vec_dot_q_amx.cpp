@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/amx_chains.h"
+#include "tern/kernels/cpu/amx_tiles.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_avx512_common.h"
 #include "tern/kernels/cpu/simd_common.h"
@@ -216,7 +217,7 @@ void gemm_few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_
 
 // ---- the GEMM on AMX tiles -------------------------------------------------------------------
 //
-// A tile of activations (16 tokens × one block of 32 int8, straight from the Q8_0 rows) times
+// A tile of activations (16 tokens × one block of 32 int8, packed once per call) times
 // a tile of weights (one block of 16 rows in AMX's 4-byte-interleaved layout) gives the 256
 // isum_b of a 16-token × 16-row output tile; each joins its chain with one FMA, 16 rows of a
 // token to a register, so a finished token is 16 contiguous outputs.
@@ -224,23 +225,12 @@ void gemm_few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_
 // Tile registers: 0, 3, 5, 6 = C (16 tokens × 16 int32; two token tiles × two blocks in
 // flight), 1 and 4 = A (16 tokens × 32 bytes, one per token tile), 2 = B (8 rows of 16 weight
 // rows × 4 bytes).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-void load_tile_config() {
+void configure_tiles() {
   TileConfig cfg;
   for (int c : {0, 3, 5, 6}) cfg.colsb[c] = 64, cfg.rows[c] = 16;
   for (int a : {1, 4}) cfg.colsb[a] = 32, cfg.rows[a] = 16;
   cfg.colsb[2] = 64, cfg.rows[2] = 8;
-  // GCC 12 may drop the stores above as dead before _tile_loadconfig reads them (it does not
-  // see the instruction read memory): make them visible to it.
-  __asm__ volatile("" : : "r"(&cfg) : "memory");
-  _tile_loadconfig(&cfg);
+  load_tile_config(cfg);
 }
 
 // Up to 16 weight rows as B tiles, [nb][8][16 rows] of 4 int8 (row i of a block's tile holds
@@ -425,7 +415,7 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
   const int64_t row_tiles = (rows + kChains - 1) / kChains;
 #pragma omp parallel
   {
-    load_tile_config();
+    configure_tiles();
     std::vector<int32_t> wq(static_cast<size_t>(nb * 8 * kChains));
     std::vector<float> wd(static_cast<size_t>(nb * kChains));
     // A thread lays out its rows once and takes every token tile past them.
