@@ -9,7 +9,7 @@
 //             from +0 (16 chains, j = 0..15)
 //   y       = the 16 chains summed in a fixed tree: j + (j + 8), then + 4, + 2, + 1.
 // The GEMV keeps the 16 chains in the 16 lanes of one register (a row's blocks come 16 at a
-// time); the GEMM keeps them in memory, one per block position, vectorised over 16 tokens.
+// time); the GEMM keeps them in memory, one per block position, vectorised over 16 rows.
 // Both do the same float operations on the same values, so every element is bit for bit the
 // same whether its token ran alone or in a batch, on any number of threads.
 //
