@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 namespace tern::server {
 
@@ -141,7 +142,14 @@ void AsyncEngine::loop() {
 
     if (engine_.has_unfinished_requests() || reports_pending) {
       try {
-        for (RequestOutput& output : engine_.step()) route(output);
+        std::vector<RequestOutput> outputs = engine_.step();
+        // The stats first: a client that has its last chunk and then scrapes /metrics must
+        // find the step that produced it counted.
+        {
+          std::lock_guard lock(mutex_);
+          stats_ = engine_.stats();
+        }
+        for (RequestOutput& output : outputs) route(output);
       } catch (const std::exception& e) {
         // A bug or an exhausted resource: fail the requests in flight, keep serving.
         std::fprintf(stderr, "tern serve: engine step failed: %s\n", e.what());
