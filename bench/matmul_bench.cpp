@@ -4,6 +4,8 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,14 +28,21 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   return v;
 }
 
-void bm_matmul(benchmark::State& state, DType dtype, int64_t t, int threads) {
+// packed: the weights rearranged for the best ISA's kernels, as a model's are at load.
+void bm_matmul(benchmark::State& state, DType dtype, int64_t t, int threads, bool packed) {
   const size_t row_bytes = *tern::dtype_bytes(dtype, kK);
   std::vector<uint8_t> weights(row_bytes * kN);
   {
     const std::vector<float> w = gaussian(kN * kK, 1);
     for (int64_t r = 0; r < kN; ++r) quantize_row(dtype, w.data() + r * kK, weights.data() + r * row_bytes, kK);
   }
-  const WeightView view = packed_weight_view(dtype, kN, kK, weights.data());
+  WeightView view = packed_weight_view(dtype, kN, kK, weights.data());
+  std::unique_ptr<std::byte, decltype(&std::free)> packed_copy(nullptr, &std::free);
+  if (packed) {
+    packed_copy.reset(static_cast<std::byte*>(std::aligned_alloc(64, (packed_weight_bytes(view) + 63) / 64 * 64)));
+    pack_weights(view, packed_copy.get());
+    view.packed = packed_copy.get();
+  }
   const std::vector<float> x = gaussian(t * kK, 2);
   std::vector<float> y(t * kN);
   Workspace ws;
@@ -55,9 +64,14 @@ int register_all() {
                       DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t t : {1, 4, 8, 12, 16, 64, 512}) {  // 4-16: batched decode
       for (int threads : {1, 2}) {
-        const std::string name = "matmul/" + std::string(tern::dtype_name(dtype)) + "/T:" + std::to_string(t) +
-                                 "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, dtype, t, threads)->UseRealTime()->Unit(benchmark::kMicrosecond);
+        for (bool packed : {false, true}) {
+          if (packed && packed_weight_bytes(packed_weight_view(dtype, kN, kK, nullptr)) == 0) continue;
+          const std::string name = "matmul/" + std::string(tern::dtype_name(dtype)) + (packed ? "/packed" : "") +
+                                   "/T:" + std::to_string(t) + "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), bm_matmul, dtype, t, threads, packed)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
       }
     }
   }

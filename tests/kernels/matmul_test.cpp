@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,50 @@ void expect_tiles_batch_invariant(const TileCase& c, int64_t rows, Isa isa) {
             << where << " from row 3, T=" << t << " threads=" << threads;
       }
     }
+  }
+}
+
+// The level's packed copy of the weights gives every element the same bits as the rows read
+// in place, for any T (1: the GEMV) and thread count.
+void expect_packed_same_bits(const TileCase& c, int64_t rows, Isa isa) {
+  const TypeKernels& kern = type_kernels(c.dtype, isa);
+  if (kern.packed == nullptr) return;
+  const int64_t t_max = 40;
+  const Weights w = make_weights(c.dtype, rows, c.k, 25);
+  const size_t bytes = kern.packed->bytes(rows, c.k);
+  std::unique_ptr<std::byte, decltype(&std::free)> buffer(
+      static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)), &std::free);
+  kern.packed->pack(w.view.data, w.view.row_bytes, rows, c.k, buffer.get());
+  WeightView packed = w.view;
+  packed.packed = buffer.get();
+  const std::vector<float> x = gaussian(t_max * c.k, 26);
+  Workspace ws;
+  const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
+  const std::string where = std::string(dtype_name(c.dtype)) + " " + isa_name(isa) + " k=" + std::to_string(c.k) +
+                            " rows=" + std::to_string(rows);
+  std::vector<float> want(t_max * rows);
+  for (int64_t i = 0; i < t_max; ++i)
+    for (int64_t r = 0; r < rows; ++r)
+      want[i * rows + r] = kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                                        static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+  for (int threads : {1, 2, 3}) {
+    ThreadCount tc(threads);
+    for (int64_t t : {1, 2, 7, 15, 16, 17, 33, 40}) {
+      QuantizedActivations part = a;
+      part.t = t;
+      std::vector<float> y(t * rows);
+      matmul(packed, part, y.data(), isa);
+      EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
+          << where << " packed, T=" << t << " threads=" << threads;
+    }
+  }
+}
+
+TEST(Matmul, PackedWeightsGiveTheSameBits) {
+  for (Isa isa : kIsas) {
+    if (!isa_supported(isa)) continue;
+    for (const TileCase& c : tile_cases())
+      for (int64_t rows : {1, 16, 37, 101}) expect_packed_same_bits(c, rows, isa);
   }
 }
 

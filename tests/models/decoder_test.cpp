@@ -204,6 +204,39 @@ TEST(Decoder, BatchInvariantStories260K) {
   expect_batch_invariant(m.config, quantize_weights(m.weights, DType::Q4_0));
 }
 
+// Weights packed for the kernels (the Amx level's Q4_0 and Q8_0, pack_for_kernels) give the
+// logits of the file's rows bit for bit — a 20-token prefill (the tile path), then decodes
+// (the GEMV) — and stay batch invariant. Rows of 20 and 22 blocks: more than one per chain.
+TEST(Decoder, PackedWeightsGiveTheSameLogits) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::shrunk_config(
+      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 520}, {"hidden_size", 640},
+                                   {"intermediate_size", 704}, {"num_attention_heads", 4},
+                                   {"num_key_value_heads", 2}, {"head_dim", 64}});
+  std::vector<int32_t> prompt(20);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % 520);
+  for (DType type : {DType::Q4_0, DType::Q8_0}) {
+    const ModelWeights plain = make_dummy_weights(c, type, 9);
+    ModelWeights packed = make_dummy_weights(c, type, 9);
+    pack_for_kernels(packed);
+    if (packed.layers[0].wq.packed == nullptr) GTEST_SKIP() << "this CPU's kernels read every type in place";
+    EXPECT_NE(packed.lm_head.packed, nullptr);
+    auto run = [&](const ModelWeights& w) {
+      Decoder decoder(c, w);
+      SequenceRunner runner(decoder, 32);
+      std::span<const float> logits = runner.feed(prompt, true);
+      std::vector<float> all(logits.begin(), logits.end());
+      for (int32_t id : {7, 300, 42}) {
+        logits = runner.feed(id);
+        all.insert(all.end(), logits.begin(), logits.end());
+      }
+      return all;
+    };
+    EXPECT_TRUE(testing::bitwise_equal(run(packed), run(plain))) << dtype_name(type);
+    expect_batch_invariant(c, packed);
+  }
+}
+
 TEST(Decoder, BatchInvariantDummyQwen3Q4K) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const ModelConfig c = testing::shrunk_config(

@@ -15,7 +15,7 @@
 namespace tern {
 namespace {
 
-cpu::WeightView view(const WeightMatrix& m) { return {m.dtype, m.rows, m.cols, m.data, m.row_bytes}; }
+cpu::WeightView view(const WeightMatrix& m) { return {m.dtype, m.rows, m.cols, m.data, m.row_bytes, m.packed}; }
 
 cpu::RopeConfig rope_config(const ModelConfig& c, const ModelWeights& w) {
   cpu::RopeConfig r;

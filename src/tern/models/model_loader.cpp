@@ -76,6 +76,7 @@ LoadedModel load_model(const LoadOptions& opt) {
   }
   if (opt.format != LoadFormat::Dummy && opt.weight_recipe)
     m.weights = quantize_weights(m.weights, m.config, *opt.weight_recipe);
+  pack_for_kernels(m.weights);
 
   if (!opt.tokenizer.empty()) {
     m.tokenizer = Tokenizer::load(opt.tokenizer);

@@ -11,6 +11,7 @@
 #include "tern/core/half.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
+#include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/quantize.h"
 
 namespace tern {
@@ -32,6 +33,20 @@ std::span<std::byte> ModelWeights::own_bytes(size_t n) {
   if (p == nullptr) throw Error("out of memory allocating " + std::to_string(n) + " bytes of weights");
   owned_.emplace_back(p);
   return {p, n};
+}
+
+void pack_for_kernels(ModelWeights& w) {
+  auto pack = [&w](WeightMatrix& m) {
+    const cpu::WeightView view{m.dtype, m.rows, m.cols, m.data, m.row_bytes};
+    const size_t bytes = cpu::packed_weight_bytes(view);
+    if (bytes == 0 || m.packed != nullptr) return;
+    std::span<std::byte> out = w.own_bytes(bytes);
+    cpu::pack_weights(view, out.data());
+    m.packed = out.data();
+  };
+  for (LayerWeights& l : w.layers)
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
+  pack(w.lm_head);
 }
 
 void ModelWeights::embed(int32_t token, float* out) const {

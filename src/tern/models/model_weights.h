@@ -28,6 +28,8 @@ struct WeightMatrix {
   int64_t cols = 0;  // K
   const std::byte* data = nullptr;
   size_t row_bytes = 0;
+  // The rows rearranged for the best ISA's kernels (pack_for_kernels), or nullptr.
+  const std::byte* packed = nullptr;
 
   bool empty() const { return data == nullptr; }
   const std::byte* row(int64_t i) const { return data + static_cast<size_t>(i) * row_bytes; }
@@ -114,6 +116,12 @@ ModelWeights make_dummy_weights(const ModelConfig& config, DType dtype, uint64_t
 ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config,
                               const QuantRecipe& recipe);
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
+
+// Gives each matrix that the best ISA's kernels read in a layout of their own (the Amx level's
+// Q4_0 and Q8_0: groups of 16 rows) its packed copy, owned by `w`. The file's rows stay: the
+// embedding, saving and requantizing read them, and the results do not change (each level's
+// packed kernels give its in-place kernels' bits).
+void pack_for_kernels(ModelWeights& w);
 
 // The GGUF names of a layer's tensors ("blk.3.attn_q.weight").
 std::string gguf_tensor_name(int64_t layer, std::string_view what);

@@ -52,6 +52,17 @@ WeightView packed_weight_view(DType dtype, int64_t rows, int64_t cols, const voi
   return WeightView{dtype, rows, cols, data, row_bytes_of(dtype, cols)};
 }
 
+size_t packed_weight_bytes(const WeightView& w) {
+  const TypeKernels& kern = type_kernels(w.dtype);
+  return kern.packed != nullptr ? kern.packed->bytes(w.rows, w.cols) : 0;
+}
+
+void pack_weights(const WeightView& w, void* out) {
+  const TypeKernels& kern = type_kernels(w.dtype);
+  if (kern.packed == nullptr) throw Error("no packed layout for " + std::string(dtype_name(w.dtype)) + " weights");
+  kern.packed->pack(w.data, w.row_bytes, w.rows, w.cols, out);
+}
+
 QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws) {
   const TypeKernels& kern = type_kernels(weight);
   row_bytes_of(weight, k);  // throws unless k is whole blocks of the weight type
@@ -77,6 +88,10 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
   const int64_t n = w.rows, k = w.cols, t = a.t;
   const auto* wdata = static_cast<const std::byte*>(w.data);
   const auto* adata = static_cast<const std::byte*>(a.data);
+  if (w.packed != nullptr && kern.packed != nullptr) {
+    kern.packed->matmul(k, w.packed, n, adata, a.row_bytes, t, y, static_cast<size_t>(n));
+    return;
+  }
   if (t == 1) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; ++r) y[r] = dot(k, wdata + r * w.row_bytes, adata);

@@ -21,7 +21,16 @@ struct WeightView {
   int64_t cols = 0;       // K: input features, a multiple of the type's block size
   const void* data = nullptr;  // [N, row_bytes]
   size_t row_bytes = 0;   // bytes from one row to the next (≥ dtype_bytes(dtype, K))
+  // The same matrix rearranged for the best ISA's kernels (type_kernels(dtype).packed, made
+  // by pack_weights), or nullptr. matmul reads it instead of `data` where the level it runs
+  // with has packed kernels.
+  const void* packed = nullptr;
 };
+
+// Bytes of `w`'s packed copy for the best ISA's kernels; 0 when they read its rows in place.
+size_t packed_weight_bytes(const WeightView& w);
+// Packs `w` into `out` (packed_weight_bytes(w) bytes, 64-byte aligned), threads inside.
+void pack_weights(const WeightView& w, void* out);
 
 // Scratch memory reused across calls: grows, never shrinks, so after the first call of each
 // shape the hot path does not allocate. One per thread of the engine loop (not thread-safe).

@@ -129,7 +129,10 @@ struct KernelTable {
         e.quantize_activation = scalar_quantize_activation(e.activation);
         e.vec_dot = simd_vec_dot(weight, static_cast<Isa>(i));
         e.gemm_tile = simd_gemm_tile(weight, static_cast<Isa>(i));
-        if (static_cast<Isa>(i) == Isa::Amx) e.gemm = amx_gemm_q(weight) ? amx_gemm_q(weight) : amx_gemm_k(weight);
+        if (static_cast<Isa>(i) == Isa::Amx) {
+          e.gemm = amx_gemm_q(weight) ? amx_gemm_q(weight) : amx_gemm_k(weight);
+          e.packed = amx_packed_q(weight);
+        }
       }
     }
   }

@@ -37,6 +37,19 @@ using VecDotFn = float (*)(int64_t k, const void* w_row, const void* a_row);
 using GemmTileFn = void (*)(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
                             size_t a_stride, int64_t tokens, float* y, size_t ldy);
 
+// Kernels that read a weight matrix rearranged once at load, in a level's own layout, instead
+// of the file's rows (the Amx level's Q4_0 and Q8_0: groups of 16 rows, matmul_q_amx.cpp).
+struct PackedKernels {
+  // Bytes of the packed copy of `rows` rows of `k` elements.
+  size_t (*bytes)(int64_t rows, int64_t k);
+  // w: [rows, w_stride bytes] in the file's layout → out: bytes(rows, k), 64-byte aligned.
+  void (*pack)(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out);
+  // The whole matmul on the packed weights, any number of tokens, threads inside: every
+  // element bit for bit the level's vec_dot of the original row.
+  void (*matmul)(int64_t k, const void* packed, int64_t rows, const void* a, size_t a_stride, int64_t tokens,
+                 float* y, size_t ldy);
+};
+
 struct TypeKernels {
   DType weight;
   DType activation;
@@ -47,6 +60,7 @@ struct TypeKernels {
   // inside: for kernels that prepare the activations once per call (AMX). Same contract as
   // gemm_tile; preferred to it where both are set.
   GemmTileFn gemm = nullptr;
+  const PackedKernels* packed = nullptr;  // nullptr: this level reads the file's rows in place
 };
 
 // Throws tern::Error when tern has no kernels for the type (e.g. Q2_K) or the ISA is not

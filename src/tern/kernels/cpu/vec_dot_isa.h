@@ -28,10 +28,12 @@ GemmTileFn avx512_gemm_tile_float(DType weight);
 GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
 
-// The AMX level (vec_dot_q_amx.cpp): Q4_0 and Q8_0 with their own arithmetic, a GEMV and a
-// whole-matmul GEMM that agree bit for bit.
+// The AMX level: Q4_0 and Q8_0 with their own arithmetic and GEMV (vec_dot_q_amx.cpp), and
+// the whole-matmul GEMM and packed-weight kernels that agree with it bit for bit
+// (matmul_q_amx.cpp).
 VecDotFn amx_vec_dot_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);
+const PackedKernels* amx_packed_q(DType weight);
 // Q4_K, Q5_K and Q6_K likewise (vec_dot_k_amx.cpp: the arithmetic and GEMV; gemm_k_amx.cpp).
 VecDotFn amx_vec_dot_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
