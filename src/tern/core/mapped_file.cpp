@@ -66,6 +66,16 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
+void MappedFile::drop_resident(std::span<const std::byte> range) const {
+  if (!owned_.empty() || data_ == nullptr || range.data() < data_ || range.data() + range.size() > data_ + size_)
+    return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(range.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(range.data()) + range.size()) / page * page;
+  // Advice: where the kernel declines, the pages simply stay.
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 void MappedFile::release() {
   if (data_ != nullptr && owned_.empty()) ::munmap(const_cast<std::byte*>(data_), size_);
   owned_.clear();

@@ -27,6 +27,12 @@ class MappedFile {
   const std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
 
+  // Lets the kernel unmap the whole pages of `range` (a part of this file) from the process
+  // for now (madvise DONTNEED): they leave its resident memory, stay in the page cache, and
+  // a later read maps them again from the file. No-op for an in-memory file or a range that
+  // is not inside this one.
+  void drop_resident(std::span<const std::byte> range) const;
+
  private:
   void release();
 

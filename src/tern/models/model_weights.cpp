@@ -9,6 +9,7 @@
 
 #include "tern/core/error.h"
 #include "tern/core/half.h"
+#include "tern/core/mapped_file.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/matmul.h"
@@ -43,10 +44,21 @@ void pack_for_kernels(ModelWeights& w) {
     std::span<std::byte> out = w.own_bytes(bytes);
     cpu::pack_weights(view, out.data());
     m.packed = out.data();
+    if (m.data != w.token_embedding.data) w.drop_file_pages(m);
   };
   for (LayerWeights& l : w.layers)
     for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
   pack(w.lm_head);
+}
+
+void ModelWeights::keep_mapping(std::shared_ptr<const MappedFile> file) {
+  mappings_.push_back(file);
+  keep_alive(std::move(file));
+}
+
+void ModelWeights::drop_file_pages(const WeightMatrix& m) const {
+  const std::span<const std::byte> bytes(m.data, static_cast<size_t>(m.rows) * m.row_bytes);
+  for (const auto& file : mappings_) file->drop_resident(bytes);
 }
 
 void ModelWeights::embed(int32_t token, float* out) const {
@@ -240,7 +252,7 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
 
 ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config) {
   ModelWeights w;
-  w.keep_alive(gguf.mapped_file());
+  w.keep_mapping(gguf.mapped_file());
   Binder b(gguf.path(), [&](std::string_view name) { return gguf.find_tensor(name); }, w);
   bind_all(b, kGgufNames, config, w);
   // llama.cpp's converter permutes llama's q/k rows to pair adjacent elements; qwen is

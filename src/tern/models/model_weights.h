@@ -18,6 +18,7 @@
 namespace tern {
 
 class GgufFile;
+class MappedFile;
 class SafetensorsModel;
 
 // A weight matrix of `rows` outputs by `cols` inputs, row-major; each row is whole blocks of
@@ -81,6 +82,11 @@ class ModelWeights {
   std::span<float> own_floats(size_t n);
   std::span<std::byte> own_bytes(size_t n);  // 64-byte aligned
   void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
+  // keep_alive for a file the views point into, remembered so that pages nothing reads any
+  // more can leave the resident memory (drop_file_pages).
+  void keep_mapping(std::shared_ptr<const MappedFile> file);
+  // The bytes of `m` in a kept file stop counting as resident (MappedFile::drop_resident).
+  void drop_file_pages(const WeightMatrix& m) const;
 
  private:
   struct AlignedFree {
@@ -88,6 +94,7 @@ class ModelWeights {
   };
   std::vector<std::unique_ptr<std::byte[], AlignedFree>> owned_;
   std::vector<std::shared_ptr<const void>> owners_;
+  std::vector<std::shared_ptr<const MappedFile>> mappings_;
 };
 
 // GGUF tensors (`token_embd.weight`, `blk.N.attn_q.weight`, …) in place from the mapping the
@@ -118,9 +125,10 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
 
 // Gives each matrix that the best ISA's kernels read in a layout of their own (the Amx level's
-// Q4_0 and Q8_0: groups of 16 rows) its packed copy, owned by `w`. The file's rows stay: the
-// embedding, saving and requantizing read them, and the results do not change (each level's
-// packed kernels give its in-place kernels' bits).
+// Q4_0 and Q8_0: groups of 16 rows) its packed copy, owned by `w`. The results do not change
+// (each level's packed kernels give its in-place kernels' bits). The file's rows stay
+// readable (saving and requantizing read them) but, in a mapped file, leave the resident
+// memory, so a packed model does not hold its weights twice; the embedding table's stay.
 void pack_for_kernels(ModelWeights& w);
 
 // The GGUF names of a layer's tensors ("blk.3.attn_q.weight").
