@@ -61,14 +61,23 @@ void prepare_few_tokens(const std::byte* a_data, size_t a_stride, int64_t tokens
   }
 }
 
-// One super-block's weights as the GEMV multiplies them: chunk j (64 quants, unsigned) against
-// activations 64 j .. 64 j + 63, with the int16 scale of each maddubs pair; Q6_K also its
-// -32 · scale per 16-element sub-block, for the offset against the activations' bsums.
+// One super-block's weights: chunk j (64 quants, unsigned) against activations 64 j ..
+// 64 j + 63, and per pair of chunks c the int16 scale of each lane of their packed 4-element
+// sums (see superblock_ints); Q6_K also its -32 · scale per 16-element sub-block, for the
+// offset against the activations' bsums.
 struct UnpackedSuperblock {
   __m512i q[kChunks];
-  __m512i scale[kChunks];
+  __m512i scale[kChunks / 2];
   __m512i neg32_scale;  // Q6_K
 };
+
+// The int16 word v four times.
+constexpr int64_t times4(int v) { return static_cast<int64_t>(static_cast<uint16_t>(v) * 0x0001000100010001ull); }
+// int16 lanes: per 128-bit lane L, words 0-3 = lo[L], words 4-7 = hi[L].
+inline __m512i quads16(const int (&lo)[4], const int (&hi)[4]) {
+  return _mm512_setr_epi64(times4(lo[0]), times4(hi[0]), times4(lo[1]), times4(hi[1]), times4(lo[2]), times4(hi[2]),
+                           times4(lo[3]), times4(hi[3]));
+}
 
 // Q4_K / Q5_K; `mins` gets the 8 mins as int16 pairs (m_2i, m_2i+1) in int32 lanes 0-3.
 template <class Block>
@@ -93,8 +102,12 @@ inline void unpack(const Block& w, UnpackedSuperblock& u, __m128i& mins) {
       q = _mm512_mask_add_epi8(q, high, q, _mm512_set1_epi8(0x10));
     }
     u.q[j] = q;
-    u.scale[j] = _mm512_shuffle_epi8(sc_m, halves16(zx(2 * j), zx(2 * j + 1)));
   }
+  // Chunk 2c holds sub-blocks 4c (its lanes 0-7) and 4c + 1 (8-15), chunk 2c + 1 4c + 2 and
+  // 4c + 3: packed, 128-bit lanes 0-1 take 4c then 4c + 2, lanes 2-3 4c + 1 then 4c + 3.
+  for (int c = 0; c < kChunks / 2; ++c)
+    u.scale[c] = _mm512_shuffle_epi8(sc_m, quads16({zx(4 * c), zx(4 * c), zx(4 * c + 1), zx(4 * c + 1)},
+                                                   {zx(4 * c + 2), zx(4 * c + 2), zx(4 * c + 3), zx(4 * c + 3)}));
 }
 
 inline void unpack(const BlockQ6_K& w, UnpackedSuperblock& u, __m128i&) {
@@ -105,9 +118,6 @@ inline void unpack(const BlockQ6_K& w, UnpackedSuperblock& u, __m128i&) {
   const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
   const __m512i sc = _mm512_zextsi256_si512(sc16);
   u.neg32_scale = _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
-  // Each 128-bit lane of a `maddubs` result is one 16-element sub-block: its scale.
-  const __m512i idx = _mm512_setr_epi64(0, 0, 0x0001000100010001, 0x0001000100010001, 0x0002000200020002,
-                                        0x0002000200020002, 0x0003000300030003, 0x0003000300030003);
   for (int half = 0; half < 2; ++half) {
     const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
     const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half)));
@@ -115,22 +125,28 @@ inline void unpack(const BlockQ6_K& w, UnpackedSuperblock& u, __m128i&) {
         _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
     u.q[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                         _mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), bits45));
-    const __m512i base = _mm512_set1_epi16(static_cast<int16_t>(8 * half));
-    u.scale[2 * half] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, base), sc);
-    u.scale[2 * half + 1] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, _mm512_add_epi16(base, _mm512_set1_epi16(4))), sc);
+    // 128-bit lane L of a chunk's sums is sub-block 4 j + L: packed, lane L of chunks
+    // 2 half and 2 half + 1 is sub-block 8 half + L, then 8 half + 4 + L.
+    const int b = 8 * half;
+    u.scale[half] = _mm512_permutexvar_epi16(quads16({b, b + 1, b + 2, b + 3}, {b + 4, b + 5, b + 6, b + 7}), sc);
   }
 }
 
-// 16 int32 lanes summing to the super-block's S1 (Q6_K: S) against activations a: q · a pairs
-// fit int16 (≤ 2 · 63 · 128), scaled and summed in int32 by VNNI.
+// 16 int32 lanes summing to the super-block's S1 (Q6_K: S) against activations a. VNNI sums
+// 4 q · a per int32 lane, one sub-block's; those fit int16 (|4 · 63 · 128| < 2^15), so two
+// chunks' are packed to int16 and scaled and summed in int32 by one more VNNI: 6 multiplies
+// per super-block where the GEMV's maddubs / dpwssd pairs take 8. Integers, exact: the same S.
 template <class Block>
 inline __m512i superblock_ints(const UnpackedSuperblock& u, const BlockQ8_K& a) {
   __m512i sum = _mm512_setzero_si512();
   if constexpr (!kHasMins<Block>)  // Q6_K's quants are q + 32: -32 · Σ sc · bsum
     sum = _mm512_dpwssd_epi32(sum, _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums))),
                               u.neg32_scale);
-  for (int j = 0; j < kChunks; ++j)
-    sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(u.q[j], _mm512_loadu_si512(a.qs + 64 * j)), u.scale[j]);
+  for (int c = 0; c < kChunks / 2; ++c) {
+    const __m512i x = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.q[2 * c], _mm512_loadu_si512(a.qs + 128 * c));
+    const __m512i y = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.q[2 * c + 1], _mm512_loadu_si512(a.qs + 128 * c + 64));
+    sum = _mm512_dpwssd_epi32(sum, _mm512_packs_epi32(x, y), u.scale[c]);
+  }
   return sum;
 }
 
