@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -155,11 +154,45 @@ inline __m512i fold_pair(__m512i x, __m512i y) {
   return _mm512_add_epi32(_mm512_shuffle_i64x2(x, y, 0x44), _mm512_shuffle_i64x2(x, y, 0xEE));
 }
 
-// Row r's weight scales of one group: f16 d (and dmin) per lane, 0 past the row's end.
+// block_sums16 for 8 super-blocks in 4 registers (lanes 0-7; lanes 8-15 not defined): the
+// same steps, fewer of them. Integer sums, so the order is free.
+inline __m512i block_sums8(const __m512i d[4]) {
+  auto add_unpacked32 = [](__m512i x, __m512i y) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi32(x, y), _mm512_unpackhi_epi32(x, y));
+  };
+  // 128-bit lane q of f: d0..d3's sums of their lane q.
+  const __m512i e0 = add_unpacked32(d[0], d[1]), e1 = add_unpacked32(d[2], d[3]);
+  const __m512i f = _mm512_add_epi32(_mm512_unpacklo_epi64(e0, e1), _mm512_unpackhi_epi64(e0, e1));
+  // Lanes 0-3: blocks 0 2 4 6 (lanes q = 0, 1 summed), 4-7: 1 3 5 7 (q = 2, 3).
+  const __m512i g = _mm512_add_epi32(_mm512_shuffle_i32x4(f, f, 0x88), _mm512_shuffle_i32x4(f, f, 0xDD));
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0), g);
+}
+
+// One row's weight scales of a group of 16 super-blocks, 0 past the row's end.
 struct GroupScales {
   alignas(64) uint16_t d[kChains];
   alignas(64) uint16_t dmin[kChains];
-  alignas(64) int32_t mins[4][kChains];  // the mins' int16 pairs (m_2i, m_2i+1), lane = super-block
+  // [super-block][4]: the mins' int16 pairs (m_2i, m_2i+1), as unpacked.
+  alignas(64) int32_t mins[kChains][4];
+
+  void clear_from(int n) {
+    for (int i = n; i < kChains; ++i) {
+      d[i] = dmin[i] = 0;
+      for (int j = 0; j < 4; ++j) mins[i][j] = 0;
+    }
+  }
+  // mins transposed: register j lane i = pair j of super-block i.
+  void load_mins(__m512i out[4]) const {
+    __m512i z[4];  // super-blocks 4 k .. 4 k + 3
+    for (int k = 0; k < 4; ++k) z[k] = _mm512_load_si512(mins[4 * k]);
+    for (int j = 0; j < 4; ++j) {
+      // Super-block i's pair j is lane 4 (i % 4) + j of z[i / 4]; z[1] and z[3] from index 16.
+      const __m512i idx = _mm512_setr_epi32(j, 4 + j, 8 + j, 12 + j, 16 + j, 20 + j, 24 + j, 28 + j, 0, 0, 0, 0, 0,
+                                            0, 0, 0);
+      const __m512i lo = _mm512_permutex2var_epi32(z[0], idx, z[1]), hi = _mm512_permutex2var_epi32(z[2], idx, z[3]);
+      out[j] = _mm512_shuffle_i64x2(lo, hi, 0x44);
+    }
+  }
 };
 
 template <class Block>
@@ -184,7 +217,7 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
       // [token][pair]: the folded lanes of super-blocks b0 + 2p, b0 + 2p + 1 (pairs past n: 0).
       alignas(64) __m512i s1[kMaxFewTokens][kChains / 2];
       GroupScales ws;
-      std::memset(&ws, 0, sizeof ws);
+      ws.clear_from(n);
       for (int p = 0; 2 * p < n; ++p) {
         UnpackedSuperblock u[2];
         const bool both = 2 * p + 1 < n;
@@ -197,9 +230,7 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
           ws.d[i] = wb.d;
           if constexpr (kHasMins<Block>) {
             ws.dmin[i] = wb.dmin;
-            alignas(16) int32_t m[4];
-            _mm_store_si128(reinterpret_cast<__m128i*>(m), mins);
-            for (int j = 0; j < 4; ++j) ws.mins[j][i] = m[j];
+            _mm_store_si128(reinterpret_cast<__m128i*>(ws.mins[i]), mins);
           }
         }
         const auto* a0 = reinterpret_cast<const BlockQ8_K*>(a_data) + b0 + 2 * p;
@@ -220,12 +251,13 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
       const __m512 w_d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws.d)));
       const __m512 w_dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws.dmin)));
       __m512i mins[4];
-      for (int j = 0; j < 4; ++j) mins[j] = _mm512_load_si512(ws.mins[j]);
-      const int pairs = (n + 1) / 2;
+      if constexpr (kHasMins<Block>) ws.load_mins(mins);
+      // Up to 8 super-blocks (rows of 2048 and less) through the smaller tree.
+      const int pairs = (n + 1) / 2, tree_pairs = pairs <= 4 ? 4 : 8;
       for (int64_t t = 0; t < tokens; ++t) {
-        for (int p = pairs; p < kChains / 2; ++p) s1[t][p] = _mm512_setzero_si512();
+        for (int p = pairs; p < tree_pairs; ++p) s1[t][p] = _mm512_setzero_si512();
         const __m512 a_d = _mm512_loadu_ps(a_scales + (t * groups + g) * kChains);
-        const __m512 sums1 = _mm512_cvtepi32_ps(block_sums16(s1[t]));
+        const __m512 sums1 = _mm512_cvtepi32_ps(tree_pairs == 4 ? block_sums8(s1[t]) : block_sums16(s1[t]));
         chains[t] = _mm512_mask3_fmadd_ps(sums1, _mm512_mul_ps(w_d, a_d), chains[t], live);
         if constexpr (kHasMins<Block>) {
           const int32_t* bsums = a_bsums + (t * groups + g) * 4 * kChains;
