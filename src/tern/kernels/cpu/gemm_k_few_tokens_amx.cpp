@@ -4,9 +4,10 @@
 //
 // AMX tiles would be mostly empty for so few tokens and laying the weights out for them costs
 // more than the products. Here, per row, a pair of super-blocks is unpacked into registers
-// (quants and their scales as the GEMV has them) and every token's 16 int32 lanes per
+// (quants, and scales laid out for superblock_ints) and every token's 16 int32 lanes per
 // super-block are taken against them; per group of 16 super-blocks each token's exact S1 (and
-// S2) join its 16 chains, lane j = super-block 16 g + j, as in the GEMV.
+// S2) join its 16 chains, lane j = super-block 16 g + j, as in the GEMV. Only the integers'
+// path differs from the GEMV's, and integer sums are exact: the floats are the same.
 //
 // GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
 // -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
