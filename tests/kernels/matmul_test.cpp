@@ -104,9 +104,10 @@ std::vector<TileCase> tile_cases() {
   return cases;
 }
 
-// Each output element of a tile is bit for bit its vec_dot, for every ISA that has a tile.
+// Each output element of a tile is bit for bit its vec_dot, for every ISA that has a tile, at
+// token counts on both sides of the AMX level's few-token kernel (below 16) and its tiles.
 TEST(Matmul, GemmTileIsVecDotPerElement) {
-  const int64_t rows = 101, tokens = 67;
+  const int64_t rows = 101;
   for (Isa isa : kIsas) {
     if (!isa_supported(isa)) continue;
     for (const TileCase& c : tile_cases()) {
@@ -114,23 +115,25 @@ TEST(Matmul, GemmTileIsVecDotPerElement) {
       const GemmTileFn tile = kern.gemm != nullptr ? kern.gemm : kern.gemm_tile;
       if (tile == nullptr) continue;
       const Weights w = make_weights(c.dtype, rows, c.k, 21);
-      const std::vector<float> x = gaussian(tokens * c.k, 22);
-      Workspace ws;
-      const QuantizedActivations a = quantize_activations(c.dtype, x.data(), tokens, c.k, ws);
-      // y with a row stride wider than the tile, to catch writes outside it.
-      const size_t ldy = rows + 7;
-      std::vector<float> y(tokens * ldy, -1.0f);
-      tile(c.k, w.view.data, w.view.row_bytes, rows, a.data, a.row_bytes, tokens, y.data(), ldy);
-      int mismatches = 0;
-      for (int64_t i = 0; i < tokens; ++i) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const float want = kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
-                                          static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
-          mismatches += std::memcmp(&want, &y[i * ldy + r], sizeof want) != 0;
+      for (int64_t tokens : {2, 4, 7, 15, 16, 67}) {
+        const std::vector<float> x = gaussian(tokens * c.k, 22);
+        Workspace ws;
+        const QuantizedActivations a = quantize_activations(c.dtype, x.data(), tokens, c.k, ws);
+        // y with a row stride wider than the tile, to catch writes outside it.
+        const size_t ldy = rows + 7;
+        std::vector<float> y(tokens * ldy, -1.0f);
+        tile(c.k, w.view.data, w.view.row_bytes, rows, a.data, a.row_bytes, tokens, y.data(), ldy);
+        int mismatches = 0;
+        for (int64_t i = 0; i < tokens; ++i) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const float want = kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                                            static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+            mismatches += std::memcmp(&want, &y[i * ldy + r], sizeof want) != 0;
+          }
+          for (size_t r = rows; r < ldy; ++r) mismatches += y[i * ldy + r] != -1.0f;
         }
-        for (size_t r = rows; r < ldy; ++r) mismatches += y[i * ldy + r] != -1.0f;
+        EXPECT_EQ(mismatches, 0) << dtype_name(c.dtype) << " k=" << c.k << " T=" << tokens << " " << isa_name(isa);
       }
-      EXPECT_EQ(mismatches, 0) << dtype_name(c.dtype) << " k=" << c.k << " " << isa_name(isa);
     }
   }
 }
@@ -167,7 +170,7 @@ void expect_tiles_batch_invariant(const TileCase& c, int64_t rows, Isa isa) {
   EXPECT_LE(testing::relative_rms_error(alone, ref), 1e-5) << where;
   for (int threads : {1, 2, 3}) {
     ThreadCount tc(threads);
-    for (int64_t t : {2, 3, 5, 16, 64, 67}) {
+    for (int64_t t : {2, 3, 4, 5, 7, 8, 15, 16, 64, 67}) {  // 2-15: the AMX level's few-token kernels
       std::vector<float> y(t * rows);
       matmul(w.view, rows_from(0, t), y.data(), isa);
       EXPECT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)

@@ -310,15 +310,10 @@ void output_tiles(const UnpackedWeights& w, const TokenTile* a, int64_t nb, floa
   for (int i = 0; i < kTiles; ++i) finish_tile(chains[i], nb, y + i * kChains * ldy, ldy, rows, a[i].tokens);
 }
 
-template <class Block>
-constexpr DType kDType = std::is_same_v<Block, BlockQ4_K>   ? DType::Q4_K
-                         : std::is_same_v<Block, BlockQ5_K> ? DType::Q5_K
-                                                            : DType::Q6_K;
-
-// Below this many tokens the GEMV per element, a weight row in L1 for all its tokens, beats
-// unpacking the weights for the tiles (measured on 2048 x 2048 Q4_K, one thread: T = 4 GEMV
-// 0.48 ms, tiles 0.82 ms; T = 8 both ~0.9 ms; T = 16 tiles 0.74 ms).
-constexpr int64_t kMinTileTokens = 8;
+// Below this many tokens the few-token kernel (the GEMV's arithmetic, each weight super-block
+// unpacked once for all tokens) beats laying the weights out for mostly empty tiles.
+constexpr int64_t kMinTileTokens = 16;
+static_assert(kMinTileTokens - 1 <= kMaxFewTokens);
 
 template <class Block>
 void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
@@ -326,11 +321,8 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
   const int64_t nb = k / kQKK;
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   if (tokens < kMinTileTokens) {
-    const VecDotFn gemv = amx_vec_dot_k(kDType<Block>);
-    const auto* abytes = static_cast<const std::byte*>(a_data);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t t = 0; t < tokens; ++t) y[t * ldy + r] = gemv(k, wbytes + r * w_stride, abytes + t * a_stride);
+    amx_gemm_k_few_tokens<Block>(k, wbytes, w_stride, rows, static_cast<const std::byte*>(a_data), a_stride, tokens,
+                                 y, ldy);
     return;
   }
   thread_local PackedActivations packed;

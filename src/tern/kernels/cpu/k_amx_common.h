@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -29,5 +30,16 @@ constexpr int16_t zx(int b) { return static_cast<int16_t>(0x8000 | b); }
 template <class Block>
 constexpr bool kHasMins = !std::is_same_v<Block, BlockQ6_K>;
 
+// The most tokens gemm_k_few_tokens_amx.cpp takes (its per-token chains live on the stack).
+constexpr int kMaxFewTokens = 15;
+
 }  // namespace
+
+// The GEMV's values for tokens ≤ kMaxFewTokens with each weight super-block unpacked once
+// (gemm_k_few_tokens_amx.cpp), for the GEMM below its tile threshold. Block: Q4_K, Q5_K, Q6_K.
+//   w_data [rows] rows of k / 256 blocks, w_stride bytes apart; a_data [tokens] Q8_K rows
+//   a_stride bytes apart; y [tokens][ldy], rows 0..rows-1 of each written.
+template <class Block>
+void amx_gemm_k_few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t rows,
+                           const std::byte* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy);
 }  // namespace tern::cpu
