@@ -99,6 +99,8 @@ std::vector<TileCase> tile_cases() {
   // Float rows: 4-chunk steps, single chunks and a masked tail.
   for (DType dtype : {DType::F16, DType::F32, DType::BF16})
     for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}, int64_t{149}}) cases.push_back({dtype, k});
+  // F16's two accumulators: a last chunk alone (whole or short) after the 32-element steps.
+  for (int64_t k : {int64_t{32 * 21 + 16}, int64_t{32 * 21 + 7}}) cases.push_back({DType::F16, k});
   return cases;
 }
 
