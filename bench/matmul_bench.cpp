@@ -1,6 +1,8 @@
 // matmul throughput per weight type: GEMV (one token, bandwidth bound) and GEMM (64 tokens as
 // in batched decode, or a 512-token prefill; compute bound) on a 2048 x 2048 weight; bytes/s
-// counts the weight bytes read once per call, FLOP/s counts 2 N K T.
+// counts the weight bytes read once per call, FLOP/s counts 2 N K T. The F16 cases also run the
+// shapes of Qwen3-0.6B / 1.7B layers (N x K: attention 1024 x 1024, 0.6B's ffn gate/up
+// 3072 x 1024, 1.7B's ffn_down 2048 x 6144) as decode (T = 1) and prefill (T = 512).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -8,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tern/kernels/cpu/matmul.h"
@@ -29,22 +32,22 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
 }
 
 // packed: the weights rearranged for the best ISA's kernels, as a model's are at load.
-void bm_matmul(benchmark::State& state, DType dtype, int64_t t, int threads, bool packed) {
-  const size_t row_bytes = *tern::dtype_bytes(dtype, kK);
-  std::vector<uint8_t> weights(row_bytes * kN);
+void bm_matmul(benchmark::State& state, DType dtype, int64_t n, int64_t k, int64_t t, int threads, bool packed) {
+  const size_t row_bytes = *tern::dtype_bytes(dtype, k);
+  std::vector<uint8_t> weights(row_bytes * n);
   {
-    const std::vector<float> w = gaussian(kN * kK, 1);
-    for (int64_t r = 0; r < kN; ++r) quantize_row(dtype, w.data() + r * kK, weights.data() + r * row_bytes, kK);
+    const std::vector<float> w = gaussian(n * k, 1);
+    for (int64_t r = 0; r < n; ++r) quantize_row(dtype, w.data() + r * k, weights.data() + r * row_bytes, k);
   }
-  WeightView view = packed_weight_view(dtype, kN, kK, weights.data());
+  WeightView view = packed_weight_view(dtype, n, k, weights.data());
   std::unique_ptr<std::byte, decltype(&std::free)> packed_copy(nullptr, &std::free);
   if (packed) {
     packed_copy.reset(static_cast<std::byte*>(std::aligned_alloc(64, (packed_weight_bytes(view) + 63) / 64 * 64)));
     pack_weights(view, packed_copy.get());
     view.packed = packed_copy.get();
   }
-  const std::vector<float> x = gaussian(t * kK, 2);
-  std::vector<float> y(t * kN);
+  const std::vector<float> x = gaussian(t * k, 2);
+  std::vector<float> y(t * n);
   Workspace ws;
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
@@ -56,7 +59,7 @@ void bm_matmul(benchmark::State& state, DType dtype, int64_t t, int threads, boo
   omp_set_num_threads(saved);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(weights.size()));
   state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * static_cast<double>(kN * kK * t), benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * static_cast<double>(n * k * t), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 int register_all() {
@@ -68,10 +71,21 @@ int register_all() {
           if (packed && packed_weight_bytes(packed_weight_view(dtype, kN, kK, nullptr)) == 0) continue;
           const std::string name = "matmul/" + std::string(tern::dtype_name(dtype)) + (packed ? "/packed" : "") +
                                    "/T:" + std::to_string(t) + "/threads:" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(), bm_matmul, dtype, t, threads, packed)
+          benchmark::RegisterBenchmark(name.c_str(), bm_matmul, dtype, kN, kK, t, threads, packed)
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond);
         }
+      }
+    }
+  }
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{1024, 1024}, {3072, 1024}, {2048, 6144}}) {
+    for (int64_t t : {1, 512}) {
+      for (int threads : {1, 2}) {
+        const std::string name = "matmul_shape/F16/" + std::to_string(n) + "x" + std::to_string(k) +
+                                 "/T:" + std::to_string(t) + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, DType::F16, n, k, t, threads, false)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
       }
     }
   }

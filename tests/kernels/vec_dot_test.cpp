@@ -129,6 +129,11 @@ TEST(VecDot, ActivationFormats) {
   EXPECT_EQ(type_kernels(DType::Q6_K, Isa::Scalar).activation, DType::Q8_K);
   EXPECT_EQ(type_kernels(DType::BF16, Isa::Scalar).activation, DType::BF16);
   EXPECT_EQ(type_kernels(DType::F16).weight, DType::F16);
+  // F16 weights take f32 activations on every level, so one QuantizedActivations serves all.
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+    if (!isa_supported(isa)) continue;
+    EXPECT_EQ(type_kernels(DType::F16, isa).activation, DType::F32) << isa_name(isa);
+  }
 }
 
 TEST(VecDot, Dispatch) {

@@ -48,7 +48,7 @@ class Workspace {
   size_t capacity_ = 0;
 };
 
-// Activation rows quantized for one weight type's dot (Q8_0, Q8_1, Q8_K, F16, BF16 or F32),
+// Activation rows quantized for one weight type's dot (Q8_0, Q8_1, Q8_K, BF16 or F32),
 // so inputs shared by several weights (q/k/v, gate/up) are quantized once. Points into the
 // Workspace it was made in: valid until that workspace is next used.
 struct QuantizedActivations {

@@ -68,8 +68,10 @@ constexpr int kNumIsas = 4;
 
 DType activation_of(DType weight) {
   switch (weight) {
+    // F16 weights take f32 activations: then only the weights need widening (one conversion
+    // per FMA rather than two), and the activations are not rounded.
     case DType::F32:
-    case DType::F16:
+    case DType::F16: return DType::F32;
     case DType::BF16: return weight;
     case DType::Q4_0:
     case DType::Q5_0:

@@ -1,5 +1,6 @@
-// AVX2 dot kernels of the float weight types (F32, F16, BF16 with activations of the same
-// type): widen to f32, four independent FMA accumulators, one horizontal sum at the end.
+// AVX2 dot kernels of the float weight types (F32 and BF16 with activations of the same type,
+// F16 with f32 activations): widen to f32, four independent FMA accumulators, one horizontal
+// sum at the end.
 #include <immintrin.h>
 
 #include "tern/core/half.h"
@@ -22,21 +23,23 @@ __m256 load_bf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
 
-template <typename T, __m256 (*Load)(const T*), float (*ToF32)(T)>
+// W, A: the weight and activation elements, LoadW / LoadA widen 8 of them, WToF32 / AToF32 one.
+template <typename W, typename A, __m256 (*LoadW)(const W*), __m256 (*LoadA)(const A*), float (*WToF32)(W),
+          float (*AToF32)(A)>
 float dot(int64_t k, const void* vw, const void* va) {
-  const auto* w = static_cast<const T*>(vw);
-  const auto* a = static_cast<const T*>(va);
+  const auto* w = static_cast<const W*>(vw);
+  const auto* a = static_cast<const A*>(va);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
-    acc1 = _mm256_fmadd_ps(Load(w + i + 8), Load(a + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(Load(w + i + 16), Load(a + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(Load(w + i + 24), Load(a + i + 24), acc3);
+    acc0 = _mm256_fmadd_ps(LoadW(w + i), LoadA(a + i), acc0);
+    acc1 = _mm256_fmadd_ps(LoadW(w + i + 8), LoadA(a + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(LoadW(w + i + 16), LoadA(a + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(LoadW(w + i + 24), LoadA(a + i + 24), acc3);
   }
-  for (; i + 8 <= k; i += 8) acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+  for (; i + 8 <= k; i += 8) acc0 = _mm256_fmadd_ps(LoadW(w + i), LoadA(a + i), acc0);
   float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < k; ++i) sum += ToF32(w[i]) * ToF32(a[i]);
+  for (; i < k; ++i) sum += WToF32(w[i]) * AToF32(a[i]);
   return sum;
 }
 
@@ -48,9 +51,9 @@ float from_bf16(uint16_t h) { return bf16_to_f32(h); }
 
 VecDotFn avx2_vec_dot_float(DType weight) {
   switch (weight) {
-    case DType::F32: return dot<float, load_f32, identity>;
-    case DType::F16: return dot<uint16_t, load_f16, from_f16>;
-    case DType::BF16: return dot<uint16_t, load_bf16, from_bf16>;
+    case DType::F32: return dot<float, float, load_f32, load_f32, identity, identity>;
+    case DType::F16: return dot<uint16_t, float, load_f16, load_f32, from_f16, identity>;
+    case DType::BF16: return dot<uint16_t, uint16_t, load_bf16, load_bf16, from_bf16, from_bf16>;
     default: return nullptr;
   }
 }
