@@ -1,6 +1,7 @@
 // Dot products of one weight row with one activation row, per weight type, with the
 // activation quantized to the format that type's integer dot wants (llama.cpp's scheme:
-// Q4_0/Q5_0/Q8_0 → Q8_0, Q4_1/Q5_1 → Q8_1, K types → Q8_K; F16 → F32, BF16 → BF16, F32 → F32).
+// Q4_0/Q5_0/Q8_0 → Q8_0, Q4_1/Q5_1 → Q8_1, K types → Q8_K), or for float weights the format
+// their dot reads best: F16 → F32 (only the weight is converted), BF16 → BF16, F32 → F32.
 //
 // Batch invariance rests here: every output element of a matmul is one call of `vec_dot`
 // (or a tile kernel that does the same arithmetic in the same order), so a row's result never
