@@ -3,7 +3,7 @@
 // sums the 16 float chains. Internal linkage, so each file compiles its own copy.
 #pragma once
 
-#include <immintrin.h>
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 
 namespace tern::cpu {
 namespace {

@@ -2,7 +2,7 @@
 // Internal linkage, so each file compiles its own copy with its own flags.
 #pragma once
 
-#include <immintrin.h>
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 
 #include <cstdint>
 

@@ -1,14 +1,6 @@
 // The AMX level's GEMM for Q4_K, Q5_K and Q6_K weights (Q8_K activations): the arithmetic
 // defined in vec_dot_k_amx.cpp, its integers from AMX-INT8 tiles, bit for bit what that file's
 // GEMV computes for every element.
-//
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
-// -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -19,6 +11,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/amx_tiles.h"
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/k_amx_common.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"

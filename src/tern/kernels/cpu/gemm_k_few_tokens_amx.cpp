@@ -8,15 +8,6 @@
 // super-block are taken against them; per group of 16 super-blocks each token's exact S1 (and
 // S2) join its 16 chains, lane j = super-block 16 g + j, as in the GEMV. Only the integers'
 // path differs from the GEMV's, and integer sums are exact: the floats are the same.
-//
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
-// -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +15,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/amx_chains.h"
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/k_amx_common.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"

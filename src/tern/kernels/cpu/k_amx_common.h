@@ -2,7 +2,7 @@
 // GEMV; gemm_k_amx.cpp: the GEMM) and only them. Internal linkage, so each compiles its own copy.
 #pragma once
 
-#include <immintrin.h>
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 
 #include <cstddef>
 #include <cstdint>

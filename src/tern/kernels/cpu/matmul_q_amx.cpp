@@ -11,14 +11,6 @@
 // would be 16 streams whose scales must be gathered. Q8_0's 8 chunks of a block are, as they
 // lie, the B tile AMX multiplies (8 rows of 16 columns × 4 bytes); Q4_0's 4 chunks hold
 // elements 4c..4c+3 in their low nibbles and 16 + 4c.. in their high ones.
-//
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
-// -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -29,6 +21,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/amx_tiles.h"
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"

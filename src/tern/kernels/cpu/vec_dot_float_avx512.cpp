@@ -1,20 +1,13 @@
 // AVX-512 dot kernels of the float weight types: F32 uses FMA; F16 widens its weights to f32
 // (its activations are f32) and uses FMA; BF16 uses vdpbf16ps (32 products per instruction,
 // exact bf16 products, f32 sums). Tails are masked loads, so no scalar remainder loop.
-// GCC 12's own AVX-512 headers fill "undefined" vectors by self-initialisation, which its
-// -Wuninitialized flags wherever such an intrinsic is inlined (_mm512_cvtph_ps, the reduces).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 

@@ -19,15 +19,6 @@
 // with lo = w & 127 and hi = w >> 7 (both int8), and S1 = 128 · Σ hi · a + Σ lo · a, each sum
 // one AMX tile product over the super-block (exact int32). S2 is a 16 × 8 by 8 × 16 product
 // of small integers, done with VNNI in the epilogue.
-//
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
-// -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +26,7 @@
 #include <type_traits>
 
 #include "tern/kernels/cpu/amx_chains.h"
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/k_amx_common.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"

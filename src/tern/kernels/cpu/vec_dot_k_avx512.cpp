@@ -7,18 +7,6 @@
 // the per-sub-block scale needs a 32-bit `vpmulld`, two uops on the same port, per register;
 // scaling the int16 pairs is cheaper.) The integer sum of a super-block is exact; it meets
 // the float scale once per super-block and the row is reduced horizontally once at the end.
-// GCC 12.2's AVX-512 headers make their "undefined" vectors by self-initialisation, which
-// -Wuninitialized reports at every inlined use (GCC bug 105593, fixed in 12.3).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -27,6 +15,7 @@
 #include <utility>
 
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"

@@ -13,20 +13,12 @@
 // at a time); the packed kernels keep 16 chains per token, vectorised over 16 rows. Both do
 // the same float operations on the same values, so every element is bit for bit the same
 // whether its token ran alone or in a batch, on any number of threads.
-//
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
-// -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "tern/kernels/cpu/amx_chains.h"
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_avx512_common.h"
 #include "tern/kernels/cpu/simd_common.h"

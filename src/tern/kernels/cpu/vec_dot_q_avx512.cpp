@@ -7,14 +7,6 @@
 // activations are made unsigned by flipping their sign bit (a + 128) and 128 * sum(w) comes
 // off. All exact for every input, -128 included. The f16 scales of 16 blocks are converted
 // together, and each pair's float work is one permute, one convert and one FMA.
-// GCC 12's AVX-512 intrinsics fill "undefined" operands with self-initialized variables that
-// -Wuninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -24,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_avx512_common.h"
 #include "tern/kernels/cpu/simd_common.h"
