@@ -26,6 +26,11 @@ constexpr int64_t kTokenTile = 32;
 // multiple of the micro-kernels' 3 or 4 tokens, so that a prefill has few ragged ones.
 constexpr int64_t kTileRows = 96, kMinTileRows = 24;  // multiples of the micro-kernels' 2 or 3 rows
 constexpr int64_t kTileTokens = 36;
+// A GEMV thread reads its rows as this many streams: its share cut into quarters, taken a row
+// of each in turn. One sequential stream per core left decode ~15% short of the bandwidth
+// (Qwen3-0.6B Q4_K_M 46-48 → 53-56 tok/s on 2 threads; 2 streams 51-52, 8 streams 51-55):
+// the hardware prefetcher keeps more lines in flight for several streams than for one.
+constexpr int kGemvStreams = 4;
 
 size_t row_bytes_of(DType dtype, int64_t k) {
   const auto bytes = dtype_bytes(dtype, static_cast<uint64_t>(k));
@@ -93,8 +98,18 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
     return;
   }
   if (t == 1) {
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < n; ++r) y[r] = dot(k, wdata + r * w.row_bytes, adata);
+#pragma omp parallel
+    {
+      const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+      const int64_t begin = n * me / threads, end = n * (me + 1) / threads;
+      const int64_t stream_rows = (end - begin) / kGemvStreams;
+      for (int64_t i = 0; i < stream_rows; ++i)
+        for (int s = 0; s < kGemvStreams; ++s) {
+          const int64_t r = begin + s * stream_rows + i;
+          y[r] = dot(k, wdata + r * w.row_bytes, adata);
+        }
+      for (int64_t r = begin + kGemvStreams * stream_rows; r < end; ++r) y[r] = dot(k, wdata + r * w.row_bytes, adata);
+    }
     return;
   }
   if (kern.gemm != nullptr) {

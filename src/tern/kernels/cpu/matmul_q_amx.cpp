@@ -23,7 +23,6 @@
 #include "tern/kernels/cpu/amx_tiles.h"
 #include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/quant_blocks.h"
-#include "tern/kernels/cpu/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -150,28 +149,47 @@ inline __m512 sum_chains16(__m512* c) {
   return c[0];
 }
 
-// One group's rows against up to 15 tokens: each block's weights unpacked once for all.
-template <class W>
-void group_dots(const std::byte* group, int64_t nb, const DotTokens& a, float* y, size_t ldy, int rows) {
-  const std::byte* qs = group;
-  const auto* d = reinterpret_cast<const uint16_t*>(group + nb * kBlockQsBytes<W>);
-  __m512 chains[kMaxDotTokens][kChains];
-  for (int64_t t = 0; t < a.tokens; ++t) std::fill(chains[t], chains[t] + kChains, _mm512_setzero_ps());
+// A thread reads its groups as kStreams streams in step: its share cut into that many parts,
+// a group of each at a time. Measured on a decode-shaped pass over Qwen3-1.7B's matrices
+// (2 threads, alternating in one process): one group at a time read 17.4 GiB/s for Q4_0 and
+// 19.9 for Q8_0; four adjacent groups 20.4 and 22.9; four streams 21.9 and 23.6, the rate of
+// a pass that only loads the bytes. The hardware prefetcher keeps more lines in flight for
+// several streams than for one.
+constexpr int kStreams = 4;
+// Each stream asks for its weights this far ahead, into L2 (without it the four streams read
+// 7% slower; with one stream, into L1 1.5 KiB ahead was 5% slower than this).
+constexpr int kPrefetchL2Bytes = 3072;
+
+// One group per stream (kGroups of them) against up to 15 tokens: each block's weights
+// unpacked once for all the tokens. y[g]: group g's first output of token 0.
+template <class W, int kGroups>
+void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y, size_t ldy,
+                const int* rows) {
+  __m512 chains[kMaxDotTokens][kGroups][kChains];
+  for (int64_t t = 0; t < a.tokens; ++t)
+    for (int g = 0; g < kGroups; ++g) std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
   for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(qs + b * kBlockQsBytes<W>, kBlockQsBytes<W>);
-    __m512i u[8];
-    unsigned_weights<W>(qs + b * kBlockQsBytes<W>, u);
-    const __m512 w_scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + b * kRows)));
-    for (int64_t t = 0; t < a.tokens; ++t) {
-      const auto* block = reinterpret_cast<const BlockQ8_0*>(a.a + t * a.a_stride) + b;
-      const __m512i sums = block_sums(u, block->qs, a.offset[t * nb + b]);
-      const __m512 scale = _mm512_mul_ps(w_scale, _mm512_set1_ps(a.scale[t * nb + b]));
-      __m512& chain = chains[t][b % kChains];
-      chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, chain);
+    for (int g = 0; g < kGroups; ++g) {
+      const std::byte* qs = groups[g] + b * kBlockQsBytes<W>;
+      for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchL2Bytes + off, _MM_HINT_T1);
+      __m512i u[8];
+      unsigned_weights<W>(qs, u);
+      const auto* d = reinterpret_cast<const uint16_t*>(groups[g] + nb * kBlockQsBytes<W>) + b * kRows;
+      const __m512 w_scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
+      for (int64_t t = 0; t < a.tokens; ++t) {
+        const auto* block = reinterpret_cast<const BlockQ8_0*>(a.a + t * a.a_stride) + b;
+        const __m512i sums = block_sums(u, block->qs, a.offset[t * nb + b]);
+        const __m512 scale = _mm512_mul_ps(w_scale, _mm512_set1_ps(a.scale[t * nb + b]));
+        __m512& chain = chains[t][g][b % kChains];
+        chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, chain);
+      }
     }
   }
-  const auto live = static_cast<__mmask16>((1u << rows) - 1);
-  for (int64_t t = 0; t < a.tokens; ++t) _mm512_mask_storeu_ps(y + t * ldy, live, sum_chains16(chains[t]));
+  for (int g = 0; g < kGroups; ++g) {
+    const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
+    for (int64_t t = 0; t < a.tokens; ++t) _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
+  }
 }
 
 // ---- 16 tokens and more: AMX tiles -------------------------------------------------------------
@@ -352,10 +370,26 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
     const DotTokens dot{abytes, a_stride, tokens, terms.scale.data(), terms.offset.data()};
 #pragma omp parallel
     {
-      std::vector<std::byte> scratch;
-#pragma omp for schedule(static)
-      for (int64_t g = 0; g < groups; ++g)
-        group_dots<W>(group_at(g, scratch), nb, dot, y + g * kRows, ldy, rows_of(g));
+      const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+      const int64_t begin = groups * me / threads, end = groups * (me + 1) / threads;
+      const int64_t per_stream = (end - begin) / kStreams;
+      std::vector<std::byte> scratch[kStreams];
+      const std::byte* group[kStreams];
+      float* out[kStreams];
+      int rows_in[kStreams];
+      auto take = [&](int s, int64_t g) {
+        group[s] = group_at(g, scratch[s]);
+        out[s] = y + g * kRows;
+        rows_in[s] = rows_of(g);
+      };
+      for (int64_t i = 0; i < per_stream; ++i) {
+        for (int s = 0; s < kStreams; ++s) take(s, begin + s * per_stream + i);
+        group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
+      }
+      for (int64_t g = begin + kStreams * per_stream; g < end; ++g) {  // the rest, fewer than kStreams
+        take(0, g);
+        group_dots<W, 1>(group, nb, dot, out, ldy, rows_in);
+      }
     }
     return;
   }
