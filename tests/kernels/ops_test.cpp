@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -78,6 +79,22 @@ TEST(Ops, SiluMul) {
   std::vector<float> fused(rows * dim);
   silu_mul_fused(gate_up.data(), rows, dim, fused.data());
   EXPECT_EQ(fused, out);
+}
+
+// Each element's bits depend on its own inputs only: not on where it sits in a vector, in the
+// row's last partial vector, or in a chunk of a long (threaded) row.
+TEST(Ops, SiluMulIsElementwise) {
+  const int64_t n = 40000 + 7;
+  auto g = random_vector(n, 7, 6.0f);
+  auto u = random_vector(n, 8);
+  std::vector<float> all(n);
+  silu_mul(g.data(), u.data(), all.data(), n);
+  for (int64_t begin : {int64_t{0}, int64_t{5}, int64_t{4093}, n - 9}) {
+    const int64_t len = std::min<int64_t>(37, n - begin);
+    std::vector<float> part(len);
+    silu_mul(g.data() + begin, u.data() + begin, part.data(), len);
+    for (int64_t i = 0; i < len; ++i) ASSERT_EQ(part[i], all[begin + i]) << begin + i;
+  }
 }
 
 TEST(Ops, Add) {

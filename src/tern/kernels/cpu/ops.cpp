@@ -3,10 +3,12 @@
 // order, so the vector and scalar forms of a loop compute the same bits.
 #include "tern/kernels/cpu/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/lanes16.h"
 
 #if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -52,7 +54,23 @@ double exp_shift_sum(float* x, int64_t n, float max) {
   return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
 }
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+// out[i] = silu(gate[i]) · up[i], 16 lanes at a time with exp16 (std::exp is a scalar call per
+// element: 10 µs of a 3072-wide row against ~1). The last partial vector goes through the same
+// lanes, zero-padded, so an element's bits do not depend on where the row ends.
+void silu_mul_row(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const F32x16 g = load16(gate + i);
+    store16(out + i, g / (1.0f + exp16(-g)) * load16(up + i));
+  }
+  if (i == n) return;
+  alignas(64) float g_tail[16] = {}, u_tail[16] = {};
+  std::copy(gate + i, gate + n, g_tail);
+  std::copy(up + i, up + n, u_tail);
+  const F32x16 g = load16(g_tail);
+  store16(g_tail, g / (1.0f + exp16(-g)) * load16(u_tail));
+  std::copy(g_tail, g_tail + (n - i), out + i);
+}
 
 }  // namespace
 
@@ -69,8 +87,13 @@ void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, fl
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr int64_t kChunk = 4096;  // a multiple of 16: every chunk but the last is whole vectors
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (n >= kParallelMinElems)
-  for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
+    silu_mul_row(gate + begin, up + begin, out + begin, len);
+  }
 }
 
 void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
@@ -79,7 +102,7 @@ void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out)
     const float* g = gate_up + r * 2 * dim;
     const float* u = g + dim;
     float* o = out + r * dim;
-    for (int64_t i = 0; i < dim; ++i) o[i] = silu(g[i]) * u[i];
+    silu_mul_row(g, u, o, dim);
   }
 }
 
