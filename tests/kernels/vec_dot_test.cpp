@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -26,7 +27,7 @@ const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0
 // Row lengths with odd block counts and tails, per block size.
 std::vector<int64_t> row_lengths(DType weight) {
   switch (dtype_traits(weight).block_elems) {
-    case 1: return {1, 7, 16, 33, 100, 256, 1000, 4096};
+    case 1: return {1, 7, 16, 24, 33, 57, 100, 256, 1000, 2047, 4096};  // every tail shape of 16 and 32
     case 32: return {32, 96, 160, 256, 800, 4096};
     default: return {256, 768, 1280, 4096};
   }
@@ -98,6 +99,37 @@ TEST(VecDot, EverySupportedIsaMatchesScalar) {
         }
       }
     }
+  }
+}
+
+// A level's rows-at-once kernel gives each row exactly its vec_dot.
+TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
+  int checked = 0;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+    if (!isa_supported(isa)) continue;
+    for (DType weight : kWeightTypes) {
+      const TypeKernels& kern = type_kernels(weight, isa);
+      if (kern.vec_dot_rows == nullptr) continue;
+      for (int64_t k : row_lengths(weight)) {
+        std::vector<DotCase> cases;
+        const void* rows[kVecDotRows];
+        for (int r = 0; r < kVecDotRows; ++r) {
+          cases.push_back(make_case(weight, k, static_cast<uint32_t>(31 * k + r)));
+        }
+        for (int r = 0; r < kVecDotRows; ++r) rows[r] = cases[static_cast<size_t>(r)].w.data();
+        float out[kVecDotRows];
+        kern.vec_dot_rows(k, rows, cases[0].a.data(), out);
+        for (int r = 0; r < kVecDotRows; ++r) {
+          const float want = kern.vec_dot(k, rows[r], cases[0].a.data());
+          ASSERT_EQ(std::bit_cast<uint32_t>(out[r]), std::bit_cast<uint32_t>(want))
+              << isa_name(isa) << " " << dtype_name(weight) << " k=" << k << " row " << r;
+        }
+        ++checked;
+      }
+    }
+  }
+  if (isa_supported(Isa::Avx512)) {
+    EXPECT_GT(checked, 0) << "F16 has a rows-at-once kernel from AVX-512 up";
   }
 }
 

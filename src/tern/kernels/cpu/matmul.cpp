@@ -31,6 +31,7 @@ constexpr int64_t kTileTokens = 36;
 // (Qwen3-0.6B Q4_K_M 46-48 → 53-56 tok/s on 2 threads; 2 streams 51-52, 8 streams 51-55):
 // the hardware prefetcher keeps more lines in flight for several streams than for one.
 constexpr int kGemvStreams = 4;
+static_assert(kGemvStreams == kVecDotRows, "vec_dot_rows reads the GEMV's streams side by side");
 
 size_t row_bytes_of(DType dtype, int64_t k) {
   const auto bytes = dtype_bytes(dtype, static_cast<uint64_t>(k));
@@ -103,11 +104,20 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
       const int threads = omp_get_num_threads(), me = omp_get_thread_num();
       const int64_t begin = n * me / threads, end = n * (me + 1) / threads;
       const int64_t stream_rows = (end - begin) / kGemvStreams;
-      for (int64_t i = 0; i < stream_rows; ++i)
-        for (int s = 0; s < kGemvStreams; ++s) {
-          const int64_t r = begin + s * stream_rows + i;
-          y[r] = dot(k, wdata + r * w.row_bytes, adata);
+      for (int64_t i = 0; i < stream_rows; ++i) {
+        if (kern.vec_dot_rows != nullptr) {  // the streams side by side
+          const void* rows[kGemvStreams];
+          float out[kGemvStreams];
+          for (int s = 0; s < kGemvStreams; ++s) rows[s] = wdata + (begin + s * stream_rows + i) * w.row_bytes;
+          kern.vec_dot_rows(k, rows, adata, out);
+          for (int s = 0; s < kGemvStreams; ++s) y[begin + s * stream_rows + i] = out[s];
+        } else {
+          for (int s = 0; s < kGemvStreams; ++s) {
+            const int64_t r = begin + s * stream_rows + i;
+            y[r] = dot(k, wdata + r * w.row_bytes, adata);
+          }
         }
+      }
       for (int64_t r = begin + kGemvStreams * stream_rows; r < end; ++r) y[r] = dot(k, wdata + r * w.row_bytes, adata);
     }
     return;

@@ -22,6 +22,15 @@ inline void prefetch_ahead(const void* p, std::size_t bytes) {
   for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
 }
 
+// Kernels that read several streams side by side (the GEMV's, matmul.cpp) ask for each one's
+// weights this far ahead into L2 instead: the packed Q4_0 kernel read 7% slower without it,
+// and with one stream into L1 at kPrefetchBytes 5% slower.
+constexpr std::ptrdiff_t kPrefetchL2Bytes = 3072;
+// The cache line kPrefetchL2Bytes after `p`, into L2.
+inline void prefetch_l2_ahead(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + kPrefetchL2Bytes, _MM_HINT_T1);
+}
+
 // The 12 packed bytes of Q4_K / Q5_K as 8 scales (bytes 0-7) and 8 mins (bytes 8-15), 6 bits
 // each. Sub-blocks 0-3 keep scale and min in the low 6 bits of bytes 0-3 and 4-7; sub-blocks
 // 4-7 take their low 4 bits from the nibbles of bytes 8-11 and their top 2 bits from the top

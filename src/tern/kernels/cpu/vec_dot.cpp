@@ -96,6 +96,13 @@ VecDotFn simd_vec_dot(DType weight, Isa isa) {
   return scalar_vec_dot(weight);
 }
 
+// Likewise only where the level's vec_dot is the one these rows repeat.
+VecDotRowsFn simd_vec_dot_rows(DType weight, Isa isa) {
+  if ((isa == Isa::Avx512 || isa == Isa::Amx) && simd_vec_dot(weight, isa) == avx512_vec_dot_float(weight))
+    return avx512_vec_dot_rows_float(weight);
+  return nullptr;
+}
+
 // Only where the tile's level is the one whose vec_dot the table holds: a tile must
 // reproduce exactly that vec_dot.
 GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
@@ -130,6 +137,7 @@ struct KernelTable {
         if (scalar_vec_dot(weight) == nullptr) continue;
         e.quantize_activation = scalar_quantize_activation(e.activation);
         e.vec_dot = simd_vec_dot(weight, static_cast<Isa>(i));
+        e.vec_dot_rows = simd_vec_dot_rows(weight, static_cast<Isa>(i));
         e.gemm_tile = simd_gemm_tile(weight, static_cast<Isa>(i));
         if (static_cast<Isa>(i) == Isa::Amx) {
           e.gemm = amx_gemm_q(weight) ? amx_gemm_q(weight) : amx_gemm_k(weight);

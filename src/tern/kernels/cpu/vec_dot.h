@@ -38,6 +38,12 @@ using VecDotFn = float (*)(int64_t k, const void* w_row, const void* a_row);
 using GemmTileFn = void (*)(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
                             size_t a_stride, int64_t tokens, float* y, size_t ldy);
 
+// kVecDotRows rows against one activation row in one call: out[r] = vec_dot(k, w_rows[r], a)
+// bit for bit, wherever the rows lie. The GEMV (matmul.cpp) reads its streams through it side
+// by side, each activation chunk loaded once for all of them.
+constexpr int kVecDotRows = 4;
+using VecDotRowsFn = void (*)(int64_t k, const void* const* w_rows, const void* a_row, float* out);
+
 // Kernels that read a weight matrix rearranged once at load, in a level's own layout, instead
 // of the file's rows (the Amx level's Q4_0 and Q8_0: groups of 16 rows, matmul_q_amx.cpp).
 struct PackedKernels {
@@ -56,6 +62,7 @@ struct TypeKernels {
   DType activation;
   QuantizeRowFn quantize_activation;  // f32 row → activation row
   VecDotFn vec_dot;
+  VecDotRowsFn vec_dot_rows = nullptr;  // nullptr: the GEMV calls vec_dot per row
   GemmTileFn gemm_tile;  // nullptr: the matmul calls vec_dot per output element
   // The whole matmul of T > 1 tokens in one call (called with every row and token), threads
   // inside: for kernels that prepare the activations once per call (AMX). Same contract as

@@ -275,7 +275,39 @@ struct F16Micro {
   }
 };
 
+// The GEMV's streams side by side (VecDotRowsFn): each row exactly dot_f16 — accumulator j % 2
+// takes 16-element chunk j, the last chunk masked — with one activation load for all the rows.
+// Each stream prefetched into L2: without it the four rows read no faster than one at a time
+// (Qwen3-1.7B F16 decode 6.1 tok/s, with it 7.0-7.4, where one row at a time gave 6.1-6.4).
+void dot_f16_rows(int64_t k, const void* const* w_rows, const void* a_row, float* out) {
+  constexpr int R = kVecDotRows;
+  const uint16_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = static_cast<const uint16_t*>(w_rows[r]);
+  const auto* a = static_cast<const float*>(a_row);
+  __m512 acc[2][R];
+  for (int q = 0; q < 2; ++q)
+    for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    for (int r = 0; r < R; ++r) prefetch_l2_ahead(w[r] + i);  // 64 bytes: this step's
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {
+      const __m512 av = _mm512_loadu_ps(a + i + 16 * q);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[q][r] = _mm512_fmadd_ps(load_f16(w[r] + i + 16 * q), av, acc[q][r]);
+    }
+  }
+  for (int q = 0; q < 2 && i + 16 * q < k; ++q) {  // at most two chunks left, the last possibly short
+    const int64_t at = i + 16 * q, n = std::min<int64_t>(16, k - at);
+    const __m512 av = _mm512_maskz_loadu_ps(tail_mask16(n), a + at);
+    for (int r = 0; r < R; ++r) acc[q][r] = _mm512_fmadd_ps(load_f16_tail(w[r] + at, n), av, acc[q][r]);
+  }
+  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]));
+}
+
 }  // namespace
+
+VecDotRowsFn avx512_vec_dot_rows_float(DType weight) { return weight == DType::F16 ? dot_f16_rows : nullptr; }
 
 VecDotFn avx512_vec_dot_float(DType weight) {
   switch (weight) {

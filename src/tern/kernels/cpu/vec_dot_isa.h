@@ -20,6 +20,8 @@ VecDotFn avx2_vec_dot_k(DType weight);
 VecDotFn avx512_vec_dot_k(DType weight);
 VecDotFn avx2_vec_dot_float(DType weight);
 VecDotFn avx512_vec_dot_float(DType weight);
+// kVecDotRows rows at once, bit-identical to the same ISA's vec_dot; nullptr for a type without.
+VecDotRowsFn avx512_vec_dot_rows_float(DType weight);
 
 // GEMM tiles (bit-identical to the same ISA's vec_dot); nullptr for a type without one.
 GemmTileFn avx512_gemm_tile_q(DType weight);
