@@ -24,6 +24,7 @@
 #include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 #include "tern/kernels/cpu/simd_common.h"
+#include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -370,11 +371,14 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
     // Pointers, not the thread_local `terms`: in the parallel region that name would be the
     // worker threads' own (empty) one.
     const DotTokens dot{abytes, a_stride, tokens, terms.scale.data(), terms.offset.data()};
-#pragma omp parallel
+    // A step is group i of each of a share's kStreams streams, `stream_len` groups each; the
+    // groups past the streams are single steps.
+    const int threads = omp_get_max_threads();
+    const int64_t stream_len = groups / (threads * kStreams), in_streams = threads * kStreams * stream_len;
+    StealingSplit split(threads, stream_len, groups - in_streams);
+#pragma omp parallel num_threads(threads)
     {
-      const int threads = omp_get_num_threads(), me = omp_get_thread_num();
-      const int64_t begin = groups * me / threads, end = groups * (me + 1) / threads;
-      const int64_t per_stream = (end - begin) / kStreams;
+      const int me = omp_get_thread_num();
       std::vector<std::byte> scratch[kStreams];
       const std::byte* group[kStreams];
       float* out[kStreams];
@@ -384,13 +388,15 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
         out[s] = y + g * kRows;
         rows_in[s] = rows_of(g);
       };
-      for (int64_t i = 0; i < per_stream; ++i) {
-        for (int s = 0; s < kStreams; ++s) take(s, begin + s * per_stream + i);
-        group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
-      }
-      for (int64_t g = begin + kStreams * per_stream; g < end; ++g) {  // the rest, fewer than kStreams
-        take(0, g);
-        group_dots<W, 1>(group, nb, dot, out, ldy, rows_in);
+      for (int64_t step; (step = split.next(me)) >= 0;) {
+        if (step < split.owned_steps()) {
+          const int64_t share = step / stream_len, i = step % stream_len;
+          for (int s = 0; s < kStreams; ++s) take(s, (share * kStreams + s) * stream_len + i);
+          group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
+        } else {
+          take(0, in_streams + step - split.owned_steps());
+          group_dots<W, 1>(group, nb, dot, out, ldy, rows_in);
+        }
       }
     }
     return;
