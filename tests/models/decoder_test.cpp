@@ -221,6 +221,9 @@ TEST(Decoder, PackedWeightsGiveTheSameLogits) {
     pack_for_kernels(packed);
     if (packed.layers[0].wq.packed == nullptr) GTEST_SKIP() << "this CPU's kernels read every type in place";
     EXPECT_NE(packed.lm_head.packed, nullptr);
+    // Every part is whole groups of 16 rows, so q/k/v and gate/up are stacked.
+    EXPECT_NE(packed.layers[0].wqkv_packed.packed, nullptr);
+    EXPECT_NE(packed.layers[1].w_gate_up_packed.packed, nullptr);
     auto run = [&](const ModelWeights& w) {
       Decoder decoder(c, w);
       SequenceRunner runner(decoder, 32);

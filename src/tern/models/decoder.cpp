@@ -4,6 +4,7 @@
 #include "tern/models/decoder.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -68,6 +69,8 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights)
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       (void)cpu::type_kernels(m->dtype);
   (void)cpu::type_kernels(weights.lm_head.dtype);
+  for (const LayerWeights& l : weights.layers)
+    has_fused_ = has_fused_ || l.wqkv_packed.packed != nullptr || l.w_gate_up_packed.packed != nullptr;
 }
 
 cpu::KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size, DType dtype) const {
@@ -96,6 +99,7 @@ void Decoder::reserve(int64_t t, int64_t r) {
     grow(out_, t * c.hidden_size);
     grow(gate_, t * c.intermediate_size);
     grow(up_, t * c.intermediate_size);
+    if (has_fused_) grow(fused_, t * std::max(c.q_dim() + 2 * c.kv_dim(), 2 * c.intermediate_size));
     grow(cos_sin_, t * c.head_dim);
     capacity_tokens_ = t;
   }
@@ -148,8 +152,18 @@ void Decoder::attention_block(int layer, const StepContext& ctx, cpu::KvCache& c
   const int n_heads = static_cast<int>(c.num_heads), n_kv = static_cast<int>(c.num_kv_heads);
 
   cpu::rms_norm(x_.data(), l.attn_norm.data(), t, h, eps, xn_.data());
-  // q, k and v share one quantization of their input when their formats agree.
-  if (same_activation(l.wq, l.wk) && same_activation(l.wq, l.wv)) {
+  if (l.wqkv_packed.packed != nullptr) {
+    // One matmul over the three stacked, then each token's row apart.
+    cpu::matmul(view(l.wqkv_packed), xn_.data(), t, fused_.data(), ws_);
+    const int64_t qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd;
+    for (int64_t i = 0; i < t; ++i) {
+      const float* row = fused_.data() + i * width;
+      std::copy(row, row + qd, q_.data() + i * qd);
+      std::copy(row + qd, row + qd + kvd, k_.data() + i * kvd);
+      std::copy(row + qd + kvd, row + width, v_.data() + i * kvd);
+    }
+  } else if (same_activation(l.wq, l.wk) && same_activation(l.wq, l.wv)) {
+    // q, k and v share one quantization of their input when their formats agree.
     const cpu::QuantizedActivations a = cpu::quantize_activations(l.wq.dtype, xn_.data(), t, h, ws_);
     cpu::matmul(view(l.wq), a, q_.data());
     cpu::matmul(view(l.wk), a, k_.data());
@@ -180,6 +194,15 @@ void Decoder::mlp_block(int layer, int64_t t) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, ff = c.intermediate_size;
   cpu::rms_norm(x_.data(), l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_.data());
+  if (l.w_gate_up_packed.packed != nullptr && l.b_gate.empty() && l.b_up.empty()) {
+    // One matmul over the two stacked: each token's row is [gate | up], what silu_mul_fused takes.
+    cpu::matmul(view(l.w_gate_up_packed), xn_.data(), t, fused_.data(), ws_);
+    cpu::silu_mul_fused(fused_.data(), t, ff, gate_.data());
+    cpu::matmul(view(l.w_down), gate_.data(), t, out_.data(), ws_);
+    add_bias(out_.data(), l.b_down, t);
+    cpu::add(x_.data(), out_.data(), x_.data(), t * h);
+    return;
+  }
   if (same_activation(l.w_gate, l.w_up)) {
     const cpu::QuantizedActivations a = cpu::quantize_activations(l.w_gate.dtype, xn_.data(), t, h, ws_);
     cpu::matmul(view(l.w_gate), a, gate_.data());

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <string_view>
 
 #include "tern/core/error.h"
@@ -37,17 +38,43 @@ std::span<std::byte> ModelWeights::own_bytes(size_t n) {
 }
 
 void pack_for_kernels(ModelWeights& w) {
-  auto pack = [&w](WeightMatrix& m) {
-    const cpu::WeightView view{m.dtype, m.rows, m.cols, m.data, m.row_bytes};
-    const size_t bytes = cpu::packed_weight_bytes(view);
-    if (bytes == 0 || m.packed != nullptr) return;
-    std::span<std::byte> out = w.own_bytes(bytes);
-    cpu::pack_weights(view, out.data());
-    m.packed = out.data();
+  auto view_of = [](const WeightMatrix& m) { return cpu::WeightView{m.dtype, m.rows, m.cols, m.data, m.row_bytes}; };
+  auto pack_into = [&w](WeightMatrix& m, std::byte* out) {
+    cpu::pack_weights(cpu::WeightView{m.dtype, m.rows, m.cols, m.data, m.row_bytes}, out);
+    m.packed = out;
     if (m.data != w.token_embedding.data) w.drop_file_pages(m);
   };
-  for (LayerWeights& l : w.layers)
+  auto pack = [&](WeightMatrix& m) {
+    const size_t bytes = cpu::packed_weight_bytes(view_of(m));
+    if (bytes == 0 || m.packed != nullptr) return;
+    pack_into(m, w.own_bytes(bytes).data());
+  };
+  // Matrices that share their input, packed back to back into `fused` when they are of one
+  // type and width and each is whole groups of rows.
+  auto pack_fused = [&](std::initializer_list<WeightMatrix*> parts, WeightMatrix& fused) {
+    const WeightMatrix& first = **parts.begin();
+    const int64_t group = cpu::packed_row_group(first.dtype);
+    size_t bytes = 0;
+    int64_t rows = 0;
+    for (const WeightMatrix* m : parts) {
+      if (group == 0 || m->dtype != first.dtype || m->cols != first.cols || m->rows % group != 0 ||
+          m->packed != nullptr)
+        return;
+      bytes += cpu::packed_weight_bytes(view_of(*m));
+      rows += m->rows;
+    }
+    std::byte* out = w.own_bytes(bytes).data();
+    fused = WeightMatrix{first.dtype, rows, first.cols, nullptr, first.row_bytes, out};
+    for (WeightMatrix* m : parts) {
+      pack_into(*m, out);
+      out += cpu::packed_weight_bytes(view_of(*m));
+    }
+  };
+  for (LayerWeights& l : w.layers) {
+    pack_fused({&l.wq, &l.wk, &l.wv}, l.wqkv_packed);
+    pack_fused({&l.w_gate, &l.w_up}, l.w_gate_up_packed);
     for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
+  }
   pack(w.lm_head);
 }
 

@@ -57,6 +57,11 @@ struct LayerWeights {
   WeightMatrix w_up;                      // [ffn, hidden]
   WeightMatrix w_down;                    // [hidden, ffn]
   std::span<const float> b_gate, b_up, b_down;  // empty without mlp_bias
+  // q, k and v stacked ([q_dim + 2 kv_dim, hidden]), and gate and up ([2 ffn, hidden]), where
+  // pack_for_kernels could lay their packed copies back to back: one matmul where there were
+  // three (two), as vLLM's QKVParallelLinear and MergedColumnParallelLinear. Only `packed` is
+  // set (the parts' own `packed` point into it); empty() otherwise.
+  WeightMatrix wqkv_packed, w_gate_up_packed;
 };
 
 class ModelWeights {
@@ -125,7 +130,8 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
 
 // Gives each matrix that the best ISA's kernels read in a layout of their own (the Amx level's
-// Q4_0 and Q8_0: groups of 16 rows) its packed copy, owned by `w`. The results do not change
+// Q4_0 and Q8_0: groups of 16 rows) its packed copy, owned by `w`; q/k/v and gate/up back to
+// back where they can be (LayerWeights::wqkv_packed). The results do not change
 // (each level's packed kernels give its in-place kernels' bits). The file's rows stay
 // readable (saving and requantizing read them) but, in a mapped file, leave the resident
 // memory, so a packed model does not hold its weights twice; the embedding table's stay.

@@ -64,6 +64,11 @@ size_t packed_weight_bytes(const WeightView& w) {
   return kern.packed != nullptr ? kern.packed->bytes(w.rows, w.cols) : 0;
 }
 
+int64_t packed_row_group(DType dtype) {
+  const TypeKernels& kern = type_kernels(dtype);
+  return kern.packed != nullptr ? kern.packed->row_group : 0;
+}
+
 void pack_weights(const WeightView& w, void* out) {
   const TypeKernels& kern = type_kernels(w.dtype);
   if (kern.packed == nullptr) throw Error("no packed layout for " + std::string(dtype_name(w.dtype)) + " weights");

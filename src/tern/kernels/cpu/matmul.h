@@ -29,6 +29,9 @@ struct WeightView {
 
 // Bytes of `w`'s packed copy for the best ISA's kernels; 0 when they read its rows in place.
 size_t packed_weight_bytes(const WeightView& w);
+// Rows per group of the best ISA's packed layout for `dtype`; 0 when it has none. Matrices of
+// one type and width whose rows are multiples of it pack back to back into one matrix.
+int64_t packed_row_group(DType dtype);
 // Packs `w` into `out` (packed_weight_bytes(w) bytes, 64-byte aligned), threads inside.
 void pack_weights(const WeightView& w, void* out);
 

@@ -460,7 +460,7 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
 }
 
 template <class W>
-constexpr PackedKernels kPacked{packed_bytes<W>, pack<W>, matmul_packed<W>};
+constexpr PackedKernels kPacked{kRows, packed_bytes<W>, pack<W>, matmul_packed<W>};
 
 }  // namespace
 

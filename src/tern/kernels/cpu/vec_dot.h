@@ -47,6 +47,9 @@ using VecDotRowsFn = void (*)(int64_t k, const void* const* w_rows, const void* 
 // Kernels that read a weight matrix rearranged once at load, in a level's own layout, instead
 // of the file's rows (the Amx level's Q4_0 and Q8_0: groups of 16 rows, matmul_q_amx.cpp).
 struct PackedKernels {
+  // Rows per group of the layout: packed copies of matrices whose rows are multiples of it,
+  // laid back to back, are the packed copy of the matrices stacked (a fused q/k/v).
+  int64_t row_group;
   // Bytes of the packed copy of `rows` rows of `k` elements.
   size_t (*bytes)(int64_t rows, int64_t k);
   // w: [rows, w_stride bytes] in the file's layout → out: bytes(rows, k), 64-byte aligned.
