@@ -195,6 +195,59 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
   }
 }
 
+// The same for one token (a decode): each activation dword is broadcast once for all the
+// groups rather than once per group, and a group's weights are unpacked as the dots take
+// them. The same bits as group_dots; in cache, one thread: 35 → 45 GiB/s for Q4_0.
+template <class W, int kGroups>
+void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
+                          const int* rows) {
+  __m512 chains[kGroups][kChains];
+  for (int g = 0; g < kGroups; ++g) std::fill(chains[g], chains[g] + kChains, _mm512_setzero_ps());
+  const auto* act = reinterpret_cast<const BlockQ8_0*>(a.a);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i first[kGroups], second[kGroups];
+    for (int g = 0; g < kGroups; ++g) {
+      const std::byte* qs = groups[g] + b * kBlockQsBytes<W>;
+      for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_l2_ahead(qs + off);
+      first[g] = _mm512_set1_epi32(-a.offset[b]);
+      second[g] = _mm512_setzero_si512();
+    }
+    for (int c = 0; c < 4; ++c) {
+      int32_t a0, a1;
+      std::memcpy(&a0, act[b].qs + 4 * c, 4);
+      std::memcpy(&a1, act[b].qs + 4 * c + 16, 4);
+      const __m512i lo_a = _mm512_set1_epi32(a0), hi_a = _mm512_set1_epi32(a1);
+      for (int g = 0; g < kGroups; ++g) {
+        const std::byte* qs = groups[g] + b * kBlockQsBytes<W>;
+        __m512i lo, hi;
+        if constexpr (std::is_same_v<W, BlockQ4_0>) {
+          const __m512i x = _mm512_loadu_si512(qs + 64 * c);
+          lo = _mm512_and_si512(x, _mm512_set1_epi8(0x0F));
+          hi = _mm512_and_si512(x, _mm512_set1_epi8(static_cast<char>(0xF0)));
+        } else {
+          lo = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * c), _mm512_set1_epi8(-128));
+          hi = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * (c + 4)), _mm512_set1_epi8(-128));
+        }
+        first[g] = _mm512_dpbusd_epi32(first[g], lo, lo_a);
+        second[g] = _mm512_dpbusd_epi32(second[g], hi, hi_a);
+      }
+    }
+    const __m512 a_scale = _mm512_set1_ps(a.scale[b]);
+    for (int g = 0; g < kGroups; ++g) {
+      if constexpr (std::is_same_v<W, BlockQ4_0>) second[g] = _mm512_srai_epi32(second[g], 4);
+      const __m512i sums = _mm512_add_epi32(first[g], second[g]);
+      const auto* d = reinterpret_cast<const uint16_t*>(groups[g] + nb * kBlockQsBytes<W>) + b * kRows;
+      const __m512 scale = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))), a_scale);
+      __m512& chain = chains[g][b % kChains];
+      chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, chain);
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
+    _mm512_mask_storeu_ps(y[g], live, sum_chains16(chains[g]));
+  }
+}
+
 // ---- 16 tokens and more: AMX tiles -------------------------------------------------------------
 //
 // A tile of activations (16 tokens × one block of 32 int8, packed once per call) times a
@@ -392,7 +445,11 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
         if (step < split.owned_steps()) {
           const int64_t share = step / stream_len, i = step % stream_len;
           for (int s = 0; s < kStreams; ++s) take(s, (share * kStreams + s) * stream_len + i);
-          group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
+          if (tokens == 1) {
+            group_dots_one_token<W, kStreams>(group, nb, dot, out, rows_in);
+          } else {
+            group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
+          }
         } else {
           take(0, in_streams + step - split.owned_steps());
           group_dots<W, 1>(group, nb, dot, out, ldy, rows_in);
