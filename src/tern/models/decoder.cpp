@@ -3,8 +3,8 @@
 // sequence's logits independent of the batch it runs in.
 #include "tern/models/decoder.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -194,26 +194,24 @@ void Decoder::mlp_block(int layer, int64_t t) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, ff = c.intermediate_size;
   cpu::rms_norm(x_.data(), l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_.data());
+  // silu(gate) · up into gate_.
   if (l.w_gate_up_packed.packed != nullptr && l.b_gate.empty() && l.b_up.empty()) {
     // One matmul over the two stacked: each token's row is [gate | up], what silu_mul_fused takes.
     cpu::matmul(view(l.w_gate_up_packed), xn_.data(), t, fused_.data(), ws_);
     cpu::silu_mul_fused(fused_.data(), t, ff, gate_.data());
-    cpu::matmul(view(l.w_down), gate_.data(), t, out_.data(), ws_);
-    add_bias(out_.data(), l.b_down, t);
-    cpu::add(x_.data(), out_.data(), x_.data(), t * h);
-    return;
-  }
-  if (same_activation(l.w_gate, l.w_up)) {
-    const cpu::QuantizedActivations a = cpu::quantize_activations(l.w_gate.dtype, xn_.data(), t, h, ws_);
-    cpu::matmul(view(l.w_gate), a, gate_.data());
-    cpu::matmul(view(l.w_up), a, up_.data());
   } else {
-    cpu::matmul(view(l.w_gate), xn_.data(), t, gate_.data(), ws_);
-    cpu::matmul(view(l.w_up), xn_.data(), t, up_.data(), ws_);
+    if (same_activation(l.w_gate, l.w_up)) {
+      const cpu::QuantizedActivations a = cpu::quantize_activations(l.w_gate.dtype, xn_.data(), t, h, ws_);
+      cpu::matmul(view(l.w_gate), a, gate_.data());
+      cpu::matmul(view(l.w_up), a, up_.data());
+    } else {
+      cpu::matmul(view(l.w_gate), xn_.data(), t, gate_.data(), ws_);
+      cpu::matmul(view(l.w_up), xn_.data(), t, up_.data(), ws_);
+    }
+    add_bias(gate_.data(), l.b_gate, t);
+    add_bias(up_.data(), l.b_up, t);
+    cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), t * ff);
   }
-  add_bias(gate_.data(), l.b_gate, t);
-  add_bias(up_.data(), l.b_up, t);
-  cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), t * ff);
   cpu::matmul(view(l.w_down), gate_.data(), t, out_.data(), ws_);
   add_bias(out_.data(), l.b_down, t);
   cpu::add(x_.data(), out_.data(), x_.data(), t * h);

@@ -39,8 +39,8 @@ std::span<std::byte> ModelWeights::own_bytes(size_t n) {
 
 void pack_for_kernels(ModelWeights& w) {
   auto view_of = [](const WeightMatrix& m) { return cpu::WeightView{m.dtype, m.rows, m.cols, m.data, m.row_bytes}; };
-  auto pack_into = [&w](WeightMatrix& m, std::byte* out) {
-    cpu::pack_weights(cpu::WeightView{m.dtype, m.rows, m.cols, m.data, m.row_bytes}, out);
+  auto pack_into = [&](WeightMatrix& m, std::byte* out) {
+    cpu::pack_weights(view_of(m), out);
     m.packed = out;
     if (m.data != w.token_embedding.data) w.drop_file_pages(m);
   };
