@@ -40,6 +40,15 @@ TEST(StealingSplit, EveryStepOnce) {
   }
 }
 
+// More threads than the split keeps inline: the same, from the heap.
+TEST(StealingSplit, ManyThreads) {
+  StealingSplit split(40, 3, 5);
+  std::vector<int> taken(125);
+  for (int t = 0; t < 40; ++t)
+    for (int64_t s; (s = split.next(t)) >= 0;) ++taken[static_cast<size_t>(s)];
+  for (int c : taken) EXPECT_EQ(c, 1);
+}
+
 // A thread takes its own share from the front, in order, before anything else.
 TEST(StealingSplit, OwnShareFirstInOrder) {
   StealingSplit split(3, 4, 2);

@@ -19,8 +19,12 @@ class StealingSplit {
   // steps after them go to whoever asks first once its own are done. Steps < 2^32. Made before the parallel
   // region: a thread that never shows up (a smaller team) has its share taken by the others.
   StealingSplit(int threads, int64_t per_thread, int64_t extra)
-      : ranges_(new Range[static_cast<size_t>(threads)]), threads_(threads), owned_(threads * per_thread),
-        extra_end_(threads * per_thread + extra), next_extra_(threads * per_thread) {
+      : heap_(threads > kInlineThreads ? new Range[static_cast<size_t>(threads)] : nullptr),
+        ranges_(heap_ ? heap_.get() : inline_),
+        threads_(threads),
+        owned_(threads * per_thread),
+        extra_end_(threads * per_thread + extra),
+        next_extra_(threads * per_thread) {
     for (int t = 0; t < threads; ++t)
       ranges_[t].bounds.store(pack(t * per_thread, (t + 1) * per_thread), std::memory_order_relaxed);
   }
@@ -64,7 +68,11 @@ class StealingSplit {
   static int64_t front(uint64_t v) { return static_cast<int64_t>(v & 0xffffffffu); }
   static int64_t back(uint64_t v) { return static_cast<int64_t>(v >> 32); }
 
-  std::unique_ptr<Range[]> ranges_;
+  // Every decode matmul makes one: up to kInlineThreads without touching the heap.
+  static constexpr int kInlineThreads = 16;
+  Range inline_[kInlineThreads];
+  std::unique_ptr<Range[]> heap_;
+  Range* ranges_;
   int threads_;
   int64_t owned_, extra_end_;
   alignas(64) std::atomic<int64_t> next_extra_;
