@@ -204,31 +204,37 @@ TEST(Decoder, BatchInvariantStories260K) {
   expect_batch_invariant(m.config, quantize_weights(m.weights, DType::Q4_0));
 }
 
-// Weights packed for the kernels (the Amx level's Q4_0 and Q8_0, pack_for_kernels) give the
-// logits of the file's rows bit for bit — a 20-token prefill (the tile path), then decodes
-// (the GEMV) — and stay batch invariant. Rows of 20 and 22 blocks: more than one per chain.
+// Weights packed for the kernels (the Amx level's Q4_0, Q8_0 and Q4_K, pack_for_kernels) give
+// the logits of the file's rows bit for bit — a 20-token prefill (the tile path), a 3-token
+// step (the few-token path), then decodes (the GEMV) — and stay batch invariant. Rows of 20
+// and 22 blocks of 32 (more than one per chain), of 2 and 3 super-blocks for Q4_K.
 TEST(Decoder, PackedWeightsGiveTheSameLogits) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c = testing::shrunk_config(
-      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 520}, {"hidden_size", 640},
-                                   {"intermediate_size", 704}, {"num_attention_heads", 4},
+  auto config = [](int64_t hidden, int64_t ffn) {
+    return testing::shrunk_config("model-configs/qwen3-0.6b",
+                                  {{"num_hidden_layers", 2}, {"vocab_size", 520}, {"hidden_size", hidden},
+                                   {"intermediate_size", ffn}, {"num_attention_heads", 4},
                                    {"num_key_value_heads", 2}, {"head_dim", 64}});
+  };
   std::vector<int32_t> prompt(20);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % 520);
-  for (DType type : {DType::Q4_0, DType::Q8_0}) {
+  for (DType type : {DType::Q4_0, DType::Q8_0, DType::Q4_K}) {
+    const ModelConfig c = type == DType::Q4_K ? config(512, 768) : config(640, 704);
     const ModelWeights plain = make_dummy_weights(c, type, 9);
     ModelWeights packed = make_dummy_weights(c, type, 9);
     pack_for_kernels(packed);
     if (packed.layers[0].wq.packed == nullptr) GTEST_SKIP() << "this CPU's kernels read every type in place";
-    EXPECT_NE(packed.lm_head.packed, nullptr);
+    EXPECT_NE(packed.lm_head.packed, nullptr) << dtype_name(type);
     // Every part is whole groups of 16 rows, so q/k/v and gate/up are stacked.
-    EXPECT_NE(packed.layers[0].wqkv_packed.packed, nullptr);
-    EXPECT_NE(packed.layers[1].w_gate_up_packed.packed, nullptr);
+    EXPECT_NE(packed.layers[0].wqkv_packed.packed, nullptr) << dtype_name(type);
+    EXPECT_NE(packed.layers[1].w_gate_up_packed.packed, nullptr) << dtype_name(type);
     auto run = [&](const ModelWeights& w) {
       Decoder decoder(c, w);
       SequenceRunner runner(decoder, 32);
       std::span<const float> logits = runner.feed(prompt, true);
       std::vector<float> all(logits.begin(), logits.end());
+      logits = runner.feed(std::vector<int32_t>{11, 12, 13}, true);
+      all.insert(all.end(), logits.begin(), logits.end());
       for (int32_t id : {7, 300, 42}) {
         logits = runner.feed(id);
         all.insert(all.end(), logits.begin(), logits.end());

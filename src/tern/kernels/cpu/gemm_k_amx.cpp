@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tern/kernels/cpu/amx_tiles.h"
@@ -308,16 +309,13 @@ void output_tiles(const UnpackedWeights& w, const TokenTile* a, int64_t nb, floa
 constexpr int64_t kMinTileTokens = 16;
 static_assert(kMinTileTokens - 1 <= kMaxFewTokens);
 
-template <class Block>
-void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
-          int64_t tokens, float* y, size_t ldy) {
+// The tiles over every row tile and token tile. tile_rows(rt, n, scratch) gives row tile rt's
+// n rows in the file's layout as (first row, bytes from one row to the next): in place, or
+// restored into `scratch`.
+template <class Block, class TileRows>
+void gemm_tiles(int64_t k, TileRows tile_rows, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
+                float* y, size_t ldy) {
   const int64_t nb = k / kQKK;
-  const auto* wbytes = static_cast<const std::byte*>(w_data);
-  if (tokens < kMinTileTokens) {
-    amx_gemm_k_few_tokens<Block>(k, wbytes, w_stride, rows, static_cast<const std::byte*>(a_data), a_stride, tokens,
-                                 y, ldy);
-    return;
-  }
   thread_local PackedActivations packed;
   pack_activations(static_cast<const std::byte*>(a_data), a_stride, tokens, nb, kHasMins<Block>, packed);
   const int64_t token_tiles = (tokens + kChains - 1) / kChains;
@@ -337,11 +335,13 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
     configure_tiles();
     UnpackedWeights w;
     w.resize(nb);
+    std::vector<Block> scratch;
     // A thread lays out its rows once and takes every token tile past them.
 #pragma omp for schedule(static)
     for (int64_t rt = 0; rt < row_tiles; ++rt) {
       const int n = static_cast<int>(std::min<int64_t>(kChains, rows - rt * kChains));
-      unpack_weights<Block>(wbytes + rt * kChains * w_stride, w_stride, n, nb, w);
+      const auto [w_data, w_stride] = tile_rows(rt, n, scratch);
+      unpack_weights<Block>(w_data, w_stride, n, nb, w);
       for (int64_t tt = 0; tt < token_tiles; tt += 2) {
         const TokenTile a[2] = {token_tile(tt), token_tile(std::min(tt + 1, token_tiles - 1))};
         auto* tile = tt + 1 < token_tiles ? output_tiles<Block, 2> : output_tiles<Block, 1>;
@@ -352,7 +352,31 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
   }
 }
 
+template <class Block>
+void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
+          int64_t tokens, float* y, size_t ldy) {
+  const auto* wbytes = static_cast<const std::byte*>(w_data);
+  if (tokens < kMinTileTokens) {
+    amx_gemm_k_few_tokens<Block>(k, wbytes, w_stride, rows, static_cast<const std::byte*>(a_data), a_stride, tokens,
+                                 y, ldy);
+    return;
+  }
+  auto in_place = [=](int64_t rt, int, std::vector<Block>&) { return std::pair(wbytes + rt * kChains * w_stride, w_stride); };
+  gemm_tiles<Block>(k, in_place, rows, a_data, a_stride, tokens, y, ldy);
+}
+
 }  // namespace
+
+void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
+                          int64_t tokens, float* y, size_t ldy) {
+  const int64_t nb = k / kQKK;
+  auto restored = [=](int64_t rt, int n, std::vector<BlockQ4_K>& scratch) {
+    scratch.resize(static_cast<size_t>(n * nb));
+    restore_q4_k_rows(packed, rt, nb, n, scratch.data());
+    return std::pair(reinterpret_cast<const std::byte*>(scratch.data()), static_cast<size_t>(nb) * sizeof(BlockQ4_K));
+  };
+  gemm_tiles<BlockQ4_K>(k, restored, rows, a_data, a_stride, tokens, y, ldy);
+}
 
 GemmTileFn amx_gemm_k(DType weight) {
   switch (weight) {

@@ -39,6 +39,14 @@ constexpr int kMaxFewTokens = 15;
 // (gemm_k_few_tokens_amx.cpp), for the GEMM below its tile threshold. Block: Q4_K, Q5_K, Q6_K.
 //   w_data [rows] rows of k / 256 blocks, w_stride bytes apart; a_data [tokens] Q8_K rows
 //   a_stride bytes apart; y [tokens][ldy], rows 0..rows-1 of each written.
+// Q4_K weights packed for the GEMV (matmul_k_packed_amx.cpp): group g's `rows` rows restored
+// to the file's layout, out: [rows][nb] blocks.
+void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out);
+// The GEMM (gemm_k_amx.cpp, ≥ 16 tokens) on such packed weights, each tile's rows restored
+// by the thread that multiplies them. Same contract as a GemmTileFn.
+void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
+                          int64_t tokens, float* y, size_t ldy);
+
 template <class Block>
 void amx_gemm_k_few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t rows,
                            const std::byte* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy);

@@ -141,7 +141,7 @@ struct KernelTable {
         e.gemm_tile = simd_gemm_tile(weight, static_cast<Isa>(i));
         if (static_cast<Isa>(i) == Isa::Amx) {
           e.gemm = amx_gemm_q(weight) ? amx_gemm_q(weight) : amx_gemm_k(weight);
-          e.packed = amx_packed_q(weight);
+          e.packed = amx_packed_q(weight) ? amx_packed_q(weight) : amx_packed_k(weight);
         }
       }
     }
