@@ -30,6 +30,33 @@ constexpr int16_t zx(int b) { return static_cast<int16_t>(0x8000 | b); }
 template <class Block>
 constexpr bool kHasMins = !std::is_same_v<Block, BlockQ6_K>;
 
+// The 16 × 16 floats of r transposed (r[i] lane j → out[j] lane i): 4 rounds of 16 shuffles.
+inline void transpose16(const __m512* r, __m512* out) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: a0 b0 a1 b1 / a2 b2 a3 b3
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // u[4i + j], 128-bit lane L: column 4L + j of rows 4i..4i+3
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    // 128-bit lanes 0 and 2 (0x88) or 1 and 3 (0xDD) of rows 0-7 and of rows 8-15 …
+    const __m512 even_lo = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+    const __m512 even_hi = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512 odd_lo = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const __m512 odd_hi = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    // … give columns j, 8 + j (from lanes 0, 2) and 4 + j, 12 + j (lanes 1, 3).
+    out[j] = _mm512_shuffle_f32x4(even_lo, even_hi, 0x88);
+    out[8 + j] = _mm512_shuffle_f32x4(even_lo, even_hi, 0xDD);
+    out[4 + j] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0x88);
+    out[12 + j] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0xDD);
+  }
+}
+
 // The most tokens gemm_k_few_tokens_amx.cpp takes (its per-token chains live on the stack).
 constexpr int kMaxFewTokens = 15;
 
