@@ -1,5 +1,6 @@
 // Helpers shared by the AMX level's K-type files (vec_dot_k_amx.cpp: the arithmetic and its
-// GEMV; gemm_k_amx.cpp: the GEMM) and only them. Internal linkage, so each compiles its own copy.
+// GEMV; gemm_k_amx.cpp: the GEMM; matmul_k_packed_amx.cpp: packed Q4_K) and only them.
+// Internal linkage, so each compiles its own copy.
 #pragma once
 
 #include "tern/kernels/cpu/avx512_intrinsics.h"

@@ -39,7 +39,7 @@ const PackedKernels* amx_packed_q(DType weight);
 // Q4_K, Q5_K and Q6_K likewise (vec_dot_k_amx.cpp: the arithmetic and GEMV; gemm_k_amx.cpp).
 VecDotFn amx_vec_dot_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
-// Q4_K's packed decode GEMV (matmul_k_packed_amx.cpp).
+// Q4_K's weights packed in groups of 16 rows and their matmul (matmul_k_packed_amx.cpp).
 const PackedKernels* amx_packed_k(DType weight);
 // Asks Linux for the AMX tile state (arch_prctl); false where the OS refuses it.
 bool request_amx_permission();
