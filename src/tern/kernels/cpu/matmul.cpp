@@ -105,34 +105,17 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
     return;
   }
   if (t == 1) {
-    // A step is row i of each of a share's kGemvStreams streams, `stream_len` rows each; the
-    // rows past the streams are single steps.
-    const int threads = omp_get_max_threads();
-    const int64_t stream_len = n / (threads * kGemvStreams), in_streams = threads * kGemvStreams * stream_len;
-    StealingSplit split(threads, stream_len, n - in_streams);
-#pragma omp parallel num_threads(threads)
-    {
-      const int me = omp_get_thread_num();
-      for (int64_t step; (step = split.next(me)) >= 0;) {
-        if (step >= split.owned_steps()) {
-          const int64_t r = in_streams + step - split.owned_steps();
-          y[r] = dot(k, wdata + r * w.row_bytes, adata);
-          continue;
-        }
-        const int64_t share = step / stream_len, i = step % stream_len;
-        int64_t rows[kGemvStreams];
-        for (int s = 0; s < kGemvStreams; ++s) rows[s] = (share * kGemvStreams + s) * stream_len + i;
-        if (kern.vec_dot_rows != nullptr) {  // the streams side by side
-          const void* w_rows[kGemvStreams];
-          float out[kGemvStreams];
-          for (int s = 0; s < kGemvStreams; ++s) w_rows[s] = wdata + rows[s] * w.row_bytes;
-          kern.vec_dot_rows(k, w_rows, adata, out);
-          for (int s = 0; s < kGemvStreams; ++s) y[rows[s]] = out[s];
-        } else {
-          for (int s = 0; s < kGemvStreams; ++s) y[rows[s]] = dot(k, wdata + rows[s] * w.row_bytes, adata);
-        }
+    read_in_streams<kGemvStreams>(n, [&](const int64_t* rows, int count) {
+      if (count == kGemvStreams && kern.vec_dot_rows != nullptr) {  // the streams side by side
+        const void* w_rows[kGemvStreams];
+        float out[kGemvStreams];
+        for (int s = 0; s < kGemvStreams; ++s) w_rows[s] = wdata + rows[s] * w.row_bytes;
+        kern.vec_dot_rows(k, w_rows, adata, out);
+        for (int s = 0; s < kGemvStreams; ++s) y[rows[s]] = out[s];
+      } else {
+        for (int s = 0; s < count; ++s) y[rows[s]] = dot(k, wdata + rows[s] * w.row_bytes, adata);
       }
-    }
+    });
     return;
   }
   if (kern.gemm != nullptr) {

@@ -289,8 +289,8 @@ void dots_in_parts(const std::byte* const* groups, int64_t nb, const DotTokens& 
   }
 }
 
-// A thread reads its groups as kStreams streams in step, as the packed Q4_0 GEMV does
-// (matmul_q_amx.cpp, where it was measured), with the same work stealing.
+// A thread reads its groups as kStreams streams in step (read_in_streams), as the packed
+// Q4_0 GEMV does (matmul_q_amx.cpp, where it was measured).
 constexpr int kStreams = 4;
 
 void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
@@ -306,38 +306,31 @@ void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_da
   prepare_pair_sums(abytes, a_stride, tokens, nb, pair_sums);
   // Pointers, not the thread_local: in the parallel region that name is the workers' own.
   const DotTokens dot{abytes, a_stride, tokens, pair_sums.data()};
-  auto rows_of = [=](int64_t g) { return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)); };
-  // A step is group i of each of a share's kStreams streams, `stream_len` groups each; the
-  // groups past the streams are single steps.
-  const int threads = omp_get_max_threads();
-  const int64_t stream_len = groups / (threads * kStreams), in_streams = threads * kStreams * stream_len;
-  StealingSplit split(threads, stream_len, groups - in_streams);
-#pragma omp parallel num_threads(threads)
-  {
-    const int me = omp_get_thread_num();
+  read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
     const std::byte* group[kStreams];
     float* out[kStreams];
     int rows_in[kStreams];
-    auto take = [&](int s, int64_t g) {
-      group[s] = base + g * nb * kSuperblockBytes;
-      out[s] = y + g * kRows;
-      rows_in[s] = rows_of(g);
-    };
-    for (int64_t step; (step = split.next(me)) >= 0;) {
-      if (step < split.owned_steps()) {
-        const int64_t share = step / stream_len, i = step % stream_len;
-        for (int s = 0; s < kStreams; ++s) take(s, (share * kStreams + s) * stream_len + i);
-        if (tokens == 1) {
-          group_dots_one_token<kStreams>(group, nb, dot, out, rows_in);
-        } else {
-          dots_in_parts<kStreams>(group, nb, dot, out, ldy, rows_in);
-        }
+    for (int s = 0; s < count; ++s) {
+      group[s] = base + at[s] * nb * kSuperblockBytes;
+      out[s] = y + at[s] * kRows;
+      rows_in[s] = static_cast<int>(std::min<int64_t>(kRows, rows - at[s] * kRows));
+    }
+    if (count == kStreams) {
+      if (tokens == 1) {
+        group_dots_one_token<kStreams>(group, nb, dot, out, rows_in);
       } else {
-        take(0, in_streams + step - split.owned_steps());
-        dots_in_parts<1>(group, nb, dot, out, ldy, rows_in);
+        dots_in_parts<kStreams>(group, nb, dot, out, ldy, rows_in);
+      }
+      return;
+    }
+    for (int s = 0; s < count; ++s) {
+      if (tokens == 1) {
+        group_dots_one_token<1>(group + s, nb, dot, out + s, rows_in + s);
+      } else {
+        dots_in_parts<1>(group + s, nb, dot, out + s, ldy, rows_in + s);
       }
     }
-  }
+  });
 }
 
 constexpr PackedKernels kPackedQ4K{kRows, packed_bytes, pack, matmul_packed};

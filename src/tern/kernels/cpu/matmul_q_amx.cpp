@@ -424,38 +424,27 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
     // Pointers, not the thread_local `terms`: in the parallel region that name would be the
     // worker threads' own (empty) one.
     const DotTokens dot{abytes, a_stride, tokens, terms.scale.data(), terms.offset.data()};
-    // A step is group i of each of a share's kStreams streams, `stream_len` groups each; the
-    // groups past the streams are single steps.
-    const int threads = omp_get_max_threads();
-    const int64_t stream_len = groups / (threads * kStreams), in_streams = threads * kStreams * stream_len;
-    StealingSplit split(threads, stream_len, groups - in_streams);
-#pragma omp parallel num_threads(threads)
-    {
-      const int me = omp_get_thread_num();
-      std::vector<std::byte> scratch[kStreams];
+    read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
+      // Where weights in the file's layout are packed as the dots reach them; kept per thread.
+      thread_local std::vector<std::byte> scratch[kStreams];
       const std::byte* group[kStreams];
       float* out[kStreams];
       int rows_in[kStreams];
-      auto take = [&](int s, int64_t g) {
-        group[s] = group_at(g, scratch[s]);
-        out[s] = y + g * kRows;
-        rows_in[s] = rows_of(g);
-      };
-      for (int64_t step; (step = split.next(me)) >= 0;) {
-        if (step < split.owned_steps()) {
-          const int64_t share = step / stream_len, i = step % stream_len;
-          for (int s = 0; s < kStreams; ++s) take(s, (share * kStreams + s) * stream_len + i);
-          if (tokens == 1) {
-            group_dots_one_token<W, kStreams>(group, nb, dot, out, rows_in);
-          } else {
-            group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
-          }
-        } else {
-          take(0, in_streams + step - split.owned_steps());
-          group_dots<W, 1>(group, nb, dot, out, ldy, rows_in);
-        }
+      for (int s = 0; s < count; ++s) {
+        group[s] = group_at(at[s], scratch[s]);
+        out[s] = y + at[s] * kRows;
+        rows_in[s] = rows_of(at[s]);
       }
-    }
+      if (count == kStreams) {
+        if (tokens == 1) {
+          group_dots_one_token<W, kStreams>(group, nb, dot, out, rows_in);
+        } else {
+          group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
+        }
+        return;
+      }
+      for (int s = 0; s < count; ++s) group_dots<W, 1>(group + s, nb, dot, out + s, ldy, rows_in + s);
+    });
     return;
   }
   thread_local PackedActivations packed;

@@ -7,6 +7,9 @@
 // call 225 → 221 µs). Which thread computes a step never changes its bits.
 #pragma once
 
+#include <omp.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -19,7 +22,7 @@ class StealingSplit {
   // steps after them go to whoever asks first once its own are done. Steps < 2^32. Made before the parallel
   // region: a thread that never shows up (a smaller team) has its share taken by the others.
   StealingSplit(int threads, int64_t per_thread, int64_t extra)
-      : heap_(threads > kInlineThreads ? new Range[static_cast<size_t>(threads)] : nullptr),
+      : heap_(threads > kInlineThreads ? new Share[static_cast<size_t>(threads)] : nullptr),
         ranges_(heap_ ? heap_.get() : inline_),
         threads_(threads),
         owned_(threads * per_thread),
@@ -29,17 +32,26 @@ class StealingSplit {
       ranges_[t].bounds.store(pack(t * per_thread, (t + 1) * per_thread), std::memory_order_relaxed);
   }
 
-  // The next step for `thread`, or -1 when every step is taken.
-  int64_t next(int thread) {
+  // Steps [first, first + count) for `thread`: up to `want` consecutive ones from the front
+  // of its own share while it lasts, then one at a time, the extras first; count 0 when every
+  // step is taken.
+  struct Range {
+    int64_t first = 0;
+    int count = 0;
+  };
+  Range next(int thread, int want = 1) {
     if (thread < threads_) {
       std::atomic<uint64_t>& own = ranges_[thread].bounds;
       uint64_t v = own.load(std::memory_order_relaxed);
-      while (front(v) < back(v))
-        if (own.compare_exchange_weak(v, pack(front(v) + 1, back(v)), std::memory_order_relaxed)) return front(v);
+      while (front(v) < back(v)) {
+        const int64_t n = std::min<int64_t>(want, back(v) - front(v));
+        if (own.compare_exchange_weak(v, pack(front(v) + n, back(v)), std::memory_order_relaxed))
+          return {front(v), static_cast<int>(n)};
+      }
     }
     if (next_extra_.load(std::memory_order_relaxed) < extra_end_) {
       const int64_t s = next_extra_.fetch_add(1, std::memory_order_relaxed);
-      if (s < extra_end_) return s;
+      if (s < extra_end_) return {s, 1};
     }
     for (;;) {  // steal from the back of the share with the most left
       int victim = -1;
@@ -48,11 +60,12 @@ class StealingSplit {
         const uint64_t v = ranges_[t].bounds.load(std::memory_order_relaxed);
         if (back(v) - front(v) > most) most = back(v) - front(v), victim = t;
       }
-      if (victim < 0) return -1;
+      if (victim < 0) return {};
       std::atomic<uint64_t>& theirs = ranges_[victim].bounds;
       uint64_t v = theirs.load(std::memory_order_relaxed);
       while (front(v) < back(v))
-        if (theirs.compare_exchange_weak(v, pack(front(v), back(v) - 1), std::memory_order_relaxed)) return back(v) - 1;
+        if (theirs.compare_exchange_weak(v, pack(front(v), back(v) - 1), std::memory_order_relaxed))
+          return {back(v) - 1, 1};
     }
   }
 
@@ -61,7 +74,7 @@ class StealingSplit {
  private:
   // A share's steps not yet taken, [front, back), in one word so that its owner and a thief
   // never both take the last one.
-  struct alignas(64) Range {
+  struct alignas(64) Share {
     std::atomic<uint64_t> bounds{0};
   };
   static uint64_t pack(int64_t f, int64_t b) { return static_cast<uint64_t>(b) << 32 | static_cast<uint32_t>(f); }
@@ -70,12 +83,41 @@ class StealingSplit {
 
   // Every decode matmul makes one: up to kInlineThreads without touching the heap.
   static constexpr int kInlineThreads = 16;
-  Range inline_[kInlineThreads];
-  std::unique_ptr<Range[]> heap_;
-  Range* ranges_;
+  Share inline_[kInlineThreads];
+  std::unique_ptr<Share[]> heap_;
+  Share* ranges_;
   int threads_;
   int64_t owned_, extra_end_;
   alignas(64) std::atomic<int64_t> next_extra_;
 };
+
+// The decode GEMVs' schedule: `items` (rows, or groups of rows) shared by the team. A thread
+// cuts its share into kStreams streams and reads them in step, item i of every stream at once
+// — read(at, kStreams), at[s] the item of stream s — because the hardware prefetcher keeps
+// more lines in flight for several streams than for one (matmul.cpp). Done with its own, it
+// takes the items past the streams, then single items from the back of the share with the
+// most left — read(at, n) with n < kStreams, each item alone — so that the threads finish
+// at most one item apart rather than one step of kStreams items.
+template <int kStreams, class Read>
+void read_in_streams(int64_t items, Read read) {
+  const int threads = omp_get_max_threads();
+  const int64_t stream_len = items / (threads * kStreams), in_streams = threads * kStreams * stream_len;
+  // Within a share, step j is item j / kStreams of stream j % kStreams.
+  StealingSplit split(threads, kStreams * stream_len, items - in_streams);
+  auto item_of = [=](int64_t step) {
+    if (step >= in_streams) return step;  // the extras, numbered after the shares
+    const int64_t share = step / (kStreams * stream_len), j = step % (kStreams * stream_len);
+    return (share * kStreams + j % kStreams) * stream_len + j / kStreams;
+  };
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num();
+    for (StealingSplit::Range r; (r = split.next(me, kStreams)).count > 0;) {
+      int64_t at[kStreams];
+      for (int j = 0; j < r.count; ++j) at[j] = item_of(r.first + j);
+      read(at, r.count);
+    }
+  }
+}
 
 }  // namespace tern::cpu
