@@ -334,7 +334,9 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
                                  y, ldy);
     return;
   }
-  auto in_place = [=](int64_t rt, int, std::vector<Block>&) { return std::pair(wbytes + rt * kChains * w_stride, w_stride); };
+  auto in_place = [=](int64_t rt, int, std::vector<Block>&) {
+    return std::pair(wbytes + rt * kChains * w_stride, w_stride);
+  };
   gemm_tiles<Block>(k, in_place, rows, a_data, a_stride, tokens, y, ldy);
 }
 
