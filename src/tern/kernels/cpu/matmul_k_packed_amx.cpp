@@ -63,30 +63,29 @@ void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
   }
 }
 
-// Sub-block j's 6-bit scale and min of the 16 rows (int32 lanes) from the scale words
-// (k_scales.h's unpack_k_scale_min, lane by lane).
-template <int j>
-inline __m512i scale_of(const __m512i* words) {
+// Sub-block j's 6-bit scale or min of the 16 rows (int32 lanes) from the scale words
+// (k_scales.h's unpack_k_scale_min, lane by lane). Sub-blocks 0-3: byte j of word kWord (0:
+// scales, 1: mins). 4-7: the low (scales) or high (mins, kNibble 4) nibble of word 2's byte
+// j - 4, and the top 2 bits of word kWord's byte j - 4 above it.
+template <int j, int kWord, int kNibble>
+inline __m512i six_bits(const __m512i* words) {
   const __m512i six = _mm512_set1_epi32(63);
   if constexpr (j < 4) {
-    return _mm512_and_si512(_mm512_srli_epi32(words[0], 8 * j), six);
+    return _mm512_and_si512(_mm512_srli_epi32(words[kWord], 8 * j), six);
   } else {
-    // Low 4 bits from word 2's byte j - 4, top 2 from the top of word 0's byte j - 4.
-    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(words[2], 8 * (j - 4)),
-                                     _mm512_srli_epi32(words[0], 8 * (j - 4) + 2), _mm512_set1_epi32(0x0F), 0xE4) &
+    // 0xE4: C ? A : B, bit by bit — the nibble's 4 bits from A, the rest from B.
+    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(words[2], 8 * (j - 4) + kNibble),
+                                     _mm512_srli_epi32(words[kWord], 8 * (j - 4) + 2), _mm512_set1_epi32(0x0F), 0xE4) &
            six;
   }
 }
 template <int j>
+inline __m512i scale_of(const __m512i* words) {
+  return six_bits<j, 0, 0>(words);
+}
+template <int j>
 inline __m512i min_of(const __m512i* words) {
-  const __m512i six = _mm512_set1_epi32(63);
-  if constexpr (j < 4) {
-    return _mm512_and_si512(_mm512_srli_epi32(words[1], 8 * j), six);
-  } else {
-    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(words[2], 8 * (j - 4) + 4),
-                                     _mm512_srli_epi32(words[1], 8 * (j - 4) + 2), _mm512_set1_epi32(0x0F), 0xE4) &
-           six;
-  }
+  return six_bits<j, 1, 4>(words);
 }
 
 // What the dots take from a token's activation block b besides its qs: the pair sums of its
