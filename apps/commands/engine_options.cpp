@@ -9,8 +9,9 @@ void EngineOptions::add_to(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_option("--max-model-len", config.max_model_len,
                   "Longest sequence (prompt + output); default: the model's, capped to the cache");
-  cmd->add_option("--kv-cache-memory", kv_cache_memory,
-                  "KV cache size, e.g. 4GiB (default: 4 GiB or what max-num-seqs full sequences need)");
+  cmd->add_option(
+      "--kv-cache-memory", kv_cache_memory,
+      "KV cache size, e.g. 4GiB (default: 4 GiB or what max-num-seqs full sequences need)");
   cmd->add_option("--kv-cache-fraction", kv_cache_fraction,
                   "KV cache size as a fraction of available memory, e.g. 0.5");
   cmd->add_flag("--no-enable-prefix-caching", no_prefix_caching, "Turn prefix caching off");
@@ -21,6 +22,7 @@ void EngineOptions::add_to(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_flag("--no-enable-chunked-prefill", no_chunked_prefill,
                 "Prefill prompts whole (to measure what chunking does)");
+  speculative.add_to(cmd);
 }
 
 EngineConfig EngineOptions::engine_config() const {
@@ -29,6 +31,7 @@ EngineConfig EngineOptions::engine_config() const {
   if (kv_cache_fraction != 0.0) c.kv_cache_fraction = kv_cache_fraction;
   c.enable_prefix_caching = !no_prefix_caching;
   c.scheduler.enable_chunked_prefill = !no_chunked_prefill;
+  c.speculative = speculative.config();
   return c;
 }
 

@@ -59,15 +59,21 @@ void run(ServeOptions opt) {
   if (!opt.chat_template_path.empty()) opt.server.chat_template = read_file(opt.chat_template_path);
   if (opt.server.max_request_body == 0) throw Error("--max-request-body must be at least 1 byte");
 
-  LoadedModel model = load_model(opt.model.load_options());
+  const EngineConfig config = opt.engine.engine_config();
+  const LoadOptions load = opt.model.load_options();
+  LoadedModel model = load_model(load);
   if (!model.tokenizer)
     throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
-  const std::string description = model.description;
-  LLM llm(std::move(model), opt.engine.engine_config());
+  std::optional<LoadedModel> draft = load_draft(config.speculative, load);
+  const std::string description =
+      model.description + (draft ? ", draft: " + draft->description : std::string());
+  LLM llm(std::move(model), config, std::move(draft));
   server::OpenAIServer server(llm, opt.server);
   const int port = server.bind();
   std::fprintf(stderr, "model: %s, %d threads\n%s\n", description.c_str(), omp_get_max_threads(),
                llm.engine().kv_cache_summary().c_str());
+  if (config.speculative.enabled())
+    std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
   std::fprintf(stderr, "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld)\n",
                opt.server.host.c_str(), port, opt.server.served_model_name.c_str(),
                static_cast<long long>(llm.engine().max_model_len()));

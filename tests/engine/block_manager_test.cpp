@@ -145,6 +145,59 @@ TEST(BlockManager, ForkSharesAndCopyOnWriteSplitsTheLastPartialBlock) {
   EXPECT_EQ(bm.num_free_blocks(), 8);
 }
 
+TEST(BlockManager, TrimGivesBackTheBlocksOfRejectedDrafts) {
+  BlockManager bm(8, 4, true);
+  Sequence s = make_seq(0, iota_tokens(6));
+  std::vector<BlockCopy> copies;
+  ASSERT_TRUE(bm.allocate(s, 6 + 5, copies));  // a verify of 1 + 5 drafts past token 5
+  EXPECT_EQ(s.block_table.size(), 3u);
+  s.num_computed_tokens = 7;  // one draft accepted
+  bm.trim_to_computed(s);
+  EXPECT_EQ(s.block_table.size(), 2u);
+  EXPECT_EQ(bm.num_free_blocks(), 6);
+  s.num_computed_tokens = 8;
+  bm.trim_to_computed(s);  // nothing past the computed tokens: nothing to give back
+  EXPECT_EQ(s.block_table.size(), 2u);
+}
+
+TEST(BlockManager, APrefixHitKnowsWhichBlocksHoldTheDraftsKvToo) {
+  BlockManager bm(4, 4, true);
+  Sequence a = make_seq(0, iota_tokens(14));
+  compute_all(bm, a);               // blocks 0-2 full and cached
+  a.num_draft_computed_tokens = 9;  // the draft caught up through token 8: blocks 0-1 only
+  bm.mark_draft_computed(a);
+  EXPECT_EQ(a.num_draft_marked_blocks, 2);
+  bm.free(a);
+  EXPECT_EQ(a.num_draft_computed_tokens, 0);
+
+  Sequence b = make_seq(1, iota_tokens(14));
+  std::vector<BlockCopy> copies;
+  const auto hit = bm.find_cached_prefix(b);
+  ASSERT_EQ(hit.size(), 3u);
+  ASSERT_TRUE(bm.allocate(b, 14, copies, hit));
+  EXPECT_EQ(b.num_computed_tokens, 12);
+  EXPECT_EQ(b.num_draft_computed_tokens, 8);  // the draft must catch up from block 2
+  Sequence child;
+  bm.fork(b, child);
+  EXPECT_EQ(child.num_draft_computed_tokens, 8);
+  bm.free(b);
+  bm.free(child);
+  // Every block reused for other tokens forgets that it held the draft's K/V, so the same
+  // prefix computed again without the draft (into the same blocks) is a hit without draft K/V.
+  Sequence filler = make_seq(10, iota_tokens(16, 100));
+  compute_all(bm, filler);
+  EXPECT_EQ(bm.num_free_blocks(), 0);
+  bm.free(filler);
+  Sequence again = make_seq(2, iota_tokens(14));
+  compute_all(bm, again);
+  bm.free(again);
+  Sequence c = make_seq(3, iota_tokens(14));
+  const auto hit_c = bm.find_cached_prefix(c);
+  ASSERT_EQ(hit_c.size(), 3u);
+  ASSERT_TRUE(bm.allocate(c, 14, copies, hit_c));
+  EXPECT_EQ(c.num_draft_computed_tokens, 0);
+}
+
 TEST(BlockManager, RejectsAnEmptyCache) {
   EXPECT_THROW(BlockManager(0, 16, true), Error);
   EXPECT_THROW(BlockManager(4, 0, true), Error);

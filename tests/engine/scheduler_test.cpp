@@ -127,6 +127,34 @@ TEST(Scheduler, PrefixCacheHitSkipsTheCachedBlocks) {
   EXPECT_EQ(f.blocks.prefix_queries(), 20);
 }
 
+TEST(Scheduler, DraftsTakeBudgetAndBlocksButNeverCostAPreemption) {
+  Fixture f(6, 4, config(8, 16));
+  Sequence* a = f.add(7);
+  Sequence* b = f.add(7, 100);
+  f.run_step();  // both prefilled, a token sampled: 8 tokens, 7 computed, 2 blocks each
+  const auto wants = [&](const Sequence& s) -> int64_t { return &s == a ? 4 : 20; };
+  const SchedulerStep step = f.scheduler.schedule(wants);
+  ASSERT_EQ(step.chunks.size(), 2u);
+  EXPECT_EQ(step.chunks[0].num_tokens, 5);  // a: its last token and 4 drafts
+  EXPECT_EQ(step.chunks[0].num_draft_tokens, 4);
+  EXPECT_TRUE(step.chunks[0].sample);
+  // b asked for more drafts than the budget (10 left) and the blocks (1 free) hold: it decodes.
+  EXPECT_EQ(step.chunks[1].seq, b);
+  EXPECT_EQ(step.chunks[1].num_tokens, 1);
+  EXPECT_EQ(step.chunks[1].num_draft_tokens, 0);
+  EXPECT_TRUE(step.preempted.empty());
+  EXPECT_EQ(a->block_table.size(), 3u);
+  EXPECT_EQ(f.blocks.num_free_blocks(), 1);
+
+  f.scheduler.complete(step);
+  EXPECT_EQ(a->num_computed_tokens, 8);  // the drafts count once accepted
+  a->token_ids.push_back(9);             // none accepted: the target's own token
+  f.scheduler.accept_drafts(*a, 0);
+  EXPECT_EQ(a->num_computed_tokens, 8);
+  EXPECT_EQ(a->block_table.size(), 2u);  // the block of rejected drafts is given back
+  EXPECT_EQ(f.blocks.num_free_blocks(), 2);
+}
+
 TEST(Scheduler, RejectsABadConfig) {
   BlockManager blocks(4, 4, true);
   EXPECT_THROW(Scheduler(config(0, 10), blocks), Error);
@@ -161,6 +189,67 @@ TEST(Scheduler, TinyCacheRandomLoadAlwaysDrains) {
   EXPECT_EQ(f.scheduler.num_running(), 0);
   EXPECT_EQ(f.scheduler.num_waiting(), 0);
   EXPECT_EQ(f.blocks.num_free_blocks(), 12);
+  EXPECT_GT(f.scheduler.num_preemptions(), 0);
+}
+
+// The same load with speculation: decoding sequences ask for random drafts, a random number is
+// accepted, forks share blocks. After every step each block's reference count is the number
+// of live sequences holding it, and everything drains with no block leaked.
+TEST(Scheduler, RandomLoadWithDraftsBalancesEveryBlock) {
+  std::mt19937 rng(7);
+  constexpr int64_t kBlocks = 16;
+  Fixture f(kBlocks, 4, config(6, 24));
+  std::map<Sequence*, int> target;
+  int added = 0, finished = 0, verifies = 0;
+  const auto drafts_wanted = [&](const Sequence&) { return static_cast<int64_t>(rng() % 6); };
+  for (int step = 0; step < 20000 && (added < 300 || !target.empty()); ++step) {
+    if (added < 300 && rng() % 3 == 0) {
+      Sequence* s = f.add(1 + static_cast<int>(rng() % 20), static_cast<int32_t>(rng() % 4) * 3);
+      target[s] = 1 + static_cast<int>(rng() % 30);
+      ++added;
+    }
+    SchedulerStep st = f.scheduler.schedule(drafts_wanted);
+    f.scheduler.complete(st);
+    for (const auto& c : st.chunks) {
+      Sequence* s = c.seq;
+      if (!c.sample || !target.count(s)) continue;
+      const int64_t accepted =
+          c.num_draft_tokens > 0 ? static_cast<int64_t>(rng() % (c.num_draft_tokens + 1)) : 0;
+      for (int64_t i = 0; i <= accepted; ++i) s->token_ids.push_back(7);
+      if (c.num_draft_tokens > 0) {
+        f.scheduler.accept_drafts(*s, accepted);
+        ++verifies;
+      }
+      if (s->num_output_tokens() >= target[s] || rng() % 50 == 0) {
+        f.scheduler.remove(s);
+        target.erase(s);
+        ++finished;
+      } else if (rng() % 40 == 0 && f.blocks.num_free_blocks() > 0) {  // n > 1: a fork joins
+        auto child = std::make_unique<Sequence>();
+        child->seq_id = 1000 + static_cast<int64_t>(f.seqs.size());
+        f.blocks.fork(*s, *child);
+        f.scheduler.add_running(child.get(), s);
+        target[child.get()] = target[s];
+        f.seqs.push_back(std::move(child));
+        ++added;
+      }
+    }
+    std::vector<int32_t> held(kBlocks, 0);
+    for (const auto& [s, left] : target)
+      for (int32_t b : s->block_table) held[static_cast<size_t>(b)]++;
+    int64_t free_blocks = 0;
+    for (int32_t b = 0; b < kBlocks; ++b) {
+      ASSERT_EQ(f.blocks.ref_count(b), held[static_cast<size_t>(b)])
+          << "block " << b << ", step " << step;
+      free_blocks += held[static_cast<size_t>(b)] == 0;
+    }
+    ASSERT_EQ(f.blocks.num_free_blocks(), free_blocks);
+    for (const auto& [s, left] : target) ASSERT_LT(s->num_computed_tokens, s->num_tokens());
+  }
+  EXPECT_EQ(finished, added);
+  EXPECT_GT(verifies, 500);
+  EXPECT_EQ(f.scheduler.num_running(), 0);
+  EXPECT_EQ(f.blocks.num_free_blocks(), kBlocks);
   EXPECT_GT(f.scheduler.num_preemptions(), 0);
 }
 

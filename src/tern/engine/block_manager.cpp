@@ -28,8 +28,9 @@ uint64_t BlockManager::key_of(Sequence& seq, int64_t index) {
   while (static_cast<int64_t>(seq.block_keys.size()) <= index) {
     const size_t j = seq.block_keys.size();
     const uint64_t parent = j == 0 ? kRootKey : seq.block_keys[j - 1];
-    const auto tokens = std::span<const int32_t>(seq.token_ids)
-                            .subspan(j * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_));
+    const auto tokens =
+        std::span<const int32_t>(seq.token_ids)
+            .subspan(j * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_));
     seq.block_keys.push_back(block_key(parent, tokens));
   }
   return seq.block_keys[static_cast<size_t>(index)];
@@ -45,9 +46,11 @@ std::vector<int32_t> BlockManager::find_cached_prefix(Sequence& seq) {
     if (it == cached_.end()) break;
     const Block& block = blocks_[static_cast<size_t>(it->second)];
     const uint64_t parent = i == 0 ? kRootKey : seq.block_keys[static_cast<size_t>(i - 1)];
-    const auto tokens = std::span<const int32_t>(seq.token_ids)
-                            .subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));
-    if (block.parent_key != parent || !std::equal(tokens.begin(), tokens.end(), block.tokens.begin()))
+    const auto tokens =
+        std::span<const int32_t>(seq.token_ids)
+            .subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));
+    if (block.parent_key != parent ||
+        !std::equal(tokens.begin(), tokens.end(), block.tokens.begin()))
       break;  // a hash collision: recompute rather than trust the key
     hit.push_back(it->second);
   }
@@ -77,7 +80,16 @@ bool BlockManager::allocate(Sequence& seq, int64_t num_tokens, std::vector<Block
     if (block.ref_count++ == 0) unlink_free(b);
     seq.block_table.push_back(b);
   }
-  if (from_cache) seq.num_computed_tokens = computed;
+  if (from_cache) {
+    seq.num_computed_tokens = computed;
+    int64_t with_draft = 0;
+    while (
+        with_draft < held &&
+        blocks_[static_cast<size_t>(cached_prefix[static_cast<size_t>(with_draft)])].has_draft_kv)
+      ++with_draft;
+    seq.num_draft_computed_tokens = with_draft * block_size_;
+    seq.num_draft_marked_blocks = with_draft;
+  }
   if (copy_on_write) {
     int32_t& slot = seq.block_table[static_cast<size_t>(write_block)];
     const int32_t copy = pop_free_block();
@@ -109,6 +121,24 @@ void BlockManager::cache_full_blocks(Sequence& seq) {
   seq.num_keyed_blocks = std::max(seq.num_keyed_blocks, full);
 }
 
+void BlockManager::trim_to_computed(Sequence& seq) {
+  const size_t keep = static_cast<size_t>(blocks_for(seq.num_computed_tokens));
+  while (seq.block_table.size() > keep) {
+    const int32_t b = seq.block_table.back();
+    seq.block_table.pop_back();
+    release(b, !blocks_[static_cast<size_t>(b)].has_key);
+  }
+}
+
+void BlockManager::mark_draft_computed(Sequence& seq) {
+  const int64_t full = std::min<int64_t>(
+      std::min(seq.num_draft_computed_tokens, seq.num_computed_tokens) / block_size_,
+      static_cast<int64_t>(seq.block_table.size()));
+  for (int64_t i = seq.num_draft_marked_blocks; i < full; ++i)
+    blocks_[static_cast<size_t>(seq.block_table[static_cast<size_t>(i)])].has_draft_kv = true;
+  seq.num_draft_marked_blocks = std::max(seq.num_draft_marked_blocks, full);
+}
+
 void BlockManager::free(Sequence& seq) {
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
     // Blocks without a key hold nothing anyone can find again: reuse them first.
@@ -117,6 +147,9 @@ void BlockManager::free(Sequence& seq) {
   seq.block_table.clear();
   seq.num_computed_tokens = 0;
   seq.num_keyed_blocks = 0;
+  seq.draft_token_ids.clear();
+  seq.num_draft_computed_tokens = 0;
+  seq.num_draft_marked_blocks = 0;
 }
 
 void BlockManager::fork(const Sequence& parent, Sequence& child) {
@@ -127,6 +160,8 @@ void BlockManager::fork(const Sequence& parent, Sequence& child) {
   child.block_keys = parent.block_keys;
   child.num_keyed_blocks = parent.num_keyed_blocks;
   child.num_cached_tokens = parent.num_cached_tokens;
+  child.num_draft_computed_tokens = parent.num_draft_computed_tokens;
+  child.num_draft_marked_blocks = parent.num_draft_marked_blocks;
   for (int32_t b : child.block_table) blocks_[static_cast<size_t>(b)].ref_count++;
 }
 
@@ -140,6 +175,7 @@ int32_t BlockManager::pop_free_block() {
     block.has_key = false;
     block.tokens.clear();
   }
+  block.has_draft_kv = false;
   block.ref_count = 1;
   return b;
 }

@@ -45,6 +45,17 @@ class BlockManager {
   // into the prefix cache.
   void cache_full_blocks(Sequence& seq);
 
+  // Speculative decoding gives back what a verify step took for drafts it rejected: the blocks
+  // past those that hold seq.num_computed_tokens (they held only rejected positions).
+  void trim_to_computed(Sequence& seq);
+
+  // A draft model keeps its K/V in a cache of its own indexed by these same block ids. After
+  // its forwards, marks the full blocks of `seq` whose every token has the draft's K/V too
+  // (seq.num_draft_computed_tokens, counting only computed tokens), so that a prefix-cache hit
+  // on them also spares the draft; allocate() gives a hit sequence the marked leading blocks
+  // as its num_draft_computed_tokens.
+  void mark_draft_computed(Sequence& seq);
+
   // Releases `seq`'s blocks (last block first into the LRU, so a prompt's tail is evicted
   // before its head); the sequence holds nothing and has nothing computed afterwards.
   void free(Sequence& seq);
@@ -53,7 +64,9 @@ class BlockManager {
   void fork(const Sequence& parent, Sequence& child);
 
   // Blocks needed to hold `num_tokens` tokens.
-  int64_t blocks_for(int64_t num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+  int64_t blocks_for(int64_t num_tokens) const {
+    return (num_tokens + block_size_ - 1) / block_size_;
+  }
 
   int64_t num_blocks() const { return static_cast<int64_t>(blocks_.size()); }
   int64_t num_free_blocks() const { return num_free_; }
@@ -83,9 +96,10 @@ class BlockManager {
     bool has_key = false;
     uint64_t key = 0;
     uint64_t parent_key = 0;
-    std::vector<int32_t> tokens;  // a cached block's tokens, to confirm a hit
+    std::vector<int32_t> tokens;   // a cached block's tokens, to confirm a hit
     int32_t prev = -1, next = -1;  // the free list (LRU: head is reused first)
     bool in_free_list = false;
+    bool has_draft_kv = false;  // the draft model's cache holds this block's tokens too
   };
 
   int32_t pop_free_block();

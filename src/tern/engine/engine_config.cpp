@@ -32,19 +32,30 @@ uint64_t parse_byte_size(const std::string& text) {
     end = 0;
   }
   std::string unit = text.substr(end);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
-             unit.end());
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  unit.erase(
+      std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
+      unit.end());
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "kib" || unit == "k") scale = 1024.0;
-  else if (unit == "mib" || unit == "m") scale = 1024.0 * 1024;
-  else if (unit == "gib" || unit == "g") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "tib" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  else if (unit == "tb") scale = 1e12;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "kib" || unit == "k")
+    scale = 1024.0;
+  else if (unit == "mib" || unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "tib" || unit == "t")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "gb")
+    scale = 1e9;
+  else if (unit == "tb")
+    scale = 1e12;
   const double bytes = value * scale;
   if (end == 0 || scale == 0 || !std::isfinite(bytes) || bytes <= 0 || bytes > 1e18)
     throw Error("'" + text + "' is not a memory size (e.g. 4GiB, 512MiB, 2GB, 1000000)");
@@ -64,7 +75,7 @@ uint64_t available_memory_bytes() {
 }
 
 KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
-                          int64_t model_max_len) {
+                          int64_t model_max_len, const cpu::KvCacheConfig* draft_shape) {
   if (config.kv_cache_memory && config.kv_cache_fraction)
     throw Error("give --kv-cache-memory or --kv-cache-fraction, not both");
   if (config.max_model_len < 0)
@@ -72,6 +83,8 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
   const int64_t wanted_len = config.max_model_len > 0 ? config.max_model_len : model_max_len;
   if (wanted_len < 1) throw Error("the model states no context length; give --max-model-len");
 
+  const int64_t per_block =
+      shape.bytes_per_block() + (draft_shape ? draft_shape->bytes_per_block() : 0);
   uint64_t budget = kDefaultKvBytes;
   std::string source = "default";
   if (config.kv_cache_memory) {
@@ -87,26 +100,39 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
     // No more than every sequence at full length could use, in whole blocks (a 2-token run
     // still needs one block).
     const int64_t blocks_per_seq = (wanted_len + shape.block_size - 1) / shape.block_size;
-    const double full = static_cast<double>(shape.bytes_per_block()) * static_cast<double>(blocks_per_seq) *
+    const double full = static_cast<double>(per_block) * static_cast<double>(blocks_per_seq) *
                         config.scheduler.max_num_seqs;
     budget = std::min<uint64_t>(budget, static_cast<uint64_t>(full) + (uint64_t{1} << 20));
   }
   KvCachePlan plan;
-  plan.num_blocks = cpu::kv_cache_blocks_for_budget(shape, budget);
+  if (draft_shape) {
+    // Both caches in one budget: each layer of each pads to 64 bytes.
+    const uint64_t padding =
+        static_cast<uint64_t>(2 * (shape.num_layers + draft_shape->num_layers) * 64);
+    plan.num_blocks =
+        budget <= padding
+            ? 0
+            : static_cast<int64_t>((budget - padding) / static_cast<uint64_t>(per_block));
+  } else {
+    plan.num_blocks = cpu::kv_cache_blocks_for_budget(shape, budget);
+  }
   if (plan.num_blocks < 1)
     throw Error(source + ": " + std::to_string(budget) + " bytes hold no KV block of " +
-                std::to_string(shape.bytes_per_block()) + " bytes");
+                std::to_string(per_block) + " bytes");
   const int64_t cache_tokens = plan.num_blocks * shape.block_size;
   if (config.max_model_len > 0 && config.max_model_len > cache_tokens)
     throw Error("--max-model-len " + std::to_string(config.max_model_len) +
                 " does not fit in the KV cache (" + std::to_string(cache_tokens) +
                 " tokens); give a bigger --kv-cache-memory or a smaller --max-model-len");
   plan.max_model_len = std::min(wanted_len, cache_tokens);
-  plan.summary = "KV cache: " + std::to_string(plan.num_blocks) + " blocks of " +
-                 std::to_string(shape.block_size) + " tokens = " + std::to_string(cache_tokens) +
-                 " tokens, " + gib(static_cast<double>(plan.num_blocks * shape.bytes_per_block())) +
-                 " (" + std::to_string(shape.bytes_per_token()) + " bytes per token, " + source +
-                 "); max_model_len " + std::to_string(plan.max_model_len);
+  plan.summary =
+      "KV cache: " + std::to_string(plan.num_blocks) + " blocks of " +
+      std::to_string(shape.block_size) + " tokens = " + std::to_string(cache_tokens) + " tokens, " +
+      gib(static_cast<double>(plan.num_blocks * per_block)) + " (" +
+      std::to_string(per_block / shape.block_size) + " bytes per token" +
+      (draft_shape ? ", " + std::to_string(draft_shape->bytes_per_token()) + " of them the draft's"
+                   : "") +
+      ", " + source + "); max_model_len " + std::to_string(plan.max_model_len);
   return plan;
 }
 

@@ -7,17 +7,19 @@
 
 #include "tern/engine/scheduler.h"
 #include "tern/kernels/cpu/kv_cache.h"
+#include "tern/spec/speculative_config.h"
 
 namespace tern {
 
 struct EngineConfig {
-  int block_size = 16;                        // --block-size
-  int64_t max_model_len = 0;                  // --max-model-len; 0: the model's, capped to the cache
-  std::optional<uint64_t> kv_cache_memory;    // --kv-cache-memory, bytes
-  std::optional<double> kv_cache_fraction;    // --kv-cache-fraction of available memory
-  bool enable_prefix_caching = true;          // --no-enable-prefix-caching turns it off
-  SchedulerConfig scheduler;                  // --max-num-seqs, --max-num-batched-tokens, chunked prefill
-  uint64_t seed = 0;                          // --seed: seeds of requests that bring none
+  int block_size = 16;                      // --block-size
+  int64_t max_model_len = 0;                // --max-model-len; 0: the model's, capped to the cache
+  std::optional<uint64_t> kv_cache_memory;  // --kv-cache-memory, bytes
+  std::optional<double> kv_cache_fraction;  // --kv-cache-fraction of available memory
+  bool enable_prefix_caching = true;        // --no-enable-prefix-caching turns it off
+  SchedulerConfig scheduler;      // --max-num-seqs, --max-num-batched-tokens, chunked prefill
+  uint64_t seed = 0;              // --seed: seeds of requests that bring none
+  SpeculativeConfig speculative;  // --speculative-config / --speculative-model
 };
 
 // The KV cache the engine will allocate, decided before it is.
@@ -30,8 +32,10 @@ struct KvCachePlan {
 // Without --kv-cache-memory or --kv-cache-fraction: 4 GiB, or less when max_num_seqs sequences
 // of max_model_len tokens need less. Throws tern::Error when the budget holds no block, or when
 // an explicit max_model_len does not fit in the cache. `model_max_len`: the model's context.
+// `draft_shape`: a draft model's cache, which has as many blocks as the target's (it follows
+// the target's block ids), so a block costs both; nullptr without one.
 KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
-                          int64_t model_max_len);
+                          int64_t model_max_len, const cpu::KvCacheConfig* draft_shape = nullptr);
 
 // "4GiB", "512MiB", "1.5GB", "2e9", "1000000": bytes. Throws tern::Error on anything else.
 uint64_t parse_byte_size(const std::string& text);

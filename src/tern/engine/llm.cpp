@@ -5,15 +5,27 @@
 #include <unordered_map>
 
 #include "tern/core/error.h"
+#include "tern/spec/draft_model_proposer.h"
 
 namespace tern {
 
-LLM::LLM(const LoadOptions& load, const EngineConfig& config) : LLM(load_model(load), config) {}
+LLM::LLM(const LoadOptions& load, const EngineConfig& config)
+    : LLM(load_model(load), config,
+          config.speculative.method == SpeculativeMethod::kDraftModel
+              ? std::optional<LoadedModel>(load_draft_model(load, config.speculative))
+              : std::nullopt) {}
 
-LLM::LLM(LoadedModel model, const EngineConfig& config) : model_(std::move(model)) {
+LLM::LLM(LoadedModel model, const EngineConfig& config, std::optional<LoadedModel> draft)
+    : model_(std::move(model)), draft_(std::move(draft)) {
   if (!model_.tokenizer) throw Error("the model has no tokenizer; give one with --tokenizer");
   decoder_ = std::make_unique<Decoder>(model_.config, model_.weights);
-  engine_ = std::make_unique<LLMEngine>(*decoder_, *model_.tokenizer, config);
+  const bool drafting = config.speculative.method == SpeculativeMethod::kDraftModel;
+  if (drafting && !draft_) throw Error("speculative decoding: the draft model was not loaded");
+  if (drafting && !draft_->tokenizer)
+    throw Error("the draft model " + config.speculative.model + " has no tokenizer");
+  if (drafting) draft_decoder_ = std::make_unique<Decoder>(draft_->config, draft_->weights);
+  engine_ = std::make_unique<LLMEngine>(*decoder_, *model_.tokenizer, config, draft_decoder_.get(),
+                                        drafting ? &*draft_->tokenizer : nullptr);
 }
 
 LLM::~LLM() = default;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,12 @@ namespace tern {
 class LLM {
  public:
   // Throws tern::Error when the model or its tokenizer cannot be loaded, or the cache not fit.
+  // A draft model that config.speculative names is loaded with the target's load options,
+  // its own dtype, revision and load format applied (`model` must then be a local path).
   LLM(const LoadOptions& load, const EngineConfig& config);
-  // A model already loaded (it must have a tokenizer).
-  LLM(LoadedModel model, const EngineConfig& config);
+  // A model already loaded (it must have a tokenizer); with config.speculative's draft_model
+  // method, the draft too (with a tokenizer).
+  LLM(LoadedModel model, const EngineConfig& config, std::optional<LoadedModel> draft = {});
   ~LLM();
 
   // Called after every step with (finished requests, all requests).
@@ -45,6 +49,8 @@ class LLM {
  private:
   LoadedModel model_;
   std::unique_ptr<Decoder> decoder_;
+  std::optional<LoadedModel> draft_;
+  std::unique_ptr<Decoder> draft_decoder_;
   std::unique_ptr<LLMEngine> engine_;
   int64_t next_id_ = 0;
 };

@@ -7,6 +7,8 @@
 #include "tern/core/error.h"
 #include "tern/engine/output_text.h"
 #include "tern/engine/sampler.h"
+#include "tern/spec/draft_model_proposer.h"
+#include "tern/spec/ngram_proposer.h"
 
 namespace tern {
 
@@ -20,6 +22,11 @@ struct LLMEngine::Completion {
   double cumulative_logprob = 0.0;
   std::optional<std::string> finish_reason;
   std::variant<std::monostate, int32_t, std::string> stop_reason;
+  SpecSequenceState spec;
+  // A draft model with fewer vocabulary rows than the target cannot read an id past them: a
+  // sequence that holds one never drafts (checked as its tokens grow).
+  int64_t draft_vocab_checked = 0;
+  bool outside_draft_vocab = false;
 };
 
 struct LLMEngine::Request {
@@ -41,12 +48,26 @@ namespace {
 SchedulerConfig scheduler_config(const EngineConfig& config, int64_t max_model_len) {
   SchedulerConfig s = config.scheduler;
   // Whole prefills must fit in one step's budget.
-  if (!s.enable_chunked_prefill) s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, max_model_len);
+  if (!s.enable_chunked_prefill)
+    s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, max_model_len);
   return s;
 }
 
 bool contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const EngineConfig& config) {
+  const cpu::KvCacheConfig target = decoder.kv_cache_config(1, config.block_size);
+  const bool drafting = draft && config.speculative.method == SpeculativeMethod::kDraftModel;
+  const cpu::KvCacheConfig draft_shape =
+      drafting ? draft->kv_cache_config(1, config.block_size) : target;
+  return plan_kv_cache(target, config, decoder.config().max_position_embeddings,
+                       drafting ? &draft_shape : nullptr);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -55,12 +76,12 @@ double LLMEngine::now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& config)
+LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& config,
+                     Decoder* draft, const Tokenizer* draft_tokenizer)
     : decoder_(decoder),
       tokenizer_(std::move(tokenizer)),
       config_(config),
-      plan_(plan_kv_cache(decoder.kv_cache_config(1, config.block_size), config,
-                          decoder.config().max_position_embeddings)),
+      plan_(plan_caches(decoder, draft, config)),
       blocks_(plan_.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(scheduler_config(config, plan_.max_model_len), blocks_),
       runner_(decoder, plan_.num_blocks, config.block_size, plan_.max_model_len),
@@ -68,12 +89,29 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
   eos_ids_ = tokenizer_.eos_ids();
   for (int32_t id : decoder.config().eos_token_ids)
     if (!contains(eos_ids_, id)) eos_ids_.push_back(id);
+  const SpeculativeConfig& spec = config.speculative;
+  if (!spec.enabled()) return;
+  std::unique_ptr<Proposer> proposer;
+  const int64_t vocab = decoder.config().vocab_size;
+  if (spec.method == SpeculativeMethod::kNgram) {
+    proposer =
+        std::make_unique<NgramProposer>(spec.prompt_lookup_min, spec.prompt_lookup_max, vocab);
+  } else {
+    if (!draft || !draft_tokenizer)
+      throw Error("speculative decoding with a draft model needs the draft loaded");
+    check_draft_vocabulary(tokenizer_, vocab, *draft_tokenizer, draft->config().vocab_size);
+    proposer = std::make_unique<DraftModelProposer>(*draft, plan_.num_blocks, config.block_size,
+                                                    plan_.max_model_len);
+  }
+  draft_vocab_size_ = proposer->draft_vocab_size();
+  speculator_ = std::make_unique<Speculator>(spec, std::move(proposer));
+  if (spec.adaptive) speculator_->calibrate(runner_, scheduler_.config().max_num_batched_tokens);
 }
 
 LLMEngine::~LLMEngine() = default;
 
-std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(
-    Request& request, int32_t index, std::span<const int32_t> prompt) {
+std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(Request& request, int32_t index,
+                                                                  std::span<const int32_t> prompt) {
   const SamplingParams& params = request.params;
   auto c = std::make_unique<Completion>();
   c->request = &request;
@@ -127,34 +165,74 @@ void LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> 
 std::vector<RequestOutput> LLMEngine::step() {
   std::vector<RequestOutput> outputs = std::move(aborted_);
   aborted_.clear();
-  const SchedulerStep step = scheduler_.schedule();
+  if (speculator_) plan_drafts();
+  SchedulerStep step = speculator_ ? scheduler_.schedule([this](const Sequence& seq) {
+    return completion_of_.at(&seq)->spec.planned;
+  })
+                                   : scheduler_.schedule();
   if (step.empty()) return outputs;
+  if (speculator_) propose_drafts(step);
+  const auto forward_start = std::chrono::steady_clock::now();
   const std::span<const float> logits = runner_.execute(step);
+  if (speculator_)
+    speculator_->record_target_forward(step.num_tokens, seconds_since(forward_start));
   scheduler_.complete(step);
   ++counters_.num_steps;
 
   const double time = now();
   const size_t vocab = static_cast<size_t>(runner_.vocab_size());
-  // Who samples from which logits row; a request whose prompt just finished brings its n - 1
-  // forked completions, which sample from the prompt's row too.
-  std::vector<std::pair<Completion*, size_t>> to_sample;
+  // Who samples from which logits rows: a plain row, or a verify's 1 + K rows (with the index
+  // of its draft request); a request whose prompt just finished brings its n - 1 forked
+  // completions, which sample from the prompt's row too.
+  struct Job {
+    Completion* completion;
+    size_t row;
+    size_t num_drafts;
+    size_t draft_request;
+  };
+  std::vector<Job> jobs;
   size_t row = 0;
-  for (const ScheduledChunk& chunk : step.chunks) {
+  for (size_t i = 0; i < step.chunks.size(); ++i) {
+    const ScheduledChunk& chunk = step.chunks[i];
     Completion& completion = *completion_of_.at(chunk.seq);
     Request& request = *completion.request;
     if (request.metrics.first_scheduled_time < 0) request.metrics.first_scheduled_time = time;
     if (!chunk.sample) continue;
     if (!request.forked && request.params.n > 1)
-      for (Completion* child : fork_completions(request)) to_sample.emplace_back(child, row);
-    to_sample.emplace_back(&completion, row++);
+      for (Completion* child : fork_completions(request)) jobs.push_back({child, row, 0, 0});
+    const size_t drafts = static_cast<size_t>(chunk.num_draft_tokens);
+    jobs.push_back({&completion, row, drafts, drafts > 0 ? draft_request_of_chunk_[i] : 0});
+    row += 1 + drafts;
   }
   // Each completion draws from its own RNG, so sampling in parallel gives the same tokens as
   // in order; with 64 rows of a 152k vocabulary it is worth the threads.
-  std::vector<SampledToken> sampled(to_sample.size());
+  std::vector<VerifiedTokens> results(jobs.size());
 #pragma omp parallel for schedule(dynamic, 1)
-  for (size_t i = 0; i < to_sample.size(); ++i)
-    sampled[i] = to_sample[i].first->sampler->sample(logits.subspan(to_sample[i].second * vocab, vocab));
-  for (size_t i = 0; i < to_sample.size(); ++i) update(*to_sample[i].first, sampled[i], time, outputs);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
+    Sampler& sampler = *job.completion->sampler;
+    if (job.num_drafts == 0) {
+      results[i].tokens.assign(1, sampler.sample(logits.subspan(job.row * vocab, vocab)));
+      continue;
+    }
+    const Sequence& seq = job.completion->seq;
+    verify_drafts(sampler, logits.subspan(job.row * vocab, (1 + job.num_drafts) * vocab),
+                  static_cast<int64_t>(vocab),
+                  std::span<const int32_t>(seq.draft_token_ids).first(job.num_drafts),
+                  speculator_->proposer().draft_probs(job.draft_request), draft_vocab_size_,
+                  results[i]);
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Completion& c = *jobs[i].completion;
+    // A stop inside an accepted run ends the completion there: what follows is dropped.
+    for (const SampledToken& token : results[i].tokens) {
+      update(c, token, time, outputs);
+      if (c.finish_reason) break;
+    }
+    if (jobs[i].num_drafts == 0) continue;
+    speculator_->observe(c.spec, static_cast<int32_t>(jobs[i].num_drafts), results[i].num_accepted);
+    if (!c.finish_reason) scheduler_.accept_drafts(c.seq, results[i].num_accepted);
+  }
   for (auto it = requests_.begin(); it != requests_.end();) {
     if (it->second->finished()) {
       for (auto& c : it->second->completions) completion_of_.erase(&c->seq);
@@ -164,6 +242,60 @@ std::vector<RequestOutput> LLMEngine::step() {
     }
   }
   return outputs;
+}
+
+void LLMEngine::plan_drafts() {
+  const SpeculativeConfig& spec = speculator_->config();
+  candidates_.clear();
+  int64_t other_tokens = 0;
+  for (Sequence* seq : scheduler_.running()) {
+    seq->draft_token_ids.clear();
+    Completion& c = *completion_of_.at(seq);
+    const int64_t remaining = seq->num_tokens() - seq->num_computed_tokens;
+    if (remaining != 1 || seq->num_output_tokens() == 0) {  // prefilling (n > 1 forks after it)
+      other_tokens += remaining;
+      continue;
+    }
+    // Never draft past max_tokens (the target adds one token of its own) or the context.
+    int64_t limit = std::min<int64_t>({spec.num_speculative_tokens,
+                                       c.request->params.max_tokens - seq->num_output_tokens() - 1,
+                                       plan_.max_model_len - seq->num_tokens()});
+    if (spec.max_model_len > 0) limit = std::min(limit, spec.max_model_len - seq->num_tokens());
+    for (; c.draft_vocab_checked < seq->num_tokens(); ++c.draft_vocab_checked)
+      if (seq->token_ids[static_cast<size_t>(c.draft_vocab_checked)] >= draft_vocab_size_)
+        c.outside_draft_vocab = true;
+    if (c.outside_draft_vocab) limit = 0;
+    if (limit > 0) limit = speculator_->proposer().max_drafts(*seq, static_cast<int32_t>(limit));
+    candidates_.push_back({seq, &c.spec, static_cast<int32_t>(std::max<int64_t>(limit, 0))});
+  }
+  for (const Sequence* seq : scheduler_.waiting()) other_tokens += seq->num_tokens();
+  const int64_t budget = scheduler_.config().max_num_batched_tokens;
+  other_tokens = std::clamp<int64_t>(
+      other_tokens, 0, std::max<int64_t>(0, budget - static_cast<int64_t>(candidates_.size())));
+  speculator_->plan(candidates_, other_tokens, scheduler_.num_running());
+}
+
+void LLMEngine::propose_drafts(SchedulerStep& step) {
+  draft_requests_.clear();
+  draft_request_of_chunk_.assign(step.chunks.size(), 0);
+  for (size_t i = 0; i < step.chunks.size(); ++i) {
+    const ScheduledChunk& chunk = step.chunks[i];
+    if (chunk.num_draft_tokens == 0) continue;
+    draft_request_of_chunk_[i] = draft_requests_.size();
+    draft_requests_.push_back({chunk.seq, completion_of_.at(chunk.seq)->sampler.get(),
+                               static_cast<int32_t>(chunk.num_draft_tokens)});
+  }
+  // Every step, drafts or not: the proposer's own cache must copy the step's blocks too.
+  speculator_->proposer().propose(draft_requests_, step.copies);
+  for (ScheduledChunk& chunk : step.chunks) {
+    std::vector<int32_t>& drafts = chunk.seq->draft_token_ids;
+    const int64_t given =
+        std::min<int64_t>(chunk.num_draft_tokens, static_cast<int64_t>(drafts.size()));
+    drafts.resize(static_cast<size_t>(given));
+    step.num_tokens -= chunk.num_draft_tokens - given;
+    chunk.num_tokens -= chunk.num_draft_tokens - given;
+    chunk.num_draft_tokens = given;
+  }
 }
 
 std::vector<LLMEngine::Completion*> LLMEngine::fork_completions(Request& request) {
@@ -184,7 +316,8 @@ std::vector<LLMEngine::Completion*> LLMEngine::fork_completions(Request& request
   return children;
 }
 
-CompletionOutput& LLMEngine::output_for(Completion& completion, std::vector<RequestOutput>& outputs) {
+CompletionOutput& LLMEngine::output_for(Completion& completion,
+                                        std::vector<RequestOutput>& outputs) {
   Request& request = *completion.request;
   auto it = std::find_if(outputs.begin(), outputs.end(),
                          [&](const RequestOutput& o) { return o.request_id == request.id; });
@@ -240,8 +373,8 @@ void LLMEngine::update(Completion& c, const SampledToken& sampled, double time,
       c.stop_reason = *update.stop_string;
     }
   }
-  if (!reason && (c.seq.num_output_tokens() >= params.max_tokens ||
-                  c.seq.num_tokens() >= plan_.max_model_len))
+  if (!reason &&
+      (c.seq.num_output_tokens() >= params.max_tokens || c.seq.num_tokens() >= plan_.max_model_len))
     reason = "length";
   if (reason) {
     out.new_text += c.text->finish();
@@ -280,7 +413,8 @@ bool LLMEngine::abort_request(const std::string& request_id) {
     finish(*c, "abort", time);
     request.forked = true;  // no completions are coming
     out.finish_reason = c->finish_reason;
-    out.token_ids.assign(c->seq.token_ids.begin() + c->seq.num_prompt_tokens, c->seq.token_ids.end());
+    out.token_ids.assign(c->seq.token_ids.begin() + c->seq.num_prompt_tokens,
+                         c->seq.token_ids.end());
     out.text = c->text->text();
     out.logprobs = c->logprobs;
     out.cumulative_logprob = c->cumulative_logprob;
@@ -305,6 +439,10 @@ EngineStats LLMEngine::stats() const {
   s.prefix_cache_queries = blocks_.prefix_queries();
   s.prefix_cache_hits = blocks_.prefix_hits();
   s.num_preemptions = scheduler_.num_preemptions();
+  if (speculator_) {
+    s.speculative = true;
+    s.spec = speculator_->stats();
+  }
   return s;
 }
 

@@ -20,6 +20,9 @@
 #include "tern/engine/sampling_params.h"
 #include "tern/engine/scheduler.h"
 #include "tern/models/decoder.h"
+#include "tern/spec/proposer.h"
+#include "tern/spec/rejection_sampler.h"
+#include "tern/spec/speculator.h"
 #include "tern/tokenizer/tokenizer.h"
 
 namespace tern {
@@ -36,13 +39,18 @@ struct EngineStats {
   int64_t generation_tokens = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
+  bool speculative = false;  // speculative decoding is configured; `spec` counts it
+  SpecDecodeStats spec;
 };
 
 class LLMEngine {
  public:
   // The decoder (and its weights) must outlive the engine. Throws tern::Error when the KV
-  // cache does not fit (see plan_kv_cache).
-  LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& config);
+  // cache does not fit (see plan_kv_cache). With config.speculative's draft_model method, the
+  // draft's decoder and tokenizer (outliving the engine too) are required and checked against
+  // the target's vocabulary (check_draft_vocabulary).
+  LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& config,
+            Decoder* draft = nullptr, const Tokenizer* draft_tokenizer = nullptr);
   ~LLMEngine();
 
   // Queues a request. Throws tern::Error, queueing nothing, for invalid sampling parameters,
@@ -78,6 +86,11 @@ class LLMEngine {
   // The n - 1 more completions of a request whose prompt is in the cache: they share its
   // blocks and join the running set.
   std::vector<Completion*> fork_completions(Request& request);
+  // Speculative decoding, before scheduling: the drafts each decoding sequence asks for.
+  void plan_drafts();
+  // After scheduling: the proposer drafts for the chunks that made room for drafts (and its
+  // cache copies the step's blocks); chunks shrink to the drafts it gave.
+  void propose_drafts(SchedulerStep& step);
   // Appends a sampled token, streams its text, and checks the stop conditions.
   void update(Completion& completion, const SampledToken& sampled, double time,
               std::vector<RequestOutput>& outputs);
@@ -94,6 +107,11 @@ class LLMEngine {
   BlockManager blocks_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  std::unique_ptr<Speculator> speculator_;         // null without speculative decoding
+  int64_t draft_vocab_size_ = 0;                   // rows of the draft's logits
+  std::vector<Speculator::Candidate> candidates_;  // this step's, reused
+  std::vector<DraftRequest> draft_requests_;       // this step's, reused
+  std::vector<size_t> draft_request_of_chunk_;     // the chunk's index in draft_requests_
   std::mt19937_64 seed_rng_;
   int64_t next_seq_id_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;

@@ -14,6 +14,12 @@
 
 namespace tern {
 
+// Seconds of one forward of `num_tokens` made-up tokens of one sequence over blocks 0, 1, … of
+// `cache` (capped to the cache), with the last row's logits or every row's (as a verify asks):
+// the drafting policy's first cost estimates. Overwrites those blocks, so call it only while
+// the cache holds nothing anyone will read.
+double time_forward(Decoder& decoder, cpu::KvCache& cache, int64_t num_tokens, bool all_logits);
+
 class ModelRunner {
  public:
   // A cache of `num_blocks` blocks of `block_size` tokens in the decoder's shape; sequences of
@@ -21,8 +27,14 @@ class ModelRunner {
   ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size, int64_t max_model_len);
 
   // Copies the step's shared blocks, then runs its chunks in one forward. Returns the logits of
-  // the chunks that sample, in chunk order: [num_sampled, vocab], valid until the next call.
+  // the chunks that sample, in chunk order: one row per sampling chunk, 1 + its drafts for a
+  // verify ([rows, vocab]), valid until the next call.
   std::span<const float> execute(const SchedulerStep& step);
+
+  // time_forward() on this runner's decoder and cache.
+  double time_forward(int64_t num_tokens, bool all_logits) {
+    return tern::time_forward(decoder_, cache_, num_tokens, all_logits);
+  }
 
   const cpu::KvCache& cache() const { return cache_; }
   int64_t vocab_size() const { return decoder_.config().vocab_size; }
@@ -31,7 +43,8 @@ class ModelRunner {
   Decoder& decoder_;
   cpu::KvCache cache_;
   StepBatch batch_;
-  std::vector<float> logits_;  // [num_sampled, vocab]
+  std::vector<int32_t> verify_tokens_;  // a verify chunk's tokens: the last one, then the drafts
+  std::vector<float> logits_;           // [rows, vocab]
 };
 
 }  // namespace tern

@@ -143,6 +143,55 @@ size_t nucleus_in_place(std::vector<Candidate>& c, size_t n, float top_p) {
   return kept;
 }
 
+// The sampling parameters that cut the distribution before the draw.
+struct Truncation {
+  float temperature;
+  int32_t top_k;  // <= 0: all
+  float top_p;
+  float min_p;
+};
+
+// What a draw may pick after temperature, min_p, top_k and top_p: every token (`dense`: the
+// weights exp((x − max) / T) in id order, [vocab]) or the kept candidates with their weights,
+// in the order a draw walks them (`sparse`). Views of the per-thread scratch.
+struct Support {
+  std::span<const float> dense;
+  std::span<const Candidate> sparse;
+};
+
+Support truncate(std::span<const float> x, float max_logit, const Truncation& t) {
+  const size_t vocab = x.size();
+  const bool truncate_k = t.top_k > 0 && static_cast<size_t>(t.top_k) < vocab;
+  if (!truncate_k && t.top_p >= 1.0f && t.min_p <= 0.0f) {
+    // Nothing is cut: the whole row in id order, weights computed once.
+    std::vector<float>& w = scratch().weights;
+    w.resize(vocab);
+    for (size_t i = 0; i < vocab; ++i) w[i] = weight(x[i], max_logit, t.temperature);
+    return {w, {}};
+  }
+  // min_p: p_i >= min_p × p_max  ⇔  (x_i − max) / T >= log(min_p).
+  std::vector<Candidate>& c = scratch().candidates;
+  c.clear();
+  c.reserve(vocab);
+  const float log_min_p = t.min_p > 0.0f ? std::log(t.min_p) : kNegInf;
+  for (size_t i = 0; i < vocab; ++i) {
+    if (t.min_p > 0.0f && !((x[i] - max_logit) / t.temperature >= log_min_p)) continue;
+    c.push_back(Candidate{x[i], static_cast<int32_t>(i), 0.0f});
+  }
+  size_t n = c.size();  // >= 1: the maximum always passes
+  bool sorted = false;
+  if (t.top_k > 0 && static_cast<size_t>(t.top_k) < n) {
+    n = static_cast<size_t>(t.top_k);
+    select_top(c, n, c.size());
+    sorted = true;
+  }
+  for (size_t i = 0; i < n; ++i) c[i].weight = weight(c[i].logit, max_logit, t.temperature);
+  if (t.top_p < 1.0f)
+    n = sorted ? nucleus_of_sorted(std::span<const Candidate>(c.data(), n), t.top_p)
+               : nucleus_in_place(c, n, t.top_p);
+  return {{}, std::span<const Candidate>(c.data(), n)};
+}
+
 // NaN would break every comparison (and the strict weak order the sorts need): it counts as
 // impossible.
 float finite_or_neg_inf(float v) { return std::isnan(v) ? kNegInf : v; }
@@ -190,6 +239,21 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
+int32_t pick_weighted(std::span<const float> weights, double u) {
+  double total = 0.0;
+  for (float w : weights) total += w;
+  const double target = u * total;
+  double acc = 0.0;
+  size_t last = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] <= 0.0f) continue;
+    acc += weights[i];
+    last = i;
+    if (target < acc) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(last);
+}
+
 Sampler::Sampler(const SamplingParams& params, uint64_t seed,
                  std::span<const int32_t> prompt_token_ids,
                  std::vector<int32_t> suppressed_until_min_tokens)
@@ -203,6 +267,8 @@ Sampler::Sampler(const SamplingParams& params, uint64_t seed,
       min_tokens_(params.min_tokens),
       num_logprobs_(params.logprobs ? *params.logprobs : -1),
       rng_(seed),
+      // A second stream of the same seed (its own constant), for drafts only.
+      draft_rng_(seed ^ 0x6472616674726e67ull),
       suppressed_(std::move(suppressed_until_min_tokens)) {
   params.validate();
   if (repetition_penalty_ != 1.0f) {
@@ -250,72 +316,75 @@ void Sampler::process(std::span<const float> logits, std::vector<float>& out) co
 }
 
 int32_t Sampler::draw(std::span<const float> x) {
-  const size_t vocab = x.size();
   float max_logit = kNegInf;
   for (float v : x) max_logit = std::max(max_logit, v);
   const double u = uniform01(rng_);  // one draw per step, whatever the path
   // Everything impossible, or an infinite logit that takes all the mass: the lowest id of the
   // maximum, as greedy would.
   if (!std::isfinite(max_logit)) return argmax(x);
-
-  const bool truncate_k = top_k_ > 0 && static_cast<size_t>(top_k_) < vocab;
-  if (!truncate_k && top_p_ >= 1.0f && min_p_ <= 0.0f) {
-    // Nothing is cut: walk the whole row in id order, weights computed once.
-    std::vector<float>& w = scratch().weights;
-    w.resize(vocab);
-    double total = 0.0;
-    for (size_t i = 0; i < vocab; ++i) {
-      w[i] = weight(x[i], max_logit, temperature_);
-      total += w[i];
-    }
-    const double target = u * total;
-    double acc = 0.0;
-    size_t last = 0;  // set by the first token with weight; the maximum has weight 1
-    for (size_t i = 0; i < vocab; ++i) {
-      if (w[i] <= 0.0f) continue;
-      acc += w[i];
-      last = i;
-      if (target < acc) return static_cast<int32_t>(i);
-    }
-    return static_cast<int32_t>(last);
-  }
-
-  // min_p: p_i >= min_p × p_max  ⇔  (x_i − max) / T >= log(min_p).
-  std::vector<Candidate>& c = scratch().candidates;
-  c.clear();
-  c.reserve(vocab);
-  const float log_min_p = min_p_ > 0.0f ? std::log(min_p_) : kNegInf;
-  for (size_t i = 0; i < vocab; ++i) {
-    if (min_p_ > 0.0f && !((x[i] - max_logit) / temperature_ >= log_min_p)) continue;
-    c.push_back(Candidate{x[i], static_cast<int32_t>(i), 0.0f});
-  }
-  size_t n = c.size();  // >= 1: the maximum always passes
-  bool sorted = false;
-  if (top_k_ > 0 && static_cast<size_t>(top_k_) < n) {
-    n = static_cast<size_t>(top_k_);
-    select_top(c, n, c.size());
-    sorted = true;
-  }
-  for (size_t i = 0; i < n; ++i) c[i].weight = weight(c[i].logit, max_logit, temperature_);
-  if (top_p_ < 1.0f)
-    n = sorted ? nucleus_of_sorted(std::span<const Candidate>(c.data(), n), top_p_)
-               : nucleus_in_place(c, n, top_p_);
-  return pick(std::span<const Candidate>(c.data(), n), u);
+  const Support kept = truncate(x, max_logit, {temperature_, top_k_, top_p_, min_p_});
+  if (!kept.dense.empty()) return pick_weighted(kept.dense, u);
+  return pick(kept.sparse, u);
 }
 
-SampledToken Sampler::sample(std::span<const float> logits) {
-  SampledToken out;
-  if (logits.empty()) return out;  // nothing to choose from; the engine never passes this
+int32_t Sampler::greedy_token(std::span<const float> logits) const {
   const bool suppress = num_sampled_ < min_tokens_ && !suppressed_.empty();
-  if (temperature_ <= 0.0f && !suppress && !penalized()) {
-    out.token = argmax(logits);  // the row as it is: no copy
+  if (!suppress && !penalized()) return argmax(logits);  // the row as it is: no copy
+  std::vector<float>& x = scratch().logits;
+  process(logits, x);
+  return argmax(x);
+}
+
+void Sampler::probabilities(std::span<const float> logits, std::span<float> probs) const {
+  std::fill(probs.begin(), probs.end(), 0.0f);
+  if (logits.empty()) return;
+  if (greedy()) {
+    probs[static_cast<size_t>(greedy_token(logits))] = 1.0f;
+    return;
+  }
+  std::vector<float>& x = scratch().logits;
+  process(logits, x);
+  float max_logit = kNegInf;
+  for (float v : x) max_logit = std::max(max_logit, v);
+  if (!std::isfinite(max_logit)) {
+    probs[static_cast<size_t>(argmax(x))] = 1.0f;
+    return;
+  }
+  const Support kept = truncate(x, max_logit, {temperature_, top_k_, top_p_, min_p_});
+  double total = 0.0;
+  if (!kept.dense.empty()) {
+    for (float w : kept.dense) total += w;
+    for (size_t i = 0; i < kept.dense.size(); ++i)
+      probs[i] = static_cast<float>(kept.dense[i] / total);
+  } else {
+    for (const Candidate& c : kept.sparse) total += c.weight;
+    for (const Candidate& c : kept.sparse)
+      probs[static_cast<size_t>(c.id)] = static_cast<float>(c.weight / total);
+  }
+}
+
+SampledToken Sampler::report(std::span<const float> logits, int32_t token) const {
+  SampledToken out;
+  out.token = token;
+  if (num_logprobs_ >= 0) fill_logprobs(logits, token, static_cast<size_t>(num_logprobs_), out);
+  return out;
+}
+
+double Sampler::uniform() { return uniform01(rng_); }
+double Sampler::uniform_for_draft() { return uniform01(draft_rng_); }
+
+SampledToken Sampler::sample(std::span<const float> logits) {
+  if (logits.empty()) return {};  // nothing to choose from; the engine never passes this
+  int32_t token = 0;
+  if (greedy()) {
+    token = greedy_token(logits);
   } else {
     std::vector<float>& x = scratch().logits;
     process(logits, x);
-    out.token = temperature_ <= 0.0f ? argmax(x) : draw(x);
+    token = draw(x);
   }
-  if (num_logprobs_ >= 0) fill_logprobs(logits, out.token, static_cast<size_t>(num_logprobs_), out);
-  record(out.token);
+  SampledToken out = report(logits, token);
+  record(token);
   return out;
 }
 
@@ -328,6 +397,15 @@ void Sampler::record(int32_t token) {
     ++at->second;
   else
     output_counts_.insert(at, {token, 1});
+}
+
+void Sampler::forget(int32_t token) {
+  --num_sampled_;
+  if (!penalized()) return;
+  auto at = std::lower_bound(output_counts_.begin(), output_counts_.end(), token,
+                             [](const auto& entry, int32_t id) { return entry.first < id; });
+  if (at == output_counts_.end() || at->first != token) return;  // never recorded: nothing to undo
+  if (--at->second == 0) output_counts_.erase(at);
 }
 
 }  // namespace tern

@@ -45,13 +45,34 @@ class Sampler {
 
   int32_t num_sampled() const { return num_sampled_; }
 
+  // What speculative decoding (src/tern/spec/) needs to verify drafts against this
+  // completion's own processing: the distribution a step would sample from, and a way to try
+  // tokens on the completion's state before keeping them. None of these throw or allocate
+  // beyond the per-thread scratch.
+  bool greedy() const { return temperature_ <= 0.0f; }
+  // The token sample() chooses greedily: the argmax of the processed row.
+  int32_t greedy_token(std::span<const float> logits) const;
+  // The distribution sample() draws from, after suppression, penalties, temperature, min_p,
+  // top_k and top_p. probs: [logits.size()], summing to 1 (greedy: 1 at greedy_token).
+  void probabilities(std::span<const float> logits, std::span<float> probs) const;
+  // What sample() reports when it picks `token` from `logits`: its logprob and the top ones.
+  SampledToken report(std::span<const float> logits, int32_t token) const;
+  // Uniform in [0, 1): from the completion's RNG (sample() draws one per step), and from a
+  // second stream of the same seed that only drafts use, so proposing never shifts the draws
+  // that accept or reject.
+  double uniform();
+  double uniform_for_draft();
+  // Counts `token` as output, as sample() does once it has chosen; forget() takes back the
+  // latest record() of that token (drafts are recorded while proposed, then forgotten).
+  void record(int32_t token);
+  void forget(int32_t token);
+
  private:
   bool penalized() const;
   // Copies `logits` into `out` ([vocab]) with NaN → -inf, then the suppression and penalties.
   void process(std::span<const float> logits, std::vector<float>& out) const;
   // Temperature, min_p, top_k, top_p and the one draw over the processed row.
   int32_t draw(std::span<const float> x);
-  void record(int32_t token);
 
   float temperature_, top_p_, min_p_;
   int32_t top_k_;  // <= 0: all
@@ -59,6 +80,7 @@ class Sampler {
   int32_t min_tokens_;
   int32_t num_logprobs_;  // -1: none
   std::mt19937_64 rng_;
+  std::mt19937_64 draft_rng_;
   std::vector<int32_t> prompt_ids_;  // sorted, unique; kept only for a repetition penalty
   std::vector<int32_t> suppressed_;
   std::vector<std::pair<int32_t, int32_t>> output_counts_;  // (id, count) sorted by id; kept
@@ -68,5 +90,10 @@ class Sampler {
 
 // The index of the largest value, the lowest on ties.
 int32_t argmax(std::span<const float> logits);
+
+// One draw from unnormalised weights [n] (>= 0) with u in [0, 1), walking ids in order: the
+// first id whose running sum passes u × total (the last id with weight when rounding leaves
+// u × total at the very end). All zero: 0.
+int32_t pick_weighted(std::span<const float> weights, double u);
 
 }  // namespace tern

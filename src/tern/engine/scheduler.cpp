@@ -37,7 +37,7 @@ void Scheduler::preempt(Sequence* seq, SchedulerStep& step) {
   ++num_preemptions_;
 }
 
-SchedulerStep Scheduler::schedule() {
+SchedulerStep Scheduler::schedule(const DraftsWanted& drafts_wanted) {
   SchedulerStep step;
   int64_t budget = config_.max_num_batched_tokens;
 
@@ -45,7 +45,13 @@ SchedulerStep Scheduler::schedule() {
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
     const int64_t remaining = seq->num_tokens() - seq->num_computed_tokens;
-    const int64_t n = std::min(remaining, budget);
+    int64_t drafts = 0;
+    if (remaining == 1 && drafts_wanted)
+      drafts = std::clamp<int64_t>(drafts_wanted(*seq), 0, budget - 1);
+    // Drafts never cost anyone their blocks: without room for them the sequence just decodes.
+    if (drafts > 0 && !blocks_.allocate(*seq, seq->num_computed_tokens + 1 + drafts, step.copies))
+      drafts = 0;
+    const int64_t n = std::min(remaining, budget) + drafts;
     bool self_preempted = false;
     while (!blocks_.allocate(*seq, seq->num_computed_tokens + n, step.copies)) {
       Sequence* victim = running_.back();
@@ -57,7 +63,7 @@ SchedulerStep Scheduler::schedule() {
       }
     }
     if (self_preempted) break;
-    step.chunks.push_back({seq, n, n == remaining});
+    step.chunks.push_back({seq, n, drafts, n - drafts == remaining});
     step.num_tokens += n;
     budget -= n;
     ++i;
@@ -79,7 +85,7 @@ SchedulerStep Scheduler::schedule() {
     waiting_.pop_front();
     seq->status = SequenceStatus::kRunning;
     running_.push_back(seq);
-    step.chunks.push_back({seq, n, n == remaining});
+    step.chunks.push_back({seq, n, 0, n == remaining});
     step.num_tokens += n;
     budget -= n;
   }
@@ -88,9 +94,19 @@ SchedulerStep Scheduler::schedule() {
 
 void Scheduler::complete(const SchedulerStep& step) {
   for (const ScheduledChunk& chunk : step.chunks) {
-    chunk.seq->num_computed_tokens += chunk.num_tokens;
+    chunk.seq->num_computed_tokens += chunk.num_tokens - chunk.num_draft_tokens;
     blocks_.cache_full_blocks(*chunk.seq);
   }
+}
+
+void Scheduler::accept_drafts(Sequence& seq, int64_t num_accepted) {
+  seq.num_computed_tokens += num_accepted;
+  seq.draft_token_ids.clear();
+  // The draft model's K/V holds only where its drafts were accepted.
+  seq.num_draft_computed_tokens = std::min(seq.num_draft_computed_tokens, seq.num_computed_tokens);
+  blocks_.trim_to_computed(seq);
+  blocks_.cache_full_blocks(seq);
+  blocks_.mark_draft_computed(seq);
 }
 
 void Scheduler::remove(Sequence* seq) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "tern/engine/block_manager.h"
@@ -16,21 +17,24 @@
 namespace tern {
 
 struct SchedulerConfig {
-  int32_t max_num_seqs = 256;             // sequences in one step at most
-  int64_t max_num_batched_tokens = 512;   // tokens in one step at most
-  bool enable_chunked_prefill = true;     // false: a prompt runs whole or waits
+  int32_t max_num_seqs = 256;            // sequences in one step at most
+  int64_t max_num_batched_tokens = 512;  // tokens in one step at most
+  bool enable_chunked_prefill = true;    // false: a prompt runs whole or waits
 };
 
 struct ScheduledChunk {
   Sequence* seq = nullptr;
-  int64_t num_tokens = 0;  // feeds token_ids[seq->num_computed_tokens, + num_tokens)
-  bool sample = false;     // the chunk reaches the sequence's end: its last row is sampled
+  // Feeds token_ids[seq->num_computed_tokens, + num_tokens - num_draft_tokens), then the
+  // first num_draft_tokens of seq->draft_token_ids (a verify: every row is sampled).
+  int64_t num_tokens = 0;
+  int64_t num_draft_tokens = 0;
+  bool sample = false;  // the chunk reaches the sequence's end: its last row is sampled
 };
 
 struct SchedulerStep {
   std::vector<ScheduledChunk> chunks;
-  std::vector<BlockCopy> copies;    // done before the forward
-  std::vector<Sequence*> preempted; // went back to the waiting queue this step
+  std::vector<BlockCopy> copies;     // done before the forward
+  std::vector<Sequence*> preempted;  // went back to the waiting queue this step
   int64_t num_tokens = 0;
   bool empty() const { return chunks.empty(); }
 };
@@ -45,15 +49,28 @@ class Scheduler {
   // Puts a sequence forked from a running one straight into the running set, right after it.
   void add_running(Sequence* seq, const Sequence* after);
 
-  SchedulerStep schedule();
-  // After the forward of `step`: the chunks' tokens are computed; full blocks enter the
+  // How many drafts a decoding sequence would verify this step (speculative decoding).
+  using DraftsWanted = std::function<int64_t(const Sequence&)>;
+
+  // One step's plan. With `drafts_wanted`, a running sequence that decodes asks for 1 + its
+  // drafts of the budget and blocks for them; drafts the budget or the free blocks cannot
+  // hold are dropped before anyone is preempted for them.
+  SchedulerStep schedule(const DraftsWanted& drafts_wanted = nullptr);
+  // After the forward of `step`: the chunks' tokens are computed (of a verify, only the token
+  // before the drafts, until accept_drafts says how many drafts hold); full blocks enter the
   // prefix cache.
   void complete(const SchedulerStep& step);
+  // After a verify of `seq` whose first `num_accepted` drafts were accepted (and appended to
+  // its tokens with the target's next token): their K/V count as computed, blocks that held
+  // only rejected positions are freed, and newly full blocks enter the prefix cache.
+  void accept_drafts(Sequence& seq, int64_t num_accepted);
 
   // Takes a sequence out of the queues (finished or aborted) and frees its blocks.
   void remove(Sequence* seq);
 
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
+  const std::vector<Sequence*>& running() const { return running_; }  // oldest first
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t num_preemptions() const { return num_preemptions_; }
   const SchedulerConfig& config() const { return config_; }

@@ -23,6 +23,13 @@ struct Sequence {
   // of the tokens, which never change, so they outlive a preemption).
   std::vector<uint64_t> block_keys;
   int64_t num_keyed_blocks = 0;  // leading blocks of block_table already offered to the cache
+  // Speculative decoding. The drafts this step verifies after the last sampled token (not
+  // tokens of the sequence until accepted); and, for a draft model, whose paged cache uses
+  // this same block table, how many of the tokens have the draft's K/V there, and how many
+  // leading blocks were marked as holding it (BlockManager::mark_draft_computed).
+  std::vector<int32_t> draft_token_ids;
+  int64_t num_draft_computed_tokens = 0;
+  int64_t num_draft_marked_blocks = 0;
   SequenceStatus status = SequenceStatus::kWaiting;
   int64_t num_cached_tokens = 0;  // prompt tokens the prefix cache supplied when first scheduled
   int32_t num_preemptions = 0;

@@ -1,0 +1,59 @@
+#include "commands/speculative_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include "tern/core/error.h"
+#include "tern/hub/resolve_model.h"
+#include "tern/spec/draft_model_proposer.h"
+
+namespace tern::cli {
+
+void SpeculativeOptions::add_to(CLI::App* cmd) {
+  cmd->add_option(
+      "--speculative-config", config_json,
+      "Speculative decoding as vLLM's JSON: {\"method\": \"draft_model\", \"model\": D, "
+      "\"num_speculative_tokens\": 4} or {\"method\": \"ngram\", "
+      "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4}; tern adds \"dtype\" "
+      "and \"load_format\" of the draft and \"adaptive\" (default true)");
+  cmd->add_option("--speculative-model", model,
+                  "Draft model (short form of --speculative-config; [ngram]: prompt lookup)");
+  cmd->add_option("--num-speculative-tokens", num_speculative_tokens,
+                  "Draft tokens per step at most (with --speculative-model)");
+  cmd->add_option("--ngram-prompt-lookup-max", prompt_lookup_max,
+                  "Longest n-gram looked up (with --speculative-model [ngram])");
+  cmd->add_option("--ngram-prompt-lookup-min", prompt_lookup_min,
+                  "Shortest n-gram looked up (with --speculative-model [ngram])");
+}
+
+SpeculativeConfig SpeculativeOptions::config() const {
+  const bool short_form = !model.empty() || num_speculative_tokens != 0 || prompt_lookup_max != 0 ||
+                          prompt_lookup_min != 0;
+  if (!config_json.empty()) {
+    if (short_form)
+      throw Error(
+          "give --speculative-config or --speculative-model / --num-speculative-tokens, "
+          "not both");
+    return parse_speculative_config(config_json);
+  }
+  SpeculativeConfig c;
+  c.model = model;
+  c.num_speculative_tokens = num_speculative_tokens;
+  c.prompt_lookup_max = prompt_lookup_max;
+  c.prompt_lookup_min = prompt_lookup_min;
+  if ((prompt_lookup_max || prompt_lookup_min) && model != "[ngram]" && model != "ngram")
+    throw Error("--ngram-prompt-lookup-max/-min go with --speculative-model [ngram]");
+  finalize_speculative_config(c);
+  return c;
+}
+
+std::optional<LoadedModel> load_draft(const SpeculativeConfig& spec, const LoadOptions& target) {
+  if (spec.method != SpeculativeMethod::kDraftModel) return std::nullopt;
+  SpeculativeConfig resolved = spec;
+  const bool dummy =
+      spec.load_format.empty() ? target.format == LoadFormat::Dummy : spec.load_format == "dummy";
+  resolved.model = hub::resolve_model(
+      spec.model, {spec.revision, dummy ? hub::RepoFiles::NoWeights : hub::RepoFiles::All});
+  return load_draft_model(target, resolved);
+}
+
+}  // namespace tern::cli

@@ -1,0 +1,47 @@
+// choose_draft_length: every K up to max_k and every prefix of the candidates, O(max_k · B)
+// cost estimates per step.
+#include "tern/spec/draft_length_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tern {
+
+double expected_tokens(double alpha, int32_t k) {
+  alpha = std::clamp(alpha, 0.0, 1.0);
+  if (alpha >= 1.0) return k + 1.0;
+  return (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
+}
+
+DraftChoice choose_draft_length(std::span<const DraftCandidate> candidates, int64_t other_tokens,
+                                int32_t max_k, const ForwardCosts& target,
+                                const ForwardCosts* draft, double min_gain) {
+  DraftChoice best;
+  const int64_t b = static_cast<int64_t>(candidates.size());
+  const double base_time = target.estimate(other_tokens + b);
+  if (b == 0 || !(base_time > 0.0)) return best;
+  const double base_rate = static_cast<double>(b) / base_time;
+  for (int32_t k = 1; k <= max_k; ++k) {
+    double tokens = static_cast<double>(b);
+    int64_t verify_tokens = other_tokens + b;
+    int64_t catch_up = 0;
+    int64_t drafting = 0;
+    for (size_t m = 0; m < candidates.size(); ++m) {
+      const DraftCandidate& c = candidates[m];
+      const int32_t n = std::min(k, c.max_drafts);
+      if (n <= 0) continue;
+      tokens += expected_tokens(c.acceptance, n) - 1.0;
+      verify_tokens += n;
+      catch_up += std::max<int64_t>(c.lag, 1);
+      ++drafting;
+      double time = target.estimate(verify_tokens);
+      if (draft) time += draft->estimate(catch_up) + (k - 1) * draft->estimate(drafting);
+      const double gain = tokens / time / base_rate;
+      if (gain > best.gain) best = {k, m + 1, gain};
+    }
+  }
+  if (best.gain < min_gain) return {};
+  return best;
+}
+
+}  // namespace tern

@@ -1,0 +1,54 @@
+// The one interface of speculative decoding's proposers (a draft model, n-gram prompt lookup):
+// given the sequences that draft this step and how many tokens each may draft, fill in their
+// draft tokens. The engine verifies them against the target in the step's one forward.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "tern/engine/block_manager.h"
+#include "tern/engine/sampler.h"
+#include "tern/engine/sequence.h"
+#include "tern/spec/forward_costs.h"
+
+namespace tern {
+
+// One sequence that drafts in this step.
+struct DraftRequest {
+  Sequence* seq = nullptr;
+  Sampler* sampler = nullptr;  // the completion's: its processing and its draft RNG
+  int32_t num_drafts = 0;      // the scheduler made room for this many drafts
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+
+  // How many drafts it can give `seq` now, at most `k`. N-gram lookup searches now and keeps
+  // its proposal in seq.draft_token_ids; a draft model can always give k.
+  virtual int32_t max_drafts(Sequence& seq, int32_t k) = 0;
+
+  // Sets seq->draft_token_ids of every request to at most num_drafts tokens. `copies` are the
+  // blocks the step copies in the target's cache before its forward (copy on write): a
+  // proposer with a cache of its own copies them there first.
+  virtual void propose(std::span<const DraftRequest> requests,
+                       std::span<const BlockCopy> copies) = 0;
+
+  // The distributions request i's drafts were sampled from, [num drafts, draft_vocab_size()],
+  // as the request's sampler processes the draft's logits; empty when each draft is a point
+  // mass (n-gram, or a greedy request). Valid until the next propose().
+  virtual std::span<const float> draft_probs(size_t request) const = 0;
+  virtual int64_t draft_vocab_size() const = 0;
+
+  // Tokens of `seq` that its cache lacks, which its first forward of a step runs before the
+  // first draft (0 without a cache).
+  virtual int64_t lag(const Sequence& seq) const = 0;
+  // Its forwards' measured costs; nullptr when it runs no model.
+  virtual const ForwardCosts* costs() const = 0;
+  // Times one of its forwards of `num_tokens` tokens into costs() (nothing to time without a
+  // model). Only while its cache holds nothing anyone will read.
+  virtual void calibrate(int64_t num_tokens) = 0;
+};
+
+}  // namespace tern

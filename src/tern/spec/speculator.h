@@ -1,0 +1,92 @@
+// Speculative decoding as the engine's step sees it: before scheduling, plan how many drafts
+// each decoding sequence asks for (adaptive drafting, or K whenever it can); after scheduling,
+// let the proposer draft; after the verify, learn from what was accepted. It owns the
+// proposer, the measured costs and acceptance, and vLLM's spec-decode counters.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tern/engine/model_runner.h"
+#include "tern/engine/sequence.h"
+#include "tern/spec/draft_length_policy.h"
+#include "tern/spec/forward_costs.h"
+#include "tern/spec/proposer.h"
+#include "tern/spec/speculative_config.h"
+
+namespace tern {
+
+// vLLM's spec_decode_* counters.
+struct SpecDecodeStats {
+  int64_t num_drafts = 0;  // verifies: a sequence that drafted in a step
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
+  std::vector<int64_t> accepted_per_position;  // [num_speculative_tokens]: accepted at draft i
+
+  // accepted / drafted, and 1 + accepted / drafts (the tokens a verify yields).
+  double acceptance_rate() const;
+  double mean_acceptance_length() const;
+  // "acceptance rate 85.0% (2760 of 3248 drafts), mean acceptance length 4.40 (812 verifies)".
+  std::string summary() const;
+};
+
+// What the speculator remembers of one sequence between its steps.
+struct SpecSequenceState {
+  // Acceptance as decayed counts: a verify that accepted a of k drafts tested a positions and
+  // one more when a < k (the first rejection), the maximum-likelihood estimate of a per-draft
+  // acceptance from such runs.
+  double accepted = 0.0;
+  double tested = 0.0;
+  int32_t steps_without_drafts = 0;
+  int32_t probe_interval = 0;  // 0: the first interval
+  bool probing = false;        // this step's drafts are a probe (the plan chose none)
+  int64_t planned = 0;         // drafts it asks for this step
+};
+
+class Speculator {
+ public:
+  // Throws tern::Error for a disabled config.
+  Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer> proposer);
+
+  // Times target forwards (through `runner`) and draft forwards of the sizes a verify and a
+  // draft step of up to K + 1 tokens per sequence take, so the first plans have costs to go
+  // by. The caches must hold nothing yet. `max_tokens`: the step budget.
+  void calibrate(ModelRunner& runner, int64_t max_tokens);
+
+  struct Candidate {
+    Sequence* seq = nullptr;  // decodes this step
+    SpecSequenceState* state = nullptr;
+    int32_t limit = 0;  // drafts it may verify at most (tokens left, context)
+  };
+  // Sets each candidate's state->planned. `other_tokens`: the step's tokens besides the
+  // candidates' (prefill); `num_running`: sequences running (disable_by_batch_size).
+  void plan(std::span<Candidate> candidates, int64_t other_tokens, int64_t num_running);
+
+  // A verify of `drafted` drafts accepted the first `accepted`.
+  void observe(SpecSequenceState& state, int32_t drafted, int32_t accepted);
+  // A target forward of `num_tokens` tokens took `seconds`.
+  void record_target_forward(int64_t num_tokens, double seconds) {
+    target_costs_.record(num_tokens, seconds);
+  }
+
+  Proposer& proposer() { return *proposer_; }
+  const SpeculativeConfig& config() const { return config_; }
+  const SpecDecodeStats& stats() const { return stats_; }
+  const ForwardCosts& target_costs() const { return target_costs_; }
+
+ private:
+  double acceptance(const SpecSequenceState& state) const;
+
+  SpeculativeConfig config_;
+  std::unique_ptr<Proposer> proposer_;
+  ForwardCosts target_costs_;
+  SpecDecodeStats stats_;
+  double all_accepted_ = 0.0, all_tested_ = 0.0;  // every sequence's, decayed: the prior
+  std::vector<size_t> order_;                     // candidates, most likely to accept first
+  std::vector<DraftCandidate> sorted_;
+};
+
+}  // namespace tern
