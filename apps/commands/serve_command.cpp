@@ -28,6 +28,7 @@ struct ServeOptions {
   std::string positional_model;
   server::ServerOptions server;
   std::string chat_template_path;
+  bool disable_log_stats = false;
 };
 
 std::string read_file(const std::string& path) {
@@ -58,6 +59,7 @@ void run(ServeOptions opt) {
     if (const char* key = std::getenv("TERN_API_KEY")) opt.server.api_key = key;
   if (!opt.chat_template_path.empty()) opt.server.chat_template = read_file(opt.chat_template_path);
   if (opt.server.max_request_body == 0) throw Error("--max-request-body must be at least 1 byte");
+  opt.server.log_stats_interval = opt.disable_log_stats ? 0.0 : 10.0;  // vLLM's interval
 
   const EngineConfig config = opt.engine.engine_config();
   const LoadOptions load = opt.model.load_options();
@@ -115,6 +117,8 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--chat-template", opt->chat_template_path,
                   "Jinja chat template file instead of the model's");
+  cmd->add_flag("--disable-log-stats", opt->disable_log_stats,
+                "No log line every 10 s of throughput, KV cache and speculative decoding");
   opt->model.add_to(cmd);
   opt->engine.add_to(cmd);
   cmd->callback([opt] { run(*opt); });

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,8 +22,9 @@ using nlohmann::json;
 
 class TestServer {
  public:
-  TestServer(LoadedModel model, const EngineConfig& config, server::ServerOptions options = {})
-      : llm_(std::move(model), config) {
+  TestServer(LoadedModel model, const EngineConfig& config, server::ServerOptions options = {},
+             std::optional<LoadedModel> draft = {})
+      : llm_(std::move(model), config, std::move(draft)) {
     options.host = "127.0.0.1";
     options.port = 0;
     if (options.served_model_name.empty()) options.served_model_name = "test-model";

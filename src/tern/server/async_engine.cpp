@@ -6,8 +6,11 @@
 
 namespace tern::server {
 
-AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics)
-    : engine_(engine), metrics_(metrics), stats_(engine.stats()) {
+AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval)
+    : engine_(engine),
+      metrics_(metrics),
+      stats_(engine.stats()),
+      stats_logger_(log_stats_interval) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -145,11 +148,13 @@ void AsyncEngine::loop() {
         std::vector<RequestOutput> outputs = engine_.step();
         // The stats first: a client that has its last chunk and then scrapes /metrics must
         // find the step that produced it counted.
+        const EngineStats stats = engine_.stats();
         {
           std::lock_guard lock(mutex_);
-          stats_ = engine_.stats();
+          stats_ = stats;
         }
         for (RequestOutput& output : outputs) route(output);
+        stats_logger_.observe(stats, LLMEngine::now());
       } catch (const std::exception& e) {
         // A bug or an exhausted resource: fail the requests in flight, keep serving.
         std::fprintf(stderr, "tern serve: engine step failed: %s\n", e.what());

@@ -17,6 +17,7 @@
 #include "tern/engine/llm_engine.h"
 #include "tern/server/request_channel.h"
 #include "tern/server/server_metrics.h"
+#include "tern/server/stats_logger.h"
 
 namespace tern::server {
 
@@ -29,8 +30,9 @@ struct EngineRequest {
 class AsyncEngine {
  public:
   // `engine` and `metrics` must outlive this; the engine is only touched by the engine thread
-  // from now on.
-  AsyncEngine(LLMEngine& engine, ServerMetrics& metrics);
+  // from now on. Every `log_stats_interval` seconds of activity it logs the engine's stats
+  // (StatsLogger; <= 0: never).
+  AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval = 0.0);
   ~AsyncEngine();
   AsyncEngine(const AsyncEngine&) = delete;
   AsyncEngine& operator=(const AsyncEngine&) = delete;
@@ -79,6 +81,7 @@ class AsyncEngine {
   int64_t num_unfinished_ = 0;
 
   std::unordered_map<std::string, Route> routes_;  // engine thread only
+  StatsLogger stats_logger_;                       // engine thread only
   std::thread thread_;
 };
 

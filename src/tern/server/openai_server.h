@@ -24,6 +24,9 @@ struct ServerOptions {
   // Connections served at once; each streaming request holds one thread while it streams.
   int http_threads = 128;
   std::string chat_template;  // a template source overriding the model's (empty: the model's)
+  // Seconds between the engine's log lines of throughput, cache and speculative-decoding
+  // stats (<= 0: none; `tern serve --disable-log-stats`).
+  double log_stats_interval = 0.0;
 };
 
 class OpenAIServer {

@@ -137,6 +137,19 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSta
           static_cast<double>(s.prefix_cache_hits));
   counter("tern:num_preemptions_total", "Cumulative number of preemption from the engine.",
           static_cast<double>(s.num_preemptions));
+  if (s.speculative) {
+    counter("tern:spec_decode_num_drafts_total", "Number of spec decoding drafts.",
+            static_cast<double>(s.spec.num_drafts));
+    counter("tern:spec_decode_num_draft_tokens_total", "Number of draft tokens.",
+            static_cast<double>(s.spec.num_draft_tokens));
+    counter("tern:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+            static_cast<double>(s.spec.num_accepted_tokens));
+    const std::string name = "tern:spec_decode_num_accepted_tokens_per_pos_total";
+    header(out, name, "counter", "Accepted tokens per draft position.");
+    for (size_t i = 0; i < s.spec.accepted_per_position.size(); ++i)
+      sample(out, name, labels + ",position=\"" + std::to_string(i) + "\"",
+             static_cast<double>(s.spec.accepted_per_position[i]));
+  }
 
   std::lock_guard lock(mutex_);
   header(out, "tern:request_success_total", "counter", "Count of successfully processed requests.");
