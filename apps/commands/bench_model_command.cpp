@@ -1,13 +1,14 @@
 // `tern bench-model`: llama-bench's two numbers for one model: prompt processing (one forward
 // of -p random tokens) and text generation (-n single-token forwards), mean ± sd over -r reps
 // after one warm-up run of each.
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <omp.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,8 +20,6 @@
 #include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
 
-#include <omp.h>
-
 namespace tern::cli {
 namespace {
 
@@ -31,6 +30,8 @@ struct BenchOptions {
   int prompt_tokens = 512;
   int gen_tokens = 128;
   int reps = 5;
+  int verify = -1;  // > = 0: time verify steps of 1 + k tokens, k = 0 … verify
+  int depth = 128;  // of the verify steps: tokens already in the cache
   bool json = false;
 };
 
@@ -67,13 +68,15 @@ void run(const BenchOptions& opt) {
     throw Error("-p and -n must be >= 0 and -r >= 1");
   LoadedModel m = load_model(opt.model.load_options());
   Decoder decoder(m.config, m.weights);
-  const int64_t max_tokens = std::max({opt.prompt_tokens, opt.gen_tokens, 1});
+  if (opt.verify > 64 || opt.depth < 0) throw Error("--verify must be <= 64 and --depth >= 0");
+  const int64_t max_tokens = std::max(
+      {opt.prompt_tokens, opt.gen_tokens, opt.verify >= 0 ? opt.depth + opt.verify + 1 : 1, 1});
   SequenceRunner runner(decoder, max_tokens);
   std::mt19937_64 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.config.vocab_size - 1));
   std::vector<int32_t> prompt(static_cast<size_t>(opt.prompt_tokens));
   for (int32_t& t : prompt) t = token(rng);
-  decoder.reserve(max_tokens, 1);
+  decoder.reserve(max_tokens, opt.verify >= 0 ? opt.verify + 1 : 1);
 
   auto run_pp = [&] {
     runner.reset();
@@ -100,6 +103,26 @@ void run(const BenchOptions& opt) {
     run_tg();
     for (int r = 0; r < opt.reps; ++r) tg.push_back(run_tg());
   }
+  // A speculative verify's shape: 1 + k tokens of one sequence at a depth, every row's logits.
+  // The k alternate within each rep, so a change of the host's speed touches them alike.
+  std::vector<std::vector<double>> verify_ms(static_cast<size_t>(std::max(opt.verify + 1, 0)));
+  if (opt.verify >= 0) {
+    std::vector<int32_t> context(static_cast<size_t>(opt.depth + opt.verify + 1));
+    for (int32_t& t : context) t = token(rng);
+    runner.reset();
+    if (opt.depth > 0)
+      runner.feed(std::span<const int32_t>(context).first(static_cast<size_t>(opt.depth)));
+    for (int r = -1; r < opt.reps; ++r)  // rep -1 warms up
+      for (int k = 0; k <= opt.verify; ++k) {
+        runner.rewind(opt.depth);
+        const auto start = Clock::now();
+        runner.feed(std::span<const int32_t>(context).subspan(static_cast<size_t>(opt.depth),
+                                                              static_cast<size_t>(k + 1)),
+                    /*all_logits=*/true);
+        const double ms = 1e3 * std::chrono::duration<double>(Clock::now() - start).count();
+        if (r >= 0) verify_ms[static_cast<size_t>(k)].push_back(ms);
+      }
+  }
   const Stats pps = stats_of(pp), tgs = stats_of(tg);
   const int threads = omp_get_max_threads();
   const double size_mib = static_cast<double>(matrix_bytes(m.weights)) / (1024.0 * 1024.0);
@@ -118,6 +141,15 @@ void run(const BenchOptions& opt) {
     out["tg_tokens_per_s"] = tg.empty() ? nlohmann::json(nullptr) : nlohmann::json(tgs.mean);
     out["tg_tokens_per_s_sd"] = tgs.sd;
     out["tg_samples"] = tgs.samples;
+    if (opt.verify >= 0) {
+      out["verify_depth"] = opt.depth;
+      out["verify_ms"] = nlohmann::json::array();
+      out["verify_ratio"] = nlohmann::json::array();
+      for (const auto& samples : verify_ms) {
+        out["verify_ms"].push_back(stats_of(samples).mean);
+        out["verify_ratio"].push_back(stats_of(samples).mean / stats_of(verify_ms[0]).mean);
+      }
+    }
     std::cout << out.dump() << '\n';
     return;
   }
@@ -128,6 +160,13 @@ void run(const BenchOptions& opt) {
   if (!tg.empty())
     std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", m.description.c_str(), size_mib,
                 threads, opt.gen_tokens, tgs.mean, tgs.sd);
+  if (opt.verify < 0) return;
+  std::printf("\n| verify at depth %d | ms | ratio to k = 0 |\n|---|---:|---:|\n", opt.depth);
+  const double base = stats_of(verify_ms[0]).mean;
+  for (size_t k = 0; k < verify_ms.size(); ++k) {
+    const Stats s = stats_of(verify_ms[k]);
+    std::printf("| 1 + %zu tokens | %.2f ± %.2f | %.3f |\n", k, s.mean, s.sd, s.mean / base);
+  }
 }
 
 }  // namespace
@@ -142,6 +181,11 @@ void add_bench_model_command(CLI::App& app) {
   cmd->add_option("-p,--n-prompt", opt->prompt_tokens, "Prompt tokens per pp run (0: skip)");
   cmd->add_option("-n,--n-gen", opt->gen_tokens, "Tokens per tg run (0: skip)");
   cmd->add_option("-r,--repetitions", opt->reps, "Measured runs of each test");
+  cmd->add_option(
+      "--verify", opt->verify,
+      "Also time speculative verify steps of 1 + k tokens (every row's logits), k = 0 … K");
+  cmd->add_option("--depth", opt->depth, "Tokens in the cache before each verify step")
+      ->capture_default_str();
   cmd->add_flag("--json", opt->json, "One JSON line: pp_tokens_per_s, tg_tokens_per_s, …");
   opt->model.add_to(cmd);
   cmd->callback([opt] { run(*opt); });

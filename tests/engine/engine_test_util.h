@@ -28,14 +28,27 @@ inline LoadedModel stories260k() {
 // the batched integer GEMM runs; the real Qwen tokenizer (the model only uses its first ids).
 inline LoadedModel tiny_qwen3() {
   LoadedModel m;
-  m.config = shrunk_config("model-configs/qwen3-0.6b",
-                           {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
-                            {"intermediate_size", 512}, {"num_attention_heads", 4},
-                            {"num_key_value_heads", 2}, {"head_dim", 64}});
+  m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
+                                                        {"vocab_size", 512},
+                                                        {"hidden_size", 256},
+                                                        {"intermediate_size", 512},
+                                                        {"num_attention_heads", 4},
+                                                        {"num_key_value_heads", 2},
+                                                        {"head_dim", 64}});
   m.weights = make_dummy_weights(m.config, DType::Q4_K, 11);
   m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
   m.description = "tiny qwen3 (dummy Q4_K)";
   return m;
+}
+
+// Greedy, past EOS, with logprobs: the outputs batch invariance compares bit for bit.
+inline SamplingParams greedy(int max_tokens, int logprobs = 3) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  p.logprobs = logprobs;
+  return p;
 }
 
 inline EngineConfig small_engine(int64_t budget = 64, bool chunked = true, bool prefix = true) {
@@ -93,7 +106,8 @@ inline void expect_same_outputs(const std::vector<RequestOutput>& a,
       EXPECT_EQ(x.token_ids, y.token_ids) << what << ", request " << i << " completion " << j;
       EXPECT_EQ(x.text, y.text) << what << ", request " << i;
       EXPECT_EQ(x.finish_reason, y.finish_reason) << what << ", request " << i;
-      EXPECT_TRUE(same_logprobs(x.logprobs, y.logprobs)) << what << ", request " << i << " logprobs";
+      EXPECT_TRUE(same_logprobs(x.logprobs, y.logprobs))
+          << what << ", request " << i << " logprobs";
     }
   }
 }
@@ -101,7 +115,8 @@ inline void expect_same_outputs(const std::vector<RequestOutput>& a,
 // Each prompt through its own fresh engine, one at a time.
 inline std::vector<RequestOutput> run_alone(const std::vector<std::vector<int32_t>>& prompts,
                                             const std::vector<SamplingParams>& params,
-                                            LoadedModel (*make_model)(), const EngineConfig& config) {
+                                            LoadedModel (*make_model)(),
+                                            const EngineConfig& config) {
   std::vector<RequestOutput> outputs;
   LLM llm(make_model(), config);
   for (size_t i = 0; i < prompts.size(); ++i) {

@@ -14,18 +14,10 @@ namespace tern {
 namespace {
 
 using testing::expect_same_outputs;
+using testing::greedy;
 using testing::random_prompts;
 using testing::run_alone;
 using testing::small_engine;
-
-SamplingParams greedy(int max_tokens, int logprobs = 3) {
-  SamplingParams p;
-  p.temperature = 0.0f;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  p.logprobs = logprobs;
-  return p;
-}
 
 // Mixed lengths, one batch: the same ids and logprobs as alone, with chunked and whole
 // prefill, and with the prefix cache cold and warm.
@@ -38,7 +30,8 @@ void expect_batch_invariant(LoadedModel (*make_model)(), int count, int max_len,
   const auto alone = run_alone(prompts, params, make_model, small_engine(512, false, false));
   {
     LLM llm(make_model(), small_engine(48));  // chunked: prompts split over steps
-    expect_same_outputs(llm.generate(prompts, params), alone, "batched, chunked prefill, cold cache");
+    expect_same_outputs(llm.generate(prompts, params), alone,
+                        "batched, chunked prefill, cold cache");
     const auto warm = llm.generate(prompts, params);
     EXPECT_GT(llm.engine().stats().prefix_cache_hits, 0);
     expect_same_outputs(warm, alone, "batched, prefix cache warm");
@@ -90,7 +83,7 @@ TEST(LLMEngine, RejectsWhatCanNeverRunAndKeepsServing) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   EngineConfig c = small_engine();
   c.max_model_len = 64;
-  c.kv_cache_memory = 640 * 16 * 3 + 4096;  // 3 blocks: 48 tokens
+  c.kv_cache_memory = 640 * 16 * 3 + 4096;              // 3 blocks: 48 tokens
   EXPECT_THROW(LLM(testing::stories260k(), c), Error);  // max_model_len does not fit
   c.max_model_len = 0;
   LLM llm(testing::stories260k(), c);
@@ -120,7 +113,8 @@ TEST(LLMEngine, RejectsWhatCanNeverRunAndKeepsServing) {
 TEST(LLMEngine, SeededCompletionsOfOneRequestMatchSeparateRequests) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   LLM llm(testing::stories260k(), small_engine());
-  const std::vector<int32_t> prompt = llm.tokenizer().encode("Once upon a time, a little");  // 7 tokens: the
+  const std::vector<int32_t> prompt =
+      llm.tokenizer().encode("Once upon a time, a little");  // 7 tokens: the
   // last block is partial, so the completions copy it on write.
   SamplingParams p;
   p.temperature = 1.0f;
@@ -133,7 +127,8 @@ TEST(LLMEngine, SeededCompletionsOfOneRequestMatchSeparateRequests) {
   for (int i = 0; i < 3; ++i) {
     p.seed = 42 + i;
     const auto alone = llm.generate({prompt}, {p});
-    EXPECT_EQ(together[0].outputs[static_cast<size_t>(i)].token_ids, alone[0].outputs[0].token_ids) << i;
+    EXPECT_EQ(together[0].outputs[static_cast<size_t>(i)].token_ids, alone[0].outputs[0].token_ids)
+        << i;
     EXPECT_EQ(together[0].outputs[static_cast<size_t>(i)].index, i);
   }
   EXPECT_NE(together[0].outputs[0].token_ids, together[0].outputs[1].token_ids);
@@ -196,7 +191,8 @@ TEST(LLMEngine, PenaltiesChangeTheGreedyPathDeterministically) {
   EXPECT_NE(a.token_ids, plain.token_ids);
   auto max_count = [](const std::vector<int32_t>& ids) {
     int best = 0;
-    for (int32_t id : ids) best = std::max<int>(best, static_cast<int>(std::count(ids.begin(), ids.end(), id)));
+    for (int32_t id : ids)
+      best = std::max<int>(best, static_cast<int>(std::count(ids.begin(), ids.end(), id)));
     return best;
   };
   EXPECT_LT(max_count(a.token_ids), max_count(plain.token_ids));

@@ -84,6 +84,18 @@ TEST(DraftLengthPolicy, ALargeBatchStepsAsideWhereVerifyingCostsMoreThanItBrings
   EXPECT_GT(choose_draft_length(small, 0, 8, target, &draft, 1.03).num_drafts, 0);
 }
 
+TEST(DraftLengthPolicy, ACatchUpIsSpreadOverTheStepsLeft) {
+  // A draft whose cache has yet to see a 1,000-token prompt: 1,000 draft tokens at once cost
+  // about four target steps here. Worth it for a long generation, not for the last few tokens.
+  const ForwardCosts target = target_costs();
+  ForwardCosts draft;
+  for (int64_t n : {1, 8, 64, 1024}) draft.record(n, 0.001 + 0.00008 * static_cast<double>(n));
+  const std::vector<DraftCandidate> long_run = {{0.8, 4, 1000, 500}};
+  EXPECT_GT(choose_draft_length(long_run, 0, 4, target, &draft, 1.03).num_drafts, 0);
+  const std::vector<DraftCandidate> short_run = {{0.8, 4, 1000, 5}};
+  EXPECT_EQ(choose_draft_length(short_run, 0, 4, target, &draft, 1.03).num_drafts, 0);
+}
+
 TEST(DraftLengthPolicy, TheLikeliestSequencesDraftFirst) {
   const ForwardCosts target = target_costs(), draft = draft_costs(0.0002);
   // Sorted by acceptance: 8 sequences that accept well, then 24 that never do. Drafting for

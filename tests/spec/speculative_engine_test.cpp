@@ -23,6 +23,7 @@ namespace tern {
 namespace {
 
 using testing::expect_same_outputs;
+using testing::greedy;
 using testing::random_prompts;
 using testing::small_engine;
 using testing::speculative_engine;
@@ -30,15 +31,6 @@ using testing::stories260k;
 
 // The noise of the draft in the distribution test: its acceptance at temperature 1 is about half.
 constexpr double kDistributionDraftNoise = 0.2;
-
-SamplingParams greedy(int max_tokens, int logprobs = 2) {
-  SamplingParams p;
-  p.temperature = 0.0f;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  p.logprobs = logprobs;
-  return p;
-}
 
 std::vector<SamplingParams> greedy_mix(int count, int max_tokens) {
   std::vector<SamplingParams> params;

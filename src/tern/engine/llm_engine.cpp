@@ -105,6 +105,7 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
   }
   draft_vocab_size_ = proposer->draft_vocab_size();
   speculator_ = std::make_unique<Speculator>(spec, std::move(proposer));
+  drafts_wanted_ = [this](const Sequence& seq) { return completion_of_.at(&seq)->spec.planned; };
   if (spec.adaptive) speculator_->calibrate(runner_, scheduler_.config().max_num_batched_tokens);
 }
 
@@ -166,10 +167,7 @@ std::vector<RequestOutput> LLMEngine::step() {
   std::vector<RequestOutput> outputs = std::move(aborted_);
   aborted_.clear();
   if (speculator_) plan_drafts();
-  SchedulerStep step = speculator_ ? scheduler_.schedule([this](const Sequence& seq) {
-    return completion_of_.at(&seq)->spec.planned;
-  })
-                                   : scheduler_.schedule();
+  SchedulerStep step = scheduler_.schedule(drafts_wanted_);
   if (step.empty()) return outputs;
   if (speculator_) propose_drafts(step);
   const auto forward_start = std::chrono::steady_clock::now();
@@ -251,22 +249,24 @@ void LLMEngine::plan_drafts() {
   for (Sequence* seq : scheduler_.running()) {
     seq->draft_token_ids.clear();
     Completion& c = *completion_of_.at(seq);
-    const int64_t remaining = seq->num_tokens() - seq->num_computed_tokens;
-    if (remaining != 1 || seq->num_output_tokens() == 0) {  // prefilling (n > 1 forks after it)
-      other_tokens += remaining;
+    const int64_t uncomputed = seq->num_tokens() - seq->num_computed_tokens;
+    if (uncomputed != 1 || seq->num_output_tokens() == 0) {  // prefilling (n > 1 forks after it)
+      other_tokens += uncomputed;
       continue;
     }
     // Never draft past max_tokens (the target adds one token of its own) or the context.
-    int64_t limit = std::min<int64_t>({spec.num_speculative_tokens,
-                                       c.request->params.max_tokens - seq->num_output_tokens() - 1,
-                                       plan_.max_model_len - seq->num_tokens()});
+    const int64_t remaining =
+        std::min<int64_t>(c.request->params.max_tokens - seq->num_output_tokens(),
+                          plan_.max_model_len - seq->num_tokens() + 1);
+    int64_t limit = std::min<int64_t>(spec.num_speculative_tokens, remaining - 1);
     if (spec.max_model_len > 0) limit = std::min(limit, spec.max_model_len - seq->num_tokens());
     for (; c.draft_vocab_checked < seq->num_tokens(); ++c.draft_vocab_checked)
       if (seq->token_ids[static_cast<size_t>(c.draft_vocab_checked)] >= draft_vocab_size_)
         c.outside_draft_vocab = true;
     if (c.outside_draft_vocab) limit = 0;
     if (limit > 0) limit = speculator_->proposer().max_drafts(*seq, static_cast<int32_t>(limit));
-    candidates_.push_back({seq, &c.spec, static_cast<int32_t>(std::max<int64_t>(limit, 0))});
+    candidates_.push_back(
+        {seq, &c.spec, static_cast<int32_t>(std::max<int64_t>(limit, 0)), remaining});
   }
   for (const Sequence* seq : scheduler_.waiting()) other_tokens += seq->num_tokens();
   const int64_t budget = scheduler_.config().max_num_batched_tokens;

@@ -108,6 +108,7 @@ class LLMEngine {
   Scheduler scheduler_;
   ModelRunner runner_;
   std::unique_ptr<Speculator> speculator_;         // null without speculative decoding
+  Scheduler::DraftsWanted drafts_wanted_;          // the plan, as the scheduler asks for it
   int64_t draft_vocab_size_ = 0;                   // rows of the draft's logits
   std::vector<Speculator::Candidate> candidates_;  // this step's, reused
   std::vector<DraftRequest> draft_requests_;       // this step's, reused

@@ -3,6 +3,7 @@
 // bench-model` and the model tests use until the engine's scheduler runs many sequences.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,6 +29,9 @@ class SequenceRunner {
 
   // Forgets the sequence (positions restart at 0; the cache rows are overwritten).
   void reset() { length_ = 0; }
+  // Forgets the tokens from position `length` on (a verify step's rejected ones), keeping the
+  // first `length`: the next feed runs at position `length`.
+  void rewind(int64_t length) { length_ = std::min(length_, std::max<int64_t>(length, 0)); }
   int64_t length() const { return length_; }
   int64_t max_tokens() const { return max_tokens_; }
 

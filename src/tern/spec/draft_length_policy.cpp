@@ -24,18 +24,23 @@ DraftChoice choose_draft_length(std::span<const DraftCandidate> candidates, int6
   for (int32_t k = 1; k <= max_k; ++k) {
     double tokens = static_cast<double>(b);
     int64_t verify_tokens = other_tokens + b;
-    int64_t catch_up = 0;
+    double catch_up = 0.0;
     int64_t drafting = 0;
     for (size_t m = 0; m < candidates.size(); ++m) {
       const DraftCandidate& c = candidates[m];
       const int32_t n = std::min(k, c.max_drafts);
       if (n <= 0) continue;
-      tokens += expected_tokens(c.acceptance, n) - 1.0;
+      const double gained = expected_tokens(c.acceptance, n);
+      tokens += gained - 1.0;
       verify_tokens += n;
-      catch_up += std::max<int64_t>(c.lag, 1);
+      // The lag's share of this step: the fraction of the sequence's remaining steps it is.
+      const double steps_left = std::max(1.0, static_cast<double>(c.remaining) / gained);
+      catch_up += 1.0 + static_cast<double>(std::max<int64_t>(c.lag, 1) - 1) / steps_left;
       ++drafting;
       double time = target.estimate(verify_tokens);
-      if (draft) time += draft->estimate(catch_up) + (k - 1) * draft->estimate(drafting);
+      if (draft)
+        time += draft->estimate(static_cast<int64_t>(std::ceil(catch_up))) +
+                (k - 1) * draft->estimate(drafting);
       const double gain = tokens / time / base_rate;
       if (gain > best.gain) best = {k, m + 1, gain};
     }

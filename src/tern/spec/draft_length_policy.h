@@ -22,6 +22,7 @@ struct DraftCandidate {
   double acceptance = 0.0;  // estimated probability that a draft is accepted
   int32_t max_drafts = 0;   // at most this many (K, the tokens left, the proposal's length)
   int64_t lag = 1;          // tokens the draft model's first forward runs for it (>= 1)
+  int64_t remaining = 1;    // tokens the sequence may still generate (max_tokens, context)
 };
 
 struct DraftChoice {
@@ -33,7 +34,9 @@ struct DraftChoice {
 // `candidates`: every sequence that decodes this step, the most likely to accept first.
 // `other_tokens`: the step's other tokens (prefill chunks). `target` prices a forward of n
 // tokens; `draft` a draft forward (nullptr: drafting costs nothing, as n-gram lookup). A step
-// of K drafts costs T(other + B + Σk) + D(Σ lag) + (K − 1)·D(m) for m drafting sequences.
+// of K drafts costs T(other + B + Σk) + D(Σ lag) + (K − 1)·D(m) for m drafting sequences. A
+// lag beyond the last token (the draft's cache catching up on tokens it has not seen, as a
+// whole prompt at first) is paid once, so it is spread over the steps the sequence has left.
 // Drafting is chosen only when it promises at least `min_gain` times the rate without it.
 DraftChoice choose_draft_length(std::span<const DraftCandidate> candidates, int64_t other_tokens,
                                 int32_t max_k, const ForwardCosts& target,

@@ -89,7 +89,8 @@ void Speculator::plan(std::span<Candidate> candidates, int64_t other_tokens, int
                    [&](size_t a, size_t b) { return alpha[a] > alpha[b]; });
   sorted_.clear();
   for (size_t i : order_)
-    sorted_.push_back({alpha[i], candidates[i].limit, proposer_->lag(*candidates[i].seq)});
+    sorted_.push_back({alpha[i], candidates[i].limit, proposer_->lag(*candidates[i].seq),
+                       candidates[i].remaining});
   const DraftChoice choice =
       choose_draft_length(sorted_, other_tokens, config_.num_speculative_tokens, target_costs_,
                           proposer_->costs(), kMinGain);

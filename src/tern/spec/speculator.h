@@ -59,7 +59,8 @@ class Speculator {
   struct Candidate {
     Sequence* seq = nullptr;  // decodes this step
     SpecSequenceState* state = nullptr;
-    int32_t limit = 0;  // drafts it may verify at most (tokens left, context)
+    int32_t limit = 0;      // drafts it may verify at most (tokens left, context)
+    int64_t remaining = 1;  // tokens it may still generate
   };
   // Sets each candidate's state->planned. `other_tokens`: the step's tokens besides the
   // candidates' (prefill); `num_running`: sequences running (disable_by_batch_size).
