@@ -5,6 +5,8 @@
 #   - verify cost: one target step of 1 + K tokens of one sequence, K = 0…8, against K = 0;
 #   - tern generate: plain, draft model (adaptive, fixed K = 4 and 8), n-gram, at temperature
 #     0 and 0.8, the runs of one round alternating, RUNS rounds, medians;
+#   - a useless draft: a dummy Qwen3-0.6B shape drafting for a dummy Qwen3-1.7B shape (Q4_0);
+#   - tern serve with and without the draft under `tern bench serve` at concurrency 1 and 4;
 #   - with LLAMA_CPP=<llama.cpp build/bin>: llama-bench tg, llama-speculative and llama-server
 #     (-md, --spec-type draft-simple) on the same files.
 # usage: scripts/bench-speculative.sh BUILD_DIR WORK_DIR [RUNS]
@@ -89,6 +91,47 @@ for case, ds in rows.items():
           f"{'' if acc is None else f'{100 * acc:.1f}%'} | {'' if length is None else f'{length:.2f}'} |")
 EOF
 
+echo "== a useless draft: dummy qwen3-0.6b for dummy qwen3-1.7b, Q4_0, $threads threads"
+for round in $(seq "$runs"); do
+  useless=(generate -m "$fixtures/model-configs/qwen3-1.7b" --load-format dummy --dtype q4_0
+           --tokenizer "$fixtures/qwen-tokenizer" -p "$prompt" -n 128 --ignore-eos --threads "$threads" --json)
+  record "useless plain" "$tern" "${useless[@]}"
+  record "useless draft adaptive K<=4" "$tern" "${useless[@]}" --speculative-config \
+    "{\"model\":\"$fixtures/model-configs/qwen3-0.6b\",\"num_speculative_tokens\":4}"
+done
+grep '"case": "useless' "$results" | /usr/bin/python3 -c '
+import json, statistics, sys
+runs = {}
+for line in sys.stdin:
+    d = json.loads(line)
+    runs.setdefault(d["case"], []).append(d["timings"]["decode_tokens_per_s"])
+plain = statistics.median(runs["useless plain"])
+for case, tps in runs.items():
+    print("%s: median %.2f tok/s of %s, %.3fx plain" % (case, statistics.median(tps), [round(t, 2) for t in tps],
+                                                       statistics.median(tps) / plain))'
+
+echo "== tern serve $target (--disable-log-stats), tern bench serve: random 64 in / 128 out, 16 prompts"
+port=18231
+for round in $(seq "$runs"); do
+  for spec in none draft; do
+    flags=()
+    [ "$spec" = draft ] && flags=(--speculative-model "$draft" --num-speculative-tokens 8)
+    "$tern" serve "$target" --port "$port" --threads "$threads" --served-model-name wide \
+      --disable-log-stats "${flags[@]}" 2>/dev/null &
+    server=$!
+    for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+    for concurrency in 1 4; do
+      echo "-- round $round, speculation: $spec, concurrency $concurrency"
+      "$tern" bench serve --base-url "http://127.0.0.1:$port" --model wide --tokenizer "$target" \
+        --dataset-name random --random-input-len 64 --random-output-len 128 --num-prompts 16 \
+        --max-concurrency "$concurrency" --temperature 0 --seed "$round" --disable-tqdm |
+        grep -E "Output token throughput|Median TPOT|Median TTFT|Acceptance (rate|length)"
+    done
+    kill "$server"
+    wait "$server" || true
+  done
+done
+
 [ -n "${LLAMA_CPP:-}" ] || exit 0
 echo "== llama.cpp ($LLAMA_CPP), same files"
 for temp in 0 0.8; do
@@ -96,6 +139,22 @@ for temp in 0 0.8; do
     "$LLAMA_CPP/llama-bench" -m "$target" -p 0 -n "$tokens" -t "$threads" -r 1 -o json 2>/dev/null |
       /usr/bin/python3 -c 'import json,sys; print("llama-bench tg: %.1f tok/s" % json.load(sys.stdin)[0]["avg_ts"])'
     "$LLAMA_CPP/llama-speculative" -m "$target" -md "$draft" -p "$prompt" -n "$tokens" -t "$threads" \
-      --temp "$temp" --seed "$round" --spec-draft-n-max 8 2>&1 | grep -E "decoded|accept  " || true
+      --temp "$temp" --top-k 0 --top-p 1 --min-p 0 --seed "$round" --spec-draft-n-max 8 2>&1 |
+      grep -E "decoded|accept  " || true
+  done
+done
+echo "== llama-server, same files: plain and -md --spec-type draft-simple --spec-draft-n-max 8"
+for round in $(seq "$runs"); do
+  for spec in none draft; do
+    flags=()
+    [ "$spec" = draft ] && flags=(-md "$draft" --spec-type draft-simple --spec-draft-n-max 8)
+    "$LLAMA_CPP/llama-server" -m "$target" --port "$port" -t "$threads" "${flags[@]}" >/dev/null 2>&1 &
+    server=$!
+    for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+    curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
+      -d "{\"prompt\": \"$prompt\", \"max_tokens\": $tokens, \"temperature\": 0, \"ignore_eos\": true}" |
+      /usr/bin/python3 -c 'import json,sys; t=json.load(sys.stdin)["timings"]; print("llama-server '"$spec"': %.1f tok/s, drafted %s, accepted %s" % (t["predicted_per_second"], t.get("draft_n"), t.get("draft_n_accepted")))'
+    kill "$server"
+    wait "$server" || true
   done
 done

@@ -44,13 +44,15 @@ TEST(SpeculativeCli, GenerateSpeculatesWithEitherProposer) {
   const std::string config =
       R"({"model":")" + model + R"(","num_speculative_tokens":4,"dtype":"q8_0","adaptive":false})";
   for (const char* a : {"--speculative-config", config.c_str()}) quantized.push_back(a);
-  for (const auto& args : {draft, ngram, quantized}) {
+  // The short form is adaptive, and stories260K drafting for itself costs as much as the
+  // target, so it may well never draft; the fixed-K forms draft every step.
+  for (const auto& [args, min_drafts] : {std::pair{draft, 0}, std::pair{ngram, 1}, std::pair{quantized, 1}}) {
     const auto r = run_tern(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json got = last_json(r.out);
     EXPECT_EQ(got["token_ids"], want["token_ids"]) << r.err;
     ASSERT_TRUE(got.contains("speculative")) << r.out;
-    EXPECT_GE(got["speculative"]["num_drafts"].get<int>(), 1);
+    EXPECT_GE(got["speculative"]["num_drafts"].get<int>(), min_drafts);
     EXPECT_NE(r.err.find("speculative decoding: acceptance rate"), std::string::npos) << r.err;
   }
   const auto q = run_tern(quantized);

@@ -16,7 +16,10 @@ namespace {
 // then free prose), the draft's quality against the target much more slowly.
 constexpr double kSequenceDecay = 0.8;
 constexpr double kPriorDecay = 0.98;
-// The prior counts as this many tested drafts in a sequence's estimate.
+// The prior counts as this many tested drafts in a sequence's estimate, and so does its own
+// start, an acceptance typical of a draft of the target's family (0.6-0.8): optimistic enough
+// that a real draft is tried, and one or two verifies of a useless one bring it down.
+constexpr double kStartAcceptance = 0.7;
 constexpr double kPriorWeight = 2.0;
 // Drafting must promise this much more than plain decoding: the cost estimates are averages
 // of a noisy host, and a promise of +1% is as likely a loss.
@@ -25,6 +28,11 @@ constexpr double kMinGain = 1.03;
 // see whether its acceptance has changed; each probe that accepts nothing doubles the wait.
 constexpr int32_t kFirstProbeInterval = 16;
 constexpr int32_t kMaxProbeInterval = 512;
+// A probe first catches the draft's cache up on every token since its last draft: it is skipped
+// while that would cost more than this share of the target's time over those steps. A draft
+// whose catch-up costs more per token than this share of a target decode step (a draft a third
+// of the target's size) is then never probed: the plan alone brings it back.
+constexpr double kProbeCostShare = 0.03;
 
 }  // namespace
 
@@ -67,7 +75,7 @@ void Speculator::calibrate(ModelRunner& runner, int64_t max_tokens) {
 }
 
 double Speculator::acceptance(const SpecSequenceState& s) const {
-  const double prior = (all_accepted_ + 1.0) / (all_tested_ + 2.0);
+  const double prior = (all_accepted_ + kPriorWeight * kStartAcceptance) / (all_tested_ + kPriorWeight);
   return (s.accepted + kPriorWeight * prior) / (s.tested + kPriorWeight);
 }
 
@@ -83,13 +91,13 @@ void Speculator::plan(std::span<Candidate> candidates, int64_t other_tokens, int
   }
   order_.resize(candidates.size());
   std::iota(order_.begin(), order_.end(), size_t{0});
-  std::vector<double> alpha(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) alpha[i] = acceptance(*candidates[i].state);
+  alpha_.resize(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) alpha_[i] = acceptance(*candidates[i].state);
   std::stable_sort(order_.begin(), order_.end(),
-                   [&](size_t a, size_t b) { return alpha[a] > alpha[b]; });
+                   [&](size_t a, size_t b) { return alpha_[a] > alpha_[b]; });
   sorted_.clear();
   for (size_t i : order_)
-    sorted_.push_back({alpha[i], candidates[i].limit, proposer_->lag(*candidates[i].seq),
+    sorted_.push_back({alpha_[i], candidates[i].limit, proposer_->lag(*candidates[i].seq),
                        candidates[i].remaining});
   const DraftChoice choice =
       choose_draft_length(sorted_, other_tokens, config_.num_speculative_tokens, target_costs_,
@@ -99,10 +107,13 @@ void Speculator::plan(std::span<Candidate> candidates, int64_t other_tokens, int
     if (m < choice.num_sequences) c.state->planned = std::min<int64_t>(choice.num_drafts, c.limit);
     if (c.state->planned > 0 || c.limit == 0) continue;
     if (c.state->probe_interval == 0) c.state->probe_interval = kFirstProbeInterval;
-    if (++c.state->steps_without_drafts >= c.state->probe_interval) {
-      c.state->planned = 1;
-      c.state->probing = true;
-    }
+    if (++c.state->steps_without_drafts < c.state->probe_interval) continue;
+    const ForwardCosts* draft_costs = proposer_->costs();
+    if (draft_costs && draft_costs->estimate(proposer_->lag(*c.seq)) >
+                           kProbeCostShare * c.state->steps_without_drafts * target_costs_.estimate(1))
+      continue;
+    c.state->planned = 1;
+    c.state->probing = true;
   }
 }
 

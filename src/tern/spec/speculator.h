@@ -86,6 +86,7 @@ class Speculator {
   ForwardCosts target_costs_;
   SpecDecodeStats stats_;
   double all_accepted_ = 0.0, all_tested_ = 0.0;  // every sequence's, decayed: the prior
+  std::vector<double> alpha_;                     // this step's estimates, by candidate
   std::vector<size_t> order_;                     // candidates, most likely to accept first
   std::vector<DraftCandidate> sorted_;
 };
