@@ -188,7 +188,8 @@ void expect_tiles_batch_invariant(const TileCase& c, int64_t rows, Isa isa) {
 }
 
 // The level's packed copy of the weights gives every element the same bits as the rows read
-// in place, for any T (1: the GEMV) and thread count.
+// in place, for any T (1: the GEMV; up to 15 one pass of the dots, to 26 several; beyond, the
+// tiles) and thread count.
 void expect_packed_same_bits(const TileCase& c, int64_t rows, Isa isa) {
   const TypeKernels& kern = type_kernels(c.dtype, isa);
   if (kern.packed == nullptr) return;
@@ -212,7 +213,7 @@ void expect_packed_same_bits(const TileCase& c, int64_t rows, Isa isa) {
                                         static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
   for (int threads : {1, 2, 3}) {
     ThreadCount tc(threads);
-    for (int64_t t : {1, 2, 7, 15, 16, 17, 33, 40}) {
+    for (int64_t t : {1, 2, 7, 15, 16, 17, 26, 27, 33, 40}) {
       QuantizedActivations part = a;
       part.t = t;
       std::vector<float> y(t * rows);

@@ -80,9 +80,14 @@ void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
                   nb, dst + g * group_bytes<W>(nb));
 }
 
-// ---- 1 to 15 tokens: VNNI dots, 16 rows per instruction --------------------------------------
+// ---- 1 to 26 tokens: VNNI dots, 16 rows per instruction --------------------------------------
 
-constexpr int kMaxDotTokens = 15;  // from 16 tokens the AMX tiles
+// A call of the dots takes up to 15 tokens (their chains stay in L1); up to 26 tokens run as
+// passes over each group while its weights are in L2. Beyond, the AMX tiles. One forward of a
+// 1B-parameter Q4_0 model, 2 threads, ms: passes 74 / 91 / 107 / 117 / 141 for 17 / 21 / 24 /
+// 26 / 32 tokens, the tiles 117-125 for all of 16-32 (one pass: 70 for 15, 20 for 1).
+constexpr int kMaxDotTokens = 15;
+constexpr int64_t kMaxVnniTokens = 26;
 
 // What the dots take from each token's activation block besides its qs (read in place): the
 // scale as a float and the integer term the unsigned weights add, Q4_0's (q = w + 8) 8 · Σ a
@@ -248,7 +253,7 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
   }
 }
 
-// ---- 16 tokens and more: AMX tiles -------------------------------------------------------------
+// ---- 27 tokens and more: AMX tiles -------------------------------------------------------------
 //
 // A tile of activations (16 tokens × one block of 32 int8, packed once per call) times a
 // block's B tile gives the 256 isum_b of a 16-token × 16-row output tile; each joins its chain
@@ -418,12 +423,13 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
   const int64_t nb = k / kQK, groups = (rows + kRows - 1) / kRows;
   const auto* abytes = static_cast<const std::byte*>(a_data);
   auto rows_of = [=](int64_t g) { return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)); };
-  if (tokens <= kMaxDotTokens) {
+  if (tokens <= kMaxVnniTokens) {
     thread_local TokenTerms terms;
     prepare_terms<W>(abytes, a_stride, tokens, nb, terms);
     // Pointers, not the thread_local `terms`: in the parallel region that name would be the
     // worker threads' own (empty) one.
-    const DotTokens dot{abytes, a_stride, tokens, terms.scale.data(), terms.offset.data()};
+    const float* scale = terms.scale.data();
+    const int32_t* offset = terms.offset.data();
     read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
       // Where weights in the file's layout are packed as the dots reach them; kept per thread.
       thread_local std::vector<std::byte> scratch[kStreams];
@@ -432,18 +438,22 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
       int rows_in[kStreams];
       for (int s = 0; s < count; ++s) {
         group[s] = group_at(at[s], scratch[s]);
-        out[s] = y + at[s] * kRows;
         rows_in[s] = rows_of(at[s]);
       }
-      if (count == kStreams) {
-        if (tokens == 1) {
-          group_dots_one_token<W, kStreams>(group, nb, dot, out, rows_in);
-        } else {
-          group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
+      for (int64_t t0 = 0; t0 < tokens; t0 += kMaxDotTokens) {
+        const DotTokens dot{abytes + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0),
+                            scale + t0 * nb, offset + t0 * nb};
+        for (int s = 0; s < count; ++s) out[s] = y + t0 * ldy + at[s] * kRows;
+        if (count == kStreams) {
+          if (tokens == 1) {
+            group_dots_one_token<W, kStreams>(group, nb, dot, out, rows_in);
+          } else {
+            group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
+          }
+          continue;
         }
-        return;
+        for (int s = 0; s < count; ++s) group_dots<W, 1>(group + s, nb, dot, out + s, ldy, rows_in + s);
       }
-      for (int s = 0; s < count; ++s) group_dots<W, 1>(group + s, nb, dot, out + s, ldy, rows_in + s);
     });
     return;
   }
