@@ -172,8 +172,6 @@ std::vector<RequestOutput> LLMEngine::step() {
   if (speculator_) propose_drafts(step);
   const auto forward_start = std::chrono::steady_clock::now();
   const std::span<const float> logits = runner_.execute(step);
-  if (speculator_)
-    speculator_->record_target_forward(step.num_tokens, seconds_since(forward_start));
   scheduler_.complete(step);
   ++counters_.num_steps;
 
@@ -220,6 +218,9 @@ std::vector<RequestOutput> LLMEngine::step() {
                   speculator_->proposer().draft_probs(job.draft_request), draft_vocab_size_,
                   results[i]);
   }
+  // The target's cost of a step is its forward and its sampling: a verify processes K + 1 rows
+  // of the distribution where plain decoding processes one.
+  if (speculator_) speculator_->record_target_forward(step.num_tokens, seconds_since(forward_start));
   for (size_t i = 0; i < jobs.size(); ++i) {
     Completion& c = *jobs[i].completion;
     // A stop inside an accepted run ends the completion there: what follows is dropped.

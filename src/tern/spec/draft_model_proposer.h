@@ -52,7 +52,7 @@ class DraftModelProposer final : public Proposer {
   const cpu::KvCache& cache() const { return cache_; }
 
  private:
-  // Runs batch_ and records its cost; logits_ holds the rows.
+  // Runs batch_; logits_ holds the rows.
   void forward();
 
   Decoder& draft_;
