@@ -180,13 +180,8 @@ std::vector<RequestOutput> LLMEngine::step() {
   // Who samples from which logits rows: a plain row, or a verify's 1 + K rows (with the index
   // of its draft request); a request whose prompt just finished brings its n - 1 forked
   // completions, which sample from the prompt's row too.
-  struct Job {
-    Completion* completion;
-    size_t row;
-    size_t num_drafts;
-    size_t draft_request;
-  };
-  std::vector<Job> jobs;
+  std::vector<SampleJob>& jobs = sample_jobs_;
+  jobs.clear();
   size_t row = 0;
   for (size_t i = 0; i < step.chunks.size(); ++i) {
     const ScheduledChunk& chunk = step.chunks[i];
@@ -202,10 +197,12 @@ std::vector<RequestOutput> LLMEngine::step() {
   }
   // Each completion draws from its own RNG, so sampling in parallel gives the same tokens as
   // in order; with 64 rows of a 152k vocabulary it is worth the threads.
-  std::vector<VerifiedTokens> results(jobs.size());
+  // Reused step after step: each result's token vector keeps its capacity.
+  std::vector<VerifiedTokens>& results = sampled_;
+  if (results.size() < jobs.size()) results.resize(jobs.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const Job& job = jobs[i];
+    const SampleJob& job = jobs[i];
     Sampler& sampler = *job.completion->sampler;
     if (job.num_drafts == 0) {
       results[i].tokens.assign(1, sampler.sample(logits.subspan(job.row * vocab, vocab)));

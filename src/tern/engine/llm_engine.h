@@ -82,6 +82,14 @@ class LLMEngine {
  private:
   struct Request;
   struct Completion;
+  // Who samples from which logits rows in a step: a plain row, or a verify's 1 + K rows (and
+  // its draft request's index).
+  struct SampleJob {
+    Completion* completion;
+    size_t row;
+    size_t num_drafts;
+    size_t draft_request;
+  };
 
   // The n - 1 more completions of a request whose prompt is in the cache: they share its
   // blocks and join the running set.
@@ -112,7 +120,9 @@ class LLMEngine {
   int64_t draft_vocab_size_ = 0;                   // rows of the draft's logits
   std::vector<Speculator::Candidate> candidates_;  // this step's, reused
   std::vector<DraftRequest> draft_requests_;       // this step's, reused
-  std::vector<size_t> draft_request_of_chunk_;     // the chunk's index in draft_requests_
+  std::vector<size_t> draft_request_of_chunk_;
+  std::vector<SampleJob> sample_jobs_;   // this step's, reused
+  std::vector<VerifiedTokens> sampled_;  // [jobs]: what each job's rows gave, reused     // the chunk's index in draft_requests_
   std::mt19937_64 seed_rng_;
   int64_t next_seq_id_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;

@@ -49,11 +49,12 @@ SchedulerStep Scheduler::schedule(const DraftsWanted& drafts_wanted) {
     if (remaining == 1 && drafts_wanted)
       drafts = std::clamp<int64_t>(drafts_wanted(*seq), 0, budget - 1);
     // Drafts never cost anyone their blocks: without room for them the sequence just decodes.
-    if (drafts > 0 && !blocks_.allocate(*seq, seq->num_computed_tokens + 1 + drafts, step.copies))
-      drafts = 0;
+    const bool drafts_fit =
+        drafts > 0 && blocks_.allocate(*seq, seq->num_computed_tokens + 1 + drafts, step.copies);
+    if (!drafts_fit) drafts = 0;
     const int64_t n = std::min(remaining, budget) + drafts;
     bool self_preempted = false;
-    while (!blocks_.allocate(*seq, seq->num_computed_tokens + n, step.copies)) {
+    while (!drafts_fit && !blocks_.allocate(*seq, seq->num_computed_tokens + n, step.copies)) {
       Sequence* victim = running_.back();
       running_.pop_back();
       preempt(victim, step);
