@@ -12,6 +12,8 @@ void add_tokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_bench_model_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
+void add_imatrix_command(CLI::App& app);
 // Subcommands of `tern bench`.
 void add_bench_throughput_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);

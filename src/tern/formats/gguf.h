@@ -140,12 +140,16 @@ class GgufWriter {
   // type differs from the array's, arrays nest deeper than kGgufMaxArrayDepth, or
   // general.alignment is not a uint32 power of two.
   void set(std::string key, GgufValue value);
+  bool has(std::string_view key) const;
   // `shape` is outermost first, like TensorInfo::shape. `data` must hold exactly
   // dtype_bytes(dtype, nelements) bytes; it is copied. Throws tern::Error on a duplicate, empty,
   // non-UTF-8 or over-63-byte name (llama.cpp's limit), a dtype without a ggml id (U8), 0 or
   // more than 4 dimensions, a dimension < 1, or a row length that is not whole blocks.
   void add_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
                   std::span<const std::byte> data);
+  // add_tensor without the copy: `data` must stay valid until the last write / to_bytes.
+  void add_tensor_view(std::string name, DType dtype, std::vector<int64_t> shape,
+                       std::span<const std::byte> data);
   // Writes to `path` (through a temporary file renamed into place). Throws tern::Error.
   void write(const std::string& path) const;
   std::vector<std::byte> to_bytes() const;
@@ -154,11 +158,15 @@ class GgufWriter {
   // Emits the file in order: header, metadata and tensor infos, then each tensor's data.
   void serialize(const std::function<void(std::span<const std::byte>)>& sink) const;
 
+  void check_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                    std::span<const std::byte> data) const;
+
   struct PendingTensor {
     std::string name;
     DType dtype;
     std::vector<int64_t> shape;
-    std::vector<std::byte> data;
+    std::vector<std::byte> owned;     // add_tensor's copy
+    std::span<const std::byte> data;  // the copy, or add_tensor_view's bytes
   };
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::vector<PendingTensor> tensors_;

@@ -167,8 +167,28 @@ void GgufWriter::set(std::string key, GgufValue value) {
   metadata_.emplace_back(std::move(key), std::move(value));
 }
 
+bool GgufWriter::has(std::string_view key) const {
+  for (const auto& kv : metadata_)
+    if (kv.first == key) return true;
+  return false;
+}
+
 void GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
                             std::span<const std::byte> data) {
+  check_tensor(name, dtype, shape, data);
+  PendingTensor t{std::move(name), dtype, std::move(shape), {data.begin(), data.end()}, {}};
+  t.data = t.owned;  // the vector's buffer stays put when the tensor moves into tensors_
+  tensors_.push_back(std::move(t));
+}
+
+void GgufWriter::add_tensor_view(std::string name, DType dtype, std::vector<int64_t> shape,
+                                 std::span<const std::byte> data) {
+  check_tensor(name, dtype, shape, data);
+  tensors_.push_back({std::move(name), dtype, std::move(shape), {}, data});
+}
+
+void GgufWriter::check_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                              std::span<const std::byte> data) const {
   auto fail = [&](const std::string& what) {
     throw Error("gguf writer: tensor '" + name + "': " + what);
   };
@@ -200,7 +220,6 @@ void GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> 
   if (data.size() != *nbytes)
     fail("data is " + std::to_string(data.size()) + " bytes, but " + std::to_string(nelements) +
          " " + std::string(traits.name) + " elements take " + std::to_string(*nbytes));
-  tensors_.push_back({std::move(name), dtype, std::move(shape), {data.begin(), data.end()}});
 }
 
 void GgufWriter::serialize(const std::function<void(std::span<const std::byte>)>& sink) const {
@@ -280,7 +299,8 @@ void GgufWriter::write(const std::string& path) const {
   // mkstemp creates the file 0600; a model file is for sharing. (Reading the umask would mean
   // changing it, which is not thread-safe.)
   if (::fchmod(fd, 0644) != 0) fail("cannot chmod " + tmp, errno);
-  if (::fsync(fd) != 0) fail("cannot sync " + tmp, errno);
+  // No fsync: the rename shows readers the whole file or none, and syncing gigabytes of model
+  // is seconds of waiting that llama.cpp's writers do not do either.
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());

@@ -141,6 +141,7 @@ void Decoder::forward(const StepContext& ctx, cpu::KvCache& cache, float* logits
   for (int64_t i = 0; i < r; ++i)
     cpu::rms_norm(x_.data() + ctx.logit_rows[static_cast<size_t>(i)] * h, weights_.output_norm.data(), 1, h,
                   eps, final_.data() + i * h);
+  observe(-1, MatrixInput::LmHead, final_.data(), r, h);
   cpu::matmul(view(weights_.lm_head), final_.data(), r, logits, ws_);
 }
 
@@ -152,6 +153,7 @@ void Decoder::attention_block(int layer, const StepContext& ctx, cpu::KvCache& c
   const int n_heads = static_cast<int>(c.num_heads), n_kv = static_cast<int>(c.num_kv_heads);
 
   cpu::rms_norm(x_.data(), l.attn_norm.data(), t, h, eps, xn_.data());
+  observe(layer, MatrixInput::AttnQkv, xn_.data(), t, h);
   if (l.wqkv_packed.packed != nullptr) {
     // One matmul over the three stacked, then each token's row apart.
     cpu::matmul(view(l.wqkv_packed), xn_.data(), t, fused_.data(), ws_);
@@ -184,6 +186,7 @@ void Decoder::attention_block(int layer, const StepContext& ctx, cpu::KvCache& c
   cache.write(layer, k_.data(), v_.data(), ctx.slot_mapping);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   cpu::paged_attention(q_.data(), cache, layer, ctx.attention, n_heads, scale, attn_.data());
+  observe(layer, MatrixInput::AttnOutput, attn_.data(), t, c.q_dim());
   cpu::matmul(view(l.wo), attn_.data(), t, out_.data(), ws_);
   add_bias(out_.data(), l.bo, t);
   cpu::add(x_.data(), out_.data(), x_.data(), t * h);
@@ -194,6 +197,7 @@ void Decoder::mlp_block(int layer, int64_t t) {
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, ff = c.intermediate_size;
   cpu::rms_norm(x_.data(), l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_.data());
+  observe(layer, MatrixInput::FfnGateUp, xn_.data(), t, h);
   // silu(gate) · up into gate_.
   if (l.w_gate_up_packed.packed != nullptr && l.b_gate.empty() && l.b_up.empty()) {
     // One matmul over the two stacked: each token's row is [gate | up], what silu_mul_fused takes.
@@ -212,6 +216,7 @@ void Decoder::mlp_block(int layer, int64_t t) {
     add_bias(up_.data(), l.b_up, t);
     cpu::silu_mul(gate_.data(), up_.data(), gate_.data(), t * ff);
   }
+  observe(layer, MatrixInput::FfnDown, gate_.data(), t, ff);
   cpu::matmul(view(l.w_down), gate_.data(), t, out_.data(), ws_);
   add_bias(out_.data(), l.b_down, t);
   cpu::add(x_.data(), out_.data(), x_.data(), t * h);

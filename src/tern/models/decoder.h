@@ -14,6 +14,25 @@
 
 namespace tern {
 
+// The inputs of a layer's weight matrices, as a forward computes them.
+enum class MatrixInput {
+  AttnQkv,     // attn_q, attn_k, attn_v: the attention block's normed input [hidden]
+  AttnOutput,  // attn_output: the heads' outputs [q_dim]
+  FfnGateUp,   // ffn_gate, ffn_up: the MLP block's normed input [hidden]
+  FfnDown,     // ffn_down: silu(gate) · up [intermediate]
+  LmHead,      // output.weight: the final-normed rows whose logits are wanted [hidden]
+};
+
+// Sees every matrix input of each forward (`tern imatrix` sums their squares). Called on the
+// forward's thread, between the kernels.
+class ActivationObserver {
+ public:
+  virtual ~ActivationObserver() = default;
+  // x: [num_tokens, cols] f32. layer is -1 for LmHead.
+  virtual void observe(int layer, MatrixInput input, const float* x, int64_t num_tokens,
+                       int64_t cols) = 0;
+};
+
 class Decoder {
  public:
   // Holds references: `config` and `weights` must outlive the decoder. Throws tern::Error when
@@ -40,10 +59,16 @@ class Decoder {
   // logit rows (forward does it too; call it up front to keep the first step fast).
   void reserve(int64_t num_tokens, int64_t num_logit_rows);
 
+  // Shows every forward's matrix inputs to `observer` (nullptr: none); it must outlive its use.
+  void set_observer(ActivationObserver* observer) { observer_ = observer; }
+
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
 
  private:
+  void observe(int layer, MatrixInput input, const float* x, int64_t num_tokens, int64_t cols) {
+    if (observer_ != nullptr) observer_->observe(layer, input, x, num_tokens, cols);
+  }
   void attention_block(int layer, const StepContext& ctx, cpu::KvCache& cache);
   void mlp_block(int layer, int64_t num_tokens);
 
@@ -51,6 +76,7 @@ class Decoder {
   const ModelWeights& weights_;
   cpu::Rope rope_;
   cpu::Workspace ws_;
+  ActivationObserver* observer_ = nullptr;
 
   // Activations, grown to the largest batch (T tokens, R logit rows). f32 throughout.
   bool has_fused_ = false;  // some layer has wqkv_packed or w_gate_up_packed

@@ -9,7 +9,9 @@
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/quantize.h"
 #include "tern/models/model_weights.h"
+#include "tern/quant/importance_matrix.h"
 #include "tern/quant/quant_recipe.h"
+#include "tern/quant/weight_quantizer.h"
 
 namespace tern {
 namespace {
@@ -59,6 +61,32 @@ std::span<const float> copy_vector(ModelWeights& w, std::span<const float> src) 
   std::span<float> v = w.own_floats(src.size());
   std::memcpy(v.data(), src.data(), src.size_bytes());
   return v;
+}
+
+// `m` as `dtype` through f32, by the weight quantizers with the importances of `name` when
+// `imatrix` has them; copied when it already is `dtype`.
+WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dtype,
+                                const ImportanceMatrix* imatrix, const std::string& name) {
+  const auto row_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(m.cols)));
+  std::span<std::byte> data = w.own_bytes(row_bytes * static_cast<size_t>(m.rows));
+  if (m.dtype == dtype) {
+    for (int64_t i = 0; i < m.rows; ++i)
+      std::memcpy(data.data() + static_cast<size_t>(i) * row_bytes, m.row(i), row_bytes);
+    return {dtype, m.rows, m.cols, data.data(), row_bytes};
+  }
+  const std::vector<float> importance = imatrix != nullptr ? imatrix->importance(name) : std::vector<float>{};
+  const float* imp = importance.empty() ? nullptr : importance.data();
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(m.cols));
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t i = 0; i < m.rows; ++i) {
+      cpu::dequantize_row(m.dtype, m.row(i), row.data(), m.cols);
+      quant::quantize_weight_row(dtype, row.data(), data.data() + static_cast<size_t>(i) * row_bytes,
+                                 m.cols, imp);
+    }
+  }
+  return {dtype, m.rows, m.cols, data.data(), row_bytes};
 }
 
 }  // namespace
@@ -131,18 +159,18 @@ ModelWeights make_dummy_weights(const ModelConfig& c, DType dtype, uint64_t seed
 }
 
 ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config,
-                              const QuantRecipe& recipe) {
+                              const QuantRecipe& recipe, const QuantizeOptions& options) {
   ModelWeights w;
   RecipeModel model = RecipeModel::of(config);
   model.num_layers = static_cast<int64_t>(src.layers.size());
   model.tied_embeddings = src.tied_embeddings;
+  const int64_t total = 1 + (src.tied_embeddings ? 0 : 1) + 7 * model.num_layers;
+  int64_t done = 0;
   auto requantize = [&](const std::string& name, int64_t layer, const WeightMatrix& m) {
-    return build_matrix(w, recipe, model, name, layer, m.rows, m.cols, [&m](int64_t i, float* row) {
-      if (m.dtype == DType::F32)
-        std::memcpy(row, m.row(i), static_cast<size_t>(m.cols) * sizeof(float));
-      else
-        cpu::dequantize_row(m.dtype, m.row(i), row, m.cols);
-    });
+    const DType dtype = recipe.weight_type(model, {name, layer, m.cols});
+    WeightMatrix out = requantized_matrix(w, m, dtype, options.imatrix, name);
+    if (options.on_matrix) options.on_matrix(name, m.dtype, dtype, ++done, total);
+    return out;
   };
   w.token_embedding = requantize("token_embd.weight", -1, src.token_embedding);
   w.tied_embeddings = src.tied_embeddings;

@@ -70,13 +70,16 @@ std::span<const std::byte> float_bytes(std::span<const float> v) { return std::a
 }  // namespace
 
 void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig& c,
-               const Tokenizer* tokenizer, const std::string& model_name) {
+               const Tokenizer* tokenizer, const std::string& model_name,
+               const std::vector<std::pair<std::string, GgufValue>>& carried_metadata) {
   GgufWriter g;
+  for (const auto& [key, value] : carried_metadata) g.set(key, value);
   const std::string arch(model_arch_name(c.arch));
   const std::string p = arch + ".";
   auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
   g.set("general.architecture", GgufValue::string(arch));
-  g.set("general.name", GgufValue::string(model_name.empty() ? arch : model_name));
+  if (!model_name.empty() || !g.has("general.name"))
+    g.set("general.name", GgufValue::string(model_name.empty() ? arch : model_name));
   // llama.cpp names the file by this ("Q4_K - Medium"), not by its tensors' types.
   const uint32_t file_type = w.file_type ? static_cast<uint32_t>(*w.file_type)
                                          : gguf_file_type(w.layers.empty() ? w.token_embedding.dtype
@@ -109,8 +112,9 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     throw Error(path + ": " + arch + " weights in the interleaved RoPE layout cannot be written as GGUF");
   const size_t hd = static_cast<size_t>(c.head_dim);
 
+  // The weights outlive the write: no copy of them.
   auto matrix = [&](const std::string& name, const WeightMatrix& m) {
-    g.add_tensor(name, m.dtype, {m.rows, m.cols}, bytes_of(m));
+    g.add_tensor_view(name, m.dtype, {m.rows, m.cols}, bytes_of(m));
   };
   auto qk_matrix = [&](const std::string& name, const WeightMatrix& m) {
     if (!permute_qk) return matrix(name, m);

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "tern/formats/gguf.h"
 #include "tern/formats/model_config.h"
 #include "tern/models/model_weights.h"
 #include "tern/quant/quant_recipe.h"
@@ -25,7 +28,10 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& config);
 // Face, dummy) have their q/k rows permuted to the interleaved layout llama.cpp expects of
 // llama; qwen weights are written as they are. Tied embeddings write no output.weight.
 // `tokenizer` may be null (llama.cpp then refuses the file, tern loads it with --tokenizer).
+// `carried_metadata` (another GGUF's keys: its tokenizer, chat template, general.* facts) is
+// written first, in its order; the keys tern writes replace theirs.
 void save_gguf(const std::string& path, const ModelWeights& weights, const ModelConfig& config,
-               const Tokenizer* tokenizer, const std::string& model_name = "");
+               const Tokenizer* tokenizer, const std::string& model_name = "",
+               const std::vector<std::pair<std::string, GgufValue>>& carried_metadata = {});
 
 }  // namespace tern

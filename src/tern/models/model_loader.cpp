@@ -13,12 +13,6 @@ namespace tern {
 namespace fs = std::filesystem;
 namespace {
 
-bool is_gguf(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[4] = {};
-  return f.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
-}
-
 bool has_tokenizer_files(const fs::path& dir) {
   for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json", "tokenizer.model"})
     if (fs::is_regular_file(dir / f)) return true;
@@ -40,6 +34,12 @@ std::string weight_types(const ModelWeights& w) {
 }
 
 }  // namespace
+
+bool is_gguf(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  return f.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
 
 LoadedModel load_model(const LoadOptions& opt) {
   LoadedModel m;

@@ -38,4 +38,7 @@ struct LoadedModel {
 // found (the GGUF's, the folder's, or --tokenizer); its absence is not an error here.
 LoadedModel load_model(const LoadOptions& options);
 
+// Whether `path` is a file that starts with GGUF's magic.
+bool is_gguf(const std::string& path);
+
 }  // namespace tern

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,6 +19,7 @@
 namespace tern {
 
 class GgufFile;
+class ImportanceMatrix;
 class MappedFile;
 class SafetensorsModel;
 
@@ -122,11 +124,22 @@ ModelWeights make_dummy_weights(const ModelConfig& config, const QuantRecipe& re
                                 uint64_t seed = 0);
 ModelWeights make_dummy_weights(const ModelConfig& config, DType dtype, uint64_t seed = 0);
 
+struct QuantizeOptions {
+  // Per matrix (by GGUF name), the importance of each input column: the weight quantizers
+  // minimise the error weighted by it (quant/weight_quantizer.h). nullptr, or a matrix without
+  // an entry: the plain squared error.
+  const ImportanceMatrix* imatrix = nullptr;
+  // After each matrix: its GGUF name, its type before and after, matrices done and in all.
+  std::function<void(const std::string& name, DType from, DType to, int64_t done, int64_t total)>
+      on_matrix;
+};
+
 // A copy whose matrices (embedding and lm_head included) are requantized as `recipe` says
-// (with the same fallbacks) through f32, and whose vectors are copied: it does not depend on
-// `src`. `config` gives the model-wide facts a mixture depends on.
+// (with the same fallbacks) through f32 by the weight quantizers, and whose vectors are
+// copied: it does not depend on `src`. `config` gives the model-wide facts a mixture depends
+// on. A matrix already of its recipe type is copied as it is.
 ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config,
-                              const QuantRecipe& recipe);
+                              const QuantRecipe& recipe, const QuantizeOptions& options = {});
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
 
 // Gives each matrix that the best ISA's kernels read in a layout of their own (the Amx level's

@@ -215,12 +215,18 @@ RecipeModel RecipeModel::of(const ModelConfig& c) {
   return m;
 }
 
-QuantRecipe QuantRecipe::uniform(DType dtype) {
+namespace {
+void check_weight_type(DType dtype) {
   if (!is_weight_type(dtype))
     throw Error(
         "weight type " + std::string(dtype_name(dtype)) +
         " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
         "Q5_K, Q6_K)");
+}
+}  // namespace
+
+QuantRecipe QuantRecipe::uniform(DType dtype) {
+  check_weight_type(dtype);
   QuantRecipe r;
   r.uniform_ = dtype;
   r.file_type_ = uniform_file_type(dtype);
@@ -233,7 +239,26 @@ QuantRecipe QuantRecipe::mixture(FileType file_type) {
   return r;
 }
 
+QuantRecipe QuantRecipe::pure(FileType file_type) {
+  QuantRecipe r = uniform(file_type_base(file_type));
+  r.file_type_ = file_type;
+  return r;
+}
+
+void QuantRecipe::set_output_type(DType type) {
+  check_weight_type(type);
+  output_type_ = type;
+}
+
+void QuantRecipe::set_token_embedding_type(DType type) {
+  check_weight_type(type);
+  token_embedding_type_ = type;
+}
+
 DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& tensor) const {
+  if (output_type_ && tensor.name == "output.weight") return fitting_type(*output_type_, tensor.cols);
+  if (token_embedding_type_ && tensor.name == "token_embd.weight")
+    return fitting_type(*token_embedding_type_, tensor.cols);
   if (uniform_) return fitting_type(*uniform_, tensor.cols);
   const DType base = file_type_base(file_type_);
   // F32 / F16 / BF16 files convert every matrix to their type, with no mixture and no fallback.

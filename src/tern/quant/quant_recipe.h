@@ -74,6 +74,15 @@ class QuantRecipe {
  public:
   static QuantRecipe uniform(DType dtype);
   static QuantRecipe mixture(FileType file_type);
+  // llama-quantize --pure: every matrix the file type's base type, the file still named after
+  // `file_type` (Q4_K_M --pure: all Q4_K, general.file_type Q4_K_M).
+  static QuantRecipe pure(FileType file_type);
+
+  // llama-quantize's --output-tensor-type and --token-embedding-type: output.weight or
+  // token_embd.weight gets `type` whatever the mixture says (fallbacks for its row length still
+  // apply). Throws tern::Error for a type tern does not quantize to.
+  void set_output_type(DType type);
+  void set_token_embedding_type(DType type);
 
   // The type of `tensor` in `model`, fallbacks for its row length applied. Throws tern::Error
   // for a layer outside [0, num_layers) on a tensor whose choice depends on it.
@@ -86,6 +95,7 @@ class QuantRecipe {
  private:
   std::optional<DType> uniform_;
   FileType file_type_ = FileType::AllF32;
+  std::optional<DType> output_type_, token_embedding_type_;
 };
 
 // `--dtype`: "auto" → nullopt; a file type with a mixture ("q4_k_m", "q4_k_s", "q5_k_m",

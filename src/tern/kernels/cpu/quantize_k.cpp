@@ -9,6 +9,7 @@
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/k_scales.h"
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quant_pack.h"
 #include "tern/kernels/cpu/quantize_impl.h"
 
 namespace tern::cpu {
@@ -105,9 +106,9 @@ float fit_scale_q6(const float* x, int n) {
   return best_scale;
 }
 
-// Q4_K / Q5_K: quants q[256] in [0, nmax] for the scales and mins as stored.
-void quantize_k_affine(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out,
-                       uint8_t* packed_scales, int* q) {
+// Q4_K / Q5_K: 6-bit scales ls[8] and mins lm[8], quants q[256] in [0, nmax] for them as stored.
+void quantize_k_affine(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out, int* ls,
+                       int* lm, int* q) {
   float scales[8], mins[8];
   float max_scale = 0.0f, max_min = 0.0f;
   for (int j = 0; j < 8; ++j) {
@@ -118,12 +119,10 @@ void quantize_k_affine(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin
   *d_out = f32_to_f16(max_scale / 63.0f);
   *dmin_out = f32_to_f16(max_min / 63.0f);
   const float d = f16_to_f32(*d_out), dmin = f16_to_f32(*dmin_out);
-  int ls[8], lm[8];
   for (int j = 0; j < 8; ++j) {
     ls[j] = d > 0.0f ? clamp_int(nearest_int(scales[j] / d), 0, 63) : 0;
     lm[j] = dmin > 0.0f ? clamp_int(nearest_int(mins[j] / dmin), 0, 63) : 0;
   }
-  pack_k_scales_mins(ls, lm, packed_scales);
   for (int j = 0; j < 8; ++j) {
     const float s = d * static_cast<float>(ls[j]), m = dmin * static_cast<float>(lm[j]);
     for (int i = 0; i < 32; ++i)
@@ -133,16 +132,14 @@ void quantize_k_affine(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin
 
 }  // namespace
 
-// Q4_K: in each 64-element chunk c, byte qs[32c + l] holds element 64c + l in its low nibble
-// and element 64c + 32 + l in its high nibble.
+// (Where each quant's bits go: quant_pack.cpp.)
 void quantize_row_q4_k(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ4_K*>(vy);
-  int q[kQKK];
+  int q[kQKK], scales[8], mins[8];
   for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
-    quantize_k_affine(x, 15, &y[i].d, &y[i].dmin, y[i].scales, q);
-    for (int c = 0; c < 4; ++c)
-      for (int l = 0; l < 32; ++l)
-        y[i].qs[32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | q[64 * c + 32 + l] << 4);
+    uint16_t d, dmin;
+    quantize_k_affine(x, 15, &d, &dmin, scales, mins, q);
+    pack_q4_k(d, dmin, scales, mins, q, &y[i]);
   }
 }
 void dequantize_row_q4_k(const void* vx, float* y, int64_t k) {
@@ -160,20 +157,13 @@ void dequantize_row_q4_k(const void* vx, float* y, int64_t k) {
   }
 }
 
-// Q5_K: low nibbles as Q4_K; bit 4 of element 32j + l is bit j of qh[l].
 void quantize_row_q5_k(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ5_K*>(vy);
-  int q[kQKK];
+  int q[kQKK], scales[8], mins[8];
   for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
-    quantize_k_affine(x, 31, &y[i].d, &y[i].dmin, y[i].scales, q);
-    for (int l = 0; l < 32; ++l) y[i].qh[l] = 0;
-    for (int c = 0; c < 4; ++c) {
-      for (int l = 0; l < 32; ++l) {
-        const int lo = q[64 * c + l], hi = q[64 * c + 32 + l];
-        y[i].qs[32 * c + l] = static_cast<uint8_t>((lo & 0xf) | (hi & 0xf) << 4);
-        y[i].qh[l] |= static_cast<uint8_t>((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
-      }
-    }
+    uint16_t d, dmin;
+    quantize_k_affine(x, 31, &d, &dmin, scales, mins, q);
+    pack_q5_k(d, dmin, scales, mins, q, &y[i]);
   }
 }
 void dequantize_row_q5_k(const void* vx, float* y, int64_t k) {
@@ -194,10 +184,7 @@ void dequantize_row_q5_k(const void* vx, float* y, int64_t k) {
   }
 }
 
-// Q6_K: in half h (128 elements), for l < 32, ql[64h + l] holds elements 128h + l (low nibble)
-// and 128h + 64 + l (high); ql[64h + 32 + l] elements 128h + 32 + l and 128h + 96 + l; qh[32h + l]
-// the top 2 bits of elements 128h + l, +32, +64, +96 at bit 0, 2, 4, 6. scales[j] scales
-// elements 16j .. 16j + 15.
+// Q6_K: scales[j] scales elements 16j .. 16j + 15.
 void quantize_row_q6_k(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ6_K*>(vy);
   for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
@@ -208,23 +195,14 @@ void quantize_row_q6_k(const float* x, void* vy, int64_t k) {
     }
     y[i].d = f32_to_f16(max_abs / 127.0f);
     const float d = f16_to_f32(y[i].d);
-    int q[kQKK];
+    int q[kQKK], ls[16];
     for (int j = 0; j < 16; ++j) {
-      const int ls = d > 0.0f ? clamp_int(nearest_int(scales[j] / d), -127, 127) : 0;
-      y[i].scales[j] = static_cast<int8_t>(ls);
-      const float s = d * static_cast<float>(ls);
+      ls[j] = d > 0.0f ? clamp_int(nearest_int(scales[j] / d), -127, 127) : 0;
+      const float s = d * static_cast<float>(ls[j]);
       for (int l = 0; l < 16; ++l)
         q[16 * j + l] = (s != 0.0f ? clamp_int(nearest_int(x[16 * j + l] / s), -32, 31) : 0) + 32;
     }
-    for (int h = 0; h < 2; ++h) {
-      const int* qh = q + 128 * h;
-      for (int l = 0; l < 32; ++l) {
-        y[i].ql[64 * h + l] = static_cast<uint8_t>((qh[l] & 0xf) | (qh[l + 64] & 0xf) << 4);
-        y[i].ql[64 * h + 32 + l] = static_cast<uint8_t>((qh[l + 32] & 0xf) | (qh[l + 96] & 0xf) << 4);
-        y[i].qh[32 * h + l] = static_cast<uint8_t>((qh[l] >> 4) | (qh[l + 32] >> 4) << 2 |
-                                                   (qh[l + 64] >> 4) << 4 | (qh[l + 96] >> 4) << 6);
-      }
-    }
+    pack_q6_k(y[i].d, ls, q, &y[i]);
   }
 }
 void dequantize_row_q6_k(const void* vx, float* y, int64_t k) {

@@ -9,6 +9,7 @@
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/ops.h"
 #include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quant_pack.h"
 #include "tern/kernels/cpu/quantize.h"
 #include "tern/kernels/cpu/quantize_impl.h"
 
@@ -56,14 +57,6 @@ void quantize_affine(const float* x, uint16_t* d_out, uint16_t* m_out, int* q) {
   for (int j = 0; j < kQK; ++j) q[j] = clamp_int(nearest_int((x[j] - m) * id), 0, kLevels - 1);
 }
 
-void pack_nibbles(const int* q, uint8_t* qs) {
-  for (int j = 0; j < kQK / 2; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0xf) | (q[j + 16] & 0xf) << 4);
-}
-void pack_high_bits(const int* q, uint8_t* qh) {
-  uint32_t bits = 0;
-  for (int j = 0; j < kQK; ++j) bits |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
-  std::memcpy(qh, &bits, 4);  // little-endian, as ggml stores it
-}
 // Quants j and j + 16 of a block (j < 16), walking the 16 bytes: see vec_dot_scalar.cpp on
 // why the 32-element form is avoided.
 int low_q4(const uint8_t* qs, int j) { return qs[j] & 0xf; }
@@ -78,8 +71,9 @@ void quantize_row_q4_0(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ4_0*>(vy);
   int q[kQK];
   for (int64_t i = 0; i < k / kQK; ++i) {
-    quantize_symmetric<16>(x + i * kQK, &y[i].d, q);
-    pack_nibbles(q, y[i].qs);
+    uint16_t d;
+    quantize_symmetric<16>(x + i * kQK, &d, q);
+    pack_q4_0(d, q, &y[i]);
   }
 }
 void dequantize_row_q4_0(const void* vx, float* y, int64_t k) {
@@ -97,8 +91,9 @@ void quantize_row_q4_1(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ4_1*>(vy);
   int q[kQK];
   for (int64_t i = 0; i < k / kQK; ++i) {
-    quantize_affine<16>(x + i * kQK, &y[i].d, &y[i].m, q);
-    pack_nibbles(q, y[i].qs);
+    uint16_t d, m;
+    quantize_affine<16>(x + i * kQK, &d, &m, q);
+    pack_q4_1(d, m, q, &y[i]);
   }
 }
 void dequantize_row_q4_1(const void* vx, float* y, int64_t k) {
@@ -116,9 +111,9 @@ void quantize_row_q5_0(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ5_0*>(vy);
   int q[kQK];
   for (int64_t i = 0; i < k / kQK; ++i) {
-    quantize_symmetric<32>(x + i * kQK, &y[i].d, q);
-    pack_nibbles(q, y[i].qs);
-    pack_high_bits(q, y[i].qh);
+    uint16_t d;
+    quantize_symmetric<32>(x + i * kQK, &d, q);
+    pack_q5_0(d, q, &y[i]);
   }
 }
 void dequantize_row_q5_0(const void* vx, float* y, int64_t k) {
@@ -137,9 +132,9 @@ void quantize_row_q5_1(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ5_1*>(vy);
   int q[kQK];
   for (int64_t i = 0; i < k / kQK; ++i) {
-    quantize_affine<32>(x + i * kQK, &y[i].d, &y[i].m, q);
-    pack_nibbles(q, y[i].qs);
-    pack_high_bits(q, y[i].qh);
+    uint16_t d, m;
+    quantize_affine<32>(x + i * kQK, &d, &m, q);
+    pack_q5_1(d, m, q, &y[i]);
   }
 }
 void dequantize_row_q5_1(const void* vx, float* y, int64_t k) {

@@ -1,0 +1,87 @@
+// compute_importance_matrix: one SequenceRunner forward per window, an observer naming each
+// matrix input after the GGUF tensors that read it.
+#include "tern/quant/imatrix_collector.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tern/core/error.h"
+#include "tern/engine/sequence_runner.h"
+#include "tern/models/model_weights.h"
+
+namespace tern {
+namespace {
+
+class ImatrixObserver : public ActivationObserver {
+ public:
+  ImatrixObserver(ImportanceMatrix& out, bool process_output)
+      : out_(out), process_output_(process_output) {}
+
+  void observe(int layer, MatrixInput input, const float* x, int64_t num_tokens,
+               int64_t cols) override {
+    // Matrices that share an input get the same sums, as llama-imatrix records them.
+    switch (input) {
+      case MatrixInput::AttnQkv:
+        for (const char* what : {"attn_q.weight", "attn_k.weight", "attn_v.weight"})
+          out_.accumulate(gguf_tensor_name(layer, what), x, num_tokens, cols);
+        break;
+      case MatrixInput::AttnOutput:
+        out_.accumulate(gguf_tensor_name(layer, "attn_output.weight"), x, num_tokens, cols);
+        break;
+      case MatrixInput::FfnGateUp:
+        for (const char* what : {"ffn_gate.weight", "ffn_up.weight"})
+          out_.accumulate(gguf_tensor_name(layer, what), x, num_tokens, cols);
+        break;
+      case MatrixInput::FfnDown:
+        out_.accumulate(gguf_tensor_name(layer, "ffn_down.weight"), x, num_tokens, cols);
+        break;
+      case MatrixInput::LmHead:
+        if (process_output_) out_.accumulate("output.weight", x, num_tokens, cols);
+        break;
+    }
+  }
+
+ private:
+  ImportanceMatrix& out_;
+  bool process_output_;
+};
+
+// Clears the decoder's observer however the computation ends.
+struct ObserverScope {
+  Decoder& decoder;
+  ObserverScope(Decoder& d, ActivationObserver* o) : decoder(d) { decoder.set_observer(o); }
+  ~ObserverScope() { decoder.set_observer(nullptr); }
+};
+
+}  // namespace
+
+ImportanceMatrix compute_importance_matrix(Decoder& decoder, std::span<const int32_t> tokens,
+                                           const ImatrixOptions& options) {
+  if (options.ctx < 2) throw Error("imatrix: --ctx must be at least 2");
+  int64_t chunks = static_cast<int64_t>(tokens.size()) / options.ctx;
+  if (options.max_chunks >= 0) chunks = std::min(chunks, options.max_chunks);
+  if (chunks < 1)
+    throw Error("imatrix: the calibration text has " + std::to_string(tokens.size()) +
+                " tokens, fewer than one window of --ctx " + std::to_string(options.ctx));
+  ImportanceMatrix m;
+  m.chunk_size = options.ctx;
+  // The lm_head sees only the rows whose logits are asked for: all of them when it is observed.
+  const bool tied = decoder.weights().tied_embeddings;
+  ImatrixObserver observer(m, options.process_output && !tied);
+  ObserverScope scope(decoder, &observer);
+  SequenceRunner runner(decoder, options.ctx);
+  std::vector<int32_t> window(static_cast<size_t>(options.ctx));
+  for (int64_t c = 0; c < chunks; ++c) {
+    const auto start = tokens.begin() + c * options.ctx;
+    window.assign(start, start + options.ctx);
+    if (options.bos) window[0] = *options.bos;
+    runner.reset();
+    runner.feed(window, /*all_logits=*/options.process_output);
+    m.chunk_count = c + 1;
+    if (options.on_chunk) options.on_chunk(c + 1, chunks);
+  }
+  return m;
+}
+
+}  // namespace tern

@@ -1,0 +1,59 @@
+// llama.cpp's importance matrix: for every weight matrix, the sum over calibration tokens of
+// each input column's squared activation, and the number of tokens. Its mean, E[x_j²], weighs
+// the error of column j in the weight quantizers: for a row w, the output error of w·x is
+// Σ_j E[x_j²] (w_j − ŵ_j)² when the columns' errors are uncorrelated. Files are llama.cpp's
+// GGUF imatrix format (`general.type` "imatrix", `<tensor>.in_sum2` [1, cols] and
+// `<tensor>.counts` [1, 1] as F32, `imatrix.datasets`, `imatrix.chunk_count`,
+// `imatrix.chunk_size`), so llama-quantize takes tern's files and tern takes llama-imatrix's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tern/core/mapped_file.h"
+
+namespace tern {
+
+class GgufWriter;
+class ModelWeights;
+
+struct ImportanceEntry {
+  std::vector<double> sum_squares;  // [cols]: Σ over tokens of x_j²
+  int64_t count = 0;                // tokens seen
+};
+
+class ImportanceMatrix {
+ public:
+  // Keyed by GGUF tensor name ("blk.0.attn_q.weight").
+  std::map<std::string, ImportanceEntry> entries;
+  std::vector<std::string> datasets;  // the calibration files' names
+  int64_t chunk_count = 0;            // windows of calibration text
+  int64_t chunk_size = 0;             // tokens per window
+
+  // Adds `num_tokens` rows x [num_tokens, cols] to the entry `name` (created on first use).
+  // Throws tern::Error when cols differs from the entry's.
+  void accumulate(const std::string& name, const float* x, int64_t num_tokens, int64_t cols);
+
+  // E[x_j²] of the entry [cols]; empty when there is no entry or it saw no tokens.
+  std::vector<float> importance(const std::string& name) const;
+
+  // Throws tern::Error naming the first entry that is not a matrix of `weights` (by GGUF name)
+  // or whose column count differs from that matrix's: an importance matrix made for another
+  // model. Matrices without an entry are fine (llama-imatrix leaves out output.weight).
+  void check_fits(const ModelWeights& weights, const std::string& source) const;
+
+  // llama.cpp's GGUF imatrix format. Throws tern::Error naming the file for anything else (a
+  // model GGUF, an entry without its counts, a non-F32 tensor, sizes that disagree, NaNs).
+  static ImportanceMatrix read(const std::string& path);
+  static ImportanceMatrix parse(std::shared_ptr<const MappedFile> file);
+  void write(const std::string& path) const;
+  std::vector<std::byte> to_bytes() const;
+
+ private:
+  GgufWriter writer() const;
+};
+
+}  // namespace tern

@@ -1,0 +1,205 @@
+// `tern quantize` and `tern imatrix` through the binary: every file type's output loads and
+// gives logits within that type's tolerance of F32; the GGUF keeps its input's metadata and
+// names its file type; an importance matrix made by `tern imatrix` changes what is written;
+// quantized inputs, unknown types and importance matrices of another model are refused.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fixtures.h"
+#include "models/model_test_util.h"
+#include "run_process.h"
+#include "tern/engine/sequence_runner.h"
+#include "tern/formats/gguf.h"
+#include "tern/models/decoder.h"
+#include "tern/models/gguf_export.h"
+#include "tern/models/model_loader.h"
+#include "tern/quant/importance_matrix.h"
+
+namespace tern {
+namespace {
+
+using testing::fixture;
+using testing::run_tern;
+using testing::TempDir;
+
+const std::vector<int32_t> kTokens = {1, 5, 9, 200, 33, 7, 480, 2, 77, 301, 12, 64};
+
+std::vector<float> prefill_logits(const std::string& gguf) {
+  LoadOptions load;
+  load.model = gguf;
+  const LoadedModel m = load_model(load);
+  Decoder decoder(m.config, m.weights);
+  SequenceRunner runner(decoder, static_cast<int64_t>(kTokens.size()));
+  const std::span<const float> l = runner.feed(kTokens, /*all_logits=*/true);
+  return {l.begin(), l.end()};
+}
+
+// A small qwen3 in F32 (rows of 256 and 512: whole K super-blocks) with a chat template and a
+// key that must travel to the quantized files.
+std::string write_f32_model(const TempDir& dir, bool tied = true) {
+  const ModelConfig c = testing::shrunk_config(
+      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
+                                   {"intermediate_size", 512}, {"num_attention_heads", 4},
+                                   {"num_key_value_heads", 2}, {"head_dim", 64},
+                                   {"tie_word_embeddings", tied}});
+  const ModelWeights w = make_dummy_weights(c, DType::F32, 7);
+  const std::string path = dir.file("f32.gguf");
+  save_gguf(path, w, c, nullptr, "tiny-qwen3",
+            {{"tokenizer.chat_template", GgufValue::string("{{ messages }}")},
+             {"general.author", GgufValue::string("tern tests")}});
+  return path;
+}
+
+struct TypeCase {
+  const char* type;
+  const char* file_type_name;  // as llama.cpp names general.file_type
+  uint32_t file_type;
+  double max_error;  // relative RMS logit error against F32: 1.5× the measured, in comments
+};
+
+TEST(QuantizeCli, EveryTypeLoadsAndStaysCloseToF32) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TempDir dir("quantize-types");
+  const std::string f32 = write_f32_model(dir);
+  const std::vector<float> ref = prefill_logits(f32);
+  // Bounds 1.5× the measured errors: f16 0.00061, bf16 0.0060, q8_0 0.0136, q6_k 0.036,
+  // q5_k_m 0.058, q5_k_s 0.062, q5_1 0.056, q5_0 0.057, q4_k_m 0.108, q4_k_s 0.099, q4_1 0.116,
+  // q4_0 0.127 (uniform random weights are harder to quantize than trained ones).
+  const TypeCase cases[] = {
+      {"f16", "F16", 1, 9e-4},      {"bf16", "BF16", 32, 9e-3},     {"q8_0", "Q8_0", 7, 0.02},
+      {"q6_k", "Q6_K", 18, 0.054},  {"q5_k_m", "Q5_K_M", 17, 0.087}, {"q5_k_s", "Q5_K_S", 16, 0.093},
+      {"q5_1", "Q5_1", 9, 0.084},   {"q5_0", "Q5_0", 8, 0.086},     {"q4_k_m", "Q4_K_M", 15, 0.162},
+      {"q4_k_s", "Q4_K_S", 14, 0.149}, {"q4_1", "Q4_1", 3, 0.174},  {"q4_0", "Q4_0", 2, 0.19},
+  };
+  for (const TypeCase& t : cases) {
+    const std::string out = dir.file(std::string(t.type) + ".gguf");
+    const auto r = run_tern({"quantize", f32, out, t.type});
+    ASSERT_EQ(r.exit_code, 0) << t.type << ": " << r.err;
+    EXPECT_NE(r.err.find("bits per weight"), std::string::npos) << r.err;
+    const GgufFile g = GgufFile::open(out);
+    EXPECT_EQ(g.get_int("general.file_type"), t.file_type) << t.type;
+    EXPECT_EQ(g.get_int("general.quantization_version"), 2);
+    EXPECT_EQ(g.get_string("tokenizer.chat_template"), "{{ messages }}") << t.type;
+    EXPECT_EQ(g.get_string("general.author"), "tern tests") << t.type;
+    const double err = testing::relative_rms_error(prefill_logits(out), ref);
+    EXPECT_LT(err, t.max_error) << t.type;
+    EXPECT_GT(err, 0.0) << t.type << ": suspiciously exact";
+    std::printf("%-7s relative RMS logit error %.5f\n", t.type, err);
+  }
+}
+
+TEST(QuantizeCli, MixturesAndOverridesChooseTensorTypes) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TempDir dir("quantize-mixture");
+  const std::string f32 = write_f32_model(dir, /*tied=*/false);
+  auto type_of = [](const std::string& path, const std::string& tensor) {
+    return GgufFile::open(path).find_tensor(tensor)->dtype;
+  };
+  ASSERT_EQ(run_tern({"quantize", f32, dir.file("m.gguf"), "q4_k_m"}).exit_code, 0);
+  // llama-quantize's Q4_K_M: attn_v and ffn_down of the layers use_more_bits picks (of 2
+  // layers, the last) in Q6_K, the rest Q4_K, the untied output Q6_K.
+  EXPECT_EQ(type_of(dir.file("m.gguf"), "blk.1.ffn_down.weight"), DType::Q6_K);
+  EXPECT_EQ(type_of(dir.file("m.gguf"), "blk.0.ffn_down.weight"), DType::Q4_K);
+  EXPECT_EQ(type_of(dir.file("m.gguf"), "blk.0.attn_q.weight"), DType::Q4_K);
+  EXPECT_EQ(type_of(dir.file("m.gguf"), "output.weight"), DType::Q6_K);
+  EXPECT_EQ(type_of(dir.file("m.gguf"), "token_embd.weight"), DType::Q4_K);
+  ASSERT_EQ(run_tern({"quantize", f32, dir.file("p.gguf"), "q4_k_m", "--pure", "--output-tensor-type", "q8_0",
+                      "--token-embedding-type", "f16"})
+                .exit_code,
+            0);
+  EXPECT_EQ(type_of(dir.file("p.gguf"), "blk.1.ffn_down.weight"), DType::Q4_K);
+  EXPECT_EQ(type_of(dir.file("p.gguf"), "output.weight"), DType::Q8_0);
+  EXPECT_EQ(type_of(dir.file("p.gguf"), "token_embd.weight"), DType::F16);
+  EXPECT_EQ(GgufFile::open(dir.file("p.gguf")).get_int("general.file_type"), 15);
+}
+
+TEST(QuantizeCli, RefusesWhatItShould) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TempDir dir("quantize-refusals");
+  const std::string f32 = write_f32_model(dir);
+  auto r = run_tern({"quantize", f32, dir.file("x.gguf"), "q3_k_xl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown quantization type 'q3_k_xl'"), std::string::npos) << r.err;
+
+  ASSERT_EQ(run_tern({"quantize", f32, dir.file("q8.gguf"), "q8_0"}).exit_code, 0);
+  r = run_tern({"quantize", dir.file("q8.gguf"), dir.file("q4.gguf"), "q4_0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("already quantized (Q8_0)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--allow-requantize"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("q4.gguf")));
+  r = run_tern({"quantize", dir.file("q8.gguf"), dir.file("q4.gguf"), "q4_0", "--allow-requantize"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: requantizing Q8_0"), std::string::npos) << r.err;
+
+  r = run_tern({"quantize", f32, f32, "q8_0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is the input"), std::string::npos) << r.err;
+
+  // An importance matrix of stories260K does not fit the qwen3 model: names and sizes differ.
+  ImportanceMatrix other;
+  std::vector<float> x(64, 1.0f);
+  other.accumulate("blk.0.attn_q.weight", x.data(), 1, 64);
+  other.write(dir.file("other.imatrix.gguf"));
+  r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", dir.file("other.imatrix.gguf")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("'blk.0.attn_q.weight' has 64 columns, the model's matrix 256"), std::string::npos) << r.err;
+  ImportanceMatrix unknown;
+  unknown.accumulate("blk.9.attn_q.weight", std::vector<float>(256, 1.0f).data(), 1, 256);
+  unknown.write(dir.file("unknown.imatrix.gguf"));
+  r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", dir.file("unknown.imatrix.gguf")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("'blk.9.attn_q.weight' is not a matrix of this model"), std::string::npos) << r.err;
+  // A model file is not an importance matrix.
+  r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", fixture("stories260K/stories260K.gguf")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not an importance matrix"), std::string::npos) << r.err;
+}
+
+// stories260K's own text, as the model writes it: calibration for its importance matrix.
+const char* kStory =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
+    "One day, she saw a big red ball under a tree. She wanted to play with it, but it was too high. "
+    "Lily asked her mom for help. Her mom smiled and said, \"Let's get it together.\" They found a "
+    "long stick and pushed the ball down. Lily was very happy. She said thank you to her mom and "
+    "played with the ball all day. The sun was warm and the birds sang in the trees. ";
+
+TEST(QuantizeCli, ImatrixFromTernChangesTheQuantizedFile) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TempDir dir("quantize-imatrix");
+  {
+    std::ofstream text(dir.file("calib.txt"));
+    for (int i = 0; i < 6; ++i) text << kStory;
+  }
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  auto r = run_tern({"imatrix", "-m", model, "-f", dir.file("calib.txt"), "-o", dir.file("im.gguf"), "--ctx", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ImportanceMatrix m = ImportanceMatrix::read(dir.file("im.gguf"));
+  EXPECT_EQ(m.entries.size(), 35u);  // 7 matrices × 5 layers; no output.weight without --process-output
+  EXPECT_EQ(m.chunk_size, 64);
+  EXPECT_GE(m.chunk_count, 6);
+  EXPECT_EQ(m.datasets, std::vector<std::string>{dir.file("calib.txt")});
+  EXPECT_EQ(m.entries.at("blk.2.ffn_down.weight").count, m.chunk_count * 64);
+
+  ASSERT_EQ(run_tern({"quantize", model, dir.file("plain.gguf"), "q4_0"}).exit_code, 0);
+  r = run_tern({"quantize", model, dir.file("weighted.gguf"), "q4_0", "--imatrix", dir.file("im.gguf")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const GgufFile plain = GgufFile::open(dir.file("plain.gguf"));
+  const GgufFile weighted = GgufFile::open(dir.file("weighted.gguf"));
+  EXPECT_EQ(weighted.get_string("quantize.imatrix.file"), dir.file("im.gguf"));
+  EXPECT_EQ(weighted.get_int("quantize.imatrix.entries_count"), 35);
+  const TensorInfo* a = plain.find_tensor("blk.1.attn_q.weight");
+  const TensorInfo* b = weighted.find_tensor("blk.1.attn_q.weight");
+  ASSERT_EQ(a->nbytes, b->nbytes);
+  EXPECT_NE(std::memcmp(a->data, b->data, a->nbytes), 0) << "the importance matrix changed nothing";
+  // Without an entry, output.weight is quantized as without an importance matrix.
+  const TensorInfo* oa = plain.find_tensor("output.weight");
+  const TensorInfo* ob = weighted.find_tensor("output.weight");
+  EXPECT_EQ(std::memcmp(oa->data, ob->data, oa->nbytes), 0);
+}
+
+}  // namespace
+}  // namespace tern
