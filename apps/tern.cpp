@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   tern::cli::add_tokenize_command(app);
   tern::cli::add_generate_command(app);
   tern::cli::add_bench_model_command(app);
+  tern::cli::add_perplexity_command(app);
   tern::cli::add_serve_command(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: offline throughput, a serving load");
   bench->require_subcommand(1);
