@@ -31,13 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (w.bos < -1 || w.bos >= base.vocab_size()) die("BOS outside the vocabulary");
     for (int32_t t : w.tokens)
       if (t < 0 || t >= base.vocab_size()) die("token outside the vocabulary");
-    const auto* begin = reinterpret_cast<const float*>(file->data());
-    const auto* end = reinterpret_cast<const float*>(file->data() + file->size());
+    const std::byte* begin = file->data();
+    const std::byte* end = begin + file->size();
     float sink = 0;
     for (int64_t win : {int64_t{0}, w.num_windows() - 1}) {
       for (int64_t k : {int64_t{0}, w.scored_per_window() - 1}) {
         const std::span<const float> row = base.log_probs(win, k);
-        if (row.data() < begin || row.data() + row.size() > end) die("row outside the file");
+        const auto* first = reinterpret_cast<const std::byte*>(row.data());
+        if (first < begin || first + row.size_bytes() > end) die("row outside the file");
         sink += row.front() + row.back();
       }
     }

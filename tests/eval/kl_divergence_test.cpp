@@ -234,6 +234,27 @@ TEST(KlDivergenceBaseFile, RefusesMalformedFiles) {
                  "token 3 (id -1)");
 }
 
+TEST(KlDivergenceBaseFile, WriterRoundTrip) {
+  testing::TempDir dir("kld-round-trip");
+  std::vector<int32_t> tokens(2 * 16);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i % 32);
+  const EvalWindows w = make_eval_windows(tokens, /*bos=*/-1, 16);
+  KldBaseWriter writer(dir.file("r.kld"), w, 32);
+  for (int window = 0; window < 2; ++window) {
+    std::vector<float> rows(7 * 32, -std::log(32.0f));
+    rows[5 * 32 + 3] = static_cast<float>(window) - 10.0f;  // marks window, position 5, token 3
+    writer.write_window(rows);
+  }
+  writer.finish();
+  const KldBaseFile f = KldBaseFile::open(dir.file("r.kld"));
+  EXPECT_EQ(f.windows().bos, -1);
+  EXPECT_EQ(f.windows().tokens, tokens);
+  EXPECT_EQ(f.vocab_size(), 32);
+  EXPECT_EQ(f.log_probs(0, 5)[3], -10.0f);
+  EXPECT_EQ(f.log_probs(1, 5)[3], -9.0f);
+  EXPECT_EQ(f.log_probs(1, 5)[4], -std::log(32.0f));
+}
+
 TEST(KlDivergenceBaseFile, WriterRefusesWrongWindowSizesAndMissingWindows) {
   testing::TempDir dir("kld-writer");
   const EvalWindows w = make_eval_windows(std::vector<int32_t>(2 * 16, 3), 1, 16);
