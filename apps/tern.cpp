@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   tern::cli::add_tokenize_command(app);
   tern::cli::add_generate_command(app);
   tern::cli::add_bench_model_command(app);
+  tern::cli::add_perplexity_command(app);
   tern::cli::add_serve_command(app);
   tern::cli::add_quantize_command(app);
   tern::cli::add_imatrix_command(app);

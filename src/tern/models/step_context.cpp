@@ -16,6 +16,16 @@ void StepBatch::clear() {
 void StepBatch::add_sequence(std::span<const int32_t> tokens, int32_t start_pos,
                              std::span<const int32_t> block_table, bool want_logits,
                              bool all_logits) {
+  size_t first_logit = tokens.size();  // no logits
+  if (all_logits)
+    first_logit = 0;
+  else if (want_logits && !tokens.empty())
+    first_logit = tokens.size() - 1;
+  add_sequence_logits_from(tokens, start_pos, block_table, first_logit);
+}
+
+void StepBatch::add_sequence_logits_from(std::span<const int32_t> tokens, int32_t start_pos,
+                                         std::span<const int32_t> block_table, size_t first_logit) {
   const int32_t seq = static_cast<int32_t>(block_tables_.size() / max_blocks_per_seq_);
   const size_t row = block_tables_.size();
   block_tables_.resize(row + static_cast<size_t>(max_blocks_per_seq_), -1);
@@ -23,8 +33,7 @@ void StepBatch::add_sequence(std::span<const int32_t> tokens, int32_t start_pos,
     block_tables_[row + i] = block_table[i];
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int32_t pos = start_pos + static_cast<int32_t>(i);
-    if (all_logits || (want_logits && i + 1 == tokens.size()))
-      logit_rows_.push_back(static_cast<int32_t>(token_ids_.size()));
+    if (i >= first_logit) logit_rows_.push_back(static_cast<int32_t>(token_ids_.size()));
     token_ids_.push_back(tokens[i]);
     positions_.push_back(pos);
     seq_of_token_.push_back(seq);

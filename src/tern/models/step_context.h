@@ -40,6 +40,11 @@ class StepBatch {
   void add_sequence(std::span<const int32_t> tokens, int32_t start_pos,
                     std::span<const int32_t> block_table, bool want_logits,
                     bool all_logits = false);
+  // As add_sequence, with the logits of every token from index `first_logit` of `tokens` on
+  // (none when first_logit >= tokens.size()): perplexity scores only a window's second half,
+  // and the lm_head rows of the first half would be wasted.
+  void add_sequence_logits_from(std::span<const int32_t> tokens, int32_t start_pos,
+                                std::span<const int32_t> block_table, size_t first_logit);
 
   StepContext context() const;
   int32_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
