@@ -4,7 +4,9 @@
 // quantized inputs, unknown types and importance matrices of another model are refused.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -157,6 +159,36 @@ TEST(QuantizeCli, RefusesWhatItShould) {
   r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", fixture("stories260K/stories260K.gguf")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("not an importance matrix"), std::string::npos) << r.err;
+}
+
+TEST(QuantizeCli, HuggingFaceFolderWithItsTokenizer) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TERN_REQUIRE_FIXTURE("tok512/tok512.model");
+  TempDir dir("quantize-hf");
+  std::ifstream in(fixture("model-configs/qwen3-0.6b/config.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  const nlohmann::json small = {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
+                                {"intermediate_size", 512}, {"num_attention_heads", 4},
+                                {"num_key_value_heads", 2}, {"head_dim", 64}};
+  for (auto it = small.begin(); it != small.end(); ++it) j[it.key()] = it.value();
+  const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "small qwen3");
+  const std::string folder = (dir.path() / "hf").string();
+  {
+    // write_hf_folder writes into a TempDir's own folder: give it one of its own.
+    TempDir hf("quantize-hf-folder");
+    testing::write_hf_folder(hf, j, c, make_dummy_weights(c, DType::F32, 3), DType::BF16);
+    // stories260K's 512-piece SentencePiece model fits the 512-token vocabulary.
+    std::filesystem::copy_file(fixture("tok512/tok512.model"), hf.file("tokenizer.model"));
+    std::filesystem::copy(hf.path(), folder, std::filesystem::copy_options::recursive);
+  }
+  const auto r = run_tern({"quantize", folder, dir.file("q8.gguf"), "q8_0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const GgufFile g = GgufFile::open(dir.file("q8.gguf"));
+  EXPECT_EQ(g.get_string("general.architecture"), "qwen3");
+  EXPECT_EQ(g.get_string("tokenizer.ggml.model"), "llama");  // the folder's tokenizer, written by tern
+  EXPECT_EQ(g.get_string_array("tokenizer.ggml.tokens")->size(), 512u);
+  EXPECT_EQ(g.find_tensor("blk.0.attn_q.weight")->dtype, DType::Q8_0);
+  EXPECT_LT(testing::relative_rms_error(prefill_logits(dir.file("q8.gguf")), prefill_logits(folder)), 0.02);
 }
 
 // stories260K's own text, as the model writes it: calibration for its importance matrix.

@@ -13,7 +13,11 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "tern/core/half.h"
 #include "tern/formats/model_config.h"
+#include "tern/formats/safetensors.h"
+#include "tern/kernels/cpu/quantize.h"
+#include "tern/models/model_weights.h"
 
 namespace tern::testing {
 
@@ -54,6 +58,48 @@ inline double relative_rms_error(std::span<const float> a, std::span<const float
 
 inline bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+// Hugging Face names and layout, written from dummy weights: matrices in `matrix_type`
+// (F32 or BF16), norms in BF16 (ones: exact).
+inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_json, const ModelConfig& c,
+                     const ModelWeights& w, DType matrix_type) {
+  std::ofstream(dir.file("config.json")) << config_json.dump();
+  SafetensorsWriter st;
+  auto matrix = [&](const std::string& name, const WeightMatrix& m) {
+    std::vector<float> row(static_cast<size_t>(m.cols));
+    std::vector<std::byte> out(static_cast<size_t>(m.rows * m.cols) * (matrix_type == DType::F32 ? 4 : 2));
+    for (int64_t r = 0; r < m.rows; ++r) {
+      cpu::dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
+      cpu::quantize_row(matrix_type, row.data(), out.data() + static_cast<size_t>(r) * out.size() / m.rows, m.cols);
+    }
+    st.add_tensor(name, matrix_type, {m.rows, m.cols}, out);
+  };
+  auto vec = [&](const std::string& name, std::span<const float> v) {
+    std::vector<uint16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+    st.add_tensor(name, DType::BF16, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span(b)));
+  };
+  matrix("model.embed_tokens.weight", w.token_embedding);
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& l = w.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    vec(p + "input_layernorm.weight", l.attn_norm);
+    matrix(p + "self_attn.q_proj.weight", l.wq);
+    matrix(p + "self_attn.k_proj.weight", l.wk);
+    matrix(p + "self_attn.v_proj.weight", l.wv);
+    matrix(p + "self_attn.o_proj.weight", l.wo);
+    if (c.qk_norm) {
+      vec(p + "self_attn.q_norm.weight", l.q_norm);
+      vec(p + "self_attn.k_norm.weight", l.k_norm);
+    }
+    vec(p + "post_attention_layernorm.weight", l.ffn_norm);
+    matrix(p + "mlp.gate_proj.weight", l.w_gate);
+    matrix(p + "mlp.up_proj.weight", l.w_up);
+    matrix(p + "mlp.down_proj.weight", l.w_down);
+  }
+  vec("model.norm.weight", w.output_norm);
+  st.write_sharded(dir.path().string(), 1 << 20);  // several shards + index
 }
 
 }  // namespace tern::testing

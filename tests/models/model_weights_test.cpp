@@ -95,48 +95,6 @@ TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
   expect_error([&] { make_dummy_weights(c, DType::Q2_K); }, {"Q2_K", "not one tern quantizes to"});
 }
 
-// Hugging Face names and layout, written from dummy weights: matrices in `matrix_type`
-// (F32 or BF16), norms in BF16 (ones: exact).
-void write_hf_folder(const testing::TempDir& dir, const nlohmann::json& config_json, const ModelConfig& c,
-                     const ModelWeights& w, DType matrix_type) {
-  std::ofstream(dir.file("config.json")) << config_json.dump();
-  SafetensorsWriter st;
-  auto matrix = [&](const std::string& name, const WeightMatrix& m) {
-    std::vector<float> row(static_cast<size_t>(m.cols));
-    std::vector<std::byte> out(static_cast<size_t>(m.rows * m.cols) * (matrix_type == DType::F32 ? 4 : 2));
-    for (int64_t r = 0; r < m.rows; ++r) {
-      cpu::dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
-      cpu::quantize_row(matrix_type, row.data(), out.data() + static_cast<size_t>(r) * out.size() / m.rows, m.cols);
-    }
-    st.add_tensor(name, matrix_type, {m.rows, m.cols}, out);
-  };
-  auto vec = [&](const std::string& name, std::span<const float> v) {
-    std::vector<uint16_t> b(v.size());
-    for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
-    st.add_tensor(name, DType::BF16, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span(b)));
-  };
-  matrix("model.embed_tokens.weight", w.token_embedding);
-  for (size_t i = 0; i < w.layers.size(); ++i) {
-    const LayerWeights& l = w.layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    vec(p + "input_layernorm.weight", l.attn_norm);
-    matrix(p + "self_attn.q_proj.weight", l.wq);
-    matrix(p + "self_attn.k_proj.weight", l.wk);
-    matrix(p + "self_attn.v_proj.weight", l.wv);
-    matrix(p + "self_attn.o_proj.weight", l.wo);
-    if (c.qk_norm) {
-      vec(p + "self_attn.q_norm.weight", l.q_norm);
-      vec(p + "self_attn.k_norm.weight", l.k_norm);
-    }
-    vec(p + "post_attention_layernorm.weight", l.ffn_norm);
-    matrix(p + "mlp.gate_proj.weight", l.w_gate);
-    matrix(p + "mlp.up_proj.weight", l.w_up);
-    matrix(p + "mlp.down_proj.weight", l.w_down);
-  }
-  vec("model.norm.weight", w.output_norm);
-  st.write_sharded(dir.path().string(), 1 << 20);  // several shards + index
-}
-
 const nlohmann::json kSmallQwen3 = {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
                                     {"intermediate_size", 512}, {"num_attention_heads", 4},
                                     {"num_key_value_heads", 2}, {"head_dim", 64}};
@@ -150,7 +108,7 @@ TEST(ModelWeights, HuggingFaceFolderMatchesTheSameWeightsInMemory) {
   const ModelWeights dummy = make_dummy_weights(c, DType::F32, 11);
   for (DType type : {DType::F32, DType::BF16}) {
     testing::TempDir dir("hf-weights");
-    write_hf_folder(dir, j, c, dummy, type);
+    testing::write_hf_folder(dir, j, c, dummy, type);
     LoadOptions opt;
     opt.model = dir.path().string();
     LoadedModel m = load_model(opt);
