@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "tern/core/error.h"
+#include "tern/quant/weight_quantizer.h"
 
 namespace tern {
 namespace {
@@ -50,24 +51,8 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
 
 bool is_quantized(DType t) { return dtype_traits(t).block_elems > 1; }
 
-bool is_weight_type(DType t) {
-  switch (t) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q8_0:
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// The types a recipe may ask for: those the weight quantizers write.
+bool is_weight_type(DType t) { return quant::has_weight_quantizer(t); }
 
 // llama.cpp's tensor categories, found by the same name matches.
 enum class Kind {
