@@ -135,6 +135,13 @@ class GgufFile {
 // alignment (general.alignment if set, else 32).
 class GgufWriter {
  public:
+  // Movable, not copyable: a copy's tensors would point into the original's copies of them.
+  GgufWriter() = default;
+  GgufWriter(const GgufWriter&) = delete;
+  GgufWriter& operator=(const GgufWriter&) = delete;
+  GgufWriter(GgufWriter&&) = default;
+  GgufWriter& operator=(GgufWriter&&) = default;
+
   // Replaces an existing key in place. Throws tern::Error when the key is empty or not UTF-8,
   // the value does not hold what its type says (or does not fit its width), an array item's
   // type differs from the array's, arrays nest deeper than kGgufMaxArrayDepth, or
