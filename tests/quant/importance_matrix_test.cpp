@@ -77,6 +77,12 @@ TEST(ImportanceMatrix, RefusesMalformedFiles) {
   negative.add_tensor("a.weight.in_sum2", DType::F32, {1, 1}, std::as_bytes(std::span(&minus, 1)));
   negative.add_tensor("a.weight.counts", DType::F32, {1, 1}, std::as_bytes(std::span(&one, 1)));
   expect_refused(negative, "negative or non-finite");
+  GgufWriter huge;  // a count past int64 (found by imatrix_fuzz: the cast was undefined)
+  const float huge_count = 1.28e22f;
+  huge.set("general.type", GgufValue::string("imatrix"));
+  huge.add_tensor("a.weight.in_sum2", DType::F32, {1, 1}, std::as_bytes(std::span(&one, 1)));
+  huge.add_tensor("a.weight.counts", DType::F32, {1, 1}, std::as_bytes(std::span(&huge_count, 1)));
+  expect_refused(huge, "invalid count");
   GgufWriter stray;
   stray.set("general.type", GgufValue::string("imatrix"));
   stray.add_tensor("a.weight", DType::F32, {1, 1}, std::as_bytes(std::span(&one, 1)));

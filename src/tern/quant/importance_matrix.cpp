@@ -119,7 +119,9 @@ ImportanceMatrix ImportanceMatrix::parse(std::shared_ptr<const MappedFile> file)
       throw Error(path + ": imatrix entry '" + name + "' has " + std::to_string(c.size()) +
                   " counts (an expert model's); tern's models have one matrix per entry");
     if (s.empty()) throw Error(path + ": imatrix entry '" + name + "' has no values");
-    if (!std::isfinite(c[0]) || c[0] < 0.0f || c[0] != std::floor(c[0]))
+    // A token count, stored as a float: a whole number, and one an int64 holds (2^62 tokens is
+    // beyond any calibration text).
+    if (!std::isfinite(c[0]) || c[0] < 0.0f || c[0] != std::floor(c[0]) || c[0] > 0x1p62f)
       throw Error(path + ": imatrix entry '" + name + "' has an invalid count");
     ImportanceEntry e;
     e.count = static_cast<int64_t>(c[0]);
