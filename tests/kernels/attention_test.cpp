@@ -19,7 +19,7 @@ struct Shape {
   int n_kv_heads;
   int head_dim;
   int block_size;
-  DType dtype = DType::F16;
+  KvDtype dtype = KvDtype::F16;
 };
 
 // Sequences with random K/V in a cache whose blocks are handed out in a scrambled order, and
@@ -183,8 +183,8 @@ TEST(Attention, GroupedQueryHeads) {
 }
 
 TEST(Attention, OtherCacheTypes) {
-  expect_matches_reference({4, 2, 64, 16, DType::F32}, {50}, {{0, 49}, {0, 10}}, 4);
-  expect_matches_reference({4, 2, 64, 16, DType::BF16}, {50}, {{0, 49}, {0, 10}}, 5);
+  expect_matches_reference({4, 2, 64, 16, KvDtype::F32}, {50}, {{0, 49}, {0, 10}}, 4);
+  expect_matches_reference({4, 2, 64, 16, KvDtype::BF16}, {50}, {{0, 49}, {0, 10}}, 5);
 }
 
 TEST(Attention, ZeroContextGivesZeros) {
@@ -330,7 +330,7 @@ TEST(Attention, RunsStopAtSequenceBoundaries) {
 // a head_dim that is not a multiple of 16 and an odd block size.
 TEST(Attention, PrefillRunsWithLargeGroupsAndOddHeadDim) {
   for (const Shape& s :
-       {Shape{12, 1, 32, 16}, Shape{8, 2, 72, 5}, Shape{4, 2, 40, 16, DType::F32}}) {
+       {Shape{12, 1, 32, 16}, Shape{8, 2, 72, 5}, Shape{4, 2, 40, 16, KvDtype::F32}}) {
     Fixture f(s, {50}, 24);
     std::vector<Token> tokens;
     for (int p = 5; p < 50; ++p) tokens.push_back({0, p});

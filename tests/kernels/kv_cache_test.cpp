@@ -11,7 +11,7 @@
 namespace tern::cpu {
 namespace {
 
-KvCacheConfig small_config(DType dtype) {
+KvCacheConfig small_config(KvDtype dtype) {
   KvCacheConfig c;
   c.num_layers = 2;
   c.num_blocks = 5;
@@ -32,12 +32,12 @@ TEST(KvCache, Sizes) {
   EXPECT_EQ(c.bytes_per_block(), 114688 * 16);
   EXPECT_EQ(kv_cache_blocks_for_budget(c, uint64_t{1} << 30), 585);  // 1 GiB
   EXPECT_EQ(kv_cache_blocks_for_budget(c, 1000), 0);
-  c.dtype = DType::F32;
+  c.dtype = KvDtype::F32;
   EXPECT_EQ(c.bytes_per_token(), 2 * 114688);
 }
 
 TEST(KvCache, AllocationIsAlignedZeroedAndFitsItsBudget) {
-  KvCacheConfig c = small_config(DType::F16);
+  KvCacheConfig c = small_config(KvDtype::F16);
   c.n_kv_heads = 1;
   c.head_dim = 3;  // rows of 6 bytes: the padding to 64 matters
   const uint64_t budget = 5000;
@@ -56,7 +56,7 @@ TEST(KvCache, AllocationIsAlignedZeroedAndFitsItsBudget) {
 // Rows land at slot = block * block_size + offset of the [num_blocks, block_size, n_kv_heads,
 // head_dim] tensor of their layer; -1 skips a token.
 TEST(KvCache, WriteThroughSlotMapping) {
-  for (DType dtype : {DType::F16, DType::BF16, DType::F32}) {
+  for (KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::F32}) {
     KvCacheConfig c = small_config(dtype);
     KvCache cache(c);
     const int64_t row = c.row_elems();
@@ -73,16 +73,16 @@ TEST(KvCache, WriteThroughSlotMapping) {
       if (slots[i] < 0) continue;
       cache.read_slot(1, slots[i], kr.data(), vr.data());
       for (int64_t j = 0; j < row; ++j) {
-        ASSERT_EQ(kr[j], k[i * row + j]) << dtype_name(dtype) << " token " << i;
-        ASSERT_EQ(vr[j], v[i * row + j]) << dtype_name(dtype) << " token " << i;
+        ASSERT_EQ(kr[j], k[i * row + j]) << kv_dtype_name(dtype) << " token " << i;
+        ASSERT_EQ(vr[j], v[i * row + j]) << kv_dtype_name(dtype) << " token " << i;
       }
     }
     // The layout itself: token 0 at slot 13, kv head 1, dim 2 of layer 1.
     const size_t elem = (13 * c.n_kv_heads + 1) * c.head_dim + 2;
     const float want = k[1 * c.head_dim + 2];
-    if (dtype == DType::F16) {
+    if (dtype == KvDtype::F16) {
       EXPECT_EQ(static_cast<const uint16_t*>(cache.k_data(1))[elem], f32_to_f16(want));
-    } else if (dtype == DType::BF16) {
+    } else if (dtype == KvDtype::BF16) {
       EXPECT_EQ(static_cast<const uint16_t*>(cache.k_data(1))[elem], f32_to_bf16(want));
     } else {
       EXPECT_EQ(static_cast<const float*>(cache.k_data(1))[elem], want);
@@ -96,7 +96,7 @@ TEST(KvCache, WriteThroughSlotMapping) {
 }
 
 TEST(KvCache, F16RoundsToNearest) {
-  KvCache cache(small_config(DType::F16));
+  KvCache cache(small_config(KvDtype::F16));
   const int64_t row = cache.config().row_elems();
   std::vector<float> k(row, 1.0f + 1.0f / 2048), v(row, 1.0f + 3.0f / 2048), kr(row), vr(row);
   k[1] = 3.14159265f;
@@ -110,14 +110,11 @@ TEST(KvCache, F16RoundsToNearest) {
 }
 
 TEST(KvCache, ChecksConfigAndSlots) {
-  KvCacheConfig c = small_config(DType::F16);
+  KvCacheConfig c = small_config(KvDtype::F16);
   KvCache cache(c);
   EXPECT_NO_THROW(cache.check_slot_mapping(std::vector<int64_t>{-1, 0, 19}));
   EXPECT_THROW(cache.check_slot_mapping(std::vector<int64_t>{0, 20}), Error);
   EXPECT_THROW(cache.check_slot_mapping(std::vector<int64_t>{-2}), Error);
-  KvCacheConfig q8 = c;
-  q8.dtype = DType::Q8_0;
-  EXPECT_THROW(KvCache{q8}, Error);
   KvCacheConfig none = c;
   none.num_blocks = 0;
   EXPECT_THROW(KvCache{none}, Error);

@@ -97,7 +97,7 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
   if (draft_shape) {
     // Both caches in one budget: each layer of each pads to 64 bytes.
     const uint64_t padding =
-        static_cast<uint64_t>(2 * (shape.num_layers + draft_shape->num_layers) * 64);
+        cpu::kv_cache_padding_bytes(shape) + cpu::kv_cache_padding_bytes(*draft_shape);
     plan.num_blocks =
         budget <= padding
             ? 0
@@ -115,7 +115,8 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
                 " tokens); give a bigger --kv-cache-memory or a smaller --max-model-len");
   plan.max_model_len = std::min(wanted_len, cache_tokens);
   plan.summary =
-      "KV cache: " + std::to_string(plan.num_blocks) + " blocks of " +
+      "KV cache (" + std::string(cpu::kv_dtype_name(shape.dtype)) +
+      "): " + std::to_string(plan.num_blocks) + " blocks of " +
       std::to_string(shape.block_size) + " tokens = " + std::to_string(cache_tokens) + " tokens, " +
       gib(static_cast<double>(plan.num_blocks * per_block)) + " (" +
       std::to_string(per_block / shape.block_size) + " bytes per token" +

@@ -20,6 +20,7 @@ struct EngineConfig {
   SchedulerConfig scheduler;      // --max-num-seqs, --max-num-batched-tokens, chunked prefill
   uint64_t seed = 0;              // --seed: seeds of requests that bring none
   SpeculativeConfig speculative;  // --speculative-config / --speculative-model
+  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;  // --kv-cache-dtype (a draft's cache too)
 };
 
 // The KV cache the engine will allocate, decided before it is.

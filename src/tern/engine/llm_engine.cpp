@@ -58,10 +58,11 @@ bool contains(const std::vector<int32_t>& ids, int32_t id) {
 }
 
 KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const EngineConfig& config) {
-  const cpu::KvCacheConfig target = decoder.kv_cache_config(1, config.block_size);
+  const cpu::KvCacheConfig target =
+      decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
   const bool drafting = draft && config.speculative.method == SpeculativeMethod::kDraftModel;
   const cpu::KvCacheConfig draft_shape =
-      drafting ? draft->kv_cache_config(1, config.block_size) : target;
+      drafting ? draft->kv_cache_config(1, config.block_size, config.kv_cache_dtype) : target;
   return plan_kv_cache(target, config, decoder.config().max_position_embeddings,
                        drafting ? &draft_shape : nullptr);
 }
@@ -84,7 +85,8 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
       plan_(plan_caches(decoder, draft, config)),
       blocks_(plan_.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(scheduler_config(config, plan_.max_model_len), blocks_),
-      runner_(decoder, plan_.num_blocks, config.block_size, plan_.max_model_len),
+      runner_(decoder, plan_.num_blocks, config.block_size, plan_.max_model_len,
+              config.kv_cache_dtype),
       seed_rng_(config.seed) {
   eos_ids_ = tokenizer_.eos_ids();
   for (int32_t id : decoder.config().eos_token_ids)
@@ -101,7 +103,7 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
       throw Error("speculative decoding with a draft model needs the draft loaded");
     check_draft_vocabulary(tokenizer_, vocab, *draft_tokenizer, draft->config().vocab_size);
     proposer = std::make_unique<DraftModelProposer>(*draft, plan_.num_blocks, config.block_size,
-                                                    plan_.max_model_len);
+                                                    plan_.max_model_len, config.kv_cache_dtype);
   }
   draft_vocab_size_ = proposer->draft_vocab_size();
   speculator_ = std::make_unique<Speculator>(spec, std::move(proposer));

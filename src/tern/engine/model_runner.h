@@ -22,9 +22,10 @@ double time_forward(Decoder& decoder, cpu::KvCache& cache, int64_t num_tokens, b
 
 class ModelRunner {
  public:
-  // A cache of `num_blocks` blocks of `block_size` tokens in the decoder's shape; sequences of
-  // up to `max_model_len` tokens. The decoder must outlive the runner.
-  ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size, int64_t max_model_len);
+  // A cache of `num_blocks` blocks of `block_size` tokens of `kv_dtype` in the decoder's shape;
+  // sequences of up to `max_model_len` tokens. The decoder must outlive the runner.
+  ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size, int64_t max_model_len,
+              cpu::KvDtype kv_dtype);
 
   // Copies the step's shared blocks, then runs its chunks in one forward. Returns the logits of
   // the chunks that sample, in chunk order: one row per sampling chunk, 1 + its drafts for a

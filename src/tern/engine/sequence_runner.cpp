@@ -16,10 +16,11 @@ int64_t blocks_for(int64_t tokens, int block_size) {
 
 }  // namespace
 
-SequenceRunner::SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size)
+SequenceRunner::SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size,
+                               cpu::KvDtype kv_dtype)
     : decoder_(decoder),
       max_tokens_(max_tokens),
-      cache_(decoder.kv_cache_config(blocks_for(max_tokens, block_size), block_size)),
+      cache_(decoder.kv_cache_config(blocks_for(max_tokens, block_size), block_size, kv_dtype)),
       block_table_(static_cast<size_t>(blocks_for(max_tokens, block_size))),
       batch_(static_cast<int32_t>(block_table_.size()), block_size) {
   std::iota(block_table_.begin(), block_table_.end(), 0);

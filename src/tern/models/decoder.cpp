@@ -73,7 +73,8 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights)
     has_fused_ = has_fused_ || l.wqkv_packed.packed != nullptr || l.w_gate_up_packed.packed != nullptr;
 }
 
-cpu::KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size, DType dtype) const {
+cpu::KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size,
+                                            cpu::KvDtype dtype) const {
   cpu::KvCacheConfig kv;
   kv.num_layers = static_cast<int>(config_.num_layers);
   kv.num_blocks = num_blocks;

@@ -53,7 +53,7 @@ class Decoder {
 
   // A cache of this model's shape.
   cpu::KvCacheConfig kv_cache_config(int64_t num_blocks, int block_size = 16,
-                                     DType dtype = DType::F16) const;
+                                     cpu::KvDtype dtype = cpu::KvDtype::F16) const;
 
   // Grows the activation buffers for batches of up to `num_tokens` tokens and `num_logit_rows`
   // logit rows (forward does it too; call it up front to keep the first step fast).

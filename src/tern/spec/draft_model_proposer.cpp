@@ -61,9 +61,9 @@ void check_draft_vocabulary(const Tokenizer& target, int64_t target_rows, const 
 }
 
 DraftModelProposer::DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size,
-                                       int64_t max_model_len)
+                                       int64_t max_model_len, cpu::KvDtype kv_dtype)
     : draft_(draft),
-      cache_(draft.kv_cache_config(num_blocks, block_size)),
+      cache_(draft.kv_cache_config(num_blocks, block_size, kv_dtype)),
       batch_(static_cast<int32_t>((max_model_len + block_size - 1) / block_size), block_size) {}
 
 void DraftModelProposer::calibrate(int64_t num_tokens) {

@@ -35,7 +35,8 @@ void check_draft_vocabulary(const Tokenizer& target, int64_t target_rows, const 
 class DraftModelProposer final : public Proposer {
  public:
   // `draft` must outlive the proposer. Its cache has the target's num_blocks and block_size.
-  DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size, int64_t max_model_len);
+  DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size, int64_t max_model_len,
+                     cpu::KvDtype kv_dtype);
 
   int32_t max_drafts(Sequence&, int32_t k) override { return k; }
   // After it, seq.num_draft_computed_tokens counts the draft's K/V through draft K − 1 (the

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "tern/core/error.h"
+#include "tern/core/half.h"
+#include "tern/kernels/cpu/kv_quant.h"
 #include "tern/kernels/cpu/lanes16.h"
 #include "tern/kernels/cpu/ops.h"
 
@@ -94,18 +96,6 @@ inline void scale_add_rows(float* o, float alpha, const float* p, const float* v
   }
 }
 
-template <DType D>
-inline void load_row(const void* src, float* dst, int n) {
-  if constexpr (D == DType::F16) {
-    f16_to_f32_row(static_cast<const uint16_t*>(src), dst, n);
-  } else if constexpr (D == DType::BF16) {
-    bf16_to_f32_row(static_cast<const uint16_t*>(src), dst, n);
-  } else {
-    const float* s = static_cast<const float*>(src);
-    std::copy(s, s + n, dst);
-  }
-}
-
 struct Geometry {
   int n_heads;
   int n_kv_heads;
@@ -114,7 +104,24 @@ struct Geometry {
   int block_size;
   size_t elem_bytes;
   float scale;
+  KvDequantizeFn dequantize;  // the 8-bit dtypes' (this CPU's ISA); nullptr for the others
 };
+
+// One kv head's row of the cache as f32. `row_scale`: the row's f16 scale (8-bit dtypes).
+template <KvDtype D>
+inline void load_row(const void* src, uint16_t row_scale, float* dst, const Geometry& g) {
+  const int n = g.head_dim;
+  if constexpr (D == KvDtype::F16) {
+    f16_to_f32_row(static_cast<const uint16_t*>(src), dst, n);
+  } else if constexpr (D == KvDtype::BF16) {
+    bf16_to_f32_row(static_cast<const uint16_t*>(src), dst, n);
+  } else if constexpr (D == KvDtype::F32) {
+    const float* s = static_cast<const float*>(src);
+    std::copy(s, s + n, dst);
+  } else {
+    g.dequantize(static_cast<const uint8_t*>(src), f16_to_f32(row_scale), dst, n);
+  }
+}
 
 // Online-softmax state of one (query token, q head): the running max, and the running sum
 // kept per lane (lane j holds keys ≡ j mod 16), summed in a fixed tree at the end.
@@ -152,9 +159,16 @@ struct Run {
 
 // Attention of q heads h0 .. h0+nh-1 (all on kv head kvh) of a run's tokens.
 // q, out: [num_tokens, n_heads, head_dim], the whole step's
-template <DType D>
-void attend_run(const float* q, const std::byte* k_cache, const std::byte* v_cache,
-                const AttentionBatch& batch, const Run& run, int kvh, int h0, int nh,
+// One layer's K and V as the cache holds them; the scales are nullptr but for 8-bit dtypes.
+struct LayerCache {
+  const std::byte* k;
+  const std::byte* v;
+  const uint16_t* k_scales;  // [num_slots, n_kv_heads]
+  const uint16_t* v_scales;
+};
+
+template <KvDtype D>
+void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& batch, const Run& run, int kvh, int h0, int nh,
                 const Geometry& g, float* out) {
   const int hd = g.head_dim;
   const int stride = (hd + 15) / 16 * 16;
@@ -191,11 +205,13 @@ void attend_run(const float* q, const std::byte* k_cache, const std::byte* v_cac
   const size_t row_bytes = static_cast<size_t>(g.n_kv_heads) * hd * g.elem_bytes;
   const size_t head_bytes = static_cast<size_t>(kvh) * hd * g.elem_bytes;
   const size_t head_row_bytes = static_cast<size_t>(hd) * g.elem_bytes;
-  auto offset_of = [&](int pos) {
-    const int64_t slot =
-        static_cast<int64_t>(block_table[pos / g.block_size]) * g.block_size + pos % g.block_size;
-    return static_cast<size_t>(slot) * row_bytes + head_bytes;
+  auto slot_of = [&](int pos) {
+    return static_cast<int64_t>(block_table[pos / g.block_size]) * g.block_size +
+           pos % g.block_size;
   };
+  auto offset_of = [&](int pos) { return static_cast<size_t>(slot_of(pos)) * row_bytes + head_bytes; };
+  constexpr bool kScaled = D == KvDtype::Int8 || D == KvDtype::Fp8E4M3 || D == KvDtype::Fp8E5M2;
+  auto scale_at = [&](int pos) { return slot_of(pos) * g.n_kv_heads + kvh; };
   for (int c0 = 0; c0 < max_ctx; c0 += kKeyChunk) {
     const int n_loaded = std::min(kKeyChunk, max_ctx - c0);
     // The rows of a kv head are n_kv_heads rows apart and the blocks scattered, which the
@@ -203,17 +219,23 @@ void attend_run(const float* q, const std::byte* k_cache, const std::byte* v_cac
     for (int pos = c0 + kKeyChunk; pos < std::min(c0 + 2 * kKeyChunk, max_ctx); ++pos) {
       const size_t offset = offset_of(pos);
       for (size_t b = 0; b < head_row_bytes; b += 64) {
-        __builtin_prefetch(k_cache + offset + b);
-        __builtin_prefetch(v_cache + offset + b);
+        __builtin_prefetch(cache.k + offset + b);
+        __builtin_prefetch(cache.v + offset + b);
       }
     }
     for (int j = 0; j < n_loaded; ++j) {
       const size_t offset = offset_of(c0 + j);
-      load_row<D>(k_cache + offset, k_row, hd);
+      uint16_t k_scale = 0, v_scale = 0;
+      if constexpr (kScaled) {
+        const int64_t at = scale_at(c0 + j);
+        k_scale = cache.k_scales[at];
+        v_scale = cache.v_scales[at];
+      }
+      load_row<D>(cache.k + offset, k_scale, k_row, g);
       for (int b = 0; b < stride / 16; ++b) {
         store16(k_blocks + b * kBlockFloats + j * 16, load16(k_row + b * 16));
       }
-      load_row<D>(v_cache + offset, v_rows + j * stride, hd);
+      load_row<D>(cache.v + offset, v_scale, v_rows + j * stride, g);
     }
     // Only the last chunk is short; its missing keys are scored (and masked), so zero them.
     for (int j = n_loaded; j < kKeyChunk; ++j) {
@@ -255,11 +277,12 @@ const std::vector<Run>& runs_of(const AttentionBatch& batch) {
   return runs;
 }
 
-template <DType D>
-void paged_attention_typed(const float* q, const KvCache& cache, int layer,
+template <KvDtype D>
+void paged_attention_typed(const float* q, const KvCache& kv, int layer,
                            const AttentionBatch& batch, const Geometry& g, float* out) {
-  const auto* k_cache = static_cast<const std::byte*>(cache.k_data(layer));
-  const auto* v_cache = static_cast<const std::byte*>(cache.v_data(layer));
+  const LayerCache cache{static_cast<const std::byte*>(kv.k_data(layer)),
+                         static_cast<const std::byte*>(kv.v_data(layer)), kv.k_scales(layer),
+                         kv.v_scales(layer)};
   const std::vector<Run>& runs = runs_of(batch);
   const int64_t items = static_cast<int64_t>(runs.size()) * g.n_kv_heads;
   // Items differ in context length (decodes next to prefills), hence dynamic scheduling; it
@@ -273,7 +296,7 @@ void paged_attention_typed(const float* q, const KvCache& cache, int layer,
     const int kvh = static_cast<int>(item % g.n_kv_heads);
     for (int h0 = kvh * g.group; h0 < (kvh + 1) * g.group; h0 += kMaxGroup) {
       const int nh = std::min(kMaxGroup, (kvh + 1) * g.group - h0);
-      attend_run<D>(q, k_cache, v_cache, batch, run, kvh, h0, nh, g, out);
+      attend_run<D>(q, cache, batch, run, kvh, h0, nh, g, out);
     }
   }
 }
@@ -283,17 +306,33 @@ void paged_attention_typed(const float* q, const KvCache& cache, int layer,
 void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
                      int n_heads, float scale, float* out) {
   const KvCacheConfig& c = cache.config();
-  const Geometry g{n_heads,      c.n_kv_heads,          c.head_dim, n_heads / c.n_kv_heads,
-                   c.block_size, cache.element_bytes(), scale};
+  // Dispatched once: the 8-bit dtypes' dequantizer for this CPU.
+  static const KvDequantizeFn dequantize[] = {
+      kv_dequantize_fn(KvDtype::Int8), kv_dequantize_fn(KvDtype::Fp8E4M3),
+      kv_dequantize_fn(KvDtype::Fp8E5M2)};
+  Geometry g{n_heads,      c.n_kv_heads,          c.head_dim, n_heads / c.n_kv_heads,
+             c.block_size, cache.element_bytes(), scale,      nullptr};
   switch (c.dtype) {
-    case DType::F16:
-      paged_attention_typed<DType::F16>(q, cache, layer, batch, g, out);
+    case KvDtype::F16:
+      paged_attention_typed<KvDtype::F16>(q, cache, layer, batch, g, out);
       break;
-    case DType::BF16:
-      paged_attention_typed<DType::BF16>(q, cache, layer, batch, g, out);
+    case KvDtype::BF16:
+      paged_attention_typed<KvDtype::BF16>(q, cache, layer, batch, g, out);
       break;
-    default:
-      paged_attention_typed<DType::F32>(q, cache, layer, batch, g, out);
+    case KvDtype::F32:
+      paged_attention_typed<KvDtype::F32>(q, cache, layer, batch, g, out);
+      break;
+    case KvDtype::Int8:
+      g.dequantize = dequantize[0];
+      paged_attention_typed<KvDtype::Int8>(q, cache, layer, batch, g, out);
+      break;
+    case KvDtype::Fp8E4M3:
+      g.dequantize = dequantize[1];
+      paged_attention_typed<KvDtype::Fp8E4M3>(q, cache, layer, batch, g, out);
+      break;
+    case KvDtype::Fp8E5M2:
+      g.dequantize = dequantize[2];
+      paged_attention_typed<KvDtype::Fp8E5M2>(q, cache, layer, batch, g, out);
       break;
   }
 }

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "tern/core/error.h"
+#include "tern/core/half.h"
+#include "tern/kernels/cpu/kv_quant.h"
 #include "tern/kernels/cpu/ops.h"
 
 namespace tern::cpu {
@@ -17,62 +19,74 @@ constexpr size_t kAlign = 64;
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-// Converts one f32 row into the cache's element type.
-void store_row(DType dtype, const float* x, void* dst, int64_t n) {
+// Converts one token's row (all kv heads) into the cache's element type; the 8-bit types
+// quantize head by head, a scale each.
+// x: [n_kv_heads * head_dim]; dst: as many elements; scales: [n_kv_heads] (8-bit types)
+void store_row(KvDtype dtype, const float* x, void* dst, uint16_t* scales, int n_kv_heads,
+               int head_dim) {
+  const int64_t n = static_cast<int64_t>(n_kv_heads) * head_dim;
   switch (dtype) {
-    case DType::F16:
+    case KvDtype::F16:
       f32_to_f16_row(x, static_cast<uint16_t*>(dst), n);
       break;
-    case DType::BF16:
+    case KvDtype::BF16:
       f32_to_bf16_row(x, static_cast<uint16_t*>(dst), n);
       break;
-    default:  // F32; the constructor admits nothing else
+    case KvDtype::F32:
       std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
+      break;
+    default:
+      for (int h = 0; h < n_kv_heads; ++h) {
+        quantize_kv_head(dtype, x + h * head_dim, head_dim,
+                         static_cast<uint8_t*>(dst) + h * head_dim, scales + h);
+      }
       break;
   }
 }
 
-void load_row(DType dtype, const void* src, float* x, int64_t n) {
+// x: [n_kv_heads * head_dim]
+void load_row(KvDtype dtype, const void* src, const uint16_t* scales, float* x, int n_kv_heads,
+              int head_dim) {
+  const int64_t n = static_cast<int64_t>(n_kv_heads) * head_dim;
   switch (dtype) {
-    case DType::F16:
+    case KvDtype::F16:
       f16_to_f32_row(static_cast<const uint16_t*>(src), x, n);
       break;
-    case DType::BF16:
+    case KvDtype::BF16:
       bf16_to_f32_row(static_cast<const uint16_t*>(src), x, n);
       break;
-    default:
+    case KvDtype::F32:
       std::memcpy(x, src, static_cast<size_t>(n) * sizeof(float));
       break;
+    default: {
+      const KvDequantizeFn dequantize = kv_dequantize_fn(dtype);
+      for (int h = 0; h < n_kv_heads; ++h) {
+        dequantize(static_cast<const uint8_t*>(src) + h * head_dim, f16_to_f32(scales[h]),
+                   x + h * head_dim, head_dim);
+      }
+      break;
+    }
   }
 }
 
 }  // namespace
 
-size_t kv_cache_element_bytes(DType dtype) {
-  switch (dtype) {
-    case DType::F16:
-    case DType::BF16:
-      return 2;
-    case DType::F32:
-      return 4;
-    default:
-      throw Error("kv cache: dtype " + std::string(dtype_name(dtype)) +
-                  " is not supported (F16, BF16 or F32)");
-  }
-}
-
 int64_t KvCacheConfig::bytes_per_token() const {
-  return 2 * static_cast<int64_t>(num_layers) * row_elems() *
-         static_cast<int64_t>(kv_cache_element_bytes(dtype));
+  return 2 * static_cast<int64_t>(num_layers) * n_kv_heads *
+         kv_bytes_per_token_head(dtype, head_dim);
 }
 
 int64_t KvCacheConfig::bytes_per_block() const { return bytes_per_token() * block_size; }
 
+uint64_t kv_cache_padding_bytes(const KvCacheConfig& config) {
+  const uint64_t arrays = kv_dtype_has_scales(config.dtype) ? 4 : 2;
+  return arrays * static_cast<uint64_t>(config.num_layers) * kAlign;
+}
+
 int64_t kv_cache_blocks_for_budget(const KvCacheConfig& config, uint64_t budget_bytes) {
   const int64_t per_block = config.bytes_per_block();
   if (per_block <= 0) throw Error("kv cache: a block of this shape has no size");
-  // Each layer's K and V is padded to 64 bytes; leave room for that padding.
-  const uint64_t padding = 2 * static_cast<uint64_t>(config.num_layers) * kAlign;
+  const uint64_t padding = kv_cache_padding_bytes(config);
   if (budget_bytes <= padding) return 0;
   return static_cast<int64_t>((budget_bytes - padding) / static_cast<uint64_t>(per_block));
 }
@@ -81,7 +95,7 @@ void KvCache::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
 
 KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   const KvCacheConfig& c = config_;
-  element_bytes_ = kv_cache_element_bytes(c.dtype);
+  element_bytes_ = kv_element_bytes(c.dtype);
   if (c.num_layers <= 0 || c.num_blocks <= 0 || c.block_size <= 0 || c.n_kv_heads <= 0 ||
       c.head_dim <= 0) {
     throw Error("kv cache: layers (" + std::to_string(c.num_layers) + "), blocks (" +
@@ -93,15 +107,21 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
     throw Error("kv cache: head_dim " + std::to_string(c.head_dim) + " is over the " +
                 std::to_string(kMaxHeadDim) + " the attention kernel supports");
   }
-  const long double bytes = static_cast<long double>(c.num_blocks) * c.block_size *
-                            c.row_elems() * element_bytes_ * 2 * c.num_layers;
+  const long double bytes =
+      static_cast<long double>(c.num_blocks) * c.block_size * c.bytes_per_token();
   if (bytes > static_cast<long double>(std::numeric_limits<int64_t>::max() / 2)) {
     throw Error("kv cache: " + std::to_string(c.num_blocks) + " blocks overflow the address space");
   }
   tensor_bytes_ = round_up(static_cast<size_t>(c.num_blocks) * c.block_size *
                                static_cast<size_t>(c.row_elems()) * element_bytes_,
                            kAlign);
-  total_bytes_ = tensor_bytes_ * 2 * static_cast<size_t>(c.num_layers);
+  if (kv_dtype_has_scales(c.dtype)) {
+    scales_bytes_ = round_up(static_cast<size_t>(c.num_blocks) * c.block_size *
+                                 static_cast<size_t>(c.n_kv_heads) * kKvScaleBytes,
+                             kAlign);
+  }
+  layer_bytes_ = 2 * tensor_bytes_ + 2 * scales_bytes_;
+  total_bytes_ = layer_bytes_ * static_cast<size_t>(c.num_layers);
   base_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlign, total_bytes_)));
   if (!base_) {
     throw Error("kv cache: cannot allocate " + std::to_string(total_bytes_) + " bytes (" +
@@ -126,14 +146,19 @@ void KvCache::write(int layer, const float* k, const float* v,
   const size_t row_bytes = static_cast<size_t>(row) * element_bytes_;
   std::byte* k_dst = static_cast<std::byte*>(k_data(layer));
   std::byte* v_dst = static_cast<std::byte*>(v_data(layer));
-  const DType dtype = config_.dtype;
+  uint16_t* k_scale = k_scales(layer);
+  uint16_t* v_scale = v_scales(layer);
+  const KvCacheConfig& c = config_;
   const int64_t num_tokens = static_cast<int64_t>(slot_mapping.size());
 #pragma omp parallel for schedule(static) if (num_tokens >= 64)
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int64_t slot = slot_mapping[t];
     if (slot < 0) continue;
-    store_row(dtype, k + t * row, k_dst + static_cast<size_t>(slot) * row_bytes, row);
-    store_row(dtype, v + t * row, v_dst + static_cast<size_t>(slot) * row_bytes, row);
+    const int64_t scale_at = slot * c.n_kv_heads;
+    store_row(c.dtype, k + t * row, k_dst + static_cast<size_t>(slot) * row_bytes,
+              k_scale ? k_scale + scale_at : nullptr, c.n_kv_heads, c.head_dim);
+    store_row(c.dtype, v + t * row, v_dst + static_cast<size_t>(slot) * row_bytes,
+              v_scale ? v_scale + scale_at : nullptr, c.n_kv_heads, c.head_dim);
   }
 }
 
@@ -148,10 +173,15 @@ void KvCache::check_slot_mapping(std::span<const int64_t> slot_mapping) const {
 }
 
 void KvCache::read_slot(int layer, int64_t slot, float* k, float* v) const {
-  const int64_t row = config_.row_elems();
-  const size_t row_bytes = static_cast<size_t>(row) * element_bytes_;
-  load_row(config_.dtype, static_cast<const std::byte*>(k_data(layer)) + slot * row_bytes, k, row);
-  load_row(config_.dtype, static_cast<const std::byte*>(v_data(layer)) + slot * row_bytes, v, row);
+  const KvCacheConfig& c = config_;
+  const size_t row_bytes = static_cast<size_t>(c.row_elems()) * element_bytes_;
+  const int64_t scale_at = slot * c.n_kv_heads;
+  const uint16_t* k_scale = k_scales(layer);
+  const uint16_t* v_scale = v_scales(layer);
+  load_row(c.dtype, static_cast<const std::byte*>(k_data(layer)) + slot * row_bytes,
+           k_scale ? k_scale + scale_at : nullptr, k, c.n_kv_heads, c.head_dim);
+  load_row(c.dtype, static_cast<const std::byte*>(v_data(layer)) + slot * row_bytes,
+           v_scale ? v_scale + scale_at : nullptr, v, c.n_kv_heads, c.head_dim);
 }
 
 void KvCache::copy_block(int64_t src, int64_t dst) {
@@ -162,6 +192,11 @@ void KvCache::copy_block(int64_t src, int64_t dst) {
     auto* v = static_cast<std::byte*>(v_data(layer));
     std::memcpy(k + dst * block_bytes, k + src * block_bytes, block_bytes);
     std::memcpy(v + dst * block_bytes, v + src * block_bytes, block_bytes);
+    if (scales_bytes_ == 0) continue;
+    const size_t block_scales = static_cast<size_t>(config_.block_size) * config_.n_kv_heads;
+    for (uint16_t* scale : {k_scales(layer), v_scales(layer)})
+      std::memcpy(scale + dst * block_scales, scale + src * block_scales,
+                  block_scales * kKvScaleBytes);
   }
 }
 
