@@ -49,7 +49,7 @@ record() {
 
 target="$work/wide-q4_0.gguf"
 echo "== verify cost, $target, $threads threads"
-"$tern" bench-model "$target" -p 0 -n 0 --verify 8 --depth 128 -r 5 --threads "$threads"
+"$tern" bench-model "$target" -p 0 -n 0 --verify 8 --verify-depth 128 -r 5 --threads "$threads"
 "$tern" bench-model "$draft" -p 0 -n 64 -r 5 --threads "$threads"
 "$tern" bench-model "$target" -p 0 -n 64 -r 5 --threads "$threads"
 

@@ -12,19 +12,24 @@ class App;
 
 namespace tern::cli {
 
+// --kv-cache-dtype into `kv_cache_dtype` (parse it with cpu::parse_kv_cache_dtype); for the
+// commands that run a model without the engine (bench-model, perplexity).
+void add_kv_cache_dtype_option(CLI::App* cmd, std::string& kv_cache_dtype);
+
 struct EngineOptions {
   EngineConfig config;
   std::string kv_cache_memory;  // "4GiB"; parsed by engine_config()
+  std::string kv_cache_dtype = "auto";
   double kv_cache_fraction = 0.0;
   bool no_prefix_caching = false;
   bool no_chunked_prefill = false;
   SpeculativeOptions speculative;
 
-  // --block-size, --max-model-len, --kv-cache-memory, --kv-cache-fraction,
+  // --block-size, --max-model-len, --kv-cache-memory, --kv-cache-fraction, --kv-cache-dtype,
   // --no-enable-prefix-caching, --max-num-seqs, --max-num-batched-tokens,
   // --no-enable-chunked-prefill, and the speculative-decoding flags.
   void add_to(CLI::App* cmd);
-  // Throws tern::Error for a malformed size or speculative config.
+  // Throws tern::Error for a malformed size, KV dtype or speculative config.
   EngineConfig engine_config() const;
 };
 

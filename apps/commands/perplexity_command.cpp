@@ -14,6 +14,7 @@
 #include <string>
 
 #include "commands/commands.h"
+#include "commands/engine_options.h"
 #include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
@@ -40,6 +41,7 @@ struct PerplexityOptions {
   int64_t batch_size = 2048;
   std::string kld_base;
   bool kl_divergence = false;
+  std::string kv_cache_dtype = "auto";
   bool json = false;
 };
 
@@ -100,7 +102,8 @@ void run_perplexity(const PerplexityOptions& opt, LoadedModel& m, Decoder& decod
   }
   const auto start = Clock::now();
   const PerplexityResult r =
-      perplexity(decoder, windows, opt.batch_size, writer ? &*writer : nullptr,
+      perplexity(decoder, windows, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype),
+                 writer ? &*writer : nullptr,
                  [](int64_t w, double running_ppl) {
                    std::fprintf(stderr, "[%lld]%.4f,", static_cast<long long>(w + 1), running_ppl);
                    std::fflush(stderr);
@@ -121,6 +124,7 @@ void run_perplexity(const PerplexityOptions& opt, LoadedModel& m, Decoder& decod
               {"num_windows", r.num_windows},
               {"ctx", r.ctx},
               {"batch_size", opt.batch_size},
+              {"kv_cache_dtype", cpu::kv_dtype_name(cpu::parse_kv_cache_dtype(opt.kv_cache_dtype))},
               {"text_tokens_used", windows.tokens.size()},
               {"running_ppl", r.running_ppl},
               {"window_ppl", r.window_ppl},
@@ -223,7 +227,8 @@ void run_kl_divergence(const PerplexityOptions& opt, const KldBaseFile& base, Lo
                "            Δp RMS            Same top p\n");
   const auto start = Clock::now();
   const KlDivergenceResult r =
-      kl_divergence(decoder, base, opt.batch_size, opt.chunks,
+      kl_divergence(decoder, base, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype),
+                    opt.chunks,
                     [](int64_t, const KlDivergenceResult& so_far) { print_kld_line(so_far); });
   std::fprintf(stderr, "\nkl-divergence: %.2f s\n\n", seconds_since(start));
   print_kld_statistics(opt.json ? stderr : stdout, r);
@@ -231,6 +236,7 @@ void run_kl_divergence(const PerplexityOptions& opt, const KldBaseFile& base, Lo
   json out = kld_json(r);
   out["model"] = m.description;
   out["kl_divergence_base"] = base.path();
+  out["kv_cache_dtype"] = cpu::kv_dtype_name(cpu::parse_kv_cache_dtype(opt.kv_cache_dtype));
   std::cout << out.dump() << '\n';
 }
 
@@ -275,6 +281,7 @@ void add_perplexity_command(CLI::App& app) {
                   "Tokens per forward: batch-size / ctx windows side by side, or one window in "
                   "chunks when it is under ctx")
       ->capture_default_str();
+  add_kv_cache_dtype_option(cmd, opt->kv_cache_dtype);
   cmd->add_option("--kl-divergence-base", opt->kld_base,
                   "Without --kl-divergence: write every scored log-probability row here; with "
                   "it: the base model's file to compare with");

@@ -21,15 +21,21 @@ using testing::small_engine;
 
 // Mixed lengths, one batch: the same ids and logprobs as alone, with chunked and whole
 // prefill, and with the prefix cache cold and warm.
-void expect_batch_invariant(LoadedModel (*make_model)(), int count, int max_len, int max_tokens) {
+void expect_batch_invariant(LoadedModel (*make_model)(), int count, int max_len, int max_tokens,
+                            cpu::KvDtype kv_dtype = cpu::KvDtype::F16) {
   const int32_t vocab = static_cast<int32_t>(make_model().config.vocab_size);
   const auto prompts = random_prompts(count, max_len, vocab, 5);
   std::vector<SamplingParams> params;
   for (int i = 0; i < count; ++i) params.push_back(greedy(1 + (i * 7) % max_tokens));
+  auto engine = [kv_dtype](int64_t budget, bool chunked = true, bool prefix = true) {
+    EngineConfig c = small_engine(budget, chunked, prefix);
+    c.kv_cache_dtype = kv_dtype;
+    return c;
+  };
 
-  const auto alone = run_alone(prompts, params, make_model, small_engine(512, false, false));
+  const auto alone = run_alone(prompts, params, make_model, engine(512, false, false));
   {
-    LLM llm(make_model(), small_engine(48));  // chunked: prompts split over steps
+    LLM llm(make_model(), engine(48));  // chunked: prompts split over steps
     expect_same_outputs(llm.generate(prompts, params), alone,
                         "batched, chunked prefill, cold cache");
     const auto warm = llm.generate(prompts, params);
@@ -38,7 +44,7 @@ void expect_batch_invariant(LoadedModel (*make_model)(), int count, int max_len,
     EXPECT_EQ(llm.engine().stats().kv_cache_usage, 0.0);  // every block back
   }
   {
-    LLM llm(make_model(), small_engine(512, /*chunked=*/false, /*prefix=*/false));
+    LLM llm(make_model(), engine(512, /*chunked=*/false, /*prefix=*/false));
     expect_same_outputs(llm.generate(prompts, params), alone, "batched, whole prefill");
   }
 }
@@ -52,6 +58,50 @@ TEST(LLMEngine, BatchInvariantTinyQwen3) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer_config.json");
   expect_batch_invariant(testing::tiny_qwen3, 16, 100, 12);
+}
+
+// Each quantized KV dtype keeps the engine batch invariant (its own outputs, not f16's).
+TEST(LLMEngine, BatchInvariantForEveryKvDtype) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer_config.json");
+  for (cpu::KvDtype dtype : {cpu::KvDtype::BF16, cpu::KvDtype::Int8, cpu::KvDtype::Fp8E4M3,
+                             cpu::KvDtype::Fp8E5M2}) {
+    SCOPED_TRACE(std::string(cpu::kv_dtype_name(dtype)));
+    expect_batch_invariant(testing::stories260k, 16, 100, 12, dtype);
+    expect_batch_invariant(testing::tiny_qwen3, 8, 100, 8, dtype);
+  }
+}
+
+// The same memory holds about twice the tokens at 8 bits, and preempting inside an int8 cache
+// gives what a roomy int8 cache gives.
+TEST(LLMEngine, Int8CacheHoldsTwiceTheTokensAndSurvivesPreemption) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  EngineConfig f16 = small_engine(64);
+  f16.kv_cache_memory = uint64_t{1} << 20;
+  EngineConfig int8 = f16;
+  int8.kv_cache_dtype = cpu::KvDtype::Int8;
+  const int64_t f16_blocks = LLM(testing::stories260k(), f16).engine().stats().num_blocks;
+  const int64_t int8_blocks = LLM(testing::stories260k(), int8).engine().stats().num_blocks;
+  // stories260K (5 layers, 4 kv heads, head_dim 8): 16 bytes of f16 per token and kv head
+  // against 8 + a 2-byte scale, 640 against 400 bytes per token; 64-byte padding per array.
+  EXPECT_EQ(f16_blocks, ((1 << 20) - 2 * 5 * 64) / (640 * 16));
+  EXPECT_EQ(int8_blocks, ((1 << 20) - 4 * 5 * 64) / (400 * 16));
+
+  const auto prompts = random_prompts(16, 100, 512, 9);
+  std::vector<SamplingParams> params(16, greedy(30));
+  int8.kv_cache_memory = uint64_t{64} << 20;
+  LLM big(testing::stories260k(), int8);
+  const auto reference = big.generate(prompts, params);
+  EngineConfig tiny = int8;
+  tiny.max_model_len = 160;
+  tiny.kv_cache_memory = 400 * 16 * 12 + 4096;  // 12 blocks of 16 tokens (400 bytes per token)
+  LLM small(testing::stories260k(), tiny);
+  ASSERT_LE(small.engine().stats().num_blocks, 13);
+  const auto outputs = small.generate(prompts, params);
+  EXPECT_GT(small.engine().stats().num_preemptions, 0);
+  expect_same_outputs(outputs, reference, "tiny int8 cache");
+  EXPECT_EQ(small.engine().stats().kv_cache_usage, 0.0);
 }
 
 TEST(LLMEngine, TinyCachePreemptsAndStillGivesTheSameOutputs) {

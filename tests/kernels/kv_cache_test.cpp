@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -34,6 +36,72 @@ TEST(KvCache, Sizes) {
   EXPECT_EQ(kv_cache_blocks_for_budget(c, 1000), 0);
   c.dtype = KvDtype::F32;
   EXPECT_EQ(c.bytes_per_token(), 2 * 114688);
+}
+
+// The 8-bit types: 128 bytes of codes and a 2-byte scale per token and kv head, so the same
+// memory holds 256 / 130 = 1.97 times the tokens of f16.
+TEST(KvCache, EightBitTypesHoldAboutTwiceTheTokens) {
+  KvCacheConfig c;
+  c.num_layers = 28;
+  c.n_kv_heads = 8;
+  c.head_dim = 128;
+  const uint64_t budget = uint64_t{4} << 30;
+  const int64_t f16_blocks = kv_cache_blocks_for_budget(c, budget);
+  for (KvDtype dtype : {KvDtype::Int8, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2}) {
+    c.dtype = dtype;
+    EXPECT_EQ(c.bytes_per_token(), 2 * 28 * 8 * 130) << kv_dtype_name(dtype);
+    const int64_t blocks = kv_cache_blocks_for_budget(c, budget);
+    EXPECT_EQ(blocks, static_cast<int64_t>((budget - 4 * 28 * 64) / (16 * 58240)));
+    EXPECT_GE(static_cast<double>(blocks) / static_cast<double>(f16_blocks), 1.96);
+  }
+  // And a real allocation of that many blocks of a small shape stays inside its budget.
+  KvCacheConfig small = small_config(KvDtype::Int8);
+  const uint64_t small_budget = 10000;
+  small.num_blocks = kv_cache_blocks_for_budget(small, small_budget);
+  EXPECT_LE(KvCache(small).total_bytes(), small_budget);
+}
+
+TEST(KvCache, EightBitRowsRoundTripWithinTheirStepAndKeepTheirScales) {
+  for (KvDtype dtype : {KvDtype::Int8, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2}) {
+    KvCacheConfig c = small_config(dtype);
+    KvCache cache(c);
+    const int64_t row = c.row_elems();
+    std::vector<float> k(2 * row), v(2 * row);
+    for (int64_t i = 0; i < 2 * row; ++i) {
+      k[i] = std::sin(0.7f * static_cast<float>(i)) * (i % 8 == 3 ? 40.0f : 1.0f);
+      v[i] = std::cos(0.3f * static_cast<float>(i));
+    }
+    const std::vector<int64_t> slots{9, 2};
+    cache.write(1, k.data(), v.data(), slots);
+    std::vector<float> kr(row), vr(row);
+    for (int t = 0; t < 2; ++t) {
+      cache.read_slot(1, slots[t], kr.data(), vr.data());
+      for (int h = 0; h < c.n_kv_heads; ++h) {
+        float amax = 0;
+        for (int d = 0; d < c.head_dim; ++d) amax = std::max(amax, std::fabs(k[t * row + h * c.head_dim + d]));
+        // The head's scale sits at [slot, head] of the layer's scale array.
+        const uint16_t scale = cache.k_scales(1)[slots[t] * c.n_kv_heads + h];
+        const float top = dtype == KvDtype::Int8 ? 127.0f : dtype == KvDtype::Fp8E4M3 ? 448.0f : 57344.0f;
+        EXPECT_EQ(scale, f32_to_f16(amax / top));
+        for (int d = 0; d < c.head_dim; ++d) {
+          const int64_t i = t * row + h * c.head_dim + d;
+          const float bound = dtype == KvDtype::Int8 ? 0.51f * f16_to_f32(scale)
+                              : dtype == KvDtype::Fp8E4M3 ? std::fabs(k[i]) / 15 + 1e-4f
+                                                          : std::fabs(k[i]) / 7 + 1e-4f;
+          ASSERT_NEAR(kr[h * c.head_dim + d], k[i], bound) << kv_dtype_name(dtype) << " " << i;
+        }
+      }
+    }
+    // copy_block moves the scales with the codes: slot 9 is block 2, offset 1.
+    cache.copy_block(2, 4);
+    std::vector<float> kc(row), vc(row);
+    cache.read_slot(1, 9, kr.data(), vr.data());
+    cache.read_slot(1, 4 * c.block_size + 1, kc.data(), vc.data());
+    EXPECT_EQ(kc, kr);
+    EXPECT_EQ(vc, vr);
+    EXPECT_EQ(cache.k_scales(0) == nullptr, false);
+  }
+  EXPECT_EQ(KvCache(small_config(KvDtype::F16)).k_scales(0), nullptr);
 }
 
 TEST(KvCache, AllocationIsAlignedZeroedAndFitsItsBudget) {

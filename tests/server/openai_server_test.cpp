@@ -160,11 +160,13 @@ TEST(OpenAIServer, MetricsPrometheusText) {
         "tern:prefix_cache_queries_total", "tern:prefix_cache_hits_total",
         "tern:num_preemptions_total", "tern:request_success_total",
         "tern:time_to_first_token_seconds", "tern:inter_token_latency_seconds",
-        "tern:e2e_request_latency_seconds", "tern:request_queue_time_seconds"}) {
+        "tern:e2e_request_latency_seconds", "tern:request_queue_time_seconds",
+        "tern:cache_config_info", "tern:kv_cache_capacity_tokens"}) {
     EXPECT_NE(m.find(std::string("# HELP ") + name + " "), std::string::npos) << name;
     EXPECT_NE(m.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
   }
   EXPECT_EQ(metric(m, gauge("tern:generation_tokens_total")), 10);
+  EXPECT_NE(m.find("cache_dtype=\"f16\""), std::string::npos);
   EXPECT_EQ(
       metric(m, "tern:request_success_total{model_name=\"test-model\",finished_reason=\"length\"}"),
       2);

@@ -114,6 +114,7 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
                 " does not fit in the KV cache (" + std::to_string(cache_tokens) +
                 " tokens); give a bigger --kv-cache-memory or a smaller --max-model-len");
   plan.max_model_len = std::min(wanted_len, cache_tokens);
+  plan.bytes_per_token = per_block / shape.block_size;
   plan.summary =
       "KV cache (" + std::string(cpu::kv_dtype_name(shape.dtype)) +
       "): " + std::to_string(plan.num_blocks) + " blocks of " +

@@ -27,6 +27,7 @@ struct EngineConfig {
 struct KvCachePlan {
   int64_t num_blocks = 0;
   int64_t max_model_len = 0;
+  int64_t bytes_per_token = 0;  // of the cache (and a draft's cache) as allocated
   std::string summary;  // one line for the log: blocks, tokens, bytes
 };
 

@@ -436,6 +436,9 @@ EngineStats LLMEngine::stats() const {
   s.num_waiting = scheduler_.num_waiting();
   s.kv_cache_usage = blocks_.usage();
   s.num_blocks = blocks_.num_blocks();
+  s.block_size = config_.block_size;
+  s.kv_cache_dtype = config_.kv_cache_dtype;
+  s.kv_cache_bytes_per_token = plan_.bytes_per_token;
   s.prefix_cache_queries = blocks_.prefix_queries();
   s.prefix_cache_hits = blocks_.prefix_hits();
   s.num_preemptions = scheduler_.num_preemptions();

@@ -33,6 +33,9 @@ struct EngineStats {
   int64_t num_waiting = 0;
   double kv_cache_usage = 0.0;  // fraction of blocks held
   int64_t num_blocks = 0;
+  int32_t block_size = 0;
+  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;
+  int64_t kv_cache_bytes_per_token = 0;  // the target's cache (and the draft's, when drafting)
   int64_t prefix_cache_queries = 0;  // tokens
   int64_t prefix_cache_hits = 0;     // tokens
   int64_t prompt_tokens = 0;         // of requests whose prefill ended (cache hits included)

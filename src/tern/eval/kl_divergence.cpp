@@ -134,7 +134,8 @@ void set_distributions(KlDivergenceResult& r) {
 }  // namespace
 
 KlDivergenceResult kl_divergence(Decoder& decoder, const KldBaseFile& base, int64_t batch_tokens,
-                                 int64_t max_windows, const KlDivergenceProgress& progress) {
+                                 cpu::KvDtype kv_dtype, int64_t max_windows,
+                                 const KlDivergenceProgress& progress) {
   const int64_t vocab = decoder.config().vocab_size;
   if (base.vocab_size() != vocab)
     throw Error(base.path() + ": made with a vocabulary of " + std::to_string(base.vocab_size()) +
@@ -142,7 +143,7 @@ KlDivergenceResult kl_divergence(Decoder& decoder, const KldBaseFile& base, int6
   EvalWindows windows = base.windows();
   if (max_windows > 0 && max_windows < windows.num_windows())
     windows.tokens.resize(static_cast<size_t>(max_windows * windows.ctx));
-  WindowRunner runner(decoder, windows.ctx, batch_tokens);
+  WindowRunner runner(decoder, windows.ctx, batch_tokens, kv_dtype);
   const int64_t scored = windows.scored_per_window();
   std::vector<PositionScore> scores(static_cast<size_t>(scored));  // of the current window
   KldSums sums;

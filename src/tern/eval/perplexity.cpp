@@ -11,8 +11,9 @@
 namespace tern {
 
 PerplexityResult perplexity(Decoder& decoder, const EvalWindows& windows, int64_t batch_tokens,
-                            KldBaseWriter* base_out, const PerplexityProgress& progress) {
-  WindowRunner runner(decoder, windows.ctx, batch_tokens);
+                            cpu::KvDtype kv_dtype, KldBaseWriter* base_out,
+                            const PerplexityProgress& progress) {
+  WindowRunner runner(decoder, windows.ctx, batch_tokens, kv_dtype);
   const int64_t vocab = decoder.config().vocab_size;
   const int64_t scored = windows.scored_per_window();
   std::vector<double> nll(static_cast<size_t>(scored));  // [scored] of the current window

@@ -126,6 +126,16 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSta
   gauge("tern:num_requests_waiting", "Number of sequences waiting to be processed.",
         static_cast<double>(s.num_waiting));
   gauge("tern:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
+  // vLLM's cache_config_info: the configuration as labels, value 1.
+  header(out, "tern:cache_config_info", "gauge", "Information of the KV cache configuration.");
+  sample(out, "tern:cache_config_info",
+         labels + ",block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
+             std::string(cpu::kv_dtype_name(s.kv_cache_dtype)) + "\",num_blocks=\"" +
+             std::to_string(s.num_blocks) + "\",bytes_per_token=\"" +
+             std::to_string(s.kv_cache_bytes_per_token) + "\"",
+         1.0);
+  gauge("tern:kv_cache_capacity_tokens", "Tokens the KV cache holds when full.",
+        static_cast<double>(s.num_blocks) * s.block_size);
   counter("tern:prompt_tokens_total", "Number of prefill tokens processed.",
           static_cast<double>(s.prompt_tokens));
   counter("tern:generation_tokens_total", "Number of generation tokens processed.",

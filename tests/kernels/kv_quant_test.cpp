@@ -1,0 +1,176 @@
+// The 8-bit KV cache's conversions: FP8 codecs against a nearest-code search, the per-head
+// quantizer's scales and error, and each ISA's dequantizer against its scalar twin.
+#include "tern/kernels/cpu/kv_quant.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "tern/core/error.h"
+#include "tern/core/half.h"
+
+namespace tern::cpu {
+namespace {
+
+float decode(KvDtype dtype, uint8_t code) {
+  return dtype == KvDtype::Fp8E4M3 ? fp8_e4m3_to_f32(code) : fp8_e5m2_to_f32(code);
+}
+uint8_t encode(KvDtype dtype, float x) {
+  return dtype == KvDtype::Fp8E4M3 ? f32_to_fp8_e4m3(x) : f32_to_fp8_e5m2(x);
+}
+// Codes of finite values: E4M3 has NaN at 0x7f/0xff only; E5M2 has inf and NaN at 0x7c-0x7f.
+bool finite_code(KvDtype dtype, uint8_t code) {
+  const uint8_t m = code & 0x7f;
+  return dtype == KvDtype::Fp8E4M3 ? m != 0x7f : m < 0x7c;
+}
+
+// The reference: the finite code nearest to x (saturating), ties to the even code.
+uint8_t nearest_code(KvDtype dtype, float x) {
+  uint8_t best = 0;
+  double best_err = std::numeric_limits<double>::infinity();
+  for (int c = 0; c < 256; ++c) {
+    const auto code = static_cast<uint8_t>(c);
+    if (!finite_code(dtype, code) || (std::signbit(x) != bool(code & 0x80))) continue;
+    const double err = std::fabs(double(decode(dtype, code)) - double(x));
+    if (err < best_err || (err == best_err && (code & 1) == 0)) {
+      best = code;
+      best_err = err;
+    }
+  }
+  return best;
+}
+
+TEST(KvQuant, Fp8KnownValues) {
+  EXPECT_EQ(fp8_e4m3_to_f32(0x7e), 448.0f);
+  EXPECT_EQ(fp8_e4m3_to_f32(0x08), std::ldexp(1.0f, -6));  // smallest normal
+  EXPECT_EQ(fp8_e4m3_to_f32(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(fp8_e4m3_to_f32(0x38), 1.0f);
+  EXPECT_EQ(fp8_e4m3_to_f32(0xb8), -1.0f);
+  EXPECT_EQ(fp8_e5m2_to_f32(0x7b), 57344.0f);
+  EXPECT_EQ(fp8_e5m2_to_f32(0x3c), 1.0f);
+  EXPECT_EQ(fp8_e5m2_to_f32(0x01), std::ldexp(1.0f, -16));
+  // Past the largest value: saturate, never inf or NaN.
+  EXPECT_EQ(f32_to_fp8_e4m3(1e6f), 0x7e);
+  EXPECT_EQ(f32_to_fp8_e4m3(-1e6f), 0xfe);
+  EXPECT_EQ(f32_to_fp8_e5m2(1e9f), 0x7b);
+  EXPECT_EQ(f32_to_fp8_e4m3(std::numeric_limits<float>::infinity()), 0x7e);
+  // Halfway between 1 and 1.125 (E4M3) goes to the even code, 1.
+  EXPECT_EQ(f32_to_fp8_e4m3(1.0625f), 0x38);
+  EXPECT_EQ(f32_to_fp8_e4m3(1.1875f), 0x3a);  // halfway 1.125 / 1.25 → 1.25 (even)
+}
+
+TEST(KvQuant, Fp8CodesRoundTripAndRoundToNearest) {
+  for (KvDtype dtype : {KvDtype::Fp8E4M3, KvDtype::Fp8E5M2}) {
+    for (int c = 0; c < 256; ++c) {
+      const auto code = static_cast<uint8_t>(c);
+      if (!finite_code(dtype, code)) continue;
+      ASSERT_EQ(encode(dtype, decode(dtype, code)), code) << kv_dtype_name(dtype) << " " << c;
+      // Midpoints to the next code up: ties to even.
+      if (finite_code(dtype, static_cast<uint8_t>(code + 1)) && ((code + 1) & 0x7f) != 0) {
+        const float mid = 0.5f * (decode(dtype, code) + decode(dtype, static_cast<uint8_t>(code + 1)));
+        ASSERT_EQ(encode(dtype, mid), nearest_code(dtype, mid)) << kv_dtype_name(dtype) << " " << c;
+      }
+    }
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> exponent(-20.0f, 18.0f);
+    for (int i = 0; i < 20000; ++i) {
+      const float x = (rng() & 1 ? -1.0f : 1.0f) * std::exp2(exponent(rng));
+      ASSERT_EQ(encode(dtype, x), nearest_code(dtype, x)) << kv_dtype_name(dtype) << " " << x;
+    }
+  }
+}
+
+TEST(KvQuant, HeadQuantizerScalesToTheLargestValue) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> x(72);
+  for (float& v : x) v = dist(rng);
+  x[5] = -9.5f;  // the largest magnitude
+  std::vector<uint8_t> codes(x.size());
+  uint16_t scale = 0;
+  struct Case {
+    KvDtype dtype;
+    float top;
+  };
+  for (const Case& c : {Case{KvDtype::Int8, 127.0f}, Case{KvDtype::Fp8E4M3, 448.0f},
+                        Case{KvDtype::Fp8E5M2, 57344.0f}}) {
+    quantize_kv_head(c.dtype, x.data(), static_cast<int>(x.size()), codes.data(), &scale);
+    EXPECT_EQ(scale, f32_to_f16(9.5f / c.top)) << kv_dtype_name(c.dtype);
+    const float s = f16_to_f32(scale);
+    std::vector<float> back(x.size());
+    kv_dequantize_fn(c.dtype, Isa::Scalar)(codes.data(), s, back.data(), static_cast<int>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (c.dtype == KvDtype::Int8) {
+        // Half a step, plus what the f16 scale's rounding moves the top of the range.
+        ASSERT_LE(std::fabs(back[i] - x[i]), 0.5f * s + 1e-3f * std::fabs(x[i])) << i;
+      } else {
+        const float rel = c.dtype == KvDtype::Fp8E4M3 ? 1.0f / 16 : 1.0f / 8;  // half an ulp
+        ASSERT_LE(std::fabs(back[i] - x[i]), rel * std::fabs(x[i]) * 1.001f + 1e-6f) << i;
+      }
+    }
+  }
+}
+
+TEST(KvQuant, ZeroAndNonFiniteRows) {
+  std::vector<float> zeros(16, 0.0f);
+  std::vector<uint8_t> codes(16, 0xaa);
+  uint16_t scale = 1;
+  quantize_kv_head(KvDtype::Int8, zeros.data(), 16, codes.data(), &scale);
+  EXPECT_EQ(scale, 0);
+  for (uint8_t c : codes) EXPECT_EQ(c, 0);
+  std::vector<float> bad(16, 1.0f);
+  bad[3] = std::numeric_limits<float>::quiet_NaN();
+  quantize_kv_head(KvDtype::Fp8E4M3, bad.data(), 16, codes.data(), &scale);
+  EXPECT_TRUE(std::isnan(f16_to_f32(scale)));
+  bad[3] = std::numeric_limits<float>::infinity();
+  quantize_kv_head(KvDtype::Int8, bad.data(), 16, codes.data(), &scale);
+  EXPECT_TRUE(std::isnan(f16_to_f32(scale)));
+}
+
+TEST(KvQuant, DequantizersMatchTheScalarTwinBitForBit) {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> codes(200);
+  for (KvDtype dtype : {KvDtype::Int8, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2}) {
+    for (uint8_t& c : codes) {
+      do c = static_cast<uint8_t>(rng()); while (dtype != KvDtype::Int8 && !finite_code(dtype, c));
+    }
+    const KvDequantizeFn scalar = kv_dequantize_fn(dtype, Isa::Scalar);
+    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+      if (!isa_supported(isa)) continue;
+      const KvDequantizeFn fn = kv_dequantize_fn(dtype, isa);
+      for (int n : {1, 7, 8, 15, 16, 17, 64, 72, 128, 200}) {
+        for (float scale : {1.0f, 0.0123f, 3.5e-5f, 60000.0f}) {
+          std::vector<float> want(n), got(n);
+          scalar(codes.data(), scale, want.data(), n);
+          fn(codes.data(), scale, got.data(), n);
+          for (int i = 0; i < n; ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+                << kv_dtype_name(dtype) << " " << isa_name(isa) << " n " << n << " i " << i;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_THROW(kv_dequantize_fn(KvDtype::F16, Isa::Scalar), Error);
+}
+
+TEST(KvDtype, NamesAndSizes) {
+  EXPECT_EQ(parse_kv_cache_dtype("auto"), KvDtype::F16);
+  EXPECT_EQ(parse_kv_cache_dtype("fp8"), KvDtype::Fp8E4M3);
+  EXPECT_EQ(parse_kv_cache_dtype("FP8_E5M2"), KvDtype::Fp8E5M2);
+  EXPECT_EQ(parse_kv_cache_dtype("bfloat16"), KvDtype::BF16);
+  EXPECT_EQ(parse_kv_cache_dtype("int8"), KvDtype::Int8);
+  EXPECT_THROW(parse_kv_cache_dtype("q8_0"), Error);
+  EXPECT_THROW(parse_kv_cache_dtype(""), Error);
+  EXPECT_EQ(kv_bytes_per_token_head(KvDtype::F16, 128), 256);
+  EXPECT_EQ(kv_bytes_per_token_head(KvDtype::Int8, 128), 130);
+  EXPECT_EQ(kv_bytes_per_token_head(KvDtype::Fp8E4M3, 64), 66);
+  EXPECT_EQ(kv_bytes_per_token_head(KvDtype::F32, 64), 256);
+}
+
+}  // namespace
+}  // namespace tern::cpu
