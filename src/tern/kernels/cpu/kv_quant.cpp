@@ -62,16 +62,7 @@ void dequantize_e5m2(const uint8_t* codes, float scale, float* out, int n) {
 }
 
 KvDequantizeFn scalar_kv_dequantize(KvDtype dtype) {
-  switch (dtype) {
-    case KvDtype::Int8:
-      return dequantize_int8;
-    case KvDtype::Fp8E4M3:
-      return dequantize_e4m3;
-    case KvDtype::Fp8E5M2:
-      return dequantize_e5m2;
-    default:
-      return nullptr;
-  }
+  return select_kv_dequantize(dtype, dequantize_int8, dequantize_e4m3, dequantize_e5m2);
 }
 
 }  // namespace

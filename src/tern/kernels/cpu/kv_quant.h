@@ -34,6 +34,15 @@ using KvDequantizeFn = void (*)(const uint8_t* codes, float scale, float* out, i
 KvDequantizeFn kv_dequantize_fn(KvDtype dtype, Isa isa);
 inline KvDequantizeFn kv_dequantize_fn(KvDtype dtype) { return kv_dequantize_fn(dtype, best_isa()); }
 
+// One ISA's three dequantizers, picked by dtype (nullptr for the unscaled dtypes).
+inline KvDequantizeFn select_kv_dequantize(KvDtype dtype, KvDequantizeFn int8,
+                                           KvDequantizeFn e4m3, KvDequantizeFn e5m2) {
+  return dtype == KvDtype::Int8      ? int8
+         : dtype == KvDtype::Fp8E4M3 ? e4m3
+         : dtype == KvDtype::Fp8E5M2 ? e5m2
+                                     : nullptr;
+}
+
 // Per ISA, nullptr for a dtype the file does not cover (kv_dequant_{avx2,avx512}.cpp).
 KvDequantizeFn avx2_kv_dequantize(KvDtype dtype);
 KvDequantizeFn avx512_kv_dequantize(KvDtype dtype);
