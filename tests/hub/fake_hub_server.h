@@ -125,9 +125,15 @@ class FakeHubServer {
       res.set_header("X-Error-Code", "RevisionNotFound");
       return;
     }
+    // With ?blobs=true the hub adds each file's size.
+    const bool blobs = req.get_param_value("blobs") == "true";
     std::string siblings;
-    for (const auto& [file, _] : repo->files)
-      siblings += (siblings.empty() ? "" : ",") + std::string("{\"rfilename\":\"") + file + "\"}";
+    for (const auto& [file, f] : repo->files) {
+      if (!siblings.empty()) siblings += ",";
+      siblings += "{\"rfilename\":\"" + file + "\"";
+      if (blobs) siblings += ",\"size\":" + std::to_string(f.content.size());
+      siblings += "}";
+    }
     res.set_content("{\"id\":\"" + name + "\",\"sha\":\"" + repo->commit + "\",\"siblings\":[" + siblings + "]}",
                     "application/json");
   }

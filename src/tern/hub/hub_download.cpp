@@ -140,10 +140,12 @@ void check_repo_file_name(const std::string& repo, const std::string& file) {
 HubDownloader::HubDownloader(HubSettings settings)
     : settings_(std::move(settings)), http_(settings_.token) {}
 
-RepoListing HubDownloader::list_files(const std::string& repo, const std::string& revision) const {
+RepoListing HubDownloader::list_files(const std::string& repo, const std::string& revision,
+                                      bool with_sizes) const {
   if (settings_.offline) throw Error(repo + ": HF_HUB_OFFLINE is set; not listing the repository");
-  const std::string url =
-      settings_.endpoint + "/api/models/" + url_encode(repo, true) + "/revision/" + url_encode(revision, false);
+  const std::string url = settings_.endpoint + "/api/models/" + url_encode(repo, true) +
+                          "/revision/" + url_encode(revision, false) +
+                          (with_sizes ? "?blobs=true" : "");
   const HttpResponse r = http_.get_text(url);
   if (r.status != 200 || !r.transport_error.empty()) throw_http_error(r, settings_, repo, revision, "", url);
   const nlohmann::json listing = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
@@ -154,8 +156,12 @@ RepoListing HubDownloader::list_files(const std::string& repo, const std::string
   out.commit = listing["sha"].get<std::string>();
   if (!is_commit_hash(out.commit)) throw Error(url + ": \"sha\" is not a commit hash: '" + out.commit + "'");
   for (const auto& sibling : listing["siblings"]) {
-    if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string())
-      out.files.push_back(sibling["rfilename"].get<std::string>());
+    if (!sibling.is_object() || !sibling.contains("rfilename") || !sibling["rfilename"].is_string())
+      continue;
+    const std::string name = sibling["rfilename"].get<std::string>();
+    out.files.push_back(name);
+    if (sibling.contains("size") && sibling["size"].is_number_unsigned())
+      out.sizes[name] = sibling["size"].get<uint64_t>();
   }
   return out;
 }

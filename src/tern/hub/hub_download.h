@@ -2,7 +2,9 @@
 // revision, and bring one file into the cache the way huggingface_hub's hf_hub_download does.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,9 @@ namespace tern::hub {
 struct RepoListing {
   std::string commit;               // the commit the revision points at ("sha")
   std::vector<std::string> files;   // every file of the repository ("siblings[].rfilename")
+  // Bytes of each file, when the listing was asked with sizes ("siblings[].size"); files the
+  // hub gave no size for are missing.
+  std::map<std::string, uint64_t> sizes;
 };
 
 class HubDownloader {
@@ -22,8 +27,10 @@ class HubDownloader {
 
   const HubSettings& settings() const { return settings_; }
 
-  // GET {endpoint}/api/models/{repo}/revision/{revision}.
-  RepoListing list_files(const std::string& repo, const std::string& revision) const;
+  // GET {endpoint}/api/models/{repo}/revision/{revision}; `with_sizes` adds `?blobs=true`,
+  // for which the hub gives each file's size (no file is downloaded).
+  RepoListing list_files(const std::string& repo, const std::string& revision,
+                         bool with_sizes = false) const;
 
   // HEAD {endpoint}/{repo}/resolve/{revision}/{file} gives the commit (X-Repo-Commit) and the
   // blob name (X-Linked-Etag, else ETag); when the blob is missing it is downloaded into

@@ -12,6 +12,7 @@
 #include "tern/kernels/cpu/attention.h"
 #include "tern/kernels/cpu/ops.h"
 #include "tern/kernels/cpu/vec_dot.h"
+#include "tern/models/decoder_buffers.h"
 
 namespace tern {
 namespace {
@@ -86,28 +87,43 @@ cpu::KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size,
 }
 
 void Decoder::reserve(int64_t t, int64_t r) {
+  if (t <= capacity_tokens_ && r <= capacity_rows_) return;
+  t = std::max(t, capacity_tokens_);
+  r = std::max(r, capacity_rows_);
   const auto grow = [](std::vector<float>& v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
   };
-  if (t > capacity_tokens_) {
-    const ModelConfig& c = config_;
-    grow(x_, t * c.hidden_size);
-    grow(xn_, t * c.hidden_size);
-    grow(q_, t * c.q_dim());
-    grow(k_, t * c.kv_dim());
-    grow(v_, t * c.kv_dim());
-    grow(attn_, t * c.q_dim());
-    grow(out_, t * c.hidden_size);
-    grow(gate_, t * c.intermediate_size);
-    grow(up_, t * c.intermediate_size);
-    if (has_fused_) grow(fused_, t * std::max(c.q_dim() + 2 * c.kv_dim(), 2 * c.intermediate_size));
-    grow(cos_sin_, t * c.head_dim);
-    capacity_tokens_ = t;
-  }
-  if (r > capacity_rows_) {
-    grow(final_, r * config_.hidden_size);
-    capacity_rows_ = r;
-  }
+  const DecoderBufferSizes s = decoder_buffer_sizes(config_, t, r, has_fused_);
+  grow(x_, s.x);
+  grow(xn_, s.xn);
+  grow(q_, s.q);
+  grow(k_, s.k);
+  grow(v_, s.v);
+  grow(attn_, s.attn);
+  grow(out_, s.out);
+  grow(gate_, s.gate);
+  grow(up_, s.up);
+  grow(fused_, s.fused);
+  grow(cos_sin_, s.cos_sin);
+  grow(final_, s.final_rows);
+  // The matmuls quantize their inputs into ws_; growing it now keeps the first big step from
+  // reallocating it matrix by matrix.
+  auto shape = [](const WeightMatrix& m) { return MatrixShape{m.dtype, m.rows, m.cols}; };
+  std::vector<MatrixShape> shapes;
+  for (const LayerWeights& l : weights_.layers)
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      shapes.push_back(shape(*m));
+  ws_.reserve(decoder_workspace_bytes(shapes, shape(weights_.lm_head), t, r));
+  capacity_tokens_ = t;
+  capacity_rows_ = r;
+}
+
+uint64_t Decoder::buffer_bytes() const {
+  size_t floats = 0;
+  for (const std::vector<float>* v :
+       {&x_, &xn_, &q_, &k_, &v_, &attn_, &out_, &gate_, &up_, &fused_, &final_, &cos_sin_})
+    floats += v->size();
+  return floats * sizeof(float) + ws_.capacity();
 }
 
 void Decoder::check_step(const StepContext& ctx, const cpu::KvCache& cache) const {

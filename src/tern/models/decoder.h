@@ -59,6 +59,10 @@ class Decoder {
   // logit rows (forward does it too; call it up front to keep the first step fast).
   void reserve(int64_t num_tokens, int64_t num_logit_rows);
 
+  // Bytes the activation buffers and the matmul workspace hold now: what `tern plan` counts as
+  // the decoder's part of the working memory (decoder_buffers.h).
+  uint64_t buffer_bytes() const;
+
   // Shows every forward's matrix inputs to `observer` (nullptr: none); it must outlive its use.
   void set_observer(ActivationObserver* observer) { observer_ = observer; }
 

@@ -19,12 +19,6 @@ bool has_tokenizer_files(const fs::path& dir) {
   return false;
 }
 
-DType dtype_of_torch(const std::string& torch_dtype) {
-  if (torch_dtype == "bfloat16") return DType::BF16;
-  if (torch_dtype == "float16") return DType::F16;
-  return DType::F32;
-}
-
 std::string weight_types(const ModelWeights& w) {
   if (w.layers.empty()) return std::string(dtype_name(w.token_embedding.dtype));
   std::string s(dtype_name(w.layers[0].wq.dtype));
@@ -34,6 +28,12 @@ std::string weight_types(const ModelWeights& w) {
 }
 
 }  // namespace
+
+DType torch_dtype_weight_type(const std::string& torch_dtype) {
+  if (torch_dtype == "bfloat16") return DType::BF16;
+  if (torch_dtype == "float16") return DType::F16;
+  return DType::F32;
+}
 
 bool is_gguf(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -61,8 +61,8 @@ LoadedModel load_model(const LoadOptions& opt) {
 
   std::string source;
   if (opt.format == LoadFormat::Dummy) {
-    const QuantRecipe recipe =
-        opt.weight_recipe.value_or(QuantRecipe::uniform(dtype_of_torch(m.config.torch_dtype)));
+    const QuantRecipe recipe = opt.weight_recipe.value_or(
+        QuantRecipe::uniform(torch_dtype_weight_type(m.config.torch_dtype)));
     m.weights = make_dummy_weights(m.config, recipe, opt.seed);
     source = "dummy";
   } else if (gguf) {

@@ -38,6 +38,10 @@ struct LoadedModel {
 // found (the GGUF's, the folder's, or --tokenizer); its absence is not an error here.
 LoadedModel load_model(const LoadOptions& options);
 
+// The matrix type of dummy weights under `--dtype auto`: a config's torch_dtype ("bfloat16" →
+// BF16, "float16" → F16, anything else F32).
+DType torch_dtype_weight_type(const std::string& torch_dtype);
+
 // Whether `path` is a file that starts with GGUF's magic.
 bool is_gguf(const std::string& path);
 

@@ -15,6 +15,7 @@
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/quantize.h"
+#include "tern/models/decoder_buffers.h"
 
 namespace tern {
 
@@ -53,13 +54,16 @@ void pack_for_kernels(ModelWeights& w) {
   // type and width and each is whole groups of rows.
   auto pack_fused = [&](std::initializer_list<WeightMatrix*> parts, WeightMatrix& fused) {
     const WeightMatrix& first = **parts.begin();
-    const int64_t group = cpu::packed_row_group(first.dtype);
+    std::vector<MatrixShape> shapes;
+    for (const WeightMatrix* m : parts) {
+      if (m->packed != nullptr) return;
+      shapes.push_back({m->dtype, m->rows, m->cols});
+    }
+    // tern plan sizes the fused matmul's output buffer by the same rule (decoder_buffers.h).
+    if (!packs_back_to_back(shapes)) return;
     size_t bytes = 0;
     int64_t rows = 0;
     for (const WeightMatrix* m : parts) {
-      if (group == 0 || m->dtype != first.dtype || m->cols != first.cols || m->rows % group != 0 ||
-          m->packed != nullptr)
-        return;
       bytes += cpu::packed_weight_bytes(view_of(*m));
       rows += m->rows;
     }

@@ -75,11 +75,16 @@ void pack_weights(const WeightView& w, void* out) {
   kern.packed->pack(w.data, w.row_bytes, w.rows, w.cols, out);
 }
 
-QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws) {
+size_t activation_bytes(DType weight, int64_t t, int64_t k) {
   const TypeKernels& kern = type_kernels(weight);
   row_bytes_of(weight, k);  // throws unless k is whole blocks of the weight type
+  return row_bytes_of(kern.activation, k) * static_cast<size_t>(std::max<int64_t>(t, 1));
+}
+
+QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws) {
+  const TypeKernels& kern = type_kernels(weight);
   const size_t row_bytes = row_bytes_of(kern.activation, k);
-  auto* data = static_cast<std::byte*>(ws.reserve(row_bytes * static_cast<size_t>(std::max<int64_t>(t, 1))));
+  auto* data = static_cast<std::byte*>(ws.reserve(activation_bytes(weight, t, k)));
   if (t == 1) {
     kern.quantize_activation(x, data, k);
   } else {

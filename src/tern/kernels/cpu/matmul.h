@@ -62,6 +62,10 @@ struct QuantizedActivations {
   size_t row_bytes = 0;
 };
 
+// Bytes of the workspace quantize_activations takes for t rows of k elements of the input of
+// a `weight` matrix: t rows of its activation format. Throws as quantize_activations does.
+size_t activation_bytes(DType weight, int64_t t, int64_t k);
+
 // x: [t, k] floats. Throws tern::Error when the weight type has no kernels or k is not a
 // whole number of its blocks.
 QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws);

@@ -1,0 +1,47 @@
+// The sizes behind Decoder::reserve, and the fusion rule pack_for_kernels follows.
+#include "tern/models/decoder_buffers.h"
+
+#include <algorithm>
+
+#include "tern/kernels/cpu/matmul.h"
+
+namespace tern {
+
+DecoderBufferSizes decoder_buffer_sizes(const ModelConfig& c, int64_t t, int64_t r, bool fused) {
+  DecoderBufferSizes s;
+  s.x = t * c.hidden_size;
+  s.xn = t * c.hidden_size;
+  s.q = t * c.q_dim();
+  s.k = t * c.kv_dim();
+  s.v = t * c.kv_dim();
+  s.attn = t * c.q_dim();
+  s.out = t * c.hidden_size;
+  s.gate = t * c.intermediate_size;
+  s.up = t * c.intermediate_size;
+  if (fused) s.fused = t * std::max(c.q_dim() + 2 * c.kv_dim(), 2 * c.intermediate_size);
+  s.cos_sin = t * c.head_dim;
+  s.final_rows = r * c.hidden_size;
+  return s;
+}
+
+bool packs_back_to_back(std::span<const MatrixShape> parts) {
+  if (parts.empty()) return false;
+  const MatrixShape& first = parts.front();
+  const int64_t group = cpu::packed_row_group(first.dtype);
+  if (group == 0) return false;
+  return std::all_of(parts.begin(), parts.end(), [&](const MatrixShape& m) {
+    return m.dtype == first.dtype && m.cols == first.cols && m.rows % group == 0;
+  });
+}
+
+uint64_t decoder_workspace_bytes(std::span<const MatrixShape> layer_matrices,
+                                 const MatrixShape& lm_head, int64_t t, int64_t r) {
+  size_t most = 0;
+  for (const MatrixShape& m : layer_matrices)
+    most = std::max(most, cpu::activation_bytes(m.dtype, t, m.cols));
+  if (r > 0) most = std::max(most, cpu::activation_bytes(lm_head.dtype, r, lm_head.cols));
+  // cpu::Workspace hands out whole 64-byte lines, at least one.
+  return std::max<uint64_t>(64, (most + 63) / 64 * 64);
+}
+
+}  // namespace tern

@@ -1,0 +1,59 @@
+// What a Decoder allocates besides the weights and the KV cache, as a function of the batch:
+// Decoder::reserve grows its buffers to exactly these sizes, and `tern plan` counts them as
+// the engine's working memory, so the two cannot drift apart.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tern/core/dtype.h"
+#include "tern/formats/model_config.h"
+
+namespace tern {
+
+// A weight matrix as far as buffers care: its type and shape.
+struct MatrixShape {
+  DType dtype = DType::F32;
+  int64_t rows = 0;  // N
+  int64_t cols = 0;  // K
+};
+
+// Elements (f32) of each activation buffer of a forward of T tokens and R logit rows.
+struct DecoderBufferSizes {
+  int64_t x = 0;           // [T, hidden]: the residual stream
+  int64_t xn = 0;          // [T, hidden]: normed input of a block
+  int64_t q = 0;           // [T, n_heads, head_dim]
+  int64_t k = 0;           // [T, n_kv_heads, head_dim]
+  int64_t v = 0;           // [T, n_kv_heads, head_dim]
+  int64_t attn = 0;        // [T, n_heads, head_dim]
+  int64_t out = 0;         // [T, hidden]
+  int64_t gate = 0;        // [T, intermediate]
+  int64_t up = 0;          // [T, intermediate]
+  int64_t fused = 0;       // [T, max(q_dim + 2 kv_dim, 2 intermediate)], only with fused matrices
+  int64_t cos_sin = 0;     // [T, head_dim]
+  int64_t final_rows = 0;  // [R, hidden]
+
+  int64_t floats() const {
+    return x + xn + q + k + v + attn + out + gate + up + fused + cos_sin + final_rows;
+  }
+  uint64_t bytes() const { return static_cast<uint64_t>(floats()) * sizeof(float); }
+};
+
+// `fused`: some layer's q/k/v or gate/up were packed back to back (packs_back_to_back), whose
+// one matmul writes a buffer of its own.
+DecoderBufferSizes decoder_buffer_sizes(const ModelConfig& config, int64_t num_tokens,
+                                        int64_t num_logit_rows, bool fused);
+
+// Whether pack_for_kernels lays `parts` (q, k, v or gate, up) back to back as one matrix: the
+// best ISA reads their type in a packed layout, they share type and width, and each is whole
+// groups of the layout's rows.
+bool packs_back_to_back(std::span<const MatrixShape> parts);
+
+// The matmul workspace (cpu::Workspace) a forward of T tokens and R logit rows needs: the
+// largest activation rows any matrix quantizes its input into (the layers' with T rows,
+// lm_head's with R), for the best ISA's kernels. Throws tern::Error for a type without kernels.
+uint64_t decoder_workspace_bytes(std::span<const MatrixShape> layer_matrices,
+                                 const MatrixShape& lm_head, int64_t num_tokens,
+                                 int64_t num_logit_rows);
+
+}  // namespace tern

@@ -1,0 +1,56 @@
+// KV cache and working-memory sizes, from the same functions the engine and the Decoder use.
+#include "tern/plan/memory_plan.h"
+
+#include "tern/models/decoder_buffers.h"
+
+namespace tern::plan {
+
+cpu::KvCacheConfig kv_shape(const ModelConfig& c, cpu::KvDtype dtype, int block_size) {
+  cpu::KvCacheConfig kv;
+  kv.num_layers = static_cast<int>(c.num_layers);
+  kv.block_size = block_size;
+  kv.n_kv_heads = static_cast<int>(c.num_kv_heads);
+  kv.head_dim = static_cast<int>(c.head_dim);
+  kv.dtype = dtype;
+  return kv;
+}
+
+KvPlan plan_kv(const ModelConfig& c, cpu::KvDtype dtype, int64_t max_model_len,
+               int64_t max_num_seqs, int block_size) {
+  const cpu::KvCacheConfig shape = kv_shape(c, dtype, block_size);
+  KvPlan p;
+  p.dtype = dtype;
+  p.bytes_per_token = shape.bytes_per_token();
+  p.num_blocks = max_num_seqs * ((max_model_len + block_size - 1) / block_size);
+  p.bytes = static_cast<uint64_t>(p.num_blocks) * static_cast<uint64_t>(shape.bytes_per_block()) +
+            cpu::kv_cache_padding_bytes(shape);
+  return p;
+}
+
+std::vector<cpu::KvDtype> listed_kv_dtypes() {
+  using cpu::KvDtype;
+  return {KvDtype::F16, KvDtype::BF16, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2, KvDtype::Int8};
+}
+
+WorkingMemory plan_working_memory(const ModelConfig& c, const WeightPlan& weights,
+                                  int64_t num_tokens, int64_t logit_rows) {
+  WorkingMemory w;
+  w.num_tokens = num_tokens;
+  w.logit_rows = logit_rows;
+  std::vector<MatrixShape> all;
+  bool fused = false;
+  for (const std::vector<MatrixShape>& l : weights.layer_matrices()) {
+    // [q k v o gate up down]: q/k/v and gate/up are the groups pack_for_kernels may fuse.
+    fused = fused || packs_back_to_back(std::span(l).subspan(0, 3)) ||
+            packs_back_to_back(std::span(l).subspan(4, 2));
+    for (const MatrixShape& m : l)
+      if (m.rows > 0) all.push_back(m);
+  }
+  w.activations = decoder_buffer_sizes(c, num_tokens, logit_rows, fused).bytes();
+  w.workspace = decoder_workspace_bytes(all, weights.lm_head(), num_tokens, logit_rows);
+  w.logits =
+      static_cast<uint64_t>(logit_rows) * static_cast<uint64_t>(c.vocab_size) * sizeof(float);
+  return w;
+}
+
+}  // namespace tern::plan

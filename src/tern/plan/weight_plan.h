@@ -1,0 +1,87 @@
+// `tern plan`'s weights: every tensor of a model with the type it has in its file, or the type
+// `--dtype` would give it (the QuantRecipe `tern quantize` and `--dtype` use), and what a decode
+// step reads of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tern/core/dtype.h"
+#include "tern/formats/model_config.h"
+#include "tern/formats/tensor_info.h"
+#include "tern/models/decoder_buffers.h"
+#include "tern/quant/quant_recipe.h"
+
+namespace tern::plan {
+
+struct PlannedTensor {
+  std::string name;  // GGUF names where tern makes the tensor; the file's own otherwise
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;  // outermost first: a matrix of N rows by K inputs is {N, K}
+  uint64_t bytes = 0;
+
+  uint64_t elements() const;
+};
+
+// What a tensor is to the decoder, by its GGUF or Hugging Face name.
+enum class TensorRole { Q, K, V, O, Gate, Up, Down, TokenEmbedding, Output, Other };
+struct TensorPart {
+  TensorRole role = TensorRole::Other;
+  int64_t layer = -1;  // for the per-layer matrices
+};
+TensorPart tensor_part(std::string_view name);
+
+// The bytes of one tensor type in a plan.
+struct TypeTotal {
+  DType dtype = DType::F32;
+  int64_t tensors = 0;
+  uint64_t elements = 0;
+  uint64_t bytes = 0;
+};
+
+struct WeightPlan {
+  std::vector<PlannedTensor> tensors;
+  // Where the types come from: "the file's", "config.json's torch_dtype (BF16)", "--dtype Q4_K_M".
+  std::string types;
+  bool tied_embeddings = false;  // lm_head is the token embedding table
+
+  uint64_t total_bytes() const;
+  uint64_t parameters() const;
+  // Per type, most bytes first.
+  std::vector<TypeTotal> by_type() const;
+  // What one decode step reads: every tensor but an untied token-embedding table (a decode
+  // reads one row of it) and a tied checkpoint's own lm_head copy (tern reads the embedding).
+  uint64_t bytes_read_per_token() const;
+  // The extra copy this CPU's kernels make at load (pack_for_kernels): a tied embedding that
+  // the best ISA reads in a packed layout is packed for lm_head while its rows stay for the
+  // lookups; every other packed matrix leaves its file pages, so it costs nothing more.
+  uint64_t repacked_bytes() const;
+  // The matrices the decoder multiplies by, in layer order (q, k, v, o, gate, up, down per
+  // layer), and lm_head; what the working memory depends on.
+  std::vector<std::vector<MatrixShape>> layer_matrices() const;  // [layer][q k v o gate up down]
+  MatrixShape lm_head() const;
+};
+
+// The tensors tern makes for a model of `config` (dummy weights, `tern quantize`, `--dtype`):
+// token_embd, per layer the norms, q/k/v/o, their biases where the config has them, q/k norms
+// (qwen3), gate/up/down (+ biases), output_norm, output unless tied, rope_freqs for llama3
+// scaling, as save_gguf writes them. Matrices get the recipe's types (fallbacks for their row
+// length applied), vectors `vector_dtype` (F32 as tern writes them; a checkpoint's own type
+// when describing one).
+std::vector<PlannedTensor> model_tensors(const ModelConfig& config, const QuantRecipe& recipe,
+                                         DType vector_dtype = DType::F32);
+
+// A plan of the file's own tensors. Throws tern::Error for a tensor whose size its type does
+// not give.
+WeightPlan plan_file_weights(const ModelConfig& config, const std::vector<TensorInfo>& tensors);
+// What `--dtype` makes of a model: model_tensors(config, recipe), plus a GGUF's rope_freqs
+// divisors (`file_tensors`), which requantizing carries as F32.
+WeightPlan plan_recipe_weights(const ModelConfig& config, const QuantRecipe& recipe,
+                               const std::vector<TensorInfo>& file_tensors = {});
+// A config alone, as its checkpoint would be: every tensor of `dtype` (its torch_dtype).
+WeightPlan plan_checkpoint_weights(const ModelConfig& config, DType dtype);
+
+}  // namespace tern::plan

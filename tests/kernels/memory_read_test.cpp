@@ -1,0 +1,51 @@
+// cpu::read_memory: the AVX-512 loop against its scalar twin (the same wrapping sum of every
+// 64-bit word, for any split across threads and any length of lines), and the bandwidth
+// measurement built on it.
+#include "tern/kernels/cpu/memory_read.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "tern/plan/memory_bandwidth.h"
+
+namespace tern::cpu {
+namespace {
+
+struct Free {
+  void operator()(void* p) const { std::free(p); }
+};
+
+TEST(MemoryRead, EveryIsaSumsEveryWordForAnyThreadsAndLength) {
+  constexpr size_t kLines = 1031;  // not a multiple of 4 lines, nor of the thread counts
+  std::unique_ptr<void, Free> buf(std::aligned_alloc(64, kLines * 64));
+  auto* words = static_cast<uint64_t*>(buf.get());
+  std::mt19937_64 rng(7);
+  for (size_t i = 0; i < kLines * 8; ++i) words[i] = rng();
+  for (size_t lines : {size_t{1}, size_t{3}, size_t{4}, size_t{17}, kLines}) {
+    uint64_t expected = 0;
+    for (size_t i = 0; i < lines * 8; ++i) expected += words[i];
+    for (int threads : {1, 2, 3, 7}) {
+      EXPECT_EQ(read_memory(buf.get(), lines * 64, threads, Isa::Scalar), expected)
+          << lines << " " << threads;
+      if (isa_supported(Isa::Avx512)) {
+        EXPECT_EQ(read_memory(buf.get(), lines * 64, threads, Isa::Avx512), expected)
+            << lines << " " << threads;
+      }
+    }
+  }
+}
+
+TEST(MemoryBandwidth, MeasuresAtLeastTwoPassesOfTheBuffer) {
+  const plan::BandwidthMeasurement m = plan::measure_read_bandwidth(1, 0.0, 1 << 20);
+  EXPECT_GE(m.passes, 2);
+  EXPECT_EQ(m.threads, 1);
+  EXPECT_EQ(m.buffer_bytes, size_t{1} << 20);
+  EXPECT_GT(m.bytes_per_s, 0.0);
+}
+
+}  // namespace
+}  // namespace tern::cpu

@@ -1,0 +1,222 @@
+// The weight sums of `tern plan` against the same sums done by hand from the fixture configs:
+// parameters and bytes per type, what a decode reads, the Q4_K_M mixture's per-tensor choice,
+// and a GGUF (and a Hugging Face folder) whose plan is exactly its file's tensor bytes.
+#include "tern/plan/weight_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "models/model_test_util.h"
+#include "plan/plan_test_util.h"
+#include "tern/formats/gguf.h"
+#include "tern/formats/safetensors.h"
+#include "tern/models/gguf_export.h"
+#include "tern/models/model_weights.h"
+#include "tern/plan/plan.h"
+#include "tern/plan/plan_model.h"
+
+namespace tern::plan {
+namespace {
+
+using testing::fixture_config;
+using testing::fixture_plan_model;
+
+const TypeTotal* find_type(const std::vector<TypeTotal>& totals, DType dtype) {
+  for (const TypeTotal& t : totals)
+    if (t.dtype == dtype) return &t;
+  return nullptr;
+}
+
+const PlannedTensor* find_tensor(const WeightPlan& p, const std::string& name) {
+  for (const PlannedTensor& t : p.tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+// Qwen3-8B: vocab 151936, hidden 4096, 36 layers, 32 heads / 8 kv heads of 128, ffn 12288,
+// untied. Per layer q 4096×4096, k and v 1024×4096, o 4096×4096, gate/up 12288×4096, down
+// 4096×12288; norms attn/ffn 4096, q/k 128 each.
+constexpr uint64_t kQwen8bLayerMatrix =
+    2 * 4096ull * 4096 + 2 * 1024ull * 4096 + 3 * 12288ull * 4096;  // 192,937,984
+constexpr uint64_t kQwen8bEmbedding = 151936ull * 4096;             // 622,329,856
+constexpr uint64_t kQwen8bMatrices =
+    36 * kQwen8bLayerMatrix + 2 * kQwen8bEmbedding;                         // 8,190,427,136
+constexpr uint64_t kQwen8bVectors = 36 * (4096 + 4096 + 128 + 128) + 4096;  // 308,224
+
+TEST(WeightPlan, Qwen3_8bAtF16AndQ4_0ByHand) {
+  TERN_REQUIRE_FIXTURE(testing::model_config_fixture("qwen3-8b"));
+  const ModelConfig c = fixture_config("qwen3-8b");
+  static_assert(kQwen8bMatrices == 8'190'427'136ull && kQwen8bVectors == 308'224);
+
+  const WeightPlan f16 = plan_recipe_weights(c, *parse_weight_recipe("f16"));
+  EXPECT_EQ(f16.parameters(), kQwen8bMatrices + kQwen8bVectors);
+  const std::vector<TypeTotal> f16_types = f16.by_type();
+  ASSERT_EQ(f16_types.size(), 2u);
+  EXPECT_EQ(f16_types[0].dtype, DType::F16);
+  EXPECT_EQ(f16_types[0].tensors, 36 * 7 + 2);
+  EXPECT_EQ(f16_types[0].bytes, 2 * kQwen8bMatrices);  // 16,380,854,272
+  EXPECT_EQ(f16_types[1].dtype, DType::F32);           // norms, as tern writes them
+  EXPECT_EQ(f16_types[1].tensors, 36 * 4 + 1);
+  EXPECT_EQ(f16_types[1].bytes, 4 * kQwen8bVectors);
+  EXPECT_EQ(f16.total_bytes(), 16'382'087'168ull);
+  // Untied: a decode reads one row of the embedding table, not the table.
+  EXPECT_EQ(f16.bytes_read_per_token(), f16.total_bytes() - 2 * kQwen8bEmbedding);
+  EXPECT_EQ(f16.repacked_bytes(), 0u);
+
+  // Q4_0: 18 bytes per 32 weights.
+  const WeightPlan q4 = plan_recipe_weights(c, *parse_weight_recipe("q4_0"));
+  const TypeTotal* q4_type = find_type(q4.by_type(), DType::Q4_0);
+  ASSERT_NE(q4_type, nullptr);
+  EXPECT_EQ(q4_type->bytes, kQwen8bMatrices / 32 * 18);  // 4,607,115,264
+  EXPECT_EQ(q4.total_bytes(), kQwen8bMatrices / 32 * 18 + 4 * kQwen8bVectors);
+  EXPECT_EQ(q4.bytes_read_per_token(),
+            q4.total_bytes() - kQwen8bEmbedding / 32 * 18);  // 4,258,287,616
+}
+
+TEST(WeightPlan, ConfigAloneIsItsCheckpointAtTorchDtype) {
+  TERN_REQUIRE_FIXTURE(testing::model_config_fixture("qwen3-0.6b"));
+  // Qwen3-0.6B: tied, 28 layers, hidden 1024, q 2048, kv 1024, ffn 3072; bfloat16.
+  const PlanModel m = fixture_plan_model("qwen3-0.6b");
+  EXPECT_EQ(m.format, "config.json");
+  const WeightPlan p = plan_weights(m, std::nullopt);
+  const uint64_t matrices = 151936ull * 1024 + 28 * (2048ull * 1024 + 2 * 1024ull * 1024 +
+                                                     1024ull * 2048 + 3 * 3072ull * 1024);
+  const uint64_t vectors = 28 * (1024 + 1024 + 128 + 128) + 1024;
+  ASSERT_EQ(p.by_type().size(), 1u);
+  EXPECT_EQ(p.by_type()[0].dtype, DType::BF16);
+  EXPECT_EQ(p.parameters(), matrices + vectors);  // 596,049,920: "0.6B" without the tied head
+  EXPECT_EQ(p.total_bytes(), 2 * (matrices + vectors));
+  EXPECT_TRUE(p.tied_embeddings);
+  EXPECT_EQ(find_tensor(p, "output.weight"), nullptr);
+  // Tied: the embedding table is lm_head too, and lm_head reads all of it.
+  EXPECT_EQ(p.bytes_read_per_token(), p.total_bytes());
+}
+
+TEST(WeightPlan, Llama3ScalingAddsRopeFreqsOnlyToWhatTernWrites) {
+  TERN_REQUIRE_FIXTURE(testing::model_config_fixture("llama-3.2-1b"));
+  const ModelConfig c = fixture_config("llama-3.2-1b");
+  // head_dim 64: 32 f32 divisors, which save_gguf writes and a Hugging Face checkpoint lacks.
+  const WeightPlan q8 = plan_recipe_weights(c, *parse_weight_recipe("q8_0"));
+  const PlannedTensor* freqs = find_tensor(q8, "rope_freqs.weight");
+  ASSERT_NE(freqs, nullptr);
+  EXPECT_EQ(freqs->dtype, DType::F32);
+  EXPECT_EQ(freqs->bytes, 32u * 4);
+  EXPECT_EQ(find_tensor(plan_checkpoint_weights(c, DType::BF16), "rope_freqs.weight"), nullptr);
+  // Llama 3.2 1B: 16 layers, hidden 2048, 32 heads / 8 kv heads of 64, ffn 8192, tied.
+  const uint64_t matrices =
+      128256ull * 2048 + 16 * (2 * 2048ull * 2048 + 2 * 512ull * 2048 + 3 * 8192ull * 2048);
+  EXPECT_EQ(find_type(q8.by_type(), DType::Q8_0)->elements, matrices);  // 1,235,746,816
+  EXPECT_EQ(find_type(q8.by_type(), DType::Q8_0)->bytes, matrices / 32 * 34);
+}
+
+TEST(WeightPlan, Q4_K_MChoosesPerTensorAsLlamaQuantize) {
+  TERN_REQUIRE_FIXTURE(testing::model_config_fixture("qwen3-0.6b"));
+  const ModelConfig c = fixture_config("qwen3-0.6b");
+  const WeightPlan p = plan_recipe_weights(c, *parse_weight_recipe("q4_k_m"));
+  // use_more_bits for 28 layers: the first 3, the last 4 (from 7·28/8 = 24) and every third
+  // from layer 5: attn_v and ffn_down of those 14 layers are Q6_K, as is the tied embedding.
+  const std::vector<int> more_bits = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27};
+  for (int i = 0; i < 28; ++i) {
+    const bool more = std::count(more_bits.begin(), more_bits.end(), i) > 0;
+    const std::string layer = "blk." + std::to_string(i) + ".";
+    EXPECT_EQ(find_tensor(p, layer + "attn_v.weight")->dtype, more ? DType::Q6_K : DType::Q4_K)
+        << i;
+    EXPECT_EQ(find_tensor(p, layer + "ffn_down.weight")->dtype, more ? DType::Q6_K : DType::Q4_K)
+        << i;
+    EXPECT_EQ(find_tensor(p, layer + "attn_q.weight")->dtype, DType::Q4_K) << i;
+  }
+  EXPECT_EQ(find_tensor(p, "token_embd.weight")->dtype, DType::Q6_K);
+  const uint64_t v_down = 1024ull * 1024 + 1024ull * 3072;  // attn_v + ffn_down of one layer
+  const uint64_t q6k = 151936ull * 1024 + 14 * v_down;
+  const uint64_t q4k =
+      28 * (2048ull * 1024 + 1024ull * 1024 + 1024ull * 2048 + 2 * 3072ull * 1024) + 14 * v_down;
+  // Q6_K: 210 bytes per 256 weights; Q4_K: 144.
+  EXPECT_EQ(find_type(p.by_type(), DType::Q6_K)->bytes, q6k / 256 * 210);
+  EXPECT_EQ(find_type(p.by_type(), DType::Q4_K)->bytes, q4k / 256 * 144);
+  EXPECT_EQ(find_type(p.by_type(), DType::Q6_K)->tensors, 1 + 2 * 14);
+}
+
+TEST(WeightPlan, AGgufsPlanIsItsTensorBytesAndWhatTheRecipeSays) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  testing::TempDir dir("plan-gguf");
+  const ModelConfig c =
+      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 8},
+                                                          {"vocab_size", 512},
+                                                          {"hidden_size", 256},
+                                                          {"intermediate_size", 512},
+                                                          {"num_attention_heads", 4},
+                                                          {"num_key_value_heads", 2},
+                                                          {"head_dim", 64},
+                                                          {"tie_word_embeddings", false}});
+  const QuantRecipe recipe = *parse_weight_recipe("q4_k_m");
+  const std::string path = dir.file("q4_k_m.gguf");
+  save_gguf(path, make_dummy_weights(c, recipe, 3), c, nullptr, "tiny");
+
+  const PlanModel m = open_plan_model(path);
+  EXPECT_EQ(m.format, "GGUF");
+  const WeightPlan file = plan_weights(m, std::nullopt);
+  uint64_t tensor_bytes = 0;
+  const GgufFile gguf = GgufFile::open(path);
+  for (const TensorInfo& t : gguf.tensors()) tensor_bytes += t.nbytes;
+  EXPECT_EQ(file.total_bytes(), tensor_bytes);
+  EXPECT_EQ(file.tensors.size(), gguf.tensors().size());
+  EXPECT_EQ(file.types, "the file's");
+  // The file tern made with the recipe has exactly the types the plan of the recipe predicts.
+  const WeightPlan predicted = plan_recipe_weights(c, recipe);
+  ASSERT_EQ(predicted.tensors.size(), file.tensors.size());
+  for (const PlannedTensor& t : predicted.tensors) {
+    const PlannedTensor* f = find_tensor(file, t.name);
+    ASSERT_NE(f, nullptr) << t.name;
+    EXPECT_EQ(f->dtype, t.dtype) << t.name;
+    EXPECT_EQ(f->bytes, t.bytes) << t.name;
+  }
+  EXPECT_EQ(file.bytes_read_per_token(),
+            tensor_bytes - find_tensor(file, "token_embd.weight")->bytes);
+  // --dtype on the file plans what requantizing it would make.
+  const WeightPlan q8 = plan_weights(m, parse_weight_recipe("q8_0"));
+  EXPECT_EQ(q8.types, "--dtype Q8_0");
+  EXPECT_EQ(find_tensor(q8, "blk.3.ffn_down.weight")->dtype, DType::Q8_0);
+}
+
+TEST(WeightPlan, AHuggingFaceFolderIsItsSafetensorsBytes) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  testing::TempDir dir("plan-hf");
+  const nlohmann::json overrides = {{"num_hidden_layers", 2},
+                                    {"vocab_size", 512},
+                                    {"hidden_size", 256},
+                                    {"intermediate_size", 512},
+                                    {"num_attention_heads", 4},
+                                    {"num_key_value_heads", 2},
+                                    {"head_dim", 64}};
+  const ModelConfig c = testing::shrunk_config("model-configs/qwen3-0.6b", overrides);
+  std::ifstream in(testing::fixture("model-configs/qwen3-0.6b/config.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  for (auto it = overrides.begin(); it != overrides.end(); ++it) j[it.key()] = it.value();
+  testing::write_hf_folder(dir, j, c, make_dummy_weights(c, DType::F32, 1), DType::BF16);
+
+  const PlanModel m = open_plan_model(dir.path().string());
+  EXPECT_EQ(m.format, "safetensors");
+  uint64_t bytes = 0;
+  const SafetensorsModel st = SafetensorsModel::open(dir.path().string());
+  for (const TensorInfo& t : st.tensors()) bytes += t.nbytes;
+  const WeightPlan p = plan_weights(m, std::nullopt);
+  EXPECT_EQ(p.total_bytes(), bytes);
+  // A BF16 checkpoint (norms in BF16 too) is what the config alone at its torch_dtype predicts.
+  EXPECT_EQ(plan_checkpoint_weights(m.config, DType::BF16).total_bytes(), bytes);
+}
+
+TEST(WeightPlan, TensorPartsByGgufAndHuggingFaceNames) {
+  EXPECT_EQ(tensor_part("blk.12.attn_v.weight").role, TensorRole::V);
+  EXPECT_EQ(tensor_part("blk.12.attn_v.weight").layer, 12);
+  EXPECT_EQ(tensor_part("model.layers.3.mlp.down_proj.weight").role, TensorRole::Down);
+  EXPECT_EQ(tensor_part("model.layers.3.mlp.down_proj.weight").layer, 3);
+  EXPECT_EQ(tensor_part("model.embed_tokens.weight").role, TensorRole::TokenEmbedding);
+  EXPECT_EQ(tensor_part("lm_head.weight").role, TensorRole::Output);
+  EXPECT_EQ(tensor_part("blk.1.attn_norm.weight").role, TensorRole::Other);
+  EXPECT_EQ(tensor_part("blk.x.attn_q.weight").role, TensorRole::Other);
+  EXPECT_EQ(tensor_part("blk.1").role, TensorRole::Other);
+}
+
+}  // namespace
+}  // namespace tern::plan
