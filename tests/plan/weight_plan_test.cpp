@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "models/model_test_util.h"
 #include "plan/plan_test_util.h"
@@ -66,7 +67,8 @@ TEST(WeightPlan, Qwen3_8bAtF16AndQ4_0ByHand) {
 
   // Q4_0: 18 bytes per 32 weights.
   const WeightPlan q4 = plan_recipe_weights(c, *parse_weight_recipe("q4_0"));
-  const TypeTotal* q4_type = find_type(q4.by_type(), DType::Q4_0);
+  const std::vector<TypeTotal> q4_types = q4.by_type();
+  const TypeTotal* q4_type = find_type(q4_types, DType::Q4_0);
   ASSERT_NE(q4_type, nullptr);
   EXPECT_EQ(q4_type->bytes, kQwen8bMatrices / 32 * 18);  // 4,607,115,264
   EXPECT_EQ(q4.total_bytes(), kQwen8bMatrices / 32 * 18 + 4 * kQwen8bVectors);
@@ -106,8 +108,9 @@ TEST(WeightPlan, Llama3ScalingAddsRopeFreqsOnlyToWhatTernWrites) {
   // Llama 3.2 1B: 16 layers, hidden 2048, 32 heads / 8 kv heads of 64, ffn 8192, tied.
   const uint64_t matrices =
       128256ull * 2048 + 16 * (2 * 2048ull * 2048 + 2 * 512ull * 2048 + 3 * 8192ull * 2048);
-  EXPECT_EQ(find_type(q8.by_type(), DType::Q8_0)->elements, matrices);  // 1,235,746,816
-  EXPECT_EQ(find_type(q8.by_type(), DType::Q8_0)->bytes, matrices / 32 * 34);
+  const std::vector<TypeTotal> q8_types = q8.by_type();
+  EXPECT_EQ(find_type(q8_types, DType::Q8_0)->elements, matrices);  // 1,235,746,816
+  EXPECT_EQ(find_type(q8_types, DType::Q8_0)->bytes, matrices / 32 * 34);
 }
 
 TEST(WeightPlan, Q4_K_MChoosesPerTensorAsLlamaQuantize) {
@@ -132,9 +135,10 @@ TEST(WeightPlan, Q4_K_MChoosesPerTensorAsLlamaQuantize) {
   const uint64_t q4k =
       28 * (2048ull * 1024 + 1024ull * 1024 + 1024ull * 2048 + 2 * 3072ull * 1024) + 14 * v_down;
   // Q6_K: 210 bytes per 256 weights; Q4_K: 144.
-  EXPECT_EQ(find_type(p.by_type(), DType::Q6_K)->bytes, q6k / 256 * 210);
-  EXPECT_EQ(find_type(p.by_type(), DType::Q4_K)->bytes, q4k / 256 * 144);
-  EXPECT_EQ(find_type(p.by_type(), DType::Q6_K)->tensors, 1 + 2 * 14);
+  const std::vector<TypeTotal> p_types = p.by_type();
+  EXPECT_EQ(find_type(p_types, DType::Q6_K)->bytes, q6k / 256 * 210);
+  EXPECT_EQ(find_type(p_types, DType::Q4_K)->bytes, q4k / 256 * 144);
+  EXPECT_EQ(find_type(p_types, DType::Q6_K)->tensors, 1 + 2 * 14);
 }
 
 TEST(WeightPlan, AGgufsPlanIsItsTensorBytesAndWhatTheRecipeSays) {
