@@ -12,6 +12,7 @@
 #include "hub/fake_hub_server.h"
 #include "hub/hub_test_util.h"
 #include "models/model_test_util.h"
+#include "plan/plan_test_util.h"
 #include "run_process.h"
 #include "tern/formats/gguf.h"
 #include "tern/models/gguf_export.h"
@@ -84,14 +85,7 @@ TEST(PlanCli, TextSaysWhatWouldFit) {
 TEST(PlanCli, AQuantizedGgufIsPlannedAsItsTensorBytesAndAsDtypePredicted) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   TempDir dir("plan-cli-gguf");
-  const ModelConfig c =
-      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 8},
-                                                          {"vocab_size", 512},
-                                                          {"hidden_size", 256},
-                                                          {"intermediate_size", 512},
-                                                          {"num_attention_heads", 4},
-                                                          {"num_key_value_heads", 2},
-                                                          {"head_dim", 64}});
+  const ModelConfig c = testing::tiny_qwen3_config(8, /*tied=*/true);
   const std::string f32 = dir.file("f32.gguf");
   save_gguf(f32, make_dummy_weights(c, DType::F32, 11), c, nullptr, "tiny");
   const std::string q = dir.file("q4_k_m.gguf");

@@ -60,6 +60,25 @@ TEST(LLMEngine, BatchInvariantTinyQwen3) {
   expect_batch_invariant(testing::tiny_qwen3, 16, 100, 12);
 }
 
+// stories260K with `config` (a roomy cache) against the same config in a cache of 12 blocks of
+// 16 tokens of `bytes_per_token`: the tiny one preempts, gives the same outputs and frees every
+// block.
+void expect_tiny_cache_preempts_and_gives_the_same_outputs(
+    const std::vector<std::vector<int32_t>>& prompts, const std::vector<SamplingParams>& params,
+    const EngineConfig& config, uint64_t bytes_per_token, const char* what) {
+  LLM big(testing::stories260k(), config);
+  const auto reference = big.generate(prompts, params);
+  EngineConfig tiny = config;
+  tiny.max_model_len = 160;
+  tiny.kv_cache_memory = bytes_per_token * 16 * 12 + 4096;
+  LLM small(testing::stories260k(), tiny);
+  ASSERT_LE(small.engine().stats().num_blocks, 13);
+  const auto outputs = small.generate(prompts, params);
+  EXPECT_GT(small.engine().stats().num_preemptions, 0);
+  expect_same_outputs(outputs, reference, what);
+  EXPECT_EQ(small.engine().stats().kv_cache_usage, 0.0);
+}
+
 // Each quantized KV dtype keeps the engine batch invariant (its own outputs, not f16's).
 TEST(LLMEngine, BatchInvariantForEveryKvDtype) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
@@ -88,20 +107,10 @@ TEST(LLMEngine, Int8CacheHoldsTwiceTheTokensAndSurvivesPreemption) {
   EXPECT_EQ(f16_blocks, ((1 << 20) - 2 * 5 * 64) / (640 * 16));
   EXPECT_EQ(int8_blocks, ((1 << 20) - 4 * 5 * 64) / (400 * 16));
 
-  const auto prompts = random_prompts(16, 100, 512, 9);
-  std::vector<SamplingParams> params(16, greedy(30));
   int8.kv_cache_memory = uint64_t{64} << 20;
-  LLM big(testing::stories260k(), int8);
-  const auto reference = big.generate(prompts, params);
-  EngineConfig tiny = int8;
-  tiny.max_model_len = 160;
-  tiny.kv_cache_memory = 400 * 16 * 12 + 4096;  // 12 blocks of 16 tokens (400 bytes per token)
-  LLM small(testing::stories260k(), tiny);
-  ASSERT_LE(small.engine().stats().num_blocks, 13);
-  const auto outputs = small.generate(prompts, params);
-  EXPECT_GT(small.engine().stats().num_preemptions, 0);
-  expect_same_outputs(outputs, reference, "tiny int8 cache");
-  EXPECT_EQ(small.engine().stats().kv_cache_usage, 0.0);
+  expect_tiny_cache_preempts_and_gives_the_same_outputs(
+      random_prompts(16, 100, 512, 9), std::vector<SamplingParams>(16, greedy(30)), int8, 400,
+      "tiny int8 cache");
 }
 
 TEST(LLMEngine, TinyCachePreemptsAndStillGivesTheSameOutputs) {
@@ -116,17 +125,8 @@ TEST(LLMEngine, TinyCachePreemptsAndStillGivesTheSameOutputs) {
     }
     params.push_back(p);
   }
-  LLM big(testing::stories260k(), small_engine(64));
-  const auto reference = big.generate(prompts, params);
-  EngineConfig tiny = small_engine(64);
-  tiny.max_model_len = 160;
-  tiny.kv_cache_memory = 640 * 16 * 12 + 4096;  // 12 blocks of 16 tokens (640 bytes per token)
-  LLM small(testing::stories260k(), tiny);
-  ASSERT_LE(small.engine().stats().num_blocks, 13);
-  const auto outputs = small.generate(prompts, params);
-  EXPECT_GT(small.engine().stats().num_preemptions, 0);
-  expect_same_outputs(outputs, reference, "tiny cache");
-  EXPECT_EQ(small.engine().stats().kv_cache_usage, 0.0);
+  expect_tiny_cache_preempts_and_gives_the_same_outputs(prompts, params, small_engine(64), 640,
+                                                        "tiny cache");
 }
 
 TEST(LLMEngine, RejectsWhatCanNeverRunAndKeepsServing) {

@@ -76,15 +76,7 @@ TEST(MemoryPlan, WorkingMemoryOfQwen3_8bByHand) {
 // step (the logits are the caller's), fused copies and this CPU's activation formats included.
 TEST(MemoryPlan, WorkingMemoryEqualsWhatTheDecoderAllocates) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c =
-      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
-                                                          {"vocab_size", 512},
-                                                          {"hidden_size", 256},
-                                                          {"intermediate_size", 512},
-                                                          {"num_attention_heads", 4},
-                                                          {"num_key_value_heads", 2},
-                                                          {"head_dim", 64},
-                                                          {"tie_word_embeddings", false}});
+  const ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
   for (const char* type : {"f16", "q8_0", "q4_0", "q4_k_m", "bf16"}) {
     const QuantRecipe recipe = *parse_weight_recipe(type);
     ModelWeights weights = make_dummy_weights(c, recipe, 5);

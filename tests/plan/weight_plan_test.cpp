@@ -144,15 +144,7 @@ TEST(WeightPlan, Q4_K_MChoosesPerTensorAsLlamaQuantize) {
 TEST(WeightPlan, AGgufsPlanIsItsTensorBytesAndWhatTheRecipeSays) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   testing::TempDir dir("plan-gguf");
-  const ModelConfig c =
-      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 8},
-                                                          {"vocab_size", 512},
-                                                          {"hidden_size", 256},
-                                                          {"intermediate_size", 512},
-                                                          {"num_attention_heads", 4},
-                                                          {"num_key_value_heads", 2},
-                                                          {"head_dim", 64},
-                                                          {"tie_word_embeddings", false}});
+  const ModelConfig c = testing::tiny_qwen3_config(8, /*tied=*/false);
   const QuantRecipe recipe = *parse_weight_recipe("q4_k_m");
   const std::string path = dir.file("q4_k_m.gguf");
   save_gguf(path, make_dummy_weights(c, recipe, 3), c, nullptr, "tiny");
