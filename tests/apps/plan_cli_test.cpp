@@ -1,7 +1,8 @@
 // `tern plan` through the binary: --json's figures for a fixture config, the "does not fit"
 // advice in text, a GGUF that `tern quantize` wrote planned to its exact tensor bytes (and
 // equal to the plan of --dtype on its input), a Hugging Face name planned from config.json and
-// the listing's sizes with no weights downloaded, and refused flags.
+// the listing's sizes with no weights downloaded, a hub GGUF only from the cache, and refused
+// flags.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -141,6 +142,36 @@ TEST(PlanCli, AHuggingFaceNameNeedsOnlyItsConfigAndTheListing) {
       plan_json({"Qwen/Qwen3-1.7B", "--bandwidth", "936GB/s", "--device-memory", "24GiB"});
   EXPECT_EQ(cached["weights"]["bytes"], local["weights"]["bytes"]);
   EXPECT_EQ(hub.requests(), requests);
+}
+
+TEST(PlanCli, AHubGgufIsPlannedFromTheCacheOnly) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  testing::FakeHubServer hub;
+  TempDir home("plan-cli-hub-gguf");
+  testing::FakeRepo repo;
+  repo.commit = "6666666666666666666666666666666666666666";
+  repo.files["stories260K-F32.gguf"] = {
+      testing::read_binary_file(fixture("stories260K/stories260K.gguf")), true};
+  hub.add_repo("test-org/stories260K-GGUF", repo);
+  testing::ScopedEnv env({{"HF_ENDPOINT", hub.endpoint()},
+                          {"HF_HOME", home.path().string()},
+                          {"HF_HUB_CACHE", std::nullopt},
+                          {"HF_TOKEN", std::nullopt},
+                          {"HF_HUB_OFFLINE", std::nullopt}});
+  // Not cached: refused with what to do, nothing fetched.
+  auto r = run_tern(
+      {"plan", "test-org/stories260K-GGUF:F32", "--bandwidth", "1GB/s", "--device-memory", "1GiB"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("downloads no weights"), std::string::npos) << r.err;
+  EXPECT_EQ(hub.requests(), 0);
+  // Once another command brought it into the cache, its header is planned like the file's.
+  ASSERT_EQ(run_tern({"inspect", "test-org/stories260K-GGUF:F32"}).exit_code, 0);
+  const nlohmann::json cached = plan_json(
+      {"test-org/stories260K-GGUF:F32", "--bandwidth", "1GB/s", "--device-memory", "1GiB"});
+  const nlohmann::json local = plan_json(
+      {fixture("stories260K/stories260K.gguf"), "--bandwidth", "1GB/s", "--device-memory", "1GiB"});
+  EXPECT_EQ(cached["format"], "GGUF");
+  EXPECT_EQ(cached["weights"], local["weights"]);
 }
 
 TEST(PlanCli, RefusesBadFlags) {

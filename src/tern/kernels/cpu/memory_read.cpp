@@ -1,42 +1,57 @@
-// read_memory's split across threads, and its scalar loop.
+// read_memory's schedule (the decode GEMVs' read_in_streams) and its scalar loop.
 #include "tern/kernels/cpu/memory_read.h"
 
 #include <omp.h>
 
 #include <cstring>
+#include <vector>
+
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
+namespace {
 
-uint64_t read_lines_scalar(const void* lines, size_t begin, size_t end) {
-  const auto* p = static_cast<const std::byte*>(lines);
-  // Four independent sums keep several loads in flight, as the vector loop does.
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  for (size_t line = begin; line < end; ++line) {
-    uint64_t w[8];
-    std::memcpy(w, p + line * 64, sizeof w);
-    s0 += w[0] + w[4];
-    s1 += w[1] + w[5];
-    s2 += w[2] + w[6];
-    s3 += w[3] + w[7];
-  }
-  return s0 + s1 + s2 + s3;
+// As the GEMVs (matmul.cpp's kGemvStreams): the hardware prefetcher keeps more lines in flight
+// for several streams than for one.
+constexpr int kStreams = 4;
+
+uint64_t sum_line(const std::byte* line) {
+  uint64_t w[8];
+  std::memcpy(w, line, sizeof w);
+  return (w[0] + w[4]) + (w[1] + w[5]) + (w[2] + w[6]) + (w[3] + w[7]);
 }
 
-uint64_t read_memory(const void* data, size_t bytes, int threads) {
-  return read_memory(data, bytes, threads, best_isa());
-}
+}  // namespace
 
-uint64_t read_memory(const void* data, size_t bytes, int threads, Isa isa) {
-  const size_t n = bytes / 64;
-  const auto read = isa >= Isa::Avx512 ? read_lines_avx512 : read_lines_scalar;
-  if (threads < 1) threads = 1;
+uint64_t read_blocks_scalar(const std::byte* const* blocks, int count) {
   uint64_t total = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
-  for (int t = 0; t < threads; ++t) {
-    const size_t begin = n * static_cast<size_t>(t) / static_cast<size_t>(threads);
-    const size_t end = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
-    total += read(data, begin, end);
-  }
+  for (size_t off = 0; off < kReadBlockBytes; off += 64)
+    for (int s = 0; s < count; ++s) total += sum_line(blocks[s] + off);
+  return total;
+}
+
+uint64_t read_memory(const void* data, size_t bytes) {
+  return read_memory(data, bytes, best_isa());
+}
+
+uint64_t read_memory(const void* data, size_t bytes, Isa isa) {
+  const auto read_blocks = isa >= Isa::Avx512 ? read_blocks_avx512 : read_blocks_scalar;
+  const auto* base = static_cast<const std::byte*>(data);
+  const auto items = static_cast<int64_t>(bytes / kReadBlockBytes);
+  // One sum per thread, a cache line apart; added up afterwards (wrapping: any order agrees).
+  struct alignas(64) Sum {
+    uint64_t value = 0;
+  };
+  std::vector<Sum> sums(static_cast<size_t>(omp_get_max_threads()));
+  read_in_streams<kStreams>(items, [&](const int64_t* at, int count) {
+    const std::byte* blocks[kStreams];
+    for (int s = 0; s < count; ++s) blocks[s] = base + static_cast<size_t>(at[s]) * kReadBlockBytes;
+    sums[static_cast<size_t>(omp_get_thread_num())].value += read_blocks(blocks, count);
+  });
+  uint64_t total = 0;
+  for (const Sum& s : sums) total += s.value;
+  for (size_t off = static_cast<size_t>(items) * kReadBlockBytes; off < bytes; off += 64)
+    total += sum_line(base + off);  // the lines past the last whole block
   return total;
 }
 

@@ -9,16 +9,19 @@
 
 namespace tern::cpu {
 
-// Reads `bytes` bytes at `data` (64-byte aligned, a multiple of 64 bytes) in `threads`
-// contiguous shares, one per OpenMP thread (a GEMV's rows split across threads), and returns
-// the wrapping sum of its 64-bit words, so the reads cannot be optimised away. The AVX-512 loop
-// loads four cache lines an iteration with software prefetch ahead (fewer loads in flight
-// would measure the loop, not memory); the scalar twin gives the same sum.
-uint64_t read_memory(const void* data, size_t bytes, int threads);
-uint64_t read_memory(const void* data, size_t bytes, int threads, Isa isa);
+// Bytes of one item of the schedule: about one weight row of a 1-2B model's matrices.
+inline constexpr size_t kReadBlockBytes = 4096;
 
-// One thread's share [begin, end) of 64-byte lines.
-uint64_t read_lines_scalar(const void* lines, size_t begin, size_t end);
-uint64_t read_lines_avx512(const void* lines, size_t begin, size_t end);
+// Reads `bytes` bytes at `data` (64-byte aligned, a multiple of 64 bytes) with the decode GEMVs'
+// schedule (read_in_streams: OpenMP's threads, each its share as four streams read in step,
+// prefetched into L2, stealing from the slowest at the end) and returns the wrapping sum of its
+// 64-bit words, so the reads cannot be optimised away. With the best ISA's loop, or `isa`'s:
+// the AVX-512 one and its scalar twin give the same sum.
+uint64_t read_memory(const void* data, size_t bytes);
+uint64_t read_memory(const void* data, size_t bytes, Isa isa);
+
+// `count` blocks of kReadBlockBytes read side by side, line by line (count ≤ 4).
+uint64_t read_blocks_scalar(const std::byte* const* blocks, int count);
+uint64_t read_blocks_avx512(const std::byte* const* blocks, int count);
 
 }  // namespace tern::cpu

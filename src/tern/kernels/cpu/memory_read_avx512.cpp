@@ -1,27 +1,31 @@
-// read_memory's AVX-512 loop: four 64-byte loads an iteration, prefetched 1.5 KiB ahead.
+// read_memory's AVX-512 loop: each stream's next line loaded in turn, the line kPrefetchL2Bytes
+// ahead asked into L2 (as the packed GEMVs ask for their weights).
 #include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/memory_read.h"
+#include "tern/kernels/cpu/simd_common.h"
 
 namespace tern::cpu {
 
-uint64_t read_lines_avx512(const void* lines, size_t begin, size_t end) {
-  const auto* p = static_cast<const char*>(lines);
-  __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-  size_t i = begin;
-  for (; i + 3 < end; i += 4) {
-    const char* line = p + i * 64;
-    _mm_prefetch(line + 1536, _MM_HINT_T0);
-    _mm_prefetch(line + 1600, _MM_HINT_T0);
-    _mm_prefetch(line + 1664, _MM_HINT_T0);
-    _mm_prefetch(line + 1728, _MM_HINT_T0);
-    acc0 = _mm512_add_epi64(acc0, _mm512_load_si512(line));
-    acc1 = _mm512_add_epi64(acc1, _mm512_load_si512(line + 64));
-    acc2 = _mm512_add_epi64(acc2, _mm512_load_si512(line + 128));
-    acc3 = _mm512_add_epi64(acc3, _mm512_load_si512(line + 192));
+uint64_t read_blocks_avx512(const std::byte* const* blocks, int count) {
+  __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                    _mm512_setzero_si512()};
+  if (count == 4) {
+    for (size_t off = 0; off < kReadBlockBytes; off += 64) {
+      for (int s = 0; s < 4; ++s) {
+        prefetch_l2_ahead(blocks[s] + off);
+        acc[s] = _mm512_add_epi64(acc[s], _mm512_load_si512(blocks[s] + off));
+      }
+    }
+  } else {
+    for (int s = 0; s < count; ++s)
+      for (size_t off = 0; off < kReadBlockBytes; off += 64) {
+        prefetch_l2_ahead(blocks[s] + off);
+        acc[s] = _mm512_add_epi64(acc[s], _mm512_load_si512(blocks[s] + off));
+      }
   }
-  for (; i < end; ++i) acc0 = _mm512_add_epi64(acc0, _mm512_load_si512(p + i * 64));
-  acc0 = _mm512_add_epi64(_mm512_add_epi64(acc0, acc1), _mm512_add_epi64(acc2, acc3));
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(acc0));
+  const __m512i all =
+      _mm512_add_epi64(_mm512_add_epi64(acc[0], acc[1]), _mm512_add_epi64(acc[2], acc[3]));
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(all));
 }
 
 }  // namespace tern::cpu
