@@ -17,6 +17,7 @@ packages=(
   libbenchmark-dev                  # micro-benchmarks
   python3-jinja2                    # renders expected chat templates in test-data scripts
   libcurl4-openssl-dev              # Hugging Face hub downloads
+  libucx-dev                        # KV-cache transfer between prefill and decode instances (UCX)
 )
 
 missing=()
