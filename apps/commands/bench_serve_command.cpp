@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -18,6 +19,7 @@
 #include "commands/commands.h"
 #include "tern/bench/arrivals.h"
 #include "tern/bench/datasets.h"
+#include "tern/bench/interference.h"
 #include "tern/bench/metrics.h"
 #include "tern/bench/openai_stream.h"
 #include "tern/bench/report.h"
@@ -61,6 +63,14 @@ struct ServeBenchOptions {
   bool disable_tqdm = false;
   double temperature = NAN, top_p = NAN;
   int top_k = 0;
+  // The interference experiment: long prompts that arrive now and then beside the dataset's
+  // requests (their own random dataset and Poisson arrivals); the report's figures stay the
+  // dataset's, with the worst gap and the long ones' TTFT beside them.
+  int64_t long_num_prompts = 0;
+  int64_t long_input_len = 3000;
+  int64_t long_output_len = 16;
+  double long_request_rate = 0.05;
+  std::string plot_itl_timeline;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -188,6 +198,37 @@ void run(ServeBenchOptions o) {
   for (size_t i = 0; i < samples.size(); ++i)
     planned.push_back({bench::request_body(endpoint, body, samples[i].prompt, samples[i].expected_output_len),
                        samples[i].prompt_len, arrivals[i]});
+  // Long prompts join the schedule in arrival order; is_long says which record is whose.
+  std::vector<bool> is_long(planned.size(), false);
+  if (o.long_num_prompts > 0) {
+    if (!(o.long_request_rate > 0)) throw Error("--long-request-rate must be positive");
+    bench::RandomDatasetOptions r;
+    r.num_prompts = o.long_num_prompts;
+    r.input_len = o.long_input_len;
+    r.output_len = o.long_output_len;
+    r.seed = o.seed + 1;
+    const std::vector<bench::SampleRequest> long_samples = bench::random_dataset(tokenizer, r);
+    const std::vector<double> long_arrivals =
+        bench::arrival_times(o.long_num_prompts, o.long_request_rate, 1.0, o.seed + 1);
+    bench::RequestBodyOptions long_body = body;
+    long_body.ignore_eos = true;
+    std::vector<std::pair<bench::PlannedRequest, bool>> merged;
+    for (size_t i = 0; i < planned.size(); ++i) merged.push_back({std::move(planned[i]), false});
+    for (size_t i = 0; i < long_samples.size(); ++i)
+      merged.push_back({{bench::request_body(endpoint, long_body, long_samples[i].prompt,
+                                             long_samples[i].expected_output_len),
+                         long_samples[i].prompt_len, long_arrivals[i]},
+                        true});
+    std::stable_sort(merged.begin(), merged.end(), [](const auto& a, const auto& b) {
+      return a.first.arrival < b.first.arrival;
+    });
+    planned.clear();
+    is_long.clear();
+    for (auto& [request, long_one] : merged) {
+      planned.push_back(std::move(request));
+      is_long.push_back(long_one);
+    }
+  }
 
   std::printf("Traffic request rate: %s\n", bench::python_float(request_rate).c_str());
   std::printf("Burstiness factor: %s (%s)\n", bench::python_float(o.burstiness).c_str(),
@@ -205,8 +246,15 @@ void run(ServeBenchOptions o) {
   if (o.max_concurrency > 0) client.max_concurrency = o.max_concurrency;
   client.progress = !o.disable_tqdm;
   const bench::SpecDecodeCounters spec_before = scrape_spec_decode(o);
-  const bench::RunResult run = bench::run_requests(planned, client);
+  bench::RunResult run = bench::run_requests(planned, client);
   const bench::SpecDecodeCounters spec_after = scrape_spec_decode(o);
+  std::vector<bench::RequestRecord> long_records;
+  if (o.long_num_prompts > 0) {
+    std::vector<bench::RequestRecord> streams;
+    for (size_t i = 0; i < run.records.size(); ++i)
+      (is_long[i] ? long_records : streams).push_back(std::move(run.records[i]));
+    run.records = std::move(streams);
+  }
 
   const bench::BenchmarkMetrics m = bench::compute_metrics(
       run.records, run.duration_s, slos, percentiles, [&](const std::string& text) {
@@ -229,6 +277,8 @@ void run(ServeBenchOptions o) {
     std::printf("WARNING: all requests failed; check --base-url, --endpoint and --model\n");
   std::fputs(bench::summary_table(m, config, run.duration_s).c_str(), stdout);
   std::fputs(bench::spec_decode_section(spec_before, spec_after).c_str(), stdout);
+  if (o.long_num_prompts > 0 || !o.plot_itl_timeline.empty())
+    std::fputs(bench::interference_section(run.records, long_records, percentiles).c_str(), stdout);
   std::fflush(stdout);
 
   const std::string date = now_stamp();
@@ -242,6 +292,8 @@ void run(ServeBenchOptions o) {
     nlohmann::ordered_json result = bench::result_json(m, config, run.records, run.duration_s, date);
     const nlohmann::ordered_json spec = bench::spec_decode_json(spec_before, spec_after);
     if (!spec.is_null()) result.update(spec);
+    if (o.long_num_prompts > 0 || !o.plot_itl_timeline.empty())
+      result.update(bench::interference_json(run.records, long_records, percentiles));
     write_file(path, result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     std::fprintf(stderr, "tern bench serve: results saved to %s\n", path.c_str());
   }
@@ -253,6 +305,16 @@ void run(ServeBenchOptions o) {
                         (o.max_concurrency > 0 ? ", concurrency " + std::to_string(o.max_concurrency) : "");
     write_file(o.plot, bench::latency_cdf_svg(series, title));
     std::fprintf(stderr, "tern bench serve: latency plot saved to %s\n", o.plot.c_str());
+  }
+  if (!o.plot_itl_timeline.empty()) {
+    std::string title = o.model + " — inter-token latency over time, " +
+                        std::to_string(m.completed) + " streams at rate " + o.request_rate;
+    if (o.long_num_prompts > 0)
+      title += ", " + std::to_string(long_records.size()) + " long prompts of " +
+               std::to_string(o.long_input_len) + " tokens";
+    write_file(o.plot_itl_timeline, bench::itl_timeline_svg(run.records, long_records, title));
+    std::fprintf(stderr, "tern bench serve: ITL timeline saved to %s\n",
+                 o.plot_itl_timeline.c_str());
   }
 }
 
@@ -302,6 +364,16 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--temperature", opt->temperature, "Sent when given");
   cmd->add_option("--top-p", opt->top_p, "Sent when given");
   cmd->add_option("--top-k", opt->top_k, "Sent when given");
+  cmd->add_option("--long-num-prompts", opt->long_num_prompts,
+                  "Long prompts that arrive beside the dataset (the interference experiment)")
+      ->capture_default_str();
+  cmd->add_option("--long-input-len", opt->long_input_len)->capture_default_str();
+  cmd->add_option("--long-output-len", opt->long_output_len)->capture_default_str();
+  cmd->add_option("--long-request-rate", opt->long_request_rate,
+                  "Long prompts per second (Poisson)")
+      ->capture_default_str();
+  cmd->add_option("--plot-itl-timeline", opt->plot_itl_timeline,
+                  "Write an SVG of every inter-token gap over time, long arrivals marked");
   cmd->callback([opt] { run(*opt); });
 }
 

@@ -223,6 +223,43 @@ TEST(BenchServeCli, CompletionsWithUsageCountsSuccessesAndFailures) {
   std::filesystem::remove(plot);
 }
 
+TEST(BenchServeCli, LongPromptsBesideTheStreamsAreReportedApart) {
+  TERN_REQUIRE_FIXTURE(kTokenizer);
+  FakeOpenAiServer server(/*usage=*/true);
+  const std::string result = temp_path("bench-interference.json");
+  const std::string timeline = temp_path("bench-timeline.svg");
+  auto r = run_tern({"bench", "serve", "--base-url", server.base_url(), "--model", "fake-model",
+                     "--tokenizer", fixture(kTokenizer), "--num-prompts", "9",
+                     "--random-input-len", "40", "--random-output-len", "4",
+                     "--request-rate", "200", "--long-num-prompts", "3", "--long-input-len", "300",
+                     "--long-output-len", "4", "--long-request-rate", "100", "--result-filename",
+                     result, "--plot-itl-timeline", timeline, "--disable-tqdm"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(server.requests(), 12);  // 9 streams and 3 long prompts
+  const auto j = nlohmann::json::parse(read_file(result));
+  // The table and its lists are the 9 streams'; the long ones are counted apart.
+  EXPECT_EQ(j["completed"].get<int>() + j["failed"].get<int>(), 9);
+  EXPECT_EQ(j["itls"].size(), 9u);
+  EXPECT_EQ(j["long_completed"].get<int>() + j["long_failed"].get<int>(), 3);
+  EXPECT_EQ(j["long_start_times"].size(), 3u);
+  EXPECT_GT(j["max_itl_ms"].get<double>(), 0);
+  EXPECT_GE(j["max_itl_ms"].get<double>(), j["p99_itl_ms"].get<double>());
+  EXPECT_NE(r.out.find("Max ITL (ms):"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Long requests completed:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Max long TTFT (ms):"), std::string::npos) << r.out;
+
+  const std::string svg = read_file(timeline);
+  size_t arrivals = 0;
+  for (size_t at = 0; (at = svg.find("class=\"long-arrival\"", at)) != std::string::npos; ++at)
+    ++arrivals;
+  EXPECT_EQ(arrivals, 3u);
+  size_t dots = 0;
+  for (size_t at = 0; (at = svg.find("class=\"gap\"", at)) != std::string::npos; ++at) ++dots;
+  EXPECT_EQ(dots, 3u * j["completed"].get<size_t>());  // four chunks: three gaps a stream
+  std::filesystem::remove(result);
+  std::filesystem::remove(timeline);
+}
+
 TEST(BenchServeCli, ChatWithoutUsageCountsTokensWithTheTokenizer) {
   TERN_REQUIRE_FIXTURE(kTokenizer);
   FakeOpenAiServer server(/*usage=*/false);

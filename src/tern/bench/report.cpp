@@ -6,28 +6,25 @@
 #include <cstdlib>
 
 namespace tern::bench {
-namespace {
 
 // Python's "{:<40} {:<10.2f}" and "{:<40} {:<10}".
-void row(std::string& out, const std::string& label, double value) {
+void summary_row(std::string& out, const std::string& label, double value) {
   char line[128];
   std::snprintf(line, sizeof line, "%-40s %-10.2f\n", label.c_str(), value);
   out += line;
 }
-void row(std::string& out, const std::string& label, int64_t value) {
+void summary_row(std::string& out, const std::string& label, int64_t value) {
   char line[128];
   std::snprintf(line, sizeof line, "%-40s %-10lld\n", label.c_str(), static_cast<long long>(value));
   out += line;
 }
 
 // Python's "{s:{c}^{n}}": centred, the odd padding character on the right.
-std::string centred(const std::string& s, char fill, size_t width = 50) {
+std::string summary_rule(const std::string& s, char fill, size_t width) {
   if (s.size() >= width) return s + "\n";
   const size_t pad = width - s.size();
   return std::string(pad / 2, fill) + s + std::string(pad - pad / 2, fill) + "\n";
 }
-
-}  // namespace
 
 std::string python_float(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -82,28 +79,28 @@ std::string percentile_word(double p) {
 }
 
 std::string summary_table(const BenchmarkMetrics& m, const ReportConfig& c, double duration_s) {
-  std::string out = centred(" Serving Benchmark Result ", '=');
-  row(out, "Successful requests:", m.completed);
-  row(out, "Failed requests:", m.failed);
-  if (c.max_concurrency) row(out, "Maximum request concurrency:", *c.max_concurrency);
-  if (!std::isinf(c.request_rate)) row(out, "Request rate configured (RPS):", c.request_rate);
-  row(out, "Benchmark duration (s):", duration_s);
-  row(out, "Total input tokens:", m.total_input);
-  row(out, "Total generated tokens:", m.total_output);
-  row(out, "Request throughput (req/s):", m.request_throughput);
-  if (c.goodput) row(out, "Request goodput (req/s):", m.request_goodput);
-  row(out, "Output token throughput (tok/s):", m.output_throughput);
-  row(out, "Peak output token throughput (tok/s):", m.max_output_tokens_per_s);
-  row(out, "Peak concurrent requests:", static_cast<double>(m.max_concurrent_requests));
-  row(out, "Total token throughput (tok/s):", m.total_token_throughput);
+  std::string out = summary_rule(" Serving Benchmark Result ", '=');
+  summary_row(out, "Successful requests:", m.completed);
+  summary_row(out, "Failed requests:", m.failed);
+  if (c.max_concurrency) summary_row(out, "Maximum request concurrency:", *c.max_concurrency);
+  if (!std::isinf(c.request_rate)) summary_row(out, "Request rate configured (RPS):", c.request_rate);
+  summary_row(out, "Benchmark duration (s):", duration_s);
+  summary_row(out, "Total input tokens:", m.total_input);
+  summary_row(out, "Total generated tokens:", m.total_output);
+  summary_row(out, "Request throughput (req/s):", m.request_throughput);
+  if (c.goodput) summary_row(out, "Request goodput (req/s):", m.request_goodput);
+  summary_row(out, "Output token throughput (tok/s):", m.output_throughput);
+  summary_row(out, "Peak output token throughput (tok/s):", m.max_output_tokens_per_s);
+  summary_row(out, "Peak concurrent requests:", static_cast<double>(m.max_concurrent_requests));
+  summary_row(out, "Total token throughput (tok/s):", m.total_token_throughput);
   for (const MetricNames& names : kMetrics) {
     if (!selected(c, names.key)) continue;
     const LatencyStats& s = stats_of(m, names.key);
-    out += centred(names.header, '-');
-    row(out, std::string("Mean ") + names.label + " (ms):", s.mean_ms);
-    row(out, std::string("Median ") + names.label + " (ms):", s.median_ms);
+    out += summary_rule(names.header, '-');
+    summary_row(out, std::string("Mean ") + names.label + " (ms):", s.mean_ms);
+    summary_row(out, std::string("Median ") + names.label + " (ms):", s.median_ms);
     for (const auto& [p, value] : s.percentiles_ms)
-      row(out, std::string("P").append(percentile_word(p)).append(" ").append(names.label).append(" (ms):"), value);
+      summary_row(out, std::string("P").append(percentile_word(p)).append(" ").append(names.label).append(" (ms):"), value);
   }
   out += std::string(50, '=') + "\n";
   return out;

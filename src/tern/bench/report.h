@@ -33,6 +33,12 @@ std::string python_float(double v);
 std::string percentile_word(double p);
 
 // vLLM's table: 50 columns, "{:<40} {:<10.2f}" rows, one section per selected metric.
+// The table's pieces: a row "{:<40} {:<10.2f}" (or {:<10} for a count), and a heading centred
+// in 50 characters of `fill` ("{s:{c}^{n}}").
+void summary_row(std::string& out, const std::string& label, double value);
+void summary_row(std::string& out, const std::string& label, int64_t value);
+std::string summary_rule(const std::string& title, char fill, size_t width = 50);
+
 std::string summary_table(const BenchmarkMetrics& m, const ReportConfig& config, double duration_s);
 
 // The first (up to 10) failures, one line each, as vLLM prints them before the table.

@@ -3,40 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "tern/bench/metrics.h"
+#include "tern/bench/svg_text.h"
 
 namespace tern::bench {
 namespace {
 
-std::string escape_xml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-// A tick label without trailing zeros: 0, 2.5, 100, 0.25.
-std::string tick_label(double v) {
-  std::string s = fmt("%.3f", v);
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
-}
+using svg::escape_xml;
+using svg::fmt;
+using svg::tick_label;
 
 constexpr double kPanelW = 460, kPanelH = 300;
 constexpr double kLeft = 60, kRight = 20, kTop = 40, kBottom = 50;  // margins inside a panel
