@@ -63,7 +63,7 @@ std::string sizes_text(std::span<const uint64_t> sizes) {
 
 struct KvTransferClient::Impl {
   std::string fingerprint;
-  UcxWorker worker{"tern-kv-client"};
+  UcxWorker worker{"tern-kv-client", /*listens=*/false};
   std::map<std::string, std::unique_ptr<Connection>> connections;  // by host:port
   ActivePull* active = nullptr;
   int ops_in_flight = 0;  // request sends and block receives not yet completed
@@ -73,7 +73,7 @@ struct KvTransferClient::Impl {
   explicit Impl(std::string fp);
   ~Impl();
   Connection* connect(const std::string& host, int port, const std::string& key, bool* fresh, std::string* error);
-  void drop(const std::string& key);
+  void drop(const std::string& key, uint64_t cancel_pull_id = 0);
   enum class Outcome { kDone, kRetry };
   Outcome attempt(Connection* conn, bool fresh, const std::string& key, const PullRequest& request,
                   ActivePull& pull, Clock::time_point deadline, double timeout_seconds);
@@ -102,8 +102,10 @@ struct KvTransferClient::Impl {
     --ops_in_flight;
     if (active == nullptr) return;
     if (status != UCS_OK) {
-      active->fail("receiving block " + std::to_string(block) + " from producer " + active->peer +
-                   " failed (UCX: " + ucx_status_text(status) + ")");
+      // Over a live connection a receive fails only when the producer went away.
+      active->fail("producer " + active->peer + " died mid-transfer, after " + std::to_string(active->blocks_done) +
+                   " of " + std::to_string(active->dest.size()) + " blocks (UCX: receiving block " +
+                   std::to_string(block) + ": " + ucx_status_text(status) + ")");
       return;
     }
     ++active->blocks_done;
@@ -305,11 +307,27 @@ Connection* KvTransferClient::Impl::connect(const std::string& host, int port, c
   return connections.emplace(key, std::move(conn)).first->second.get();
 }
 
-void KvTransferClient::Impl::drop(const std::string& key) {
+void KvTransferClient::Impl::drop(const std::string& key, uint64_t cancel_pull_id) {
   auto it = connections.find(key);
   if (it == connections.end()) return;
+  Connection& conn = *it->second;
+  if (!conn.dead && cancel_pull_id != 0) {
+    // Tell a live producer first: over shared memory it would not notice the closed endpoint
+    // and would keep the pull's sends (and its blocks) until its pull timeout.
+    std::byte header[kBlockHeaderBytes];
+    encode_block_header(BlockHeader{cancel_pull_id, 0}, header);
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+    ucs_status_ptr_t sent = ucp_am_send_nbx(conn.ep, kAmPullCancel, header, sizeof header, nullptr, 0, &param);
+    if (sent != nullptr && !UCS_PTR_IS_ERR(sent)) {
+      const auto until = Clock::now() + std::chrono::milliseconds(200);
+      while (ucp_request_check_status(sent) == UCS_INPROGRESS && !conn.dead && Clock::now() < until) worker.wait(10);
+      ucp_request_free(sent);  // if still in flight, the force close below cancels it
+    }
+  }
   // Force: the peer may be dead or stuck; outstanding receives complete (canceled) inside.
-  worker.close_endpoint(it->second->ep, /*force=*/true);
+  worker.close_endpoint(conn.ep, /*force=*/true);
   connections.erase(it);
 }
 
@@ -419,7 +437,7 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
     // Anything but a clean refusal leaves the connection suspect, and receives may still be aimed
     // at dest: closing it cancels them, and they complete before we return.
     if (outcome == Impl::Outcome::kRetry || (pull.failed() && (!pull.clean_refusal || im.ops_in_flight > 0)))
-      im.drop(key);
+      im.drop(key, pull.id);
     while (im.ops_in_flight > 0) im.worker.wait(10);
     im.active = nullptr;
     if (outcome == Impl::Outcome::kRetry && tries == 0) continue;

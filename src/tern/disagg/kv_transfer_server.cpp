@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <chrono>
 #include <deque>
 #include <list>
 #include <map>
@@ -42,6 +43,7 @@ struct Pull {
   std::vector<uint64_t> block_bytes;                               // [num_blocks]
   int outstanding = 0;
   bool failed = false;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 }  // namespace
@@ -56,7 +58,7 @@ struct KvTransferServer::Impl {
 
   KvTransferServerConfig config;
   PullHandler handler;
-  UcxWorker worker{"tern-kv-server"};
+  UcxWorker worker{"tern-kv-server", /*listens=*/true};
   ucp_listener_h listener = nullptr;
   int port = 0;
   int wake_fd = -1;
@@ -90,6 +92,19 @@ struct KvTransferServer::Impl {
     static_cast<Impl*>(arg)->new_connections.push_back(request);
   }
   static void on_ep_error(void* arg, ucp_ep_h, ucs_status_t) { static_cast<Connection*>(arg)->closing = true; }
+  static ucs_status_t on_cancel(void* arg, const void*, size_t, void*, size_t, const ucp_am_recv_param_t* param) {
+    auto* self = static_cast<Impl*>(arg);
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) {
+      auto it = self->by_ep.find(param->reply_ep);
+      if (it != self->by_ep.end()) it->second->closing = true;
+    }
+    return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ? UCS_ERR_REJECTED : UCS_OK;
+  }
+  void expire_pulls() {
+    const auto now = std::chrono::steady_clock::now();
+    for (Pull& p : pulls)
+      if (std::chrono::duration<double>(now - p.started).count() > config.pull_timeout_seconds) p.conn->closing = true;
+  }
   static ucs_status_t on_request(void* arg, const void*, size_t, void* data, size_t length,
                                  const ucp_am_recv_param_t* param);
   static void on_send(void* request, ucs_status_t status, void* user_data) {
@@ -113,6 +128,11 @@ KvTransferServer::Impl::Impl(KvTransferServerConfig c, PullHandler h)
   am.cb = &Impl::on_request;
   am.arg = this;
   ucs_status_t status = ucp_worker_set_am_recv_handler(worker.get(), &am);
+  if (status == UCS_OK) {
+    am.id = kAmPullCancel;
+    am.cb = &Impl::on_cancel;
+    status = ucp_worker_set_am_recv_handler(worker.get(), &am);
+  }
   if (status != UCS_OK) throw Error("kv transfer server: UCX active messages: " + ucx_status_text(status));
 
   socklen_t addr_len = 0;
@@ -157,6 +177,7 @@ void KvTransferServer::Impl::run() {
     worker.progress();
     accept_connections();
     serve_requests();
+    expire_pulls();
     close_drained();
     if (new_connections.empty() && requests.empty()) worker.wait(100, wake_fd);
   }

@@ -15,6 +15,9 @@ struct KvTransferServerConfig {
   std::string host = "127.0.0.1";  // binds to loopback unless told otherwise
   int port = 0;                    // 0: any free port (port() says which)
   std::string fingerprint;         // model + KV layout; a client with another one is refused
+  // A pull whose data are not all sent by then fails (on_done(false), connection closed): a
+  // consumer that stopped reading without its connection failing cannot hold blocks forever.
+  double pull_timeout_seconds = 60;
 };
 
 // Owns its UCX context/worker/listener and a thread that progresses them; the handler and

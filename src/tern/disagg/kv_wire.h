@@ -16,6 +16,10 @@ namespace tern::disagg {
 inline constexpr unsigned kAmPullRequest = 0x7e01;  // consumer → producer: RequestFrame
 inline constexpr unsigned kAmPullReply = 0x7e02;    // producer → consumer: ReplyFrame
 inline constexpr unsigned kAmBlockData = 0x7e03;    // producer → consumer: header BlockHeader, data = one block's ranges
+// consumer → producer: header BlockHeader (block_index unused), no data. The consumer gave up on
+// the pull and is closing the connection; said explicitly because over shared memory a live
+// process's closed endpoint is not noticed by its peer.
+inline constexpr unsigned kAmPullCancel = 0x7e04;
 
 inline constexpr uint32_t kWireMagic = 0x52564b54;  // "TKVR" little-endian
 inline constexpr uint16_t kWireVersion = 1;

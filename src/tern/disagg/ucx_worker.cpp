@@ -25,7 +25,12 @@ namespace {
 // AddressSanitizer they fight ASan's own interceptors: the malloc hooks hand ASan memory it did
 // not allocate, and LSan reports UCM's hook tables. Neither tcp nor shared memory needs them, so
 // a sanitizer build turns them off unless the user chose otherwise.
-void prepare_environment() {
+//
+// A listener binds without SO_REUSEADDR by default, so a producer restarted on its kv_port
+// could not listen again while the old connections sit in TIME_WAIT (a minute); the TCP
+// connection manager's REUSEADDR lets it (two live listeners on one port are still refused).
+void prepare_environment(bool listens) {
+  if (listens) ::setenv("UCX_TCP_CM_REUSEADDR", "y", /*overwrite=*/0);
 #ifdef TERN_DISAGG_ASAN
   ::setenv("UCX_MEM_MALLOC_HOOKS", "no", /*overwrite=*/0);
   ::setenv("UCX_MEM_EVENTS", "no", 0);
@@ -53,8 +58,8 @@ sockaddr_storage resolve_address(const std::string& host, int port, socklen_t* l
   return out;
 }
 
-UcxWorker::UcxWorker(const char* name) {
-  prepare_environment();
+UcxWorker::UcxWorker(const char* name, bool listens) {
+  prepare_environment(listens);
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) throw Error(std::string("UCX: cannot read its configuration: ") + ucx_status_text(status));

@@ -19,7 +19,8 @@ sockaddr_storage resolve_address(const std::string& host, int port, socklen_t* l
 
 class UcxWorker {
  public:
-  explicit UcxWorker(const char* name);  // throws tern::Error
+  // `listens`: this worker will listen (a server), see prepare_environment in the .cpp.
+  UcxWorker(const char* name, bool listens);  // throws tern::Error
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
