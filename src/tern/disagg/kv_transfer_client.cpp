@@ -4,6 +4,7 @@
 // which cancels every receive still aimed at the caller's memory before pull() returns.
 #include "tern/disagg/kv_transfer_client.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -23,6 +24,8 @@ struct Connection {
   ucp_ep_h ep = nullptr;
   bool dead = false;
   ucs_status_t error = UCS_OK;
+  std::array<std::byte, kBlockHeaderBytes> cancel_header{};  // kAmPullCancel's header, alive while sent
+  void* cancel_request = nullptr;
 };
 
 struct Stashed {
@@ -73,7 +76,13 @@ struct KvTransferClient::Impl {
   explicit Impl(std::string fp);
   ~Impl();
   Connection* connect(const std::string& host, int port, const std::string& key, bool* fresh, std::string* error);
-  void drop(const std::string& key, uint64_t cancel_pull_id = 0);
+  void drop(const std::string& key);
+  // Gives up on a live connection after a failed pull (see the .cpp); `receives_in_flight`:
+  // UCX may still write into the caller's memory, so it must be closed before returning.
+  void abandon(const std::string& key, uint64_t pull_id, bool receives_in_flight);
+  void close_retired(Connection& conn);
+  void sweep_retired(bool all);
+  std::vector<std::unique_ptr<Connection>> retired;  // abandoned, waiting for the producer to close
   enum class Outcome { kDone, kRetry };
   Outcome attempt(Connection* conn, bool fresh, const std::string& key, const PullRequest& request,
                   ActivePull& pull, Clock::time_point deadline, double timeout_seconds);
@@ -138,6 +147,7 @@ KvTransferClient::Impl::Impl(std::string fp) : fingerprint(std::move(fp)) {
 }
 
 KvTransferClient::Impl::~Impl() {
+  sweep_retired(/*all=*/true);
   for (auto& [key, conn] : connections) worker.close_endpoint(conn->ep, /*force=*/true);
   while (ops_in_flight > 0) worker.wait(10);
 }
@@ -273,7 +283,7 @@ void KvTransferClient::Impl::start_receives(ActivePull& pull) {
 
 Connection* KvTransferClient::Impl::connect(const std::string& host, int port, const std::string& key,
                                             bool* fresh, std::string* error) {
-  worker.progress();  // lets an error on an idle connection surface before it is reused
+  sweep_retired(false);  // progresses: an error on an idle connection surfaces before it is reused
   auto it = connections.find(key);
   if (it != connections.end() && !it->second->dead) {
     *fresh = false;
@@ -307,28 +317,64 @@ Connection* KvTransferClient::Impl::connect(const std::string& host, int port, c
   return connections.emplace(key, std::move(conn)).first->second.get();
 }
 
-void KvTransferClient::Impl::drop(const std::string& key, uint64_t cancel_pull_id) {
+void KvTransferClient::Impl::drop(const std::string& key) {
   auto it = connections.find(key);
   if (it == connections.end()) return;
-  Connection& conn = *it->second;
-  if (!conn.dead && cancel_pull_id != 0) {
-    // Tell a live producer first: over shared memory it would not notice the closed endpoint
-    // and would keep the pull's sends (and its blocks) until its pull timeout.
-    std::byte header[kBlockHeaderBytes];
-    encode_block_header(BlockHeader{cancel_pull_id, 0}, header);
+  // Force: the peer may be dead or stuck; outstanding receives complete (canceled) inside.
+  worker.close_endpoint(it->second->ep, /*force=*/true);
+  connections.erase(it);
+}
+
+void KvTransferClient::Impl::abandon(const std::string& key, uint64_t pull_id, bool receives_in_flight) {
+  auto it = connections.find(key);
+  if (it == connections.end()) return;
+  std::unique_ptr<Connection> conn = std::move(it->second);
+  connections.erase(it);
+  if (!conn->dead) {
+    // Tell the producer, which then closes the connection and fails the pull's sends
+    // (on_done(false)): over shared memory it would not notice a force-closed endpoint of a
+    // live process, and would hold the pull's blocks until its pull timeout.
+    encode_block_header(BlockHeader{pull_id, 0}, conn->cancel_header.data());
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t sent = ucp_am_send_nbx(conn.ep, kAmPullCancel, header, sizeof header, nullptr, 0, &param);
-    if (sent != nullptr && !UCS_PTR_IS_ERR(sent)) {
-      const auto until = Clock::now() + std::chrono::milliseconds(200);
-      while (ucp_request_check_status(sent) == UCS_INPROGRESS && !conn.dead && Clock::now() < until) worker.wait(10);
-      ucp_request_free(sent);  // if still in flight, the force close below cancels it
+    ucs_status_ptr_t sent = ucp_am_send_nbx(conn->ep, kAmPullCancel, conn->cancel_header.data(),
+                                            conn->cancel_header.size(), nullptr, 0, &param);
+    if (sent != nullptr && !UCS_PTR_IS_ERR(sent)) conn->cancel_request = sent;
+  }
+  if (!receives_in_flight && !conn->dead) {
+    // Nothing is aimed at the caller's memory: let the cancel go out as UCX progresses (a stuck
+    // producer may not have finished wiring the connection up yet) and close it later.
+    retired.push_back(std::move(conn));
+    sweep_retired(false);
+    return;
+  }
+  // Receives into dest are in flight: only closing the endpoint stops them, now.
+  const auto until = Clock::now() + std::chrono::milliseconds(200);
+  while (conn->cancel_request && ucp_request_check_status(conn->cancel_request) == UCS_INPROGRESS && !conn->dead &&
+         Clock::now() < until)
+    worker.wait(10);
+  close_retired(*conn);
+}
+
+void KvTransferClient::Impl::close_retired(Connection& conn) {
+  if (conn.cancel_request) ucp_request_free(conn.cancel_request);  // still in flight: the close cancels it
+  conn.cancel_request = nullptr;
+  worker.close_endpoint(conn.ep, /*force=*/true);
+}
+
+void KvTransferClient::Impl::sweep_retired(bool all) {
+  worker.progress();
+  for (auto it = retired.begin(); it != retired.end();) {
+    Connection& conn = **it;
+    // The producer closes its side on our cancel; a few that never do are closed by age.
+    if (all || conn.dead || retired.size() > 8) {
+      close_retired(conn);
+      it = retired.erase(it);
+    } else {
+      ++it;
     }
   }
-  // Force: the peer may be dead or stuck; outstanding receives complete (canceled) inside.
-  worker.close_endpoint(conn.ep, /*force=*/true);
-  connections.erase(it);
 }
 
 KvTransferClient::Impl::Outcome KvTransferClient::Impl::attempt(Connection* conn, bool fresh, const std::string& key,
@@ -435,9 +481,11 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
     im.active = &pull;
     const Impl::Outcome outcome = im.attempt(conn, fresh, key, request, pull, deadline, timeout_seconds);
     // Anything but a clean refusal leaves the connection suspect, and receives may still be aimed
-    // at dest: closing it cancels them, and they complete before we return.
-    if (outcome == Impl::Outcome::kRetry || (pull.failed() && (!pull.clean_refusal || im.ops_in_flight > 0)))
-      im.drop(key, pull.id);
+    // at dest: those are cancelled (the endpoint closed) and complete before we return.
+    if (outcome == Impl::Outcome::kRetry || conn->dead)
+      im.drop(key);
+    else if (pull.failed() && (!pull.clean_refusal || im.ops_in_flight > 0))
+      im.abandon(key, pull.id, /*receives_in_flight=*/im.ops_in_flight > 0);
     while (im.ops_in_flight > 0) im.worker.wait(10);
     im.active = nullptr;
     if (outcome == Impl::Outcome::kRetry && tries == 0) continue;
