@@ -19,14 +19,18 @@ using namespace tern::disagg;
 constexpr size_t kPullBytes = size_t{64} << 20;
 constexpr int kRangesPerBlock = 56;
 
-// range(0): transport (0: UCX's default, 1: tcp); range(1): bytes of one range.
+// range(0): transport (0: UCX's default, 1: UCX_TLS=tcp, 2: the default plus
+// UCX_MM_ERROR_HANDLING=y, which lets UCX 1.13 put shared memory under error mode PEER);
+// range(1): bytes of one range.
 void BM_KvPull(benchmark::State& state) {
   const bool tcp = state.range(0) == 1;
+  const bool mm = state.range(0) == 2;
   const size_t range_bytes = static_cast<size_t>(state.range(1));
   const char* saved = std::getenv("UCX_TLS");
   const std::string saved_tls = saved ? saved : "";
   // Each UCX context reads UCX_TLS when it is created, so this chooses the transport of both ends.
   if (tcp) ::setenv("UCX_TLS", "tcp", 1);
+  if (mm) ::setenv("UCX_MM_ERROR_HANDLING", "y", 1);
   const size_t block_bytes = range_bytes * kRangesPerBlock;
   const int num_blocks = static_cast<int>(kPullBytes / block_bytes);
   // Range r of block b sits at r * region + b * range_bytes: a block's ranges are far apart.
@@ -69,14 +73,15 @@ void BM_KvPull(benchmark::State& state) {
   }
   if (saved) ::setenv("UCX_TLS", saved_tls.c_str(), 1);
   else ::unsetenv("UCX_TLS");
+  if (mm) ::unsetenv("UCX_MM_ERROR_HANDLING");
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * num_blocks * block_bytes);
   state.counters["blocks"] = num_blocks;
-  state.SetLabel(std::string(tcp ? "tcp" : "default") + ", " + std::to_string(num_blocks) + " blocks of " +
+  state.SetLabel(std::string(tcp ? "tcp" : mm ? "default+mm-errh" : "default") + ", " + std::to_string(num_blocks) + " blocks of " +
                  std::to_string(block_bytes >> 10) + " KiB");
 }
 // Range sizes: 8 KiB (q8_0 codes of a 4-head model), 32 KiB (f16, Qwen3-0.6B), 128 KiB (64-token blocks).
 BENCHMARK(BM_KvPull)
-    ->ArgsProduct({{0, 1}, {8 << 10, 32 << 10, 128 << 10}})
+    ->ArgsProduct({{0, 1, 2}, {8 << 10, 32 << 10, 128 << 10}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -21,10 +21,11 @@
 namespace tern::disagg {
 namespace {
 
-// UCX's memory hooks (UCM) patch malloc and mmap to keep its registration cache right. Under
-// AddressSanitizer they fight ASan's own interceptors: the malloc hooks hand ASan memory it did
-// not allocate, and LSan reports UCM's hook tables. Neither tcp nor shared memory needs them, so
-// a sanitizer build turns them off unless the user chose otherwise.
+// UCX's memory hooks (UCM) patch malloc and mmap to keep the registration cache of RDMA
+// transports right, and they can fight AddressSanitizer's own interceptors. With tcp and shared
+// memory the suite is ASan/LSan-clean with them on or off (checked with UCX_MEM_MALLOC_HOOKS=yes
+// UCX_MEM_EVENTS=yes); a sanitizer build turns them off anyway, unless the user chose, for
+// machines whose IB devices would make UCX install them.
 //
 // A listener binds without SO_REUSEADDR by default, so a producer restarted on its kv_port
 // could not listen again while the old connections sit in TIME_WAIT (a minute); the TCP
