@@ -2,7 +2,8 @@
 // same process (its own UCX context and progress thread, so the path is the one two instances
 // take), under UCX's default transports (shared memory on one machine) and under UCX_TLS=tcp.
 // Blocks are Qwen3-0.6B-shaped: 28 layers × {K, V} ranges (56), each range one of 16 tokens ×
-// 8 KV heads × head_dim 128 in the cache dtype; the ranges of one block are scattered as in the cache.
+// 8 KV heads × head_dim 128 in the cache dtype; the ranges of one block are scattered as in the
+// cache.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -40,19 +41,21 @@ void BM_KvPull(benchmark::State& state) {
   std::memset(dst.data(), 0, dst.size());
   auto ranges_of = [&](std::vector<std::byte>& mem, int b) {
     std::vector<std::span<std::byte>> out;
-    for (int r = 0; r < kRangesPerBlock; ++r) out.emplace_back(&mem[r * region + b * range_bytes], range_bytes);
+    for (int r = 0; r < kRangesPerBlock; ++r)
+      out.emplace_back(&mem[r * region + b * range_bytes], range_bytes);
     return out;
   };
   {
-    KvTransferServer server({"127.0.0.1", 0, "bench"}, [&](const PullRequest& req) -> std::variant<PullGrant, std::string> {
-      PullGrant g;
-      for (int32_t id : req.block_ids) {
-        std::vector<std::span<const std::byte>> block;
-        for (auto s : ranges_of(src, id)) block.emplace_back(s);
-        g.blocks.push_back(std::move(block));
-      }
-      return g;
-    });
+    KvTransferServer server({"127.0.0.1", 0, "bench"},
+                            [&](const PullRequest& req) -> std::variant<PullGrant, std::string> {
+                              PullGrant g;
+                              for (int32_t id : req.block_ids) {
+                                std::vector<std::span<const std::byte>> block;
+                                for (auto s : ranges_of(src, id)) block.emplace_back(s);
+                                g.blocks.push_back(std::move(block));
+                              }
+                              return g;
+                            });
     KvTransferClient client("bench");
     PullRequest request{"lease", {}};
     std::vector<std::vector<std::span<std::byte>>> dest;
@@ -60,7 +63,8 @@ void BM_KvPull(benchmark::State& state) {
       request.block_ids.push_back(b);
       dest.push_back(ranges_of(dst, b));
     }
-    PullResult warm = client.pull("127.0.0.1", server.port(), request, dest, 60);  // connect + first touch
+    PullResult warm =
+        client.pull("127.0.0.1", server.port(), request, dest, 60);  // connect + first touch
     if (!warm.ok) state.SkipWithError(warm.error.c_str());
     for (auto _ : state) {
       const PullResult r = client.pull("127.0.0.1", server.port(), request, dest, 60);
@@ -71,15 +75,21 @@ void BM_KvPull(benchmark::State& state) {
     }
     if (std::memcmp(src.data(), dst.data(), src.size()) != 0) state.SkipWithError("bytes differ");
   }
-  if (saved) ::setenv("UCX_TLS", saved_tls.c_str(), 1);
-  else ::unsetenv("UCX_TLS");
+  if (saved)
+    ::setenv("UCX_TLS", saved_tls.c_str(), 1);
+  else
+    ::unsetenv("UCX_TLS");
   if (mm) ::unsetenv("UCX_MM_ERROR_HANDLING");
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * num_blocks * block_bytes);
   state.counters["blocks"] = num_blocks;
-  state.SetLabel(std::string(tcp ? "tcp" : mm ? "default+mm-errh" : "default") + ", " + std::to_string(num_blocks) + " blocks of " +
+  state.SetLabel(std::string(tcp  ? "tcp"
+                             : mm ? "default+mm-errh"
+                                  : "default") +
+                 ", " + std::to_string(num_blocks) + " blocks of " +
                  std::to_string(block_bytes >> 10) + " KiB");
 }
-// Range sizes: 8 KiB (q8_0 codes of a 4-head model), 32 KiB (f16, Qwen3-0.6B), 128 KiB (64-token blocks).
+// Range sizes: 8 KiB (q8_0 codes of a 4-head model), 32 KiB (f16, Qwen3-0.6B), 128 KiB (64-token
+// blocks).
 BENCHMARK(BM_KvPull)
     ->ArgsProduct({{0, 1, 2}, {8 << 10, 32 << 10, 128 << 10}})
     ->Unit(benchmark::kMillisecond)

@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const ReplyFrame r = decode_reply(bytes);
-    if (r.layouts.size() > kMaxLayouts || r.block_layout.size() > kMaxBlocksPerPull) __builtin_trap();
+    if (r.layouts.size() > kMaxLayouts || r.block_layout.size() > kMaxBlocksPerPull)
+      __builtin_trap();
     for (uint16_t k : r.block_layout)
       if (k >= r.layouts.size()) __builtin_trap();
     if (!same(encode_reply(r), bytes)) __builtin_trap();

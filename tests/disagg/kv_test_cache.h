@@ -63,12 +63,14 @@ class FakeCache {
   }
   std::vector<std::span<const std::byte>> block(int b) const {
     std::vector<std::span<const std::byte>> out;
-    for (size_t r = 0; r < sizes_.size(); ++r) out.emplace_back(&mem_[offsets_[r] + b * sizes_[r]], sizes_[r]);
+    for (size_t r = 0; r < sizes_.size(); ++r)
+      out.emplace_back(&mem_[offsets_[r] + b * sizes_[r]], sizes_[r]);
     return out;
   }
   std::vector<std::span<std::byte>> block_mut(int b) {
     std::vector<std::span<std::byte>> out;
-    for (size_t r = 0; r < sizes_.size(); ++r) out.emplace_back(&mem_[offsets_[r] + b * sizes_[r]], sizes_[r]);
+    for (size_t r = 0; r < sizes_.size(); ++r)
+      out.emplace_back(&mem_[offsets_[r] + b * sizes_[r]], sizes_[r]);
     return out;
   }
   bool same_block(int b, const FakeCache& other, int ob) const {
@@ -99,7 +101,8 @@ class FakeCache {
 
 // Starts this test binary again, running only `filter`, with `env` added; its output goes to
 // `log_path`. Returns the child's pid.
-inline pid_t spawn_self(const std::string& filter, const std::vector<std::pair<std::string, std::string>>& env,
+inline pid_t spawn_self(const std::string& filter,
+                        const std::vector<std::pair<std::string, std::string>>& env,
                         const std::string& log_path) {
   const pid_t pid = ::fork();
   if (pid == 0) {

@@ -3,10 +3,9 @@
 // mid-pull (a child process that pulls), the server destroyed under a pull, garbage and
 // oversized frames on the port, and a producer restarted on the same port.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -39,7 +38,8 @@ bool eventually(F done) {
   return true;
 }
 
-PullHandler grant_all(const FakeCache& cache, std::atomic<int>* calls, std::atomic<int>* ok, std::atomic<int>* failed) {
+PullHandler grant_all(const FakeCache& cache, std::atomic<int>* calls, std::atomic<int>* ok,
+                      std::atomic<int>* failed) {
   return [&cache, calls, ok, failed](const PullRequest& r) -> std::variant<PullGrant, std::string> {
     if (calls) ++*calls;
     PullGrant g;
@@ -88,7 +88,8 @@ TEST(DisaggChild, Main) {
     KvTransferServer server({"127.0.0.1", 0, kFingerprint}, [&](const PullRequest& r) {
       // Dies like a crashed instance (SIGKILL: no destructor, no goodbye) once data is moving.
       killer = std::thread([&] {
-        while (server_ptr->stats().bytes_sent == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        while (server_ptr->stats().bytes_sent == 0)
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
         ::kill(::getpid(), SIGKILL);
       });
       return grant_all(cache, nullptr, nullptr, nullptr)(r);
@@ -98,7 +99,8 @@ TEST(DisaggChild, Main) {
       std::ofstream out(std::getenv("TERN_DISAGG_PORT_FILE") + std::string(".tmp"));
       out << server.port();
     }
-    std::rename((std::getenv("TERN_DISAGG_PORT_FILE") + std::string(".tmp")).c_str(), std::getenv("TERN_DISAGG_PORT_FILE"));
+    std::rename((std::getenv("TERN_DISAGG_PORT_FILE") + std::string(".tmp")).c_str(),
+                std::getenv("TERN_DISAGG_PORT_FILE"));
     std::this_thread::sleep_for(std::chrono::seconds(120));
     ADD_FAILURE() << "producer child was not killed";
     std::_Exit(1);
@@ -107,8 +109,8 @@ TEST(DisaggChild, Main) {
     FakeCache dst(kBigBlocks, cache.sizes(), 0);
     KvTransferClient client(kFingerprint);
     const auto dest = dest_of(dst, kBigBlocks);
-    client.pull("127.0.0.1", std::atoi(std::getenv("TERN_DISAGG_PORT")), PullRequest{"l", iota_ids(kBigBlocks)},
-                dest, 120);
+    client.pull("127.0.0.1", std::atoi(std::getenv("TERN_DISAGG_PORT")),
+                PullRequest{"l", iota_ids(kBigBlocks)}, dest, 120);
     std::_Exit(1);  // not reached when the test kills it mid-pull
   }
 }
@@ -143,8 +145,10 @@ TEST(UcxFailure, TimeoutWhileTheProducerIsStuck) {
   const auto dest = dest_of(dst, 2);
   PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"l", {0, 1}}, dest, 0.3);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("timed out after 0.3 s waiting for producer 127.0.0.1:" + std::to_string(server.port()) +
-                         ", no reply"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("timed out after 0.3 s waiting for producer 127.0.0.1:" +
+                         std::to_string(server.port()) + ", no reply"),
+            std::string::npos)
+      << r.error;
   {
     std::lock_guard lock(m);
     release = true;
@@ -158,19 +162,25 @@ TEST(UcxFailure, TimeoutWhileTheProducerIsStuck) {
 }
 
 TEST(UcxFailure, ProducerDiesMidTransfer) {
-  const std::string port_file = ::testing::TempDir() + "kv_producer_port." + std::to_string(::getpid());
+  const std::string port_file =
+      ::testing::TempDir() + "kv_producer_port." + std::to_string(::getpid());
   std::remove(port_file.c_str());
-  const pid_t pid = testing::spawn_self("DisaggChild.Main", {{"TERN_DISAGG_CHILD", "producer"}, {"TERN_DISAGG_PORT_FILE", port_file}},
-                                        port_file + ".log");
-  ASSERT_TRUE(eventually([&] { return !testing::read_file(port_file).empty(); })) << testing::read_file(port_file + ".log");
+  const pid_t pid = testing::spawn_self(
+      "DisaggChild.Main", {{"TERN_DISAGG_CHILD", "producer"}, {"TERN_DISAGG_PORT_FILE", port_file}},
+      port_file + ".log");
+  ASSERT_TRUE(eventually([&] { return !testing::read_file(port_file).empty(); }))
+      << testing::read_file(port_file + ".log");
   const int port = std::stoi(testing::read_file(port_file));
   FakeCache dst(kBigBlocks, {65536, 65536, 65536, 65536}, 0);
   KvTransferClient client(kFingerprint);
   const auto dest = dest_of(dst, kBigBlocks);
-  const PullResult r = client.pull("127.0.0.1", port, PullRequest{"l", iota_ids(kBigBlocks)}, dest, 60);
+  const PullResult r =
+      client.pull("127.0.0.1", port, PullRequest{"l", iota_ids(kBigBlocks)}, dest, 60);
   EXPECT_EQ(testing::wait_exit_code(pid), 128 + SIGKILL);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("producer 127.0.0.1:" + std::to_string(port) + " died mid-transfer"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("producer 127.0.0.1:" + std::to_string(port) + " died mid-transfer"),
+            std::string::npos)
+      << r.error;
   EXPECT_TRUE(dst.gaps_are_zero());
   std::remove(port_file.c_str());
   std::remove((port_file + ".log").c_str());
@@ -187,9 +197,12 @@ TEST(UcxFailure, ConsumerDiesMidPullAndTheServerServesTheNext) {
     if (++calls == 1) ::kill(child, SIGSTOP);
     return grant(r);
   });
-  const std::string log = ::testing::TempDir() + "kv_consumer." + std::to_string(::getpid()) + ".log";
-  child = testing::spawn_self("DisaggChild.Main", {{"TERN_DISAGG_CHILD", "consumer"}, {"TERN_DISAGG_PORT", std::to_string(server.port())}},
-                              log);
+  const std::string log =
+      ::testing::TempDir() + "kv_consumer." + std::to_string(::getpid()) + ".log";
+  child = testing::spawn_self(
+      "DisaggChild.Main",
+      {{"TERN_DISAGG_CHILD", "consumer"}, {"TERN_DISAGG_PORT", std::to_string(server.port())}},
+      log);
   ASSERT_TRUE(eventually([&] { return calls == 1; })) << testing::read_file(log);
   ::kill(child, SIGKILL);
   EXPECT_EQ(testing::wait_exit_code(child), 128 + SIGKILL);
@@ -199,7 +212,8 @@ TEST(UcxFailure, ConsumerDiesMidPullAndTheServerServesTheNext) {
   FakeCache dst(8, src.sizes(), 0);
   KvTransferClient client(kFingerprint);
   const auto dest = dest_of(dst, 8);
-  const PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"l", iota_ids(8)}, dest, 60);
+  const PullResult r =
+      client.pull("127.0.0.1", server.port(), PullRequest{"l", iota_ids(8)}, dest, 60);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_TRUE(dst.same_block(5, src, 1));
   EXPECT_EQ(server.stats().pulls_served, 1u);
@@ -209,21 +223,24 @@ TEST(UcxFailure, ConsumerDiesMidPullAndTheServerServesTheNext) {
 TEST(UcxFailure, ServerDestroyedUnderABigPull) {
   FakeCache src(4, {65536, 65536, 65536, 65536}, 23);
   std::atomic<int> calls{0}, ok{0}, failed{0};
-  auto server = std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", 0, kFingerprint},
-                                                   grant_all(src, &calls, &ok, &failed));
+  auto server = std::make_unique<KvTransferServer>(
+      KvTransferServerConfig{"127.0.0.1", 0, kFingerprint}, grant_all(src, &calls, &ok, &failed));
   const int port = server->port();
   FakeCache dst(kBigBlocks, src.sizes(), 0);
   KvTransferClient client(kFingerprint);
   const auto dest = dest_of(dst, kBigBlocks);
   PullResult r;
-  std::thread puller([&] { r = client.pull("127.0.0.1", port, PullRequest{"l", iota_ids(kBigBlocks)}, dest, 60); });
+  std::thread puller([&] {
+    r = client.pull("127.0.0.1", port, PullRequest{"l", iota_ids(kBigBlocks)}, dest, 60);
+  });
   ASSERT_TRUE(eventually([&] { return calls == 1; }));
   server.reset();  // closes the endpoints with the sends in flight
   puller.join();
   EXPECT_EQ(ok + failed, 1);  // on_done ran exactly once, before the destructor returned
   if (failed == 1) {
     EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find("producer 127.0.0.1:" + std::to_string(port)), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("producer 127.0.0.1:" + std::to_string(port)), std::string::npos)
+        << r.error;
     EXPECT_EQ(r.error.find("timed out"), std::string::npos) << r.error;
   }
 }
@@ -233,14 +250,16 @@ TEST(UcxFailure, ReconnectsToAProducerRestartedOnTheSamePort) {
   FakeCache dst(4, src.sizes(), 0);
   KvTransferClient client(kFingerprint);
   const auto dest = dest_of(dst, 2);
-  auto server = std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", 0, kFingerprint},
-                                                   grant_all(src, nullptr, nullptr, nullptr));
+  auto server =
+      std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", 0, kFingerprint},
+                                         grant_all(src, nullptr, nullptr, nullptr));
   const int port = server->port();
   PullResult r = client.pull("127.0.0.1", port, PullRequest{"l", {0, 1}}, dest, 60);
   ASSERT_TRUE(r.ok) << r.error;
   server.reset();
-  server = std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", port, kFingerprint},
-                                              grant_all(src, nullptr, nullptr, nullptr));
+  server =
+      std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", port, kFingerprint},
+                                         grant_all(src, nullptr, nullptr, nullptr));
   r = client.pull("127.0.0.1", port, PullRequest{"l", {3, 2}}, dest, 60);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_TRUE(dst.same_block(0, src, 3));
@@ -256,13 +275,15 @@ struct RawPeer {
     socklen_t len = 0;
     const sockaddr_storage addr = resolve_address("127.0.0.1", port, &len);
     ucp_ep_params_t p{};
-    p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
     p.sockaddr.addrlen = len;
     p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    p.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t) { static_cast<RawPeer*>(arg)->dead = true; };
+    p.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t) {
+      static_cast<RawPeer*>(arg)->dead = true;
+    };
     p.err_handler.arg = this;
     EXPECT_EQ(ucp_ep_create(worker.get(), &p, &ep), UCS_OK);
   }
@@ -271,7 +292,8 @@ struct RawPeer {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_REPLY | flags;
-    (void)ucx_wait_request(worker, ucp_am_send_nbx(ep, kAmPullRequest, nullptr, 0, bytes.data(), bytes.size(), &param));
+    (void)ucx_wait_request(worker, ucp_am_send_nbx(ep, kAmPullRequest, nullptr, 0, bytes.data(),
+                                                   bytes.size(), &param));
   }
   bool closed_by_server() {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);

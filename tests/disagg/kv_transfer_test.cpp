@@ -1,6 +1,8 @@
 // KvTransferServer + KvTransferClient in one process over loopback: random bytes over scattered
 // ranges arrive where they belong, many blocks, concurrent clients, reused connections, stats;
 // and the whole suite again in a child process under UCX_TLS=tcp.
+#include "tern/disagg/kv_transfer.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 
 #include "disagg/kv_test_cache.h"
 #include "tern/core/error.h"
-#include "tern/disagg/kv_transfer.h"
 
 namespace tern::disagg {
 namespace {
@@ -45,7 +46,8 @@ struct Producer {
       if (r.lease_id != lease) return "unknown lease '" + r.lease_id + "'";
       PullGrant g;
       for (int32_t id : r.block_ids) {
-        if (id < 0 || id >= cache.num_blocks()) return "block id " + std::to_string(id) + " out of range";
+        if (id < 0 || id >= cache.num_blocks())
+          return "block id " + std::to_string(id) + " out of range";
         g.blocks.push_back(cache.block(id));
       }
       g.on_done = [this](bool sent) { ++(sent ? done_ok : done_failed); };
@@ -54,7 +56,8 @@ struct Producer {
   }
 };
 
-std::vector<std::vector<std::span<std::byte>>> dest_blocks(FakeCache& cache, const std::vector<int>& ids) {
+std::vector<std::vector<std::span<std::byte>>> dest_blocks(FakeCache& cache,
+                                                           const std::vector<int>& ids) {
   std::vector<std::vector<std::span<std::byte>>> out;
   for (int id : ids) out.push_back(cache.block_mut(id));
   return out;
@@ -69,15 +72,16 @@ std::vector<int32_t> shuffled_ids(int n, int count, uint32_t seed) {
 }
 
 // Pulls `ids` of `src` into blocks 0.. of `dst` and checks every byte.
-void pull_and_check(KvTransferClient& client, int port, const std::string& lease, const FakeCache& src,
-                    FakeCache& dst, const std::vector<int32_t>& ids) {
+void pull_and_check(KvTransferClient& client, int port, const std::string& lease,
+                    const FakeCache& src, FakeCache& dst, const std::vector<int32_t>& ids) {
   std::vector<int> dst_ids(ids.size());
   std::iota(dst_ids.begin(), dst_ids.end(), 0);
   const auto dest = dest_blocks(dst, dst_ids);
   const PullResult r = client.pull("127.0.0.1", port, PullRequest{lease, ids}, dest, 60);
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.bytes, ids.size() * src.block_bytes());
-  for (size_t i = 0; i < ids.size(); ++i) ASSERT_TRUE(dst.same_block(static_cast<int>(i), src, ids[i])) << "block " << i;
+  for (size_t i = 0; i < ids.size(); ++i)
+    ASSERT_TRUE(dst.same_block(static_cast<int>(i), src, ids[i])) << "block " << i;
   EXPECT_TRUE(dst.gaps_are_zero());
 }
 
@@ -93,7 +97,8 @@ TEST(UcxTransfer, RoundTripOfRandomBytesOverScatteredRanges) {
 }
 
 TEST(UcxTransfer, SmallAndEmptyRangesAndAnEmptyPull) {
-  // Tiny blocks go eagerly (copied on arrival), zero-byte ranges move nothing, no blocks is a pull too.
+  // Tiny blocks go eagerly (copied on arrival), zero-byte ranges move nothing, no blocks is a pull
+  // too.
   FakeCache src(8, {3, 0, 17, 1}, 2);
   FakeCache dst(8, src.sizes(), 0);
   Producer producer{src};
@@ -135,10 +140,12 @@ TEST(UcxTransfer, ConcurrentClientsEachGetTheirOwnBlocks) {
         std::vector<int> dst_ids(ids.size());
         std::iota(dst_ids.begin(), dst_ids.end(), 0);
         const auto dest = dest_blocks(dst, dst_ids);
-        const PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", ids}, dest, 60);
+        const PullResult r =
+            client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", ids}, dest, 60);
         if (!r.ok) failures[c] = r.error;
         for (size_t i = 0; i < ids.size() && r.ok; ++i)
-          if (!dst.same_block(static_cast<int>(i), src, ids[i])) failures[c] = "client " + std::to_string(c) + ": wrong bytes";
+          if (!dst.same_block(static_cast<int>(i), src, ids[i]))
+            failures[c] = "client " + std::to_string(c) + ": wrong bytes";
       }
     });
   for (auto& t : threads) t.join();
@@ -180,7 +187,9 @@ TEST(UcxTransfer, ProducerRefusalReachesTheClientAndTheConnectionStaysUsable) {
   PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"stale-lease", {1}}, dest, 60);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("refused by producer 127.0.0.1:" + std::to_string(server.port()) +
-                         ": unknown lease 'stale-lease'"), std::string::npos) << r.error;
+                         ": unknown lease 'stale-lease'"),
+            std::string::npos)
+      << r.error;
   r = client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", {9}}, dest, 60);
   EXPECT_NE(r.error.find("block id 9 out of range"), std::string::npos) << r.error;
   EXPECT_EQ(server.stats().pulls_refused, 2u);
@@ -194,7 +203,8 @@ TEST(UcxTransfer, FingerprintMismatchNamesBothAndNeverCallsTheHandler) {
   KvTransferServer server({"127.0.0.1", 0, "model-A"}, producer.handler());
   KvTransferClient client("model-B");
   const auto dest = dest_blocks(dst, {0});
-  const PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", {1}}, dest, 60);
+  const PullResult r =
+      client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", {1}}, dest, 60);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("fingerprint mismatch"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("'model-A'"), std::string::npos) << r.error;
@@ -210,17 +220,22 @@ TEST(UcxTransfer, RangeSizeMismatchIsAnErrorAndNothingLandsPastTheSpans) {
   KvTransferServer server({"127.0.0.1", 0, kFingerprint}, producer.handler());
   KvTransferClient client(kFingerprint);
   const auto dest = dest_blocks(dst, {0, 1});
-  const PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", {2, 3}}, dest, 60);
+  const PullResult r =
+      client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", {2, 3}}, dest, 60);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("range size mismatch at block 0 (producer block id 2)"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("range size mismatch at block 0 (producer block id 2)"), std::string::npos)
+      << r.error;
   EXPECT_TRUE(dst.gaps_are_zero());
   // The client dropped the connection, so the producer's sends fail and its blocks are released.
-  while (producer.done_failed + producer.done_ok == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (producer.done_failed + producer.done_ok == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(producer.done_failed, 1);
   // A block count that differs from the request's is refused before anything is sent.
-  const PullResult r2 = client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", {2}}, dest, 60);
+  const PullResult r2 =
+      client.pull("127.0.0.1", server.port(), PullRequest{"lease-1", {2}}, dest, 60);
   EXPECT_FALSE(r2.ok);
-  EXPECT_NE(r2.error.find("pull of 1 block ids into 2 destination blocks"), std::string::npos) << r2.error;
+  EXPECT_NE(r2.error.find("pull of 1 block ids into 2 destination blocks"), std::string::npos)
+      << r2.error;
 }
 
 TEST(UcxTransfer, ServerRefusesToListenOnATakenPort) {
@@ -231,15 +246,18 @@ TEST(UcxTransfer, ServerRefusesToListenOnATakenPort) {
     KvTransferServer second({"127.0.0.1", first.port(), kFingerprint}, producer.handler());
     FAIL() << "a second server listened on port " << first.port();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
-              std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
+        std::string::npos)
+        << e.what();
   }
 }
 
 // The suite above once more, in a child process whose UCX may use only TCP (the default on one
 // machine is shared memory), so both transports are covered by every round trip.
 TEST(UcxTransferTcp, TheSuitePassesWithUcxTlsTcp) {
-  if (std::getenv("UCX_TLS") != nullptr) GTEST_SKIP() << "already restricted to UCX_TLS=" << std::getenv("UCX_TLS");
+  if (std::getenv("UCX_TLS") != nullptr)
+    GTEST_SKIP() << "already restricted to UCX_TLS=" << std::getenv("UCX_TLS");
   const std::string log = ::testing::TempDir() + "ucx_tcp_suite.log";
   const pid_t pid = testing::spawn_self("UcxTransfer.*:UcxFailure.*", {{"UCX_TLS", "tcp"}}, log);
   const int code = testing::wait_exit_code(pid);
@@ -248,7 +266,9 @@ TEST(UcxTransferTcp, TheSuitePassesWithUcxTlsTcp) {
   EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
   EXPECT_NE(out.find("[  PASSED  ]"), std::string::npos) << out;
   size_t ok = 0;
-  for (size_t at = out.find("[       OK ]"); at != std::string::npos; at = out.find("[       OK ]", at + 1)) ++ok;
+  for (size_t at = out.find("[       OK ]"); at != std::string::npos;
+       at = out.find("[       OK ]", at + 1))
+    ++ok;
   EXPECT_GE(ok, 14u) << out;  // each UcxTransfer and UcxFailure case ran, none was filtered away
 }
 

@@ -105,7 +105,8 @@ TEST(KvWire, BadMagicVersionAndKindAreRefused) {
   bad[4] = std::byte{2};
   EXPECT_NE(message_of([&] { decode_request(bad); }).find("version 2"), std::string::npos);
   // A reply is not a request.
-  EXPECT_NE(message_of([&] { decode_request(encode_reply(sample_reply())); }).find("kind"), std::string::npos);
+  EXPECT_NE(message_of([&] { decode_request(encode_reply(sample_reply())); }).find("kind"),
+            std::string::npos);
 }
 
 // Offsets in a request: header 8, pull id 8, then u16 fingerprint length.
@@ -115,16 +116,19 @@ TEST(KvWire, OversizedCountsAreRefusedBeforeAllocating) {
   auto bad = bytes;
   bad[16] = std::byte{0xff};  // fingerprint length 0x..ff > 256
   bad[17] = std::byte{0xff};
-  EXPECT_NE(message_of([&] { decode_request(bad); }).find("fingerprint of 65535"), std::string::npos);
+  EXPECT_NE(message_of([&] { decode_request(bad); }).find("fingerprint of 65535"),
+            std::string::npos);
   // Block count field: after fingerprint and lease id.
   const size_t count_at = 16 + 2 + f.fingerprint.size() + 2 + f.lease_id.size();
   bad = bytes;
   std::memset(&bad[count_at], 0xff, 4);
-  EXPECT_NE(message_of([&] { decode_request(bad); }).find("4294967295 block ids"), std::string::npos);
+  EXPECT_NE(message_of([&] { decode_request(bad); }).find("4294967295 block ids"),
+            std::string::npos);
   // A count within the limit but beyond the bytes there.
   bad = bytes;
   bad[count_at] = std::byte{100};
-  EXPECT_NE(message_of([&] { decode_request(bad); }).find("truncated at block ids"), std::string::npos);
+  EXPECT_NE(message_of([&] { decode_request(bad); }).find("truncated at block ids"),
+            std::string::npos);
   // A frame longer than any valid request.
   std::vector<std::byte> huge(kMaxRequestBytes + 1);
   EXPECT_NE(message_of([&] { decode_request(huge); }).find("limit"), std::string::npos);
@@ -133,7 +137,8 @@ TEST(KvWire, OversizedCountsAreRefusedBeforeAllocating) {
 TEST(KvWire, ReplyLayoutIndexOutOfRangeIsRefused) {
   auto bytes = encode_reply(sample_reply());
   bytes[bytes.size() - 2] = std::byte{5};  // last block's layout index (u16) → 5 of 2
-  EXPECT_NE(message_of([&] { decode_reply(bytes); }).find("layout index 5 of 2"), std::string::npos);
+  EXPECT_NE(message_of([&] { decode_reply(bytes); }).find("layout index 5 of 2"),
+            std::string::npos);
 }
 
 TEST(KvWire, EncoderRefusesFramesPastTheLimits) {

@@ -37,8 +37,8 @@ struct PullResult {
   // mid-transfer / refused by producer: <its message> / fingerprint mismatch (both values) /
   // range size mismatch / timed out; each names the producer's host:port.
   std::string error;
-  uint64_t bytes = 0;   // block bytes received
-  double seconds = 0;   // wall time of the pull, connection included
+  uint64_t bytes = 0;  // block bytes received
+  double seconds = 0;  // wall time of the pull, connection included
 };
 
 }  // namespace tern::disagg

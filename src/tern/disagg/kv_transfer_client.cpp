@@ -24,13 +24,20 @@ struct Connection {
   ucp_ep_h ep = nullptr;
   bool dead = false;
   ucs_status_t error = UCS_OK;
-  std::array<std::byte, kBlockHeaderBytes> cancel_header{};  // kAmPullCancel's header, alive while sent
+  std::array<std::byte, kBlockHeaderBytes>
+      cancel_header{};  // kAmPullCancel's header, alive while sent
   void* cancel_request = nullptr;
 };
 
 struct Stashed {
   uint32_t block;
   void* desc;  // a rendezvous descriptor held until the reply has been checked
+};
+
+// A block receive's user data, owned by its ActivePull (which outlives every receive).
+struct RecvOp {
+  void* self;  // the client's Impl
+  uint32_t block;
 };
 
 struct ActivePull {
@@ -41,6 +48,7 @@ struct ActivePull {
   std::vector<std::vector<ucp_dt_iov_t>> iovs;  // [num_blocks] dest[i]'s non-empty ranges
   std::vector<uint8_t> arrived;                 // [num_blocks] 1 once its message arrived
   std::vector<Stashed> stash;
+  std::vector<RecvOp> recv_ops;  // [num_blocks]
   std::vector<int32_t> block_ids;
   std::vector<std::byte> request_bytes;  // the request frame, alive until its send completes
   bool replied = false;
@@ -57,7 +65,8 @@ struct ActivePull {
 
 std::string sizes_text(std::span<const uint64_t> sizes) {
   std::string s = "[";
-  for (size_t i = 0; i < sizes.size() && i < 8; ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  for (size_t i = 0; i < sizes.size() && i < 8; ++i)
+    s += (i ? ", " : "") + std::to_string(sizes[i]);
   if (sizes.size() > 8) s += ", …";
   return s + "] (" + std::to_string(sizes.size()) + " ranges)";
 }
@@ -75,7 +84,8 @@ struct KvTransferClient::Impl {
 
   explicit Impl(std::string fp);
   ~Impl();
-  Connection* connect(const std::string& host, int port, const std::string& key, bool* fresh, std::string* error);
+  Connection* connect(const std::string& host, int port, const std::string& key, bool* fresh,
+                      std::string* error);
   void drop(const std::string& key);
   // Gives up on a live connection after a failed pull (see the .cpp); `receives_in_flight`:
   // UCX may still write into the caller's memory, so it must be closed before returning.
@@ -94,26 +104,23 @@ struct KvTransferClient::Impl {
     conn->error = status;
   }
   static void on_send(void* request, ucs_status_t, void* user_data) {
-    --static_cast<Impl*>(user_data)->ops_in_flight;  // a failed send also shows as an endpoint error
+    --static_cast<Impl*>(user_data)
+          ->ops_in_flight;  // a failed send also shows as an endpoint error
     ucp_request_free(request);
   }
-  struct RecvOp {
-    Impl* self;
-    uint32_t block;
-  };
   static void on_recv(void* request, ucs_status_t status, size_t, void* user_data) {
-    auto* op = static_cast<RecvOp*>(user_data);
-    op->self->recv_done(op->block, status);
-    delete op;
+    const RecvOp* op = static_cast<const RecvOp*>(user_data);
     ucp_request_free(request);
+    static_cast<Impl*>(op->self)->recv_done(op->block, status);
   }
   void recv_done(uint32_t block, ucs_status_t status) {
     --ops_in_flight;
     if (active == nullptr) return;
     if (status != UCS_OK) {
       // Over a live connection a receive fails only when the producer went away.
-      active->fail("producer " + active->peer + " died mid-transfer, after " + std::to_string(active->blocks_done) +
-                   " of " + std::to_string(active->dest.size()) + " blocks (UCX: receiving block " +
+      active->fail("producer " + active->peer + " died mid-transfer, after " +
+                   std::to_string(active->blocks_done) + " of " +
+                   std::to_string(active->dest.size()) + " blocks (UCX: receiving block " +
                    std::to_string(block) + ": " + ucx_status_text(status) + ")");
       return;
     }
@@ -133,7 +140,8 @@ KvTransferClient::Impl::Impl(std::string fp) : fingerprint(std::move(fp)) {
   // Pull ids start at a random point so that a reply meant for another client object (or an
   // earlier run) is never taken for this one's.
   next_pull_id = std::random_device{}() * 0x9e3779b97f4a7c15ULL + 1;
-  for (auto [id, cb] : {std::pair{kAmPullReply, &Impl::on_reply}, std::pair{kAmBlockData, &Impl::on_block}}) {
+  for (auto [id, cb] :
+       {std::pair{kAmPullReply, &Impl::on_reply}, std::pair{kAmBlockData, &Impl::on_block}}) {
     ucp_am_handler_param_t am{};
     am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                     UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
@@ -142,7 +150,8 @@ KvTransferClient::Impl::Impl(std::string fp) : fingerprint(std::move(fp)) {
     am.cb = cb;
     am.arg = this;
     const ucs_status_t status = ucp_worker_set_am_recv_handler(worker.get(), &am);
-    if (status != UCS_OK) throw Error("kv transfer client: UCX active messages: " + ucx_status_text(status));
+    if (status != UCS_OK)
+      throw Error("kv transfer client: UCX active messages: " + ucx_status_text(status));
   }
 }
 
@@ -152,12 +161,13 @@ KvTransferClient::Impl::~Impl() {
   while (ops_in_flight > 0) worker.wait(10);
 }
 
-ucs_status_t KvTransferClient::Impl::on_reply(void* arg, const void*, size_t, void* data, size_t length,
-                                              const ucp_am_recv_param_t* param) {
+ucs_status_t KvTransferClient::Impl::on_reply(void* arg, const void*, size_t, void* data,
+                                              size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<Impl*>(arg);
   ActivePull* pull = self->active;
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-    if (pull) pull->fail("producer " + pull->peer + " sent its reply by rendezvous (protocol error)");
+    if (pull)
+      pull->fail("producer " + pull->peer + " sent its reply by rendezvous (protocol error)");
     return UCS_ERR_REJECTED;
   }
   if (pull == nullptr || pull->failed()) return UCS_OK;
@@ -203,8 +213,8 @@ ucs_status_t KvTransferClient::Impl::on_reply(void* arg, const void*, size_t, vo
       std::vector<uint64_t> mine;
       for (const auto& range : ranges) mine.push_back(range.size());
       pull->fail("range size mismatch at block " + std::to_string(i) + " (producer block id " +
-                 std::to_string(pull->block_ids[i]) + "): producer " + pull->peer + " has " + sizes_text(sizes) +
-                 ", this consumer has " + sizes_text(mine));
+                 std::to_string(pull->block_ids[i]) + "): producer " + pull->peer + " has " +
+                 sizes_text(sizes) + ", this consumer has " + sizes_text(mine));
       return UCS_OK;
     }
   }
@@ -212,7 +222,8 @@ ucs_status_t KvTransferClient::Impl::on_reply(void* arg, const void*, size_t, vo
 }
 
 ucs_status_t KvTransferClient::Impl::on_block(void* arg, const void* header, size_t header_length,
-                                              void* data, size_t length, const ucp_am_recv_param_t* param) {
+                                              void* data, size_t length,
+                                              const ucp_am_recv_param_t* param) {
   auto* self = static_cast<Impl*>(arg);
   ActivePull* pull = self->active;
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
@@ -265,24 +276,25 @@ void KvTransferClient::Impl::start_receives(ActivePull& pull) {
     }
     const auto& iov = pull.iovs[s.block];
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
     param.cb.recv_am = &Impl::on_recv;
-    auto* op = new RecvOp{this, s.block};
+    RecvOp* op = &pull.recv_ops[s.block];
+    *op = RecvOp{this, s.block};
     param.user_data = op;
     param.datatype = ucp_dt_make_iov();
     ++ops_in_flight;
-    ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker.get(), s.desc, const_cast<ucp_dt_iov_t*>(iov.data()),
-                                                    iov.size(), &param);
-    if (request == nullptr || UCS_PTR_IS_ERR(request)) {
-      delete op;
+    ucs_status_ptr_t request = ucp_am_recv_data_nbx(
+        worker.get(), s.desc, const_cast<ucp_dt_iov_t*>(iov.data()), iov.size(), &param);
+    if (request == nullptr || UCS_PTR_IS_ERR(request))
       recv_done(s.block, request == nullptr ? UCS_OK : UCS_PTR_STATUS(request));
-    }
   }
   pull.stash.clear();
 }
 
-Connection* KvTransferClient::Impl::connect(const std::string& host, int port, const std::string& key,
-                                            bool* fresh, std::string* error) {
+Connection* KvTransferClient::Impl::connect(const std::string& host, int port,
+                                            const std::string& key, bool* fresh,
+                                            std::string* error) {
   sweep_retired(false);  // progresses: an error on an idle connection surfaces before it is reused
   auto it = connections.find(key);
   if (it != connections.end() && !it->second->dead) {
@@ -301,8 +313,8 @@ Connection* KvTransferClient::Impl::connect(const std::string& host, int port, c
   }
   auto conn = std::make_unique<Connection>();
   ucp_ep_params_t ep{};
-  ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   ep.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
   ep.sockaddr.addrlen = addr_len;
@@ -325,7 +337,8 @@ void KvTransferClient::Impl::drop(const std::string& key) {
   connections.erase(it);
 }
 
-void KvTransferClient::Impl::abandon(const std::string& key, uint64_t pull_id, bool receives_in_flight) {
+void KvTransferClient::Impl::abandon(const std::string& key, uint64_t pull_id,
+                                     bool receives_in_flight) {
   auto it = connections.find(key);
   if (it == connections.end()) return;
   std::unique_ptr<Connection> conn = std::move(it->second);
@@ -351,14 +364,15 @@ void KvTransferClient::Impl::abandon(const std::string& key, uint64_t pull_id, b
   }
   // Receives into dest are in flight: only closing the endpoint stops them, now.
   const auto until = Clock::now() + std::chrono::milliseconds(200);
-  while (conn->cancel_request && ucp_request_check_status(conn->cancel_request) == UCS_INPROGRESS && !conn->dead &&
-         Clock::now() < until)
+  while (conn->cancel_request && ucp_request_check_status(conn->cancel_request) == UCS_INPROGRESS &&
+         !conn->dead && Clock::now() < until)
     worker.wait(10);
   close_retired(*conn);
 }
 
 void KvTransferClient::Impl::close_retired(Connection& conn) {
-  if (conn.cancel_request) ucp_request_free(conn.cancel_request);  // still in flight: the close cancels it
+  if (conn.cancel_request)
+    ucp_request_free(conn.cancel_request);  // still in flight: the close cancels it
   conn.cancel_request = nullptr;
   worker.close_endpoint(conn.ep, /*force=*/true);
 }
@@ -377,9 +391,9 @@ void KvTransferClient::Impl::sweep_retired(bool all) {
   }
 }
 
-KvTransferClient::Impl::Outcome KvTransferClient::Impl::attempt(Connection* conn, bool fresh, const std::string& key,
-                                                                const PullRequest& request, ActivePull& pull,
-                                                                Clock::time_point deadline, double timeout_seconds) {
+KvTransferClient::Impl::Outcome KvTransferClient::Impl::attempt(
+    Connection* conn, bool fresh, const std::string& key, const PullRequest& request,
+    ActivePull& pull, Clock::time_point deadline, double timeout_seconds) {
   RequestFrame frame;
   frame.pull_id = pull.id;
   frame.fingerprint = fingerprint;
@@ -389,16 +403,19 @@ KvTransferClient::Impl::Outcome KvTransferClient::Impl::attempt(Connection* conn
   const auto& bytes = pull.request_bytes;
 
   ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   param.cb.send = &Impl::on_send;
   param.user_data = this;
   // REPLY: the producer answers on this endpoint. EAGER: the producer takes requests only eagerly.
   param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
   ++ops_in_flight;
-  ucs_status_ptr_t sent = ucp_am_send_nbx(conn->ep, kAmPullRequest, nullptr, 0, bytes.data(), bytes.size(), &param);
+  ucs_status_ptr_t sent =
+      ucp_am_send_nbx(conn->ep, kAmPullRequest, nullptr, 0, bytes.data(), bytes.size(), &param);
   if (sent == nullptr || UCS_PTR_IS_ERR(sent)) --ops_in_flight;
-  if (UCS_PTR_IS_ERR(sent)) pull.fail("cannot send the request to producer " + key + " (UCX: " +
-                                      ucx_status_text(UCS_PTR_STATUS(sent)) + ")");
+  if (UCS_PTR_IS_ERR(sent))
+    pull.fail("cannot send the request to producer " + key +
+              " (UCX: " + ucx_status_text(UCS_PTR_STATUS(sent)) + ")");
 
   const size_t n = pull.dest.size();
   while (!pull.failed()) {
@@ -406,22 +423,27 @@ KvTransferClient::Impl::Outcome KvTransferClient::Impl::attempt(Connection* conn
     if (pull.replied && pull.blocks_done == n) break;
     if (conn->dead) {
       const std::string cause = " (UCX: " + ucx_status_text(conn->error) + ")";
-      if (!pull.replied && !fresh) return Outcome::kRetry;  // a stale connection: try a new one once
+      if (!pull.replied && !fresh)
+        return Outcome::kRetry;  // a stale connection: try a new one once
       if (!pull.replied && conn->error == UCS_ERR_UNREACHABLE)
-        pull.fail("cannot connect to producer " + key + ": nothing listening or unreachable" + cause);
+        pull.fail("cannot connect to producer " + key + ": nothing listening or unreachable" +
+                  cause);
       else if (!pull.replied)
         pull.fail("connection to producer " + key + " failed or was lost before its reply" + cause);
       else
-        pull.fail("producer " + key + " died mid-transfer, after " + std::to_string(pull.blocks_done) + " of " +
-                  std::to_string(n) + " blocks" + cause);
+        pull.fail("producer " + key + " died mid-transfer, after " +
+                  std::to_string(pull.blocks_done) + " of " + std::to_string(n) + " blocks" +
+                  cause);
       break;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", timeout_seconds);
       pull.fail("timed out after " + std::string(secs) + " s waiting for producer " + key +
-                (pull.replied ? ", " + std::to_string(pull.blocks_done) + " of " + std::to_string(n) + " blocks received"
+                (pull.replied ? ", " + std::to_string(pull.blocks_done) + " of " +
+                                    std::to_string(n) + " blocks received"
                               : ", no reply"));
       break;
     }
@@ -432,15 +454,18 @@ KvTransferClient::Impl::Outcome KvTransferClient::Impl::attempt(Connection* conn
   return Outcome::kDone;
 }
 
-KvTransferClient::KvTransferClient(std::string fingerprint) : impl_(std::make_unique<Impl>(std::move(fingerprint))) {}
+KvTransferClient::KvTransferClient(std::string fingerprint)
+    : impl_(std::make_unique<Impl>(std::move(fingerprint))) {}
 
 KvTransferClient::~KvTransferClient() = default;
 
 PullResult KvTransferClient::pull(const std::string& host, int port, const PullRequest& request,
-                                  std::span<const std::vector<std::span<std::byte>>> dest, double timeout_seconds) {
+                                  std::span<const std::vector<std::span<std::byte>>> dest,
+                                  double timeout_seconds) {
   Impl& im = *impl_;
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(timeout_seconds));
   const std::string key = host + ":" + std::to_string(port);
   PullResult result;
   auto finish = [&](std::string error) {
@@ -450,11 +475,11 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
     return result;
   };
   if (request.lease_id.size() > kMaxLeaseIdBytes)
-    return finish("lease id of " + std::to_string(request.lease_id.size()) + " bytes, the limit is " +
-                  std::to_string(kMaxLeaseIdBytes));
+    return finish("lease id of " + std::to_string(request.lease_id.size()) +
+                  " bytes, the limit is " + std::to_string(kMaxLeaseIdBytes));
   if (request.block_ids.size() > kMaxBlocksPerPull)
-    return finish(std::to_string(request.block_ids.size()) + " block ids in one pull, the limit is " +
-                  std::to_string(kMaxBlocksPerPull));
+    return finish(std::to_string(request.block_ids.size()) +
+                  " block ids in one pull, the limit is " + std::to_string(kMaxBlocksPerPull));
   if (dest.size() != request.block_ids.size())
     return finish("pull of " + std::to_string(request.block_ids.size()) + " block ids into " +
                   std::to_string(dest.size()) + " destination blocks");
@@ -472,6 +497,7 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
     pull.block_ids = request.block_ids;
     pull.dest_bytes.assign(dest.size(), 0);
     pull.iovs.resize(dest.size());
+    pull.recv_ops.resize(dest.size());
     pull.arrived.assign(dest.size(), 0);
     for (size_t i = 0; i < dest.size(); ++i)
       for (const auto& range : dest[i]) {
@@ -479,7 +505,8 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
         if (!range.empty()) pull.iovs[i].push_back(ucp_dt_iov_t{range.data(), range.size()});
       }
     im.active = &pull;
-    const Impl::Outcome outcome = im.attempt(conn, fresh, key, request, pull, deadline, timeout_seconds);
+    const Impl::Outcome outcome =
+        im.attempt(conn, fresh, key, request, pull, deadline, timeout_seconds);
     // Anything but a clean refusal leaves the connection suspect, and receives may still be aimed
     // at dest: those are cancelled (the endpoint closed) and complete before we return.
     if (outcome == Impl::Outcome::kRetry || conn->dead)

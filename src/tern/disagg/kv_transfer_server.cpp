@@ -10,8 +10,8 @@
 
 #include <array>
 #include <atomic>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <map>
@@ -26,6 +26,13 @@ namespace {
 
 struct Pull;
 
+// A send's user data: which pull, and which block (-1: the reply). Owned by its Pull.
+struct SendOp {
+  void* owner;  // the server's Impl
+  Pull* pull;
+  int block;
+};
+
 struct Connection {
   ucp_ep_h ep = nullptr;
   bool closing = false;  // error seen or misbehaved: close once its sends have drained
@@ -39,8 +46,9 @@ struct Pull {
   PullGrant grant;
   std::vector<std::byte> reply;
   std::vector<std::array<std::byte, kBlockHeaderBytes>> headers;  // [num_blocks]
-  std::vector<std::vector<ucp_dt_iov_t>> iovs;                     // [num_blocks][non-empty ranges]
-  std::vector<uint64_t> block_bytes;                               // [num_blocks]
+  std::vector<std::vector<ucp_dt_iov_t>> iovs;                    // [num_blocks][non-empty ranges]
+  std::vector<uint64_t> block_bytes;                              // [num_blocks]
+  std::vector<SendOp> ops;  // [1 + num_blocks] (the reply first); sized once, never moved
   int outstanding = 0;
   bool failed = false;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -49,13 +57,6 @@ struct Pull {
 }  // namespace
 
 struct KvTransferServer::Impl {
-  // A send's user data: which pull, and which block (-1: the reply).
-  struct SendOp {
-    Impl* owner;
-    Pull* pull;
-    int block;
-  };
-
   KvTransferServerConfig config;
   PullHandler handler;
   UcxWorker worker{"tern-kv-server", /*listens=*/true};
@@ -71,7 +72,8 @@ struct KvTransferServer::Impl {
   std::deque<ucp_conn_request_h> new_connections;
   std::deque<std::pair<ucp_ep_h, std::vector<std::byte>>> requests;
 
-  std::atomic<uint64_t> bytes_sent{0}, blocks_sent{0}, pulls_served{0}, pulls_refused{0}, bad_frames{0};
+  std::atomic<uint64_t> bytes_sent{0}, blocks_sent{0}, pulls_served{0}, pulls_refused{0},
+      bad_frames{0};
 
   Impl(KvTransferServerConfig c, PullHandler h);
   ~Impl();
@@ -79,9 +81,10 @@ struct KvTransferServer::Impl {
   void accept_connections();
   void serve_requests();
   void serve(Connection& conn, std::span<const std::byte> bytes);
-  void reply_error(Connection& conn, uint64_t pull_id, ReplyStatus status, const std::string& message);
+  void reply_error(Connection& conn, uint64_t pull_id, ReplyStatus status,
+                   const std::string& message);
   void start_pull(Connection& conn, uint64_t pull_id, PullGrant grant, size_t num_ids);
-  bool send(Connection& conn, Pull* pull, int block, const void* header, size_t header_length,
+  void send(Connection& conn, Pull* pull, int block, const void* header, size_t header_length,
             const void* buffer, size_t count, ucp_datatype_t datatype, uint32_t flags);
   void send_done(Pull* pull, int block, ucs_status_t status);
   void finish(Pull* pull);
@@ -91,8 +94,11 @@ struct KvTransferServer::Impl {
   static void on_connection(ucp_conn_request_h request, void* arg) {
     static_cast<Impl*>(arg)->new_connections.push_back(request);
   }
-  static void on_ep_error(void* arg, ucp_ep_h, ucs_status_t) { static_cast<Connection*>(arg)->closing = true; }
-  static ucs_status_t on_cancel(void* arg, const void*, size_t, void*, size_t, const ucp_am_recv_param_t* param) {
+  static void on_ep_error(void* arg, ucp_ep_h, ucs_status_t) {
+    static_cast<Connection*>(arg)->closing = true;
+  }
+  static ucs_status_t on_cancel(void* arg, const void*, size_t, void*, size_t,
+                                const ucp_am_recv_param_t* param) {
     auto* self = static_cast<Impl*>(arg);
     if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) {
       auto it = self->by_ep.find(param->reply_ep);
@@ -103,15 +109,15 @@ struct KvTransferServer::Impl {
   void expire_pulls() {
     const auto now = std::chrono::steady_clock::now();
     for (Pull& p : pulls)
-      if (std::chrono::duration<double>(now - p.started).count() > config.pull_timeout_seconds) p.conn->closing = true;
+      if (std::chrono::duration<double>(now - p.started).count() > config.pull_timeout_seconds)
+        p.conn->closing = true;
   }
   static ucs_status_t on_request(void* arg, const void*, size_t, void* data, size_t length,
                                  const ucp_am_recv_param_t* param);
   static void on_send(void* request, ucs_status_t status, void* user_data) {
-    auto* op = static_cast<SendOp*>(user_data);
-    op->owner->send_done(op->pull, op->block, status);
-    delete op;
+    const SendOp* op = static_cast<const SendOp*>(user_data);
     ucp_request_free(request);
+    static_cast<Impl*>(op->owner)->send_done(op->pull, op->block, status);  // may free the Pull
   }
 };
 
@@ -133,7 +139,8 @@ KvTransferServer::Impl::Impl(KvTransferServerConfig c, PullHandler h)
     am.cb = &Impl::on_cancel;
     status = ucp_worker_set_am_recv_handler(worker.get(), &am);
   }
-  if (status != UCS_OK) throw Error("kv transfer server: UCX active messages: " + ucx_status_text(status));
+  if (status != UCS_OK)
+    throw Error("kv transfer server: UCX active messages: " + ucx_status_text(status));
 
   socklen_t addr_len = 0;
   const sockaddr_storage addr = resolve_address(config.host, config.port, &addr_len);
@@ -145,8 +152,8 @@ KvTransferServer::Impl::Impl(KvTransferServerConfig c, PullHandler h)
   lp.conn_handler.arg = this;
   status = ucp_listener_create(worker.get(), &lp, &listener);
   if (status != UCS_OK)
-    throw Error("kv transfer server: cannot listen on " + config.host + ":" + std::to_string(config.port) +
-                ": " + ucx_status_text(status));
+    throw Error("kv transfer server: cannot listen on " + config.host + ":" +
+                std::to_string(config.port) + ": " + ucx_status_text(status));
   ucp_listener_attr_t attr{};
   attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
   if (ucp_listener_query(listener, &attr) == UCS_OK) {
@@ -204,8 +211,8 @@ void KvTransferServer::Impl::accept_connections() {
   }
 }
 
-ucs_status_t KvTransferServer::Impl::on_request(void* arg, const void*, size_t, void* data, size_t length,
-                                                const ucp_am_recv_param_t* param) {
+ucs_status_t KvTransferServer::Impl::on_request(void* arg, const void*, size_t, void* data,
+                                                size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<Impl*>(arg);
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   // Refusing a rendezvous descriptor drops it unread and fails the sender's send.
@@ -261,7 +268,8 @@ void KvTransferServer::Impl::serve(Connection& conn, std::span<const std::byte> 
     reply_error(conn, request.pull_id, ReplyStatus::kRefused, *message);
     return;
   }
-  start_pull(conn, request.pull_id, std::move(std::get<PullGrant>(answer)), request.block_ids.size());
+  start_pull(conn, request.pull_id, std::move(std::get<PullGrant>(answer)),
+             request.block_ids.size());
 }
 
 void KvTransferServer::Impl::reply_error(Connection& conn, uint64_t pull_id, ReplyStatus status,
@@ -275,12 +283,14 @@ void KvTransferServer::Impl::reply_error(Connection& conn, uint64_t pull_id, Rep
   ++conn.pulls_in_flight;
   pull.reply = encode_reply(frame);
   pull.failed = true;  // not a served pull
+  pull.ops.resize(1);
   ++pull.outstanding;
   send(conn, &pull, -1, nullptr, 0, pull.reply.data(), pull.reply.size(), ucp_dt_make_contig(1),
        UCP_AM_SEND_FLAG_EAGER);
 }
 
-void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, PullGrant grant, size_t num_ids) {
+void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, PullGrant grant,
+                                        size_t num_ids) {
   auto refuse = [&](const std::string& why) {
     ++pulls_refused;
     if (grant.on_done) grant.on_done(false);
@@ -302,7 +312,8 @@ void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, Pull
     auto [it, added] = layout_index.try_emplace(sizes, static_cast<uint16_t>(frame.layouts.size()));
     if (added) {
       if (frame.layouts.size() == kMaxLayouts)
-        return refuse("more than " + std::to_string(kMaxLayouts) + " distinct block layouts in one pull");
+        return refuse("more than " + std::to_string(kMaxLayouts) +
+                      " distinct block layouts in one pull");
       frame.layouts.push_back(std::move(sizes));
     }
     frame.block_layout.push_back(it->second);
@@ -316,6 +327,7 @@ void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, Pull
   const size_t n = pull.grant.blocks.size();
   pull.headers.resize(n);
   pull.iovs.resize(n);
+  pull.ops.resize(n + 1);
   pull.block_bytes.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     encode_block_header(BlockHeader{pull_id, static_cast<uint32_t>(i)}, pull.headers[i].data());
@@ -328,11 +340,11 @@ void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, Pull
   // All sends are posted at once; UCX pipelines them (rendezvous for the large ones, the data read
   // in place from the cache). outstanding counts the reply plus one message per block.
   pull.outstanding = static_cast<int>(n) + 1;
-  if (!send(conn, &pull, -1, nullptr, 0, pull.reply.data(), pull.reply.size(), ucp_dt_make_contig(1),
-            UCP_AM_SEND_FLAG_EAGER)) {
-    // Completed (with an error) at once; the remaining blocks are still posted so that every
-    // send's completion is counted the same way.
-  }
+  // A send that fails at once fails the pull; the rest are still posted (and fail at once on
+  // the closing endpoint), so every completion is counted the same way. The last one can end
+  // the pull (and free it): nothing touches `pull` after the loop.
+  send(conn, &pull, -1, nullptr, 0, pull.reply.data(), pull.reply.size(), ucp_dt_make_contig(1),
+       UCP_AM_SEND_FLAG_EAGER);
   for (size_t i = 0; i < n; ++i) {
     const auto& iov = pull.iovs[i];
     send(conn, &pull, static_cast<int>(i), pull.headers[i].data(), kBlockHeaderBytes,
@@ -340,16 +352,16 @@ void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, Pull
   }
 }
 
-// Posts one active message; its completion (now or later) goes through send_done. Returns
-// false when it failed at once.
-bool KvTransferServer::Impl::send(Connection& conn, Pull* pull, int block, const void* header,
+// Posts one active message; its completion (now or later) goes through send_done.
+void KvTransferServer::Impl::send(Connection& conn, Pull* pull, int block, const void* header,
                                   size_t header_length, const void* buffer, size_t count,
                                   ucp_datatype_t datatype, uint32_t flags) {
   if (conn.closing) {
     send_done(pull, block, UCS_ERR_CANCELED);
-    return false;
+    return;
   }
-  auto* op = new SendOp{this, pull, block};
+  SendOp* op = &pull->ops[block + 1];
+  *op = SendOp{this, pull, block};
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_FLAGS;
@@ -357,15 +369,10 @@ bool KvTransferServer::Impl::send(Connection& conn, Pull* pull, int block, const
   param.user_data = op;
   param.datatype = datatype;
   param.flags = flags;
-  ucs_status_ptr_t request = ucp_am_send_nbx(conn.ep, block < 0 ? kAmPullReply : kAmBlockData, header,
-                                             header_length, buffer, count, &param);
-  if (request == nullptr || UCS_PTR_IS_ERR(request)) {
-    delete op;
-    const ucs_status_t status = request == nullptr ? UCS_OK : UCS_PTR_STATUS(request);
-    send_done(pull, block, status);
-    return status == UCS_OK;
-  }
-  return true;
+  ucs_status_ptr_t request = ucp_am_send_nbx(conn.ep, block < 0 ? kAmPullReply : kAmBlockData,
+                                             header, header_length, buffer, count, &param);
+  if (request == nullptr || UCS_PTR_IS_ERR(request))
+    send_done(pull, block, request == nullptr ? UCS_OK : UCS_PTR_STATUS(request));
 }
 
 void KvTransferServer::Impl::send_done(Pull* pull, int block, ucs_status_t status) {

@@ -24,14 +24,15 @@ struct KvTransferServerConfig {
 // every on_done run on that thread.
 class KvTransferServer {
  public:
-  KvTransferServer(KvTransferServerConfig config, PullHandler handler);  // throws tern::Error when it cannot listen
+  KvTransferServer(KvTransferServerConfig config,
+                   PullHandler handler);  // throws tern::Error when it cannot listen
   ~KvTransferServer();  // stops the thread, closes endpoints (pending on_done(false) run first)
   KvTransferServer(const KvTransferServer&) = delete;
   KvTransferServer& operator=(const KvTransferServer&) = delete;
 
   int port() const;
   struct Stats {
-    uint64_t bytes_sent = 0;     // block bytes whose send completed
+    uint64_t bytes_sent = 0;  // block bytes whose send completed
     uint64_t blocks_sent = 0;
     uint64_t pulls_served = 0;   // granted and fully sent
     uint64_t pulls_refused = 0;  // fingerprint mismatch, handler error, ungrantable request

@@ -36,8 +36,7 @@ class Reader {
   T get() {
     need(sizeof(T), "an integer");
     uint64_t v = 0;
-    for (size_t i = 0; i < sizeof(T); ++i)
-      v |= static_cast<uint64_t>(bytes_[pos_ + i]) << (8 * i);
+    for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(bytes_[pos_ + i]) << (8 * i);
     pos_ += sizeof(T);
     return static_cast<T>(v);
   }
@@ -50,12 +49,14 @@ class Reader {
   // Throws unless `n` more bytes are there, before anything is sized from a count.
   void need(size_t n, const char* field) const {
     if (bytes_.size() - pos_ < n)
-      fail(std::string("truncated at ") + field + " (" + std::to_string(n) + " bytes needed at offset " +
-           std::to_string(pos_) + ", frame has " + std::to_string(bytes_.size()) + ")");
+      fail(std::string("truncated at ") + field + " (" + std::to_string(n) +
+           " bytes needed at offset " + std::to_string(pos_) + ", frame has " +
+           std::to_string(bytes_.size()) + ")");
   }
   void finish() const {
     if (pos_ != bytes_.size())
-      fail(std::to_string(bytes_.size() - pos_) + " trailing bytes after offset " + std::to_string(pos_));
+      fail(std::to_string(bytes_.size() - pos_) + " trailing bytes after offset " +
+           std::to_string(pos_));
   }
   [[noreturn]] void fail(const std::string& why) const {
     throw Error(std::string("kv transfer ") + what_ + " frame: " + why);
@@ -65,7 +66,8 @@ class Reader {
     if (magic != kWireMagic) fail("bad magic 0x" + hex(magic));
     const auto version = get<uint16_t>();
     if (version != kWireVersion)
-      fail("version " + std::to_string(version) + ", this build speaks " + std::to_string(kWireVersion));
+      fail("version " + std::to_string(version) + ", this build speaks " +
+           std::to_string(kWireVersion));
     const auto k = get<uint16_t>();
     if (k != static_cast<uint16_t>(kind)) fail("frame kind " + std::to_string(k));
   }
@@ -114,7 +116,8 @@ std::vector<std::byte> encode_request(const RequestFrame& f) {
 RequestFrame decode_request(std::span<const std::byte> bytes) {
   Reader r(bytes, "request");
   if (bytes.size() > kMaxRequestBytes)
-    r.fail(std::to_string(bytes.size()) + " bytes, the limit is " + std::to_string(kMaxRequestBytes));
+    r.fail(std::to_string(bytes.size()) + " bytes, the limit is " +
+           std::to_string(kMaxRequestBytes));
   r.header(FrameKind::kRequest);
   RequestFrame f;
   f.pull_id = r.get<uint64_t>();
@@ -167,7 +170,8 @@ ReplyFrame decode_reply(std::span<const std::byte> bytes) {
   ReplyFrame f;
   f.pull_id = r.get<uint64_t>();
   const auto status = r.get<uint8_t>();
-  if (status > static_cast<uint8_t>(ReplyStatus::kBadRequest)) r.fail("status " + std::to_string(status));
+  if (status > static_cast<uint8_t>(ReplyStatus::kBadRequest))
+    r.fail("status " + std::to_string(status));
   f.status = static_cast<ReplyStatus>(status);
   if (f.status != ReplyStatus::kOk) {
     const auto len = r.get<uint16_t>();
@@ -194,7 +198,8 @@ ReplyFrame decode_reply(std::span<const std::byte> bytes) {
     r.need(2 * size_t{num_blocks}, "layout indices");
     for (auto& k : f.block_layout) {
       k = r.get<uint16_t>();
-      if (k >= num_layouts) r.fail("layout index " + std::to_string(k) + " of " + std::to_string(num_layouts));
+      if (k >= num_layouts)
+        r.fail("layout index " + std::to_string(k) + " of " + std::to_string(num_layouts));
     }
   }
   r.finish();

@@ -15,7 +15,8 @@ namespace tern::disagg {
 // Active message ids (UCX AM ids of this protocol).
 inline constexpr unsigned kAmPullRequest = 0x7e01;  // consumer → producer: RequestFrame
 inline constexpr unsigned kAmPullReply = 0x7e02;    // producer → consumer: ReplyFrame
-inline constexpr unsigned kAmBlockData = 0x7e03;    // producer → consumer: header BlockHeader, data = one block's ranges
+inline constexpr unsigned kAmBlockData =
+    0x7e03;  // producer → consumer: header BlockHeader, data = one block's ranges
 // consumer → producer: header BlockHeader (block_index unused), no data. The consumer gave up on
 // the pull and is closing the connection; said explicitly because over shared memory a live
 // process's closed endpoint is not noticed by its peer.
@@ -36,9 +37,9 @@ inline constexpr size_t kMaxLayouts = 64;
 
 enum class ReplyStatus : uint8_t {
   kOk = 0,
-  kRefused = 1,              // the producer's handler said no (lease unknown/expired/used, block id…)
+  kRefused = 1,  // the producer's handler said no (lease unknown/expired/used, block id…)
   kFingerprintMismatch = 2,  // message holds the producer's fingerprint
-  kBadRequest = 3,           // the producer could not serve a well-formed request (too many layouts…)
+  kBadRequest = 3,  // the producer could not serve a well-formed request (too many layouts…)
 };
 
 struct RequestFrame {
@@ -52,7 +53,8 @@ struct ReplyFrame {
   uint64_t pull_id = 0;
   ReplyStatus status = ReplyStatus::kOk;
   std::string message;  // !ok: the error text (kFingerprintMismatch: the producer's fingerprint)
-  // ok: layouts[k] is a list of range sizes in bytes; block i's ranges are layouts[block_layout[i]].
+  // ok: layouts[k] is a list of range sizes in bytes; block i's ranges are
+  // layouts[block_layout[i]].
   std::vector<std::vector<uint64_t>> layouts;
   std::vector<uint16_t> block_layout;  // [num_blocks]
 };

@@ -43,7 +43,8 @@ void prepare_environment(bool listens) {
 std::string ucx_status_text(ucs_status_t status) { return ucs_status_string(status); }
 
 sockaddr_storage resolve_address(const std::string& host, int port, socklen_t* length) {
-  if (port < 0 || port > 65535) throw Error("kv transfer: port " + std::to_string(port) + " is out of range");
+  if (port < 0 || port > 65535)
+    throw Error("kv transfer: port " + std::to_string(port) + " is out of range");
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -63,14 +64,16 @@ UcxWorker::UcxWorker(const char* name, bool listens) {
   prepare_environment(listens);
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
-  if (status != UCS_OK) throw Error(std::string("UCX: cannot read its configuration: ") + ucx_status_text(status));
+  if (status != UCS_OK)
+    throw Error(std::string("UCX: cannot read its configuration: ") + ucx_status_text(status));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.name = name;
   status = ucp_init(&params, config, &context_);
   ucp_config_release(config);
-  if (status != UCS_OK) throw Error(std::string("UCX: cannot initialize: ") + ucx_status_text(status));
+  if (status != UCS_OK)
+    throw Error(std::string("UCX: cannot initialize: ") + ucx_status_text(status));
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
