@@ -1,4 +1,4 @@
-// KvTransferClient: one blocking pull at a time over the client's own UCX worker. UCX callbacks
+// KvTransferClient: one blocking pull at a time over the client's own UCX worker(). UCX callbacks
 // record what arrived into the active pull; the pull's loop starts the rendezvous receives and
 // decides when it is done, failed or timed out. A failed pull closes its connection (force),
 // which cancels every receive still aimed at the caller's memory before pull() returns.
@@ -75,7 +75,9 @@ std::string sizes_text(std::span<const uint64_t> sizes) {
 
 struct KvTransferClient::Impl {
   std::string fingerprint;
-  UcxWorker worker{"tern-kv-client", /*listens=*/false};
+  std::unique_ptr<UcxWorker> ucx = std::make_unique<UcxWorker>("tern-kv-client", /*listens=*/false);
+  std::string ucx_error;  // why ucx is null (a restart failed)
+  UcxWorker& worker() { return *ucx; }
   std::map<std::string, std::unique_ptr<Connection>> connections;  // by host:port
   ActivePull* active = nullptr;
   int ops_in_flight = 0;  // request sends and block receives not yet completed
@@ -87,6 +89,9 @@ struct KvTransferClient::Impl {
   Connection* connect(const std::string& host, int port, const std::string& key, bool* fresh,
                       std::string* error);
   void drop(const std::string& key);
+  void register_handlers();
+  void restart_worker();
+  void drain();
   // Gives up on a live connection after a failed pull (see the .cpp); `receives_in_flight`:
   // UCX may still write into the caller's memory, so it must be closed before returning.
   void abandon(const std::string& key, uint64_t pull_id, bool receives_in_flight);
@@ -140,6 +145,10 @@ KvTransferClient::Impl::Impl(std::string fp) : fingerprint(std::move(fp)) {
   // Pull ids start at a random point so that a reply meant for another client object (or an
   // earlier run) is never taken for this one's.
   next_pull_id = std::random_device{}() * 0x9e3779b97f4a7c15ULL + 1;
+  register_handlers();
+}
+
+void KvTransferClient::Impl::register_handlers() {
   for (auto [id, cb] :
        {std::pair{kAmPullReply, &Impl::on_reply}, std::pair{kAmBlockData, &Impl::on_block}}) {
     ucp_am_handler_param_t am{};
@@ -149,16 +158,44 @@ KvTransferClient::Impl::Impl(std::string fp) : fingerprint(std::move(fp)) {
     am.flags = UCP_AM_FLAG_WHOLE_MSG;
     am.cb = cb;
     am.arg = this;
-    const ucs_status_t status = ucp_worker_set_am_recv_handler(worker.get(), &am);
+    const ucs_status_t status = ucp_worker_set_am_recv_handler(worker().get(), &am);
     if (status != UCS_OK)
       throw Error("kv transfer client: UCX active messages: " + ucx_status_text(status));
   }
 }
 
+void KvTransferClient::Impl::restart_worker() {
+  for (auto& conn : retired) close_retired(*conn);
+  retired.clear();
+  for (auto& [key, conn] : connections) worker().close_endpoint(conn->ep, /*force=*/true);
+  connections.clear();
+  ucx.reset();  // destroys the stuck requests with the worker
+  ops_in_flight = 0;
+  try {
+    ucx = std::make_unique<UcxWorker>("tern-kv-client", /*listens=*/false);
+    register_handlers();
+  } catch (const Error& e) {
+    ucx.reset();
+    ucx_error = e.what();
+  }
+}
+
+// Waits for the operations still in flight after their endpoint was closed. UCX 1.13 does not
+// always complete a rendezvous receive whose endpoint was force-closed (seen with
+// UCX_MM_ERROR_HANDLING=y, a producer killed mid-transfer): then only destroying the worker
+// makes sure nothing writes into the caller's memory any more.
+void KvTransferClient::Impl::drain() {
+  const auto until = Clock::now() + std::chrono::seconds(2);
+  while (ops_in_flight > 0 && Clock::now() < until) worker().wait(10);
+  if (ops_in_flight > 0) restart_worker();
+}
+
 KvTransferClient::Impl::~Impl() {
+  if (!ucx) return;
   sweep_retired(/*all=*/true);
-  for (auto& [key, conn] : connections) worker.close_endpoint(conn->ep, /*force=*/true);
-  while (ops_in_flight > 0) worker.wait(10);
+  for (auto& [key, conn] : connections) worker().close_endpoint(conn->ep, /*force=*/true);
+  connections.clear();
+  drain();
 }
 
 ucs_status_t KvTransferClient::Impl::on_reply(void* arg, const void*, size_t, void* data,
@@ -271,7 +308,7 @@ ucs_status_t KvTransferClient::Impl::on_block(void* arg, const void* header, siz
 void KvTransferClient::Impl::start_receives(ActivePull& pull) {
   for (const Stashed& s : pull.stash) {
     if (pull.failed()) {
-      ucp_am_data_release(worker.get(), s.desc);
+      ucp_am_data_release(worker().get(), s.desc);
       continue;
     }
     const auto& iov = pull.iovs[s.block];
@@ -285,7 +322,7 @@ void KvTransferClient::Impl::start_receives(ActivePull& pull) {
     param.datatype = ucp_dt_make_iov();
     ++ops_in_flight;
     ucs_status_ptr_t request = ucp_am_recv_data_nbx(
-        worker.get(), s.desc, const_cast<ucp_dt_iov_t*>(iov.data()), iov.size(), &param);
+        worker().get(), s.desc, const_cast<ucp_dt_iov_t*>(iov.data()), iov.size(), &param);
     if (request == nullptr || UCS_PTR_IS_ERR(request))
       recv_done(s.block, request == nullptr ? UCS_OK : UCS_PTR_STATUS(request));
   }
@@ -321,7 +358,7 @@ Connection* KvTransferClient::Impl::connect(const std::string& host, int port,
   ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // a dead producer fails the pull instead of hanging it
   ep.err_handler.cb = &Impl::on_ep_error;
   ep.err_handler.arg = conn.get();
-  const ucs_status_t status = ucp_ep_create(worker.get(), &ep, &conn->ep);
+  const ucs_status_t status = ucp_ep_create(worker().get(), &ep, &conn->ep);
   if (status != UCS_OK) {
     *error = "cannot connect to producer " + key + " (UCX: " + ucx_status_text(status) + ")";
     return nullptr;
@@ -333,7 +370,7 @@ void KvTransferClient::Impl::drop(const std::string& key) {
   auto it = connections.find(key);
   if (it == connections.end()) return;
   // Force: the peer may be dead or stuck; outstanding receives complete (canceled) inside.
-  worker.close_endpoint(it->second->ep, /*force=*/true);
+  worker().close_endpoint(it->second->ep, /*force=*/true);
   connections.erase(it);
 }
 
@@ -366,7 +403,7 @@ void KvTransferClient::Impl::abandon(const std::string& key, uint64_t pull_id,
   const auto until = Clock::now() + std::chrono::milliseconds(200);
   while (conn->cancel_request && ucp_request_check_status(conn->cancel_request) == UCS_INPROGRESS &&
          !conn->dead && Clock::now() < until)
-    worker.wait(10);
+    worker().wait(10);
   close_retired(*conn);
 }
 
@@ -374,11 +411,11 @@ void KvTransferClient::Impl::close_retired(Connection& conn) {
   if (conn.cancel_request)
     ucp_request_free(conn.cancel_request);  // still in flight: the close cancels it
   conn.cancel_request = nullptr;
-  worker.close_endpoint(conn.ep, /*force=*/true);
+  worker().close_endpoint(conn.ep, /*force=*/true);
 }
 
 void KvTransferClient::Impl::sweep_retired(bool all) {
-  worker.progress();
+  worker().progress();
   for (auto it = retired.begin(); it != retired.end();) {
     Connection& conn = **it;
     // The producer closes its side on our cancel; a few that never do are closed by age.
@@ -447,9 +484,9 @@ KvTransferClient::Impl::Outcome KvTransferClient::Impl::attempt(
                               : ", no reply"));
       break;
     }
-    worker.wait(static_cast<int>(std::min<long long>(left, 100)));
+    worker().wait(static_cast<int>(std::min<long long>(left, 100)));
   }
-  for (const Stashed& s : pull.stash) ucp_am_data_release(worker.get(), s.desc);
+  for (const Stashed& s : pull.stash) ucp_am_data_release(worker().get(), s.desc);
   pull.stash.clear();
   return Outcome::kDone;
 }
@@ -485,6 +522,7 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
                   std::to_string(dest.size()) + " destination blocks");
 
   for (int tries = 0;; ++tries) {
+    if (!im.ucx) return finish("kv transfer client: UCX could not restart: " + im.ucx_error);
     bool fresh = false;
     std::string error;
     Connection* conn = im.connect(host, port, key, &fresh, &error);
@@ -513,7 +551,7 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
       im.drop(key);
     else if (pull.failed() && (!pull.clean_refusal || im.ops_in_flight > 0))
       im.abandon(key, pull.id, /*receives_in_flight=*/im.ops_in_flight > 0);
-    while (im.ops_in_flight > 0) im.worker.wait(10);
+    im.drain();
     im.active = nullptr;
     if (outcome == Impl::Outcome::kRetry && tries == 0) continue;
     if (outcome == Impl::Outcome::kRetry)
