@@ -216,7 +216,11 @@ TEST(UcxFailure, ConsumerDiesMidPullAndTheServerServesTheNext) {
       client.pull("127.0.0.1", server.port(), PullRequest{"l", iota_ids(8)}, dest, 60);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_TRUE(dst.same_block(5, src, 1));
+  // The producer counts a pull once UCX reports its sends complete, a little after the consumer
+  // has the bytes.
+  EXPECT_TRUE(eventually([&] { return ok == 1; }));
   EXPECT_EQ(server.stats().pulls_served, 1u);
+  EXPECT_EQ(failed, 1);
   std::remove(log.c_str());
 }
 

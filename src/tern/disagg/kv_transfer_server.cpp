@@ -15,6 +15,7 @@
 #include <deque>
 #include <list>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "tern/core/error.h"
@@ -59,7 +60,9 @@ struct Pull {
 struct KvTransferServer::Impl {
   KvTransferServerConfig config;
   PullHandler handler;
-  UcxWorker worker{"tern-kv-server", /*listens=*/true};
+  std::unique_ptr<UcxWorker> ucx = std::make_unique<UcxWorker>("tern-kv-server", /*listens=*/true);
+  UcxWorker& worker() { return *ucx; }
+  bool abandoned = false;  // shutting down with sends UCX never completed: completions are ignored
   ucp_listener_h listener = nullptr;
   int port = 0;
   int wake_fd = -1;
@@ -133,11 +136,11 @@ KvTransferServer::Impl::Impl(KvTransferServerConfig c, PullHandler h)
   am.flags = UCP_AM_FLAG_WHOLE_MSG;
   am.cb = &Impl::on_request;
   am.arg = this;
-  ucs_status_t status = ucp_worker_set_am_recv_handler(worker.get(), &am);
+  ucs_status_t status = ucp_worker_set_am_recv_handler(worker().get(), &am);
   if (status == UCS_OK) {
     am.id = kAmPullCancel;
     am.cb = &Impl::on_cancel;
-    status = ucp_worker_set_am_recv_handler(worker.get(), &am);
+    status = ucp_worker_set_am_recv_handler(worker().get(), &am);
   }
   if (status != UCS_OK)
     throw Error("kv transfer server: UCX active messages: " + ucx_status_text(status));
@@ -150,7 +153,7 @@ KvTransferServer::Impl::Impl(KvTransferServerConfig c, PullHandler h)
   lp.sockaddr.addrlen = addr_len;
   lp.conn_handler.cb = &Impl::on_connection;
   lp.conn_handler.arg = this;
-  status = ucp_listener_create(worker.get(), &lp, &listener);
+  status = ucp_listener_create(worker().get(), &lp, &listener);
   if (status != UCS_OK)
     throw Error("kv transfer server: cannot listen on " + config.host + ":" +
                 std::to_string(config.port) + ": " + ucx_status_text(status));
@@ -181,12 +184,12 @@ KvTransferServer::Impl::~Impl() {
 
 void KvTransferServer::Impl::run() {
   while (!stop) {
-    worker.progress();
+    worker().progress();
     accept_connections();
     serve_requests();
     expire_pulls();
     close_drained();
-    if (new_connections.empty() && requests.empty()) worker.wait(100, wake_fd);
+    if (new_connections.empty() && requests.empty()) worker().wait(100, wake_fd);
   }
   shutdown();
 }
@@ -203,7 +206,7 @@ void KvTransferServer::Impl::accept_connections() {
     ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // a dead consumer fails its sends, never hangs them
     ep.err_handler.cb = &Impl::on_ep_error;
     ep.err_handler.arg = &conn;
-    if (ucp_ep_create(worker.get(), &ep, &conn.ep) != UCS_OK) {
+    if (ucp_ep_create(worker().get(), &ep, &conn.ep) != UCS_OK) {
       connections.pop_back();
       continue;
     }
@@ -376,6 +379,7 @@ void KvTransferServer::Impl::send(Connection& conn, Pull* pull, int block, const
 }
 
 void KvTransferServer::Impl::send_done(Pull* pull, int block, ucs_status_t status) {
+  if (abandoned) return;
   if (status != UCS_OK) {
     pull->failed = true;
     pull->conn->closing = true;  // a failed send means the endpoint is no good
@@ -410,7 +414,7 @@ void KvTransferServer::Impl::close_drained() {
       by_ep.erase(it->ep);
       ucp_ep_h ep = it->ep;
       it->ep = nullptr;
-      worker.close_endpoint(ep, /*force=*/true);
+      worker().close_endpoint(ep, /*force=*/true);
     }
     if (it->pulls_in_flight > 0) {
       ++it;  // callbacks still pending: forget it once they have run
@@ -428,10 +432,20 @@ void KvTransferServer::Impl::shutdown() {
   requests.clear();
   for (auto& conn : connections) conn.closing = true;
   close_drained();
-  while (!pulls.empty()) {
-    worker.wait(10);
+  // Force-closed endpoints complete their sends at once, as a rule; UCX 1.13 has been seen not
+  // to (with UCX_MM_ERROR_HANDLING=y), and the destructor must not hang on it.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!pulls.empty() && std::chrono::steady_clock::now() < until) {
+    worker().wait(10);
     close_drained();
   }
+  if (!pulls.empty()) {
+    abandoned = true;
+    for (Pull& pull : pulls)
+      if (pull.grant.on_done) pull.grant.on_done(false);
+  }
+  ucx.reset();  // first: its leftover requests point into the pulls
+  pulls.clear();
   connections.clear();
 }
 
