@@ -80,7 +80,8 @@ struct KvTransferClient::Impl {
   UcxWorker& worker() { return *ucx; }
   std::map<std::string, std::unique_ptr<Connection>> connections;  // by host:port
   ActivePull* active = nullptr;
-  int ops_in_flight = 0;  // request sends and block receives not yet completed
+  int ops_in_flight = 0;       // request sends and block receives not yet completed
+  int receives_in_flight = 0;  // of which block receives (aimed at the caller's memory)
   uint64_t next_pull_id;
   std::atomic<uint64_t> bytes_received{0}, blocks_received{0};
 
@@ -120,6 +121,7 @@ struct KvTransferClient::Impl {
   }
   void recv_done(uint32_t block, ucs_status_t status) {
     --ops_in_flight;
+    --receives_in_flight;
     if (active == nullptr) return;
     if (status != UCS_OK) {
       // Over a live connection a receive fails only when the producer went away.
@@ -171,6 +173,7 @@ void KvTransferClient::Impl::restart_worker() {
   connections.clear();
   ucx.reset();  // destroys the stuck requests with the worker
   ops_in_flight = 0;
+  receives_in_flight = 0;
   try {
     ucx = std::make_unique<UcxWorker>("tern-kv-client", /*listens=*/false);
     register_handlers();
@@ -321,6 +324,7 @@ void KvTransferClient::Impl::start_receives(ActivePull& pull) {
     param.user_data = op;
     param.datatype = ucp_dt_make_iov();
     ++ops_in_flight;
+    ++receives_in_flight;
     ucs_status_ptr_t request = ucp_am_recv_data_nbx(
         worker().get(), s.desc, const_cast<ucp_dt_iov_t*>(iov.data()), iov.size(), &param);
     if (request == nullptr || UCS_PTR_IS_ERR(request))
@@ -550,7 +554,7 @@ PullResult KvTransferClient::pull(const std::string& host, int port, const PullR
     if (outcome == Impl::Outcome::kRetry || conn->dead)
       im.drop(key);
     else if (pull.failed() && (!pull.clean_refusal || im.ops_in_flight > 0))
-      im.abandon(key, pull.id, /*receives_in_flight=*/im.ops_in_flight > 0);
+      im.abandon(key, pull.id, /*receives_in_flight=*/im.receives_in_flight > 0);
     im.drain();
     im.active = nullptr;
     if (outcome == Impl::Outcome::kRetry && tries == 0) continue;
