@@ -29,7 +29,25 @@ struct ServeOptions {
   server::ServerOptions server;
   std::string chat_template_path;
   bool disable_log_stats = false;
+  std::string kv_transfer_config;  // vLLM's --kv-transfer-config JSON
+  std::string role;                // --role prefill | decode | both
+  double kv_lease_seconds = 30.0;
 };
+
+// --kv-transfer-config, or --role with its defaults (loopback, vLLM's port 14579); the lease.
+disagg::KvTransferConfig kv_transfer_config(const ServeOptions& opt) {
+  disagg::KvTransferConfig c;
+  if (!opt.kv_transfer_config.empty()) c = disagg::parse_kv_transfer_config(opt.kv_transfer_config);
+  if (!opt.role.empty()) {
+    const disagg::KvRole role = disagg::parse_kv_role(opt.role);
+    if (!opt.kv_transfer_config.empty() && role != c.role)
+      throw Error(std::string("--role ") + opt.role + " contradicts kv_role " +
+                  disagg::kv_role_name(c.role) + " of --kv-transfer-config");
+    c.role = role;
+  }
+  c.lease_seconds = opt.kv_lease_seconds;
+  return c;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -61,7 +79,8 @@ void run(ServeOptions opt) {
   if (opt.server.max_request_body == 0) throw Error("--max-request-body must be at least 1 byte");
   opt.server.log_stats_interval = opt.disable_log_stats ? 0.0 : 10.0;  // vLLM's interval
 
-  const EngineConfig config = opt.engine.engine_config();
+  EngineConfig config = opt.engine.engine_config();
+  config.kv_transfer = kv_transfer_config(opt);
   const LoadOptions load = opt.model.load_options();
   LoadedModel model = load_model(load);
   if (!model.tokenizer)
@@ -76,6 +95,14 @@ void run(ServeOptions opt) {
                llm.engine().kv_cache_summary().c_str());
   if (config.speculative.enabled())
     std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
+  if (const disagg::KvConnector* kv = llm.engine().kv_connector()) {
+    const std::string serves =
+        kv->port() ? ", pulls served on " + kv->config().ip + ":" + std::to_string(kv->port())
+                   : std::string();
+    std::fprintf(stderr, "kv transfer: %s, engine %s, model fingerprint %s%s\n",
+                 disagg::kv_role_name(kv->config().role), kv->engine_id().c_str(),
+                 kv->fingerprint().c_str(), serves.c_str());
+  }
   std::fprintf(stderr, "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld)\n",
                opt.server.host.c_str(), port, opt.server.served_model_name.c_str(),
                static_cast<long long>(llm.engine().max_model_len()));
@@ -119,6 +146,16 @@ void add_serve_command(CLI::App& app) {
                   "Jinja chat template file instead of the model's");
   cmd->add_flag("--disable-log-stats", opt->disable_log_stats,
                 "No log line every 10 s of throughput, KV cache and speculative decoding");
+  cmd->add_option("--kv-transfer-config", opt->kv_transfer_config,
+                  "Prefill/decode disaggregation, vLLM's JSON: {\"kv_connector\":\"UcxConnector\","
+                  "\"kv_role\":\"kv_producer|kv_consumer|kv_both\",\"kv_ip\":\"127.0.0.1\","
+                  "\"kv_port\":14579}");
+  cmd->add_option("--role", opt->role,
+                  "prefill | decode | both: --kv-transfer-config's kv_role, transfer side on "
+                  "127.0.0.1:14579");
+  cmd->add_option("--kv-lease-seconds", opt->kv_lease_seconds,
+                  "How long a prefilled prompt's blocks wait for a decode instance's pull")
+      ->capture_default_str();
   opt->model.add_to(cmd);
   opt->engine.add_to(cmd);
   cmd->callback([opt] { run(*opt); });

@@ -41,5 +41,25 @@ TEST(ServeCommand, MissingOrBrokenChatTemplateFails) {
   EXPECT_NE(r.err.find("chat template"), std::string::npos) << r.err;
 }
 
+TEST(ServeCommand, KvTransferFlagsAreChecked) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  ProcessResult r = run_tern({"serve", model, "--port", "0", "--role", "decoder"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--role must be prefill, decode or both"), std::string::npos) << r.err;
+  r = run_tern({"serve", model, "--port", "0", "--role", "prefill", "--kv-transfer-config",
+                R"({"kv_role":"kv_consumer"})"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("contradicts"), std::string::npos) << r.err;
+  r = run_tern({"serve", model, "--port", "0", "--kv-transfer-config",
+                R"({"kv_role":"kv_both","kv_buffer_size":1000000000})"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("'kv_buffer_size' is not supported"), std::string::npos) << r.err;
+  r = run_tern({"serve", model, "--port", "0", "--kv-cache-memory", "16MiB", "--role", "prefill",
+                "--kv-lease-seconds", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--kv-lease-seconds must be > 0"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace tern::testing

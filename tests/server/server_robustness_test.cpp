@@ -243,42 +243,10 @@ TEST(ServerRobustness, ApiKeyAndBodyLimit) {
 // The real binary: start it on port 0, read the port from its log, stream, SIGTERM → exit 0.
 TEST(ServerRobustness, SigtermDrainsAndExitsZero) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  char log_path[] = "/tmp/tern_serve_test_XXXXXX";
-  const int log_fd = ::mkstemp(log_path);
-  ASSERT_GE(log_fd, 0);
-  const std::vector<std::string> args = {TERN_BINARY,
-                                         "serve",
-                                         fixture("stories260K/stories260K.gguf"),
-                                         "--port",
-                                         "0",
-                                         "--max-model-len",
-                                         "256",
-                                         "--kv-cache-memory",
-                                         "16MiB",
-                                         "--threads",
-                                         "1",
-                                         "--served-model-name",
-                                         "test-model"};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(log_fd, 2);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int port = -1;
-  const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
-  for (int i = 0; i < 6000 && port < 0; ++i) {
-    std::ifstream in(log_path);
-    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::smatch m;
-    if (std::regex_search(log, m, listening))
-      port = std::stoi(m[1]);
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ServeProcess server({fixture("stories260K/stories260K.gguf"), "--max-model-len", "256",
+                       "--kv-cache-memory", "16MiB", "--threads", "1", "--served-model-name",
+                       "test-model"});
+  const int port = server.port();
   ASSERT_GT(port, 0) << "the server did not start";
   ASSERT_EQ(post(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}}).status, 200);
   // A stream in flight when the signal comes ends (abort or length) with [DONE].
@@ -292,9 +260,7 @@ TEST(ServerRobustness, SigtermDrainsAndExitsZero) {
     if (metric(m, gauge("tern:generation_tokens_total")) > 3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const int status = server.kill_and_wait(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status)) << "killed by signal "
                                  << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   EXPECT_EQ(WEXITSTATUS(status), 0);
@@ -302,8 +268,6 @@ TEST(ServerRobustness, SigtermDrainsAndExitsZero) {
   EXPECT_EQ(r.status, 200);
   // After the drain nothing listens any more.
   EXPECT_EQ(get(port, "/health").status, -1);
-  ::close(log_fd);
-  ::unlink(log_path);
 }
 
 }  // namespace

@@ -4,10 +4,16 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +50,63 @@ class TestServer {
   std::unique_ptr<server::OpenAIServer> server_;
   int port_ = 0;
   std::thread thread_;
+};
+
+// `tern serve ARGS… --port 0` as a child process of the built binary: started, and its port read
+// from its log line ("listening on http://127.0.0.1:PORT"); port() is -1 when it never said.
+class ServeProcess {
+ public:
+  explicit ServeProcess(const std::vector<std::string>& serve_args) {
+    log_fd_ = ::mkstemp(log_path_);
+    std::vector<std::string> args = {TERN_BINARY, "serve", "--port", "0"};
+    args.insert(args.end(), serve_args.begin(), serve_args.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(log_fd_, 2);
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+    for (int i = 0; i < 6000 && port_ < 0; ++i) {
+      std::ifstream in(log_path_);
+      const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::smatch m;
+      if (std::regex_search(log, m, listening))
+        port_ = std::stoi(m[1]);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(log_fd_);
+    ::unlink(log_path_);
+  }
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  int port() const { return port_; }
+  // Sends `signal` and waits for the process; its wait status.
+  int kill_and_wait(int signal) {
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    reaped_ = true;
+    return status;
+  }
+
+ private:
+  char log_path_[32] = "/tmp/tern_serve_test_XXXXXX";
+  int log_fd_ = -1;
+  pid_t pid_ = -1;
+  int port_ = -1;
+  bool reaped_ = false;
 };
 
 struct HttpResult {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "tern/disagg/kv_transfer_config.h"
 #include "tern/engine/scheduler.h"
 #include "tern/kernels/cpu/kv_cache.h"
 #include "tern/spec/speculative_config.h"
@@ -21,6 +22,7 @@ struct EngineConfig {
   uint64_t seed = 0;              // --seed: seeds of requests that bring none
   SpeculativeConfig speculative;  // --speculative-config / --speculative-model
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;  // --kv-cache-dtype (a draft's cache too)
+  disagg::KvTransferConfig kv_transfer;  // --kv-transfer-config / --role: disaggregation
 };
 
 // The KV cache the engine will allocate, decided before it is.

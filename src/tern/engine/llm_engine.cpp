@@ -3,45 +3,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "tern/core/error.h"
+#include "tern/disagg/model_fingerprint.h"
+#include "tern/engine/llm_engine_state.h"
 #include "tern/engine/output_text.h"
 #include "tern/engine/sampler.h"
 #include "tern/spec/draft_model_proposer.h"
 #include "tern/spec/ngram_proposer.h"
 
 namespace tern {
-
-struct LLMEngine::Completion {
-  Sequence seq;
-  Request* request = nullptr;
-  int32_t index = 0;
-  std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<CompletionText> text;
-  std::vector<SampledToken> logprobs;
-  double cumulative_logprob = 0.0;
-  std::optional<std::string> finish_reason;
-  std::variant<std::monostate, int32_t, std::string> stop_reason;
-  SpecSequenceState spec;
-  // A draft model with fewer vocabulary rows than the target cannot read an id past them: a
-  // sequence that holds one never drafts (checked as its tokens grow).
-  int64_t draft_vocab_checked = 0;
-  bool outside_draft_vocab = false;
-};
-
-struct LLMEngine::Request {
-  std::string id;
-  SamplingParams params;
-  uint64_t seed = 0;
-  std::vector<std::unique_ptr<Completion>> completions;  // one until the prompt is prefilled
-  bool forked = false;
-  int32_t num_finished = 0;
-  RequestMetrics metrics;
-
-  bool finished() const {
-    return num_finished == static_cast<int32_t>(completions.size()) && (forked || params.n == 1);
-  }
-};
 
 namespace {
 
@@ -88,6 +60,11 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
       runner_(decoder, plan_.num_blocks, config.block_size, plan_.max_model_len,
               config.kv_cache_dtype),
       seed_rng_(config.seed) {
+  if (config.kv_transfer.enabled()) {
+    cpu::KvCache& cache = runner_.cache();
+    connector_ = std::make_unique<disagg::KvConnector>(
+        config.kv_transfer, cache, disagg::model_fingerprint(decoder, cache.config()));
+  }
   eos_ids_ = tokenizer_.eos_ids();
   for (int32_t id : decoder.config().eos_token_ids)
     if (!contains(eos_ids_, id)) eos_ids_.push_back(id);
@@ -131,7 +108,7 @@ std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(Request& reque
 }
 
 void LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> prompt,
-                            const SamplingParams& params) {
+                            const SamplingParams& params, const disagg::KvTransferParams& kv) {
   params.validate();
   if (requests_.count(request_id)) throw Error("request id '" + request_id + "' is already in use");
   if (prompt.empty()) throw Error("the prompt is empty");
@@ -151,16 +128,41 @@ void LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> 
                 " KV blocks, more than the whole cache holds (" +
                 std::to_string(blocks_.num_blocks()) + ")");
 
+  if (kv.do_remote_decode) {
+    if (!connector_ || !connector_->config().produces())
+      throw Error("kv_transfer_params: do_remote_decode needs an instance that prefills for "
+                  "others (--role prefill or both)");
+    if (params.n != 1) throw Error("kv_transfer_params: do_remote_decode needs n = 1");
+  }
+  if (kv.remote_prefill) {
+    if (!connector_ || !connector_->config().consumes())
+      throw Error("kv_transfer_params: do_remote_prefill needs an instance that decodes for "
+                  "others (--role decode or both)");
+    const int64_t needed = blocks_.blocks_for(len - 1);
+    const size_t given = kv.remote_prefill->block_ids.size();
+    if (static_cast<int64_t>(given) < needed)
+      throw Error("kv_transfer_params: remote_block_ids has " + std::to_string(given) +
+                  " blocks; a prompt of " + std::to_string(len) + " tokens needs " +
+                  std::to_string(needed) + " of " + std::to_string(config_.block_size) +
+                  " tokens (do both instances have the same --block-size?)");
+  }
+
   auto request = std::make_unique<Request>();
   request->id = request_id;
   request->params = params;
+  request->kv = kv;
   request->seed = params.seed ? *params.seed : seed_rng_();
   request->metrics.arrival_time = now();
   request->metrics.num_prompt_tokens = len;
   auto first = make_completion(*request, 0, prompt);
   first->seq.token_ids = std::move(prompt);
   first->seq.num_prompt_tokens = len;
-  scheduler_.add(&first->seq);
+  // A one-token prompt has no KV to pull: its one token is computed here either way.
+  if (kv.remote_prefill && len > 1) {
+    awaiting_blocks_.push_back(first.get());
+  } else {
+    scheduler_.add(&first->seq);
+  }
   request->completions.push_back(std::move(first));
   requests_.emplace(request_id, std::move(request));
 }
@@ -168,9 +170,13 @@ void LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> 
 std::vector<RequestOutput> LLMEngine::step() {
   std::vector<RequestOutput> outputs = std::move(aborted_);
   aborted_.clear();
+  if (connector_) poll_transfers(outputs);
   if (speculator_) plan_drafts();
   SchedulerStep step = scheduler_.schedule(drafts_wanted_);
-  if (step.empty()) return outputs;
+  if (step.empty()) {
+    erase_finished_requests();
+    return outputs;
+  }
   if (speculator_) propose_drafts(step);
   const auto forward_start = std::chrono::steady_clock::now();
   const std::span<const float> logits = runner_.execute(step);
@@ -231,6 +237,14 @@ std::vector<RequestOutput> LLMEngine::step() {
     speculator_->observe(c.spec, static_cast<int32_t>(jobs[i].num_drafts), results[i].num_accepted);
     if (!c.finish_reason) scheduler_.accept_drafts(c.seq, results[i].num_accepted);
   }
+  erase_finished_requests();
+  // What finished freed blocks that waiting pulls may take now: an engine that sleeps until
+  // the connector wakes it must not leave them waiting.
+  if (connector_) start_remote_prefills();
+  return outputs;
+}
+
+void LLMEngine::erase_finished_requests() {
   for (auto it = requests_.begin(); it != requests_.end();) {
     if (it->second->finished()) {
       for (auto& c : it->second->completions) completion_of_.erase(&c->seq);
@@ -239,7 +253,6 @@ std::vector<RequestOutput> LLMEngine::step() {
       ++it;
     }
   }
-  return outputs;
 }
 
 void LLMEngine::plan_drafts() {
@@ -390,11 +403,14 @@ void LLMEngine::update(Completion& c, const SampledToken& sampled, double time,
     if (o.request_id == request.id) {
       o.metrics = request.metrics;
       o.finished = request.finished();
+      if (o.finished) o.kv_transfer_params = request.held_kv;
     }
 }
 
 void LLMEngine::finish(Completion& c, std::string reason, double time) {
   c.finish_reason = std::move(reason);
+  if (c.request->kv.do_remote_decode && *c.finish_reason != "abort")
+    hold_for_remote_decode(c, time);
   scheduler_.remove(&c.seq);
   Request& request = *c.request;
   request.num_finished++;
@@ -408,6 +424,17 @@ bool LLMEngine::abort_request(const std::string& request_id) {
   const double time = now();
   for (auto& c : request.completions) {
     if (c->finish_reason) continue;
+    // A request still waiting for its KV: its pull writes into its blocks until it ends.
+    if (auto it = std::find(awaiting_blocks_.begin(), awaiting_blocks_.end(), c.get());
+        it != awaiting_blocks_.end())
+      awaiting_blocks_.erase(it);
+    for (auto it = pulls_.begin(); it != pulls_.end(); ++it)
+      if (it->second == c.get()) {
+        Sequence& orphan = orphaned_pulls_[it->first];
+        orphan.block_table = std::exchange(c->seq.block_table, {});
+        pulls_.erase(it);
+        break;
+      }
     CompletionOutput& out = output_for(*c, aborted_);
     out.new_text += c->text->finish();
     finish(*c, "abort", time);
@@ -445,6 +472,10 @@ EngineStats LLMEngine::stats() const {
   if (speculator_) {
     s.speculative = true;
     s.spec = speculator_->stats();
+  }
+  if (connector_) {
+    s.kv_transfer = true;
+    s.kv = connector_->stats();
   }
   return s;
 }

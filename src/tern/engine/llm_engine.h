@@ -5,13 +5,18 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "tern/disagg/kv_connector.h"
+#include "tern/disagg/kv_transfer_params.h"
 #include "tern/engine/block_manager.h"
 #include "tern/engine/engine_config.h"
 #include "tern/engine/model_runner.h"
@@ -44,6 +49,8 @@ struct EngineStats {
   int64_t num_steps = 0;
   bool speculative = false;  // speculative decoding is configured; `spec` counts it
   SpecDecodeStats spec;
+  bool kv_transfer = false;  // disaggregation is configured; `kv` counts it
+  disagg::KvConnectorStats kv;
 };
 
 class LLMEngine {
@@ -59,8 +66,13 @@ class LLMEngine {
   // Queues a request. Throws tern::Error, queueing nothing, for invalid sampling parameters,
   // a duplicate id, an empty prompt, a token id outside the vocabulary, a prompt longer than
   // max_model_len, or one that could not fit even in an empty KV cache.
+  // Disaggregation (`kv`, with config.kv_transfer's role): do_remote_decode prefills and, at
+  // the end, holds the prompt's blocks under a lease (the finishing output says where);
+  // remote_prefill pulls the prompt's KV (all but its last token, and only the blocks the
+  // prefix cache lacks) from the prefill instance, then decodes as if it had prefilled: the
+  // same tokens and logprobs.
   void add_request(const std::string& request_id, std::vector<int32_t> prompt_token_ids,
-                   const SamplingParams& params);
+                   const SamplingParams& params, const disagg::KvTransferParams& kv = {});
 
   // Runs one step; returns the requests with news (new tokens, finished, or aborted).
   std::vector<RequestOutput> step();
@@ -70,6 +82,20 @@ class LLMEngine {
   bool abort_request(const std::string& request_id);
 
   bool has_unfinished_requests() const { return !requests_.empty(); }
+  // step() has something to compute or report now. False while the only requests wait on
+  // their KV pulls (or on blocks for them): the caller may sleep until the connector's wake-up
+  // (set_transfer_wakeup) or next_transfer_deadline().
+  bool has_work_to_step() const;
+  // Leases held, pulls in flight or waiting for blocks: step() must still be called when the
+  // connector wakes or the deadline passes, to free and admit.
+  bool has_pending_transfers() const;
+  // When the next held lease expires (now()'s clock); nullopt: none.
+  std::optional<double> next_transfer_deadline() const;
+  // Called from a transfer thread when a pull finished or a lease ended; nothing without
+  // disaggregation.
+  void set_transfer_wakeup(std::function<void()> wakeup);
+  // The connector (null without --kv-transfer-config): engine id, port, fingerprint.
+  const disagg::KvConnector* kv_connector() const { return connector_.get(); }
   int64_t num_unfinished_requests() const { return static_cast<int64_t>(requests_.size()); }
   EngineStats stats() const;
 
@@ -109,6 +135,16 @@ class LLMEngine {
   void finish(Completion& completion, std::string reason, double time);
   std::unique_ptr<Completion> make_completion(Request& request, int32_t index,
                                               std::span<const int32_t> prompt);
+  void erase_finished_requests();
+  // Disaggregation, each step before scheduling: frees the blocks of leases that ended, takes
+  // finished pulls (their sequences join the queue, or fail), starts the pulls blocks allow.
+  void poll_transfers(std::vector<RequestOutput>& outputs);
+  void start_remote_prefills();
+  // A prefill for a decode instance finished: its blocks move to a lease.
+  void hold_for_remote_decode(Completion& completion, double time);
+  // Ends a request with an error (the output carries it), as an abort would.
+  void fail(Completion& completion, const std::string& error, double time,
+            std::vector<RequestOutput>& outputs);
 
   Decoder& decoder_;
   Tokenizer tokenizer_;
@@ -131,6 +167,15 @@ class LLMEngine {
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
   std::unordered_map<const Sequence*, Completion*> completion_of_;
   std::vector<RequestOutput> aborted_;  // reported by the next step()
+  // Disaggregation. Producer: lease id → what holds the lease's blocks. Consumer: requests
+  // waiting for blocks to pull into (FCFS), pulls in flight by ticket, and the blocks of
+  // pulls whose requests were aborted (freed when the pull ends, since it writes into them).
+  std::unique_ptr<disagg::KvConnector> connector_;
+  std::unordered_map<std::string, Sequence> held_;
+  std::deque<Completion*> awaiting_blocks_;
+  std::unordered_map<uint64_t, Completion*> pulls_;
+  std::unordered_map<uint64_t, Sequence> orphaned_pulls_;
+  uint64_t next_pull_ticket_ = 0;
   EngineStats counters_;
 };
 

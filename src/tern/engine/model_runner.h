@@ -38,6 +38,8 @@ class ModelRunner {
   }
 
   const cpu::KvCache& cache() const { return cache_; }
+  // The KV transfer of disaggregation reads and writes blocks that no step touches.
+  cpu::KvCache& cache() { return cache_; }
   int64_t vocab_size() const { return decoder_.config().vocab_size; }
 
  private:

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "tern/disagg/kv_transfer_params.h"
 #include "tern/engine/sampler.h"
 
 namespace tern {
@@ -45,6 +46,9 @@ struct RequestMetrics {
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache
   int64_t num_generation_tokens = 0;
+  // A decode instance's pull of the prompt's KV from its prefill instance (-1: none).
+  double kv_transfer_seconds = -1.0;
+  uint64_t kv_transfer_bytes = 0;
 };
 
 struct RequestOutput {
@@ -52,6 +56,12 @@ struct RequestOutput {
   std::vector<CompletionOutput> outputs;  // the completions with news this step
   bool finished = false;                  // every completion has finished
   RequestMetrics metrics;
+  // A prefill instance's answer to do_remote_decode, in the output that finishes the request:
+  // where its prompt's blocks are held for a decode instance.
+  std::optional<disagg::RemoteBlocks> kv_transfer_params;
+  // The request failed (finished "abort"), e.g. its KV could not be pulled: the cause, for an
+  // error response rather than a normal end.
+  std::optional<std::string> error;
 };
 
 }  // namespace tern

@@ -75,14 +75,22 @@ SchedulerStep Scheduler::schedule(const DraftsWanted& drafts_wanted) {
   while (step.preempted.empty() && !waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.front();
-    const std::vector<int32_t> cached = blocks_.find_cached_prefix(*seq);
-    const int64_t computed = static_cast<int64_t>(cached.size()) * blocks_.block_size();
+    // A sequence whose KV was pulled from a prefill instance arrives holding its blocks, with
+    // its prefix-cache hit already counted.
+    const bool holds_blocks = !seq->block_table.empty();
+    const std::vector<int32_t> cached =
+        holds_blocks ? std::vector<int32_t>{} : blocks_.find_cached_prefix(*seq);
+    const int64_t computed = holds_blocks
+                                 ? seq->num_computed_tokens
+                                 : static_cast<int64_t>(cached.size()) * blocks_.block_size();
     const int64_t remaining = seq->num_tokens() - computed;
     if (!config_.enable_chunked_prefill && remaining > budget) break;
     const int64_t n = std::min(remaining, budget);
     if (!blocks_.allocate(*seq, computed + n, step.copies, cached)) break;
-    if (seq->num_preemptions == 0) seq->num_cached_tokens = computed;
-    blocks_.count_prefix_query(seq->num_tokens(), computed);
+    if (!holds_blocks) {
+      if (seq->num_preemptions == 0) seq->num_cached_tokens = computed;
+      blocks_.count_prefix_query(seq->num_tokens(), computed);
+    }
     waiting_.pop_front();
     seq->status = SequenceStatus::kRunning;
     running_.push_back(seq);

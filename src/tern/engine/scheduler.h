@@ -44,7 +44,8 @@ class Scheduler {
   // Throws tern::Error for a cap or budget < 1.
   Scheduler(const SchedulerConfig& config, BlockManager& blocks);
 
-  // Queues a sequence at the back (FCFS). The caller keeps it alive until it is removed.
+  // Queues a sequence at the back (FCFS). The caller keeps it alive until it is removed. It
+  // may come holding blocks with num_computed_tokens of its tokens in them (a KV pull).
   void add(Sequence* seq);
   // Puts a sequence forked from a running one straight into the running set, right after it.
   void add_running(Sequence* seq, const Sequence* after);

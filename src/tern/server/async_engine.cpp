@@ -2,8 +2,10 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <vector>
 
 namespace tern::server {
@@ -19,6 +21,11 @@ AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_s
   // every region of a step wakes them (a 1B-parameter decode: 34,000 context switches for 256
   // tokens instead of 142). Give this thread's pool back first.
   omp_pause_resource_all(omp_pause_soft);
+  engine_.set_transfer_wakeup([this] {
+    std::lock_guard lock(mutex_);
+    transfer_event_ = true;
+    wake_.notify_one();
+  });
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -53,6 +60,7 @@ void AsyncEngine::shutdown() {
     wake_.notify_one();
   }
   if (thread_.joinable()) thread_.join();
+  engine_.set_transfer_wakeup(nullptr);
 }
 
 EngineStats AsyncEngine::stats() const {
@@ -69,7 +77,7 @@ void AsyncEngine::add(Submission& submission) {
   std::vector<std::string> added;
   try {
     for (EngineRequest& r : submission.requests) {
-      engine_.add_request(r.id, std::move(r.prompt_token_ids), r.params);
+      engine_.add_request(r.id, std::move(r.prompt_token_ids), r.params, r.kv);
       added.push_back(r.id);
     }
   } catch (const std::exception& e) {
@@ -107,6 +115,15 @@ void AsyncEngine::route(RequestOutput& output) {
   if (finished)
     metrics_.observe_finished(output.metrics,
                               r.finished_reason.empty() ? "abort" : r.finished_reason);
+  if (output.error) {  // e.g. its KV could not be pulled: an error response, not an end
+    EngineEvent failed;
+    failed.kind = EngineEvent::Kind::Failed;
+    failed.prompt_index = r.prompt_index;
+    failed.error = *output.error;
+    r.channel->push(std::move(failed));
+    routes_.erase(it);
+    return;
+  }
   EngineEvent event;
   event.kind = EngineEvent::Kind::Output;
   event.prompt_index = r.prompt_index;
@@ -134,10 +151,21 @@ void AsyncEngine::loop() {
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] {
-        return stopping_ || !submissions_.empty() || !aborts_.empty() ||
-               engine_.has_unfinished_requests();
-      });
+      // Requests that only wait on their KV pulls, or held leases, leave the engine idle until
+      // the connector wakes it (or the next lease expires).
+      const auto ready = [&] {
+        return stopping_ || !submissions_.empty() || !aborts_.empty() || transfer_event_ ||
+               engine_.has_work_to_step();
+      };
+      if (const std::optional<double> deadline = engine_.next_transfer_deadline()) {
+        const auto until = std::chrono::steady_clock::time_point(
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double>(*deadline)));
+        wake_.wait_until(lock, until, ready);
+      } else {
+        wake_.wait(lock, ready);
+      }
+      transfer_event_ = false;
       submissions.swap(submissions_);
       aborts.swap(aborts_);
       stopping = stopping_;
@@ -151,7 +179,7 @@ void AsyncEngine::loop() {
     if (stopping)
       for (const auto& [id, r] : routes_) reports_pending |= engine_.abort_request(id);
 
-    if (engine_.has_unfinished_requests() || reports_pending) {
+    if (engine_.has_unfinished_requests() || reports_pending || engine_.has_pending_transfers()) {
       try {
         std::vector<RequestOutput> outputs = engine_.step();
         // The stats first: a client that has its last chunk and then scrapes /metrics must

@@ -25,6 +25,7 @@ struct EngineRequest {
   std::string id;  // unique across the server
   std::vector<int32_t> prompt_token_ids;
   SamplingParams params;
+  disagg::KvTransferParams kv;
 };
 
 class AsyncEngine {
@@ -77,6 +78,7 @@ class AsyncEngine {
   std::vector<Submission> submissions_;
   std::vector<std::string> aborts_;
   bool stopping_ = false;
+  bool transfer_event_ = false;  // a KV pull finished or a lease ended: step to take it
   EngineStats stats_;
   int64_t num_unfinished_ = 0;
 

@@ -96,7 +96,7 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
   for (int i = 0; i < num_prompts; ++i) {
     usage.prompt_tokens += static_cast<int64_t>(g.prompts[i].size());
     request_ids.push_back(id + "-" + std::to_string(i));
-    requests.push_back({request_ids.back(), std::move(g.prompts[i]), g.params[i]});
+    requests.push_back({request_ids.back(), std::move(g.prompts[i]), g.params[i], g.kv});
   }
   auto channel = std::make_shared<RequestChannel>();
   ctx.engine->submit(std::move(requests), channel);
@@ -144,6 +144,7 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
   for (auto& prompt : finals)
     for (size_t k = 0; k < prompt.size(); ++k) prompt[k].index = static_cast<int32_t>(k);
   int remaining = num_prompts;
+  std::optional<disagg::RemoteBlocks> held_kv;  // a prefill for a decode instance: where
   for (;;) {
     for (EngineEvent& e : events) {
       if (e.kind == EngineEvent::Kind::Failed) {
@@ -158,11 +159,15 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
               std::move(c);
         }
       if (e.output.finished) --remaining;
+      if (e.output.kv_transfer_params) held_kv = std::move(e.output.kv_transfer_params);
     }
     if (remaining == 0) break;
     channel->pop_all(events, 1s);
   }
-  res.set_content(dump_json(formatter->response(finals, usage)), "application/json");
+  nlohmann::json response = formatter->response(finals, usage);
+  // vLLM's field: what the router hands the decode instance as it is.
+  if (held_kv) response["kv_transfer_params"] = disagg::kv_transfer_params_json(*held_kv);
+  res.set_content(dump_json(response), "application/json");
 }
 
 }  // namespace tern::server

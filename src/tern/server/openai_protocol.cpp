@@ -146,6 +146,27 @@ void stream_fields(const json& body, GenerationRequest& r) {
   }
 }
 
+// vLLM's kv_transfer_params: a prefill for a decode instance answers once (not streamed), and
+// the blocks it names are one prompt's.
+void kv_transfer_fields(const json& body, GenerationRequest& r) {
+  const json* params = field(body, "kv_transfer_params");
+  if (!params) return;
+  try {
+    r.kv = disagg::parse_kv_transfer_params(*params);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "kv_transfer_params");
+  }
+  if (r.kv.empty()) return;
+  if (r.prompts.size() != 1)
+    throw ApiError(400, "kv_transfer_params apply to a request of one prompt",
+                   "kv_transfer_params");
+  if (r.kv.do_remote_decode && r.stream)
+    throw ApiError(400,
+                   "kv_transfer_params.do_remote_decode answers once, with the first token and "
+                   "where the prompt's KV is held: set 'stream' to false",
+                   "kv_transfer_params");
+}
+
 // OpenAI content: a string, null, or a list of parts of which tern reads the text ones (joined
 // with newlines, as vLLM does).
 ordered_json normalise_messages(const ordered_json& messages) {
@@ -221,6 +242,7 @@ GenerationRequest parse_completion_request(const std::string& text, const ModelC
   r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
   r.n = base.n;
   r.logprobs = base.logprobs.has_value();
+  kv_transfer_fields(body, r);
   return r;
 }
 
@@ -283,6 +305,7 @@ GenerationRequest parse_chat_request(const std::string& text, const ModelContext
   r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
   r.n = base.n;
   r.logprobs = logprobs;
+  kv_transfer_fields(body, r);
   return r;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tern/disagg/kv_transfer_params.h"
 #include "tern/engine/sampling_params.h"
 #include "tern/tokenizer/chat_template.h"
 #include "tern/tokenizer/tokenizer.h"
@@ -35,6 +36,8 @@ struct GenerationRequest {
   bool include_usage = false;  // stream_options.include_usage
   int32_t n = 1;
   bool logprobs = false;  // logprobs are reported (params.logprobs set)
+  // Disaggregation (vLLM's kv_transfer_params); for a request of one prompt.
+  disagg::KvTransferParams kv;
 };
 
 // Parses the text of a request body as a JSON object; 400 when it is not one.

@@ -91,7 +91,8 @@ ServerMetrics::ServerMetrics(int64_t max_model_len)
       e2e_latency_(kRequestLatencyBuckets),
       queue_time_(kRequestLatencyBuckets),
       prompt_tokens_(one_two_five_buckets(max_model_len)),
-      generation_tokens_(one_two_five_buckets(max_model_len)) {
+      generation_tokens_(one_two_five_buckets(max_model_len)),
+      kv_transfer_seconds_(kTimeToFirstTokenBuckets) {
   for (const char* reason : {"stop", "length", "abort"}) finished_[reason] = 0;
 }
 
@@ -106,6 +107,7 @@ void ServerMetrics::observe_finished(const RequestMetrics& m, const std::string&
   if (m.first_token_time >= 0) time_to_first_token_.observe(m.first_token_time - m.arrival_time);
   if (m.first_scheduled_time >= 0) queue_time_.observe(m.first_scheduled_time - m.arrival_time);
   if (m.finished_time >= 0) e2e_latency_.observe(m.finished_time - m.arrival_time);
+  if (m.kv_transfer_seconds >= 0) kv_transfer_seconds_.observe(m.kv_transfer_seconds);
   prompt_tokens_.observe(static_cast<double>(m.num_prompt_tokens));
   generation_tokens_.observe(static_cast<double>(m.num_generation_tokens));
 }
@@ -160,6 +162,30 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSta
       sample(out, name, labels + ",position=\"" + std::to_string(i) + "\"",
              static_cast<double>(s.spec.accepted_per_position[i]));
   }
+  if (s.kv_transfer) {
+    gauge("tern:kv_transfer_leases_held", "Prefilled prompts whose blocks wait for a pull.",
+          static_cast<double>(s.kv.leases.held));
+    counter("tern:kv_transfer_leases_expired_total",
+            "Leases that expired before a pull (their blocks were freed).",
+            static_cast<double>(s.kv.leases.expired));
+    counter("tern:kv_transfer_leases_granted_total", "Leases granted to prefilled prompts.",
+            static_cast<double>(s.kv.leases.granted));
+    counter("tern:kv_transfer_sent_bytes_total", "KV bytes sent to decode instances.",
+            static_cast<double>(s.kv.bytes_sent));
+    counter("tern:kv_transfer_sent_blocks_total", "KV blocks sent to decode instances.",
+            static_cast<double>(s.kv.blocks_sent));
+    counter("tern:kv_transfer_received_bytes_total", "KV bytes pulled from prefill instances.",
+            static_cast<double>(s.kv.bytes_received));
+    counter("tern:kv_transfer_received_blocks_total", "KV blocks pulled from prefill instances.",
+            static_cast<double>(s.kv.blocks_received));
+    counter("tern:kv_transfer_pulls_failed_total", "Pulls of this instance that failed.",
+            static_cast<double>(s.kv.pulls_failed));
+    counter("tern:kv_transfer_pulls_refused_total",
+            "Pulls refused by this instance (unknown, expired or used lease; bad block).",
+            static_cast<double>(s.kv.pulls_refused));
+    counter("tern:kv_transfer_bad_frames_total", "Malformed frames on the transfer port.",
+            static_cast<double>(s.kv.bad_frames));
+  }
 
   std::lock_guard lock(mutex_);
   header(out, "tern:request_success_total", "counter", "Count of successfully processed requests.");
@@ -181,6 +207,9 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSta
   histogram("tern:request_prompt_tokens", "Number of prefill tokens processed.", prompt_tokens_);
   histogram("tern:request_generation_tokens", "Number of generation tokens processed.",
             generation_tokens_);
+  if (s.kv_transfer)
+    histogram("tern:kv_transfer_seconds", "Histogram of the pulls of prompts' KV in seconds.",
+              kv_transfer_seconds_);
   return out;
 }
 

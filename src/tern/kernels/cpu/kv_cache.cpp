@@ -185,19 +185,36 @@ void KvCache::read_slot(int layer, int64_t slot, float* k, float* v) const {
 }
 
 void KvCache::copy_block(int64_t src, int64_t dst) {
-  const size_t block_bytes =
-      static_cast<size_t>(config_.block_size * config_.row_elems()) * element_bytes_;
-  for (int layer = 0; layer < config_.num_layers; ++layer) {
-    auto* k = static_cast<std::byte*>(k_data(layer));
-    auto* v = static_cast<std::byte*>(v_data(layer));
-    std::memcpy(k + dst * block_bytes, k + src * block_bytes, block_bytes);
-    std::memcpy(v + dst * block_bytes, v + src * block_bytes, block_bytes);
-    if (scales_bytes_ == 0) continue;
-    const size_t block_scales = static_cast<size_t>(config_.block_size) * config_.n_kv_heads;
-    for (uint16_t* scale : {k_scales(layer), v_scales(layer)})
-      std::memcpy(scale + dst * block_scales, scale + src * block_scales,
-                  block_scales * kKvScaleBytes);
-  }
+  for (int layer = 0; layer < config_.num_layers; ++layer)
+    for (int i = 0; i < arrays_per_layer(); ++i) {
+      const std::span<std::byte> from = block_range(layer, i, src);
+      std::memcpy(block_range(layer, i, dst).data(), from.data(), from.size());
+    }
+}
+
+std::span<std::byte> KvCache::block_range(int layer, int i, int64_t block) const {
+  // K and V codes: [num_blocks, block_size, n_kv_heads, head_dim]; scales without head_dim.
+  const size_t bytes = i < 2 ? static_cast<size_t>(config_.block_size * config_.row_elems()) *
+                                   element_bytes_
+                             : static_cast<size_t>(config_.block_size) * config_.n_kv_heads *
+                                   kKvScaleBytes;
+  return {region(layer, i) + static_cast<size_t>(block) * bytes, bytes};
+}
+
+std::vector<std::span<std::byte>> KvCache::block_ranges(int64_t block) {
+  std::vector<std::span<std::byte>> ranges;
+  ranges.reserve(static_cast<size_t>(config_.num_layers * arrays_per_layer()));
+  for (int layer = 0; layer < config_.num_layers; ++layer)
+    for (int i = 0; i < arrays_per_layer(); ++i) ranges.push_back(block_range(layer, i, block));
+  return ranges;
+}
+
+std::vector<std::span<const std::byte>> KvCache::block_ranges(int64_t block) const {
+  std::vector<std::span<const std::byte>> ranges;
+  ranges.reserve(static_cast<size_t>(config_.num_layers * arrays_per_layer()));
+  for (int layer = 0; layer < config_.num_layers; ++layer)
+    for (int i = 0; i < arrays_per_layer(); ++i) ranges.push_back(block_range(layer, i, block));
+  return ranges;
 }
 
 }  // namespace tern::cpu

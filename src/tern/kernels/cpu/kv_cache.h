@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "tern/kernels/cpu/kv_dtype.h"
 
@@ -80,6 +81,13 @@ class KvCache {
   // block that sequences share). Both must be in [0, num_blocks).
   void copy_block(int64_t src, int64_t dst);
 
+  // Where block `block` (in [0, num_blocks)) lies: per layer its K codes, V codes and, for the
+  // 8-bit dtypes, K scales, V scales, in that order. Each range is contiguous and together
+  // they are bytes_per_block(); two caches of one config give the same list of sizes, so a
+  // block moves between instances range by range, as it is (disaggregation).
+  std::vector<std::span<std::byte>> block_ranges(int64_t block);
+  std::vector<std::span<const std::byte>> block_ranges(int64_t block) const;
+
   // Reads slot `slot` of one layer back as f32 (for tests and debugging tools).
   // k, v: [n_kv_heads, head_dim]
   void read_slot(int layer, int64_t slot, float* k, float* v) const;
@@ -101,6 +109,10 @@ class KvCache {
                               : 2 * tensor_bytes_ + static_cast<size_t>(i - 2) * scales_bytes_;
     return base_.get() + static_cast<size_t>(layer) * layer_bytes_ + offset;
   }
+  // K and V codes, and for the 8-bit dtypes their scales.
+  int arrays_per_layer() const { return scales_bytes_ == 0 ? 2 : 4; }
+  // Array i of `layer` (region's numbering), block `block`'s part of it.
+  std::span<std::byte> block_range(int layer, int i, int64_t block) const;
   uint16_t* scales(int layer, int i) const {
     return scales_bytes_ == 0 ? nullptr : reinterpret_cast<uint16_t*>(region(layer, i));
   }

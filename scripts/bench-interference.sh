@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The interference experiment of prefill/decode disaggregation (issue 16): short streams at a
+# steady rate while long prompts arrive now and then, on the same two cores in every setup:
+#   whole      one instance, whole prefill (--no-enable-chunked-prefill), both cores
+#   chunkedN   one instance, chunked prefill at a budget of N tokens, both cores
+#   pd         a prefill and a decode instance, one core each, behind tern router
+#   replicas   two `both` instances, one core each, behind tern router (least outstanding)
+# Each setup's `tern bench serve` report (TTFT, ITL p50/p99 and the worst gap of the streams,
+# the long prompts' TTFT), its result JSON and ITL timeline SVG go to WORK_DIR/<setup>.*; the
+# KV transfer's bytes and seconds come from the instances' /metrics.
+# usage: scripts/bench-interference.sh BUILD_DIR MODEL.gguf WORK_DIR
+#   e.g. a Qwen3-0.6B shape with dummy Q4_0 weights (its prefill of 3,000 tokens takes seconds).
+# Env: SHORT (200 streams), RATE (2/s), SHORT_IN/SHORT_OUT (128/128), LONG (4), LONG_IN (3000),
+#      LONG_OUT (16), LONG_RATE (0.05/s), BUDGETS ("512 128"), SETUPS (all).
+set -euo pipefail
+build=$(cd "${1:?build dir}" && pwd)
+model=${2:?model}
+work=${3:?work dir}
+tern="$build/tern"
+mkdir -p "$work"
+short=${SHORT:-200} rate=${RATE:-2} short_in=${SHORT_IN:-128} short_out=${SHORT_OUT:-128}
+long=${LONG:-4} long_in=${LONG_IN:-3000} long_out=${LONG_OUT:-16} long_rate=${LONG_RATE:-0.05}
+budgets=${BUDGETS:-512 128}
+setups=${SETUPS:-whole $(for b in $budgets; do printf 'chunked%s ' "$b"; done)pd replicas}
+common=(--max-model-len 4096 --kv-cache-memory 2GiB --disable-log-stats --served-model-name m)
+pids=()
+
+wait_healthy() {
+  for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/health" >/dev/null && return; sleep 0.2; done
+  echo "bench-interference: nothing answers on port $1" >&2
+  exit 1
+}
+start() {  # start CORES PORT ARGS…: a tern serve pinned to CORES, with one thread per core
+  local cores=$1 port=$2
+  shift 2
+  taskset -c "$cores" "$tern" serve "$model" --port "$port" \
+    --threads $(($(tr -cd , <<<"$cores" | wc -c) + 1)) "${common[@]}" "$@" 2>>"$work/servers.log" &
+  pids+=($!)
+  wait_healthy "$port"
+}
+stop_all() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pids=()
+}
+trap stop_all EXIT
+bench() {  # bench NAME URL
+  "$tern" bench serve --base-url "$2" --model m --tokenizer "$model" --num-prompts "$short" \
+    --request-rate "$rate" --random-input-len "$short_in" --random-output-len "$short_out" \
+    --long-num-prompts "$long" --long-input-len "$long_in" --long-output-len "$long_out" \
+    --long-request-rate "$long_rate" --metric-percentiles 50,99 --disable-tqdm \
+    --result-filename "$work/$1.json" --plot-itl-timeline "$work/$1.svg" | tee "$work/$1.txt"
+}
+kv_metrics() {  # kv_metrics NAME PORT…: the transfer's counters of each instance
+  for port in "${@:2}"; do
+    echo "== $1 :$port" >>"$work/kv-metrics.txt"
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^tern:kv_transfer_' >>"$work/kv-metrics.txt" || true
+  done
+}
+
+for setup in $setups; do
+  echo "== $setup"
+  case $setup in
+    whole)
+      start 0,1 8101 --no-enable-chunked-prefill
+      bench whole http://127.0.0.1:8101 ;;
+    chunked*)
+      start 0,1 8101 --max-num-batched-tokens "${setup#chunked}"
+      bench "$setup" http://127.0.0.1:8101 ;;
+    pd)
+      start 0 8101 --kv-transfer-config '{"kv_connector":"UcxConnector","kv_role":"kv_producer","kv_port":14579}'
+      start 1 8102 --role decode
+      "$tern" router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102 --port 8100 \
+        2>>"$work/servers.log" &
+      pids+=($!)
+      wait_healthy 8100
+      bench pd http://127.0.0.1:8100
+      kv_metrics pd 8101 8102 ;;
+    replicas)
+      start 0 8101
+      start 1 8102
+      "$tern" router --backend http://127.0.0.1:8101 http://127.0.0.1:8102 \
+        --policy least_outstanding --port 8100 2>>"$work/servers.log" &
+      pids+=($!)
+      wait_healthy 8100
+      bench replicas http://127.0.0.1:8100 ;;
+    *) echo "bench-interference: unknown setup $setup" >&2; exit 1 ;;
+  esac
+  stop_all
+done

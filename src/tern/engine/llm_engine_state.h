@@ -1,0 +1,49 @@
+// The engine's per-request state (what LLMEngine's private Request and Completion hold), shared
+// by the files that implement LLMEngine. Internal to src/tern/engine.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tern/engine/llm_engine.h"
+#include "tern/engine/output_text.h"
+
+namespace tern {
+
+struct LLMEngine::Completion {
+  Sequence seq;
+  Request* request = nullptr;
+  int32_t index = 0;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<CompletionText> text;
+  std::vector<SampledToken> logprobs;
+  double cumulative_logprob = 0.0;
+  std::optional<std::string> finish_reason;
+  std::variant<std::monostate, int32_t, std::string> stop_reason;
+  SpecSequenceState spec;
+  // A draft model with fewer vocabulary rows than the target cannot read an id past them: a
+  // sequence that holds one never drafts (checked as its tokens grow).
+  int64_t draft_vocab_checked = 0;
+  bool outside_draft_vocab = false;
+};
+
+struct LLMEngine::Request {
+  std::string id;
+  SamplingParams params;
+  uint64_t seed = 0;
+  std::vector<std::unique_ptr<Completion>> completions;  // one until the prompt is prefilled
+  bool forked = false;
+  int32_t num_finished = 0;
+  RequestMetrics metrics;
+  disagg::KvTransferParams kv;
+  std::optional<disagg::RemoteBlocks> held_kv;  // a prefill for a decode instance: its lease
+
+  bool finished() const {
+    return num_finished == static_cast<int32_t>(completions.size()) && (forked || params.n == 1);
+  }
+};
+
+}  // namespace tern
