@@ -3,6 +3,7 @@
 #include "tern/core/error.h"
 #include "tern/engine/sampling_params_json.h"
 #include "tern/server/api_error.h"
+#include "tern/server/request_fields.h"
 
 namespace tern::server {
 namespace {
@@ -228,6 +229,7 @@ void check_model(const json& body, const ModelContext& model) {
 
 GenerationRequest parse_completion_request(const std::string& text, const ModelContext& model) {
   const json body = parse_body(text);
+  check_request_fields(body, Endpoint::Completions);
   check_model(body, model);
   GenerationRequest r;
   r.endpoint = Endpoint::Completions;
@@ -277,6 +279,7 @@ std::vector<int32_t> chat_prompt_tokens(const ordered_json& body, const ModelCon
 
 GenerationRequest parse_chat_request(const std::string& text, const ModelContext& model) {
   json body = parse_body(text);
+  check_request_fields(body, Endpoint::ChatCompletions);
   check_model(body, model);
   GenerationRequest r;
   r.endpoint = Endpoint::ChatCompletions;

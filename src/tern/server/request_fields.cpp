@@ -1,0 +1,86 @@
+// The tables behind check_request_fields; README's "Request fields" lists the same.
+#include "tern/server/request_fields.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "tern/server/api_error.h"
+
+namespace tern::server {
+namespace {
+
+using nlohmann::json;
+
+// Acted on by both endpoints (parse_completion_request / parse_chat_request and
+// update_sampling_params read them). `user` names the end user and asks for nothing.
+constexpr std::array kCommon = {
+    "model",       "n",          "temperature",      "top_p",           "top_k",
+    "min_p",       "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
+    "max_tokens",  "min_tokens", "stop",             "stop_token_ids",  "ignore_eos",
+    "include_stop_str_in_output", "skip_special_tokens", "stream", "stream_options",
+    "kv_transfer_params", "user",
+};
+constexpr std::array kCompletions = {"prompt", "logprobs", "echo", "best_of"};
+constexpr std::array kChat = {"messages",  "logprobs", "top_logprobs", "max_completion_tokens",
+                              "chat_template_kwargs", "add_generation_prompt", "echo", "store"};
+
+// Known (OpenAI's or vLLM's) and not implemented.
+constexpr std::array kUnsupportedCompletions = {
+    "suffix", "logit_bias", "response_format", "grammar", "json_schema",
+};
+constexpr std::array kUnsupportedChat = {
+    "tools",        "tool_choice", "parallel_tool_calls", "functions",  "function_call",
+    "response_format", "logit_bias", "audio",          "modalities", "prediction",
+    "reasoning_effort", "web_search_options", "metadata", "service_tier", "documents",
+    "chat_template", "continue_final_message",
+};
+// vLLM's extra parameters of both endpoints.
+constexpr std::array kUnsupportedVllm = {
+    "guided_json",   "guided_regex",       "guided_choice",   "guided_grammar",
+    "structured_outputs", "guided_decoding_backend", "guided_whitespace_pattern",
+    "prompt_logprobs", "allowed_token_ids", "bad_words",     "truncate_prompt_tokens",
+    "length_penalty", "use_beam_search",  "spaces_between_special_tokens", "add_special_tokens",
+    "return_tokens_as_token_ids", "priority", "logits_processors", "cache_salt",
+    "vllm_xargs",    "request_id",         "mm_processor_kwargs", "return_token_ids",
+};
+
+template <size_t N>
+bool in(const std::array<const char*, N>& names, std::string_view key) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return key == n; });
+}
+
+// A value that asks for nothing: no tools, no bias, no tool call.
+bool asks_nothing(std::string_view key, const json& v) {
+  if ((v.is_array() || v.is_object()) && v.empty()) return true;
+  if (key == "tool_choice") return v == "none";
+  if (key == "parallel_tool_calls") return v.is_boolean();  // meaningless without tools
+  return false;
+}
+
+}  // namespace
+
+void check_request_fields(const json& body, Endpoint endpoint) {
+  const bool chat = endpoint == Endpoint::ChatCompletions;
+  for (const auto& [key, v] : body.items()) {
+    if (v.is_null() || in(kCommon, key) || (chat ? in(kChat, key) : in(kCompletions, key)))
+      continue;
+    const bool known = in(kUnsupportedVllm, key) ||
+                       (chat ? in(kUnsupportedChat, key) : in(kUnsupportedCompletions, key));
+    if (known && asks_nothing(key, v)) continue;
+    if (known)
+      throw ApiError(400, "tern does not support '" + key + "' (it would be ignored; see README, "
+                          "\"Request fields\")", key);
+    throw ApiError(400, "unknown field '" + key + "' for " +
+                            (chat ? "/v1/chat/completions" : "/v1/completions"),
+                   key);
+  }
+  if (chat)
+    if (const auto it = body.find("store"); it != body.end() && *it == true)
+      throw ApiError(400, "tern stores no completions: 'store' must be false", "store");
+  if (chat)
+    if (const auto it = body.find("echo"); it != body.end() && *it == true)
+      throw ApiError(400, "tern does not support 'echo'", "echo");
+}
+
+}  // namespace tern::server

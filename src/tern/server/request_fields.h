@@ -1,0 +1,18 @@
+// Which request fields tern acts on, per endpoint (the OpenAI references' and vLLM's extras'):
+// a field it does not act on is a 400 that names it, never ignored, since a client that asked
+// for JSON or tool calls and silently got prose is broken without knowing it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "tern/server/openai_protocol.h"
+
+namespace tern::server {
+
+// Throws ApiError(400, param = the field) for the first field of `body` that tern does not act
+// on: a known OpenAI or vLLM field it has not implemented ("tern does not support 'tools'"),
+// or one neither reference has ("unknown field"). A null value, and for the unsupported ones a
+// value that asks for nothing (an empty list or object, tool_choice "none"), pass.
+void check_request_fields(const nlohmann::json& body, Endpoint endpoint);
+
+}  // namespace tern::server
