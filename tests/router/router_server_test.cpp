@@ -232,6 +232,33 @@ TEST(RouterReplicas, LeastOutstandingAvoidsTheBusyBackend) {
             0);
 }
 
+TEST(RouterReplicas, SilentBackendIs502AndStaysInItsPool) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool release = false;
+  FakeBackend silent([&](const httplib::Request& req, httplib::Response& res) {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return release; });
+    replica("silent")(req, res);
+  });
+  router::RouterOptions o = replicas({&silent});
+  o.request_timeout = 0.2;
+  TestRouter router(o);
+  const HttpResult r = post(router.port(), "/v1/completions", {{"prompt", "x"}});
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_NE(r.body.find(silent.url()), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("--request-timeout"), std::string::npos) << r.body;
+  // Slow is not dead: it stays in its pool (its health checks decide).
+  EXPECT_EQ(router_metric(router.port(),
+                          backend_series("tern_router:backend_healthy", "replica", silent)),
+            1);
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  cv.notify_all();
+}
+
 TEST(RouterReplicas, PrefixAwareKeepsAPrefixTogetherAndSpreadsOthers) {
   FakeBackend a(replica("a")), b(replica("b"));
   TestRouter router(replicas({&a, &b}, "prefix_aware"));

@@ -39,12 +39,20 @@ std::optional<Dispatched> dispatch(RouterContext& ctx, BackendPool& pool, const 
     if (call->wait_for_headers()) return Dispatched{std::move(*in_flight), std::move(call)};
     const httplib::Error error = call->error();
     const std::string url = in_flight->address().url;
-    failure = std::string("the ") + role_name(pool.role()) + " instance " + url +
-              " cannot be reached (" + httplib::to_string(error) + ")";
+    const std::string who = std::string("the ") + role_name(pool.role()) + " instance " + url;
+    if (error != httplib::Error::Connection && error != httplib::Error::ConnectionTimeout) {
+      // It took the request and then failed to answer in time (--request-timeout) or closed
+      // the connection: not retried, since the request may be running there; whether the
+      // backend is gone is for its health checks to say.
+      ctx.metrics.count_error(kErrorBackendBrokeOff);
+      failure = who + " did not answer (" + httplib::to_string(error) +
+                ": no answer within --request-timeout, or the connection closed)";
+      break;
+    }
+    // No connection: the backend leaves its pool, and the request (never sent) goes to the next.
+    failure = who + " cannot be reached (" + httplib::to_string(error) + ")";
     ctx.metrics.count_error(kErrorBackendUnreachable);
     ctx.set_healthy(pool, in_flight->index(), false, httplib::to_string(error));
-    // Only a connection never made is safe to retry: a request that was sent may be running.
-    if (error != httplib::Error::Connection) break;
   }
   if (!failure.empty()) {
     set_error(res, 502, "tern router: " + failure);
