@@ -135,6 +135,46 @@ TEST(RouterDisagg, StreamIsRelayedChunkByChunkUnchanged) {
   EXPECT_EQ(received, step->sent);  // byte for byte
 }
 
+TEST(RouterDisagg, ConcurrentStreamsAllComeThrough) {
+  FakeBackend p1(prefill()), p2(prefill());
+  FakeBackend d1(replica("d1")), d2(replica("d2"));
+  router::RouterOptions o;
+  o.prefill_urls = {p1.url(), p2.url()};
+  o.decode_urls = {d1.url(), d2.url()};
+  o.policy = "least_outstanding";
+  o.health_check_interval = 3600;
+  TestRouter router(o);
+  constexpr int kClients = 16;
+  std::vector<StreamResult> results(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&, i] {
+      results[i] = stream(router.port(), "/v1/completions",
+                          {{"prompt", "client " + std::to_string(i)}, {"stream", true}});
+    });
+  for (std::thread& t : clients) t.join();
+  for (const StreamResult& r : results) {
+    EXPECT_EQ(r.status, 200) << r.error_body;
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(r.events.size(), 3u);
+  }
+  EXPECT_EQ(p1.num_requests() + p2.num_requests(), size_t{kClients});
+  EXPECT_EQ(d1.num_requests() + d2.num_requests(), size_t{kClients});
+  // Every decode body carries its own prompt: no mix-up between concurrent requests.
+  std::vector<std::string> prompts;
+  for (const FakeBackend* d : {&d1, &d2})
+    for (const json& b : d->bodies()) prompts.push_back(b["prompt"]);
+  std::sort(prompts.begin(), prompts.end());
+  EXPECT_EQ(std::unique(prompts.begin(), prompts.end()), prompts.end());
+  // A stream's count ends when its response is torn down, just after the client has it all.
+  EXPECT_TRUE(eventually([&] {
+    const std::string m = get(router.port(), "/metrics").body;
+    return metric(m, "tern_router:request_seconds_count") == kClients &&
+           metric(m, backend_series("tern_router:requests_in_flight", "decode", d1)) == 0 &&
+           metric(m, backend_series("tern_router:requests_in_flight", "decode", d2)) == 0;
+  })) << get(router.port(), "/metrics").body;
+}
+
 TEST(RouterDisagg, BackendErrorsPassThrough) {
   FakeBackend p(prefill());
   FakeBackend d(failing(400, "'temperature' must be >= 0"));
