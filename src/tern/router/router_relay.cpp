@@ -149,12 +149,13 @@ void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       content_type, [state](size_t, httplib::DataSink& sink) { return relay_step(*state, sink); },
-      [state](bool) {
+      [state](bool success) {
         if (!state->ended) {
-          // The client went away (or the router is stopping): closing the backend's connection
-          // is what makes tern serve abort the request and free its KV blocks.
+          // The client went away (a failed write: !success) or the router is stopping: closing
+          // the backend's connection is what makes tern serve abort the request and free its
+          // KV blocks.
           state->d->call->cancel();
-          state->ctx->metrics.count_error(kErrorClientDisconnected);
+          if (!success) state->ctx->metrics.count_error(kErrorClientDisconnected);
         }
         state->ctx->metrics.observe_request_seconds(seconds_since(state->start));
         state->d.reset();  // joins the reading thread, ends the in-flight count
