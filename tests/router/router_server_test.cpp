@@ -198,6 +198,30 @@ TEST(RouterDisagg, BackendErrorsPassThrough) {
   EXPECT_EQ(d2.num_requests(), 0u);
 }
 
+TEST(RouterDisagg, DecodeThatBreaksOffMidStreamEndsWithAnErrorEvent) {
+  FakeBackend p(prefill());
+  FakeBackend d([](const httplib::Request&, httplib::Response& res) {
+    auto sent = std::make_shared<int>(0);
+    res.set_chunked_content_provider("text/event-stream", [sent](size_t, httplib::DataSink& sink) {
+      if (*sent == 2) return false;  // the instance dies: no last chunk, no [DONE]
+      const std::string e = sse_event({{"choices", {{{"index", 0}, {"text", "t"}}}}});
+      ++*sent;
+      return sink.write(e.data(), e.size());
+    });
+  });
+  TestRouter router(disaggregated(p, d));
+  const StreamResult s =
+      stream(router.port(), "/v1/completions", {{"prompt", "x"}, {"stream", true}});
+  EXPECT_EQ(s.status, 200);  // sent before the break
+  EXPECT_FALSE(s.done);
+  ASSERT_EQ(s.events.size(), 3u) << s.error_body;
+  EXPECT_EQ(s.events[1]["choices"][0]["text"], "t");
+  EXPECT_EQ(s.events[2]["error"]["code"], 502);
+  EXPECT_NE(s.events[2]["error"]["message"].get<std::string>().find(d.url()), std::string::npos);
+  EXPECT_EQ(router_metric(router.port(), "tern_router:errors_total{kind=\"backend_broke_off\"}"),
+            1);
+}
+
 TEST(RouterDisagg, PrefillWithoutKvTransferParamsIs502) {
   FakeBackend p(replica("not-a-prefill"));  // a plain instance: no kv_transfer_params
   FakeBackend d(replica("decode"));
