@@ -66,14 +66,18 @@ void Histogram::observe(double value) {
 }
 
 void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
+  // No labels (tern router's histograms): `name_sum 1.5`, not `name_sum{} 1.5`.
+  const std::string bucket_labels = labels.empty() ? std::string() : labels + ",";
+  const std::string total_labels = labels.empty() ? std::string() : "{" + labels + "}";
   int64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
     const std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
-    out += name + "_bucket{" + labels + ",le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+    out += name + "_bucket{" + bucket_labels + "le=\"" + le + "\"} " + std::to_string(cumulative) +
+           "\n";
   }
-  out += name + "_sum{" + labels + "} " + number(sum_) + "\n";
-  out += name + "_count{" + labels + "} " + std::to_string(count_) + "\n";
+  out += name + "_sum" + total_labels + " " + number(sum_) + "\n";
+  out += name + "_count" + total_labels + " " + std::to_string(count_) + "\n";
 }
 
 std::vector<double> one_two_five_buckets(int64_t max_value) {
@@ -211,6 +215,15 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSta
     histogram("tern:kv_transfer_seconds", "Histogram of the pulls of prompts' KV in seconds.",
               kv_transfer_seconds_);
   return out;
+}
+
+std::string prometheus_number(double v) { return number(v); }
+
+std::string prometheus_label_value(const std::string& s) { return label_value(s); }
+
+void prometheus_header(std::string& out, const std::string& name, const char* type,
+                       const char* help) {
+  header(out, name, type, help);
 }
 
 }  // namespace tern::server

@@ -52,4 +52,11 @@ class ServerMetrics {
   std::map<std::string, int64_t> finished_;  // by finished_reason
 };
 
+// Pieces of the Prometheus text format, shared with tern router's /metrics: a sample's number,
+// an escaped label value, and the # HELP / # TYPE lines of a metric.
+std::string prometheus_number(double v);
+std::string prometheus_label_value(const std::string& s);
+void prometheus_header(std::string& out, const std::string& name, const char* type,
+                       const char* help);
+
 }  // namespace tern::server

@@ -1,0 +1,61 @@
+// The two-step flow's bodies (see disagg_request.h).
+#include "tern/router/disagg_request.h"
+
+#include "tern/server/api_error.h"
+
+namespace tern::router {
+
+using nlohmann::ordered_json;
+
+std::string dump_lossy(const ordered_json& j) {
+  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+ordered_json parse_client_body(std::string_view body) {
+  ordered_json j = ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw server::ApiError(400, "the request body is not valid JSON");
+  if (!j.is_object()) throw server::ApiError(400, "the request body must be a JSON object");
+  return j;
+}
+
+std::string prefill_body(const ordered_json& client_body, Endpoint endpoint) {
+  ordered_json b = client_body;
+  b["max_tokens"] = 1;
+  if (endpoint == Endpoint::ChatCompletions) b["max_completion_tokens"] = 1;
+  b["stream"] = false;
+  b.erase("stream_options");
+  b["kv_transfer_params"] = {{"do_remote_decode", true}};
+  return dump_lossy(b);
+}
+
+std::optional<ordered_json> kv_transfer_params_of(std::string_view prefill_answer) {
+  ordered_json j = ordered_json::parse(prefill_answer, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  const auto it = j.find("kv_transfer_params");
+  if (it == j.end() || !it->is_object()) return std::nullopt;
+  return std::move(*it);
+}
+
+std::string decode_body(ordered_json client_body, const ordered_json& params) {
+  client_body["kv_transfer_params"] = params;
+  return dump_lossy(client_body);
+}
+
+std::string prompt_key(const ordered_json& client_body, Endpoint endpoint) {
+  if (endpoint == Endpoint::Completions) {
+    const auto it = client_body.find("prompt");
+    if (it == client_body.end()) return {};
+    return it->is_string() ? it->get<std::string>() : dump_lossy(*it);
+  }
+  const auto it = client_body.find("messages");
+  if (it == client_body.end()) return {};
+  if (!it->is_array()) return dump_lossy(*it);
+  std::string key;
+  for (const ordered_json& m : *it) {
+    key += dump_lossy(m);
+    key += '\n';
+  }
+  return key;
+}
+
+}  // namespace tern::router

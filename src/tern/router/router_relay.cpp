@@ -1,0 +1,257 @@
+// POST /v1/completions and /v1/chat/completions through tern router: pick a backend (the
+// prefill step first in prefill/decode mode), send it the body, and relay its answer: SSE chunks
+// as they arrive, other answers whole, errors with their status and OpenAI body.
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "tern/router/router_context.h"
+#include "tern/server/api_error.h"
+
+namespace tern::router {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::ordered_json;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// A backend call under way, counted in flight on its backend while this lives.
+struct Dispatched {
+  InFlight in_flight;
+  std::unique_ptr<BackendCall> call;
+};
+
+// Sends `body` to a healthy backend of `pool`; a backend that cannot be reached leaves the pool
+// and the next one is tried (nothing was sent, so nothing runs twice). Without an answer: sets
+// the 503 (no healthy backend) or 502 (unreachable, named) on `res` and returns none.
+std::optional<Dispatched> dispatch(RouterContext& ctx, BackendPool& pool, const std::string& path,
+                                   const std::string& body, const std::string& prompt,
+                                   const httplib::Headers& headers, httplib::Response& res) {
+  std::string failure;
+  for (size_t attempt = 0; attempt <= pool.size(); ++attempt) {
+    std::optional<InFlight> in_flight = pool.acquire(prompt);
+    if (!in_flight) break;
+    auto call =
+        std::make_unique<BackendCall>(in_flight->address(), path, body, headers, ctx.timeouts);
+    if (call->wait_for_headers()) return Dispatched{std::move(*in_flight), std::move(call)};
+    const httplib::Error error = call->error();
+    const std::string url = in_flight->address().url;
+    const std::string who = std::string("the ") + role_name(pool.role()) + " instance " + url;
+    if (error != httplib::Error::Connection && error != httplib::Error::ConnectionTimeout) {
+      // It took the request and then failed to answer in time (--request-timeout) or closed
+      // the connection: not retried, since the request may be running there; whether the
+      // backend is gone is for its health checks to say.
+      ctx.metrics.count_error(kErrorBackendBrokeOff);
+      failure = who + " did not answer (" + httplib::to_string(error) +
+                ": no answer within --request-timeout, or the connection closed)";
+      break;
+    }
+    // No connection: the backend leaves its pool, and the request (never sent) goes to the next.
+    failure = who + " cannot be reached (" + httplib::to_string(error) + ")";
+    ctx.metrics.count_error(kErrorBackendUnreachable);
+    ctx.set_healthy(pool, in_flight->index(), false, httplib::to_string(error));
+  }
+  if (!failure.empty()) {
+    set_error(res, 502, "tern router: " + failure);
+  } else {
+    ctx.metrics.count_error(kErrorNoHealthyBackend);
+    set_error(res, 503,
+              std::string("tern router: no healthy ") + role_name(pool.role()) +
+                  " instance (every one fails its health check)");
+  }
+  return std::nullopt;
+}
+
+// A backend's 4xx / 5xx: its status, and its body when that is an OpenAI error (tern serve's
+// always is); any other body is wrapped in one that names the backend.
+void pass_error(httplib::Response& res, int status, const std::string& body, const std::string& url,
+                const std::string& content_type) {
+  const ordered_json j = ordered_json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("error")) {
+    res.status = status;
+    res.set_content(body, content_type.empty() ? "application/json" : content_type);
+    return;
+  }
+  set_error(res, status,
+            url + " answered status " + std::to_string(status) + ": " + body.substr(0, 500));
+}
+
+// The whole answer of a call that came with headers: passed on as it is.
+void relay_whole(RouterContext& ctx, BackendRole role, Dispatched& d, httplib::Response& res) {
+  const std::string url = d.in_flight.address().url;
+  std::string body;
+  if (!d.call->read_all(body)) {
+    ctx.metrics.count_error(kErrorBackendBrokeOff);
+    set_error(res, 502,
+              "tern router: the " + std::string(role_name(role)) + " instance " + url +
+                  " broke off its answer (" + httplib::to_string(d.call->error()) + ")");
+    return;
+  }
+  const int status = d.call->status();
+  const std::string content_type = d.call->header("Content-Type");
+  if (status >= 400) {
+    ctx.metrics.count_error(kErrorBackendStatus);
+    pass_error(res, status, body, url, content_type);
+    return;
+  }
+  res.status = status;
+  res.set_content(body, content_type.empty() ? "application/json" : content_type);
+}
+
+// What a streamed answer keeps between calls of its content provider.
+struct StreamRelay {
+  RouterContext* ctx = nullptr;
+  std::optional<Dispatched> d;
+  Clock::time_point start;
+  std::string piece;
+  bool ended = false;  // the backend's stream ended (or broke), the client was told
+};
+
+bool relay_step(StreamRelay& s, httplib::DataSink& sink) {
+  // A short wait, so that httplib checks for a router shutdown between calls.
+  switch (s.d->call->next(s.piece, std::chrono::milliseconds(100))) {
+    case BackendCall::Next::Data:
+      // A failed write: the client went away; the releaser hangs up on the backend.
+      return sink.write(s.piece.data(), s.piece.size());
+    case BackendCall::Next::Idle:
+      return true;
+    case BackendCall::Next::End:
+      s.ended = true;
+      sink.done();
+      return true;
+    case BackendCall::Next::Failed: {
+      // Too late for a status: the client learns it from an error event, as tern serve's do.
+      s.ended = true;
+      s.ctx->metrics.count_error(kErrorBackendBrokeOff);
+      const std::string event =
+          "data: " +
+          dump_lossy(server::error_body(502, "tern router: " + s.d->in_flight.address().url +
+                                                 " broke off its stream (" +
+                                                 httplib::to_string(s.d->call->error()) + ")")) +
+          "\n\n";
+      sink.write(event.data(), event.size());
+      sink.done();
+      return true;
+    }
+  }
+  return false;
+}
+
+void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
+                  const std::string& content_type, httplib::Response& res) {
+  auto state = std::make_shared<StreamRelay>();
+  state->ctx = &ctx;
+  state->d.emplace(std::move(d));
+  state->start = start;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      content_type, [state](size_t, httplib::DataSink& sink) { return relay_step(*state, sink); },
+      [state](bool success) {
+        if (!state->ended) {
+          // The client went away (a failed write: !success) or the router is stopping: closing
+          // the backend's connection is what makes tern serve abort the request and free its
+          // KV blocks.
+          state->d->call->cancel();
+          if (!success) state->ctx->metrics.count_error(kErrorClientDisconnected);
+        }
+        state->ctx->metrics.observe_request_seconds(seconds_since(state->start));
+        state->d.reset();  // joins the reading thread, ends the in-flight count
+      });
+}
+
+httplib::Headers forwarded_headers(const httplib::Request& req) {
+  httplib::Headers h;
+  if (req.has_header("Authorization"))
+    h.emplace("Authorization", req.get_header_value("Authorization"));
+  return h;
+}
+
+// Step 1 of the disaggregated flow: the prefill instance's kv_transfer_params, or none with the
+// client's answer set on `res`.
+std::optional<ordered_json> run_prefill(RouterContext& ctx, Endpoint endpoint,
+                                        const std::string& path, const ordered_json& body,
+                                        const std::string& prompt, const httplib::Headers& headers,
+                                        httplib::Response& res) {
+  const Clock::time_point start = Clock::now();
+  std::optional<Dispatched> d =
+      dispatch(ctx, *ctx.prefill, path, prefill_body(body, endpoint), prompt, headers, res);
+  if (!d) return std::nullopt;
+  const std::string url = d->in_flight.address().url;
+  std::string answer;
+  if (!d->call->read_all(answer)) {
+    ctx.metrics.count_error(kErrorBackendBrokeOff);
+    set_error(res, 502,
+              "tern router: the prefill instance " + url + " broke off its answer (" +
+                  httplib::to_string(d->call->error()) + ")");
+    return std::nullopt;
+  }
+  const int status = d->call->status();
+  ctx.metrics.count_request(BackendRole::Prefill, url, status);
+  if (status >= 400) {
+    ctx.metrics.count_error(kErrorBackendStatus);
+    pass_error(res, status, answer, url, d->call->header("Content-Type"));
+    return std::nullopt;
+  }
+  std::optional<ordered_json> params = kv_transfer_params_of(answer);
+  if (!params) {
+    ctx.metrics.count_error(kErrorMissingKvParams);
+    set_error(res, 502,
+              "tern router: the prefill instance " + url +
+                  " answered without kv_transfer_params; is it a prefill instance? (start it "
+                  "with tern serve --role prefill)");
+    return std::nullopt;
+  }
+  ctx.metrics.observe_prefill_seconds(seconds_since(start));
+  return params;
+}
+
+}  // namespace
+
+void handle_generation(RouterContext& ctx, Endpoint endpoint, const httplib::Request& req,
+                       httplib::Response& res) {
+  const Clock::time_point start = Clock::now();
+  ordered_json body;
+  try {
+    body = parse_client_body(req.body);
+  } catch (const server::ApiError& e) {
+    ctx.metrics.count_error(kErrorBadRequest);
+    set_error(res, e.status(), e.what());
+    ctx.metrics.observe_request_seconds(seconds_since(start));
+    return;
+  }
+  const std::string prompt = prompt_key(body, endpoint);
+  const httplib::Headers headers = forwarded_headers(req);
+
+  // Replicas get the client's bytes as they are; the decode step gets them plus the params.
+  std::string answer_body = req.body;
+  if (ctx.disaggregated()) {
+    std::optional<ordered_json> params =
+        run_prefill(ctx, endpoint, req.path, body, prompt, headers, res);
+    if (!params) {
+      ctx.metrics.observe_request_seconds(seconds_since(start));
+      return;
+    }
+    answer_body = decode_body(std::move(body), *params);
+  }
+
+  BackendPool& pool = ctx.answer_pool();
+  std::optional<Dispatched> d = dispatch(ctx, pool, req.path, answer_body, prompt, headers, res);
+  if (!d) {
+    ctx.metrics.observe_request_seconds(seconds_since(start));
+    return;
+  }
+  const int status = d->call->status();
+  ctx.metrics.count_request(pool.role(), d->in_flight.address().url, status);
+  const std::string content_type = d->call->header("Content-Type");
+  if (status == 200 && content_type.rfind("text/event-stream", 0) == 0) {
+    relay_stream(ctx, std::move(*d), start, content_type, res);
+    return;
+  }
+  relay_whole(ctx, pool.role(), *d, res);
+  ctx.metrics.observe_request_seconds(seconds_since(start));
+}
+
+}  // namespace tern::router

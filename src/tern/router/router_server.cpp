@@ -1,0 +1,290 @@
+// tern router's HTTP side: configuration, routes (/v1/completions, /v1/chat/completions,
+// /v1/models, /health, /metrics), OpenAI error bodies, the health checker and the lifecycle.
+#include "tern/router/router_server.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "tern/core/error.h"
+#include "tern/router/router_context.h"
+#include "tern/server/api_error.h"
+
+namespace tern::router {
+
+void set_error(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(dump_lossy(server::error_body(status, message)), "application/json");
+}
+
+std::vector<BackendPool*> RouterContext::pools() {
+  if (disaggregated()) return {prefill.get(), decode.get()};
+  return {replicas.get()};
+}
+
+void RouterContext::set_healthy(BackendPool& pool, size_t index, bool healthy,
+                                const std::string& why) {
+  if (!pool.set_healthy(index, healthy) || !options.log) return;
+  const std::string& url = pool.backend(index).address.url;
+  if (healthy)
+    std::fprintf(stderr, "tern router: %s instance %s is healthy again\n", role_name(pool.role()),
+                 url.c_str());
+  else
+    std::fprintf(stderr, "tern router: %s instance %s leaves its pool (%s)\n",
+                 role_name(pool.role()), url.c_str(), why.c_str());
+}
+
+namespace {
+
+// See OpenAIServer: Debian's httplib listens with a backlog of 5; listen() again raises it.
+class HttpServer : public httplib::Server {
+ public:
+  void raise_listen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+};
+
+void split_seconds(double s, time_t& sec, time_t& usec) {
+  sec = static_cast<time_t>(s);
+  usec = static_cast<time_t>((s - static_cast<double>(sec)) * 1e6);
+}
+
+}  // namespace
+
+struct RouterServer::Impl {
+  RouterContext ctx;
+  HttpServer http;
+  int port = -1;
+  std::once_flag stopped;
+  std::mutex serve_mutex;  // see OpenAIServer: stop() may come before serve() runs
+  bool stop_requested = false;
+  std::atomic<bool> serving = false;
+  // The health checker: a round of checks every interval, woken early by stop().
+  std::thread health_thread;
+  std::mutex health_mutex;
+  std::condition_variable health_cv;
+  bool health_stop = false;
+
+  explicit Impl(RouterOptions options) {
+    ctx.options = std::move(options);
+    configure();
+    setup_http();
+  }
+
+  void configure();
+  void setup_http();
+  void check_health();
+  void health_loop();
+  void models(const httplib::Request& req, httplib::Response& res);
+};
+
+void RouterServer::Impl::configure() {
+  const RouterOptions& o = ctx.options;
+  const bool pd = !o.prefill_urls.empty() || !o.decode_urls.empty();
+  if (pd && !o.backend_urls.empty())
+    throw Error(
+        "give either --prefill and --decode (disaggregated) or --backend (replicas), "
+        "not both");
+  if (pd && (o.prefill_urls.empty() || o.decode_urls.empty()))
+    throw Error("prefill/decode mode needs at least one --prefill and one --decode URL");
+  if (!pd && o.backend_urls.empty())
+    throw Error(
+        "give the backends: --backend URL... (replicas) or --prefill URL... --decode URL...");
+  if (!(o.health_check_interval > 0)) throw Error("--health-check-interval must be > 0 seconds");
+  if (!(o.request_timeout > 0)) throw Error("--request-timeout must be > 0 seconds");
+  ctx.timeouts.connect_seconds = o.connect_timeout;
+  ctx.timeouts.read_seconds = o.request_timeout;
+  auto pool = [&](BackendRole role, const std::vector<std::string>& urls) {
+    return std::make_unique<BackendPool>(role, urls,
+                                         make_policy(o.policy, urls.size(), o.prefix_aware));
+  };
+  if (pd) {
+    ctx.prefill = pool(BackendRole::Prefill, o.prefill_urls);
+    ctx.decode = pool(BackendRole::Decode, o.decode_urls);
+  } else {
+    ctx.replicas = pool(BackendRole::Replica, o.backend_urls);
+  }
+}
+
+void RouterServer::Impl::check_health() {
+  // Short timeouts: a hung backend must not hold up the checks of the others for long.
+  const double timeout = std::clamp(ctx.options.health_check_interval, 1.0, 5.0);
+  time_t sec = 0, usec = 0;
+  split_seconds(timeout, sec, usec);
+  for (BackendPool* pool : ctx.pools())
+    for (size_t i = 0; i < pool->size(); ++i) {
+      const BackendAddress& a = pool->backend(i).address;
+      httplib::Client client(a.host, a.port);
+      client.set_connection_timeout(sec, usec);
+      client.set_read_timeout(sec, usec);
+      const httplib::Result r = client.Get("/health");
+      const bool ok = r && r->status == 200;
+      ctx.set_healthy(*pool, i, ok,
+                      r ? "GET /health answered " + std::to_string(r->status)
+                        : "GET /health: " + httplib::to_string(r.error()));
+    }
+}
+
+void RouterServer::Impl::health_loop() {
+  const auto interval = std::chrono::duration<double>(ctx.options.health_check_interval);
+  std::unique_lock lock(health_mutex);
+  while (!health_stop) {
+    lock.unlock();
+    check_health();
+    ctx.metrics.count_health_round();
+    lock.lock();
+    health_cv.wait_for(lock, interval, [this] { return health_stop; });
+  }
+}
+
+void RouterServer::Impl::models(const httplib::Request& req, httplib::Response& res) {
+  BackendPool& pool = ctx.answer_pool();
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (!pool.backend(i).healthy) continue;
+    const BackendAddress& a = pool.backend(i).address;
+    httplib::Client client(a.host, a.port);
+    time_t sec = 0, usec = 0;
+    split_seconds(ctx.options.connect_timeout, sec, usec);
+    client.set_connection_timeout(sec, usec);
+    httplib::Headers headers;
+    if (req.has_header("Authorization"))
+      headers.emplace("Authorization", req.get_header_value("Authorization"));
+    const httplib::Result r = client.Get("/v1/models", headers);
+    if (!r) {
+      ctx.metrics.count_error(kErrorBackendUnreachable);
+      ctx.set_healthy(pool, i, false, "GET /v1/models: " + httplib::to_string(r.error()));
+      continue;
+    }
+    res.status = r->status;
+    res.set_content(r->body, r->get_header_value("Content-Type", 0).empty()
+                                 ? "application/json"
+                                 : r->get_header_value("Content-Type"));
+    return;
+  }
+  ctx.metrics.count_error(kErrorNoHealthyBackend);
+  set_error(res, 503,
+            std::string("tern router: no healthy ") + role_name(pool.role()) + " instance");
+}
+
+void RouterServer::Impl::setup_http() {
+  const int threads = std::max(4, ctx.options.http_threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(ctx.options.max_request_body);
+  // A client that stops reading is given up on after this long (its backend call is then closed).
+  http.set_write_timeout(30, 0);
+  http.set_read_timeout(30, 0);
+
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    if (!res.body.empty() || res.content_length_ > 0)
+      return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404)
+      set_error(res, 404, "Not Found: " + req.method + " " + req.path);
+    else if (res.status == 413)
+      set_error(res, 413,
+                "the request body is larger than the router's limit of " +
+                    std::to_string(ctx.options.max_request_body) + " bytes");
+    else
+      set_error(res, res.status,
+                "the HTTP request could not be served (status " + std::to_string(res.status) + ")");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        try {
+          std::rethrow_exception(ep);
+        } catch (const server::ApiError& e) {
+          set_error(res, e.status(), e.what());
+        } catch (const std::exception& e) {
+          set_error(res, 500, std::string("tern router: internal error: ") + e.what());
+        } catch (...) {
+          set_error(res, 500, "tern router: internal error");
+        }
+      });
+
+  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(ctx, Endpoint::Completions, req, res);
+  });
+  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(ctx, Endpoint::ChatCompletions, req, res);
+  });
+  http.Get("/v1/models",
+           [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    for (BackendPool* pool : ctx.pools())
+      if (!pool->any_healthy()) {
+        set_error(res, 503,
+                  std::string("tern router: no healthy ") + role_name(pool->role()) + " instance");
+        return;
+      }
+    res.status = 200;
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::vector<const BackendPool*> pools;
+    for (BackendPool* p : ctx.pools()) pools.push_back(p);
+    res.set_content(ctx.metrics.render(pools), "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+RouterServer::RouterServer(RouterOptions options) {
+  // A client that hangs up makes the next write raise SIGPIPE, which would end the process;
+  // the failed write is how the router notices and closes the backend's stream.
+  std::signal(SIGPIPE, SIG_IGN);
+  impl_ = std::make_unique<Impl>(std::move(options));
+}
+
+RouterServer::~RouterServer() { stop(); }
+
+int RouterServer::bind() {
+  const RouterOptions& o = impl_->ctx.options;
+  if (o.port == 0) {
+    impl_->port = impl_->http.bind_to_any_port(o.host);
+    if (impl_->port < 0) throw Error("cannot listen on " + o.host + " (any port)");
+  } else {
+    if (!impl_->http.bind_to_port(o.host, o.port))
+      throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
+                  " (in use, or not an address of this machine)");
+    impl_->port = o.port;
+  }
+  impl_->http.raise_listen_backlog(SOMAXCONN);
+  return impl_->port;
+}
+
+void RouterServer::serve() {
+  {
+    std::lock_guard lock(impl_->serve_mutex);
+    if (impl_->stop_requested) return;
+    impl_->serving = true;
+    impl_->health_thread = std::thread([this] { impl_->health_loop(); });
+  }
+  impl_->http.listen_after_bind();
+  impl_->serving = false;
+}
+
+void RouterServer::stop() {
+  if (!impl_) return;
+  std::call_once(impl_->stopped, [this] {
+    {
+      std::lock_guard lock(impl_->serve_mutex);
+      impl_->stop_requested = true;
+    }
+    while (impl_->serving && !impl_->http.is_running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    impl_->http.stop();  // no new connections; streams end at their provider's next call
+    {
+      std::lock_guard lock(impl_->health_mutex);
+      impl_->health_stop = true;
+    }
+    impl_->health_cv.notify_all();
+    if (impl_->health_thread.joinable()) impl_->health_thread.join();
+  });
+}
+
+int RouterServer::port() const { return impl_->port; }
+
+}  // namespace tern::router

@@ -1,0 +1,71 @@
+// tern router in front of two real tern serve replicas (stories260K, in process): greedy
+// completions through the router equal the backends' own, streamed and not.
+#include <gtest/gtest.h>
+
+#include "router/router_test_util.h"
+
+namespace tern::testing {
+namespace {
+
+TEST(RouterEndToEnd, ReplicasThroughTheRouterMatchTheBackends) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TestServer s1(stories260k(), server_engine());
+  TestServer s2(stories260k(), server_engine());
+  router::RouterOptions o;
+  o.backend_urls = {"http://127.0.0.1:" + std::to_string(s1.port()),
+                    "http://127.0.0.1:" + std::to_string(s2.port())};
+  o.policy = "round_robin";
+  TestRouter router(o);
+
+  const json request = {{"model", "test-model"},
+                        {"prompt", "Once upon a time"},
+                        {"max_tokens", 24},
+                        {"temperature", 0}};
+  const HttpResult direct = post(s1.port(), "/v1/completions", request);
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  const std::string expected = direct.body_json()["choices"][0]["text"];
+  ASSERT_FALSE(expected.empty());
+
+  // Round robin: the two go to different replicas, both must answer the same.
+  for (int i = 0; i < 2; ++i) {
+    const HttpResult r = post(router.port(), "/v1/completions", request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body_json()["choices"][0]["text"], expected) << "request " << i;
+    EXPECT_EQ(r.body_json()["usage"], direct.body_json()["usage"]);
+  }
+  json streamed = request;
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  for (int i = 0; i < 2; ++i) {
+    const StreamResult st = stream(router.port(), "/v1/completions", streamed);
+    ASSERT_EQ(st.status, 200) << st.error_body;
+    EXPECT_TRUE(st.done);
+    EXPECT_EQ(streamed_texts(st, 1)[0], expected) << "stream " << i;
+    EXPECT_EQ(st.events.back()["usage"]["completion_tokens"],
+              direct.body_json()["usage"]["completion_tokens"]);
+  }
+  const std::string m = get(router.port(), "/metrics").body;
+  for (const std::string& url : o.backend_urls)
+    EXPECT_EQ(metric(m, "tern_router:requests_total{role=\"replica\",backend=\"" + url +
+                            "\",status=\"200\"}"),
+              2)
+        << m;
+  // The routes a client needs besides generation.
+  const HttpResult models = get(router.port(), "/v1/models");
+  ASSERT_EQ(models.status, 200);
+  EXPECT_EQ(models.body_json()["data"][0]["id"], "test-model");
+  EXPECT_EQ(get(router.port(), "/health").status, 200);
+  const HttpResult missing = get(router.port(), "/v1/nothing");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body_json()["error"]["code"], 404);
+  // A backend's own 4xx comes back as it was.
+  const HttpResult bad = post(router.port(), "/v1/completions", {{"prompt", "x"}, {"top_p", 2}});
+  const HttpResult bad_direct = post(s1.port(), "/v1/completions", {{"prompt", "x"}, {"top_p", 2}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body, bad_direct.body);
+  wait_until_idle(s1.port());
+  wait_until_idle(s2.port());
+}
+
+}  // namespace
+}  // namespace tern::testing
