@@ -2,6 +2,9 @@
 // completions through the router equal the backends' own, streamed and not.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "router/router_test_util.h"
 
 namespace tern::testing {
@@ -65,6 +68,66 @@ TEST(RouterEndToEnd, ReplicasThroughTheRouterMatchTheBackends) {
   EXPECT_EQ(bad.body, bad_direct.body);
   wait_until_idle(s1.port());
   wait_until_idle(s2.port());
+}
+
+// The whole flow with real instances: tern serve --role prefill and --role decode (stories260K,
+// in process) behind the router give what one instance gives, greedy and seeded, streamed and
+// not, with concurrent clients; afterwards no block is held on either side.
+TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto role = [](disagg::KvRole r) {
+    EngineConfig c = server_engine(512);
+    c.kv_transfer.role = r;
+    c.kv_transfer.port = 0;
+    return c;
+  };
+  TestServer p(stories260k(), role(disagg::KvRole::kProducer));
+  TestServer d(stories260k(), role(disagg::KvRole::kConsumer));
+  TestServer one(stories260k(), server_engine(512));
+  router::RouterOptions o;
+  o.prefill_urls = {"http://127.0.0.1:" + std::to_string(p.port())};
+  o.decode_urls = {"http://127.0.0.1:" + std::to_string(d.port())};
+  o.health_check_interval = 3600;
+  TestRouter router(o);
+
+  std::vector<std::thread> clients;
+  std::atomic<int> same{0};
+  constexpr int kClients = 8;
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&, i] {
+      std::string prompt = "Once upon a time";
+      for (int k = 0; k < i; ++k) prompt += " there was a little girl named Lily";
+      json request = {{"model", "test-model"}, {"prompt", prompt}, {"max_tokens", 16},
+                      {"logprobs", 1},         {"ignore_eos", true}};
+      if (i % 2) {
+        request["temperature"] = 0.8;
+        request["seed"] = 100 + i;
+      } else {
+        request["temperature"] = 0;
+      }
+      const HttpResult want = post(one.port(), "/v1/completions", request);
+      if (i % 3 == 0) {
+        json streamed = request;
+        streamed["stream"] = true;
+        const StreamResult got = stream(router.port(), "/v1/completions", streamed);
+        EXPECT_EQ(got.status, 200) << got.error_body;
+        if (streamed_texts(got, 1)[0] == want.body_json()["choices"][0]["text"]) ++same;
+      } else {
+        const HttpResult got = post(router.port(), "/v1/completions", request);
+        EXPECT_EQ(got.status, 200) << got.body;
+        if (got.status == 200 &&
+            got.body_json()["choices"][0]["text"] == want.body_json()["choices"][0]["text"] &&
+            got.body_json()["choices"][0]["logprobs"] == want.body_json()["choices"][0]["logprobs"])
+          ++same;
+      }
+    });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(same.load(), kClients);
+  wait_until_idle(p.port());
+  wait_until_idle(d.port());
+  EXPECT_EQ(metric(get(p.port(), "/metrics").body, gauge("tern:kv_transfer_leases_held")), 0);
+  EXPECT_GT(metric(get(d.port(), "/metrics").body, gauge("tern:kv_transfer_received_blocks_total")),
+            0);
 }
 
 }  // namespace
