@@ -2,7 +2,6 @@
 // /v1/models, /health, /metrics), OpenAI error bodies, the health checker and the lifecycle.
 #include "tern/router/router_server.h"
 
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +13,7 @@
 #include <thread>
 
 #include "tern/core/error.h"
+#include "tern/server/http_server.h"
 #include "tern/router/router_context.h"
 #include "tern/server/api_error.h"
 
@@ -43,12 +43,6 @@ void RouterContext::set_healthy(BackendPool& pool, size_t index, bool healthy,
 
 namespace {
 
-// See OpenAIServer: Debian's httplib listens with a backlog of 5; listen() again raises it.
-class HttpServer : public httplib::Server {
- public:
-  void raise_listen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
-};
-
 void split_seconds(double s, time_t& sec, time_t& usec) {
   sec = static_cast<time_t>(s);
   usec = static_cast<time_t>((s - static_cast<double>(sec)) * 1e6);
@@ -58,7 +52,7 @@ void split_seconds(double s, time_t& sec, time_t& usec) {
 
 struct RouterServer::Impl {
   RouterContext ctx;
-  HttpServer http;
+  server::HttpServer http;
   int port = -1;
   std::once_flag stopped;
   std::mutex serve_mutex;  // see OpenAIServer: stop() may come before serve() runs
@@ -241,17 +235,8 @@ RouterServer::RouterServer(RouterOptions options) {
 RouterServer::~RouterServer() { stop(); }
 
 int RouterServer::bind() {
-  const RouterOptions& o = impl_->ctx.options;
-  if (o.port == 0) {
-    impl_->port = impl_->http.bind_to_any_port(o.host);
-    if (impl_->port < 0) throw Error("cannot listen on " + o.host + " (any port)");
-  } else {
-    if (!impl_->http.bind_to_port(o.host, o.port))
-      throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                  " (in use, or not an address of this machine)");
-    impl_->port = o.port;
-  }
-  impl_->http.raise_listen_backlog(SOMAXCONN);
+  const auto& o = impl_->ctx.options;
+  impl_->port = impl_->http.bind_listening(o.host, o.port);
   return impl_->port;
 }
 

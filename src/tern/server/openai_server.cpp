@@ -4,7 +4,6 @@
 #include "tern/server/openai_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "tern/core/error.h"
+#include "tern/server/http_server.h"
 #include "tern/server/api_error.h"
 #include "tern/server/openai_responses.h"
 #include "tern/server/server_context.h"
@@ -48,14 +48,6 @@ const Route* find_route(const std::string& path) {
     if (path == r.path) return &r;
   return nullptr;
 }
-
-// Debian's compiled cpp-httplib listens with a backlog of 5: a burst of clients overflows it and
-// their SYNs are dropped (retried a second later, which some clients do not survive). Linux lets
-// listen() be called again on a listening socket to raise the backlog.
-class HttpServer : public httplib::Server {
- public:
-  void raise_listen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
-};
 
 void set_json(httplib::Response& res, const json& body) {
   res.set_content(dump_json(body), "application/json");
@@ -270,17 +262,8 @@ OpenAIServer::OpenAIServer(LLM& llm, ServerOptions options) {
 OpenAIServer::~OpenAIServer() { stop(); }
 
 int OpenAIServer::bind() {
-  const ServerOptions& o = impl_->ctx.options;
-  if (o.port == 0) {
-    impl_->port = impl_->http.bind_to_any_port(o.host);
-    if (impl_->port < 0) throw Error("cannot listen on " + o.host + " (any port)");
-  } else {
-    if (!impl_->http.bind_to_port(o.host, o.port))
-      throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                  " (in use, or not an address of this machine)");
-    impl_->port = o.port;
-  }
-  impl_->http.raise_listen_backlog(SOMAXCONN);
+  const auto& o = impl_->ctx.options;
+  impl_->port = impl_->http.bind_listening(o.host, o.port);
   return impl_->port;
 }
 
