@@ -123,6 +123,15 @@ TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) 
     });
   for (std::thread& t : clients) t.join();
   EXPECT_EQ(same.load(), kClients);
+  // n completions and min_tokens are the decode side's business (the prefill makes one token).
+  const json several = {{"model", "test-model"}, {"prompt", "Once upon a time"},
+                        {"max_tokens", 12},      {"n", 3},
+                        {"min_tokens", 6},       {"temperature", 0.9},
+                        {"seed", 7}};
+  const HttpResult want = post(one.port(), "/v1/completions", several);
+  const HttpResult got = post(router.port(), "/v1/completions", several);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.body_json()["choices"], want.body_json()["choices"]);
   wait_until_idle(p.port());
   wait_until_idle(d.port());
   EXPECT_EQ(metric(get(p.port(), "/metrics").body, gauge("tern:kv_transfer_leases_held")), 0);

@@ -142,7 +142,8 @@ TEST(RouterUrl, ParsesHostAndPortAndRefusesOthers) {
 TEST(RouterDisaggBody, PrefillAndDecodeBodies) {
   const ordered_json client = parse_client_body(
       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":50,)"
-      R"("stream":true,"stream_options":{"include_usage":true},"temperature":0})");
+      R"("stream":true,"stream_options":{"include_usage":true},"temperature":0,"n":2,)"
+      R"("min_tokens":4})");
   const json p = json::parse(prefill_body(client, Endpoint::ChatCompletions));
   EXPECT_EQ(p, json::parse(R"({"model":"m","messages":[{"role":"user","content":"hi"}],)"
                            R"("max_tokens":1,"max_completion_tokens":1,"stream":false,)"
@@ -162,8 +163,8 @@ TEST(RouterDisaggBody, PrefillAndDecodeBodies) {
 
   const std::string d = decode_body(client, *params);
   EXPECT_EQ(d, R"({"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":50,)"
-               R"("stream":true,"stream_options":{"include_usage":true},"temperature":0,)"
-               R"("kv_transfer_params":{"b":[1,2],"a":null}})");
+               R"("stream":true,"stream_options":{"include_usage":true},"temperature":0,"n":2,)"
+               R"("min_tokens":4,"kv_transfer_params":{"b":[1,2],"a":null}})");
 }
 
 TEST(RouterDisaggBody, PromptKeysAndBadBodies) {

@@ -24,6 +24,10 @@ std::string prefill_body(const ordered_json& client_body, Endpoint endpoint) {
   if (endpoint == Endpoint::ChatCompletions) b["max_completion_tokens"] = 1;
   b["stream"] = false;
   b.erase("stream_options");
+  // One token of one completion: the decode instance computes the prompt's last token itself
+  // and samples all n completions there; a min_tokens over 1 could not be met.
+  b.erase("n");
+  b.erase("min_tokens");
   b["kv_transfer_params"] = {{"do_remote_decode", true}};
   return dump_lossy(b);
 }

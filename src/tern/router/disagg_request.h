@@ -17,7 +17,7 @@ enum class Endpoint { Completions, ChatCompletions };
 nlohmann::ordered_json parse_client_body(std::string_view body);
 
 // Step 1, to the prefill instance: the client's body with max_tokens 1 (chat: also
-// max_completion_tokens 1), stream false, no stream_options, and
+// max_completion_tokens 1), stream false, no stream_options, n or min_tokens, and
 // "kv_transfer_params": {"do_remote_decode": true}.
 std::string prefill_body(const nlohmann::ordered_json& client_body, Endpoint endpoint);
 
