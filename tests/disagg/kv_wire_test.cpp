@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "tern/core/error.h"
 
@@ -154,24 +156,34 @@ TEST(KvWire, EncoderRefusesFramesPastTheLimits) {
 }
 
 // Writes the fuzzer's seeds when asked (TERN_WRITE_SEEDS=dir); otherwise a no-op.
-TEST(KvWire, WritesFuzzSeedsOnRequest) {
-  const char* dir = std::getenv("TERN_WRITE_SEEDS");
-  if (dir == nullptr) GTEST_SKIP() << "set TERN_WRITE_SEEDS to write fuzz/seeds/kv_wire_fuzz/";
-  auto write = [&](const char* name, const std::vector<std::byte>& bytes) {
-    FILE* f = std::fopen((std::string(dir) + "/" + name).c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    std::fwrite(bytes.data(), 1, bytes.size(), f);
-    std::fclose(f);
-  };
-  write("request.bin", encode_request(sample_request()));
-  write("reply_ok.bin", encode_reply(sample_reply()));
+// The fuzzer's committed seeds are the encoder's frames (TERN_WRITE_SEEDS=DIR writes them anew).
+TEST(KvWire, CommittedFuzzSeedsAreTheEncodersFrames) {
   ReplyFrame refused;
   refused.status = ReplyStatus::kRefused;
   refused.message = "unknown lease";
-  write("reply_refused.bin", encode_reply(refused));
   std::vector<std::byte> header(kBlockHeaderBytes);
   encode_block_header(BlockHeader{1, 2}, header.data());
-  write("block_header.bin", header);
+  const std::pair<const char*, std::vector<std::byte>> seeds[] = {
+      {"request.bin", encode_request(sample_request())},
+      {"reply_ok.bin", encode_reply(sample_reply())},
+      {"reply_refused.bin", encode_reply(refused)},
+      {"block_header.bin", header},
+  };
+  const char* write_dir = std::getenv("TERN_WRITE_SEEDS");
+  for (const auto& [name, bytes] : seeds) {
+    if (write_dir != nullptr) {
+      std::ofstream out(std::string(write_dir) + "/" + name, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      ASSERT_TRUE(out.good()) << name;
+      continue;
+    }
+    std::ifstream in(std::string(TERN_SOURCE_DIR) + "/fuzz/seeds/kv_wire_fuzz/" + name,
+                     std::ios::binary);
+    ASSERT_TRUE(in.good()) << name;
+    const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(committed, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
+        << name << " differs from what the encoder writes";
+  }
 }
 
 }  // namespace
