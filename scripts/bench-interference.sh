@@ -10,16 +10,19 @@
 # KV transfer's bytes and seconds come from the instances' /metrics.
 # usage: scripts/bench-interference.sh BUILD_DIR MODEL.gguf WORK_DIR
 #   e.g. a Qwen3-0.6B shape with dummy Q4_0 weights (its prefill of 3,000 tokens takes seconds).
-# Env: SHORT (200 streams), RATE (2/s), SHORT_IN/SHORT_OUT (128/128), LONG (4), LONG_IN (3000),
-#      LONG_OUT (16), LONG_RATE (0.05/s), BUDGETS ("512 128"), SETUPS (all).
+# Env: SHORT (50 streams), RATE (0.2/s), SHORT_IN/SHORT_OUT (128/64), LONG (3), LONG_IN (2000),
+#      LONG_OUT (16), LONG_RATE (0.0125/s), BUDGETS ("512 128"), SETUPS (all).
+# The defaults are a load two cores carry (~12 output tokens/s, ~5 minutes a setup): at 0.25
+# requests/s of 128 out, a Qwen3-0.6B shape in Q4_0 queued 39 of 40 requests at once, and the
+# figures then measure the queue rather than the interference.
 set -euo pipefail
 build=$(cd "${1:?build dir}" && pwd)
 model=${2:?model}
 work=${3:?work dir}
 tern="$build/tern"
 mkdir -p "$work"
-short=${SHORT:-200} rate=${RATE:-2} short_in=${SHORT_IN:-128} short_out=${SHORT_OUT:-128}
-long=${LONG:-4} long_in=${LONG_IN:-3000} long_out=${LONG_OUT:-16} long_rate=${LONG_RATE:-0.05}
+short=${SHORT:-50} rate=${RATE:-0.2} short_in=${SHORT_IN:-128} short_out=${SHORT_OUT:-64}
+long=${LONG:-3} long_in=${LONG_IN:-2000} long_out=${LONG_OUT:-16} long_rate=${LONG_RATE:-0.0125}
 budgets=${BUDGETS:-512 128}
 setups=${SETUPS:-whole $(for b in $budgets; do printf 'chunked%s ' "$b"; done)pd replicas}
 common=(--max-model-len 4096 --kv-cache-memory 2GiB --disable-log-stats --served-model-name m)
