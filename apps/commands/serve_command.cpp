@@ -144,6 +144,12 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--chat-template", opt->chat_template_path,
                   "Jinja chat template file instead of the model's");
+  cmd->add_option("--tool-call-parser", opt->server.tool_call_parser,
+                  "Reads tool calls in chat output: hermes (Qwen2.5/Qwen3) or llama3_json");
+  cmd->add_flag("--enable-auto-tool-choice", opt->server.enable_auto_tool_choice,
+                "Accept tool_choice \"auto\" (the default with tools); needs --tool-call-parser");
+  cmd->add_option("--reasoning-parser", opt->server.reasoning_parser,
+                  "Splits <think>...</think> into reasoning_content: qwen3 or deepseek_r1");
   cmd->add_flag("--disable-log-stats", opt->disable_log_stats,
                 "No log line every 10 s of throughput, KV cache and speculative decoding");
   cmd->add_option("--kv-transfer-config", opt->kv_transfer_config,

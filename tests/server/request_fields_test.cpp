@@ -28,7 +28,9 @@ TEST(RequestFields, WhatTernActsOnPasses) {
       "frequency_penalty":0.1,"repetition_penalty":1.1,"logprobs":true,"top_logprobs":2,
       "stream":true,"stream_options":{"include_usage":true},"chat_template_kwargs":{},
       "add_generation_prompt":true,"include_stop_str_in_output":false,"skip_special_tokens":true,
-      "kv_transfer_params":{},"user":"u1","store":false,"echo":false})");
+      "kv_transfer_params":{},"user":"u1","store":false,"echo":false,
+      "tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required",
+      "parallel_tool_calls":false})");
   EXPECT_EQ(refusal(chat, Endpoint::ChatCompletions), "");
   const json completion = json::parse(
       R"({"model":"m","prompt":"x","logprobs":2,"echo":false,"best_of":1,"max_tokens":3})");
@@ -40,9 +42,9 @@ TEST(RequestFields, WhatTernActsOnPasses) {
 
 TEST(RequestFields, WhatItDoesNotIsRefusedByName) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"tools":[{"type":"function","function":{"name":"f"}}]})", "tools: tern does not support"},
+      {R"({"functions":[{"name":"f"}]})", "functions: tern does not support"},
       {R"({"response_format":{"type":"json_object"}})", "response_format: tern does not support"},
-      {R"({"tool_choice":"required"})", "tool_choice: tern does not support"},
+      {R"({"function_call":"auto"})", "function_call: tern does not support"},
       {R"({"logit_bias":{"5":10}})", "logit_bias: tern does not support"},
       {R"({"guided_json":{"type":"object"}})", "guided_json: tern does not support"},
       {R"({"store":true})", "store: tern stores no completions"},
@@ -55,6 +57,9 @@ TEST(RequestFields, WhatItDoesNotIsRefusedByName) {
   }
   EXPECT_EQ(refusal(json::parse(R"({"suffix":"x"})"), Endpoint::Completions).rfind("suffix: tern does not support", 0), 0u);
   EXPECT_EQ(refusal(json::parse(R"({"grammar":"root ::= \"a\""})"), Endpoint::Completions).rfind("grammar: tern", 0), 0u);
+  // Tools are chat's.
+  EXPECT_NE(refusal(json::parse(R"({"tools":[{"type":"function","function":{"name":"f"}}]})"),
+                    Endpoint::Completions).find("unknown field 'tools'"), std::string::npos);
   // A chat-only field is unknown to completions.
   EXPECT_NE(refusal(json::parse(R"({"messages":[]})"), Endpoint::Completions).find("unknown field"),
             std::string::npos);

@@ -113,7 +113,7 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
 
   auto formatter = std::make_unique<ResponseFormatter>(
       endpoint, id, static_cast<int64_t>(std::time(nullptr)), ctx.options.served_model_name,
-      ctx.tokenizer, g.n, num_prompts);
+      ctx.tokenizer, g.n, num_prompts, g.output);
   if (g.stream) {
     auto state = std::make_shared<StreamState>();
     state->channel = channel;

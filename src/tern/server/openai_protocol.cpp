@@ -1,5 +1,7 @@
 #include "tern/server/openai_protocol.h"
 
+#include <algorithm>
+
 #include "tern/core/error.h"
 #include "tern/engine/sampling_params_json.h"
 #include "tern/server/api_error.h"
@@ -168,6 +170,74 @@ void kv_transfer_fields(const json& body, GenerationRequest& r) {
                    "kv_transfer_params");
 }
 
+// An assistant message's tool_calls as templates read them: each call's arguments an object
+// (OpenAI sends a JSON string; vLLM parses it, so that e.g. Llama 3's `arguments | tojson`
+// writes it once), and null content beside calls the empty string the templates concatenate.
+void normalise_tool_calls(ordered_json& m, const std::string& where) {
+  const auto calls = m.find("tool_calls");
+  if (calls == m.end() || calls->is_null()) return;
+  if (!calls->is_array())
+    throw ApiError(400, where + ".tool_calls must be a list of tool calls", "messages");
+  for (size_t k = 0; k < calls->size(); ++k) {
+    const std::string at = where + ".tool_calls[" + std::to_string(k) + "]";
+    ordered_json& call = (*calls)[k];
+    const auto fn = call.is_object() ? call.find("function") : call.end();
+    if (fn == call.end() || !fn->is_object())
+      throw ApiError(400, at + ".function must be an object", "messages");
+    const auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string())
+      throw ApiError(400, at + ".function.name must be a string", "messages");
+    auto args = fn->find("arguments");
+    if (args == fn->end() || args->is_null()) {
+      (*fn)["arguments"] = ordered_json::object();
+    } else if (args->is_string()) {
+      ordered_json parsed = ordered_json::parse(args->get<std::string>(), nullptr, false);
+      if (parsed.is_discarded())
+        throw ApiError(400, at + ".function.arguments is not valid JSON", "messages");
+      *args = std::move(parsed);
+    } else if (!args->is_object()) {
+      throw ApiError(400, at + ".function.arguments must be a JSON string", "messages");
+    }
+  }
+  if (const auto content = m.find("content"); content == m.end() || content->is_null())
+    m["content"] = "";
+}
+
+// The request's tools, checked: OpenAI's [{type: "function", function: {name, description,
+// parameters}}]. Null when there are none.
+ordered_json checked_tools(const ordered_json& body) {
+  const auto tools = body.find("tools");
+  if (tools == body.end() || tools->is_null()) return nullptr;
+  if (!tools->is_array()) throw ApiError(400, "'tools' must be a list of tools", "tools");
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const ordered_json& tool = (*tools)[i];
+    if (!tool.is_object()) throw ApiError(400, at + " must be an object", "tools");
+    const auto type = tool.find("type");
+    if (type == tool.end() || *type != "function")
+      throw ApiError(400, at + ".type must be \"function\"", "tools");
+    const auto fn = tool.find("function");
+    if (fn == tool.end() || !fn->is_object())
+      throw ApiError(400, at + ".function must be an object", "tools");
+    const auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string() || name->get<std::string>().empty())
+      throw ApiError(400, at + ".function.name is required (a non-empty string)", "tools");
+    if (const auto d = fn->find("description"); d != fn->end() && !d->is_null() && !d->is_string())
+      throw ApiError(400, at + ".function.description must be a string", "tools");
+    if (const auto p = fn->find("parameters"); p != fn->end() && !p->is_null() && !p->is_object())
+      throw ApiError(400, at + ".function.parameters must be a JSON schema object", "tools");
+    if (const auto st = fn->find("strict"); st != fn->end() && !st->is_null() && !st->is_boolean())
+      throw ApiError(400, at + ".function.strict must be true or false", "tools");
+  }
+  return tools->empty() ? ordered_json(nullptr) : *tools;
+}
+
+ordered_json tool_parameters(const ordered_json& tool) {
+  const ordered_json& fn = tool["function"];
+  const auto p = fn.find("parameters");
+  return p == fn.end() || p->is_null() ? ordered_json{{"type", "object"}} : *p;
+}
+
 // OpenAI content: a string, null, or a list of parts of which tern reads the text ones (joined
 // with newlines, as vLLM does).
 ordered_json normalise_messages(const ordered_json& messages) {
@@ -183,6 +253,7 @@ ordered_json normalise_messages(const ordered_json& messages) {
     if (role == m.end() || !role->is_string())
       throw ApiError(400, where + ".role must be a string", "messages");
     ordered_json copy = m;
+    if (*role == "assistant") normalise_tool_calls(copy, where);
     const auto content = m.find("content");
     if (content != m.end() && content->is_array()) {
       std::string text;
@@ -262,6 +333,8 @@ std::vector<int32_t> chat_prompt_tokens(const ordered_json& body, const ModelCon
       throw ApiError(400, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
     kwargs = *k;
   }
+  // HF's apply_chat_template(tools=…): the tools as given, for the template to render.
+  if (ordered_json tools = checked_tools(body); !tools.is_null()) kwargs["tools"] = std::move(tools);
   bool add_generation_prompt = true;
   if (const auto a = body.find("add_generation_prompt"); a != body.end() && !a->is_null()) {
     if (!a->is_boolean())
@@ -275,6 +348,82 @@ std::vector<int32_t> chat_prompt_tokens(const ordered_json& body, const ModelCon
     throw ApiError(400, e.what(), "messages");
   }
   return model.tokenizer->encode(prompt, /*add_special_tokens=*/false, /*parse_special=*/true);
+}
+
+ToolRequest parse_tool_request(const ordered_json& body, const ModelContext& model) {
+  ToolRequest t;
+  const ordered_json tools = checked_tools(body);
+  if (!tools.is_null()) t.tools = tools;
+  const bool has_tools = !t.tools.empty();
+  t.choice = has_tools ? ToolRequest::Choice::Auto : ToolRequest::Choice::None;
+  const auto choice = body.find("tool_choice");
+  if (choice != body.end() && !choice->is_null()) {
+    if (*choice == "none") {
+      t.choice = ToolRequest::Choice::None;
+    } else if (*choice == "auto") {
+      t.choice = ToolRequest::Choice::Auto;
+    } else if (*choice == "required") {
+      t.choice = ToolRequest::Choice::Required;
+    } else if (choice->is_object() && choice->value("type", ordered_json()) == "function" &&
+               choice->contains("function") && (*choice)["function"].is_object() &&
+               (*choice)["function"].value("name", ordered_json()).is_string()) {
+      t.choice = ToolRequest::Choice::Named;
+      t.function = (*choice)["function"]["name"].get<std::string>();
+    } else {
+      throw ApiError(400,
+                     "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
+                     "\"function\", \"function\": {\"name\": …}}",
+                     "tool_choice");
+    }
+    if (t.choice != ToolRequest::Choice::None && !has_tools)
+      throw ApiError(400, "When using `tool_choice`, `tools` must be set.", "tool_choice");
+  }
+  if (const auto p = body.find("parallel_tool_calls"); p != body.end() && !p->is_null()) {
+    if (!p->is_boolean())
+      throw ApiError(400, "'parallel_tool_calls' must be true or false", "parallel_tool_calls");
+    t.parallel_tool_calls = p->get<bool>();
+  }
+  switch (t.choice) {
+    case ToolRequest::Choice::None: break;
+    case ToolRequest::Choice::Auto:
+      if (!model.enable_auto_tool_choice || !model.tool_call_parser)
+        throw ApiError(400,
+                       "\"auto\" tool choice requires --enable-auto-tool-choice and "
+                       "--tool-call-parser to be set",
+                       "tool_choice");
+      break;
+    case ToolRequest::Choice::Required: {
+      ordered_json any_of = ordered_json::array();
+      for (const ordered_json& tool : t.tools)
+        any_of.push_back({{"type", "object"},
+                          {"properties",
+                           {{"name", {{"type", "string"}, {"enum", {tool["function"]["name"]}}}},
+                            {"parameters", tool_parameters(tool)}}},
+                          {"required", {"name", "parameters"}}});
+      t.constraint_schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", any_of}}}};
+      break;
+    }
+    case ToolRequest::Choice::Named: {
+      const auto named = std::find_if(t.tools.begin(), t.tools.end(), [&](const ordered_json& tool) {
+        return tool["function"]["name"] == t.function;
+      });
+      if (named == t.tools.end())
+        throw ApiError(400, "Tool '" + t.function + "' has not been passed in `tools`.",
+                       "tool_choice");
+      t.constraint_schema = tool_parameters(*named);
+      break;
+    }
+  }
+  // Until constrained decoding enforces tool_choice "required" / a named function, the calls
+  // are read from the text by the tool-call parser, which must therefore be there.
+  if ((t.choice == ToolRequest::Choice::Required || t.choice == ToolRequest::Choice::Named) &&
+      !model.tool_call_parser)
+    throw ApiError(400,
+                   "tool_choice \"required\" or a named function needs the server started with "
+                   "--tool-call-parser (tern does not yet constrain the output to a tool call; "
+                   "the parser reads the calls the model writes)",
+                   "tool_choice");
+  return t;
 }
 
 GenerationRequest parse_chat_request(const std::string& text, const ModelContext& model) {
@@ -304,7 +453,12 @@ GenerationRequest parse_chat_request(const std::string& text, const ModelContext
   bool max_tokens_given = false;
   SamplingParams base = sampling_params(body, max_tokens_given, model);
   if (logprobs) base.logprobs = top_logprobs.value_or(0);
-  r.prompts.push_back(chat_prompt_tokens(nlohmann::ordered_json::parse(text), model));
+  const ordered_json ordered = ordered_json::parse(text);
+  r.tools = parse_tool_request(ordered, model);
+  r.output.reasoning = model.reasoning_parser;
+  if (r.tools.choice != ToolRequest::Choice::None) r.output.tool_calls = model.tool_call_parser;
+  r.output.parallel_tool_calls = r.tools.parallel_tool_calls;
+  r.prompts.push_back(chat_prompt_tokens(ordered, model));
   r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
   r.n = base.n;
   r.logprobs = logprobs;

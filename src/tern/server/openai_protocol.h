@@ -12,6 +12,7 @@
 
 #include "tern/disagg/kv_transfer_params.h"
 #include "tern/engine/sampling_params.h"
+#include "tern/server/chat_output.h"
 #include "tern/tokenizer/chat_template.h"
 #include "tern/tokenizer/tokenizer.h"
 
@@ -26,6 +27,23 @@ struct ModelContext {
   std::string chat_template_error;              // why there is none (shown to chat requests)
   int64_t max_model_len = 0;
   std::string served_model_name;
+  // tern serve --tool-call-parser, --enable-auto-tool-choice and --reasoning-parser.
+  std::optional<ToolCallFormat> tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  std::optional<ReasoningFormat> reasoning_parser;
+};
+
+// A chat request's tools and what it asks of them (OpenAI's tools, tool_choice,
+// parallel_tool_calls), checked.
+struct ToolRequest {
+  enum class Choice { None, Auto, Required, Named };
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // as given: the template's
+  Choice choice = Choice::None;
+  std::string function;  // Choice::Named: its name
+  bool parallel_tool_calls = true;
+  // The JSON schema a tool call must satisfy under Required / Named: what constrained decoding
+  // will enforce once it is wired to tool calls; until then nothing enforces it (see README).
+  nlohmann::ordered_json constraint_schema;
 };
 
 struct GenerationRequest {
@@ -38,6 +56,9 @@ struct GenerationRequest {
   bool logprobs = false;  // logprobs are reported (params.logprobs set)
   // Disaggregation (vLLM's kv_transfer_params); for a request of one prompt.
   disagg::KvTransferParams kv;
+  // Chat: the request's tools and how the output text splits into reasoning, content and calls.
+  ToolRequest tools;
+  ChatOutputOptions output;
 };
 
 // Parses the text of a request body as a JSON object; 400 when it is not one.
@@ -48,6 +69,11 @@ void check_model(const nlohmann::json& body, const ModelContext& model);
 
 GenerationRequest parse_completion_request(const std::string& body, const ModelContext& model);
 GenerationRequest parse_chat_request(const std::string& body, const ModelContext& model);
+
+// tools / tool_choice / parallel_tool_calls of a chat body; a 400 naming the field when they
+// are malformed or ask for what the server was not started for (vLLM's rules: "auto" needs
+// --enable-auto-tool-choice and --tool-call-parser).
+ToolRequest parse_tool_request(const nlohmann::ordered_json& body, const ModelContext& model);
 
 // The chat prompt for `messages` (an OpenAI messages array): normalised content, the template
 // rendered with add_generation_prompt and chat_template_kwargs, tokenized without adding BOS

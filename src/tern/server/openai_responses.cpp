@@ -55,14 +55,69 @@ std::string new_response_id(Endpoint endpoint) {
 
 ResponseFormatter::ResponseFormatter(Endpoint endpoint, std::string id, int64_t created,
                                      std::string model, const Tokenizer& tokenizer, int32_t n,
-                                     int num_prompts)
+                                     int num_prompts, ChatOutputOptions output)
     : endpoint_(endpoint),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)),
       tokenizer_(tokenizer),
       n_(n),
-      text_offsets_(static_cast<size_t>(n) * static_cast<size_t>(num_prompts), 0) {}
+      text_offsets_(static_cast<size_t>(n) * static_cast<size_t>(num_prompts), 0),
+      output_(output),
+      streams_(endpoint == Endpoint::ChatCompletions && output.parses() ? text_offsets_.size() : 0,
+               ChatOutputStream(output)) {}
+
+// OpenAI's finish_reason when the model called tools and stopped by itself.
+static json finish_after_tools(const CompletionOutput& c, bool called) {
+  if (called && c.finish_reason == "stop") return "tool_calls";
+  return finish_json(c);
+}
+
+static json tool_call_json(const ParsedToolCall& call, const std::string& id) {
+  return {{"id", id},
+          {"type", "function"},
+          {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+json ResponseFormatter::parsed_delta(size_t index, const CompletionOutput& c, json& finish) {
+  ChatOutputStream& stream = streams_.at(index);
+  const ChatDelta d = stream.push(c.new_text, c.finished());
+  json delta = json::object();
+  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  if (!d.content.empty()) delta["content"] = d.content;
+  if (!d.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCallDelta& t : d.tool_calls) {
+      json call = {{"index", t.index}};
+      if (t.first) {
+        call["id"] = t.id;
+        call["type"] = "function";
+        call["function"] = {{"name", t.name}, {"arguments", t.arguments}};
+      } else {
+        call["function"] = {{"arguments", t.arguments}};
+      }
+      calls.push_back(std::move(call));
+    }
+    delta["tool_calls"] = std::move(calls);
+  }
+  finish = finish_after_tools(c, stream.sent_tool_calls());
+  return delta;
+}
+
+json ResponseFormatter::parsed_message(const CompletionOutput& c, json& finish) const {
+  const ChatOutput o = parse_chat_output(output_, c.text, /*final=*/true);
+  json message = {{"role", "assistant"},
+                  {"content", o.content.empty() ? json(nullptr) : json(o.content)}};
+  if (output_.reasoning) message["reasoning_content"] = o.reasoning ? json(*o.reasoning) : json(nullptr);
+  if (!o.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ParsedToolCall& call : o.tool_calls)
+      calls.push_back(tool_call_json(call, new_tool_call_id()));
+    message["tool_calls"] = std::move(calls);
+  }
+  finish = finish_after_tools(c, !o.tool_calls.empty());
+  return message;
+}
 
 std::string ResponseFormatter::token_text(int32_t id) const {
   bool at_text_start = false;
@@ -136,7 +191,15 @@ std::vector<json> ResponseFormatter::chunks(int prompt_index, const CompletionOu
   const size_t index =
       static_cast<size_t>(prompt_index) * static_cast<size_t>(n_) + static_cast<size_t>(c.index);
   json choice;
-  if (endpoint_ == Endpoint::ChatCompletions) {
+  if (!streams_.empty()) {
+    json finish;
+    json delta = parsed_delta(index, c, finish);
+    if (delta.empty() && !logprobs && !c.finished()) return out;  // held back for now
+    choice = {{"index", index},
+              {"delta", std::move(delta)},
+              {"logprobs", logprobs ? chat_logprobs(c.new_logprobs) : json(nullptr)},
+              {"finish_reason", std::move(finish)}};
+  } else if (endpoint_ == Endpoint::ChatCompletions) {
     choice = {{"index", index},
               {"delta",
                c.new_text.empty() && c.finished() ? json::object() : json{{"content", c.new_text}}},
@@ -169,7 +232,11 @@ json ResponseFormatter::response(const std::vector<std::vector<CompletionOutput>
       const size_t index = p * static_cast<size_t>(n_) + static_cast<size_t>(c.index);
       const bool logprobs = !c.logprobs.empty();
       json choice = {{"index", index}};
-      if (chat) {
+      json finish = finish_json(c);
+      if (chat && output_.parses()) {
+        choice["message"] = parsed_message(c, finish);
+        choice["logprobs"] = logprobs ? chat_logprobs(c.logprobs) : json(nullptr);
+      } else if (chat) {
         choice["message"] = {{"role", "assistant"}, {"content", c.text}};
         choice["logprobs"] = logprobs ? chat_logprobs(c.logprobs) : json(nullptr);
       } else {
@@ -177,7 +244,7 @@ json ResponseFormatter::response(const std::vector<std::vector<CompletionOutput>
         choice["text"] = c.text;
         choice["logprobs"] = logprobs ? completion_logprobs(c.logprobs, offset) : json(nullptr);
       }
-      choice["finish_reason"] = finish_json(c);
+      choice["finish_reason"] = std::move(finish);
       choice["stop_reason"] = stop_reason_json(c);
       choices.push_back(std::move(choice));
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tern/engine/request_output.h"
+#include "tern/server/chat_output.h"
 #include "tern/server/openai_protocol.h"
 #include "tern/tokenizer/tokenizer.h"
 
@@ -27,8 +28,11 @@ std::string new_response_id(Endpoint endpoint);
 // Formats one request's responses. Choice index = prompt_index * n + completion index.
 class ResponseFormatter {
  public:
+  // `output`: how chat text splits into reasoning_content, content and tool_calls (nothing
+  // parsed by default).
   ResponseFormatter(Endpoint endpoint, std::string id, int64_t created, std::string model,
-                    const Tokenizer& tokenizer, int32_t n, int num_prompts);
+                    const Tokenizer& tokenizer, int32_t n, int num_prompts,
+                    ChatOutputOptions output = {});
 
   // Streams: the chunks one engine output makes (one per completion with something to say).
   std::vector<nlohmann::json> chunks(int prompt_index, const CompletionOutput& completion);
@@ -46,6 +50,8 @@ class ResponseFormatter {
   nlohmann::json completion_logprobs(const std::vector<SampledToken>& tokens,
                                      int64_t& text_offset) const;
   nlohmann::json chat_logprobs(const std::vector<SampledToken>& tokens) const;
+  nlohmann::json parsed_delta(size_t index, const CompletionOutput& c, nlohmann::json& finish);
+  nlohmann::json parsed_message(const CompletionOutput& c, nlohmann::json& finish) const;
   // A token as text in the middle of the output (no SentencePiece start-of-text trimming).
   std::string token_text(int32_t id) const;
 
@@ -56,6 +62,8 @@ class ResponseFormatter {
   Tokenizer tokenizer_;
   int32_t n_;
   std::vector<int64_t> text_offsets_;  // per choice, for streamed completion logprobs
+  ChatOutputOptions output_;
+  std::vector<ChatOutputStream> streams_;  // per choice, when output_ parses
 };
 
 // JSON text that never throws on the rare invalid UTF-8 (a replacement character instead).

@@ -83,6 +83,7 @@ struct OpenAIServer::Impl {
     ctx.model.chat_template = ctx.chat_template ? &*ctx.chat_template : nullptr;
     ctx.model.max_model_len = l.engine().max_model_len();
     ctx.model.served_model_name = ctx.options.served_model_name;
+    load_output_parsers();
     setup_http();
   }
 
@@ -106,6 +107,25 @@ struct OpenAIServer::Impl {
       // The model's template uses something tern's Jinja lacks: completions still work.
       ctx.model.chat_template_error = e.what();
       std::fprintf(stderr, "tern serve: the model's chat template is unusable: %s\n", e.what());
+    }
+  }
+
+  void load_output_parsers() {
+    const ServerOptions& o = ctx.options;
+    if (!o.tool_call_parser.empty()) {
+      ctx.model.tool_call_parser = tool_call_format_from_name(o.tool_call_parser);
+      if (!ctx.model.tool_call_parser)
+        throw Error("--tool-call-parser: unknown parser '" + o.tool_call_parser +
+                    "' (tern has hermes and llama3_json)");
+    }
+    if (o.enable_auto_tool_choice && !ctx.model.tool_call_parser)
+      throw Error("--enable-auto-tool-choice requires --tool-call-parser");
+    ctx.model.enable_auto_tool_choice = o.enable_auto_tool_choice;
+    if (!o.reasoning_parser.empty()) {
+      ctx.model.reasoning_parser = reasoning_format_from_name(o.reasoning_parser);
+      if (!ctx.model.reasoning_parser)
+        throw Error("--reasoning-parser: unknown parser '" + o.reasoning_parser +
+                    "' (tern has qwen3 and deepseek_r1)");
     }
   }
 

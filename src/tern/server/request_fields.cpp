@@ -23,14 +23,15 @@ constexpr std::array kCommon = {
 };
 constexpr std::array kCompletions = {"prompt", "logprobs", "echo", "best_of"};
 constexpr std::array kChat = {"messages",  "logprobs", "top_logprobs", "max_completion_tokens",
-                              "chat_template_kwargs", "add_generation_prompt", "echo", "store"};
+                              "chat_template_kwargs", "add_generation_prompt", "echo", "store",
+                              "tools", "tool_choice", "parallel_tool_calls"};
 
 // Known (OpenAI's or vLLM's) and not implemented.
 constexpr std::array kUnsupportedCompletions = {
     "suffix", "logit_bias", "response_format", "grammar", "json_schema",
 };
 constexpr std::array kUnsupportedChat = {
-    "tools",        "tool_choice", "parallel_tool_calls", "functions",  "function_call",
+    "functions",  "function_call",
     "response_format", "logit_bias", "audio",          "modalities", "prediction",
     "reasoning_effort", "web_search_options", "metadata", "service_tier", "documents",
     "chat_template", "continue_final_message",

@@ -1,0 +1,37 @@
+// Tool calls in a model's output text, in the formats vLLM's --tool-call-parser names: hermes
+// (Qwen2.5/Qwen3: <tool_call>{"name": …, "arguments": …}</tool_call> blocks) and llama3_json
+// ({"name": …, "parameters": …} objects, after an optional <|python_tag|>, joined by ';').
+// One pure function of the text serves both the whole output and a stream: on a prefix it
+// returns only what is decided, so that a stream can send the growth of each part.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tern::server {
+
+enum class ToolCallFormat { Hermes, Llama3Json };
+
+// "hermes" / "llama3_json"; nullopt for any other name.
+std::optional<ToolCallFormat> tool_call_format_from_name(std::string_view name);
+
+struct ParsedToolCall {
+  std::string name;
+  // The arguments' JSON as the model wrote it (a prefix of it while the call is open).
+  std::string arguments;
+};
+
+struct ToolCallParse {
+  std::string content;  // the text outside the calls
+  std::vector<ParsedToolCall> calls;
+};
+
+// `final`: `text` is the whole output. Then a call that does not parse (bad JSON, no name, no
+// arguments) makes the whole text content, as vLLM answers. Otherwise `text` is a prefix:
+// text that may still become a call marker is held back, and a call is reported once its name
+// is complete, with the arguments written so far.
+ToolCallParse parse_tool_calls(ToolCallFormat format, std::string_view text, bool final);
+
+}  // namespace tern::server

@@ -1,0 +1,218 @@
+// Hermes and Llama 3 JSON tool calls, whole and streamed (split at every byte).
+#include "tern/server/tool_call_parser.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tern/server/chat_output.h"
+
+namespace tern::server {
+namespace {
+
+struct Streamed {
+  std::string reasoning, content;
+  std::vector<ParsedToolCall> calls;
+  std::vector<std::string> ids;
+};
+
+// Feeds `text` in pieces of `step` bytes (0: at every byte boundary given by `cuts`).
+Streamed stream(const ChatOutputOptions& options, const std::string& text, size_t step) {
+  ChatOutputStream s(options);
+  Streamed out;
+  for (size_t i = 0; i < text.size(); i += step) {
+    const bool last = i + step >= text.size();
+    const ChatDelta d = s.push(std::string_view(text).substr(i, step), last);
+    out.reasoning += d.reasoning;
+    out.content += d.content;
+    for (const ToolCallDelta& t : d.tool_calls) {
+      if (t.first) {
+        EXPECT_EQ(static_cast<size_t>(t.index), out.calls.size());
+        out.calls.push_back({t.name, ""});
+        out.ids.push_back(t.id);
+      }
+      EXPECT_LT(static_cast<size_t>(t.index), out.calls.size());
+      out.calls.at(static_cast<size_t>(t.index)).arguments += t.arguments;
+    }
+  }
+  return out;
+}
+
+void expect_stream_matches_whole(const ChatOutputOptions& options, const std::string& text) {
+  const ChatOutput whole = parse_chat_output(options, text, true);
+  for (size_t step = 1; step <= text.size(); ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const Streamed s = stream(options, text, step);
+    EXPECT_EQ(s.reasoning, whole.reasoning.value_or(""));
+    EXPECT_EQ(s.content, whole.content);
+    ASSERT_EQ(s.calls.size(), whole.tool_calls.size());
+    for (size_t i = 0; i < s.calls.size(); ++i) {
+      EXPECT_EQ(s.calls[i].name, whole.tool_calls[i].name);
+      EXPECT_EQ(s.calls[i].arguments, whole.tool_calls[i].arguments);
+    }
+  }
+}
+
+// Every split of the text into two pieces, then into single bytes.
+void expect_every_split(const ChatOutputOptions& options, const std::string& text) {
+  expect_stream_matches_whole(options, text);
+  const ChatOutput whole = parse_chat_output(options, text, true);
+  for (size_t cut = 1; cut < text.size(); ++cut) {
+    ChatOutputStream s(options);
+    const ChatDelta a = s.push(std::string_view(text).substr(0, cut), false);
+    const ChatDelta b = s.push(std::string_view(text).substr(cut), true);
+    EXPECT_EQ(a.content + b.content, whole.content) << "cut at " << cut;
+  }
+}
+
+ChatOutputOptions hermes() { return {std::nullopt, ToolCallFormat::Hermes, true}; }
+ChatOutputOptions llama3() { return {std::nullopt, ToolCallFormat::Llama3Json, true}; }
+
+TEST(ToolCallParser, NamesAreVllms) {
+  EXPECT_EQ(tool_call_format_from_name("hermes"), ToolCallFormat::Hermes);
+  EXPECT_EQ(tool_call_format_from_name("llama3_json"), ToolCallFormat::Llama3Json);
+  EXPECT_FALSE(tool_call_format_from_name("mistral"));
+}
+
+TEST(ToolCallParser, HermesContentBeforeTwoCalls) {
+  const std::string text =
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\", \"unit\": \"c\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", "
+      "\"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>";
+  const ToolCallParse p = parse_tool_calls(ToolCallFormat::Hermes, text, true);
+  EXPECT_EQ(p.content, "Let me check.\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(nlohmann::json::parse(p.calls[0].arguments),
+            nlohmann::json({{"city", "Paris"}, {"unit", "c"}}));
+  EXPECT_EQ(p.calls[1].name, "get_time");
+  EXPECT_EQ(p.calls[1].arguments, "{\"tz\": \"Europe/Paris\"}");
+  expect_every_split(hermes(), text);
+}
+
+TEST(ToolCallParser, HermesNoCallIsContent) {
+  const std::string text = "No tools needed: 2 < 3 and <b>bold</b> <tool";
+  const ToolCallParse p = parse_tool_calls(ToolCallFormat::Hermes, text, true);
+  EXPECT_EQ(p.content, text);
+  EXPECT_TRUE(p.calls.empty());
+  // A prefix holds back what may still become "<tool_call>".
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::Hermes, text, false).content,
+            "No tools needed: 2 < 3 and <b>bold</b> ");
+  expect_every_split(hermes(), text);
+}
+
+TEST(ToolCallParser, HermesMalformedCallIsContent) {
+  // The arguments' object is never closed: vLLM answers the whole text as content.
+  const std::string text =
+      "Sure.<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}\n</tool_call>";
+  const ToolCallParse p = parse_tool_calls(ToolCallFormat::Hermes, text, true);
+  EXPECT_EQ(p.content, text);
+  EXPECT_TRUE(p.calls.empty());
+  // No name, and a name that is not a string: content too.
+  for (const std::string bad :
+       {"<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"name\": 3, \"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": \"f\"}</tool_call>", "<tool_call>not json</tool_call>"}) {
+    const ToolCallParse q = parse_tool_calls(ToolCallFormat::Hermes, bad, true);
+    EXPECT_EQ(q.content, bad);
+    EXPECT_TRUE(q.calls.empty()) << bad;
+  }
+  // Without a complete name nothing was streamed as a call, so the stream agrees.
+  expect_every_split(hermes(), "<tool_call>not json</tool_call>");
+  expect_every_split(hermes(), "<tool_call>{\"arguments\": {}}</tool_call>");
+  // Streamed, the call was sent once its name was complete: the stream cannot take it back
+  // (a documented limit; vLLM's stream does the same).
+  ChatOutputStream s(hermes());
+  s.push(text.substr(0, 30), false);
+  s.push(text.substr(30), true);
+  EXPECT_TRUE(s.sent_tool_calls());
+}
+
+TEST(ToolCallParser, HermesUnclosedFinalCallParses) {
+  // The model stopped (EOS) before writing </tool_call>: vLLM's regex takes it still.
+  const std::string text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"a}\\\"b\"}}";
+  const ToolCallParse p = parse_tool_calls(ToolCallFormat::Hermes, text, true);
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(p.calls[0].arguments)["q"], "a}\"b");
+  expect_every_split(hermes(), text);
+}
+
+TEST(ToolCallParser, HermesStreamSendsArgumentsAsTheyCome) {
+  ChatOutputStream s(hermes());
+  EXPECT_EQ(s.push("Hi <tool_", false).content, "Hi ");
+  ChatDelta d = s.push("call>\n{\"name\": \"get_w", false);
+  EXPECT_TRUE(d.tool_calls.empty());  // the name is not complete
+  d = s.push("eather\", \"arguments\": {\"ci", false);
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_TRUE(d.tool_calls[0].first);
+  EXPECT_EQ(d.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(d.tool_calls[0].id.rfind("call_", 0), 0u);
+  EXPECT_EQ(d.tool_calls[0].arguments, "{\"ci");
+  d = s.push("ty\": \"Paris\"}}\n</tool_call>", true);
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_FALSE(d.tool_calls[0].first);
+  EXPECT_EQ(d.tool_calls[0].arguments, "ty\": \"Paris\"}");
+  EXPECT_TRUE(s.sent_tool_calls());
+}
+
+TEST(ToolCallParser, ParallelToolCallsFalseKeepsTheFirst) {
+  const std::string text =
+      "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\", "
+      "\"arguments\": {}}</tool_call>";
+  ChatOutputOptions one = hermes();
+  one.parallel_tool_calls = false;
+  const ChatOutput o = parse_chat_output(one, text, true);
+  ASSERT_EQ(o.tool_calls.size(), 1u);
+  EXPECT_EQ(o.tool_calls[0].name, "a");
+  expect_every_split(one, text);
+}
+
+TEST(ToolCallParser, IdsAreUnique) {
+  const std::string a = new_tool_call_id(), b = new_tool_call_id();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.size(), 29u);
+}
+
+TEST(ToolCallParser, Llama3JsonCalls) {
+  const std::string text =
+      "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; "
+      "{\"name\": \"get_time\", \"arguments\": {}}";
+  const ToolCallParse p = parse_tool_calls(ToolCallFormat::Llama3Json, text, true);
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(p.calls[1].name, "get_time");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  expect_every_split(llama3(), text);
+  const std::string bare = "{\"name\": \"f\", \"parameters\": {\"x\": [1, 2.5e3, true, null]}}";
+  ASSERT_EQ(parse_tool_calls(ToolCallFormat::Llama3Json, bare, true).calls.size(), 1u);
+  expect_every_split(llama3(), bare);
+}
+
+TEST(ToolCallParser, Llama3JsonTextAndMalformedAreContent) {
+  for (const std::string text :
+       {"The weather is fine.", "{\"name\": \"f\", \"parameters\": {\"x\": }}",
+        "{\"name\": \"f\", \"parameters\": {}} and more", "<|python_tag|>", "{\"city\": \"Paris\"}"}) {
+    const ToolCallParse p = parse_tool_calls(ToolCallFormat::Llama3Json, text, true);
+    EXPECT_EQ(p.content, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+  }
+  for (const std::string text : {"The weather is fine.", "<|python_tag|>", "{\"city\": \"Paris\"}"})
+    expect_every_split(llama3(), text);
+}
+
+TEST(ReasoningThenToolCalls, ToolCallsAreReadAfterTheReasoning) {
+  const ChatOutputOptions options{ReasoningFormat::Qwen3, ToolCallFormat::Hermes, true};
+  const std::string text =
+      "<think>\nI could call <tool_call> here.\n</think>\n\n<tool_call>\n{\"name\": \"f\", "
+      "\"arguments\": {\"a\": \"b\"}}\n</tool_call>";
+  const ChatOutput o = parse_chat_output(options, text, true);
+  EXPECT_EQ(o.reasoning, "\nI could call <tool_call> here.\n");
+  EXPECT_EQ(o.content, "\n\n");
+  ASSERT_EQ(o.tool_calls.size(), 1u);
+  EXPECT_EQ(o.tool_calls[0].arguments, "{\"a\": \"b\"}");
+  expect_every_split(options, text);
+}
+
+}  // namespace
+}  // namespace tern::server
