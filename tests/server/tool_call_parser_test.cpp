@@ -142,11 +142,15 @@ TEST(ToolCallParser, HermesStreamSendsArgumentsAsTheyCome) {
   ChatDelta d = s.push("call>\n{\"name\": \"get_w", false);
   EXPECT_TRUE(d.tool_calls.empty());  // the name is not complete
   d = s.push("eather\", \"arguments\": {\"ci", false);
-  ASSERT_EQ(d.tool_calls.size(), 1u);
+  // OpenAI's shape: the call's first delta has its id, name and empty arguments.
+  ASSERT_EQ(d.tool_calls.size(), 2u);
   EXPECT_TRUE(d.tool_calls[0].first);
   EXPECT_EQ(d.tool_calls[0].name, "get_weather");
   EXPECT_EQ(d.tool_calls[0].id.rfind("call_", 0), 0u);
-  EXPECT_EQ(d.tool_calls[0].arguments, "{\"ci");
+  EXPECT_EQ(d.tool_calls[0].arguments, "");
+  EXPECT_FALSE(d.tool_calls[1].first);
+  EXPECT_EQ(d.tool_calls[1].index, 0);
+  EXPECT_EQ(d.tool_calls[1].arguments, "{\"ci");
   d = s.push("ty\": \"Paris\"}}\n</tool_call>", true);
   ASSERT_EQ(d.tool_calls.size(), 1u);
   EXPECT_FALSE(d.tool_calls[0].first);

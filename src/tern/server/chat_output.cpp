@@ -63,20 +63,16 @@ ChatDelta ChatOutputStream::push(std::string_view new_text, bool finished) {
   delta.content = growth(content_sent_, now.content);
   for (size_t i = 0; i < now.tool_calls.size(); ++i) {
     const ParsedToolCall& call = now.tool_calls[i];
-    ToolCallDelta d;
-    d.index = static_cast<int32_t>(i);
-    if (i == arguments_sent_.size()) {
-      d.first = true;
-      d.id = new_tool_call_id();
-      d.name = call.name;
+    const int32_t index = static_cast<int32_t>(i);
+    if (i == arguments_sent_.size()) {  // OpenAI's first delta: id, type, name, arguments ""
+      delta.tool_calls.push_back({index, true, new_tool_call_id(), call.name, ""});
       arguments_sent_.push_back(0);
     }
     size_t& sent = arguments_sent_[i];
     if (call.arguments.size() > sent) {
-      d.arguments = call.arguments.substr(sent);
+      delta.tool_calls.push_back({index, false, "", "", call.arguments.substr(sent)});
       sent = call.arguments.size();
     }
-    if (d.first || !d.arguments.empty()) delta.tool_calls.push_back(std::move(d));
   }
   return delta;
 }

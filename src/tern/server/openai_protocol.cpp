@@ -175,7 +175,11 @@ void kv_transfer_fields(const json& body, GenerationRequest& r) {
 // writes it once), and null content beside calls the empty string the templates concatenate.
 void normalise_tool_calls(ordered_json& m, const std::string& where) {
   const auto calls = m.find("tool_calls");
-  if (calls == m.end() || calls->is_null()) return;
+  if (calls == m.end()) return;
+  if (calls->is_null()) {  // templates test `'tool_calls' in message`
+    m.erase(calls);
+    return;
+  }
   if (!calls->is_array())
     throw ApiError(400, where + ".tool_calls must be a list of tool calls", "messages");
   for (size_t k = 0; k < calls->size(); ++k) {
@@ -319,7 +323,7 @@ GenerationRequest parse_completion_request(const std::string& text, const ModelC
   return r;
 }
 
-std::vector<int32_t> chat_prompt_tokens(const ordered_json& body, const ModelContext& model) {
+std::string render_chat_prompt(const ordered_json& body, const ModelContext& model) {
   const auto messages = body.find("messages");
   if (messages == body.end() || messages->is_null())
     throw ApiError(400, "'messages' is required", "messages");
@@ -341,13 +345,16 @@ std::vector<int32_t> chat_prompt_tokens(const ordered_json& body, const ModelCon
       throw ApiError(400, "'add_generation_prompt' must be true or false", "add_generation_prompt");
     add_generation_prompt = a->get<bool>();
   }
-  std::string prompt;
   try {
-    prompt = model.chat_template->render(normalised, add_generation_prompt, kwargs);
+    return model.chat_template->render(normalised, add_generation_prompt, kwargs);
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "messages");
   }
-  return model.tokenizer->encode(prompt, /*add_special_tokens=*/false, /*parse_special=*/true);
+}
+
+std::vector<int32_t> chat_prompt_tokens(const ordered_json& body, const ModelContext& model) {
+  return model.tokenizer->encode(render_chat_prompt(body, model), /*add_special_tokens=*/false,
+                                 /*parse_special=*/true);
 }
 
 ToolRequest parse_tool_request(const ordered_json& body, const ModelContext& model) {

@@ -78,6 +78,10 @@ ToolRequest parse_tool_request(const nlohmann::ordered_json& body, const ModelCo
 // The chat prompt for `messages` (an OpenAI messages array): normalised content, the template
 // rendered with add_generation_prompt and chat_template_kwargs, tokenized without adding BOS
 // again (the template writes it) and with special tokens parsed, as vLLM does.
+// The prompt text itself (the template's render), before tokenization. Assistant messages'
+// tool_calls reach the template with their arguments parsed into objects, and the request's
+// tools as the template's `tools`, as vLLM passes them.
+std::string render_chat_prompt(const nlohmann::ordered_json& body, const ModelContext& model);
 std::vector<int32_t> chat_prompt_tokens(const nlohmann::ordered_json& body,
                                         const ModelContext& model);
 

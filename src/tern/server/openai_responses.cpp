@@ -79,29 +79,33 @@ static json tool_call_json(const ParsedToolCall& call, const std::string& id) {
           {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
-json ResponseFormatter::parsed_delta(size_t index, const CompletionOutput& c, json& finish) {
+std::vector<json> ResponseFormatter::parsed_deltas(size_t index, const CompletionOutput& c,
+                                                  json& finish) {
   ChatOutputStream& stream = streams_.at(index);
   const ChatDelta d = stream.push(c.new_text, c.finished());
-  json delta = json::object();
-  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
-  if (!d.content.empty()) delta["content"] = d.content;
-  if (!d.tool_calls.empty()) {
-    json calls = json::array();
-    for (const ToolCallDelta& t : d.tool_calls) {
-      json call = {{"index", t.index}};
-      if (t.first) {
-        call["id"] = t.id;
-        call["type"] = "function";
-        call["function"] = {{"name", t.name}, {"arguments", t.arguments}};
-      } else {
-        call["function"] = {{"arguments", t.arguments}};
-      }
+  std::vector<json> deltas(1, json::object());
+  if (!d.reasoning.empty()) deltas[0]["reasoning_content"] = d.reasoning;
+  if (!d.content.empty()) deltas[0]["content"] = d.content;
+  for (const ToolCallDelta& t : d.tool_calls) {
+    json call = {{"index", t.index}};
+    if (t.first) {
+      call["id"] = t.id;
+      call["type"] = "function";
+      call["function"] = {{"name", t.name}, {"arguments", t.arguments}};
+    } else {
+      call["function"] = {{"arguments", t.arguments}};
+    }
+    // One delta per call and chunk: a call's header and its first arguments go in two chunks.
+    json& calls = deltas.back()["tool_calls"];
+    if (!calls.is_null() && !calls.empty() && calls.back()["index"] == t.index) {
+      deltas.push_back({{"tool_calls", json::array({std::move(call)})}});
+    } else {
+      if (calls.is_null()) calls = json::array();
       calls.push_back(std::move(call));
     }
-    delta["tool_calls"] = std::move(calls);
   }
   finish = finish_after_tools(c, stream.sent_tool_calls());
-  return delta;
+  return deltas;
 }
 
 json ResponseFormatter::parsed_message(const CompletionOutput& c, json& finish) const {
@@ -193,12 +197,19 @@ std::vector<json> ResponseFormatter::chunks(int prompt_index, const CompletionOu
   json choice;
   if (!streams_.empty()) {
     json finish;
-    json delta = parsed_delta(index, c, finish);
-    if (delta.empty() && !logprobs && !c.finished()) return out;  // held back for now
-    choice = {{"index", index},
-              {"delta", std::move(delta)},
-              {"logprobs", logprobs ? chat_logprobs(c.new_logprobs) : json(nullptr)},
-              {"finish_reason", std::move(finish)}};
+    std::vector<json> deltas = parsed_deltas(index, c, finish);
+    if (deltas.size() == 1 && deltas[0].empty() && !logprobs && !c.finished())
+      return out;  // held back for now
+    for (size_t k = 0; k < deltas.size(); ++k) {
+      const bool last = k + 1 == deltas.size();
+      json parsed = {{"index", index},
+                     {"delta", std::move(deltas[k])},
+                     {"logprobs", logprobs && k == 0 ? chat_logprobs(c.new_logprobs) : json(nullptr)},
+                     {"finish_reason", last ? finish : json(nullptr)}};
+      if (last && c.finished()) parsed["stop_reason"] = stop_reason_json(c);
+      out.push_back(chunk_envelope(json::array({std::move(parsed)})));
+    }
+    return out;
   } else if (endpoint_ == Endpoint::ChatCompletions) {
     choice = {{"index", index},
               {"delta",

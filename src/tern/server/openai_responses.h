@@ -50,7 +50,10 @@ class ResponseFormatter {
   nlohmann::json completion_logprobs(const std::vector<SampledToken>& tokens,
                                      int64_t& text_offset) const;
   nlohmann::json chat_logprobs(const std::vector<SampledToken>& tokens) const;
-  nlohmann::json parsed_delta(size_t index, const CompletionOutput& c, nlohmann::json& finish);
+  // A streamed choice's parsed deltas (more than one when a call's header and arguments come
+  // at once) and its finish_reason.
+  std::vector<nlohmann::json> parsed_deltas(size_t index, const CompletionOutput& c,
+                                            nlohmann::json& finish);
   nlohmann::json parsed_message(const CompletionOutput& c, nlohmann::json& finish) const;
   // A token as text in the middle of the output (no SentencePiece start-of-text trimming).
   std::string token_text(int32_t id) const;
