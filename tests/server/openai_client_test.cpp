@@ -18,19 +18,32 @@ namespace {
     GTEST_SKIP() << (message);                    \
   } while (0)
 
-TEST(OpenAIClient, NpmOpenAIPackageTalksToTernServe) {
-  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
-  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
-  if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0)
-    TERN_SKIP_OR_FAIL("node and npm are not installed");
+// The folder the openai package is installed in (once); empty when it cannot be.
+std::filesystem::path npm_openai_dir(std::string& why) {
+  if (std::system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1") != 0) {
+    why = "node and npm are not installed";
+    return {};
+  }
   const std::filesystem::path npm_dir = std::filesystem::path(TERN_BINARY).parent_path() / "npm";
   if (!std::filesystem::exists(npm_dir / "node_modules" / "openai" / "package.json")) {
     std::filesystem::create_directories(npm_dir);
     const ProcessResult install =
         run_process("/bin/sh", {"-c", "npm install --prefix '" + npm_dir.string() +
                                           "' openai --no-audit --no-fund --loglevel=error"});
-    if (install.exit_code != 0) TERN_SKIP_OR_FAIL("npm install openai failed: " + install.err);
+    if (install.exit_code != 0) {
+      why = "npm install openai failed: " + install.err;
+      return {};
+    }
   }
+  return npm_dir;
+}
+
+TEST(OpenAIClient, NpmOpenAIPackageTalksToTernServe) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  std::string why;
+  const std::filesystem::path npm_dir = npm_openai_dir(why);
+  if (npm_dir.empty()) TERN_SKIP_OR_FAIL(why);
   server::ServerOptions options;
   options.api_key = "test-key";
   TestServer s(tiny_chat_qwen3(), server_engine(), options);
@@ -40,6 +53,28 @@ TEST(OpenAIClient, NpmOpenAIPackageTalksToTernServe) {
                             "/tests/server/openai_client.cjs' '" + base + "' test-model"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("openai client: ok"), std::string::npos) << r.out << r.err;
+}
+
+// chat.completions.create with tools, whole and streamed, against the scripted model that
+// writes a Hermes tool call (server_test_util.h).
+TEST(OpenAIClient, NpmOpenAIPackageGetsToolCalls) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  std::string why;
+  const std::filesystem::path npm_dir = npm_openai_dir(why);
+  if (npm_dir.empty()) TERN_SKIP_OR_FAIL(why);
+  server::ServerOptions options;
+  options.api_key = "test-key";
+  options.tool_call_parser = "hermes";
+  options.enable_auto_tool_choice = true;
+  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  TestServer s(scripted_qwen3(scripted_tool_call_chain(tok)), server_engine(1024), options);
+  const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
+  const ProcessResult r = run_process(
+      "/bin/sh", {"-c", "OPENAI_NPM_DIR='" + npm_dir.string() + "' node '" + TERN_SOURCE_DIR +
+                            "/tests/server/openai_tools_client.cjs' '" + base + "' test-model"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("openai tools client: ok"), std::string::npos) << r.out << r.err;
 }
 
 }  // namespace

@@ -262,4 +262,56 @@ inline EngineConfig server_engine(int64_t max_model_len = 256) {
   return c;
 }
 
+// A Qwen3 shape whose greedy continuation of a prompt ending in chain[0] is chain[1], chain[2],
+// …: one layer whose attention and MLP add nothing (o_proj and down_proj zero), so the last
+// hidden state is the embedding of the current token; chain[i]'s embedding is the unit vector
+// e_i and the lm_head row of chain[i + 1] is 10·e_i, so its logit is the only non-zero one.
+// The tokens of the chain must be distinct (the next token depends on the current one only).
+inline LoadedModel scripted_qwen3(const std::vector<int32_t>& chain) {
+  LoadedModel m;
+  m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 1},
+                                                        {"hidden_size", 64},
+                                                        {"intermediate_size", 128},
+                                                        {"num_attention_heads", 2},
+                                                        {"num_key_value_heads", 1},
+                                                        {"head_dim", 32},
+                                                        {"tie_word_embeddings", false}});
+  m.weights = make_dummy_weights(m.config, DType::F32, 5);
+  m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
+  m.description = "scripted qwen3 (dummy F32)";
+  // The weights are F32 and owned by ModelWeights: written in place before the engine packs
+  // them.
+  auto floats = [](const WeightMatrix& w) {
+    EXPECT_EQ(w.dtype, DType::F32);
+    return std::span<float>(reinterpret_cast<float*>(const_cast<std::byte*>(w.data)),
+                            static_cast<size_t>(w.rows * w.cols));
+  };
+  const int64_t h = m.config.hidden_size;
+  std::span<float> embedding = floats(m.weights.token_embedding), head = floats(m.weights.lm_head);
+  std::fill(head.begin(), head.end(), 0.0f);
+  for (std::span<float> zero : {floats(m.weights.layers[0].wo), floats(m.weights.layers[0].w_down)})
+    std::fill(zero.begin(), zero.end(), 0.0f);
+  EXPECT_LT(static_cast<int64_t>(chain.size()), h);
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    float* row = embedding.data() + static_cast<size_t>(chain[i] * h);
+    std::fill(row, row + h, 0.0f);
+    row[i] = 1.0f;
+    head[static_cast<size_t>(chain[i + 1] * h) + i] = 10.0f;
+  }
+  return m;
+}
+
+// A scripted answer: content, then one Hermes call (its Qwen tokens are all distinct).
+inline constexpr const char* kScriptedToolCallAnswer =
+    "Checking.<tool_call>{\"name\": \"get_weather\",\"arguments\":{\"city\":\"Paris\"}}</tool_call>";
+
+// scripted_qwen3's chain that answers any prompt of the Qwen template (which ends with the
+// generation prompt's "\n") with kScriptedToolCallAnswer, then <|im_end|>.
+inline std::vector<int32_t> scripted_tool_call_chain(const Tokenizer& tok) {
+  std::vector<int32_t> chain = {tok.encode("<|im_start|>assistant\n", false, true).back()};
+  for (int32_t id : tok.encode(kScriptedToolCallAnswer, false, true)) chain.push_back(id);
+  chain.push_back(*tok.eos_id());
+  return chain;
+}
+
 }  // namespace tern::testing

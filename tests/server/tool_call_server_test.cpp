@@ -1,8 +1,7 @@
 // Tools through tern serve's HTTP routes (an in-process OpenAIServer over a dummy Qwen3 shape
 // with the real Qwen tokenizer and template): the tools reach the prompt, the 400s of vLLM's
-// rules, and streamed and whole answers agree through the output parsers. The dummy model's
-// text is random, so the tool_calls fields themselves are checked in tool_request_test.cpp from
-// given outputs.
+// rules, streamed and whole answers agree through the output parsers, and a model whose
+// weights are set so that greedy decoding writes a Hermes tool call answers with tool_calls.
 #include <gtest/gtest.h>
 
 #include "server/server_test_util.h"
@@ -24,6 +23,82 @@ server::ServerOptions tool_options(bool auto_choice) {
   o.enable_auto_tool_choice = auto_choice;
   o.reasoning_parser = "qwen3";
   return o;
+}
+
+struct ScriptedServer {
+  std::unique_ptr<TestServer> server;
+  json messages;
+};
+
+ScriptedServer scripted_server() {
+  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  ScriptedServer out;
+  out.messages = json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
+  const std::vector<int32_t> chain = scripted_tool_call_chain(tok);
+  out.server = std::make_unique<TestServer>(scripted_qwen3(chain), server_engine(1024),
+                                            tool_options(true));
+  return out;
+}
+
+TEST(ToolCallServer, ScriptedModelAnswersWithToolCalls) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  ScriptedServer s = scripted_server();
+  json body = {{"messages", s.messages}, {"tools", weather_tools()}, {"max_tokens", 40},
+               {"temperature", 0}};
+  const HttpResult r = post(s.server->port(), "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json answer = r.body_json();
+  const json& choice = answer["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+  const json& m = choice["message"];
+  EXPECT_EQ(m["content"], "Checking.") << r.body;
+  ASSERT_TRUE(m.contains("tool_calls")) << r.body;
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  EXPECT_EQ(m["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(m["tool_calls"][0]["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"city", "Paris"}}));
+
+  // Streamed: content, then the call's header, then its arguments in pieces.
+  body["stream"] = true;
+  const StreamResult st = stream(s.server->port(), "/v1/chat/completions", body);
+  ASSERT_EQ(st.status, 200) << st.error_body;
+  std::string content, arguments, name;
+  int headers = 0, argument_pieces = 0;
+  json finish;
+  for (const json& e : st.events) {
+    const json& delta = e["choices"][0]["delta"];
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+    if (!delta.contains("tool_calls")) continue;
+    for (const json& call : delta["tool_calls"]) {
+      EXPECT_EQ(call["index"], 0);
+      if (call.contains("id")) {
+        ++headers;
+        name = call["function"]["name"];
+        EXPECT_EQ(call["function"]["arguments"], "");
+      } else {
+        ++argument_pieces;
+        arguments += call["function"]["arguments"].get<std::string>();
+      }
+    }
+  }
+  EXPECT_EQ(content, "Checking.");
+  EXPECT_EQ(headers, 1);
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_GT(argument_pieces, 1);  // streamed as the tokens came
+  EXPECT_EQ(json::parse(arguments), json({{"city", "Paris"}}));
+  EXPECT_EQ(finish, "tool_calls");
+
+  // tool_choice "none": the same text is content.
+  body["stream"] = false;
+  body["tool_choice"] = "none";
+  const HttpResult none = post(s.server->port(), "/v1/chat/completions", body);
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_EQ(none.body_json()["choices"][0]["message"]["content"], kScriptedToolCallAnswer);
+  EXPECT_EQ(none.body_json()["choices"][0]["finish_reason"], "stop");
 }
 
 TEST(ToolCallServer, ToolsReachTheTemplateAndAnswersParse) {
