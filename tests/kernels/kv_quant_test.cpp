@@ -116,8 +116,8 @@ TEST(KvQuant, HeadQuantizerScalesToTheLargestValue) {
 }
 
 // Short FP8 rows search their scale: never a larger error than max|x| / top alone (which is
-// among the candidates), on 8-wide N(0, 1) heads far less on average (≈ 2× measured), and
-// no value saturates. Rows of 128 keep max|x| / top.
+// among the candidates), on 8-wide N(0, 1) heads far less on average (≈ 2.6× simulated), and
+// no value saturates. Rows of 256 keep max|x| / top.
 TEST(KvQuant, ShortFp8RowsSearchTheirScale) {
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -149,14 +149,14 @@ TEST(KvQuant, ShortFp8RowsSearchTheirScale) {
       searched += err;
       single += err0;
     }
-    EXPECT_GT(single / searched, 1.5) << kv_dtype_name(dtype);
+    EXPECT_GT(single / searched, 2.0) << kv_dtype_name(dtype);
   }
-  std::vector<float> wide(128);
+  std::vector<float> wide(256);
   for (float& v : wide) v = dist(rng);
   wide[7] = 5.0f;
   std::vector<uint8_t> codes(wide.size());
   uint16_t scale = 0;
-  quantize_kv_head(KvDtype::Fp8E4M3, wide.data(), 128, codes.data(), &scale);
+  quantize_kv_head(KvDtype::Fp8E4M3, wide.data(), 256, codes.data(), &scale);
   EXPECT_EQ(scale, f32_to_f16(5.0f / 448.0f));
 }
 

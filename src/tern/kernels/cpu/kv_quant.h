@@ -20,9 +20,9 @@ float fp8_e4m3_to_f32(uint8_t code);
 float fp8_e5m2_to_f32(uint8_t code);
 
 // Quantizes one kv head's row: scale = f16(max|x| / largest code value), codes = x / scale
-// rounded (int8: to nearest even, |q| ≤ 127). For FP8 rows shorter than 128 the scale is the
-// best (least squared error) of up to 16 within one octave above that, so nothing saturates. An all-zero row gets scale 0 and zero codes; a
-// row holding NaN or ±inf gets a NaN scale (attention then gives NaN, as an f16 cache would).
+// rounded (int8: to nearest even, |q| ≤ 127). For FP8 rows shorter than 256 the scale is the
+// best (least squared error) of up to 32 within one octave above that, so nothing saturates.
+// An all-zero row gets scale 0 and zero codes; a row holding NaN or ±inf gets a NaN scale (attention then gives NaN, as an f16 cache would).
 // dtype: Int8, Fp8E4M3 or Fp8E5M2. x: [n]; codes: [n]
 void quantize_kv_head(KvDtype dtype, const float* x, int n, uint8_t* codes, uint16_t* scale);
 
