@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "tern/server/chat_output.h"
@@ -247,6 +249,30 @@ TEST(ToolCallParser, RandomTextsStreamAsTheyParse) {
   }
   EXPECT_GT(agreed, 2000);
   EXPECT_GT(calls, 100);
+}
+
+// The inputs chat_output_fuzz found (fuzz/seeds/chat_output_fuzz/regression_*), read as the
+// fuzzer reads them: the first byte picks the parsers and the piece size.
+TEST(ToolCallParser, FuzzRegressionsStreamAsTheyParse) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::string(TERN_SOURCE_DIR) + "/fuzz/seeds/chat_output_fuzz")) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.empty()) continue;
+    const auto pick = static_cast<uint8_t>(bytes[0]);
+    const std::string text = bytes.substr(1);
+    ChatOutputOptions options;
+    if (pick & 1) options.reasoning = pick & 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
+    if (pick & 4) options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
+    options.parallel_tool_calls = (pick & 16) == 0;
+    const Streamed st = stream(options, text, 1 + (pick >> 5));
+    EXPECT_TRUE(same(parse_chat_output(options, text, true), st) ||
+                same(parse_chat_output(options, text, false), st))
+        << entry.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
 }
 
 TEST(ReasoningThenToolCalls, ToolCallsAreReadAfterTheReasoning) {
