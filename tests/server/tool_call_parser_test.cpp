@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
 
 #include "tern/server/chat_output.h"
 
@@ -203,6 +206,73 @@ TEST(ToolCallParser, Llama3JsonTextAndMalformedAreContent) {
   }
   for (const std::string text : {"The weather is fine.", "<|python_tag|>", "{\"city\": \"Paris\"}"})
     expect_every_split(llama3(), text);
+}
+
+bool same(const ChatOutput& a, const Streamed& b) {
+  if (a.reasoning.value_or("") != b.reasoning || a.content != b.content ||
+      a.tool_calls.size() != b.calls.size())
+    return false;
+  for (size_t i = 0; i < a.tool_calls.size(); ++i)
+    if (a.tool_calls[i].name != b.calls[i].name || a.tool_calls[i].arguments != b.calls[i].arguments)
+      return false;
+  return true;
+}
+
+// Texts glued from the formats' pieces, fed in random pieces: the stream adds up to the whole
+// answer, or (when the end changed the meaning of what was sent) to the reading it had sent.
+TEST(ToolCallParser, RandomTextsStreamAsTheyParse) {
+  const std::vector<std::string> parts = {
+      "<tool_call>", "</tool_call>", "<tool_", "</tool", "<think>", "</think>", "<|python_tag|>",
+      "{", "}", "[", "]", "\"name\"", "\"arguments\"", "\"parameters\"", ": ", ":", ", ", ";",
+      "\"f\"", "\"a\\\"b\"", "1", "-2.5e3", "true", "null", "x", " ", "\n", "<", "é"};
+  std::mt19937 rng(17);
+  int agreed = 0, calls = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    const int n = 1 + static_cast<int>(rng() % 24);
+    for (int k = 0; k < n; ++k) text += parts[rng() % parts.size()];
+    if (rng() % 3 == 0)  // a well-formed call somewhere, so calls are not rare
+      text.insert(rng() % 2 ? 0 : text.size(),
+                  "<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": [1, \"v\"]}}</tool_call>");
+    const ChatOutputOptions options{
+        rng() % 2 ? std::optional(ReasoningFormat::Qwen3) : std::optional(ReasoningFormat::DeepSeekR1),
+        rng() % 2 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json, rng() % 4 != 0};
+    const size_t step = 1 + rng() % 7;
+    const Streamed s = stream(options, text, step);
+    const ChatOutput whole = parse_chat_output(options, text, true);
+    if (same(whole, s)) {
+      ++agreed;
+      calls += !whole.tool_calls.empty();
+      continue;
+    }
+    EXPECT_TRUE(same(parse_chat_output(options, text, false), s)) << text << " step " << step;
+  }
+  EXPECT_GT(agreed, 2000);
+  EXPECT_GT(calls, 100);
+}
+
+// The inputs chat_output_fuzz found (fuzz/seeds/chat_output_fuzz/regression_*), read as the
+// fuzzer reads them: the first byte picks the parsers and the piece size.
+TEST(ToolCallParser, FuzzRegressionsStreamAsTheyParse) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::string(TERN_SOURCE_DIR) + "/fuzz/seeds/chat_output_fuzz")) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.empty()) continue;
+    const auto pick = static_cast<uint8_t>(bytes[0]);
+    const std::string text = bytes.substr(1);
+    ChatOutputOptions options;
+    if (pick & 1) options.reasoning = pick & 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
+    if (pick & 4) options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
+    options.parallel_tool_calls = (pick & 16) == 0;
+    const Streamed st = stream(options, text, 1 + (pick >> 5));
+    EXPECT_TRUE(same(parse_chat_output(options, text, true), st) ||
+                same(parse_chat_output(options, text, false), st))
+        << entry.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
 }
 
 TEST(ReasoningThenToolCalls, ToolCallsAreReadAfterTheReasoning) {

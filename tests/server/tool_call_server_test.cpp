@@ -101,6 +101,65 @@ TEST(ToolCallServer, ScriptedModelAnswersWithToolCalls) {
   EXPECT_EQ(none.body_json()["choices"][0]["finish_reason"], "stop");
 }
 
+TEST(ToolCallServer, RequiredReadsTheCallTheModelWrites) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  ScriptedServer s = scripted_server();
+  for (const json& choice : {json("required"),
+                             json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
+    const json body = {{"messages", s.messages}, {"tools", weather_tools()},
+                       {"tool_choice", choice}, {"max_tokens", 40}, {"temperature", 0}};
+    const HttpResult r = post(s.server->port(), "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json answer = r.body_json();
+    EXPECT_EQ(answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "get_weather")
+        << choice;
+  }
+}
+
+// <think>ok</think>Hi there: reasoning, then content, split by --reasoning-parser.
+TEST(ReasoningServer, ScriptedThinkIsReasoningContent) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  std::vector<int32_t> chain = {tok.encode("<|im_start|>assistant\n", false, true).back()};
+  for (int32_t id : tok.encode("<think>ok</think>Hi there", false, true)) chain.push_back(id);
+  chain.push_back(*tok.eos_id());
+  for (const char* parser : {"qwen3", "deepseek_r1"}) {
+    server::ServerOptions o;
+    o.reasoning_parser = parser;
+    TestServer s(scripted_qwen3(chain), server_engine(1024), o);
+    json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                 {"max_tokens", 20}, {"temperature", 0}};
+    const HttpResult r = post(s.port(), "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json answer = r.body_json();
+    const json& m = answer["choices"][0]["message"];
+    EXPECT_EQ(m["reasoning_content"], "ok") << parser;
+    EXPECT_EQ(m["content"], "Hi there") << parser;
+    EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+    body["stream"] = true;
+    const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
+    ASSERT_EQ(st.status, 200) << st.error_body;
+    std::string reasoning, content;
+    for (const json& e : st.events) {
+      const json& delta = e["choices"][0]["delta"];
+      if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>();
+      if (delta.contains("content")) content += delta["content"].get<std::string>();
+    }
+    EXPECT_EQ(reasoning, "ok") << parser;
+    EXPECT_EQ(content, "Hi there") << parser;
+  }
+  // Without a reasoning parser the tags stay in the content.
+  TestServer plain(scripted_qwen3(chain), server_engine(1024));
+  const HttpResult r = post(plain.port(), "/v1/chat/completions",
+                            {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                             {"max_tokens", 20}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body_json()["choices"][0]["message"]["content"], "<think>ok</think>Hi there");
+  EXPECT_FALSE(r.body_json()["choices"][0]["message"].contains("reasoning_content"));
+}
+
 TEST(ToolCallServer, ToolsReachTheTemplateAndAnswersParse) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");

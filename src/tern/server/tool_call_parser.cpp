@@ -43,11 +43,15 @@ Scanned scan_string(string_view s, size_t i) {  // s[i] == '"'
   return {Scan::Incomplete, s.size()};
 }
 
+// An Invalid scan stops at the first character that cannot belong, so that what a stream sent
+// of a prefix (up to the end of the text) stays a prefix of what the longer text reports.
 Scanned scan_word(string_view s, size_t i, string_view word) {
   const string_view rest = s.substr(i);
   if (rest.starts_with(word)) return {Scan::Complete, i + word.size()};
   if (word.starts_with(rest)) return {Scan::Incomplete, s.size()};
-  return {Scan::Invalid, i};
+  size_t k = 0;
+  while (k < rest.size() && rest[k] == word[k]) ++k;
+  return {Scan::Invalid, i + k};
 }
 
 // Loose (JSON's grammar is checked again by nlohmann::json::accept on a finished call): a run
@@ -144,7 +148,10 @@ CallScan scan_call(string_view s, size_t i, ToolCallFormat format) {
     i = skip_space(s, i + 1);
     const size_t value_begin = i;
     const Scanned v = scan_value(s, i, 1);
-    if (key == "name" && v.status == Scan::Complete) {
+    // A repeated key keeps its first value: what a stream sent of a call never changes.
+    const bool repeated = (key == "name" && (c.name || c.name_bad)) ||
+                          (is_arguments_key(format, key) && c.has_arguments);
+    if (key == "name" && !repeated && v.status == Scan::Complete) {
       const auto name = nlohmann::json::parse(s.substr(value_begin, v.end - value_begin), nullptr,
                                               /*allow_exceptions=*/false);
       if (name.is_string())
@@ -152,7 +159,7 @@ CallScan scan_call(string_view s, size_t i, ToolCallFormat format) {
       else
         c.name_bad = true;
     }
-    if (is_arguments_key(format, key)) {
+    if (is_arguments_key(format, key) && !repeated) {
       c.has_arguments = true;
       c.arguments_begin = value_begin;
       c.arguments_end = v.end;
@@ -210,8 +217,12 @@ ToolCallParse parse_hermes(string_view text, bool final) {
     before_first_call = false;
     const size_t body = open + kHermesOpen.size();
     const size_t close = text.find(kHermesClose, body);
-    const string_view block =
+    string_view block =
         text.substr(body, close == string_view::npos ? string_view::npos : close - body);
+    // The first "</tool_call>" ends the block even inside a JSON string (as vLLM's regex does),
+    // so a prefix holds back what may become it.
+    if (close == string_view::npos && !final)
+      block.remove_suffix(partial_tag_length(block, kHermesClose));
     const size_t start = skip_space(block, 0);
     const CallScan c = scan_call(block, start, ToolCallFormat::Hermes);
     if (close != string_view::npos || final) {
