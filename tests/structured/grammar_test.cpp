@@ -161,7 +161,7 @@ TEST(StructuredJsonSchema, TypesAndObjects) {
   expect_matches(a,
                  {R"({"age": 30, "name": "Al"})", R"({"age":-1,"name":"abcd","ok":true})",
                   R"({"age": 0, "name": "x", "score": null, "tags": ["a", 3]})",
-                  R"( {"age": 5, "name": "x", "score": -1.5e3} )"},
+                  R"( {"age": 5, "name": "x", "score": -1.5e3})"},
                  {R"({"name": "Al"})", R"({"age": 30, "name": ""})", R"({"age": 30, "name": "abcde"})",
                   R"({"age": 1.5, "name": "x"})", R"({"age": 1, "name": "x", "tags": []})",
                   R"({"age": 1, "name": "x", "tags": ["a", "b", "a"]})",

@@ -35,14 +35,15 @@ class SchemaCompiler {
 
   Grammar run() {
     const int32_t root = g_.rule("root");
-    g_.define(root, Expr::seq({Expr::ref(ws_), Expr::ref(node(root_, "", 0)), Expr::ref(ws_)}));
+    // Nothing after the value: the sequence ends there (no trailing whitespace to wander in).
+    g_.define(root, Expr::seq({Expr::ref(ws_), Expr::ref(node(root_, "", 0))}));
     g_.root = root;
     return std::move(g_);
   }
 
   Grammar any_object() {
     const int32_t root = g_.rule("root");
-    g_.define(root, Expr::seq({Expr::ref(ws_), Expr::ref(object_any()), Expr::ref(ws_)}));
+    g_.define(root, Expr::seq({Expr::ref(ws_), Expr::ref(object_any())}));
     g_.root = root;
     return std::move(g_);
   }
