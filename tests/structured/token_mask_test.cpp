@@ -128,7 +128,7 @@ TEST(StructuredTokenMask, QwenVocabularyTrie) {
   EXPECT_EQ(compiled, so.compile({StructuredOutputSpec::Kind::kJsonObject, "", "x"}));  // cached
   std::vector<uint64_t> mask(compiled->mask_words());
   compiled->fill_mask(compiled->start(), mask);
-  // At the start: whitespace or '{'-led tokens only.
+  // At the start: one space at most, then "{".
   size_t allowed = 0;
   for (int32_t id = 0; id < tok.vocab_size(); ++id) {
     if (!((mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1)) continue;
@@ -138,7 +138,7 @@ TEST(StructuredTokenMask, QwenVocabularyTrie) {
     const size_t first = b.find_first_not_of(" \t\n");
     ASSERT_TRUE(first == std::string::npos || b[first] == '{') << b;
   }
-  EXPECT_GT(allowed, 10u);
+  EXPECT_GT(allowed, 2u);  // "{", " {", "{\"" and the like
   const std::vector<int32_t> ids = tok.encode("{\"a\": [1, \"x\"]}", false);
   int32_t s = compiled->start();
   for (int32_t id : ids) s = compiled->advance(s, id);

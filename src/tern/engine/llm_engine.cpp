@@ -392,8 +392,9 @@ void LLMEngine::update(Completion& c, const SampledToken& sampled, double time,
       c.stop_reason = *update.stop_string;
     }
   }
-  // A constraint whose grammar is complete and admits nothing more ends the completion.
-  if (!reason && c.sampler->constraint_finished()) reason = "stop";
+  // A constraint whose grammar is complete and admits nothing more ends the completion (at this
+  // token: a verify has advanced the constraint over the whole accepted run already).
+  if (!reason && c.sampler->constraint_finished_after(c.seq.num_output_tokens())) reason = "stop";
   if (!reason &&
       (c.seq.num_output_tokens() >= params.max_tokens || c.seq.num_tokens() >= plan_.max_model_len))
     reason = "length";

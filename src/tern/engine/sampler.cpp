@@ -291,6 +291,11 @@ void Sampler::set_constraint(std::unique_ptr<structured::ConstraintState> constr
 
 bool Sampler::constraint_finished() const { return constraint_ && constraint_->finished(); }
 
+bool Sampler::constraint_finished_after(int64_t num_tokens) const {
+  return constraint_ && num_tokens >= 0 &&
+         constraint_->finished_after(static_cast<size_t>(num_tokens));
+}
+
 bool Sampler::penalized() const {
   return presence_penalty_ != 0.0f || frequency_penalty_ != 0.0f || repetition_penalty_ != 1.0f;
 }

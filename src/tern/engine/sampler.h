@@ -45,8 +45,10 @@ class Sampler {
   // greedy_token, probabilities) gives the tokens the constraint refuses no mass, record()
   // advances it and forget() takes the advance back, so drafts are checked against it too.
   void set_constraint(std::unique_ptr<structured::ConstraintState> constraint);
-  // The constraint's grammar is complete and nothing may follow: the sequence is done.
+  // The constraint's grammar is complete and nothing may follow: the sequence is done after its
+  // first `num_tokens` output tokens (records), or now.
   bool constraint_finished() const;
+  bool constraint_finished_after(int64_t num_tokens) const;
 
   // logits: the raw model row, [vocab]. Applies, in vLLM's order: min_tokens suppression,
   // repetition penalty (prompt and output tokens), presence and frequency penalties (output

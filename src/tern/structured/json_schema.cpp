@@ -29,8 +29,9 @@ class SchemaCompiler {
  public:
   explicit SchemaCompiler(const json& root) : root_(root) {
     ws_ = g_.rule("ws");
-    // Bounded, so that a model cannot spend its tokens on whitespace forever.
-    g_.define(ws_, Expr::repeat(Expr::chars({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}}), 0, 16));
+    // At most one space between tokens: a model cannot spend its tokens on whitespace (small
+    // and random models otherwise do), and compact JSON is what clients parse anyway.
+    g_.define(ws_, Expr::repeat(ch(' '), 0, 1));
   }
 
   Grammar run() {
@@ -92,7 +93,7 @@ class SchemaCompiler {
                                 Expr::repeat(Expr::seq({ch('.'), Expr::repeat(range('0', '9'), 1, 16)}), 0, 1),
                                 Expr::repeat(Expr::seq({Expr::chars({{'e', 'e'}, {'E', 'E'}}),
                                                         Expr::repeat(Expr::chars({{'+', '+'}, {'-', '-'}}), 0, 1),
-                                                        Expr::repeat(range('0', '9'), 1, 3)}),
+                                                        Expr::repeat(range('0', '9'), 1, 2)}),
                                              0, 1)}));
     return number_;
   }
@@ -334,8 +335,8 @@ class SchemaCompiler {
         extra = node(*it, path + "/additionalProperties", depth + 1);
       }
     }
-    // nlohmann's object iterates keys sorted; the schema's order is what models are told, but a
-    // parsed json has lost it, so keys come sorted. (Validity does not depend on the order.)
+
+    // Keys come in sorted order: a parsed nlohmann::json has lost the schema's own order.
     auto member = [&](const std::string& key, int32_t value) {
       return Expr::seq({Expr::lit(json(key).dump()), Expr::ref(ws_), ch(':'), Expr::ref(ws_), Expr::ref(value), Expr::ref(ws_)});
     };

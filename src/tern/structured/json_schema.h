@@ -6,8 +6,8 @@
 // schema, $ref to #, #/$defs/… and #/definitions/…, minLength, maxLength, pattern (see regex.h),
 // format date, time, date-time, uuid, ipv4, and annotations (title, description, default,
 // examples, $schema, $id, $comment, deprecated, readOnly, writeOnly). Integers have at most 16
-// digits and numbers 16 + 16 fraction and 3 exponent digits. Output is JSON with bounded
-// whitespace between tokens; object keys come in the schema's property order.
+// digits and numbers 16 + 16 fraction and 2 exponent digits. Output is JSON with at most one
+// space between tokens; object keys come in sorted order (nlohmann's objects sort them).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -139,6 +139,10 @@ void ConstraintState::rollback() {
 }
 
 bool ConstraintState::finished() const { return constraint_->finished(states_.back()); }
+bool ConstraintState::finished_after(size_t num_tokens) const {
+  return num_tokens < states_.size() && constraint_->finished(states_[num_tokens]);
+}
+
 bool ConstraintState::accepting() const { return constraint_->accepting(states_.back()); }
 
 }  // namespace tern::structured

@@ -86,6 +86,9 @@ class ConstraintState {
   void advance(int32_t token);
   void rollback();  // takes back the latest advance()
   bool finished() const;
+  // Finished after the first `num_tokens` advances (a verify advances past tokens the engine
+  // has not appended yet).
+  bool finished_after(size_t num_tokens) const;
   bool accepting() const;
   int32_t state() const { return states_.back(); }
 
