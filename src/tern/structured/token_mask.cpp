@@ -126,8 +126,21 @@ void ConstraintState::apply(std::span<float> logits) {
   constraint_->fill_mask(states_.back(), mask_);
   const size_t vocab = static_cast<size_t>(constraint_->trie().vocab_size());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < logits.size(); ++i)
-    if (i >= vocab || !((mask_[i >> 6] >> (i & 63)) & 1)) logits[i] = kNegInf;
+  const size_t n = std::min(vocab, logits.size());
+  // A word at a time: all allowed (most of a JSON string's row) or all refused (most of the
+  // rest) without looking at its bits.
+  for (size_t w = 0; w * 64 < n; ++w) {
+    const uint64_t bits = mask_[w];
+    const size_t begin = w * 64, end = std::min(n, begin + 64);
+    if (bits == ~uint64_t{0} && end - begin == 64) continue;
+    if (bits == 0) {
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin), logits.begin() + static_cast<std::ptrdiff_t>(end), kNegInf);
+      continue;
+    }
+    for (size_t i = begin; i < end; ++i)
+      if (!((bits >> (i - begin)) & 1)) logits[i] = kNegInf;
+  }
+  std::fill(logits.begin() + static_cast<std::ptrdiff_t>(n), logits.end(), kNegInf);
 }
 
 void ConstraintState::advance(int32_t token) {
