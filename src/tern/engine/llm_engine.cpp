@@ -102,6 +102,12 @@ std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(Request& reque
   // Completion i of a seeded request draws from seed + i: reproducible, yet not n copies.
   c->sampler = std::make_unique<Sampler>(params, request.seed + static_cast<uint64_t>(index),
                                          prompt, std::move(suppressed));
+  if (params.structured.enabled()) {
+    if (!structured_)
+      structured_ = std::make_unique<structured::StructuredOutputs>(tokenizer_, eos_ids_);
+    c->sampler->set_constraint(
+        structured_->start(params.structured, static_cast<size_t>(params.max_tokens)));
+  }
   c->text = std::make_unique<CompletionText>(tokenizer_, params, tokenizer_.decode(prompt).empty());
   completion_of_[&c->seq] = c.get();
   return c;
@@ -386,6 +392,9 @@ void LLMEngine::update(Completion& c, const SampledToken& sampled, double time,
       c.stop_reason = *update.stop_string;
     }
   }
+  // A constraint whose grammar is complete and admits nothing more ends the completion (at this
+  // token: a verify has advanced the constraint over the whole accepted run already).
+  if (!reason && c.sampler->constraint_finished_after(c.seq.num_output_tokens())) reason = "stop";
   if (!reason &&
       (c.seq.num_output_tokens() >= params.max_tokens || c.seq.num_tokens() >= plan_.max_model_len))
     reason = "length";

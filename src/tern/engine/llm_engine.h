@@ -28,6 +28,7 @@
 #include "tern/spec/proposer.h"
 #include "tern/spec/rejection_sampler.h"
 #include "tern/spec/speculator.h"
+#include "tern/structured/structured_outputs.h"
 #include "tern/tokenizer/tokenizer.h"
 
 namespace tern {
@@ -155,6 +156,8 @@ class LLMEngine {
   Scheduler scheduler_;
   ModelRunner runner_;
   std::unique_ptr<Speculator> speculator_;         // null without speculative decoding
+  // Compiled constraints over this tokenizer; made by the first constrained request.
+  std::unique_ptr<structured::StructuredOutputs> structured_;
   Scheduler::DraftsWanted drafts_wanted_;          // the plan, as the scheduler asks for it
   int64_t draft_vocab_size_ = 0;                   // rows of the draft's logits
   std::vector<Speculator::Candidate> candidates_;  // this step's, reused

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "tern/structured/token_mask.h"
+
 namespace tern {
 namespace {
 
@@ -281,6 +283,19 @@ Sampler::Sampler(const SamplingParams& params, uint64_t seed,
   if (min_tokens_ == 0) suppressed_.clear();
 }
 
+Sampler::~Sampler() = default;
+
+void Sampler::set_constraint(std::unique_ptr<structured::ConstraintState> constraint) {
+  constraint_ = std::move(constraint);
+}
+
+bool Sampler::constraint_finished() const { return constraint_ && constraint_->finished(); }
+
+bool Sampler::constraint_finished_after(int64_t num_tokens) const {
+  return constraint_ && num_tokens >= 0 &&
+         constraint_->finished_after(static_cast<size_t>(num_tokens));
+}
+
 bool Sampler::penalized() const {
   return presence_penalty_ != 0.0f || frequency_penalty_ != 0.0f || repetition_penalty_ != 1.0f;
 }
@@ -289,6 +304,7 @@ void Sampler::process(std::span<const float> logits, std::vector<float>& out) co
   const size_t vocab = logits.size();
   out.resize(vocab);
   for (size_t i = 0; i < vocab; ++i) out[i] = finite_or_neg_inf(logits[i]);
+  if (constraint_) constraint_->apply(out);
   auto in_vocab = [vocab](int32_t id) { return id >= 0 && static_cast<size_t>(id) < vocab; };
   if (num_sampled_ < min_tokens_)
     for (int32_t id : suppressed_)
@@ -329,7 +345,7 @@ int32_t Sampler::draw(std::span<const float> x) {
 
 int32_t Sampler::greedy_token(std::span<const float> logits) const {
   const bool suppress = num_sampled_ < min_tokens_ && !suppressed_.empty();
-  if (!suppress && !penalized()) return argmax(logits);  // the row as it is: no copy
+  if (!suppress && !penalized() && !constraint_) return argmax(logits);  // the row as it is: no copy
   std::vector<float>& x = scratch().logits;
   process(logits, x);
   return argmax(x);
@@ -390,6 +406,7 @@ SampledToken Sampler::sample(std::span<const float> logits) {
 
 void Sampler::record(int32_t token) {
   ++num_sampled_;
+  if (constraint_) constraint_->advance(token);
   if (!penalized()) return;
   auto at = std::lower_bound(output_counts_.begin(), output_counts_.end(), token,
                              [](const auto& entry, int32_t id) { return entry.first < id; });
@@ -401,6 +418,7 @@ void Sampler::record(int32_t token) {
 
 void Sampler::forget(int32_t token) {
   --num_sampled_;
+  if (constraint_) constraint_->rollback();
   if (!penalized()) return;
   auto at = std::lower_bound(output_counts_.begin(), output_counts_.end(), token,
                              [](const auto& entry, int32_t id) { return entry.first < id; });

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <utility>
@@ -14,6 +15,10 @@
 #include "tern/engine/sampling_params.h"
 
 namespace tern {
+
+namespace structured {
+class ConstraintState;
+}
 
 struct TokenLogprob {
   int32_t token;
@@ -34,6 +39,16 @@ class Sampler {
   // ignore_eos, plus stop_token_ids). Throws tern::Error when params are out of range.
   Sampler(const SamplingParams& params, uint64_t seed, std::span<const int32_t> prompt_token_ids,
           std::vector<int32_t> suppressed_until_min_tokens);
+  ~Sampler();
+
+  // Constrained decoding: from now on every distribution this sampler computes (sample,
+  // greedy_token, probabilities) gives the tokens the constraint refuses no mass, record()
+  // advances it and forget() takes the advance back, so drafts are checked against it too.
+  void set_constraint(std::unique_ptr<structured::ConstraintState> constraint);
+  // The constraint's grammar is complete and nothing may follow: the sequence is done after its
+  // first `num_tokens` output tokens (records), or now.
+  bool constraint_finished() const;
+  bool constraint_finished_after(int64_t num_tokens) const;
 
   // logits: the raw model row, [vocab]. Applies, in vLLM's order: min_tokens suppression,
   // repetition penalty (prompt and output tokens), presence and frequency penalties (output
@@ -86,6 +101,7 @@ class Sampler {
   std::vector<std::pair<int32_t, int32_t>> output_counts_;  // (id, count) sorted by id; kept
                                                             // only when a penalty is on
   int32_t num_sampled_ = 0;
+  std::unique_ptr<structured::ConstraintState> constraint_;
 };
 
 // The index of the largest value, the lowest on ties.

@@ -9,6 +9,17 @@
 
 namespace tern {
 
+// A constraint on the output's text (src/tern/structured/): what the request asked for, compiled
+// by the engine (cached by kind and text).
+struct StructuredOutputSpec {
+  enum class Kind { kNone, kJsonObject, kJsonSchema, kRegex, kChoice, kGrammar };
+  Kind kind = Kind::kNone;
+  std::string text;   // kJsonSchema: the schema's JSON; kRegex; kGrammar: GBNF; kChoice: a JSON
+                      // list of strings; kJsonObject: empty
+  std::string field;  // the request field it came from ("response_format"), for messages
+  bool enabled() const { return kind != Kind::kNone; }
+};
+
 struct SamplingParams {
   int32_t n = 1;  // completions per prompt; they share the prompt's KV blocks
 
@@ -35,6 +46,9 @@ struct SamplingParams {
   std::optional<int32_t> logprobs;  // none: no logprobs; k >= 0: the sampled token's logprob and
                                     // the k most likely (vLLM: of the raw model logits)
   bool skip_special_tokens = true;  // in the detokenized text
+
+  // Constrained decoding: the output is a sentence of this grammar (masked logits).
+  StructuredOutputSpec structured;
 
   bool greedy() const { return temperature <= 0.0f; }
   // Throws tern::Error naming the first field out of its range (as a 400 message would).

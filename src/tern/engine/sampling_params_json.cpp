@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tern/core/error.h"
+#include "tern/structured/structured_outputs.h"
 
 namespace tern {
 namespace {
@@ -85,6 +86,9 @@ void update_sampling_params(SamplingParams& p, const json& body) {
   if (auto v = field(body, "skip_special_tokens"))
     p.skip_special_tokens = boolean(*v, "skip_special_tokens");
   if (auto v = field(body, "logprobs")) p.logprobs = int32(*v, "logprobs");
+  // Constrained decoding (response_format, guided_*, structured_outputs, grammar, json_schema):
+  // structured::ConstraintFieldError names the field.
+  p.structured = structured::structured_output_from_request(body);
 }
 
 }  // namespace tern

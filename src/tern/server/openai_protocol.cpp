@@ -6,6 +6,7 @@
 #include "tern/engine/sampling_params_json.h"
 #include "tern/server/api_error.h"
 #include "tern/server/request_fields.h"
+#include "tern/structured/structured_outputs.h"
 
 namespace tern::server {
 namespace {
@@ -83,6 +84,8 @@ SamplingParams sampling_params(const json& body, bool& max_tokens_given,
   SamplingParams p;
   try {
     update_sampling_params(p, body);
+  } catch (const structured::ConstraintFieldError& e) {
+    throw ApiError(400, e.what(), e.field());
   } catch (const Error& e) {
     throw bad_request_from(e);
   }

@@ -20,6 +20,9 @@ constexpr std::array kCommon = {
     "max_tokens",  "min_tokens", "stop",             "stop_token_ids",  "ignore_eos",
     "include_stop_str_in_output", "skip_special_tokens", "stream", "stream_options",
     "kv_transfer_params", "user",
+    // Constrained decoding (structured::structured_output_from_request).
+    "response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+    "structured_outputs", "grammar", "json_schema",
 };
 constexpr std::array kCompletions = {"prompt", "logprobs", "echo", "best_of"};
 constexpr std::array kChat = {"messages",  "logprobs", "top_logprobs", "max_completion_tokens",
@@ -28,18 +31,17 @@ constexpr std::array kChat = {"messages",  "logprobs", "top_logprobs", "max_comp
 
 // Known (OpenAI's or vLLM's) and not implemented.
 constexpr std::array kUnsupportedCompletions = {
-    "suffix", "logit_bias", "response_format", "grammar", "json_schema",
+    "suffix", "logit_bias",
 };
 constexpr std::array kUnsupportedChat = {
     "functions",  "function_call",
-    "response_format", "logit_bias", "audio",          "modalities", "prediction",
+    "logit_bias", "audio",          "modalities", "prediction",
     "reasoning_effort", "web_search_options", "metadata", "service_tier", "documents",
     "chat_template", "continue_final_message",
 };
 // vLLM's extra parameters of both endpoints.
 constexpr std::array kUnsupportedVllm = {
-    "guided_json",   "guided_regex",       "guided_choice",   "guided_grammar",
-    "structured_outputs", "guided_decoding_backend", "guided_whitespace_pattern",
+    "guided_decoding_backend", "guided_whitespace_pattern",
     "prompt_logprobs", "allowed_token_ids", "bad_words",     "truncate_prompt_tokens",
     "length_penalty", "use_beam_search",  "spaces_between_special_tokens", "add_special_tokens",
     "return_tokens_as_token_ids", "priority", "logits_processors", "cache_salt",

@@ -1,0 +1,27 @@
+// JSON schema → grammar, for response_format json_schema, guided_json and llama.cpp's
+// json_schema. The subset (anything else is a tern::Error naming the keyword, never loosened):
+// type (one or a list), properties, required, additionalProperties (false, true or a schema;
+// absent counts as false, as xgrammar's strict mode does), enum, const, items, minItems,
+// maxItems, anyOf and oneOf (both as any-of: oneOf's exclusivity is not checked), allOf of one
+// schema, $ref to #, #/$defs/… and #/definitions/…, minLength, maxLength, pattern (see regex.h),
+// format date, time, date-time, uuid, ipv4, and annotations (title, description, default,
+// examples, $schema, $id, $comment, deprecated, readOnly, writeOnly). Integers have at most 16
+// digits and numbers 16 + 16 fraction and 2 exponent digits. Output is JSON with at most one
+// space between tokens; object keys come in sorted order (nlohmann's objects sort them).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "tern/structured/grammar.h"
+
+namespace tern::structured {
+
+// Throws tern::Error: "unsupported JSON schema keyword 'not' at /properties/x".
+Grammar compile_json_schema(const nlohmann::json& schema);
+Grammar compile_json_schema_text(std::string_view schema_text);
+
+// Any JSON object (response_format json_object).
+Grammar json_object_grammar();
+
+}  // namespace tern::structured
