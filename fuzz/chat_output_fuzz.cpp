@@ -44,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ChatOutputOptions options;
   if (pick & 1) options.reasoning = pick & 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
   if (pick & 4) options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
+  else if (pick & 8) options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
   options.parallel_tool_calls = (pick & 16) == 0;
   const size_t step = 1 + (pick >> 5);
 

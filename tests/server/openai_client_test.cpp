@@ -38,43 +38,59 @@ std::filesystem::path npm_openai_dir(std::string& why) {
   return npm_dir;
 }
 
-TEST(OpenAIClient, NpmOpenAIPackageTalksToTernServe) {
-  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
-  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
-  std::string why;
-  const std::filesystem::path npm_dir = npm_openai_dir(why);
-  if (npm_dir.empty()) TERN_SKIP_OR_FAIL(why);
-  server::ServerOptions options;
-  options.api_key = "test-key";
-  TestServer s(tiny_chat_qwen3(), server_engine(), options);
-  const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
-  const ProcessResult r = run_process(
-      "/bin/sh", {"-c", "OPENAI_NPM_DIR='" + npm_dir.string() + "' node '" + TERN_SOURCE_DIR +
-                            "/tests/server/openai_client.cjs' '" + base + "' test-model"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("openai client: ok"), std::string::npos) << r.out << r.err;
+// Each test runs one script of tests/server/ with node against a TestServer (api key
+// "test-key", model "test-model"); SetUp finds the fixtures and the installed package.
+class OpenAIClient : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+    TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+    std::string why;
+    npm_dir_ = npm_openai_dir(why);
+    if (npm_dir_.empty()) TERN_SKIP_OR_FAIL(why);
+  }
+
+  static server::ServerOptions options() {
+    server::ServerOptions o;
+    o.api_key = "test-key";
+    return o;
+  }
+
+  // Expects `script` to exit 0 and print `ok_line`.
+  void expect_script_passes(const TestServer& s, const std::string& script, const std::string& ok_line) {
+    const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
+    const ProcessResult r = run_process(
+        "/bin/sh", {"-c", "OPENAI_NPM_DIR='" + npm_dir_.string() + "' node '" + TERN_SOURCE_DIR +
+                              "/tests/server/" + script + "' '" + base + "' test-model"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(ok_line), std::string::npos) << r.out << r.err;
+  }
+
+ private:
+  std::filesystem::path npm_dir_;
+};
+
+TEST_F(OpenAIClient, NpmOpenAIPackageTalksToTernServe) {
+  TestServer s(tiny_chat_qwen3(), server_engine(), options());
+  expect_script_passes(s, "openai_client.cjs", "openai client: ok");
 }
 
 // chat.completions.create with tools, whole and streamed, against the scripted model that
 // writes a Hermes tool call (server_test_util.h).
-TEST(OpenAIClient, NpmOpenAIPackageGetsToolCalls) {
-  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
-  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
-  std::string why;
-  const std::filesystem::path npm_dir = npm_openai_dir(why);
-  if (npm_dir.empty()) TERN_SKIP_OR_FAIL(why);
-  server::ServerOptions options;
-  options.api_key = "test-key";
-  options.tool_call_parser = "hermes";
-  options.enable_auto_tool_choice = true;
+TEST_F(OpenAIClient, NpmOpenAIPackageGetsToolCalls) {
+  server::ServerOptions o = options();
+  o.tool_call_parser = "hermes";
+  o.enable_auto_tool_choice = true;
   const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
-  TestServer s(scripted_qwen3(scripted_tool_call_chain(tok)), server_engine(1024), options);
-  const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
-  const ProcessResult r = run_process(
-      "/bin/sh", {"-c", "OPENAI_NPM_DIR='" + npm_dir.string() + "' node '" + TERN_SOURCE_DIR +
-                            "/tests/server/openai_tools_client.cjs' '" + base + "' test-model"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("openai tools client: ok"), std::string::npos) << r.out << r.err;
+  TestServer s(scripted_qwen3(scripted_tool_call_chain(tok)), server_engine(1024), o);
+  expect_script_passes(s, "openai_tools_client.cjs", "openai tools client: ok");
+}
+
+// The SDK's parse helper (message.parsed, parsed_arguments) on response_format json_schema and
+// strict tools under tool_choice "required", and a named function, over random weights.
+TEST_F(OpenAIClient, NpmOpenAIPackageParsesStructuredOutputs) {
+  TestServer s(tiny_chat_qwen3(), server_engine(1024), options());
+  expect_script_passes(s, "openai_structured_client.cjs", "openai structured client: ok");
 }
 
 }  // namespace

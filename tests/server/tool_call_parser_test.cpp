@@ -231,12 +231,18 @@ TEST(ToolCallParser, RandomTextsStreamAsTheyParse) {
     std::string text;
     const int n = 1 + static_cast<int>(rng() % 24);
     for (int k = 0; k < n; ++k) text += parts[rng() % parts.size()];
-    if (rng() % 3 == 0)  // a well-formed call somewhere, so calls are not rare
-      text.insert(rng() % 2 ? 0 : text.size(),
-                  "<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": [1, \"v\"]}}</tool_call>");
-    const ChatOutputOptions options{
+    ChatOutputOptions options{
         rng() % 2 ? std::optional(ReasoningFormat::Qwen3) : std::optional(ReasoningFormat::DeepSeekR1),
         rng() % 2 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json, rng() % 4 != 0};
+    if (rng() % 3 == 0) {  // tool_choice "required": the calls are a JSON array
+      options.tool_calls.reset();
+      options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
+    }
+    if (rng() % 3 == 0)  // a well-formed call somewhere, so calls are not rare
+      text.insert(rng() % 2 ? 0 : text.size(),
+                  options.tool_calls
+                      ? "<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": [1, \"v\"]}}</tool_call>"
+                      : "[{\"name\": \"f\", \"parameters\": {\"k\": [1, \"v\"]}}]");
     const size_t step = 1 + rng() % 7;
     const Streamed s = stream(options, text, step);
     const ChatOutput whole = parse_chat_output(options, text, true);
@@ -265,6 +271,7 @@ TEST(ToolCallParser, FuzzRegressionsStreamAsTheyParse) {
     ChatOutputOptions options;
     if (pick & 1) options.reasoning = pick & 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
     if (pick & 4) options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
+    else if (pick & 8) options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
     options.parallel_tool_calls = (pick & 16) == 0;
     const Streamed st = stream(options, text, 1 + (pick >> 5));
     EXPECT_TRUE(same(parse_chat_output(options, text, true), st) ||
@@ -273,6 +280,70 @@ TEST(ToolCallParser, FuzzRegressionsStreamAsTheyParse) {
     ++checked;
   }
   EXPECT_GE(checked, 5);
+}
+
+ChatOutputOptions forced(ChatOutputOptions::ForcedCalls how, std::string function = "") {
+  ChatOutputOptions o;
+  o.forced_calls = how;
+  o.forced_function = std::move(function);
+  return o;
+}
+
+TEST(ForcedToolCalls, RequiredArrayIsReadAsCalls) {
+  const ChatOutputOptions required = forced(ChatOutputOptions::ForcedCalls::Required);
+  const std::string text =
+      "[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}, "
+      "{\"name\":\"get_time\",\"parameters\":{\"tz\":\"a]}\\\"\"}}]";
+  const ChatOutput o = parse_chat_output(required, text, true);
+  EXPECT_EQ(o.content, "");
+  ASSERT_EQ(o.tool_calls.size(), 2u);
+  EXPECT_EQ(o.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(o.tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(o.tool_calls[1].name, "get_time");
+  EXPECT_EQ(nlohmann::json::parse(o.tool_calls[1].arguments)["tz"], "a]}\"");
+  expect_every_split(required, text);
+  // parallel_tool_calls false keeps the first (the schema allows one; this is the backstop).
+  ChatOutputOptions one = required;
+  one.parallel_tool_calls = false;
+  EXPECT_EQ(parse_chat_output(one, text, true).tool_calls.size(), 1u);
+}
+
+TEST(ForcedToolCalls, RequiredTextThatIsNoListOfCallsIsContent) {
+  const ChatOutputOptions required = forced(ChatOutputOptions::ForcedCalls::Required);
+  // Cut off by max_tokens, not an array, a call without parameters, text after the array.
+  for (const std::string text :
+       {"[{\"name\": \"f\", \"parameters\": {\"a\": 1}", "{\"name\": \"f\"}",
+        "[{\"name\": \"f\"}]", "[{\"name\": \"f\", \"parameters\": {}}] x", "", "[]"}) {
+    const ChatOutput o = parse_chat_output(required, text, true);
+    EXPECT_EQ(o.content, text);
+    EXPECT_TRUE(o.tool_calls.empty()) << text;
+  }
+  // A stream reports the call from its name on, arguments as they come.
+  const ChatOutput prefix =
+      parse_chat_output(required, "[{\"name\": \"f\", \"parameters\": {\"a\": [1", false);
+  ASSERT_EQ(prefix.tool_calls.size(), 1u);
+  EXPECT_EQ(prefix.tool_calls[0].arguments, "{\"a\": [1");
+  EXPECT_EQ(prefix.content, "");
+}
+
+TEST(ForcedToolCalls, NamedFunctionTextIsItsArguments) {
+  const ChatOutputOptions named = forced(ChatOutputOptions::ForcedCalls::Named, "get_weather");
+  const std::string text = "{\"city\": \"Paris\", \"days\": [1, 2]}";
+  const ChatOutput o = parse_chat_output(named, text, true);
+  EXPECT_EQ(o.content, "");
+  ASSERT_EQ(o.tool_calls.size(), 1u);
+  EXPECT_EQ(o.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(o.tool_calls[0].arguments, text);
+  expect_every_split(named, text);
+  // After the reasoning: the content is the arguments.
+  ChatOutputOptions thinking = named;
+  thinking.reasoning = ReasoningFormat::DeepSeekR1;
+  const std::string with_thoughts = "Paris, then.</think>" + text;
+  const ChatOutput t = parse_chat_output(thinking, with_thoughts, true);
+  EXPECT_EQ(t.reasoning, "Paris, then.");
+  ASSERT_EQ(t.tool_calls.size(), 1u);
+  EXPECT_EQ(t.tool_calls[0].arguments, text);
+  expect_every_split(thinking, with_thoughts);
 }
 
 TEST(ReasoningThenToolCalls, ToolCallsAreReadAfterTheReasoning) {

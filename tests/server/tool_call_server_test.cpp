@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "server/server_test_util.h"
+#include "structured/schema_validator.h"
 #include "tern/core/error.h"
 #include "tern/tokenizer/chat_template.h"
 
@@ -101,30 +102,143 @@ TEST(ToolCallServer, ScriptedModelAnswersWithToolCalls) {
   EXPECT_EQ(none.body_json()["choices"][0]["finish_reason"], "stop");
 }
 
-TEST(ToolCallServer, RequiredReadsTheCallTheModelWrites) {
+json two_tools() {
+  return json::parse(R"([
+      {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 8},
+                       "days": {"type": "integer"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+        "properties": {"tz": {"enum": ["UTC", "CET", "JST"]}}, "required": ["tz"]}}}])");
+}
+
+// The violation of `call`'s arguments against its tool's parameters ("" when they satisfy them).
+std::string call_violation(const json& call, const json& tools) {
+  for (const json& tool : tools)
+    if (tool["function"]["name"] == call["function"]["name"]) {
+      const std::string arguments = call["function"]["arguments"];
+      if (!json::accept(arguments)) return "arguments are not JSON: " + arguments;
+      const json& schema = tool["function"]["parameters"];
+      return schema_violation(json::parse(arguments), schema, schema);
+    }
+  return "no tool named " + call["function"]["name"].dump();
+}
+
+// A stream's tool calls as one message's: headers give id and name, later deltas arguments.
+json streamed_calls(const StreamResult& st, json& finish) {
+  json calls = json::array();
+  for (const json& e : st.events) {
+    if (e["choices"].empty()) continue;
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+    const json& delta = e["choices"][0]["delta"];
+    if (!delta.contains("tool_calls")) continue;
+    for (const json& c : delta["tool_calls"]) {
+      const size_t i = c["index"];
+      if (c.contains("id")) {
+        EXPECT_EQ(i, calls.size());
+        calls.push_back({{"id", c["id"]}, {"function", {{"name", c["function"]["name"]}, {"arguments", ""}}}});
+      }
+      calls.at(i)["function"]["arguments"] =
+          calls.at(i)["function"]["arguments"].get<std::string>() + c["function"]["arguments"].get<std::string>();
+    }
+  }
+  return calls;
+}
+
+// Random weights write whatever the mask leaves them: every call of tool_choice "required"
+// and of a named function parses and satisfies its tool's schema, with no --tool-call-parser.
+TEST(ToolCallServer, RequiredAndNamedChoicesAreEnforced) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
-  ScriptedServer s = scripted_server();
-  for (const json& choice : {json("required"),
-                             json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
-    const json body = {{"messages", s.messages}, {"tools", weather_tools()},
-                       {"tool_choice", choice}, {"max_tokens", 40}, {"temperature", 0}};
-    const HttpResult r = post(s.server->port(), "/v1/chat/completions", body);
+  TestServer s(tiny_chat_qwen3(), server_engine(1024));
+  const json tools = two_tools();
+  const json messages = json::array({{{"role", "user"}, {"content", "Weather and time?"}}});
+  const json named = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+  int required_answers = 0, several_calls = 0;
+  for (int seed = 0; seed < 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    json body = {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"},
+                 {"max_tokens", 400}, {"temperature", 1.0}, {"seed", seed}};
+    if (seed % 4 == 3) body["parallel_tool_calls"] = false;
+    HttpResult r = post(s.port(), "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
-    const json answer = r.body_json();
-    EXPECT_EQ(answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "get_weather")
-        << choice;
+    json choice = r.body_json()["choices"][0];
+    if (choice["finish_reason"] != "length") {
+      ++required_answers;
+      EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+      EXPECT_TRUE(choice["message"]["content"].is_null()) << r.body;
+      const json& calls = choice["message"]["tool_calls"];
+      ASSERT_GE(calls.size(), 1u) << r.body;
+      if (seed % 4 == 3) EXPECT_EQ(calls.size(), 1u) << r.body;
+      several_calls += calls.size() > 1;
+      for (const json& call : calls) EXPECT_EQ(call_violation(call, tools), "") << r.body;
+      // Streamed with the same seed: the same calls, arguments in pieces.
+      body["stream"] = true;
+      const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
+      ASSERT_TRUE(st.done) << st.error_body;
+      json finish;
+      const json streamed = streamed_calls(st, finish);
+      EXPECT_EQ(finish, "tool_calls");
+      ASSERT_EQ(streamed.size(), calls.size());
+      for (size_t i = 0; i < calls.size(); ++i) {
+        EXPECT_EQ(streamed[i]["function"], calls[i]["function"]);
+      }
+    }
+
+    body = {{"messages", messages}, {"tools", tools}, {"tool_choice", named},
+            {"max_tokens", 400}, {"temperature", 1.0}, {"seed", seed}};
+    r = post(s.port(), "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    choice = r.body_json()["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "stop") << r.body;  // OpenAI's and vLLM's for a named call
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.body;
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_time");
+    EXPECT_EQ(call_violation(choice["message"]["tool_calls"][0], tools), "") << r.body;
   }
+  EXPECT_GE(required_answers, 6);
+  EXPECT_GE(several_calls, 1);  // parallel calls happen when allowed
+}
+
+TEST(ToolCallServer, EnforcedToolChoiceRefusals) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  TestServer s(tiny_chat_qwen3(), server_engine(1024));
+  const json messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  // Two constraints: the request's own and the tool call's.
+  json both = {{"messages", messages}, {"tools", two_tools()}, {"tool_choice", "required"},
+               {"response_format", {{"type", "json_object"}}}};
+  HttpResult r = post(s.port(), "/v1/chat/completions", both);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.body_json()["error"]["param"], "response_format") << r.body;
+  // Parameters outside the enforceable subset are refused, never loosened.
+  json tools = two_tools();
+  tools[0]["function"]["parameters"]["properties"]["days"]["minimum"] = 1;
+  const json unenforceable = {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}};
+  r = post(s.port(), "/v1/chat/completions", unenforceable);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.body_json()["error"]["param"], "tools") << r.body;
+  EXPECT_NE(r.body.find("minimum"), std::string::npos) << r.body;
+  // A named function that is not among the tools.
+  const json unknown = {{"messages", messages}, {"tools", two_tools()},
+                        {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}};
+  r = post(s.port(), "/v1/chat/completions", unknown);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.body_json()["error"]["param"], "tool_choice") << r.body;
+}
+
+// scripted_qwen3's chain that answers a Qwen-template prompt with "<think>ok</think>Hi there".
+std::vector<int32_t> think_chain() {
+  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  std::vector<int32_t> chain = {tok.encode("<|im_start|>assistant\n", false, true).back()};
+  for (int32_t id : tok.encode("<think>ok</think>Hi there", false, true)) chain.push_back(id);
+  chain.push_back(*tok.eos_id());
+  return chain;
 }
 
 // <think>ok</think>Hi there: reasoning, then content, split by --reasoning-parser.
 TEST(ReasoningServer, ScriptedThinkIsReasoningContent) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
-  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
-  std::vector<int32_t> chain = {tok.encode("<|im_start|>assistant\n", false, true).back()};
-  for (int32_t id : tok.encode("<think>ok</think>Hi there", false, true)) chain.push_back(id);
-  chain.push_back(*tok.eos_id());
+  const std::vector<int32_t> chain = think_chain();
   for (const char* parser : {"qwen3", "deepseek_r1"}) {
     server::ServerOptions o;
     o.reasoning_parser = parser;
@@ -158,6 +272,46 @@ TEST(ReasoningServer, ScriptedThinkIsReasoningContent) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body_json()["choices"][0]["message"]["content"], "<think>ok</think>Hi there");
   EXPECT_FALSE(r.body_json()["choices"][0]["message"].contains("reasoning_content"));
+}
+
+// With a reasoning parser a constraint waits for </think>, as vLLM's structured outputs do: the
+// scripted model thinks "ok" freely, then the choice it did not want is enforced. When the
+// template has ended the reasoning in the prompt (enable_thinking false), the constraint holds
+// from the first token.
+TEST(ReasoningServer, ConstraintAppliesAfterTheReasoning) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  const std::vector<int32_t> chain = think_chain();
+  const json messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  for (const char* parser : {"qwen3", "deepseek_r1"}) {
+    SCOPED_TRACE(parser);
+    server::ServerOptions o;
+    o.reasoning_parser = parser;
+    TestServer s(scripted_qwen3(chain), server_engine(1024), o);
+    json body = {{"messages", messages}, {"max_tokens", 20}, {"temperature", 0},
+                 {"guided_choice", {"Bye", "Later"}}};
+    HttpResult r = post(s.port(), "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json m = r.body_json()["choices"][0]["message"];
+    EXPECT_EQ(m["reasoning_content"], "ok") << r.body;
+    EXPECT_TRUE(m["content"] == "Bye" || m["content"] == "Later") << r.body;
+    if (std::string(parser) == "qwen3") {
+      body["chat_template_kwargs"] = {{"enable_thinking", false}};
+      r = post(s.port(), "/v1/chat/completions", body);
+      ASSERT_EQ(r.status, 200) << r.body;
+      m = r.body_json()["choices"][0]["message"];
+      EXPECT_TRUE(m["reasoning_content"].is_null()) << r.body;
+      EXPECT_TRUE(m["content"] == "Bye" || m["content"] == "Later") << r.body;
+    }
+  }
+  // Without a reasoning parser the constraint holds from the first token: no thinking.
+  TestServer plain(scripted_qwen3(chain), server_engine(1024));
+  const HttpResult r = post(plain.port(), "/v1/chat/completions",
+                            {{"messages", messages}, {"max_tokens", 20}, {"temperature", 0},
+                             {"guided_choice", {"Bye", "Later"}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json content = r.body_json()["choices"][0]["message"]["content"];
+  EXPECT_TRUE(content == "Bye" || content == "Later") << r.body;
 }
 
 TEST(ToolCallServer, ToolsReachTheTemplateAndAnswersParse) {

@@ -162,7 +162,7 @@ TEST(ToolCallRequest, AutoNeedsEnableAutoToolChoiceAsInVllm) {
   EXPECT_EQ(none.tools.size(), 1u);
 }
 
-TEST(ToolCallRequest, RequiredAndNamedCarryTheirSchemaAndNeedAParser) {
+TEST(ToolCallRequest, RequiredAndNamedCarryTheirSchema) {
   const std::string base = std::string(R"({"tools": [)") + kWeatherTool + "], \"tool_choice\": ";
   const ToolRequest named = parse_tool_request(
       ordered_json::parse(base + R"({"type": "function", "function": {"name": "get_weather"}}})"),
@@ -176,9 +176,13 @@ TEST(ToolCallRequest, RequiredAndNamedCarryTheirSchemaAndNeedAParser) {
   EXPECT_EQ(required.constraint_schema["type"], "array");
   EXPECT_EQ(required.constraint_schema["items"]["anyOf"][0]["properties"]["name"]["enum"][0],
             "get_weather");
-  // Nothing constrains the output yet, so without a parser nothing would read the calls.
-  EXPECT_NE(refusal(base + "\"required\"}", ModelContext{}).find("--tool-call-parser"),
-            std::string::npos);
+  EXPECT_FALSE(required.constraint_schema.contains("maxItems"));
+  // Constrained decoding writes the calls: no parser is needed (vLLM's rule).
+  EXPECT_EQ(refusal(base + "\"required\"}", ModelContext{}), "");
+  // parallel_tool_calls false allows one call.
+  const ToolRequest one = parse_tool_request(
+      ordered_json::parse(base + "\"required\", \"parallel_tool_calls\": false}"), ModelContext{});
+  EXPECT_EQ(one.constraint_schema["maxItems"], 1);
 }
 
 TEST(ToolCallRequest, HistoryToolCallsAreChecked) {

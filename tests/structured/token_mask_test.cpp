@@ -117,6 +117,61 @@ TEST(StructuredTokenMask, SamplerMasksAndRollsBack) {
   }
 }
 
+// A reasoning model's constraint sleeps until the end of thinking (token 5 here), then
+// applies; taking the end token back puts it to sleep again.
+TEST(StructuredTokenMask, WaitsForTheEndOfReasoning) {
+  const std::vector<std::string> bytes = {"", "a", "b", "ab", "c", ""};
+  auto trie = std::make_shared<const TokenTrie>(bytes, std::vector<int32_t>{0});
+  auto compiled = std::make_shared<CompiledConstraint>(flatten(parse_gbnf(R"(root ::= "ab" "c"?)")), trie);
+  ConstraintState state(compiled, 16, /*wait_for=*/5);
+  const std::vector<float> logits = {0.0f, -5.0f, 9.0f, -5.0f, 9.0f, 1.0f};
+  std::vector<float> row = logits;
+  state.apply(row);
+  EXPECT_EQ(row, logits);  // asleep: nothing masked, the end allowed
+  EXPECT_EQ(state.state(), ConstraintState::kWaiting);
+  for (int32_t thought : {2, 4, 0, 2}) state.advance(thought);  // any text while thinking
+  EXPECT_FALSE(state.finished());
+  EXPECT_FALSE(state.accepting());
+  state.advance(5);  // </think>
+  EXPECT_EQ(state.state(), compiled->start());
+  row = logits;
+  state.apply(row);
+  EXPECT_TRUE(std::isinf(row[2]) && std::isinf(row[4]) && std::isinf(row[5]) && std::isinf(row[0]));
+  EXPECT_EQ(row[1], -5.0f);
+  state.advance(3);
+  state.advance(4);
+  EXPECT_TRUE(state.finished());
+  EXPECT_TRUE(state.finished_after(7));
+  EXPECT_FALSE(state.finished_after(4));  // still thinking then
+  for (int i = 0; i < 3; ++i) state.rollback();
+  EXPECT_EQ(state.state(), ConstraintState::kWaiting);
+  row = logits;
+  state.apply(row);
+  EXPECT_EQ(row, logits);
+}
+
+// Where reasoning has ended decides where a constraint starts: the prompt's last think tag.
+TEST(StructuredTokenMask, ThePromptsLastThinkTagDecidesWhereTheConstraintStarts) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));
+  const std::vector<int32_t> open = tok.encode("<think>", false, true),
+                             close = tok.encode("</think>", false, true);
+  ASSERT_EQ(open.size(), 1u);
+  ASSERT_EQ(close.size(), 1u);
+  StructuredOutputs so(tok, tok.eos_ids());
+  StructuredOutputSpec spec{StructuredOutputSpec::Kind::kJsonObject, "", "response_format"};
+  const std::vector<int32_t> words = tok.encode("hello there", false);
+  auto starts_awake = [&](const std::vector<int32_t>& prompt) {
+    return so.start(spec, 8, prompt)->state() != ConstraintState::kWaiting;
+  };
+  EXPECT_TRUE(starts_awake(words));  // no reasoning parser: from the first token
+  spec.think_start_token = open[0];
+  spec.think_end_token = close[0];
+  EXPECT_FALSE(starts_awake(words));  // the model thinks first
+  EXPECT_TRUE(starts_awake({words[0], open[0], words[1], close[0], words[0]}));  // enable_thinking false
+  EXPECT_FALSE(starts_awake({close[0], words[1], open[0]}));  // a template that opened <think>
+}
+
 TEST(StructuredTokenMask, QwenVocabularyTrie) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));

@@ -106,7 +106,7 @@ std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(Request& reque
     if (!structured_)
       structured_ = std::make_unique<structured::StructuredOutputs>(tokenizer_, eos_ids_);
     c->sampler->set_constraint(
-        structured_->start(params.structured, static_cast<size_t>(params.max_tokens)));
+        structured_->start(params.structured, static_cast<size_t>(params.max_tokens), prompt));
   }
   c->text = std::make_unique<CompletionText>(tokenizer_, params, tokenizer_.decode(prompt).empty());
   completion_of_[&c->seq] = c.get();

@@ -17,6 +17,12 @@ struct StructuredOutputSpec {
   std::string text;   // kJsonSchema: the schema's JSON; kRegex; kGrammar: GBNF; kChoice: a JSON
                       // list of strings; kJsonObject: empty
   std::string field;  // the request field it came from ("response_format"), for messages
+  // A reasoning model's think tags (a chat request on a server with --reasoning-parser): the
+  // constraint waits until reasoning has ended, as vLLM's structured outputs do. Reasoning has
+  // ended in the prompt when its last think tag is the end tag; otherwise the constraint starts
+  // after the model writes think_end_token. -1: no reasoning, constrained from the first token.
+  int32_t think_start_token = -1;
+  int32_t think_end_token = -1;
   bool enabled() const { return kind != Kind::kNone; }
 };
 

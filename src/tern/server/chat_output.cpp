@@ -14,11 +14,16 @@ ChatOutput parse_chat_output(const ChatOutputOptions& options, std::string_view 
   } else {
     content = std::string(text);
   }
-  if (!options.tool_calls) {
+  using Forced = ChatOutputOptions::ForcedCalls;
+  if (!options.tool_calls && options.forced_calls == Forced::None) {
     out.content = std::move(content);
     return out;
   }
-  ToolCallParse t = parse_tool_calls(*options.tool_calls, content, final);
+  ToolCallParse t = options.forced_calls == Forced::Required
+                        ? parse_required_tool_calls(content, final)
+                    : options.forced_calls == Forced::Named
+                        ? parse_named_tool_call(options.forced_function, content, final)
+                        : parse_tool_calls(*options.tool_calls, content, final);
   out.content = std::move(t.content);
   out.tool_calls = std::move(t.calls);
   if (!options.parallel_tool_calls && out.tool_calls.size() > 1) out.tool_calls.resize(1);

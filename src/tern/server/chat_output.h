@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tern/server/reasoning_parser.h"
@@ -15,11 +16,18 @@
 namespace tern::server {
 
 struct ChatOutputOptions {
+  // tool_choice "required" / a named function: constrained decoding makes the content the
+  // JSON of the calls, read by parse_required_tool_calls / parse_named_tool_call in place of
+  // the --tool-call-parser.
+  enum class ForcedCalls { None, Required, Named };
+
   std::optional<ReasoningFormat> reasoning;  // --reasoning-parser
   std::optional<ToolCallFormat> tool_calls;  // --tool-call-parser, when the request offers tools
   bool parallel_tool_calls = true;           // false: at most the first call is returned
+  ForcedCalls forced_calls = ForcedCalls::None;
+  std::string forced_function;  // ForcedCalls::Named: its name
 
-  bool parses() const { return reasoning || tool_calls; }
+  bool parses() const { return reasoning || tool_calls || forced_calls != ForcedCalls::None; }
 };
 
 struct ChatOutput {
@@ -52,7 +60,7 @@ struct ChatDelta {
 // <think> that never closes stays reasoning).
 class ChatOutputStream {
  public:
-  explicit ChatOutputStream(ChatOutputOptions options) : options_(options) {}
+  explicit ChatOutputStream(ChatOutputOptions options) : options_(std::move(options)) {}
   ChatDelta push(std::string_view new_text, bool finished);
   bool sent_tool_calls() const { return !arguments_sent_.empty(); }
 

@@ -411,6 +411,7 @@ ToolRequest parse_tool_request(const ordered_json& body, const ModelContext& mod
                             {"parameters", tool_parameters(tool)}}},
                           {"required", {"name", "parameters"}}});
       t.constraint_schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", any_of}}}};
+      if (!t.parallel_tool_calls) t.constraint_schema["maxItems"] = 1;
       break;
     }
     case ToolRequest::Choice::Named: {
@@ -424,17 +425,30 @@ ToolRequest parse_tool_request(const ordered_json& body, const ModelContext& mod
       break;
     }
   }
-  // Until constrained decoding enforces tool_choice "required" / a named function, the calls
-  // are read from the text by the tool-call parser, which must therefore be there.
-  if ((t.choice == ToolRequest::Choice::Required || t.choice == ToolRequest::Choice::Named) &&
-      !model.tool_call_parser)
-    throw ApiError(400,
-                   "tool_choice \"required\" or a named function needs the server started with "
-                   "--tool-call-parser (tern does not yet constrain the output to a tool call; "
-                   "the parser reads the calls the model writes)",
-                   "tool_choice");
   return t;
 }
+
+namespace {
+
+// tool_choice "required" / a named function, as vLLM enforces them: the output is constrained
+// to the tool-call JSON (`tools.constraint_schema`), which takes the request's one constraint.
+void enforce_tool_choice(const ToolRequest& tools, StructuredOutputSpec& constraint) {
+  if (constraint.enabled())
+    throw ApiError(400,
+                   "tool_choice \"required\" or a named function constrains the output to the "
+                   "tool call; it cannot be combined with '" + constraint.field + "'",
+                   constraint.field);
+  constraint = {StructuredOutputSpec::Kind::kJsonSchema, tools.constraint_schema.dump(),
+                "tool_choice"};
+  try {
+    structured::grammar_of(constraint);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("a tool's parameters cannot be enforced: ") + e.what(),
+                   "tools");
+  }
+}
+
+}  // namespace
 
 GenerationRequest parse_chat_request(const std::string& text, const ModelContext& model) {
   json body = parse_body(text);
@@ -466,8 +480,23 @@ GenerationRequest parse_chat_request(const std::string& text, const ModelContext
   const ordered_json ordered = ordered_json::parse(text);
   r.tools = parse_tool_request(ordered, model);
   r.output.reasoning = model.reasoning_parser;
-  if (r.tools.choice != ToolRequest::Choice::None) r.output.tool_calls = model.tool_call_parser;
   r.output.parallel_tool_calls = r.tools.parallel_tool_calls;
+  switch (r.tools.choice) {
+    case ToolRequest::Choice::None: break;
+    case ToolRequest::Choice::Auto: r.output.tool_calls = model.tool_call_parser; break;
+    case ToolRequest::Choice::Required:
+    case ToolRequest::Choice::Named:
+      enforce_tool_choice(r.tools, base.structured);
+      r.output.forced_calls = r.tools.choice == ToolRequest::Choice::Required
+                                  ? ChatOutputOptions::ForcedCalls::Required
+                                  : ChatOutputOptions::ForcedCalls::Named;
+      r.output.forced_function = r.tools.function;
+      break;
+  }
+  if (model.reasoning_parser && model.think_end_token >= 0) {
+    base.structured.think_start_token = model.think_start_token;
+    base.structured.think_end_token = model.think_end_token;
+  }
   r.prompts.push_back(chat_prompt_tokens(ordered, model));
   r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
   r.n = base.n;

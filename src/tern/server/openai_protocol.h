@@ -31,6 +31,10 @@ struct ModelContext {
   std::optional<ToolCallFormat> tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::optional<ReasoningFormat> reasoning_parser;
+  // With a reasoning parser: the <think> / </think> tokens (-1 when not one token each); a
+  // chat request's constraint applies after the reasoning (StructuredOutputSpec).
+  int32_t think_start_token = -1;
+  int32_t think_end_token = -1;
 };
 
 // A chat request's tools and what it asks of them (OpenAI's tools, tool_choice,
@@ -41,8 +45,9 @@ struct ToolRequest {
   Choice choice = Choice::None;
   std::string function;  // Choice::Named: its name
   bool parallel_tool_calls = true;
-  // The JSON schema a tool call must satisfy under Required / Named: what constrained decoding
-  // will enforce once it is wired to tool calls; until then nothing enforces it (see README).
+  // Required / Named: the JSON schema constrained decoding enforces on the output, vLLM's: an
+  // array of {"name", "parameters"} objects (at most one without parallel_tool_calls), or the
+  // named function's parameters.
   nlohmann::ordered_json constraint_schema;
 };
 
@@ -72,7 +77,8 @@ GenerationRequest parse_chat_request(const std::string& body, const ModelContext
 
 // tools / tool_choice / parallel_tool_calls of a chat body; a 400 naming the field when they
 // are malformed or ask for what the server was not started for (vLLM's rules: "auto" needs
-// --enable-auto-tool-choice and --tool-call-parser).
+// --enable-auto-tool-choice and --tool-call-parser; "required" and a named function need no
+// parser: constrained decoding writes the calls).
 ToolRequest parse_tool_request(const nlohmann::ordered_json& body, const ModelContext& model);
 
 // The chat prompt for `messages` (an OpenAI messages array): normalised content, the template

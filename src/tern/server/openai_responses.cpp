@@ -67,9 +67,13 @@ ResponseFormatter::ResponseFormatter(Endpoint endpoint, std::string id, int64_t 
       streams_(endpoint == Endpoint::ChatCompletions && output.parses() ? text_offsets_.size() : 0,
                ChatOutputStream(output)) {}
 
-// OpenAI's finish_reason when the model called tools and stopped by itself.
-static json finish_after_tools(const CompletionOutput& c, bool called) {
-  if (called && c.finish_reason == "stop") return "tool_calls";
+// OpenAI's finish_reason when the model called tools and stopped by itself; a call of the
+// function the request named still ends with "stop", as OpenAI and vLLM answer it.
+static json finish_after_tools(const ChatOutputOptions& output, const CompletionOutput& c,
+                               bool called) {
+  if (called && c.finish_reason == "stop" &&
+      output.forced_calls != ChatOutputOptions::ForcedCalls::Named)
+    return "tool_calls";
   return finish_json(c);
 }
 
@@ -104,7 +108,7 @@ std::vector<json> ResponseFormatter::parsed_deltas(size_t index, const Completio
       calls.push_back(std::move(call));
     }
   }
-  finish = finish_after_tools(c, stream.sent_tool_calls());
+  finish = finish_after_tools(output_, c, stream.sent_tool_calls());
   return deltas;
 }
 
@@ -119,7 +123,7 @@ json ResponseFormatter::parsed_message(const CompletionOutput& c, json& finish) 
       calls.push_back(tool_call_json(call, new_tool_call_id()));
     message["tool_calls"] = std::move(calls);
   }
-  finish = finish_after_tools(c, !o.tool_calls.empty());
+  finish = finish_after_tools(output_, c, !o.tool_calls.empty());
   return message;
 }
 

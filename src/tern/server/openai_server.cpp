@@ -126,6 +126,14 @@ struct OpenAIServer::Impl {
       if (!ctx.model.reasoning_parser)
         throw Error("--reasoning-parser: unknown parser '" + o.reasoning_parser +
                     "' (tern has qwen3 and deepseek_r1)");
+      // Where a constraint waits for the end of reasoning: the think tags as single tokens (a
+      // vocabulary without them constrains from the first token).
+      auto single_token = [&](const char* tag) {
+        const std::vector<int32_t> ids = ctx.tokenizer.encode(tag, false, /*parse_special=*/true);
+        return ids.size() == 1 ? ids[0] : -1;
+      };
+      ctx.model.think_start_token = single_token("<think>");
+      ctx.model.think_end_token = single_token("</think>");
     }
   }
 

@@ -282,6 +282,43 @@ ToolCallParse parse_llama3_json(string_view text, bool final) {
 
 }  // namespace
 
+ToolCallParse parse_required_tool_calls(std::string_view text, bool final) {
+  size_t i = skip_space(text, 0);
+  if (i == text.size()) return final ? all_content(text) : ToolCallParse{};
+  if (text[i] != '[') return all_content(text);
+  ToolCallParse out;
+  // What a stream reports of a text that turns out not to be a list of calls: the calls whose
+  // names it has read (a final text is then all content).
+  auto broken = [&]() { return final ? all_content(text) : out; };
+  i = skip_space(text, i + 1);
+  for (;;) {
+    if (i == text.size()) return broken();
+    const CallScan c = scan_call(text, i, ToolCallFormat::Llama3Json);
+    if (c.status == Scan::Incomplete && !final) {
+      if (c.name) out.calls.push_back(to_call(text, c));
+      return out;
+    }
+    if (!is_good_call(text, c)) {
+      if (!final && c.name) out.calls.push_back(to_call(text, c));
+      return broken();
+    }
+    out.calls.push_back(to_call(text, c));
+    i = skip_space(text, c.end);
+    if (i == text.size()) return broken();
+    if (text[i] == ']') break;
+    if (text[i] != ',') return broken();
+    i = skip_space(text, i + 1);
+  }
+  if (final && skip_space(text, i + 1) != text.size()) return all_content(text);
+  return out;
+}
+
+ToolCallParse parse_named_tool_call(std::string_view name, std::string_view text, bool /*final*/) {
+  ToolCallParse out;
+  if (!text.empty()) out.calls.push_back({std::string(name), std::string(text)});
+  return out;
+}
+
 std::optional<ToolCallFormat> tool_call_format_from_name(std::string_view name) {
   if (name == "hermes") return ToolCallFormat::Hermes;
   if (name == "llama3_json") return ToolCallFormat::Llama3Json;

@@ -34,4 +34,13 @@ struct ToolCallParse {
 // is complete, with the arguments written so far.
 ToolCallParse parse_tool_calls(ToolCallFormat format, std::string_view text, bool final);
 
+// What tool_choice "required" and a named function make a model write under constrained
+// decoding (vLLM's forms), read with the same contract as parse_tool_calls:
+// "required": a JSON array of {"name": …, "parameters": …} objects, each a call whose arguments
+// are its "parameters" value; a final text that is not such an array is content.
+ToolCallParse parse_required_tool_calls(std::string_view text, bool final);
+// A named function: the text is the call's arguments object itself, reported from its first
+// byte on (a final text cut short stays the call, as vLLM answers it; an empty one is none).
+ToolCallParse parse_named_tool_call(std::string_view name, std::string_view text, bool final);
+
 }  // namespace tern::server

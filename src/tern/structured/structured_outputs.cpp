@@ -1,6 +1,8 @@
 // Request fields, spec compilation and the engine's compile cache.
 #include "tern/structured/structured_outputs.h"
 
+#include <algorithm>
+
 #include "tern/structured/gbnf.h"
 #include "tern/structured/json_schema.h"
 #include "tern/structured/regex.h"
@@ -186,8 +188,17 @@ std::shared_ptr<CompiledConstraint> StructuredOutputs::compile(const StructuredO
 }
 
 std::unique_ptr<ConstraintState> StructuredOutputs::start(const StructuredOutputSpec& spec,
-                                                          size_t max_tokens) {
-  return std::make_unique<ConstraintState>(compile(spec), max_tokens);
+                                                          size_t max_tokens,
+                                                          std::span<const int32_t> prompt) {
+  int32_t wait_for = -1;
+  if (spec.think_end_token >= 0) {
+    const auto last_tag = std::find_if(prompt.rbegin(), prompt.rend(), [&](int32_t id) {
+      return id == spec.think_end_token || id == spec.think_start_token;
+    });
+    if (last_tag == prompt.rend() || *last_tag != spec.think_end_token)
+      wait_for = spec.think_end_token;
+  }
+  return std::make_unique<ConstraintState>(compile(spec), max_tokens, wait_for);
 }
 
 }  // namespace tern::structured

@@ -5,6 +5,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -52,7 +53,10 @@ class StructuredOutputs {
 
   // Throws tern::Error when the spec does not compile.
   std::shared_ptr<CompiledConstraint> compile(const StructuredOutputSpec& spec);
-  std::unique_ptr<ConstraintState> start(const StructuredOutputSpec& spec, size_t max_tokens);
+  // A sequence's state for `spec` after `prompt`: waiting for the end of reasoning when the
+  // spec's think_end_token is set and the prompt has not ended reasoning.
+  std::unique_ptr<ConstraintState> start(const StructuredOutputSpec& spec, size_t max_tokens,
+                                         std::span<const int32_t> prompt);
   std::shared_ptr<const TokenTrie> trie();
 
  private:

@@ -116,13 +116,15 @@ size_t CompiledConstraint::num_states() {
   return automaton_.num_states();
 }
 
-ConstraintState::ConstraintState(std::shared_ptr<CompiledConstraint> constraint, size_t max_tokens)
-    : constraint_(std::move(constraint)), mask_(constraint_->mask_words()) {
+ConstraintState::ConstraintState(std::shared_ptr<CompiledConstraint> constraint, size_t max_tokens,
+                                 int32_t wait_for)
+    : constraint_(std::move(constraint)), wait_for_(wait_for), mask_(constraint_->mask_words()) {
   states_.reserve(max_tokens + 64);
-  states_.push_back(constraint_->start());
+  states_.push_back(wait_for_ >= 0 ? kWaiting : constraint_->start());
 }
 
 void ConstraintState::apply(std::span<float> logits) {
+  if (states_.back() == kWaiting) return;
   constraint_->fill_mask(states_.back(), mask_);
   const size_t vocab = static_cast<size_t>(constraint_->trie().vocab_size());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -144,18 +146,27 @@ void ConstraintState::apply(std::span<float> logits) {
 }
 
 void ConstraintState::advance(int32_t token) {
-  states_.push_back(constraint_->advance(states_.back(), token));
+  const int32_t now = states_.back();
+  if (now == kWaiting)
+    states_.push_back(token == wait_for_ ? constraint_->start() : kWaiting);
+  else
+    states_.push_back(constraint_->advance(now, token));
 }
 
 void ConstraintState::rollback() {
   if (states_.size() > 1) states_.pop_back();
 }
 
-bool ConstraintState::finished() const { return constraint_->finished(states_.back()); }
+bool ConstraintState::finished() const {
+  return states_.back() != kWaiting && constraint_->finished(states_.back());
+}
 bool ConstraintState::finished_after(size_t num_tokens) const {
-  return num_tokens < states_.size() && constraint_->finished(states_[num_tokens]);
+  return num_tokens < states_.size() && states_[num_tokens] != kWaiting &&
+         constraint_->finished(states_[num_tokens]);
 }
 
-bool ConstraintState::accepting() const { return constraint_->accepting(states_.back()); }
+bool ConstraintState::accepting() const {
+  return states_.back() != kWaiting && constraint_->accepting(states_.back());
+}
 
 }  // namespace tern::structured

@@ -75,10 +75,13 @@ class CompiledConstraint {
 };
 
 // One sequence's progress through its constraint: the state after each accepted token, so
-// speculative drafts can be taken back in order.
+// speculative drafts can be taken back in order. With wait_for >= 0 the constraint sleeps
+// (masks nothing, never finishes) until that token is advanced, and applies from the next one
+// (a reasoning model's end of thinking).
 class ConstraintState {
  public:
-  ConstraintState(std::shared_ptr<CompiledConstraint> constraint, size_t max_tokens);
+  ConstraintState(std::shared_ptr<CompiledConstraint> constraint, size_t max_tokens,
+                  int32_t wait_for = -1);
 
   // Sets the logits of disallowed tokens to -inf. logits: [row], the model's vocabulary (ids
   // past the tokenizer's are never allowed). No allocation after the first call.
@@ -90,10 +93,12 @@ class ConstraintState {
   // has not appended yet).
   bool finished_after(size_t num_tokens) const;
   bool accepting() const;
-  int32_t state() const { return states_.back(); }
+  int32_t state() const { return states_.back(); }  // kWaiting while asleep
+  static constexpr int32_t kWaiting = -2;
 
  private:
   std::shared_ptr<CompiledConstraint> constraint_;
+  int32_t wait_for_;
   std::vector<int32_t> states_;
   std::vector<uint64_t> mask_;
 };
