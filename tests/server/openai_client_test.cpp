@@ -25,15 +25,18 @@ std::filesystem::path npm_openai_dir(std::string& why) {
     return {};
   }
   const std::filesystem::path npm_dir = std::filesystem::path(TERN_BINARY).parent_path() / "npm";
-  if (!std::filesystem::exists(npm_dir / "node_modules" / "openai" / "package.json")) {
-    std::filesystem::create_directories(npm_dir);
-    const ProcessResult install =
-        run_process("/bin/sh", {"-c", "npm install --prefix '" + npm_dir.string() +
-                                          "' openai --no-audit --no-fund --loglevel=error"});
-    if (install.exit_code != 0) {
-      why = "npm install openai failed: " + install.err;
-      return {};
-    }
+  std::filesystem::create_directories(npm_dir);
+  // ctest runs these tests as parallel processes: the lock makes one of them install and the
+  // others wait for it (two concurrent `npm install`s into one prefix break each other).
+  const std::string install_once =
+      "test -f \"$1/node_modules/openai/package.json\" || "
+      "npm install --prefix \"$1\" openai --no-audit --no-fund --loglevel=error";
+  const ProcessResult install =
+      run_process("/usr/bin/flock", {(npm_dir / ".install-lock").string(), "/bin/sh", "-c",
+                                     install_once, "sh", npm_dir.string()});
+  if (install.exit_code != 0) {
+    why = "npm install openai failed: " + install.err;
+    return {};
   }
   return npm_dir;
 }
