@@ -46,23 +46,24 @@ bool stream_step(StreamState& s, httplib::DataSink& sink) {
     if (s.chat)
       for (const nlohmann::json& chunk : s.formatter->chat_role_chunks()) append_event(out, chunk);
   }
-  // A short wait, so that httplib checks for a server shutdown between calls.
-  if (s.channel->pop_all(s.events, 100ms)) {
-    for (EngineEvent& e : s.events) {
-      if (e.kind == EngineEvent::Kind::Failed) {
-        append_event(out, error_body(500, e.error));
-        s.remaining = 0;
-        break;
-      }
-      if (e.kind != EngineEvent::Kind::Output) continue;
-      for (const CompletionOutput& c : e.output.outputs) {
-        s.usage.completion_tokens += static_cast<int64_t>(c.new_token_ids.size());
-        for (const nlohmann::json& chunk : s.formatter->chunks(e.prompt_index, c))
-          append_event(out, chunk);
-      }
-      if (e.output.finished) --s.remaining;
+  // Outputs that came with the acceptance are written first; then what arrives within a short
+  // wait, so that httplib checks for a server shutdown between calls.
+  if (s.events.empty()) s.channel->pop_all(s.events, 100ms);
+  for (EngineEvent& e : s.events) {
+    if (e.kind == EngineEvent::Kind::Failed) {
+      append_event(out, error_body(500, e.error));
+      s.remaining = 0;
+      break;
     }
+    if (e.kind != EngineEvent::Kind::Output) continue;
+    for (const CompletionOutput& c : e.output.outputs) {
+      s.usage.completion_tokens += static_cast<int64_t>(c.new_token_ids.size());
+      for (const nlohmann::json& chunk : s.formatter->chunks(e.prompt_index, c))
+        append_event(out, chunk);
+    }
+    if (e.output.finished) --s.remaining;
   }
+  s.events.clear();
   if (s.remaining == 0) {
     if (s.include_usage) append_event(out, s.formatter->usage_chunk(s.usage));
     out += "data: [DONE]\n\n";
@@ -124,8 +125,9 @@ void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Req
     state->include_usage = g.include_usage;
     state->chat = endpoint == Endpoint::ChatCompletions;
     state->remaining = num_prompts;
-    // Outputs that came with the acceptance go back first.
-    for (EngineEvent& e : events) channel->push(std::move(e));
+    // Outputs that came with the acceptance: kept here, not pushed back into the channel,
+    // where the engine thread may already have queued later ones behind them.
+    state->events = std::move(events);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
