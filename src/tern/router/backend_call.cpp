@@ -1,27 +1,14 @@
 // The reading thread of a backend call and its hand-over buffer (see backend_call.h).
 #include "tern/router/backend_call.h"
 
-#include <cmath>
-
 namespace tern::router {
-namespace {
-
-void split_seconds(double s, time_t& sec, time_t& usec) {
-  sec = static_cast<time_t>(std::floor(s));
-  usec = static_cast<time_t>((s - std::floor(s)) * 1e6);
-}
-
-}  // namespace
 
 BackendCall::BackendCall(const BackendAddress& to, std::string path, std::string body,
                          httplib::Headers headers, const CallTimeouts& timeouts)
     : client_(to.host, to.port) {
-  time_t sec = 0, usec = 0;
-  split_seconds(timeouts.connect_seconds, sec, usec);
-  client_.set_connection_timeout(sec, usec);
-  split_seconds(timeouts.read_seconds, sec, usec);
-  client_.set_read_timeout(sec, usec);
-  client_.set_write_timeout(sec, usec);
+  client_.set_connection_timeout(std::chrono::duration<double>(timeouts.connect_seconds));
+  client_.set_read_timeout(std::chrono::duration<double>(timeouts.read_seconds));
+  client_.set_write_timeout(std::chrono::duration<double>(timeouts.read_seconds));
   client_.set_keep_alive(false);
   thread_ =
       std::thread(&BackendCall::run, this, std::move(path), std::move(body), std::move(headers));

@@ -2,7 +2,6 @@
 // /v1/models, /health, /metrics), OpenAI error bodies, the health checker and the lifecycle.
 #include "tern/router/router_server.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,9 +12,9 @@
 #include <thread>
 
 #include "tern/core/error.h"
-#include "tern/server/http_server.h"
 #include "tern/router/router_context.h"
 #include "tern/server/api_error.h"
+#include "tern/server/http_server.h"
 
 namespace tern::router {
 
@@ -41,23 +40,11 @@ void RouterContext::set_healthy(BackendPool& pool, size_t index, bool healthy,
                  role_name(pool.role()), url.c_str(), why.c_str());
 }
 
-namespace {
-
-void split_seconds(double s, time_t& sec, time_t& usec) {
-  sec = static_cast<time_t>(s);
-  usec = static_cast<time_t>((s - static_cast<double>(sec)) * 1e6);
-}
-
-}  // namespace
-
 struct RouterServer::Impl {
   RouterContext ctx;
   server::HttpServer http;
   int port = -1;
   std::once_flag stopped;
-  std::mutex serve_mutex;  // see OpenAIServer: stop() may come before serve() runs
-  bool stop_requested = false;
-  std::atomic<bool> serving = false;
   // The health checker: a round of checks every interval, woken early by stop().
   std::thread health_thread;
   std::mutex health_mutex;
@@ -107,15 +94,14 @@ void RouterServer::Impl::configure() {
 
 void RouterServer::Impl::check_health() {
   // Short timeouts: a hung backend must not hold up the checks of the others for long.
-  const double timeout = std::clamp(ctx.options.health_check_interval, 1.0, 5.0);
-  time_t sec = 0, usec = 0;
-  split_seconds(timeout, sec, usec);
+  const std::chrono::duration<double> timeout(
+      std::clamp(ctx.options.health_check_interval, 1.0, 5.0));
   for (BackendPool* pool : ctx.pools())
     for (size_t i = 0; i < pool->size(); ++i) {
       const BackendAddress& a = pool->backend(i).address;
       httplib::Client client(a.host, a.port);
-      client.set_connection_timeout(sec, usec);
-      client.set_read_timeout(sec, usec);
+      client.set_connection_timeout(timeout);
+      client.set_read_timeout(timeout);
       const httplib::Result r = client.Get("/health");
       const bool ok = r && r->status == 200;
       ctx.set_healthy(*pool, i, ok,
@@ -142,9 +128,7 @@ void RouterServer::Impl::models(const httplib::Request& req, httplib::Response& 
     if (!pool.backend(i).healthy) continue;
     const BackendAddress& a = pool.backend(i).address;
     httplib::Client client(a.host, a.port);
-    time_t sec = 0, usec = 0;
-    split_seconds(ctx.options.connect_timeout, sec, usec);
-    client.set_connection_timeout(sec, usec);
+    client.set_connection_timeout(std::chrono::duration<double>(ctx.options.connect_timeout));
     httplib::Headers headers;
     if (req.has_header("Authorization"))
       headers.emplace("Authorization", req.get_header_value("Authorization"));
@@ -241,26 +225,14 @@ int RouterServer::bind() {
 }
 
 void RouterServer::serve() {
-  {
-    std::lock_guard lock(impl_->serve_mutex);
-    if (impl_->stop_requested) return;
-    impl_->serving = true;
-    impl_->health_thread = std::thread([this] { impl_->health_loop(); });
-  }
-  impl_->http.listen_after_bind();
-  impl_->serving = false;
+  impl_->http.serve(
+      [this] { impl_->health_thread = std::thread([this] { impl_->health_loop(); }); });
 }
 
 void RouterServer::stop() {
   if (!impl_) return;
   std::call_once(impl_->stopped, [this] {
-    {
-      std::lock_guard lock(impl_->serve_mutex);
-      impl_->stop_requested = true;
-    }
-    while (impl_->serving && !impl_->http.is_running())
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    impl_->http.stop();  // no new connections; streams end at their provider's next call
+    impl_->http.stop_serving();
     {
       std::lock_guard lock(impl_->health_mutex);
       impl_->health_stop = true;

@@ -2,6 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tern/core/error.h"
 
 namespace tern::server {
@@ -16,6 +19,26 @@ int HttpServer::bind_listening(const std::string& host, int port) {
   }
   ::listen(svr_sock_, SOMAXCONN);
   return port;
+}
+
+void HttpServer::serve(const std::function<void()>& on_start) {
+  {
+    std::lock_guard lock(serve_mutex_);
+    if (stop_requested_) return;
+    serving_ = true;
+    if (on_start) on_start();
+  }
+  listen_after_bind();
+  serving_ = false;
+}
+
+void HttpServer::stop_serving() {
+  {
+    std::lock_guard lock(serve_mutex_);
+    stop_requested_ = true;
+  }
+  while (serving_ && !is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop();
 }
 
 }  // namespace tern::server

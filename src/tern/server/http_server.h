@@ -4,6 +4,9 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <functional>
+#include <mutex>
 #include <string>
 
 namespace tern::server {
@@ -16,6 +19,19 @@ class HttpServer : public httplib::Server {
   // raised to SOMAXCONN (Linux lets listen() be called again on a listening socket). Throws
   // tern::Error when it cannot bind.
   int bind_listening(const std::string& host, int port);
+
+  // Serves on the bound socket until stop_serving(); returns at once when stop_serving() came
+  // first, and then `on_start` (what must run only while serving) does not run either.
+  void serve(const std::function<void()>& on_start = {});
+  // Stops serving (new connections are refused; streams end at their provider's next call).
+  // serve() may start after this began (tests start and stop at once), so it waits until
+  // httplib is running before telling it to stop.
+  void stop_serving();
+
+ private:
+  std::mutex serve_mutex_;
+  bool stop_requested_ = false;
+  std::atomic<bool> serving_ = false;
 };
 
 }  // namespace tern::server

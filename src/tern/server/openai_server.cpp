@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "tern/core/error.h"
-#include "tern/server/http_server.h"
 #include "tern/server/api_error.h"
+#include "tern/server/http_server.h"
 #include "tern/server/openai_responses.h"
 #include "tern/server/server_context.h"
 
@@ -64,11 +64,6 @@ struct OpenAIServer::Impl {
   int port = -1;
   int64_t created = static_cast<int64_t>(std::time(nullptr));
   std::once_flag stopped;
-  // serve() may start after stop() began (tests start and stop at once): these let stop()
-  // wait until httplib is running before telling it to stop.
-  std::mutex serve_mutex;
-  bool stop_requested = false;
-  std::atomic<bool> serving = false;
 
   Impl(LLM& l, ServerOptions options)
       : llm(l),
@@ -295,26 +290,12 @@ int OpenAIServer::bind() {
   return impl_->port;
 }
 
-void OpenAIServer::serve() {
-  {
-    std::lock_guard lock(impl_->serve_mutex);
-    if (impl_->stop_requested) return;
-    impl_->serving = true;
-  }
-  impl_->http.listen_after_bind();
-  impl_->serving = false;
-}
+void OpenAIServer::serve() { impl_->http.serve(); }
 
 void OpenAIServer::stop() {
   if (!impl_) return;
   std::call_once(impl_->stopped, [this] {
-    {
-      std::lock_guard lock(impl_->serve_mutex);
-      impl_->stop_requested = true;
-    }
-    while (impl_->serving && !impl_->http.is_running())
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    impl_->http.stop();        // no new connections; streams end at their next write
+    impl_->http.stop_serving();
     impl_->engine.shutdown();  // in-flight requests end with "abort"; waiting handlers answer
   });
 }
