@@ -90,8 +90,8 @@ struct IsaKernel {
 std::vector<IsaKernel> simd_kernels(DType weight) {
   std::vector<IsaKernel> out;
   if (isa_supported(Isa::Avx2)) out.push_back({"avx2", avx2_vec_dot_q(weight)});
-  if (isa_supported(Isa::Avx512)) out.push_back({"avx512", avx512_vec_dot_q(weight)});
-  // The AMX level has its own dot for the types it covers, Avx512's for the others.
+  // Both AVX-512 levels share the AMX level's dot for the types it covers (Q4_0, Q8_0).
+  if (isa_supported(Isa::Avx512)) out.push_back({"avx512", type_kernels(weight, Isa::Avx512).vec_dot});
   if (isa_supported(Isa::Amx)) out.push_back({"amx", type_kernels(weight, Isa::Amx).vec_dot});
   return out;
 }
@@ -137,13 +137,21 @@ TYPED_TEST(VecDotQTest, EveryIsaHasTheKernelAndDispatchPicksIt) {
   if (isa_supported(Isa::Avx2)) {
     EXPECT_EQ(type_kernels(type, Isa::Avx2).vec_dot, avx2_vec_dot_q(type));
   }
+  const VecDotFn amx = amx_vec_dot_q(type);
+  const bool shared = amx != nullptr;  // Q4_0 and Q8_0: one arithmetic on both AVX-512 levels
+  EXPECT_EQ(shared, type == DType::Q4_0 || type == DType::Q8_0);
   if (isa_supported(Isa::Avx512)) {
-    EXPECT_EQ(type_kernels(type, Isa::Avx512).vec_dot, avx512_vec_dot_q(type));
+    const TypeKernels& kern = type_kernels(type, Isa::Avx512);
+    EXPECT_EQ(kern.vec_dot, shared ? amx : avx512_vec_dot_q(type));
+    EXPECT_EQ(kern.gemm, vnni_gemm_q(type));
+    EXPECT_EQ(kern.packed, vnni_packed_q(type));
+    EXPECT_EQ(kern.gemm_tile, shared ? nullptr : avx512_gemm_tile_q(type));
   }
   if (isa_supported(Isa::Amx)) {
-    const VecDotFn amx = amx_vec_dot_q(type);
-    EXPECT_EQ(type_kernels(type, Isa::Amx).vec_dot, amx != nullptr ? amx : avx512_vec_dot_q(type));
-    EXPECT_EQ(type_kernels(type, Isa::Amx).gemm, amx_gemm_q(type));
+    const TypeKernels& kern = type_kernels(type, Isa::Amx);
+    EXPECT_EQ(kern.vec_dot, shared ? amx : avx512_vec_dot_q(type));
+    EXPECT_EQ(kern.gemm, amx_gemm_q(type));
+    EXPECT_EQ(kern.packed, amx_packed_q(type));
   }
 }
 

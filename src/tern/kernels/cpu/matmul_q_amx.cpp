@@ -415,48 +415,54 @@ void output_tiles(const int8_t* wq, const uint16_t* wd, const TokenTile* a, int6
 
 // ---- the drivers -------------------------------------------------------------------------------
 
-// Every group through the kernel that fits the token count, a thread's groups consecutive.
-// `group_at(g, scratch)` gives group g's packed bytes: in place, or packed into `scratch`.
+// The matmul as passes of the VNNI dots, a thread's groups consecutive. `group_at(g, scratch)`
+// gives group g's packed bytes: in place, or packed into `scratch`.
 template <class W, class GroupAt>
-void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
-                   float* y, size_t ldy) {
+void matmul_dots(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
+                 float* y, size_t ldy) {
   const int64_t nb = k / kQK, groups = (rows + kRows - 1) / kRows;
   const auto* abytes = static_cast<const std::byte*>(a_data);
   auto rows_of = [=](int64_t g) { return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)); };
-  if (tokens <= kMaxVnniTokens) {
-    thread_local TokenTerms terms;
-    prepare_terms<W>(abytes, a_stride, tokens, nb, terms);
-    // Pointers, not the thread_local `terms`: in the parallel region that name would be the
-    // worker threads' own (empty) one.
-    const float* scale = terms.scale.data();
-    const int32_t* offset = terms.offset.data();
-    read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
-      // Where weights in the file's layout are packed as the dots reach them; kept per thread.
-      thread_local std::vector<std::byte> scratch[kStreams];
-      const std::byte* group[kStreams];
-      float* out[kStreams];
-      int rows_in[kStreams];
-      for (int s = 0; s < count; ++s) {
-        group[s] = group_at(at[s], scratch[s]);
-        rows_in[s] = rows_of(at[s]);
-      }
-      for (int64_t t0 = 0; t0 < tokens; t0 += kMaxDotTokens) {
-        const DotTokens dot{abytes + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0),
-                            scale + t0 * nb, offset + t0 * nb};
-        for (int s = 0; s < count; ++s) out[s] = y + t0 * ldy + at[s] * kRows;
-        if (count == kStreams) {
-          if (tokens == 1) {
-            group_dots_one_token<W, kStreams>(group, nb, dot, out, rows_in);
-          } else {
-            group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
-          }
-          continue;
+  thread_local TokenTerms terms;
+  prepare_terms<W>(abytes, a_stride, tokens, nb, terms);
+  // Pointers, not the thread_local `terms`: in the parallel region that name would be the
+  // worker threads' own (empty) one.
+  const float* scale = terms.scale.data();
+  const int32_t* offset = terms.offset.data();
+  read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
+    // Where weights in the file's layout are packed as the dots reach them; kept per thread.
+    thread_local std::vector<std::byte> scratch[kStreams];
+    const std::byte* group[kStreams];
+    float* out[kStreams];
+    int rows_in[kStreams];
+    for (int s = 0; s < count; ++s) {
+      group[s] = group_at(at[s], scratch[s]);
+      rows_in[s] = rows_of(at[s]);
+    }
+    for (int64_t t0 = 0; t0 < tokens; t0 += kMaxDotTokens) {
+      const DotTokens dot{abytes + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0),
+                          scale + t0 * nb, offset + t0 * nb};
+      for (int s = 0; s < count; ++s) out[s] = y + t0 * ldy + at[s] * kRows;
+      if (count == kStreams) {
+        if (tokens == 1) {
+          group_dots_one_token<W, kStreams>(group, nb, dot, out, rows_in);
+        } else {
+          group_dots<W, kStreams>(group, nb, dot, out, ldy, rows_in);
         }
-        for (int s = 0; s < count; ++s) group_dots<W, 1>(group + s, nb, dot, out + s, ldy, rows_in + s);
+        continue;
       }
-    });
-    return;
-  }
+      for (int s = 0; s < count; ++s) group_dots<W, 1>(group + s, nb, dot, out + s, ldy, rows_in + s);
+    }
+  });
+}
+
+// The matmul on AMX tiles (27 tokens and more), a thread's groups consecutive.
+template <class W, class GroupAt>
+void matmul_tiles(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
+                  float* y, size_t ldy) {
+  const int64_t nb = k / kQK, groups = (rows + kRows - 1) / kRows;
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  auto rows_of = [=](int64_t g) { return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)); };
   thread_local PackedActivations packed;
   pack_activations(abytes, a_stride, tokens, nb, packed);
   const int64_t token_tiles = (tokens + kRows - 1) / kRows;
@@ -487,19 +493,31 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
   }
 }
 
-template <class W>
+// Every group through the kernel that fits the token count. Without tiles (kTiles false: a CPU
+// with AVX-512 VNNI and no AMX) every token count runs as passes of the dots.
+template <class W, bool kTiles, class GroupAt>
+void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
+                   float* y, size_t ldy) {
+  if (kTiles && tokens > kMaxVnniTokens) {
+    matmul_tiles<W>(k, group_at, rows, a_data, a_stride, tokens, y, ldy);
+  } else {
+    matmul_dots<W>(k, group_at, rows, a_data, a_stride, tokens, y, ldy);
+  }
+}
+
+template <class W, bool kTiles>
 void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
                    float* y, size_t ldy) {
   const auto* base = static_cast<const std::byte*>(packed);
   const size_t stride = group_bytes<W>(k / kQK);
-  matmul_groups<W>(
+  matmul_groups<W, kTiles>(
       k, [=](int64_t g, std::vector<std::byte>&) { return base + g * stride; }, rows, a_data, a_stride, tokens, y,
       ldy);
 }
 
 // Weights in the file's layout: each thread packs a group before using it (the same bits as
 // packed weights; the packing costs about what the weights' first unpacking would).
-template <class W>
+template <class W, bool kTiles>
 void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
           int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQK;
@@ -512,26 +530,46 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
                   nb, out);
     return static_cast<const std::byte*>(out);
   };
-  matmul_groups<W>(k, group_at, rows, a_data, a_stride, tokens, y, ldy);
+  matmul_groups<W, kTiles>(k, group_at, rows, a_data, a_stride, tokens, y, ldy);
 }
 
-template <class W>
-constexpr PackedKernels kPacked{kRows, packed_bytes<W>, pack<W>, matmul_packed<W>};
+template <class W, bool kTiles>
+constexpr PackedKernels kPacked{kRows, packed_bytes<W>, pack<W>, matmul_packed<W, kTiles>};
 
 }  // namespace
 
 GemmTileFn amx_gemm_q(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return gemm<BlockQ4_0>;
-    case DType::Q8_0: return gemm<BlockQ8_0>;
+    case DType::Q4_0: return gemm<BlockQ4_0, true>;
+    case DType::Q8_0: return gemm<BlockQ8_0, true>;
     default: return nullptr;
   }
 }
 
 const PackedKernels* amx_packed_q(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return &kPacked<BlockQ4_0>;
-    case DType::Q8_0: return &kPacked<BlockQ8_0>;
+    case DType::Q4_0: return &kPacked<BlockQ4_0, true>;
+    case DType::Q8_0: return &kPacked<BlockQ8_0, true>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace tern::cpu
+
+namespace tern::cpu {
+
+GemmTileFn vnni_gemm_q(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: return gemm<BlockQ4_0, false>;
+    case DType::Q8_0: return gemm<BlockQ8_0, false>;
+    default: return nullptr;
+  }
+}
+
+const PackedKernels* vnni_packed_q(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: return &kPacked<BlockQ4_0, false>;
+    case DType::Q8_0: return &kPacked<BlockQ8_0, false>;
     default: return nullptr;
   }
 }

@@ -85,6 +85,9 @@ DType activation_of(DType weight) {
 VecDotFn simd_vec_dot(DType weight, Isa isa) {
   VecDotFn fn = nullptr;
   if (isa == Isa::Amx && ((fn = amx_vec_dot_q(weight)) || (fn = amx_vec_dot_k(weight)))) return fn;
+  // Q4_0 and Q8_0 have one arithmetic on both AVX-512 levels (its GEMV and packed dots are
+  // AVX-512 VNNI; the AMX level adds tiles for many tokens).
+  if (isa == Isa::Avx512 && (fn = amx_vec_dot_q(weight))) return fn;
   if (isa == Isa::Avx512 || isa == Isa::Amx) {
     if ((fn = avx512_vec_dot_q(weight)) || (fn = avx512_vec_dot_k(weight)) || (fn = avx512_vec_dot_float(weight)))
       return fn;
@@ -112,6 +115,7 @@ GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
     isa = Isa::Avx512;
   }
   if (isa == Isa::Avx512) {
+    if (amx_vec_dot_q(weight) != nullptr) return nullptr;  // vnni_gemm_q instead
     if (avx512_vec_dot_q(weight) != nullptr) return avx512_gemm_tile_q(weight);
     if (avx512_vec_dot_k(weight) != nullptr) return avx512_gemm_tile_k(weight);
     if (avx512_vec_dot_float(weight) != nullptr) return avx512_gemm_tile_float(weight);
@@ -142,6 +146,9 @@ struct KernelTable {
         if (static_cast<Isa>(i) == Isa::Amx) {
           e.gemm = amx_gemm_q(weight) ? amx_gemm_q(weight) : amx_gemm_k(weight);
           e.packed = amx_packed_q(weight) ? amx_packed_q(weight) : amx_packed_k(weight);
+        } else if (static_cast<Isa>(i) == Isa::Avx512) {
+          e.gemm = vnni_gemm_q(weight);
+          e.packed = vnni_packed_q(weight);
         }
       }
     }

@@ -36,6 +36,10 @@ GemmTileFn avx2_gemm_tile_k(DType weight);
 VecDotFn amx_vec_dot_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);
 const PackedKernels* amx_packed_q(DType weight);
+// The same matmuls without tiles, every token count as VNNI dots: the Avx512 level's Q4_0 and
+// Q8_0, which share the AMX level's arithmetic (matmul_q_amx.cpp).
+GemmTileFn vnni_gemm_q(DType weight);
+const PackedKernels* vnni_packed_q(DType weight);
 // Q4_K, Q5_K and Q6_K likewise (vec_dot_k_amx.cpp: the arithmetic and GEMV; gemm_k_amx.cpp).
 VecDotFn amx_vec_dot_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
