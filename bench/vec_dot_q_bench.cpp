@@ -90,14 +90,15 @@ int register_all() {
   const IsaGetter isas[] = {{"scalar", scalar_vec_dot, Isa::Scalar},
                             {"avx2", avx2_vec_dot_q, Isa::Avx2},
                             {"avx512", avx512_vec_dot_q, Isa::Avx512},
-                            {"amx", amx_vec_dot_q, Isa::Amx}};
+                            // Q4_0 and Q8_0 on both AVX-512 levels (AVX-512 VNNI only)
+                            {"amx", amx_vec_dot_q, Isa::Avx512}};
   for (DType type : types) {
     const std::string t(tern::dtype_name(type));
     const int64_t row_bytes = kCols / kQK * tern::dtype_traits(type).block_bytes;
     for (const IsaGetter& isa : isas) {
       if (!isa_supported(isa.isa)) continue;
       const VecDotFn fn = isa.get(type);
-      if (fn == nullptr) continue;  // AMX: only Q4_0 and Q8_0
+      if (fn == nullptr) continue;  // "amx": only Q4_0 and Q8_0; "avx512": the others
       benchmark::RegisterBenchmark(("gemv/" + t + "/" + isa.name + "/4096").c_str(), run_gemv, fn, type,
                                    int64_t{4096}, 1)
           ->Unit(benchmark::kMillisecond);

@@ -1,7 +1,8 @@
 // The AMX level's Q4_0 and Q8_0 matmuls on weights packed in groups of 16 rows: the layout
 // (made once at load, or per call for weights that were not), the dot kernel for 1-15 tokens
 // (AVX-512 VNNI) and the GEMM on AMX tiles. Each output element is exactly what the level's
-// GEMV (vec_dot_q_amx.cpp, where the arithmetic is defined) gives for its row.
+// GEMV (vec_dot_q_amx.cpp, where the arithmetic is defined) gives for its row. The Avx512
+// level (no AMX) runs the same, with passes of the dots for every token count.
 //
 // A group holds 16 consecutive rows (the last group padded with zero rows):
 //   qs [nb][chunks][16 rows][4 bytes]   chunk c, lane r: bytes 4c..4c+3 of row r's block qs

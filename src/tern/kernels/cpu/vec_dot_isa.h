@@ -32,7 +32,7 @@ GemmTileFn avx2_gemm_tile_k(DType weight);
 
 // The AMX level: Q4_0 and Q8_0 with their own arithmetic and GEMV (vec_dot_q_amx.cpp), and
 // the whole-matmul GEMM and packed-weight kernels that agree with it bit for bit
-// (matmul_q_amx.cpp).
+// (matmul_q_amx.cpp). Only the GEMM's tiles need AMX: the Avx512 level takes the rest.
 VecDotFn amx_vec_dot_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);
 const PackedKernels* amx_packed_q(DType weight);

@@ -1,12 +1,12 @@
-// AVX-512 VNNI dot kernels of the "q" family: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weight rows against
-// Q8_0 / Q8_1 activation rows (see vec_dot_isa.h, layouts in quant_blocks.h).
+// AVX-512 VNNI dot kernels of the "q" family: Q4_1, Q5_0, Q5_1 weight rows against Q8_0 / Q8_1
+// activation rows (see vec_dot_isa.h, layouts in quant_blocks.h). Q4_0 and Q8_0 take the AMX
+// level's arithmetic on both AVX-512 levels (vec_dot_q_amx.cpp, matmul_q_amx.cpp).
 //
 // Two blocks share a 512-bit register (one per 256-bit half), so one vpdpbusd does 64
-// products. vpdpbusd multiplies unsigned by signed bytes: the 4- and 5-bit weights are
-// unsigned already and their offset (8 or 16) comes off as offset * sum(a); for Q8_0 the
-// activations are made unsigned by flipping their sign bit (a + 128) and 128 * sum(w) comes
-// off. All exact for every input, -128 included. The f16 scales of 16 blocks are converted
-// together, and each pair's float work is one permute, one convert and one FMA.
+// products. vpdpbusd multiplies unsigned by signed bytes: the weights are unsigned already and
+// Q5_0's offset (16) comes off as 16 * sum(a), exact for every input. The f16 scales of 16
+// blocks are converted together, and each pair's float work is one permute, one convert and
+// one FMA.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -74,23 +74,7 @@ inline __m512i dot_u8_s8(__m512i q, __m512i a) {
   if constexpr (kOffset == 0) return sum;
   return _mm512_sub_epi32(sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset), a));
 }
-// sum w * a with both signed: (a + 128) is unsigned, and 128 * sum(w) is taken off.
-inline __m512i dot_s8_s8(__m512i w, __m512i a) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(a, flip), w);
-  return _mm512_sub_epi32(sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, w));
-}
-
 // The integer dots of blocks w[0], w[1] with a[0], a[1], as 8 int32 partial sums each.
-// (q - 8) * a with q in place: the offset is 8 in the low lanes, 8 * 16 in the high ones.
-inline __m512i pair_dot(const BlockQ4_0* w, const BlockQ8_0* a) {
-  const __m512i q = nibbles_in_place2(w[0].qs, w[1].qs);
-  const __m512i av = load2x256(a[0].qs, a[1].qs);
-  const __m512i offset = _mm512_setr_epi64(0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080,
-                                           0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080);
-  const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, av);
-  return _mm512_sub_epi32(sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, av));
-}
 inline __m512i pair_dot(const BlockQ4_1* w, const BlockQ8_1* a) {
   return _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles_in_place2(w[0].qs, w[1].qs), load2x256(a[0].qs, a[1].qs));
 }
@@ -101,9 +85,6 @@ inline __m512i pair_dot(const BlockQ5_0* w, const BlockQ8_0* a) {
 inline __m512i pair_dot(const BlockQ5_1* w, const BlockQ8_1* a) {
   const __m512i q = add_fifth_bits2(unpack_nibbles2(w[0].qs, w[1].qs), w[0].qh, w[1].qh);
   return dot_u8_s8<0>(q, load2x256(a[0].qs, a[1].qs));
-}
-inline __m512i pair_dot(const BlockQ8_0* w, const BlockQ8_0* a) {
-  return dot_s8_s8(load2x256(w[0].qs, w[1].qs), load2x256(a[0].qs, a[1].qs));
 }
 
 // ---- one block per 256-bit register, for the blocks after the last group of 16 ---------------
@@ -121,9 +102,6 @@ inline __m256i dot_u8_s8(__m256i q, __m256i a) {
   if constexpr (kOffset == 0) return sum;
   return _mm256_sub_epi32(sum, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(kOffset), a));
 }
-inline __m256i block_dot(const BlockQ4_0& w, const BlockQ8_0& a) {
-  return dot_u8_s8<8>(unpack_nibbles(w.qs), load256(a.qs));
-}
 inline __m256i block_dot(const BlockQ4_1& w, const BlockQ8_1& a) {
   return dot_u8_s8<0>(unpack_nibbles(w.qs), load256(a.qs));
 }
@@ -133,21 +111,14 @@ inline __m256i block_dot(const BlockQ5_0& w, const BlockQ8_0& a) {
 inline __m256i block_dot(const BlockQ5_1& w, const BlockQ8_1& a) {
   return dot_u8_s8<0>(add_fifth_bits(unpack_nibbles(w.qs), w.qh), load256(a.qs));
 }
-inline __m256i block_dot(const BlockQ8_0& w, const BlockQ8_0& a) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  const __m256i wv = load256(w.qs);
-  const __m256i sum = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(load256(a.qs), flip), wv);
-  return _mm256_sub_epi32(sum, _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip, wv));
-}
 
 // Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
 // as the activation's are d then s.
 template <class W>
 constexpr bool kHasMin = requires(W w) { w.m; };
-// 4-bit types keep their high nibbles in place (pair_dot), their lanes 4..7 of each block
-// weigh 1/16.
+// Q4_1 keeps its high nibbles in place (pair_dot), its lanes 4..7 of each block weigh 1/16.
 template <class W>
-constexpr bool kInPlace = std::is_same_v<W, BlockQ4_0> || std::is_same_v<W, BlockQ4_1>;
+constexpr bool kInPlace = std::is_same_v<W, BlockQ4_1>;
 
 // Blocks whose scales are converted together.
 constexpr int kGroup = 16;
@@ -209,32 +180,25 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   return finish_row(acc, acc_min, w, a, b, nb);
 }
 
-// ---- GEMM tiles: kMicroRows weight rows x kMicroTokens tokens per micro-kernel --------------
+// ---- GEMM tiles (Q5_0): kMicroRows weight rows x kMicroTokens tokens per micro-kernel -------
 //
 // Every output element keeps vec_dot's arithmetic: the same int32 lanes per pair of blocks
 // (the offset term is folded into the vpdpbusd's starting value instead of subtracted after
-// it, the same integers), the same scale per lane (w_d/16 · a_d instead of (w_d · a_d)/16:
-// both are exact powers-of-two scalings of one rounded product, as f16 scales cannot make it
-// subnormal), the same two accumulators fed in the same order, the same finish_row. What
-// changes is what is shared: a weight pair is unpacked once for all the tokens of a
-// micro-kernel, and each token's side (operand, offset term, permuted scales) is prepared
-// once for all the rows of a tile.
+// it, the same integers), the same scale per lane, the same two accumulators fed in the same
+// order, the same finish_row. What changes is what is shared: a weight pair is unpacked once
+// for all the tokens of a micro-kernel, and each token's side (operand, offset term, permuted
+// scales) is prepared once for all the rows of a tile.
 
-// Q8_0 weights are the signed operand of vpdpbusd and the activations (sign-flipped) the
-// unsigned one; the 4- and 5-bit weights are unsigned and the activations signed.
+// 3 x 3 measured best on 2048 x 2048, T = 64, when these tiles served Q4_0 too (2 x 4 alike,
+// 4 x 2 slower).
 template <class W>
-constexpr bool kSignedWeight = std::is_same_v<W, BlockQ8_0>;
-
-// Measured on 2048 x 2048, T = 64: 3 x 3 is best for Q4_0 (2 x 4 alike, 4 x 2 slower); Q8_0,
-// whose offset term is per row and takes a register per row, is ~6% faster at 2 x 4.
+constexpr int kMicroRows = 3;
 template <class W>
-constexpr int kMicroRows = kSignedWeight<W> ? 2 : 3;
-template <class W>
-constexpr int kMicroTokens = kSignedWeight<W> ? 4 : 3;
+constexpr int kMicroTokens = 3;
 
 // One pair of blocks as a micro-kernel's element dot takes it, from either side: the vpdpbusd
-// operand, the int32 lanes the dot starts from (minus the offset term, on the side that
-// determines it) and each lane's scale.
+// operand, the int32 lanes the dot starts from (the activations' side: minus the offset
+// term) and each lane's scale.
 struct PairOperand {
   __m512i q;
   __m512i start;
@@ -246,41 +210,22 @@ template <class W>
 inline void prepare_token_pair(const BlockQ8_0* a, __m512i lanes, __m512 a_scales, PairOperand* out) {
   const __m512i av = load2x256(a[0].qs, a[1].qs);
   out->scale = _mm512_permutexvar_ps(lanes, a_scales);  // low 4 bits: the block within the group
-  if constexpr (kSignedWeight<W>) {
-    out->q = _mm512_xor_si512(av, _mm512_set1_epi8(static_cast<char>(0x80)));
-    out->start = _mm512_setzero_si512();
-  } else {
-    // The weights' offset (8, or 8 · 16 where the high nibbles stay in place, or 16) times a.
-    const __m512i offset =
-        kInPlace<W> ? _mm512_setr_epi64(0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080,
-                                        0x0808080808080808, 0x0808080808080808, 0x8080808080808080, 0x8080808080808080)
-                    : _mm512_set1_epi8(16);
-    out->q = av;
-    out->start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, av));
-  }
+  out->q = av;
+  // The weights' offset (16) times a.
+  const __m512i offset_term = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), av);
+  out->start = _mm512_sub_epi32(_mm512_setzero_si512(), offset_term);
 }
 
-// The weight side of a pair, per row, shared by the micro-kernel's tokens. w_scales16: the
-// scales / 16, for the high-nibble lanes of the in-place types.
+// The weight side of a pair, per row, shared by the micro-kernel's tokens.
 template <class W>
-inline PairOperand weight_pair(const W* w, __m512i lanes, __m512 w_scales, __m512 w_scales16) {
+inline PairOperand weight_pair(const W* w, __m512i lanes, __m512 w_scales) {
   PairOperand p;
-  if constexpr (kSignedWeight<W>) {
-    p.q = load2x256(w[0].qs, w[1].qs);
-    p.start = _mm512_sub_epi32(_mm512_setzero_si512(),
-                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), p.q));
-  } else if constexpr (kInPlace<W>) {
-    p.q = nibbles_in_place2(w[0].qs, w[1].qs);
-  } else {
-    p.q = add_fifth_bits2(unpack_nibbles2(w[0].qs, w[1].qs), w[0].qh, w[1].qh);
-  }
-  p.scale = kInPlace<W> ? _mm512_permutex2var_ps(w_scales, lanes, w_scales16) : _mm512_permutexvar_ps(lanes, w_scales);
+  p.q = add_fifth_bits2(unpack_nibbles2(w[0].qs, w[1].qs), w[0].qh, w[1].qh);
+  p.scale = _mm512_permutexvar_ps(lanes, w_scales);
   return p;
 }
 
-template <class W>
 inline __m512i element_dot(const PairOperand& w, const PairOperand& a) {
-  if constexpr (kSignedWeight<W>) return _mm512_dpbusd_epi32(w.start, a.q, w.q);
   return _mm512_dpbusd_epi32(a.start, w.q, a.q);
 }
 
@@ -295,23 +240,20 @@ void gemm_micro(const W* const* w, const PairOperand* const* prepared, const Blo
   const __m512i pair_lanes = pair_lanes_of<W>();
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t b = g * kGroup;
-    __m512 w_scales[R], w_scales16[R];
-    for (int r = 0; r < R; ++r) {
-      w_scales[r] = first_halves16<sizeof(W)>(w[r] + b);
-      w_scales16[r] = _mm512_mul_ps(w_scales[r], _mm512_set1_ps(1.0f / 16));
-    }
+    __m512 w_scales[R];
+    for (int r = 0; r < R; ++r) w_scales[r] = first_halves16<sizeof(W)>(w[r] + b);
 #pragma GCC unroll 8
     for (int j = 0; j < kGroup; j += 2) {
       const __m512i lanes = _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(j));
       PairOperand wp[R];
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) wp[r] = weight_pair(w[r] + b + j, lanes, w_scales[r], w_scales16[r]);
+      for (int r = 0; r < R; ++r) wp[r] = weight_pair(w[r] + b + j, lanes, w_scales[r]);
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
         const PairOperand& ap = prepared[c][g * (kGroup / 2) + j / 2];
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          const __m512 dot = _mm512_cvtepi32_ps(element_dot<W>(wp[r], ap));
+          const __m512 dot = _mm512_cvtepi32_ps(element_dot(wp[r], ap));
           acc[r][c][(j / 2) & 1] = _mm512_fmadd_ps(dot, _mm512_mul_ps(wp[r].scale, ap.scale), acc[r][c][(j / 2) & 1]);
         }
       }
@@ -378,20 +320,16 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
 
 VecDotFn avx512_vec_dot_q(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return vec_dot<BlockQ4_0, BlockQ8_0>;
     case DType::Q4_1: return vec_dot<BlockQ4_1, BlockQ8_1>;
     case DType::Q5_0: return vec_dot<BlockQ5_0, BlockQ8_0>;
     case DType::Q5_1: return vec_dot<BlockQ5_1, BlockQ8_1>;
-    case DType::Q8_0: return vec_dot<BlockQ8_0, BlockQ8_0>;
     default: return nullptr;
   }
 }
 
 GemmTileFn avx512_gemm_tile_q(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return gemm_tile<BlockQ4_0>;
     case DType::Q5_0: return gemm_tile<BlockQ5_0>;
-    case DType::Q8_0: return gemm_tile<BlockQ8_0>;
     default: return nullptr;
   }
 }
