@@ -3,7 +3,6 @@
 #include "tern/router/router_server.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>

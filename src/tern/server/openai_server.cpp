@@ -5,13 +5,11 @@
 
 #include <httplib.h>
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
-#include <thread>
 
 #include "tern/core/error.h"
 #include "tern/server/api_error.h"
