@@ -139,20 +139,27 @@ inline void unsigned_weights(const std::byte* qs, __m512i u[8]) {
   }
 }
 
-// The 16 rows' exact sums against one activation block: Σ u · a less the offset.
-template <class W>
-inline __m512i block_sums(const __m512i u[8], const int8_t* a_qs, int32_t offset) {
-  __m512i first = _mm512_set1_epi32(-offset), second = _mm512_setzero_si512();
+// The 16 rows' exact sums of kN groups against one activation block: Σ u · a less the offset.
+// Each activation dword is broadcast once for the kN groups.
+template <class W, int kN>
+inline void block_sums(const __m512i (*u)[8], const int8_t* a_qs, int32_t offset, __m512i* sums) {
+  __m512i first[kN], second[kN];
+  for (int n = 0; n < kN; ++n) first[n] = _mm512_set1_epi32(-offset), second[n] = _mm512_setzero_si512();
   for (int c = 0; c < 4; ++c) {
     int32_t a0, a1;
     std::memcpy(&a0, a_qs + 4 * c, 4);
     std::memcpy(&a1, a_qs + 4 * c + 16, 4);
-    first = _mm512_dpbusd_epi32(first, u[c], _mm512_set1_epi32(a0));
-    second = _mm512_dpbusd_epi32(second, u[c + 4], _mm512_set1_epi32(a1));
+    const __m512i lo_a = _mm512_set1_epi32(a0), hi_a = _mm512_set1_epi32(a1);
+    for (int n = 0; n < kN; ++n) {
+      first[n] = _mm512_dpbusd_epi32(first[n], u[n][c], lo_a);
+      second[n] = _mm512_dpbusd_epi32(second[n], u[n][c + 4], hi_a);
+    }
   }
-  // Q4_0's second half is 16 · Σ h · a: every term a multiple of 16, so the shift is exact.
-  if constexpr (std::is_same_v<W, BlockQ4_0>) second = _mm512_srai_epi32(second, 4);
-  return _mm512_add_epi32(first, second);
+  for (int n = 0; n < kN; ++n) {
+    // Q4_0's second half is 16 · Σ h · a: every term a multiple of 16, so the shift is exact.
+    if constexpr (std::is_same_v<W, BlockQ4_0>) second[n] = _mm512_srai_epi32(second[n], 4);
+    sums[n] = _mm512_add_epi32(first[n], second[n]);
+  }
 }
 
 // The tree of the 16 chains of 16 rows (vec_dot_q_amx.cpp's sum_chains, lane by lane).
@@ -178,20 +185,31 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
   __m512 chains[kMaxDotTokens][kGroups][kChains];
   for (int64_t t = 0; t < a.tokens; ++t)
     for (int g = 0; g < kGroups; ++g) std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
+  // Two groups' weights at a time stay in registers (16 of 32) while each token's activation
+  // dwords are broadcast once for both. Against one group at a time (matmul_bench, packed
+  // 2048 × 2048, one thread, in cache): Q4_0 at 4 tokens 124 → 92 µs, at 12 280 → 225; Q8_0
+  // at 4 tokens 165 → 122.
+  constexpr int kPair = kGroups % 2 == 0 ? 2 : 1;
   for (int64_t b = 0; b < nb; ++b) {
-    for (int g = 0; g < kGroups; ++g) {
-      const std::byte* qs = groups[g] + b * kBlockQsBytes<W>;
-      for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_l2_ahead(qs + off);
-      __m512i u[8];
-      unsigned_weights<W>(qs, u);
-      const auto* d = reinterpret_cast<const uint16_t*>(groups[g] + nb * kBlockQsBytes<W>) + b * kRows;
-      const __m512 w_scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
+    for (int g0 = 0; g0 < kGroups; g0 += kPair) {
+      __m512i u[kPair][8];
+      __m512 w_scale[kPair];
+      for (int n = 0; n < kPair; ++n) {
+        const std::byte* qs = groups[g0 + n] + b * kBlockQsBytes<W>;
+        for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_l2_ahead(qs + off);
+        unsigned_weights<W>(qs, u[n]);
+        const auto* d = reinterpret_cast<const uint16_t*>(groups[g0 + n] + nb * kBlockQsBytes<W>) + b * kRows;
+        w_scale[n] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
+      }
       for (int64_t t = 0; t < a.tokens; ++t) {
         const auto* block = reinterpret_cast<const BlockQ8_0*>(a.a + t * a.a_stride) + b;
-        const __m512i sums = block_sums<W>(u, block->qs, a.offset[t * nb + b]);
-        const __m512 scale = _mm512_mul_ps(w_scale, _mm512_set1_ps(a.scale[t * nb + b]));
-        __m512& chain = chains[t][g][b % kChains];
-        chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, chain);
+        __m512i sums[kPair];
+        block_sums<W, kPair>(u, block->qs, a.offset[t * nb + b], sums);
+        const __m512 a_scale = _mm512_set1_ps(a.scale[t * nb + b]);
+        for (int n = 0; n < kPair; ++n) {
+          __m512& chain = chains[t][g0 + n][b % kChains];
+          chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[n]), _mm512_mul_ps(w_scale[n], a_scale), chain);
+        }
       }
     }
   }
@@ -537,42 +555,29 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
 template <class W, bool kTiles>
 constexpr PackedKernels kPacked{kRows, packed_bytes<W>, pack<W>, matmul_packed<W, kTiles>};
 
+template <bool kTiles>
+GemmTileFn gemm_of(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: return gemm<BlockQ4_0, kTiles>;
+    case DType::Q8_0: return gemm<BlockQ8_0, kTiles>;
+    default: return nullptr;
+  }
+}
+
+template <bool kTiles>
+const PackedKernels* packed_of(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: return &kPacked<BlockQ4_0, kTiles>;
+    case DType::Q8_0: return &kPacked<BlockQ8_0, kTiles>;
+    default: return nullptr;
+  }
+}
+
 }  // namespace
 
-GemmTileFn amx_gemm_q(DType weight) {
-  switch (weight) {
-    case DType::Q4_0: return gemm<BlockQ4_0, true>;
-    case DType::Q8_0: return gemm<BlockQ8_0, true>;
-    default: return nullptr;
-  }
-}
-
-const PackedKernels* amx_packed_q(DType weight) {
-  switch (weight) {
-    case DType::Q4_0: return &kPacked<BlockQ4_0, true>;
-    case DType::Q8_0: return &kPacked<BlockQ8_0, true>;
-    default: return nullptr;
-  }
-}
-
-}  // namespace tern::cpu
-
-namespace tern::cpu {
-
-GemmTileFn vnni_gemm_q(DType weight) {
-  switch (weight) {
-    case DType::Q4_0: return gemm<BlockQ4_0, false>;
-    case DType::Q8_0: return gemm<BlockQ8_0, false>;
-    default: return nullptr;
-  }
-}
-
-const PackedKernels* vnni_packed_q(DType weight) {
-  switch (weight) {
-    case DType::Q4_0: return &kPacked<BlockQ4_0, false>;
-    case DType::Q8_0: return &kPacked<BlockQ8_0, false>;
-    default: return nullptr;
-  }
-}
+GemmTileFn amx_gemm_q(DType weight) { return gemm_of<true>(weight); }
+const PackedKernels* amx_packed_q(DType weight) { return packed_of<true>(weight); }
+GemmTileFn vnni_gemm_q(DType weight) { return gemm_of<false>(weight); }
+const PackedKernels* vnni_packed_q(DType weight) { return packed_of<false>(weight); }
 
 }  // namespace tern::cpu
