@@ -16,8 +16,8 @@
 # requests/s of 128 out, a Qwen3-0.6B shape in Q4_0 queued 39 of 40 requests at once, and the
 # figures then measure the queue rather than the interference. Since decode runs at ~15 ms a
 # token (AVX-512 VNNI), a default stream lasts about a second and a long prefill often meets no
-# stream to stall; RATE=0.5 SHORT=125 SHORT_OUT=128 (~7 minutes a setup) keeps 14-20 streams in
-# flight on one instance, but is more than P + D's one decode core can decode (its queue grows).
+# stream to stall; RATE=0.5 SHORT=125 SHORT_OUT=128 (~7 minutes a setup) keeps up to 9-20
+# streams in flight on one instance and 24 on P + D's one decode core.
 set -euo pipefail
 build=$(cd "${1:?build dir}" && pwd)
 model=${2:?model}
