@@ -1,5 +1,6 @@
 // libFuzzer target for the importance-matrix reader: any input either parses or throws
-// tern::Error, and a matrix that parses writes back and re-reads to the same entries.
+// tern::Error, a matrix that parses writes back and re-reads to the same entries, and its
+// second moments give a GPTQ factor or a tern::Error.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "tern/core/error.h"
+#include "tern/quant/gptq.h"
 #include "tern/quant/importance_matrix.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -19,7 +21,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const tern::Error&) {
     return 0;
   }
-  for (const auto& [name, e] : m.entries) (void)m.importance(name);
+  for (const auto& [name, e] : m.entries) {
+    (void)m.importance(name);
+    const std::vector<float> moments = m.second_moments(name);
+    try {
+      if (!moments.empty()) (void)tern::quant::GptqFactor::of(moments, static_cast<int64_t>(e.sum_squares.size()));
+    } catch (const tern::Error&) {
+      // Sums that are no second moments (not positive definite).
+    }
+  }
   try {
     const tern::ImportanceMatrix back =
         tern::ImportanceMatrix::parse(std::make_shared<const tern::MappedFile>("again.imatrix", m.to_bytes()));

@@ -4,6 +4,8 @@
 #     llama-imatrix (same windows: CTX tokens, CALIB_CHUNKS of them);
 #   - for every TYPE, without and with each tool's own importance matrix: the file by `tern
 #     quantize` and by llama-quantize, its size and bits per weight, and the seconds it took;
+#     and tern's GPTQ file, from an importance matrix with second moments (`tern imatrix
+#     --hessian`, same windows), which llama.cpp has no counterpart of;
 #   - every file measured by both tools against MODEL itself: llama-perplexity --kl-divergence
 #     and tern perplexity --kl-divergence (each against its own base file of MODEL's
 #     log-probabilities over the evaluation text, CHUNKS windows of CTX): PPL, mean KLD, same top.
@@ -63,17 +65,21 @@ print(json.dumps({"ppl": d["ppl_q"]["value"], "kld": d["kld"]["value"], "same_to
   --chunks "$calib_chunks" -o "$work/$name.tern.imatrix.gguf" --threads "$threads" >/dev/null 2>&1
 [ -f "$work/$name.llama.imatrix.gguf" ] || "$llama/llama-imatrix" -m "$model" -f "$calib_text" -c "$ctx" \
   --chunks "$calib_chunks" -o "$work/$name.llama.imatrix.gguf" -t "$threads" --no-ppl >/dev/null 2>&1
+[ -f "$work/$name.tern.hessian.gguf" ] || "$tern" imatrix -m "$model" -f "$calib_text" --ctx "$ctx" \
+  --chunks "$calib_chunks" --hessian -o "$work/$name.tern.hessian.gguf" --threads "$threads" >/dev/null 2>&1
 
 seconds() { /usr/bin/python3 -c 'import time; print(time.time())'; }
 for type in $types; do
   upper=$(echo "$type" | tr a-z A-Z)
-  for imatrix in none own; do
+  for imatrix in none own gptq; do
     for tool in tern llama; do
+      [ "$imatrix" = gptq ] && [ "$tool" = llama ] && continue
       out="$work/$name.$type.$tool.$imatrix.gguf"
       start=$(seconds)
       if [ "$tool" = tern ]; then
         args=()
         [ "$imatrix" = own ] && args=(--imatrix "$work/$name.tern.imatrix.gguf")
+        [ "$imatrix" = gptq ] && args=(--imatrix "$work/$name.tern.hessian.gguf")
         "$tern" quantize "${args[@]}" --threads "$threads" "$model" "$out" "$type" >/dev/null 2>&1 || { echo "tern quantize $type failed" >&2; continue; }
       else
         args=()

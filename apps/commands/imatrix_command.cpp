@@ -28,6 +28,7 @@ struct ImatrixOptions {
   int64_t ctx = 512;
   int64_t chunks = -1;
   bool process_output = false;
+  bool hessian = false;
 };
 
 void run(const ImatrixOptions& opt) {
@@ -45,6 +46,7 @@ void run(const ImatrixOptions& opt) {
   o.max_chunks = opt.chunks;
   if (model.tokenizer->add_bos()) o.bos = model.tokenizer->bos_id();
   o.process_output = opt.process_output;
+  o.keep_outer = opt.hessian;
   const bool tty = isatty(2);
   o.on_chunk = [&](int64_t done, int64_t total) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -72,6 +74,9 @@ void add_imatrix_command(CLI::App& app) {
   cmd->add_option("--ctx,-c", opt->ctx, "Tokens per window (default 512)");
   cmd->add_option("--chunks", opt->chunks, "At most this many windows (default: all)");
   cmd->add_flag("--process-output", opt->process_output, "Also collect output.weight");
+  cmd->add_flag("--hessian", opt->hessian,
+                "Also keep each matrix input's sums of x xT (cols² floats a matrix; llama.cpp "
+                "skips them): tern quantize then quantizes by GPTQ");
   opt->model.add_to(cmd);
   cmd->callback([opt] { run(*opt); });
 }

@@ -1,8 +1,9 @@
 // `tern quantize IN OUT TYPE`: llama-quantize's interface. IN is a GGUF, a Hugging Face
 // safetensors folder or a Hugging Face name; OUT a GGUF that llama.cpp loads, its metadata
 // (tokenizer, chat template, general.*) carried over from a GGUF input. Matrices go through the
-// weight quantizers, importance-weighted with --imatrix; a progress line per matrix on stderr
-// and a closing summary of sizes, bits per weight and seconds.
+// weight quantizers, importance-weighted with --imatrix (by GPTQ where it has second moments);
+// a progress line per matrix on stderr and a closing summary of sizes, bits per weight and
+// seconds.
 #include <CLI/CLI.hpp>
 #include <omp.h>
 #include <unistd.h>
@@ -150,9 +151,14 @@ void run(const QuantizeOptions& opt) {
   if (!opt.imatrix.empty()) {
     imatrix = ImportanceMatrix::read(opt.imatrix);
     imatrix->check_fits(model.weights, opt.imatrix);
-    std::fprintf(stderr, "imatrix: %zu entries from %s, computed on %lld chunks of %lld tokens\n",
+    size_t with_moments = 0;
+    for (const auto& [name, e] : imatrix->entries) with_moments += e.sum_outer.empty() ? 0 : 1;
+    std::fprintf(stderr, "imatrix: %zu entries from %s, computed on %lld chunks of %lld tokens%s\n",
                  imatrix->entries.size(), opt.imatrix.c_str(), static_cast<long long>(imatrix->chunk_count),
-                 static_cast<long long>(imatrix->chunk_size));
+                 static_cast<long long>(imatrix->chunk_size),
+                 with_moments > 0 ? ("; " + std::to_string(with_moments) +
+                                     " with second moments, quantized by GPTQ").c_str()
+                                  : "");
   }
   std::fprintf(stderr, "quantizing %s (%s) to %s with %d threads\n", opt.input.c_str(),
                model.description.c_str(), recipe.name().c_str(), omp_get_max_threads());
@@ -212,7 +218,7 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("type", opt->type, std::string("File type: ") + kTypes)->required();
   cmd->add_option("--imatrix", opt->imatrix,
                   "Importance matrix (GGUF, from tern imatrix or llama-imatrix): minimise the "
-                  "importance-weighted error");
+                  "importance-weighted error; by GPTQ where it has second moments (tern imatrix --hessian)");
   cmd->add_option("--output-tensor-type", opt->output_tensor_type, "Type of output.weight");
   cmd->add_option("--token-embedding-type", opt->token_embedding_type, "Type of token_embd.weight");
   cmd->add_flag("--pure", opt->pure, "Every matrix the type's base type (no k-quant mixture)");

@@ -1,6 +1,7 @@
 // `tern quantize` and `tern imatrix` through the binary: every file type's output loads and
 // gives logits within that type's tolerance of F32; the GGUF keeps its input's metadata and
-// names its file type; an importance matrix made by `tern imatrix` changes what is written;
+// names its file type; an importance matrix made by `tern imatrix` changes what is written, and
+// one with second moments (`--hessian`) gives GPTQ's files, closer to F32;
 // quantized inputs, unknown types and importance matrices of another model are refused.
 #include <gtest/gtest.h>
 
@@ -29,13 +30,13 @@ using testing::TempDir;
 
 const std::vector<int32_t> kTokens = {1, 5, 9, 200, 33, 7, 480, 2, 77, 301, 12, 64};
 
-std::vector<float> prefill_logits(const std::string& gguf) {
+std::vector<float> prefill_logits(const std::string& gguf, std::span<const int32_t> tokens = kTokens) {
   LoadOptions load;
   load.model = gguf;
   const LoadedModel m = load_model(load);
   Decoder decoder(m.config, m.weights);
-  SequenceRunner runner(decoder, static_cast<int64_t>(kTokens.size()));
-  const std::span<const float> l = runner.feed(kTokens, /*all_logits=*/true);
+  SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()));
+  const std::span<const float> l = runner.feed(tokens, /*all_logits=*/true);
   return {l.begin(), l.end()};
 }
 
@@ -199,13 +200,15 @@ const char* kStory =
     "long stick and pushed the ball down. Lily was very happy. She said thank you to her mom and "
     "played with the ball all day. The sun was warm and the birds sang in the trees. ";
 
+void write_calibration_text(const TempDir& dir) {
+  std::ofstream text(dir.file("calib.txt"));
+  for (int i = 0; i < 6; ++i) text << kStory;
+}
+
 TEST(QuantizeCli, ImatrixFromTernChangesTheQuantizedFile) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   TempDir dir("quantize-imatrix");
-  {
-    std::ofstream text(dir.file("calib.txt"));
-    for (int i = 0; i < 6; ++i) text << kStory;
-  }
+  write_calibration_text(dir);
   const std::string model = fixture("stories260K/stories260K.gguf");
   auto r = run_tern({"imatrix", "-m", model, "-f", dir.file("calib.txt"), "-o", dir.file("im.gguf"), "--ctx", "64"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -231,6 +234,41 @@ TEST(QuantizeCli, ImatrixFromTernChangesTheQuantizedFile) {
   const TensorInfo* oa = plain.find_tensor("output.weight");
   const TensorInfo* ob = weighted.find_tensor("output.weight");
   EXPECT_EQ(std::memcmp(oa->data, ob->data, oa->nbytes), 0);
+}
+
+TEST(QuantizeCli, ImatrixWithHessianQuantizesByGptq) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TempDir dir("quantize-gptq");
+  write_calibration_text(dir);
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  for (const bool hessian : {false, true}) {
+    std::vector<std::string> args = {"imatrix", "-m", model, "-f", dir.file("calib.txt"), "--ctx", "64",
+                                     "-o", dir.file(hessian ? "hessian.gguf" : "im.gguf")};
+    if (hessian) args.push_back("--hessian");
+    const auto r = run_tern(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const ImportanceMatrix plain = ImportanceMatrix::read(dir.file("im.gguf"));
+  const ImportanceMatrix with_h = ImportanceMatrix::read(dir.file("hessian.gguf"));
+  for (const char* name : {"blk.0.attn_q.weight", "blk.4.ffn_down.weight"}) {
+    EXPECT_EQ(with_h.importance(name), plain.importance(name)) << name;
+    const size_t cols = plain.importance(name).size();
+    EXPECT_EQ(with_h.second_moments(name).size(), cols * cols) << name;
+  }
+  for (const char* file : {"im.gguf", "hessian.gguf"}) {
+    const auto r = run_tern({"quantize", model, dir.file(std::string("q4_0.") + file), "q4_0", "--imatrix", dir.file(file)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // On the calibration text, GPTQ's logits are closer to F32's than the importance-weighted
+  // ones (measured: relative RMS error 0.064 against 0.105).
+  LoadOptions load;
+  load.model = model;
+  const std::vector<int32_t> story = load_model(load).tokenizer->encode(kStory);
+  const std::span<const int32_t> tokens(story.data(), 64);
+  const std::vector<float> ref = prefill_logits(model, tokens);
+  const double weighted = testing::relative_rms_error(prefill_logits(dir.file("q4_0.im.gguf"), tokens), ref);
+  const double gptq = testing::relative_rms_error(prefill_logits(dir.file("q4_0.hessian.gguf"), tokens), ref);
+  EXPECT_LT(gptq, 0.8 * weighted);
 }
 
 }  // namespace

@@ -86,7 +86,44 @@ TEST(ImportanceMatrix, RefusesMalformedFiles) {
   GgufWriter stray;
   stray.set("general.type", GgufValue::string("imatrix"));
   stray.add_tensor("a.weight", DType::F32, {1, 1}, std::as_bytes(std::span(&one, 1)));
-  expect_refused(stray, "neither");
+  expect_refused(stray, "none of");
+  GgufWriter outer;  // sums of x xᵀ that are not [cols, cols]
+  outer.set("general.type", GgufValue::string("imatrix"));
+  outer.add_tensor("a.weight.in_sum2", DType::F32, {1, 2}, std::as_bytes(std::span(two)));
+  outer.add_tensor("a.weight.counts", DType::F32, {1, 1}, std::as_bytes(std::span(&one, 1)));
+  outer.add_tensor("a.weight.in_sum_outer", DType::F32, {1, 2}, std::as_bytes(std::span(two)));
+  expect_refused(outer, "2 sums of x xᵀ for 2 columns");
+}
+
+TEST(ImportanceMatrix, KeepsSecondMomentsForGptq) {
+  ImportanceMatrix m;
+  m.keep_outer = true;
+  const std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f, 0.0f, 1.0f, -1.0f, 4.0f, 2.0f};  // 3 tokens of 3
+  m.accumulate("blk.0.attn_q.weight", x.data(), 2, 3);
+  m.accumulate("blk.0.attn_q.weight", x.data() + 6, 1, 3);
+  // E[x xᵀ] over the three tokens, its diagonal the importances.
+  std::vector<float> expected(9, 0.0f);
+  for (int t = 0; t < 3; ++t)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) expected[static_cast<size_t>(i * 3 + j)] += x[static_cast<size_t>(t * 3 + i)] * x[static_cast<size_t>(t * 3 + j)] / 3.0f;
+  auto expect_moments = [&](const ImportanceMatrix& im) {
+    const std::vector<float> got = im.second_moments("blk.0.attn_q.weight");
+    ASSERT_EQ(got.size(), 9u);
+    for (size_t i = 0; i < 9; ++i) EXPECT_FLOAT_EQ(got[i], expected[i]) << i;
+    const std::vector<float> imp = im.importance("blk.0.attn_q.weight");
+    for (size_t j = 0; j < 3; ++j) EXPECT_FLOAT_EQ(imp[j], got[j * 4]);
+  };
+  expect_moments(m);
+  const std::vector<std::byte> bytes = m.to_bytes();
+  expect_moments(parse_bytes(bytes));
+  // Stored as <name>.in_sum_outer [cols, cols] beside llama.cpp's two tensors (its loader skips
+  // the names it does not know), and only when kept.
+  const GgufFile g = GgufFile::parse(std::make_shared<const MappedFile>("t", bytes));
+  EXPECT_EQ(g.find_tensor("blk.0.attn_q.weight.in_sum_outer")->shape, (std::vector<int64_t>{3, 3}));
+  ImportanceMatrix plain;
+  plain.accumulate("blk.0.attn_q.weight", x.data(), 3, 3);
+  EXPECT_TRUE(plain.second_moments("blk.0.attn_q.weight").empty());
+  EXPECT_EQ(GgufFile::parse(std::make_shared<const MappedFile>("t", plain.to_bytes())).find_tensor("blk.0.attn_q.weight.in_sum_outer"), nullptr);
 }
 
 TEST(ImportanceMatrix, SumsTheSquaresOfEachMatrixInput) {

@@ -4,11 +4,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/quantize.h"
 #include "tern/models/model_weights.h"
+#include "tern/quant/block_code.h"
+#include "tern/quant/gptq.h"
 #include "tern/quant/importance_matrix.h"
 #include "tern/quant/quant_recipe.h"
 #include "tern/quant/weight_quantizer.h"
@@ -64,7 +67,8 @@ std::span<const float> copy_vector(ModelWeights& w, std::span<const float> src) 
 }
 
 // `m` as `dtype` through f32, by the weight quantizers with the importances of `name` when
-// `imatrix` has them; copied when it already is `dtype`.
+// `imatrix` has them (by GPTQ when it has the input's second moments too); copied when it
+// already is `dtype`.
 WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dtype,
                                 const ImportanceMatrix* imatrix, const std::string& name) {
   const auto row_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(m.cols)));
@@ -76,14 +80,23 @@ WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dt
   }
   const std::vector<float> importance = imatrix != nullptr ? imatrix->importance(name) : std::vector<float>{};
   const float* imp = importance.empty() ? nullptr : importance.data();
+  // With the input's whole second-moment matrix, GPTQ (which needs a type of blocks).
+  std::optional<quant::GptqFactor> gptq;
+  if (imatrix != nullptr && quant::has_block_code(dtype)) {
+    const std::vector<float> moments = imatrix->second_moments(name);
+    if (!moments.empty()) gptq = quant::GptqFactor::of(moments, m.cols);
+  }
 #pragma omp parallel
   {
     std::vector<float> row(static_cast<size_t>(m.cols));
 #pragma omp for schedule(dynamic, 8)
     for (int64_t i = 0; i < m.rows; ++i) {
       cpu::dequantize_row(m.dtype, m.row(i), row.data(), m.cols);
-      quant::quantize_weight_row(dtype, row.data(), data.data() + static_cast<size_t>(i) * row_bytes,
-                                 m.cols, imp);
+      std::byte* out = data.data() + static_cast<size_t>(i) * row_bytes;
+      if (gptq)
+        quant::quantize_row_gptq(dtype, row.data(), out, m.cols, *gptq);
+      else
+        quant::quantize_weight_row(dtype, row.data(), out, m.cols, imp);
     }
   }
   return {dtype, m.rows, m.cols, data.data(), row_bytes};

@@ -99,6 +99,11 @@ float quantize_block(const float* x, const float* w, int n, float scale, float o
   return err.total();
 }
 
+int nearest_quant(float x, float scale, float offset, int qmin, int qmax) {
+  const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+  return static_cast<int>(round_clamp((x - offset) * inv, static_cast<float>(qmin), static_cast<float>(qmax)));
+}
+
 float fit_symmetric(const float* x, const float* w, int n, int qmin, int qmax) {
   float amax = 0.0f, max = 0.0f;
   for (int i = 0; i < n; ++i) {

@@ -27,4 +27,7 @@ AffineFit fit_affine(const float* x, const float* w, int n, int qmax, bool offse
 float quantize_block(const float* x, const float* w, int n, float scale, float offset, int qmin,
                      int qmax, int* q);
 
+// The quant of one value under a scale and offset, as quantize_block rounds it.
+int nearest_quant(float x, float scale, float offset, int qmin, int qmax);
+
 }  // namespace tern::quant

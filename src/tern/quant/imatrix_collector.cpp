@@ -66,6 +66,7 @@ ImportanceMatrix compute_importance_matrix(Decoder& decoder, std::span<const int
                 " tokens, fewer than one window of --ctx " + std::to_string(options.ctx));
   ImportanceMatrix m;
   m.chunk_size = options.ctx;
+  m.keep_outer = options.keep_outer;
   // The lm_head sees only the rows whose logits are asked for: all of them when it is observed.
   const bool tied = decoder.weights().tied_embeddings;
   ImatrixObserver observer(m, options.process_output && !tied);

@@ -1,6 +1,7 @@
 // ImportanceMatrix: accumulation, llama.cpp's GGUF imatrix files, and the check against a model.
 #include "tern/quant/importance_matrix.h"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <string_view>
@@ -14,6 +15,7 @@ namespace {
 
 constexpr std::string_view kSumsSuffix = ".in_sum2";
 constexpr std::string_view kCountsSuffix = ".counts";
+constexpr std::string_view kOuterSuffix = ".in_sum_outer";
 
 bool strip_suffix(std::string& s, std::string_view suffix) {
   if (s.size() <= suffix.size() || s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0)
@@ -39,6 +41,33 @@ std::map<std::string, int64_t> matrix_columns(const ModelWeights& w) {
   return cols;
 }
 
+// sum[i, 0..i] += x_i · x[0..i] for every token: the lower triangle, a band of rows at a time
+// (each band's rows stay in cache while the tokens pass, four tokens a pass), bands in parallel.
+void add_outer_products(float* sum, const float* x, int64_t num_tokens, int64_t cols) {
+  constexpr int64_t kBand = 16;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i0 = 0; i0 < cols; i0 += kBand) {
+    const int64_t i1 = std::min(cols, i0 + kBand);
+    int64_t t = 0;
+    for (; t + 4 <= num_tokens; t += 4) {
+      const float *r0 = x + t * cols, *r1 = r0 + cols, *r2 = r1 + cols, *r3 = r2 + cols;
+      for (int64_t i = i0; i < i1; ++i) {
+        float* out = sum + i * cols;
+        const float a0 = r0[i], a1 = r1[i], a2 = r2[i], a3 = r3[i];
+        for (int64_t j = 0; j <= i; ++j) out[j] += (a0 * r0[j] + a1 * r1[j]) + (a2 * r2[j] + a3 * r3[j]);
+      }
+    }
+    for (; t < num_tokens; ++t) {
+      const float* row = x + t * cols;
+      for (int64_t i = i0; i < i1; ++i) {
+        float* out = sum + i * cols;
+        const float xi = row[i];
+        for (int64_t j = 0; j <= i; ++j) out[j] += xi * row[j];
+      }
+    }
+  }
+}
+
 std::span<const float> f32_values(const TensorInfo& t, const std::string& path) {
   if (t.dtype != DType::F32)
     throw Error(path + ": imatrix tensor '" + t.name + "' is " + std::string(dtype_name(t.dtype)) +
@@ -51,7 +80,10 @@ std::span<const float> f32_values(const TensorInfo& t, const std::string& path) 
 void ImportanceMatrix::accumulate(const std::string& name, const float* x, int64_t num_tokens,
                                   int64_t cols) {
   ImportanceEntry& e = entries[name];
-  if (e.sum_squares.empty()) e.sum_squares.assign(static_cast<size_t>(cols), 0.0);
+  if (e.sum_squares.empty()) {
+    e.sum_squares.assign(static_cast<size_t>(cols), 0.0);
+    if (keep_outer) e.sum_outer.assign(static_cast<size_t>(cols * cols), 0.0f);
+  }
   if (static_cast<int64_t>(e.sum_squares.size()) != cols)
     throw Error("importance matrix: '" + name + "' has " + std::to_string(e.sum_squares.size()) +
                 " columns, its input " + std::to_string(cols));
@@ -60,7 +92,20 @@ void ImportanceMatrix::accumulate(const std::string& name, const float* x, int64
     for (int64_t j = 0; j < cols; ++j)
       e.sum_squares[static_cast<size_t>(j)] += static_cast<double>(row[j]) * row[j];
   }
+  if (!e.sum_outer.empty()) add_outer_products(e.sum_outer.data(), x, num_tokens, cols);
   e.count += num_tokens;
+}
+
+std::vector<float> ImportanceMatrix::second_moments(const std::string& name) const {
+  const auto it = entries.find(name);
+  if (it == entries.end() || it->second.count <= 0 || it->second.sum_outer.empty()) return {};
+  const ImportanceEntry& e = it->second;
+  const auto cols = e.sum_squares.size();
+  const float inv_count = 1.0f / static_cast<float>(e.count);
+  std::vector<float> m(cols * cols);
+  for (size_t i = 0; i < cols; ++i)
+    for (size_t j = 0; j <= i; ++j) m[i * cols + j] = m[j * cols + i] = e.sum_outer[i * cols + j] * inv_count;
+  return m;
 }
 
 std::vector<float> ImportanceMatrix::importance(const std::string& name) const {
@@ -99,18 +144,26 @@ ImportanceMatrix ImportanceMatrix::parse(std::shared_ptr<const MappedFile> file)
   m.datasets = gguf.get_string_array("imatrix.datasets").value_or(std::vector<std::string>{});
   m.chunk_count = gguf.get_int("imatrix.chunk_count").value_or(0);
   m.chunk_size = gguf.get_int("imatrix.chunk_size").value_or(0);
-  std::map<std::string, std::pair<const TensorInfo*, const TensorInfo*>> parts;
+  struct Parts {
+    const TensorInfo* sums = nullptr;
+    const TensorInfo* counts = nullptr;
+    const TensorInfo* outer = nullptr;
+  };
+  std::map<std::string, Parts> parts;
   for (const TensorInfo& t : gguf.tensors()) {
     std::string name = t.name;
     if (strip_suffix(name, kSumsSuffix))
-      parts[name].first = &t;
+      parts[name].sums = &t;
     else if (strip_suffix(name, kCountsSuffix))
-      parts[name].second = &t;
+      parts[name].counts = &t;
+    else if (strip_suffix(name, kOuterSuffix))
+      parts[name].outer = &t;
     else
-      throw Error(path + ": imatrix tensor '" + t.name + "' is neither <name>.in_sum2 nor <name>.counts");
+      throw Error(path + ": imatrix tensor '" + t.name +
+                  "' is none of <name>.in_sum2, <name>.counts, <name>.in_sum_outer");
   }
   for (const auto& [name, p] : parts) {
-    const auto [sums, counts] = p;
+    const TensorInfo *sums = p.sums, *counts = p.counts;
     if (sums == nullptr || counts == nullptr)
       throw Error(path + ": imatrix entry '" + name + "' has " + (sums ? "no .counts" : "no .in_sum2"));
     const std::span<const float> s = f32_values(*sums, path), c = f32_values(*counts, path);
@@ -131,6 +184,15 @@ ImportanceMatrix ImportanceMatrix::parse(std::shared_ptr<const MappedFile> file)
         throw Error(path + ": imatrix entry '" + name + "' has a negative or non-finite sum");
       e.sum_squares.push_back(v);
     }
+    if (p.outer != nullptr) {
+      const std::span<const float> o = f32_values(*p.outer, path);
+      if (o.size() != s.size() * s.size())
+        throw Error(path + ": imatrix entry '" + name + "' has " + std::to_string(o.size()) +
+                    " sums of x xᵀ for " + std::to_string(s.size()) + " columns");
+      for (const float v : o)
+        if (!std::isfinite(v)) throw Error(path + ": imatrix entry '" + name + "' has a non-finite sum of x xᵀ");
+      e.sum_outer.assign(o.begin(), o.end());
+    }
     m.entries.emplace(name, std::move(e));
   }
   return m;
@@ -149,6 +211,14 @@ GgufWriter ImportanceMatrix::writer() const {
                  std::as_bytes(std::span<const float>(sums)));
     g.add_tensor(name + std::string(kCountsSuffix), DType::F32, {1, 1},
                  std::as_bytes(std::span<const float>(&count, 1)));
+    if (!e.sum_outer.empty()) {
+      const auto cols = static_cast<int64_t>(sums.size());
+      std::vector<float> outer(e.sum_outer.size());
+      for (int64_t i = 0; i < cols; ++i)
+        for (int64_t j = 0; j <= i; ++j) outer[i * cols + j] = outer[j * cols + i] = e.sum_outer[i * cols + j];
+      g.add_tensor(name + std::string(kOuterSuffix), DType::F32, {cols, cols},
+                   std::as_bytes(std::span<const float>(outer)));
+    }
   }
   return g;
 }

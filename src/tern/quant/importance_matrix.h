@@ -5,6 +5,9 @@
 // GGUF imatrix format (`general.type` "imatrix", `<tensor>.in_sum2` [1, cols] and
 // `<tensor>.counts` [1, 1] as F32, `imatrix.datasets`, `imatrix.chunk_count`,
 // `imatrix.chunk_size`), so llama-quantize takes tern's files and tern takes llama-imatrix's.
+// tern can also keep each input's second-moment matrix Σ x xᵀ (`<tensor>.in_sum_outer`
+// [cols, cols] F32, which llama.cpp's loader skips): the whole H of GPTQ (quant/gptq.h), of
+// which the importances are the diagonal.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,8 @@ class ModelWeights;
 
 struct ImportanceEntry {
   std::vector<double> sum_squares;  // [cols]: Σ over tokens of x_j²
+  std::vector<float> sum_outer;     // [cols × cols]: Σ over tokens of x xᵀ (its lower triangle
+                                    // is read), empty when not kept
   int64_t count = 0;                // tokens seen
 };
 
@@ -32,6 +37,7 @@ class ImportanceMatrix {
   std::vector<std::string> datasets;  // the calibration files' names
   int64_t chunk_count = 0;            // windows of calibration text
   int64_t chunk_size = 0;             // tokens per window
+  bool keep_outer = false;            // accumulate also sums Σ x xᵀ (cols² values a matrix)
 
   // Adds `num_tokens` rows x [num_tokens, cols] to the entry `name` (created on first use).
   // Throws tern::Error when cols differs from the entry's.
@@ -39,6 +45,8 @@ class ImportanceMatrix {
 
   // E[x_j²] of the entry [cols]; empty when there is no entry or it saw no tokens.
   std::vector<float> importance(const std::string& name) const;
+  // E[x xᵀ] of the entry [cols × cols]; empty when there is none, or no sums of x xᵀ.
+  std::vector<float> second_moments(const std::string& name) const;
 
   // Throws tern::Error naming the first entry that is not a matrix of `weights` (by GGUF name)
   // or whose column count differs from that matrix's: an importance matrix made for another

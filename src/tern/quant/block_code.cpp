@@ -1,0 +1,255 @@
+// The weight quantizers' blocks (block_code.h): per type, block_fit's searches, then the scales
+// as stored (f16, 6-bit, int8) refined against the quants they give.
+#include "tern/quant/block_code.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tern/core/half.h"
+#include "tern/kernels/cpu/quant_pack.h"
+#include "tern/quant/block_fit.h"
+
+namespace tern::quant {
+namespace {
+
+constexpr int kQK = 32;
+constexpr int kQKK = 256;
+
+float rounded_f16(float v, uint16_t* bits) {
+  *bits = f32_to_f16(v);
+  return f16_to_f32(*bits);
+}
+
+// Q4_0, Q5_0, Q8_0: x ≈ d · q.
+void fit_symmetric_block(const float* x, const float* w, int qmin, int qmax, BlockCode* out) {
+  const float d = rounded_f16(fit_symmetric(x, w, kQK, qmin, qmax), &out->d16);
+  quantize_block(x, w, kQK, d, 0.0f, qmin, qmax, out->q);
+}
+
+// Q4_1, Q5_1: x ≈ d · q + m, q in [0, qmax].
+void fit_affine_block(const float* x, const float* w, int qmax, BlockCode* out) {
+  const AffineFit fit = fit_affine(x, w, kQK, qmax, false);
+  const float d = rounded_f16(fit.scale, &out->d16), m = rounded_f16(fit.offset, &out->m16);
+  quantize_block(x, w, kQK, d, m, 0, qmax, out->q);
+}
+
+// The super-block's error for (d, dmin) with the given 6-bit scales, quants to nearest.
+float k_affine_error(const float* x, const float* w, int qmax, float d, float dmin, const int* ls,
+                     const int* lm, int* q) {
+  float err = 0.0f;
+  for (int j = 0; j < 8; ++j)
+    err += quantize_block(x + 32 * j, w + 32 * j, 32, d * static_cast<float>(ls[j]),
+                          -dmin * static_cast<float>(lm[j]), 0, qmax, q + 32 * j);
+  return err;
+}
+
+void fit_k_affine(const float* x, const float* w, int qmax, BlockCode* out) {
+  float scales[8], mins[8], scale_weight[8], min_weight[8];
+  int q[32];
+  for (int j = 0; j < 8; ++j) {
+    const AffineFit fit = fit_affine(x + 32 * j, w + 32 * j, 32, qmax, true);
+    scales[j] = fit.scale;
+    mins[j] = -fit.offset;
+    // How much a sub-block's error grows with an error in its scale (Σ w q²) or min (Σ w):
+    // the weights of the super-block scales' own fits.
+    quantize_block(x + 32 * j, w + 32 * j, 32, fit.scale, fit.offset, 0, qmax, q);
+    scale_weight[j] = min_weight[j] = 0.0f;
+    for (int i = 0; i < 32; ++i) {
+      scale_weight[j] += w[32 * j + i] * static_cast<float>(q[i] * q[i]);
+      min_weight[j] += w[32 * j + i];
+    }
+  }
+  float d = rounded_f16(fit_symmetric(scales, scale_weight, 8, 0, 63), &out->d16);
+  float dmin = rounded_f16(fit_symmetric(mins, min_weight, 8, 0, 63), &out->m16);
+  // Each sub-block's 6-bit pair: the nearest, or a neighbour where that fits better (the scale
+  // first, then the min for the best scale).
+  int qs[32];
+  for (int j = 0; j < 8; ++j) {
+    const float* xj = x + 32 * j;
+    const float* wj = w + 32 * j;
+    const int s0 = d > 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), 0, 63) : 0;
+    const int m0 = dmin > 0.0f ? std::clamp(static_cast<int>(std::lround(mins[j] / dmin)), 0, 63) : 0;
+    float best = -1.0f;
+    auto consider = [&](int s, int m) {
+      if (s < 0 || s > 63 || m < 0 || m > 63) return;
+      const float err = quantize_block(xj, wj, 32, d * static_cast<float>(s), -dmin * static_cast<float>(m), 0, qmax, qs);
+      if (best < 0.0f || err < best) {
+        best = err;
+        out->ls[j] = s;
+        out->lm[j] = m;
+        std::copy(qs, qs + 32, out->q + 32 * j);
+      }
+    };
+    for (int s = s0 - 1; s <= s0 + 1; ++s) consider(s, m0);
+    const int s_best = out->ls[j];
+    consider(s_best, m0 - 1);
+    consider(s_best, m0 + 1);
+  }
+  // (d, dmin) refitted by least squares for these scales and quants: x ≈ d·A − dmin·B.
+  float saa = 0, sab = 0, sbb = 0, sxa = 0, sxb = 0, err_before = 0;
+  for (int j = 0; j < 8; ++j) {
+    for (int i = 0; i < 32; ++i) {
+      const int e = 32 * j + i;
+      const float a = static_cast<float>(out->ls[j] * out->q[e]), b = static_cast<float>(out->lm[j]);
+      saa += w[e] * a * a;
+      sab += w[e] * a * b;
+      sbb += w[e] * b * b;
+      sxa += w[e] * x[e] * a;
+      sxb += w[e] * x[e] * b;
+      const float r = x[e] - (d * a - dmin * b);
+      err_before += w[e] * r * r;
+    }
+  }
+  const float det = saa * sbb - sab * sab;
+  if (det > 0.0f) {
+    const float d2 = (sxa * sbb - sxb * sab) / det;
+    const float dmin2 = (sxa * sab - sxb * saa) / det;
+    if (d2 > 0.0f && dmin2 >= 0.0f) {
+      uint16_t d16, dmin16;
+      const float dr = rounded_f16(d2, &d16), dminr = rounded_f16(dmin2, &dmin16);
+      int q2[kQKK];
+      if (k_affine_error(x, w, qmax, dr, dminr, out->ls, out->lm, q2) < err_before) {
+        out->d16 = d16;
+        out->m16 = dmin16;
+        std::copy(q2, q2 + kQKK, out->q);
+      }
+    }
+  }
+}
+
+// Q6_K: 16 sub-blocks of 16, x ≈ d · ls · q with ls int8 and q in [-32, 31].
+void fit_q6_k(const float* x, const float* w, BlockCode* out) {
+  float scales[16], scale_weight[16];
+  int q[kQKK], ls[16];
+  for (int j = 0; j < 16; ++j) {
+    scales[j] = fit_symmetric(x + 16 * j, w + 16 * j, 16, -32, 31);
+    quantize_block(x + 16 * j, w + 16 * j, 16, scales[j], 0.0f, -32, 31, q + 16 * j);
+    scale_weight[j] = 0.0f;
+    for (int l = 0; l < 16; ++l) scale_weight[j] += w[16 * j + l] * static_cast<float>(q[16 * j + l] * q[16 * j + l]);
+  }
+  uint16_t d16;
+  float d = rounded_f16(fit_symmetric(scales, scale_weight, 16, -127, 127), &d16);
+  int qs[16];
+  float err_before = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    const int s0 = d != 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), -127, 127) : 0;
+    float best = -1.0f;
+    for (int s = std::max(s0 - 1, -127); s <= std::min(s0 + 1, 127); ++s) {
+      const float err = quantize_block(x + 16 * j, w + 16 * j, 16, d * static_cast<float>(s), 0.0f, -32, 31, qs);
+      if (best < 0.0f || err < best) {
+        best = err;
+        ls[j] = s;
+        std::copy(qs, qs + 16, q + 16 * j);
+      }
+    }
+    err_before += best;
+  }
+  // d refitted for these scales and quants.
+  float saa = 0.0f, sxa = 0.0f;
+  for (int e = 0; e < kQKK; ++e) {
+    const float a = static_cast<float>(ls[e / 16] * q[e]);
+    saa += w[e] * a * a;
+    sxa += w[e] * x[e] * a;
+  }
+  if (saa > 0.0f) {
+    uint16_t d2_16;
+    const float d2 = rounded_f16(sxa / saa, &d2_16);
+    int q2[kQKK];
+    float err = 0.0f;
+    for (int j = 0; j < 16; ++j)
+      err += quantize_block(x + 16 * j, w + 16 * j, 16, d2 * static_cast<float>(ls[j]), 0.0f, -32, 31, q2 + 16 * j);
+    if (err < err_before) {
+      d16 = d2_16;
+      std::copy(q2, q2 + kQKK, q);
+    }
+  }
+  out->d16 = d16;
+  std::copy(ls, ls + 16, out->ls);
+  std::copy(q, q + kQKK, out->q);
+}
+
+}  // namespace
+
+BlockFormat block_format(DType dtype) {
+  switch (dtype) {
+    case DType::Q8_0: return {kQK, -127, 127};
+    case DType::Q4_0: return {kQK, -8, 7};
+    case DType::Q5_0: return {kQK, -16, 15};
+    case DType::Q4_1: return {kQK, 0, 15};
+    case DType::Q5_1: return {kQK, 0, 31};
+    case DType::Q4_K: return {kQKK, 0, 15};
+    case DType::Q5_K: return {kQKK, 0, 31};
+    case DType::Q6_K: return {kQKK, -32, 31};
+    default: return {};
+  }
+}
+
+bool has_block_code(DType dtype) { return block_format(dtype).elems > 0; }
+
+void fit_block(DType dtype, const float* x, const float* w, BlockCode* code) {
+  const BlockFormat f = block_format(dtype);
+  switch (dtype) {
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q5_0:
+      return fit_symmetric_block(x, w, f.qmin, f.qmax, code);
+    case DType::Q4_1:
+    case DType::Q5_1:
+      return fit_affine_block(x, w, f.qmax, code);
+    case DType::Q4_K:
+    case DType::Q5_K:
+      return fit_k_affine(x, w, f.qmax, code);
+    default:
+      return fit_q6_k(x, w, code);
+  }
+}
+
+void block_grid(DType dtype, const BlockCode& code, float* step, float* offset) {
+  const BlockFormat f = block_format(dtype);
+  const float d = f16_to_f32(code.d16), m = f16_to_f32(code.m16);
+  for (int e = 0; e < f.elems; ++e) {
+    switch (dtype) {
+      case DType::Q4_1:
+      case DType::Q5_1:
+        step[e] = d;
+        offset[e] = m;
+        break;
+      case DType::Q4_K:
+      case DType::Q5_K:
+        step[e] = d * static_cast<float>(code.ls[e / 32]);
+        offset[e] = -m * static_cast<float>(code.lm[e / 32]);
+        break;
+      case DType::Q6_K:
+        step[e] = d * static_cast<float>(code.ls[e / 16]);
+        offset[e] = 0.0f;
+        break;
+      default:
+        step[e] = d;
+        offset[e] = 0.0f;
+        break;
+    }
+  }
+}
+
+void pack_block(DType dtype, const BlockCode& code, void* y) {
+  // Stored quants are unsigned (bias added) except Q8_0's.
+  int biased[kQKK];
+  const BlockFormat f = block_format(dtype);
+  const int bias = dtype == DType::Q8_0 ? 0 : -f.qmin;
+  for (int e = 0; e < f.elems; ++e) biased[e] = code.q[e] + bias;
+  switch (dtype) {
+    case DType::Q8_0: return cpu::pack_q8_0(code.d16, biased, static_cast<cpu::BlockQ8_0*>(y));
+    case DType::Q4_0: return cpu::pack_q4_0(code.d16, biased, static_cast<cpu::BlockQ4_0*>(y));
+    case DType::Q5_0: return cpu::pack_q5_0(code.d16, biased, static_cast<cpu::BlockQ5_0*>(y));
+    case DType::Q4_1: return cpu::pack_q4_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ4_1*>(y));
+    case DType::Q5_1: return cpu::pack_q5_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ5_1*>(y));
+    case DType::Q4_K:
+      return cpu::pack_q4_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<cpu::BlockQ4_K*>(y));
+    case DType::Q5_K:
+      return cpu::pack_q5_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<cpu::BlockQ5_K*>(y));
+    default:
+      return cpu::pack_q6_k(code.d16, code.ls, biased, static_cast<cpu::BlockQ6_K*>(y));
+  }
+}
+
+}  // namespace tern::quant

@@ -1,0 +1,39 @@
+// One block of a quantized type as the weight quantizers choose it: the stored scales (and
+// mins, sub-block scales) and the integer quants, kept apart until packed, so that a caller
+// can fit a block's scales and then choose its quants itself (GPTQ, gptq.h) as well as take
+// the quants the fit gives (weight_quantizer.h). Every element decodes as step · q + offset,
+// its step and offset given by the block's scales.
+#pragma once
+
+#include <cstdint>
+
+#include "tern/core/dtype.h"
+
+namespace tern::quant {
+
+struct BlockCode {
+  uint16_t d16 = 0;     // the f16 scale (the K types' super-block scale)
+  uint16_t m16 = 0;     // Q4_1 / Q5_1's f16 offset, the K types' f16 dmin
+  int ls[16] = {};      // sub-block scales: Q4_K / Q5_K's 8 6-bit ones, Q6_K's 16 int8 ones
+  int lm[8] = {};       // Q4_K / Q5_K's 6-bit sub-block mins
+  int q[256] = {};      // the quants, in [qmin, qmax] (no storage bias)
+};
+
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32), Q4_K, Q5_K, Q6_K (blocks of 256); elems 0 for
+// every other type. The functions below take only these types.
+struct BlockFormat {
+  int elems = 0;
+  int qmin = 0, qmax = 0;
+};
+BlockFormat block_format(DType dtype);
+bool has_block_code(DType dtype);
+
+// x, w: [elems]; w ≥ 0, not all 0. The scales minimising Σ w (x − x̂)² (block_fit.h's
+// searches), and the quants rounded to nearest under them.
+void fit_block(DType dtype, const float* x, const float* w, BlockCode* code);
+// step, offset: [elems], element e decoding as step[e] · q[e] + offset[e].
+void block_grid(DType dtype, const BlockCode& code, float* step, float* offset);
+// Writes the block in ggml's layout (dtype_bytes(dtype, elems) bytes).
+void pack_block(DType dtype, const BlockCode& code, void* y);
+
+}  // namespace tern::quant
