@@ -20,18 +20,18 @@ class ImatrixObserver : public ActivationObserver {
 
   void observe(int layer, MatrixInput input, const float* x, int64_t num_tokens,
                int64_t cols) override {
-    // Matrices that share an input get the same sums, as llama-imatrix records them.
+    // Matrices that share an input get the same sums, as llama-imatrix records them: the first
+    // one's entry here, copied to the others by share_inputs once the windows are done (the
+    // second moments cost cols² a token, not to be paid three times over).
     switch (input) {
       case MatrixInput::AttnQkv:
-        for (const char* what : {"attn_q.weight", "attn_k.weight", "attn_v.weight"})
-          out_.accumulate(gguf_tensor_name(layer, what), x, num_tokens, cols);
+        out_.accumulate(gguf_tensor_name(layer, "attn_q.weight"), x, num_tokens, cols);
         break;
       case MatrixInput::AttnOutput:
         out_.accumulate(gguf_tensor_name(layer, "attn_output.weight"), x, num_tokens, cols);
         break;
       case MatrixInput::FfnGateUp:
-        for (const char* what : {"ffn_gate.weight", "ffn_up.weight"})
-          out_.accumulate(gguf_tensor_name(layer, what), x, num_tokens, cols);
+        out_.accumulate(gguf_tensor_name(layer, "ffn_gate.weight"), x, num_tokens, cols);
         break;
       case MatrixInput::FfnDown:
         out_.accumulate(gguf_tensor_name(layer, "ffn_down.weight"), x, num_tokens, cols);
@@ -46,6 +46,20 @@ class ImatrixObserver : public ActivationObserver {
   ImportanceMatrix& out_;
   bool process_output_;
 };
+
+// The entries of the matrices that read the same input as the one observed.
+void share_inputs(ImportanceMatrix& m, int layers) {
+  const struct {
+    const char* observed;
+    std::vector<const char*> sharing;
+  } shared[] = {{"attn_q.weight", {"attn_k.weight", "attn_v.weight"}}, {"ffn_gate.weight", {"ffn_up.weight"}}};
+  for (int layer = 0; layer < layers; ++layer)
+    for (const auto& [observed, sharing] : shared) {
+      const auto it = m.entries.find(gguf_tensor_name(layer, observed));
+      if (it == m.entries.end()) continue;
+      for (const char* what : sharing) m.entries[gguf_tensor_name(layer, what)] = it->second;
+    }
+}
 
 // Clears the decoder's observer however the computation ends.
 struct ObserverScope {
@@ -82,6 +96,7 @@ ImportanceMatrix compute_importance_matrix(Decoder& decoder, std::span<const int
     m.chunk_count = c + 1;
     if (options.on_chunk) options.on_chunk(c + 1, chunks);
   }
+  share_inputs(m, static_cast<int>(decoder.weights().layers.size()));
   return m;
 }
 
