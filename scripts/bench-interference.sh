@@ -4,6 +4,10 @@
 #   whole      one instance, whole prefill (--no-enable-chunked-prefill), both cores
 #   chunkedN   one instance, chunked prefill at a budget of N tokens, both cores
 #   pd         a prefill and a decode instance, one core each, behind tern router
+#   pdshared   the same two instances on both cores, two threads each, the prefill instance's
+#              compute at a lower CPU priority (--compute-nice PD_NICE, 19 unless set): decode
+#              takes the cores when it has work, prefill the time decode leaves (or, at a
+#              smaller nice value, a share of it); its KV transfers keep the normal priority
 #   replicas   two `both` instances, one core each, behind tern router (least outstanding)
 # Each setup's `tern bench serve` report (TTFT, ITL p50/p99 and the worst gap of the streams,
 # the long prompts' TTFT), its result JSON and ITL timeline SVG go to WORK_DIR/<setup>.*; the
@@ -11,7 +15,7 @@
 # usage: scripts/bench-interference.sh BUILD_DIR MODEL.gguf WORK_DIR
 #   e.g. a Qwen3-0.6B shape with dummy Q4_0 weights (its prefill of 3,000 tokens takes seconds).
 # Env: SHORT (50 streams), RATE (0.2/s), SHORT_IN/SHORT_OUT (128/64), LONG (3), LONG_IN (2000),
-#      LONG_OUT (16), LONG_RATE (0.0125/s), BUDGETS ("512 128"), SETUPS (all).
+#      LONG_OUT (16), LONG_RATE (0.0125/s), BUDGETS ("512 128"), PD_NICE (19), SETUPS (all).
 # The defaults are a load two cores carry (~12 output tokens/s, ~5 minutes a setup): at 0.25
 # requests/s of 128 out, a Qwen3-0.6B shape in Q4_0 queued 39 of 40 requests at once, and the
 # figures then measure the queue rather than the interference. Since decode runs at ~15 ms a
@@ -27,7 +31,7 @@ mkdir -p "$work"
 short=${SHORT:-50} rate=${RATE:-0.2} short_in=${SHORT_IN:-128} short_out=${SHORT_OUT:-64}
 long=${LONG:-3} long_in=${LONG_IN:-2000} long_out=${LONG_OUT:-16} long_rate=${LONG_RATE:-0.0125}
 budgets=${BUDGETS:-512 128}
-setups=${SETUPS:-whole $(for b in $budgets; do printf 'chunked%s ' "$b"; done)pd replicas}
+setups=${SETUPS:-whole $(for b in $budgets; do printf 'chunked%s ' "$b"; done)pd pdshared replicas}
 common=(--max-model-len 4096 --kv-cache-memory 2GiB --disable-log-stats --served-model-name m)
 pids=()
 
@@ -57,6 +61,11 @@ bench() {  # bench NAME URL
     --long-request-rate "$long_rate" --metric-percentiles 50,99 --disable-tqdm \
     --result-filename "$work/$1.json" --plot-itl-timeline "$work/$1.svg" | tee "$work/$1.txt"
 }
+router() {  # router ARGS…: tern router on port 8100
+  "$tern" router "$@" --port 8100 2>>"$work/servers.log" &
+  pids+=($!)
+  wait_healthy 8100
+}
 kv_metrics() {  # kv_metrics NAME PORT…: the transfer's counters of each instance
   for port in "${@:2}"; do
     echo "== $1 :$port" >>"$work/kv-metrics.txt"
@@ -76,19 +85,20 @@ for setup in $setups; do
     pd)
       start 0 8101 --kv-transfer-config '{"kv_connector":"UcxConnector","kv_role":"kv_producer","kv_port":14579}'
       start 1 8102 --role decode
-      "$tern" router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102 --port 8100 \
-        2>>"$work/servers.log" &
-      pids+=($!)
-      wait_healthy 8100
+      router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102
       bench pd http://127.0.0.1:8100
       kv_metrics pd 8101 8102 ;;
+    pdshared)
+      start 0,1 8101 --compute-nice "${PD_NICE:-19}" \
+        --kv-transfer-config '{"kv_connector":"UcxConnector","kv_role":"kv_producer","kv_port":14579}'
+      start 0,1 8102 --role decode
+      router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102
+      bench pdshared http://127.0.0.1:8100
+      kv_metrics pdshared 8101 8102 ;;
     replicas)
       start 0 8101
       start 1 8102
-      "$tern" router --backend http://127.0.0.1:8101 http://127.0.0.1:8102 \
-        --policy least_outstanding --port 8100 2>>"$work/servers.log" &
-      pids+=($!)
-      wait_healthy 8100
+      router --backend http://127.0.0.1:8101 http://127.0.0.1:8102 --policy least_outstanding
       bench replicas http://127.0.0.1:8100 ;;
     *) echo "bench-interference: unknown setup $setup" >&2; exit 1 ;;
   esac

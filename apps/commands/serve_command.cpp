@@ -17,6 +17,7 @@
 #include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/engine/llm.h"
+#include "tern/server/compute_priority.h"
 #include "tern/server/openai_server.h"
 
 namespace tern::cli {
@@ -77,6 +78,7 @@ void run(ServeOptions opt) {
     if (const char* key = std::getenv("TERN_API_KEY")) opt.server.api_key = key;
   if (!opt.chat_template_path.empty()) opt.server.chat_template = read_file(opt.chat_template_path);
   if (opt.server.max_request_body == 0) throw Error("--max-request-body must be at least 1 byte");
+  server::check_compute_nice(opt.server.compute_nice);
   opt.server.log_stats_interval = opt.disable_log_stats ? 0.0 : 10.0;  // vLLM's interval
 
   EngineConfig config = opt.engine.engine_config();
@@ -161,6 +163,10 @@ void add_serve_command(CLI::App& app) {
                   "127.0.0.1:14579");
   cmd->add_option("--kv-lease-seconds", opt->kv_lease_seconds,
                   "How long a prefilled prompt's blocks wait for a decode instance's pull")
+      ->capture_default_str();
+  cmd->add_option("--compute-nice", opt->server.compute_nice,
+                  "Nice value (0-19) of the engine's compute threads only: a prefill instance "
+                  "sharing cores with a decode instance leaves them to its steps")
       ->capture_default_str();
   opt->model.add_to(cmd);
   opt->engine.add_to(cmd);

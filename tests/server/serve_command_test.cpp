@@ -19,6 +19,10 @@ TEST(ServeCommand, BadInvocationsFailWithAMessage) {
   r = run_tern({"serve", "a.gguf", "--model", "b.gguf"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("give the model once"), std::string::npos) << r.err;
+
+  r = run_tern({"serve", "a.gguf", "--compute-nice", "20"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--compute-nice must be 0 to 19, got 20"), std::string::npos) << r.err;
 }
 
 TEST(ServeCommand, MissingOrBrokenChatTemplateFails) {

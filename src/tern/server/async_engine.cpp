@@ -5,12 +5,16 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <future>
 #include <optional>
 #include <vector>
 
+#include "tern/server/compute_priority.h"
+
 namespace tern::server {
 
-AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval)
+AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval,
+                         int compute_nice)
     : engine_(engine),
       metrics_(metrics),
       stats_(engine.stats()),
@@ -21,12 +25,30 @@ AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_s
   // every region of a step wakes them (a 1B-parameter decode: 34,000 context switches for 256
   // tokens instead of 142). Give this thread's pool back first.
   omp_pause_resource_all(omp_pause_soft);
+  check_compute_nice(compute_nice);
   engine_.set_transfer_wakeup([this] {
     std::lock_guard lock(mutex_);
     transfer_event_ = true;
     wake_.notify_one();
   });
-  thread_ = std::thread([this] { loop(); });
+  std::promise<void> started;
+  thread_ = std::thread([this, compute_nice, &started] {
+    try {
+      if (compute_nice != 0) set_compute_nice(compute_nice);
+    } catch (...) {
+      started.set_exception(std::current_exception());
+      return;
+    }
+    started.set_value();
+    loop();
+  });
+  try {
+    started.get_future().get();
+  } catch (...) {
+    thread_.join();
+    engine_.set_transfer_wakeup(nullptr);
+    throw;
+  }
 }
 
 AsyncEngine::~AsyncEngine() { shutdown(); }

@@ -32,8 +32,10 @@ class AsyncEngine {
  public:
   // `engine` and `metrics` must outlive this; the engine is only touched by the engine thread
   // from now on. Every `log_stats_interval` seconds of activity it logs the engine's stats
-  // (StatsLogger; <= 0: never).
-  AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval = 0.0);
+  // (StatsLogger; <= 0: never). The engine thread and its OpenMP team run at nice value
+  // `compute_nice` (compute_priority.h; throws tern::Error when it cannot be set).
+  AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval = 0.0,
+              int compute_nice = 0);
   ~AsyncEngine();
   AsyncEngine(const AsyncEngine&) = delete;
   AsyncEngine& operator=(const AsyncEngine&) = delete;

@@ -67,7 +67,7 @@ struct OpenAIServer::Impl {
       : llm(l),
         ctx(l.tokenizer()),
         metrics(l.engine().max_model_len()),
-        engine(l.engine(), metrics, options.log_stats_interval) {
+        engine(l.engine(), metrics, options.log_stats_interval, options.compute_nice) {
     ctx.options = std::move(options);
     ctx.metrics = &metrics;
     ctx.engine = &engine;

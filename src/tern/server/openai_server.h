@@ -27,6 +27,9 @@ struct ServerOptions {
   // Seconds between the engine's log lines of throughput, cache and speculative-decoding
   // stats (<= 0: none; `tern serve --disable-log-stats`).
   double log_stats_interval = 0.0;
+  // The nice value of the engine thread and its OpenMP team (0-19, compute_priority.h): a
+  // prefill instance sharing cores with a decode instance yields them to its steps.
+  int compute_nice = 0;
   // vLLM's --tool-call-parser (hermes, llama3_json; empty: none), --enable-auto-tool-choice
   // and --reasoning-parser (qwen3, deepseek_r1; empty: none). Unknown names throw tern::Error.
   std::string tool_call_parser;
