@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -46,7 +47,9 @@ TEST(ComputePriority, NiceOutsideZeroToNineteenIsRefused) {
     server::check_compute_nice(20);
     FAIL() << "20 accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--compute-nice must be 0 to 19, got 20"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--compute-nice must be 0 to 19, got 20"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(server::check_compute_nice(-1), Error);
 }
@@ -60,8 +63,9 @@ TEST(ComputePriority, SetsTheThreadAndItsOpenMpTeamOnly) {
   std::thread worker([&] {
     server::set_compute_nice(nice);
     in_thread = server::thread_nice();
-    team.assign(static_cast<size_t>(std::max(2, omp_get_max_threads())), -100);
-#pragma omp parallel num_threads(static_cast<int>(team.size()))
+    const int threads = std::max(2, omp_get_max_threads());
+    team.assign(static_cast<size_t>(threads), -100);
+#pragma omp parallel num_threads(threads)
     team[static_cast<size_t>(omp_get_thread_num())] = server::thread_nice();
   });
   worker.join();
@@ -77,7 +81,8 @@ TEST(ComputePriority, ServerRunsItsEngineAtTheComputeNice) {
   server::ServerOptions options;
   options.compute_nice = base + 3;
   TestServer server(tiny_chat_qwen3(), server_engine(), options);
-  const HttpResult r = post(server.port(), "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}});
+  const HttpResult r =
+      post(server.port(), "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}});
   ASSERT_EQ(r.status, 200) << r.body;  // the engine thread's team exists now
   int niced = 0, others = 0;
   for (int n : nice_of_threads()) {

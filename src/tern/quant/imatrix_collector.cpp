@@ -52,7 +52,8 @@ void share_inputs(ImportanceMatrix& m, int layers) {
   const struct {
     const char* observed;
     std::vector<const char*> sharing;
-  } shared[] = {{"attn_q.weight", {"attn_k.weight", "attn_v.weight"}}, {"ffn_gate.weight", {"ffn_up.weight"}}};
+  } shared[] = {{"attn_q.weight", {"attn_k.weight", "attn_v.weight"}},
+                {"ffn_gate.weight", {"ffn_up.weight"}}};
   for (int layer = 0; layer < layers; ++layer)
     for (const auto& [observed, sharing] : shared) {
       const auto it = m.entries.find(gguf_tensor_name(layer, observed));
