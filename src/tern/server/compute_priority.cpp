@@ -15,11 +15,12 @@
 namespace tern::server {
 namespace {
 
-// setpriority(PRIO_PROCESS, tid) sets one thread's nice value on Linux (not POSIX's per-process
-// meaning), as the kernel schedules threads as tasks.
+// With a thread id, PRIO_PROCESS names one thread on Linux (not POSIX's whole process), as the
+// kernel schedules threads as tasks.
+id_t this_thread_id() { return static_cast<id_t>(::syscall(SYS_gettid)); }
+
 int set_thread_nice(int nice) {
-  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
-  return ::setpriority(PRIO_PROCESS, tid, nice) == 0 ? 0 : errno;
+  return ::setpriority(PRIO_PROCESS, this_thread_id(), nice) == 0 ? 0 : errno;
 }
 
 }  // namespace
@@ -41,10 +42,6 @@ void set_compute_nice(int nice) {
     throw Error("--compute-nice " + std::to_string(nice) + ": " + std::strerror(e));
 }
 
-int thread_nice() {
-  errno = 0;
-  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
-  return ::getpriority(PRIO_PROCESS, tid);
-}
+int thread_nice() { return ::getpriority(PRIO_PROCESS, this_thread_id()); }
 
 }  // namespace tern::server
