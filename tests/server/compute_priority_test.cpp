@@ -94,5 +94,18 @@ TEST(ComputePriority, ServerRunsItsEngineAtTheComputeNice) {
   EXPECT_EQ(server::thread_nice(), base);
 }
 
+TEST(ComputePriority, AServerRefusesANiceOutsideTheRange) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  server::ServerOptions options;
+  options.compute_nice = 20;  // refused on the engine thread, thrown by the constructor
+  try {
+    TestServer server(tiny_chat_qwen3(), server_engine(), options);
+    FAIL() << "a compute nice of 20 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--compute-nice must be 0 to 19"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tern::testing

@@ -25,7 +25,6 @@ AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_s
   // every region of a step wakes them (a 1B-parameter decode: 34,000 context switches for 256
   // tokens instead of 142). Give this thread's pool back first.
   omp_pause_resource_all(omp_pause_soft);
-  check_compute_nice(compute_nice);
   engine_.set_transfer_wakeup([this] {
     std::lock_guard lock(mutex_);
     transfer_event_ = true;
