@@ -1,7 +1,7 @@
-// libFuzzer target for what tern router parses itself: backend URLs, client bodies and the
-// prefill instance's answer. Any bytes give an address or a tern::Error, a 400 or a body, and
-// the rewritten bodies always hold what the two-step flow promises (max_tokens 1, stream false,
-// do_remote_decode; the decode body carries the params unchanged).
+// libFuzzer target for what tern router parses itself: backend URLs, client bodies, the
+// prefill instance's answer and /tokenize's. Any bytes give an address or a tern::Error, a 400 or a
+// body, and the rewritten bodies always hold what the two-step flow promises (max_tokens 1, stream
+// false, do_remote_decode; the decode body carries the params unchanged).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -53,6 +53,15 @@ void check_bodies(std::string_view text, Endpoint endpoint) {
   if (endpoint == Endpoint::ChatCompletions && p.at("max_completion_tokens") != 1)
     die("a chat prefill body without max_completion_tokens 1");
   (void)tern::router::prefix_chain(tern::router::prompt_key(body, endpoint), 7);
+  // What counts the prompt for --disagg-min-prompt-tokens: a /tokenize body is JSON with the
+  // prompt or messages; the same bytes as /tokenize's answer give a count or none.
+  if (const auto t = tern::router::tokenize_body(body, endpoint)) {
+    const ordered_json j = ordered_json::parse(*t);
+    if (!j.contains(endpoint == Endpoint::ChatCompletions ? "messages" : "prompt"))
+      die("a /tokenize body without the prompt");
+  }
+  (void)tern::router::prompt_ids_count(body, endpoint);
+  (void)tern::router::tokenize_count_of(text);
   // The same bytes as a prefill instance's answer.
   if (auto params = tern::router::kv_transfer_params_of(text)) {
     if (!params->is_object()) die("kv_transfer_params that are not an object");

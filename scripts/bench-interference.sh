@@ -8,6 +8,9 @@
 #              compute at a lower CPU priority (--compute-nice PD_NICE, 19 unless set): decode
 #              takes the cores when it has work, prefill the time decode leaves (or, at a
 #              smaller nice value, a share of it); its KV transfers keep the normal priority
+#   pdshort    pdshared, with the router sending prompts under PD_MIN_PROMPT tokens (512 unless
+#              set) straight to the decode instance (--disagg-min-prompt-tokens): the short
+#              streams are prefilled there, in one step each, and only the long prompts move
 #   replicas   two `both` instances, one core each, behind tern router (least outstanding)
 # Each setup's `tern bench serve` report (TTFT, ITL p50/p99 and the worst gap of the streams,
 # the long prompts' TTFT), its result JSON and ITL timeline SVG go to WORK_DIR/<setup>.*; the
@@ -15,7 +18,8 @@
 # usage: scripts/bench-interference.sh BUILD_DIR MODEL.gguf WORK_DIR
 #   e.g. a Qwen3-0.6B shape with dummy Q4_0 weights (its prefill of 3,000 tokens takes seconds).
 # Env: SHORT (50 streams), RATE (0.2/s), SHORT_IN/SHORT_OUT (128/64), LONG (3), LONG_IN (2000),
-#      LONG_OUT (16), LONG_RATE (0.0125/s), BUDGETS ("512 128"), PD_NICE (19), SETUPS (all).
+#      LONG_OUT (16), LONG_RATE (0.0125/s), BUDGETS ("512 128"), PD_NICE (19), PD_MIN_PROMPT
+#      (512), SETUPS (all).
 # The defaults are a load two cores carry (~12 output tokens/s, ~5 minutes a setup): at 0.25
 # requests/s of 128 out, a Qwen3-0.6B shape in Q4_0 queued 39 of 40 requests at once, and the
 # figures then measure the queue rather than the interference. Since decode runs at ~15 ms a
@@ -31,7 +35,7 @@ mkdir -p "$work"
 short=${SHORT:-50} rate=${RATE:-0.2} short_in=${SHORT_IN:-128} short_out=${SHORT_OUT:-64}
 long=${LONG:-3} long_in=${LONG_IN:-2000} long_out=${LONG_OUT:-16} long_rate=${LONG_RATE:-0.0125}
 budgets=${BUDGETS:-512 128}
-setups=${SETUPS:-whole $(for b in $budgets; do printf 'chunked%s ' "$b"; done)pd pdshared replicas}
+setups=${SETUPS:-whole $(for b in $budgets; do printf 'chunked%s ' "$b"; done)pd pdshared pdshort replicas}
 common=(--max-model-len 4096 --kv-cache-memory 2GiB --disable-log-stats --served-model-name m)
 pids=()
 
@@ -88,13 +92,18 @@ for setup in $setups; do
       router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102
       bench pd http://127.0.0.1:8100
       kv_metrics pd 8101 8102 ;;
-    pdshared)
+    pdshared | pdshort)
       start 0,1 8101 --compute-nice "${PD_NICE:-19}" \
         --kv-transfer-config '{"kv_connector":"UcxConnector","kv_role":"kv_producer","kv_port":14579}'
       start 0,1 8102 --role decode
-      router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102
-      bench pdshared http://127.0.0.1:8100
-      kv_metrics pdshared 8101 8102 ;;
+      if [ "$setup" = pdshort ]; then
+        router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102 \
+          --disagg-min-prompt-tokens "${PD_MIN_PROMPT:-512}"
+      else
+        router --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102
+      fi
+      bench "$setup" http://127.0.0.1:8100
+      kv_metrics "$setup" 8101 8102 ;;
     replicas)
       start 0 8101
       start 1 8102

@@ -67,6 +67,11 @@ void add_router_command(CLI::App& app) {
                   "Decode instances (tern serve --role decode), http://HOST:PORT ...");
   cmd->add_option("--backend", opt->backend_urls,
                   "Plain replicas (data parallel) instead of prefill/decode pools");
+  cmd->add_option("--disagg-min-prompt-tokens", opt->disagg_min_prompt_tokens,
+                  "Prefill/decode mode: a prompt of fewer tokens (counted by a decode instance's "
+                  "/tokenize) goes straight to a decode instance, which prefills it itself; 0: "
+                  "every request is prefilled by a prefill instance")
+      ->capture_default_str();
   cmd->add_option("--host", opt->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", opt->port, "Port to listen on (0: any free port)")
       ->capture_default_str();

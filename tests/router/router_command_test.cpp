@@ -29,6 +29,8 @@ TEST(RouterCommand, RefusesConfigurationsItCannotServe) {
                  "given twice");
   expect_refused({"router", "--backend", "http://127.0.0.1:1", "--health-check-interval", "0"},
                  "--health-check-interval");
+  expect_refused({"router", "--backend", "http://127.0.0.1:1", "--disagg-min-prompt-tokens", "256"},
+                 "--disagg-min-prompt-tokens applies to prefill/decode mode");
 }
 
 }  // namespace

@@ -139,5 +139,67 @@ TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) 
             0);
 }
 
+// --disagg-min-prompt-tokens: a prompt shorter than it goes straight to the decode instance,
+// which prefills it itself; a longer one takes the two-step flow. Both give what one instance
+// gives, and the prefill instance leases blocks only for the long ones.
+TEST(RouterEndToEnd, ShortPromptsArePrefilledByTheDecodeInstance) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  auto role = [](disagg::KvRole r) {
+    EngineConfig c = server_engine(512);
+    c.kv_transfer.role = r;
+    c.kv_transfer.port = 0;
+    return c;
+  };
+  server::ServerOptions chat;  // stories260K has no chat template of its own
+  chat.chat_template =
+      "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:";
+  TestServer p(stories260k(), role(disagg::KvRole::kProducer), chat);
+  TestServer d(stories260k(), role(disagg::KvRole::kConsumer), chat);
+  TestServer one(stories260k(), server_engine(512), chat);
+  router::RouterOptions o;
+  o.prefill_urls = {"http://127.0.0.1:" + std::to_string(p.port())};
+  o.decode_urls = {"http://127.0.0.1:" + std::to_string(d.port())};
+  o.health_check_interval = 3600;
+  o.disagg_min_prompt_tokens = 24;
+  TestRouter router(o);
+
+  std::string long_prompt = "Once upon a time";
+  for (int k = 0; k < 4; ++k) long_prompt += " there was a little girl named Lily";
+  const json short_ids = {{"model", "test-model"}, {"prompt", {1, 415, 201, 263, 31}}};
+  const std::vector<json> requests = {
+      {{"model", "test-model"}, {"prompt", "Once upon a time"}},  // short
+      short_ids,
+      {{"model", "test-model"}, {"prompt", long_prompt}},  // long
+  };
+  for (json r : requests) {
+    r["max_tokens"] = 12;
+    r["temperature"] = 0;
+    r["logprobs"] = 1;
+    r["ignore_eos"] = true;
+    const HttpResult want = post(one.port(), "/v1/completions", r);
+    ASSERT_EQ(want.status, 200) << want.body;
+    const HttpResult got = post(router.port(), "/v1/completions", r);
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_EQ(got.body_json()["choices"], want.body_json()["choices"]) << r.dump();
+  }
+  // A chat is counted as its template renders it: a short one stays on the decode instance.
+  const json conversation = {{"model", "test-model"},
+                             {"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                             {"max_tokens", 4},
+                             {"temperature", 0}};
+  const HttpResult want = post(one.port(), "/v1/chat/completions", conversation);
+  ASSERT_EQ(want.status, 200) << want.body;
+  const HttpResult got = post(router.port(), "/v1/chat/completions", conversation);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.body_json()["choices"], want.body_json()["choices"]);
+
+  EXPECT_EQ(metric(get(router.port(), "/metrics").body, "tern_router:prefilled_on_decode_total"),
+            3);
+  EXPECT_EQ(metric(get(p.port(), "/metrics").body, gauge("tern:kv_transfer_leases_granted_total")),
+            1);
+  wait_until_idle(p.port());
+  wait_until_idle(d.port());
+}
+
 }  // namespace
 }  // namespace tern::testing

@@ -167,6 +167,32 @@ TEST(RouterDisaggBody, PrefillAndDecodeBodies) {
                R"("min_tokens":4,"kv_transfer_params":{"b":[1,2],"a":null}})");
 }
 
+TEST(RouterDisaggBody, WhatCountsAPromptsTokens) {
+  const auto completion = [](const char* body) { return parse_client_body(body); };
+  EXPECT_EQ(prompt_ids_count(completion(R"({"prompt":[5,6,7]})"), Endpoint::Completions), 3u);
+  EXPECT_FALSE(prompt_ids_count(completion(R"({"prompt":"abc"})"), Endpoint::Completions));
+  EXPECT_FALSE(prompt_ids_count(completion(R"({"prompt":[[1,2],[3]]})"), Endpoint::Completions));
+  EXPECT_FALSE(prompt_ids_count(completion(R"({"prompt":[]})"), Endpoint::Completions));
+
+  // A completion's string prompt with what /tokenize acts on, nothing of the generation's.
+  EXPECT_EQ(json::parse(*tokenize_body(completion(R"({"model":"m","prompt":"once","max_tokens":)"
+                                                  R"(9,"add_special_tokens":false})"),
+                                       Endpoint::Completions)),
+            json::parse(R"({"prompt":"once","model":"m","add_special_tokens":false})"));
+  EXPECT_FALSE(tokenize_body(completion(R"({"prompt":["a","b"]})"), Endpoint::Completions));
+  EXPECT_FALSE(tokenize_body(completion(R"({"prompt":[1,2]})"), Endpoint::Completions));
+  // A chat whole: its template arguments and tools shape the rendered prompt.
+  const char* chat = R"({"messages":[{"role":"user","content":"hi"}],"tools":[],"max_tokens":3})";
+  EXPECT_EQ(json::parse(*tokenize_body(completion(chat), Endpoint::ChatCompletions)),
+            json::parse(chat));
+  EXPECT_FALSE(tokenize_body(completion(R"({"prompt":"x"})"), Endpoint::ChatCompletions));
+
+  EXPECT_EQ(tokenize_count_of(R"({"count":12,"tokens":[]})"), 12u);
+  EXPECT_FALSE(tokenize_count_of(R"({"count":-1})"));
+  EXPECT_FALSE(tokenize_count_of(R"({"error":{}})"));
+  EXPECT_FALSE(tokenize_count_of("not json"));
+}
+
 TEST(RouterDisaggBody, PromptKeysAndBadBodies) {
   EXPECT_EQ(prompt_key(parse_client_body(R"({"prompt":"once upon"})"), Endpoint::Completions),
             "once upon");

@@ -45,6 +45,36 @@ std::string decode_body(ordered_json client_body, const ordered_json& params) {
   return dump_lossy(client_body);
 }
 
+std::optional<size_t> prompt_ids_count(const ordered_json& client_body, Endpoint endpoint) {
+  if (endpoint != Endpoint::Completions) return std::nullopt;
+  const auto it = client_body.find("prompt");
+  if (it == client_body.end() || !it->is_array() || it->empty()) return std::nullopt;
+  for (const ordered_json& id : *it)
+    if (!id.is_number_integer()) return std::nullopt;
+  return it->size();
+}
+
+std::optional<std::string> tokenize_body(const ordered_json& client_body, Endpoint endpoint) {
+  if (endpoint == Endpoint::ChatCompletions) {
+    if (!client_body.contains("messages")) return std::nullopt;
+    return dump_lossy(client_body);
+  }
+  const auto prompt = client_body.find("prompt");
+  if (prompt == client_body.end() || !prompt->is_string()) return std::nullopt;
+  ordered_json b = {{"prompt", *prompt}};
+  for (const char* key : {"model", "add_special_tokens"})
+    if (const auto it = client_body.find(key); it != client_body.end()) b[key] = *it;
+  return dump_lossy(b);
+}
+
+std::optional<size_t> tokenize_count_of(std::string_view tokenize_answer) {
+  const ordered_json j = ordered_json::parse(tokenize_answer, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  const auto it = j.find("count");
+  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<size_t>();
+}
+
 std::string prompt_key(const ordered_json& client_body, Endpoint endpoint) {
   if (endpoint == Endpoint::Completions) {
     const auto it = client_body.find("prompt");

@@ -3,6 +3,7 @@
 // client's JSON, so that they are unit-tested and fuzzed apart from any HTTP.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,6 +33,18 @@ std::string decode_body(nlohmann::ordered_json client_body, const nlohmann::orde
 // JSON), or a chat's messages rendered one JSON object after another, so that a conversation's
 // earlier turns are a text prefix of its later requests. Empty when the body has neither.
 std::string prompt_key(const nlohmann::ordered_json& client_body, Endpoint endpoint);
+
+// Counting a prompt's tokens for --disagg-min-prompt-tokens. A completion's prompt of token ids
+// counts itself; a string prompt or a chat is counted by a backend's POST /tokenize, whose body
+// is tokenize_body's (a chat's body whole: tern serve renders its messages, tools and template
+// arguments as the generation will). None: the body's prompt is of a shape neither takes (several
+// prompts, no prompt), and the request goes the two-step way, which reports what is wrong.
+std::optional<size_t> prompt_ids_count(const nlohmann::ordered_json& client_body,
+                                       Endpoint endpoint);
+std::optional<std::string> tokenize_body(const nlohmann::ordered_json& client_body,
+                                         Endpoint endpoint);
+// The "count" of a /tokenize answer; none when it has none.
+std::optional<size_t> tokenize_count_of(std::string_view tokenize_answer);
 
 // JSON text that never throws on invalid UTF-8 in strings (it is replaced).
 std::string dump_lossy(const nlohmann::ordered_json& j);

@@ -56,6 +56,11 @@ void RouterMetrics::count_health_round() {
   ++health_rounds_;
 }
 
+void RouterMetrics::count_prefilled_on_decode() {
+  std::lock_guard lock(mutex_);
+  ++prefilled_on_decode_;
+}
+
 std::string RouterMetrics::render(const std::vector<const BackendPool*>& pools) const {
   std::string out;
   std::lock_guard lock(mutex_);
@@ -90,6 +95,10 @@ std::string RouterMetrics::render(const std::vector<const BackendPool*>& pools) 
   prometheus_header(out, "tern_router:health_check_rounds_total", "counter",
                     "Rounds of GET /health over every backend.");
   out += "tern_router:health_check_rounds_total " + std::to_string(health_rounds_) + "\n";
+  prometheus_header(out, "tern_router:prefilled_on_decode_total", "counter",
+                    "Prefill/decode requests whose prompt, under --disagg-min-prompt-tokens, "
+                    "went straight to a decode instance.");
+  out += "tern_router:prefilled_on_decode_total " + std::to_string(prefilled_on_decode_) + "\n";
   prometheus_header(out, "tern_router:errors_total", "counter", "Failed requests, by kind.");
   for (const auto& [kind, n] : errors_)
     out += "tern_router:errors_total{kind=\"" + prometheus_label_value(kind) + "\"} " +

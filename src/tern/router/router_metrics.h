@@ -1,6 +1,6 @@
 // tern router's own Prometheus metrics (`tern_router:` prefix): backend requests by status,
 // requests in flight and health per backend, the prefill step's and whole requests' seconds,
-// and errors by kind.
+// the short prompts the decode instances prefilled, and errors by kind.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,7 @@ class RouterMetrics {
   void observe_prefill_seconds(double seconds);
   void observe_request_seconds(double seconds);
   void count_health_round();
+  void count_prefilled_on_decode();
 
   // The whole /metrics page, with the pools' gauges as they are now.
   std::string render(const std::vector<const BackendPool*>& pools) const;
@@ -43,6 +44,7 @@ class RouterMetrics {
   std::map<std::tuple<std::string, std::string, int>, int64_t> requests_;
   std::map<std::string, int64_t> errors_;
   int64_t health_rounds_ = 0;
+  int64_t prefilled_on_decode_ = 0;
   server::Histogram prefill_seconds_, request_seconds_;
 };
 

@@ -1,6 +1,7 @@
 // POST /v1/completions and /v1/chat/completions through tern router: pick a backend (the
-// prefill step first in prefill/decode mode), send it the body, and relay its answer: SSE chunks
-// as they arrive, other answers whole, errors with their status and OpenAI body.
+// prefill step first in prefill/decode mode, unless the prompt is short enough for the decode
+// instance), send it the body, and relay its answer: SSE chunks as they arrive, other answers
+// whole, errors with their status and OpenAI body.
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -208,6 +209,28 @@ std::optional<ordered_json> run_prefill(RouterContext& ctx, Endpoint endpoint,
   return params;
 }
 
+// Whether the request takes the two-step flow: always, but for a prompt known to be shorter
+// than --disagg-min-prompt-tokens. A string prompt or a chat is counted by a decode instance's
+// /tokenize (its tokenizer is the one the prompt will meet); when that fails, the two-step flow
+// runs and reports whatever is wrong with the request.
+bool wants_prefill_instance(RouterContext& ctx, Endpoint endpoint, const ordered_json& body,
+                            const std::string& prompt, const httplib::Headers& headers) {
+  const size_t min_tokens = ctx.options.disagg_min_prompt_tokens;
+  if (min_tokens == 0) return true;
+  std::optional<size_t> count = prompt_ids_count(body, endpoint);
+  if (!count) {
+    const std::optional<std::string> tokenize = tokenize_body(body, endpoint);
+    if (!tokenize) return true;
+    std::optional<InFlight> in_flight = ctx.decode->acquire(prompt);
+    if (!in_flight) return true;
+    BackendCall call(in_flight->address(), "/tokenize", *tokenize, headers, ctx.timeouts);
+    std::string answer;
+    if (!call.wait_for_headers() || !call.read_all(answer) || call.status() != 200) return true;
+    count = tokenize_count_of(answer);
+  }
+  return !count || *count >= min_tokens;
+}
+
 }  // namespace
 
 void handle_generation(RouterContext& ctx, Endpoint endpoint, const httplib::Request& req,
@@ -228,13 +251,17 @@ void handle_generation(RouterContext& ctx, Endpoint endpoint, const httplib::Req
   // Replicas get the client's bytes as they are; the decode step gets them plus the params.
   std::string answer_body = req.body;
   if (ctx.disaggregated()) {
-    std::optional<ordered_json> params =
-        run_prefill(ctx, endpoint, req.path, body, prompt, headers, res);
-    if (!params) {
-      ctx.metrics.observe_request_seconds(seconds_since(start));
-      return;
+    if (wants_prefill_instance(ctx, endpoint, body, prompt, headers)) {
+      std::optional<ordered_json> params =
+          run_prefill(ctx, endpoint, req.path, body, prompt, headers, res);
+      if (!params) {
+        ctx.metrics.observe_request_seconds(seconds_since(start));
+        return;
+      }
+      answer_body = decode_body(std::move(body), *params);
+    } else {
+      ctx.metrics.count_prefilled_on_decode();  // the client's bytes, as to a replica
     }
-    answer_body = decode_body(std::move(body), *params);
   }
 
   BackendPool& pool = ctx.answer_pool();

@@ -75,6 +75,8 @@ void RouterServer::Impl::configure() {
   if (!pd && o.backend_urls.empty())
     throw Error(
         "give the backends: --backend URL... (replicas) or --prefill URL... --decode URL...");
+  if (!pd && o.disagg_min_prompt_tokens > 0)
+    throw Error("--disagg-min-prompt-tokens applies to prefill/decode mode (--prefill, --decode)");
   if (!(o.health_check_interval > 0)) throw Error("--health-check-interval must be > 0 seconds");
   if (!(o.request_timeout > 0)) throw Error("--request-timeout must be > 0 seconds");
   ctx.timeouts.connect_seconds = o.connect_timeout;

@@ -18,6 +18,10 @@ struct RouterOptions {
   int port = 8000;                                     // 0: any free port (see RouterServer::port)
   std::vector<std::string> prefill_urls, decode_urls;  // prefill/decode mode
   std::vector<std::string> backend_urls;               // replica mode
+  // Prefill/decode mode: a prompt of fewer tokens is prefilled by the decode instance itself, in
+  // one step (llm-d's selective disaggregation: moving a short prompt's KV saves its decode
+  // streams less than the transfer costs). 0: every request takes the two-step flow.
+  size_t disagg_min_prompt_tokens = 0;
   std::string policy = "round_robin";
   PrefixAwareOptions prefix_aware;
   double health_check_interval = 5.0;  // seconds between two rounds of GET /health
