@@ -19,7 +19,8 @@
 #   e.g. a Qwen3-0.6B shape with dummy Q4_0 weights (its prefill of 3,000 tokens takes seconds).
 # Env: SHORT (50 streams), RATE (0.2/s), SHORT_IN/SHORT_OUT (128/64), LONG (3), LONG_IN (2000),
 #      LONG_OUT (16), LONG_RATE (0.0125/s), BUDGETS ("512 128"), PD_NICE (19), PD_MIN_PROMPT
-#      (512), SETUPS (all).
+#      (512), PD_PREFILL_THREADS (the prefill instance's threads in pdshared/pdshort; 2), SETUPS
+#      (all).
 # The defaults are a load two cores carry (~12 output tokens/s, ~5 minutes a setup): at 0.25
 # requests/s of 128 out, a Qwen3-0.6B shape in Q4_0 queued 39 of 40 requests at once, and the
 # figures then measure the queue rather than the interference. Since decode runs at ~15 ms a
@@ -44,11 +45,14 @@ wait_healthy() {
   echo "bench-interference: nothing answers on port $1" >&2
   exit 1
 }
-start() {  # start CORES PORT ARGS…: a tern serve pinned to CORES, with one thread per core
+# start CORES PORT ARGS…: a tern serve pinned to CORES, with $threads threads (one per core
+# unless set)
+start() {
   local cores=$1 port=$2
   shift 2
   taskset -c "$cores" "$tern" serve "$model" --port "$port" \
-    --threads $(($(tr -cd , <<<"$cores" | wc -c) + 1)) "${common[@]}" "$@" 2>>"$work/servers.log" &
+    --threads "${threads:-$(($(tr -cd , <<<"$cores" | wc -c) + 1))}" "${common[@]}" "$@" \
+    2>>"$work/servers.log" &
   pids+=($!)
   wait_healthy "$port"
 }
@@ -93,7 +97,7 @@ for setup in $setups; do
       bench pd http://127.0.0.1:8100
       kv_metrics pd 8101 8102 ;;
     pdshared | pdshort)
-      start 0,1 8101 --compute-nice "${PD_NICE:-19}" \
+      threads=${PD_PREFILL_THREADS:-} start 0,1 8101 --compute-nice "${PD_NICE:-19}" \
         --kv-transfer-config '{"kv_connector":"UcxConnector","kv_role":"kv_producer","kv_port":14579}'
       start 0,1 8102 --role decode
       if [ "$setup" = pdshort ]; then

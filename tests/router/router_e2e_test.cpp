@@ -1,5 +1,5 @@
-// tern router in front of two real tern serve replicas (stories260K, in process): greedy
-// completions through the router equal the backends' own, streamed and not.
+// tern router in front of real tern serve instances (stories260K, in process): replicas, and
+// prefill/decode pairs, give through the router what the instances give on their own.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +9,14 @@
 
 namespace tern::testing {
 namespace {
+
+// An engine of tern serve --role prefill / decode, its KV transfer on any free port.
+EngineConfig with_role(disagg::KvRole role) {
+  EngineConfig c = server_engine(512);
+  c.kv_transfer.role = role;
+  c.kv_transfer.port = 0;
+  return c;
+}
 
 TEST(RouterEndToEnd, ReplicasThroughTheRouterMatchTheBackends) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
@@ -75,14 +83,8 @@ TEST(RouterEndToEnd, ReplicasThroughTheRouterMatchTheBackends) {
 // not, with concurrent clients; afterwards no block is held on either side.
 TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  auto role = [](disagg::KvRole r) {
-    EngineConfig c = server_engine(512);
-    c.kv_transfer.role = r;
-    c.kv_transfer.port = 0;
-    return c;
-  };
-  TestServer p(stories260k(), role(disagg::KvRole::kProducer));
-  TestServer d(stories260k(), role(disagg::KvRole::kConsumer));
+  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer));
+  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer));
   TestServer one(stories260k(), server_engine(512));
   router::RouterOptions o;
   o.prefill_urls = {"http://127.0.0.1:" + std::to_string(p.port())};
@@ -144,17 +146,11 @@ TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) 
 // gives, and the prefill instance leases blocks only for the long ones.
 TEST(RouterEndToEnd, ShortPromptsArePrefilledByTheDecodeInstance) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  auto role = [](disagg::KvRole r) {
-    EngineConfig c = server_engine(512);
-    c.kv_transfer.role = r;
-    c.kv_transfer.port = 0;
-    return c;
-  };
   server::ServerOptions chat;  // stories260K has no chat template of its own
   chat.chat_template =
       "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:";
-  TestServer p(stories260k(), role(disagg::KvRole::kProducer), chat);
-  TestServer d(stories260k(), role(disagg::KvRole::kConsumer), chat);
+  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer), chat);
+  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer), chat);
   TestServer one(stories260k(), server_engine(512), chat);
   router::RouterOptions o;
   o.prefill_urls = {"http://127.0.0.1:" + std::to_string(p.port())};
