@@ -28,6 +28,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
+  ModelArgument model_argument;
   ModelOptions model;
   int prompt_tokens = 512;
   int gen_tokens = 128;
@@ -86,7 +87,7 @@ void run(const BenchOptions& opt) {
   for (int d : opt.depths)
     if (d < 0) throw Error("-d: depths must be >= 0, got " + std::to_string(d));
   const cpu::KvDtype kv_dtype = cpu::parse_kv_cache_dtype(opt.kv_cache_dtype);
-  LoadedModel m = load_model(opt.model.load_options());
+  LoadedModel m = load_model_announced(opt.model.load_options());
   Decoder decoder(m.config, m.weights);
   // Deepest first: the cache is filled once to the deepest depth and each shallower test
   // rewinds to its depth, which keeps the first `depth` tokens of that fill.
@@ -231,9 +232,8 @@ void add_bench_model_command(CLI::App& app) {
   auto opt = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "bench-model", "Prompt-processing and generation speed of one model (like llama-bench)");
-  cmd->add_option("model", opt->model.model,
-                  "GGUF file, Hugging Face folder, or (dummy) config.json / folder")
-      ->required();
+  opt->model_argument.add_to(cmd,
+                             "GGUF file, Hugging Face folder, or (dummy) config.json / folder");
   cmd->add_option("-p,--n-prompt", opt->prompt_tokens, "Prompt tokens per pp run (0: skip)");
   cmd->add_option("-n,--n-gen", opt->gen_tokens, "Tokens per tg run (0: skip)");
   cmd->add_option("-r,--repetitions", opt->reps, "Measured runs of each test");
@@ -251,7 +251,10 @@ void add_bench_model_command(CLI::App& app) {
   cmd->add_flag("--json", opt->json,
                 "One JSON line per depth: pp_tokens_per_s, tg_tokens_per_s, …");
   opt->model.add_to(cmd);
-  cmd->callback([opt] { run(*opt); });
+  cmd->callback([opt] {
+    opt->model.model = opt->model_argument.get("tern bench-model MODEL");
+    run(*opt);
+  });
 }
 
 }  // namespace tern::cli

@@ -1,15 +1,15 @@
 // `tern generate`: one prompt streamed to the terminal, or a JSONL file of requests run as one
 // batch through the engine (continuous batching, chunked prefill, prefix caching) into a JSONL
 // file of results in input order, with a progress bar on stderr.
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <omp.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,8 +18,8 @@
 #include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/engine/llm.h"
-#include "tern/engine/sampling_params_json.h"
 #include "tern/models/gguf_export.h"
+#include "tern/server/openai_protocol.h"
 
 namespace tern::cli {
 namespace {
@@ -96,9 +96,13 @@ class ProgressBar {
   double last_draw_ = -1e9;
 };
 
-// Reads one request per line: `prompt` (text) or `prompt_token_ids`, and sampling fields.
-void read_requests(const std::string& path, const Tokenizer& tok, const SamplingParams& defaults,
-                   std::vector<std::vector<int32_t>>& prompts, std::vector<SamplingParams>& params) {
+// Reads one request per line, checked as the server checks a /v1/completions body (the same
+// fields, the same limits), so a misspelled field is an error naming it, never ignored. A line
+// may give its prompt as `prompt_token_ids` (tern's JSONL) instead of OpenAI's `prompt`; the
+// flags' sampling is what a line's missing fields take.
+void read_requests(const std::string& path, const server::ModelContext& model,
+                   const SamplingParams& defaults, std::vector<std::vector<int32_t>>& prompts,
+                   std::vector<SamplingParams>& params) {
   std::ifstream in(path);
   if (!in) throw Error(path + ": cannot open");
   std::string line;
@@ -106,29 +110,21 @@ void read_requests(const std::string& path, const Tokenizer& tok, const Sampling
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(line_no) + ": ";
     try {
-      const json body = json::parse(line);
-      if (!body.is_object()) throw Error("a line must be a JSON object");
-      SamplingParams p = defaults;
-      update_sampling_params(p, body);
-      p.validate();
-      const auto ids = body.find("prompt_token_ids");
-      const auto text = body.find("prompt");
-      if (ids != body.end() && !ids->is_null()) {
-        if (!ids->is_array()) throw Error("'prompt_token_ids' must be a list of integers");
-        std::vector<int32_t> tokens;
-        for (const json& id : *ids) {
-          if (!id.is_number_integer()) throw Error("'prompt_token_ids' must be a list of integers");
-          tokens.push_back(id.get<int32_t>());
-        }
-        prompts.push_back(std::move(tokens));
-      } else if (text != body.end() && text->is_string()) {
-        prompts.push_back(tok.encode(text->get<std::string>()));
-      } else {
-        throw Error("needs 'prompt' (a string) or 'prompt_token_ids'");
+      json body = server::parse_body(line);
+      if (const auto ids = body.find("prompt_token_ids"); ids != body.end()) {
+        if (body.contains("prompt")) throw Error("give 'prompt' or 'prompt_token_ids', not both");
+        body["prompt"] = *ids;
+        body.erase("prompt_token_ids");
       }
-      params.push_back(p);
-    } catch (const json::exception& e) {
-      throw Error(where + "not JSON: " + e.what());
+      for (const char* unfit : {"stream", "stream_options", "kv_transfer_params"})
+        if (body.contains(unfit) && !body[unfit].is_null())
+          throw Error(std::string("'") + unfit + "' is for the server, not for a --prompts line");
+      server::GenerationRequest r = server::parse_completion_request(body, model, &defaults);
+      if (r.prompts.size() != 1)
+        throw Error("one prompt per line ('prompt' is a list of " +
+                    std::to_string(r.prompts.size()) + " prompts)");
+      prompts.push_back(std::move(r.prompts[0]));
+      params.push_back(std::move(r.params[0]));
     } catch (const Error& e) {
       throw Error(where + e.what());
     }
@@ -137,9 +133,13 @@ void read_requests(const std::string& path, const Tokenizer& tok, const Sampling
 
 void run_batch(const GenerateOptions& opt, LLM& llm, const SamplingParams& defaults) {
   if (opt.output_path.empty()) throw Error("--prompts needs --output FILE.jsonl");
+  server::ModelContext model;
+  model.tokenizer = &llm.tokenizer();
+  model.max_model_len = llm.engine().max_model_len();
+  model.served_model_name = opt.model.model;
   std::vector<std::vector<int32_t>> prompts;
   std::vector<SamplingParams> params;
-  read_requests(opt.prompts_path, llm.tokenizer(), defaults, prompts, params);
+  read_requests(opt.prompts_path, model, defaults, prompts, params);
   if (prompts.empty()) throw Error(opt.prompts_path + ": no requests");
   std::ofstream out(opt.output_path);
   if (!out) throw Error(opt.output_path + ": cannot write");
@@ -249,7 +249,7 @@ void run(GenerateOptions opt) {
 
   EngineConfig config = opt.engine.engine_config();
   const LoadOptions load = opt.model.load_options();
-  LoadedModel model = load_model(load);
+  LoadedModel model = load_model_announced(load);
   if (!opt.save_gguf.empty()) {
     save_gguf(opt.save_gguf, model.weights, model.config, model.tokenizer ? &*model.tokenizer : nullptr);
     std::fprintf(stderr, "wrote %s\n", opt.save_gguf.c_str());

@@ -1,20 +1,20 @@
 // `tern inspect`: what a model file holds: format, metadata, the model config tern derives from
 // it, and the tensor table (name, type, shape, bytes).
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "commands/commands.h"
 #include "tern/core/error.h"
+#include "tern/core/mapped_file.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/model_config.h"
 #include "tern/formats/safetensors.h"
 #include "tern/formats/tensor_info.h"
 #include "tern/hub/resolve_model.h"
+#include "tern/models/model_path.h"
 
 namespace tern::cli {
 namespace {
@@ -109,30 +109,28 @@ void inspect_safetensors(const std::string& path) {
   print_tensor_table(model.tensors());
 }
 
-bool starts_with_gguf_magic(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
-}
-
 void run(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw Error(path + ": no such file or folder");
-  if (!std::filesystem::is_directory(path) && starts_with_gguf_magic(path)) {
-    inspect_gguf(path);
-    return;
+  switch (model_path_kind(path)) {
+    case ModelPathKind::Gguf:
+      inspect_gguf(path);
+      return;
+    case ModelPathKind::ConfigJson:
+      std::printf("file: %s (config.json, no weights)\n", path.c_str());
+      print_config(ModelConfig::from_hf_json(read_text_file(path), path));
+      return;
+    case ModelPathKind::Folder:
+      if (!std::filesystem::exists(path + "/model.safetensors") &&
+          !std::filesystem::exists(path + "/model.safetensors.index.json") &&
+          std::filesystem::exists(path + "/config.json")) {
+        // A folder with only a config (e.g. for --load-format dummy): show what it describes.
+        std::printf("folder: %s (config.json, no weights)\n", path.c_str());
+        print_config(ModelConfig::from_hf_dir(path));
+        return;
+      }
+      break;
+    case ModelPathKind::Safetensors:
+      break;
   }
-  if (std::filesystem::is_directory(path) && !std::filesystem::exists(path + "/model.safetensors") &&
-      !std::filesystem::exists(path + "/model.safetensors.index.json") &&
-      std::filesystem::exists(path + "/config.json")) {
-    // A folder with only a config (e.g. for --load-format dummy): show what it describes.
-    std::printf("folder: %s (config.json, no weights)\n", path.c_str());
-    print_config(ModelConfig::from_hf_dir(path));
-    return;
-  }
-  if (!std::filesystem::is_directory(path) &&
-      std::filesystem::path(path).extension() != ".safetensors" &&
-      std::filesystem::path(path).filename() != "model.safetensors.index.json")
-    throw Error(path + ": neither a GGUF file (no GGUF magic) nor a .safetensors file");
   inspect_safetensors(path);
 }
 

@@ -4,12 +4,27 @@
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
 
 #include "tern/core/error.h"
 #include "tern/hub/resolve_model.h"
+#include "tern/models/model_path.h"
 #include "tern/quant/quant_recipe.h"
 
 namespace tern::cli {
+
+void ModelArgument::add_to(CLI::App* cmd, const std::string& description) {
+  cmd->add_option("model_tag", positional, description);
+  cmd->add_option("--model,-m", flag, "The model, instead of the positional argument");
+}
+
+std::string ModelArgument::get(const std::string& usage) const {
+  if (!positional.empty() && !flag.empty() && positional != flag)
+    throw Error("give the model once: as the argument or as --model");
+  if (positional.empty() && flag.empty()) throw Error("give a model: " + usage);
+  return positional.empty() ? flag : positional;
+}
 
 void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--tokenizer", tokenizer,
@@ -28,6 +43,22 @@ void ModelOptions::add_to(CLI::App* cmd) {
       "llama-quantize chooses them; --save-gguf writes them). Real weights are requantized");
   cmd->add_option("--weight-seed", weight_seed, "Seed of dummy weights");
   cmd->add_option("--threads,-t", threads, "Threads of the kernels (0: all cores)");
+}
+
+LoadedModel load_model_announced(const LoadOptions& load) {
+  model_path_kind(load.model);  // what is no model is said before "loading" is
+  std::error_code ec;
+  uint64_t bytes = 0;
+  if (std::filesystem::is_regular_file(load.model, ec)) {
+    bytes = std::filesystem::file_size(load.model, ec);
+  } else {
+    for (const auto& f : std::filesystem::directory_iterator(load.model, ec))
+      if (f.is_regular_file(ec)) bytes += f.file_size(ec);
+  }
+  std::fprintf(stderr, "loading %s (%.1f MiB%s)\n", load.model.c_str(),
+               static_cast<double>(bytes) / (1 << 20),
+               load.format == LoadFormat::Dummy ? ", dummy weights" : "");
+  return load_model(load);
 }
 
 LoadOptions ModelOptions::load_options() const {

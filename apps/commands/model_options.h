@@ -13,6 +13,18 @@ class App;
 
 namespace tern::cli {
 
+// The model as a positional argument (vLLM's `serve MODEL`) or as --model / -m (what llama.cpp's
+// tools take): either, not both.
+struct ModelArgument {
+  std::string positional;
+  std::string flag;
+
+  void add_to(CLI::App* cmd, const std::string& description);
+  // The model given; throws tern::Error naming `usage` ("tern serve MODEL") when there is none,
+  // and when the two name different models.
+  std::string get(const std::string& usage) const;
+};
+
 struct ModelOptions {
   std::string model;
   std::string tokenizer;
@@ -29,5 +41,9 @@ struct ModelOptions {
   // model and tokenizer to local paths (downloading what the cache lacks). Throws tern::Error.
   LoadOptions load_options() const;
 };
+
+// load_model with a line on stderr before it starts ("loading FILE (1.2 GiB)"), so that a
+// start-up of seconds (a big file read, repacked or requantized) is not silent.
+LoadedModel load_model_announced(const LoadOptions& load);
 
 }  // namespace tern::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands/commands.h"
+#include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/engine/engine_config.h"
 #include "tern/kernels/cpu/kv_dtype.h"
@@ -20,6 +21,7 @@ namespace tern::cli {
 namespace {
 
 struct PlanFlags {
+  ModelArgument model_argument;
   std::string model;
   std::string revision = "main";
   std::string dtype = "auto";
@@ -76,8 +78,7 @@ void add_plan_command(CLI::App& app) {
       "plan",
       "Weights, KV cache, working memory and the decode ceiling of a model, from its GGUF header, "
       "Hugging Face folder, config.json or Hugging Face name (no weights are read or downloaded)");
-  cmd->add_option("model", flags->model, "GGUF file, Hugging Face folder, config.json, or ORG/NAME")
-      ->required();
+  flags->model_argument.add_to(cmd, "GGUF file, Hugging Face folder, config.json, or ORG/NAME");
   cmd->add_option("--revision", flags->revision, "Branch, tag or commit of a Hugging Face model");
   cmd->add_option("--dtype", flags->dtype,
                   "Weight type the plan assumes: auto (the file's; a config: its torch_dtype), "
@@ -106,7 +107,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--threads,-t", flags->threads,
                   "Threads of the bandwidth measurement (0: all cores)");
   cmd->add_flag("--json", flags->json, "Print the plan as one JSON object");
-  cmd->callback([flags] { run(*flags); });
+  cmd->callback([flags] {
+    flags->model = flags->model_argument.get("tern plan MODEL");
+    run(*flags);
+  });
 }
 
 }  // namespace tern::cli

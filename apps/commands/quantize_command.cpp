@@ -4,10 +4,10 @@
 // weight quantizers, importance-weighted with --imatrix (by GPTQ where it has second moments);
 // a progress line per matrix on stderr and a closing summary of sizes, bits per weight and
 // seconds.
-#include <CLI/CLI.hpp>
 #include <omp.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +21,7 @@
 #include "tern/hub/resolve_model.h"
 #include "tern/models/gguf_export.h"
 #include "tern/models/model_loader.h"
+#include "tern/models/model_path.h"
 #include "tern/quant/importance_matrix.h"
 #include "tern/quant/quant_recipe.h"
 
@@ -174,7 +175,7 @@ void run(const QuantizeOptions& opt) {
   const double quantize_seconds = seconds_since(start) - load_seconds;
 
   std::vector<std::pair<std::string, GgufValue>> metadata;
-  const bool gguf_input = !fs::is_directory(load.model) && is_gguf(load.model);
+  const bool gguf_input = model_path_kind(load.model) == ModelPathKind::Gguf;
   std::optional<GgufFile> source;
   if (gguf_input) {
     source = GgufFile::open(load.model);

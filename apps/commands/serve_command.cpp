@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -26,7 +27,7 @@ namespace {
 struct ServeOptions {
   ModelOptions model;
   EngineOptions engine;
-  std::string positional_model;
+  ModelArgument model_argument;
   server::ServerOptions server;
   std::string chat_template_path;
   bool disable_log_stats = false;
@@ -59,6 +60,7 @@ std::string read_file(const std::string& path) {
 }
 
 void run(ServeOptions opt) {
+  const auto start = std::chrono::steady_clock::now();
   // Every thread (OpenMP's and httplib's too) inherits this mask, so the signals go only to the
   // thread that waits for them below.
   sigset_t signals;
@@ -67,11 +69,7 @@ void run(ServeOptions opt) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  if (!opt.positional_model.empty() && !opt.model.model.empty() &&
-      opt.positional_model != opt.model.model)
-    throw Error("give the model once: as the argument or as --model");
-  if (opt.model.model.empty()) opt.model.model = opt.positional_model;
-  if (opt.model.model.empty()) throw Error("give a model: tern serve MODEL");
+  opt.model.model = opt.model_argument.get("tern serve MODEL");
   if (opt.server.served_model_name.empty()) opt.server.served_model_name = opt.model.model;
   opt.server.model_path = opt.model.model;
   if (opt.server.api_key.empty())
@@ -84,7 +82,7 @@ void run(ServeOptions opt) {
   EngineConfig config = opt.engine.engine_config();
   config.kv_transfer = kv_transfer_config(opt);
   const LoadOptions load = opt.model.load_options();
-  LoadedModel model = load_model(load);
+  LoadedModel model = load_model_announced(load);
   if (!model.tokenizer)
     throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
   std::optional<LoadedModel> draft = load_draft(config.speculative, load);
@@ -105,9 +103,12 @@ void run(ServeOptions opt) {
                  disagg::kv_role_name(kv->config().role), kv->engine_id().c_str(),
                  kv->fingerprint().c_str(), serves.c_str());
   }
-  std::fprintf(stderr, "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld)\n",
+  std::fprintf(stderr,
+               "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld, ready "
+               "in %.1f s)\n",
                opt.server.host.c_str(), port, opt.server.served_model_name.c_str(),
-               static_cast<long long>(llm.engine().max_model_len()));
+               static_cast<long long>(llm.engine().max_model_len()),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
   std::thread waiter([&] {
     int signal = 0;
@@ -128,9 +129,8 @@ void add_serve_command(CLI::App& app) {
   auto opt = std::make_shared<ServeOptions>();
   CLI::App* cmd =
       app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's routes and metrics)");
-  cmd->add_option("model_tag", opt->positional_model,
-                  "GGUF file, Hugging Face folder, or (dummy) config.json / folder");
-  cmd->add_option("--model,-m", opt->model.model, "The model, instead of the positional argument");
+  opt->model_argument.add_to(cmd,
+                             "GGUF file, Hugging Face folder, or (dummy) config.json / folder");
   cmd->add_option("--host", opt->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", opt->server.port, "Port to listen on (0: any free port)")
       ->capture_default_str();

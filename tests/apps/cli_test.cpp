@@ -1,12 +1,14 @@
 // The tern binary end to end: `tern tokenize` gives llama.cpp's ids for every fixture
 // tokenizer, `tern inspect` shows a model, and errors are one line on stderr with exit code 1.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "fixtures.h"
+#include "models/model_test_util.h"
 #include "run_process.h"
 #include "tokenizer/llama_cpp_vectors.h"
 
@@ -110,6 +112,80 @@ TEST(Cli, ErrorsAreOneLineAndExitCodeOne) {
       {"tokenize", "--model", fixture("qwen-tokenizer"), "--detokenize", "--ids", "[999999]"});
   EXPECT_EQ(out_of_range.exit_code, 1);
   EXPECT_EQ(out_of_range.err.rfind("tern: ", 0), 0u) << out_of_range.err;
+}
+
+// A file that is no model gets the same one line from every command that opens a model
+// (generate and serve said "invalid JSON: [json.exception.parse_error.101]").
+TEST(Cli, AFileThatIsNoModelIsNamedTheSameEverywhere) {
+  testing::TempDir dir("not-a-model");
+  const std::string html = dir.file("model.gguf");  // a download that went wrong
+  std::ofstream(html) << "<html>404 Not Found</html>\n";
+  const std::string want =
+      "tern: " + html +
+      ": not a model: neither a GGUF file (no GGUF magic), a .safetensors file, a Hugging Face "
+      "folder nor a config.json\n";
+  const std::vector<std::vector<std::string>> commands = {
+      {"generate", "-m", html, "-p", "x"},
+      {"serve", html, "--port", "0"},
+      {"inspect", html},
+      {"plan", html},
+      {"bench-model", html},
+      {"bench", "throughput", "-m", html},
+      {"perplexity", "-m", html, "-f", html},
+      {"quantize", html, dir.file("out.gguf"), "q8_0"},
+  };
+  for (const auto& args : commands) {
+    const auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 1) << args[0];
+    EXPECT_EQ(r.err, want) << args[0];
+  }
+}
+
+TEST(Cli, VersionEverywhere) {
+  const std::string want = std::string("tern ") + "0.1.0\n";
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--version"},
+                                             {"version"},
+                                             {"serve", "--version"},
+                                             {"bench", "serve", "--version"},
+                                             {"generate", "--version"}}) {
+    const auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << r.err;
+    EXPECT_EQ(r.out, want) << args[0];
+  }
+}
+
+TEST(Cli, AMisspelledFlagNamesTheNearestOne) {
+  auto r = run_tern({"serve", "m.gguf", "--max-model-length", "512"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("tern serve has no flag --max-model-length: did you mean --max-model-len?"),
+            std::string::npos)
+      << r.err;
+  r = run_tern({"bench", "serve", "--num-prompt", "3"});
+  EXPECT_NE(r.err.find("tern bench serve has no flag --num-prompt: did you mean --num-prompts?"),
+            std::string::npos)
+      << r.err;
+  r = run_tern({"generate", "--zzzzzz"});  // nothing near: no guess
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+}
+
+// llama-bench takes the model as -m; so does every tern command that runs one.
+TEST(Cli, TheModelIsAnArgumentOrDashM) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  for (const std::string& flag : {"-m", "--model"}) {
+    const auto r = run_tern({"bench-model", flag, model, "-p", "8", "-n", "4", "-r", "1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("tg4"), std::string::npos) << r.out;
+  }
+  auto r = run_tern({"plan", "-m", model, "--bandwidth", "100GB/s", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_tern({"bench-model", model, "-m", "other.gguf"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "tern: give the model once: as the argument or as --model\n");
+  r = run_tern({"bench-model"});
+  EXPECT_EQ(r.err, "tern: give a model: tern bench-model MODEL\n");
 }
 
 }  // namespace

@@ -71,12 +71,28 @@ TEST(GeneratePrompts, ABadLineIsNamedAndNothingRuns) {
   testing::TempDir dir("prompts-bad");
   const std::string out = dir.file("out.jsonl");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"prompt": "a"})" "\n" R"({"prompt": "b", "max_tokens": "ten"})", ":2: 'max_tokens' must be an integer"},
-      {R"({"prompt": "a"})" "\n{not json", ":2: not JSON"},
-      {R"({"max_tokens": 3})", ":1: needs 'prompt'"},
+      {R"({"prompt": "a"})"
+       "\n"
+       R"({"prompt": "b", "max_tokens": "ten"})",
+       ":2: 'max_tokens' must be an integer"},
+      {R"({"prompt": "a"})"
+       "\n{not json",
+       ":2: the request body is not valid JSON"},
+      {R"({"max_tokens": 3})", ":1: 'prompt' is required"},
       {R"({"prompt": "a", "top_p": 0})", ":1: top_p must be in (0, 1]"},
-      {R"([1, 2])", ":1: a line must be a JSON object"},
-      {R"({"prompt_token_ids": [1, 99999]})", "prompt 0: token id 99999 is outside the vocabulary"},
+      {R"([1, 2])", ":1: the request body must be a JSON object"},
+      {R"({"prompt_token_ids": [1, 99999]})",
+       ":1: token id 99999 in 'prompt' is outside the vocabulary"},
+      // What the server refuses, the file refuses (it silently ran these before).
+      {R"({"prompt": "a", "max_token": 8})",
+       ":1: unknown field 'max_token' for /v1/completions (did you mean 'max_tokens'?)"},
+      {R"({"prompt": "a", "temprature": 0.5})", ":1: unknown field 'temprature'"},
+      {R"({"prompt": "a", "logit_bias": {"5": 10}})", ":1: tern does not support 'logit_bias'"},
+      {R"({"prompt": "a", "max_tokens": 100000})",
+       ":1: This model's maximum context length is 2048 tokens. However, you requested 100002"},
+      {R"({"prompt": "a", "stream": true})", ":1: 'stream' is for the server"},
+      {R"({"prompt": "a", "prompt_token_ids": [1]})", ":1: give 'prompt' or 'prompt_token_ids'"},
+      {R"({"prompt": ["a", "b"]})", ":1: one prompt per line"},
   };
   for (const auto& [text, message] : cases) {
     const std::string in = dir.file("in.jsonl");

@@ -135,6 +135,17 @@ TEST(LLMEngine, RejectsWhatCanNeverRunAndKeepsServing) {
   c.max_model_len = 64;
   c.kv_cache_memory = 640 * 16 * 3 + 4096;              // 3 blocks: 48 tokens
   EXPECT_THROW(LLM(testing::stories260k(), c), Error);  // max_model_len does not fit
+  c.max_model_len = 100000;
+  c.kv_cache_memory.reset();
+  try {
+    LLM too_long(testing::stories260k(), c);
+    FAIL() << "max_model_len 100000 on a model of 2048 tokens";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("longer than the model's context of 2048 tokens"),
+              std::string::npos)
+        << e.what();
+  }
+  c.kv_cache_memory = 640 * 16 * 3 + 4096;
   c.max_model_len = 0;
   LLM llm(testing::stories260k(), c);
   EXPECT_EQ(llm.engine().max_model_len(), 48);
@@ -298,8 +309,26 @@ TEST(EngineConfig, DefaultKvBudgetIsWholeBlocks) {
   const KvCachePlan full = plan_kv_cache(shape, config, 100);  // 7 blocks per sequence
   EXPECT_GE(full.num_blocks, 4 * 7);
   EXPECT_EQ(full.max_model_len, 100);
+  EXPECT_NE(full.summary.find("default: 4 sequences of 100 tokens"), std::string::npos)
+      << full.summary;
+  EXPECT_LT(full.num_blocks, 4 * 7 + 10);  // sized from what the model can use, not 4 GiB
   config.kv_cache_memory = uint64_t{1000};
   EXPECT_THROW(plan_kv_cache(shape, config, 100), Error);  // an explicit budget below a block
+}
+
+// A model that could use more than there is gets 4 GiB at most, and never more than half the
+// memory left: the log line says which bound it took.
+TEST(EngineConfig, DefaultKvBudgetIsBoundedByFreeMemory) {
+  cpu::KvCacheConfig shape;
+  shape.num_layers = 28, shape.n_kv_heads = 8, shape.head_dim = 128, shape.block_size = 16;
+  EngineConfig config;
+  config.scheduler.max_num_seqs = 256;
+  const KvCachePlan plan = plan_kv_cache(shape, config, 40960);  // 1.4 TiB would be "usable"
+  const uint64_t bytes = static_cast<uint64_t>(plan.num_blocks) * shape.bytes_per_block();
+  EXPECT_LE(bytes, std::min(uint64_t{4} << 30, available_memory_bytes() / 2 + (1 << 20)));
+  const bool bounded = plan.summary.find("default: 4 GiB at most") != std::string::npos ||
+                       plan.summary.find("default: half of the free memory") != std::string::npos;
+  EXPECT_TRUE(bounded) << plan.summary;
 }
 
 }  // namespace

@@ -207,5 +207,22 @@ TEST(PlanReport, TextAndJsonCarryTheFigures) {
   EXPECT_EQ(format_bytes(3 * kGiB / 2), "1.50 GiB");
 }
 
+// vLLM refuses a context past the model's unless told RoPE scaling is in use; so does tern.
+TEST(Plan, AContextLongerThanTheModelsIsRefused) {
+  TERN_REQUIRE_FIXTURE(testing::model_config_fixture("qwen3-8b"));
+  const PlanModel m = fixture_plan_model("qwen3-8b");
+  try {
+    make_plan(m, options("q4_0", 24 * kGiB, 100000, 1));
+    FAIL() << "a 100000-token plan of a 40960-token model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("longer than the model's context of 40960 tokens"),
+              std::string::npos)
+        << e.what();
+  }
+  ::setenv("TERN_ALLOW_LONG_MAX_MODEL_LEN", "1", 1);
+  EXPECT_EQ(make_plan(m, options("q4_0", 24 * kGiB, 100000, 1)).options.max_model_len, 100000);
+  ::unsetenv("TERN_ALLOW_LONG_MAX_MODEL_LEN");
+}
+
 }  // namespace
 }  // namespace tern::plan

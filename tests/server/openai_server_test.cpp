@@ -25,6 +25,21 @@ TEST(OpenAIServer, ModelsHealthVersion) {
   EXPECT_TRUE(version.body_json()["version"].is_string());
 }
 
+// The README's `curl -d` sends Content-Type application/x-www-form-urlencoded; a body over
+// 8 KiB got a false 413 ("larger than the server's limit of 16777216 bytes").
+TEST(OpenAIServer, ACurlBodyIsJsonWhateverItsContentType) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TestServer s(stories260k(), server_engine());
+  const std::string body =
+      R"({"prompt": "Once upon a time",)" + std::string(9000, ' ') + R"("max_tokens": 4})";
+  for (const char* type : {"application/x-www-form-urlencoded", "text/plain"}) {
+    const HttpResult r =
+        http_request(s.port(), "POST", "/v1/completions", body, {{"Content-Type", type}});
+    ASSERT_EQ(r.status, 200) << type << ": " << r.body;
+    EXPECT_EQ(r.body_json()["usage"]["completion_tokens"], 4) << type;
+  }
+}
+
 TEST(OpenAIServer, CompletionMatchesOfflineGreedy) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   TestServer s(stories260k(), server_engine());

@@ -71,5 +71,17 @@ TEST(RequestFields, WhatItDoesNotIsRefusedByName) {
             std::string::npos);
 }
 
+TEST(RequestFields, AMisspelledFieldNamesTheNearestKnownOne) {
+  EXPECT_NE(refusal(json::parse(R"({"temprature":0})"), Endpoint::ChatCompletions)
+                .find("(did you mean 'temperature'?)"),
+            std::string::npos);
+  EXPECT_NE(refusal(json::parse(R"({"max_token":8})"), Endpoint::Completions)
+                .find("unknown field 'max_token' for /v1/completions (did you mean 'max_tokens'?)"),
+            std::string::npos);
+  // Nothing near: no guess.
+  EXPECT_EQ(refusal(json::parse(R"({"zzzz":1})"), Endpoint::Completions).find("did you mean"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tern::server

@@ -3,6 +3,7 @@
 
 #include "fixtures.h"
 #include "run_process.h"
+#include "server/server_test_util.h"
 
 namespace tern::testing {
 namespace {
@@ -63,6 +64,21 @@ TEST(ServeCommand, KvTransferFlagsAreChecked) {
                 "--kv-lease-seconds", "0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--kv-lease-seconds must be > 0"), std::string::npos) << r.err;
+}
+
+// A second server on a port in use must not start (with SO_REUSEPORT it did, and the kernel
+// split the first server's connections between the two).
+TEST(ServeCommand, APortInUseIsAStartUpError) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  ServeProcess first({model, "--kv-cache-memory", "16MiB"});
+  ASSERT_GT(first.port(), 0);
+  const std::string port = std::to_string(first.port());
+  const ProcessResult r = run_tern({"serve", model, "--port", port, "--kv-cache-memory", "16MiB",
+                                    "--served-model-name", "impostor"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("port " + port + " is in use"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
 }
 
 }  // namespace

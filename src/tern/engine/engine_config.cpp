@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -63,12 +64,23 @@ uint64_t available_memory_bytes() {
   throw Error("/proc/meminfo: no MemAvailable line; give --kv-cache-memory instead");
 }
 
+void check_max_model_len(int64_t max_model_len, int64_t model_max_len) {
+  if (model_max_len <= 0 || max_model_len <= model_max_len) return;
+  const char* allow = std::getenv("TERN_ALLOW_LONG_MAX_MODEL_LEN");
+  if (allow && std::string(allow) == "1") return;
+  throw Error("--max-model-len " + std::to_string(max_model_len) +
+              " is longer than the model's context of " + std::to_string(model_max_len) +
+              " tokens; positions past it give wrong outputs unless the model uses RoPE "
+              "scaling (then set TERN_ALLOW_LONG_MAX_MODEL_LEN=1)");
+}
+
 KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
                           int64_t model_max_len, const cpu::KvCacheConfig* draft_shape) {
   if (config.kv_cache_memory && config.kv_cache_fraction)
     throw Error("give --kv-cache-memory or --kv-cache-fraction, not both");
   if (config.max_model_len < 0)
     throw Error("max_model_len must be >= 0, got " + std::to_string(config.max_model_len));
+  check_max_model_len(config.max_model_len, model_max_len);
   const int64_t wanted_len = config.max_model_len > 0 ? config.max_model_len : model_max_len;
   if (wanted_len < 1) throw Error("the model states no context length; give --max-model-len");
 
@@ -87,11 +99,23 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
     source = "--kv-cache-fraction";
   } else {
     // No more than every sequence at full length could use, in whole blocks (a 2-token run
-    // still needs one block).
+    // still needs one block), nor more than half the memory left (the weights' pages and the
+    // system need the rest), nor 4 GiB (vLLM's CPU default, VLLM_CPU_KVCACHE_SPACE).
     const int64_t blocks_per_seq = (wanted_len + shape.block_size - 1) / shape.block_size;
     const double full = static_cast<double>(per_block) * static_cast<double>(blocks_per_seq) *
                         config.scheduler.max_num_seqs;
-    budget = std::min<uint64_t>(budget, static_cast<uint64_t>(full) + (uint64_t{1} << 20));
+    const uint64_t usable = static_cast<uint64_t>(full) + (uint64_t{1} << 20);
+    const uint64_t half_free = available_memory_bytes() / 2;
+    if (usable <= std::min(budget, half_free)) {
+      budget = usable;
+      source = "default: " + std::to_string(config.scheduler.max_num_seqs) + " sequences of " +
+               std::to_string(wanted_len) + " tokens";
+    } else if (half_free < budget) {
+      budget = half_free;
+      source = "default: half of the free memory";
+    } else {
+      source = "default: 4 GiB at most";
+    }
   }
   KvCachePlan plan;
   if (draft_shape) {

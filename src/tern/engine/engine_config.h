@@ -41,6 +41,11 @@ struct KvCachePlan {
 KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
                           int64_t model_max_len, const cpu::KvCacheConfig* draft_shape = nullptr);
 
+// Refuses a --max-model-len longer than the model's context (`model_max_len`, 0: unknown), as
+// vLLM does: positions past what the model was trained on give wrong outputs unless RoPE
+// scaling is in use, which the environment variable TERN_ALLOW_LONG_MAX_MODEL_LEN=1 says.
+void check_max_model_len(int64_t max_model_len, int64_t model_max_len);
+
 // "4GiB", "512MiB", "1.5GB", "2e9", "1000000": bytes. Throws tern::Error on anything else.
 uint64_t parse_byte_size(const std::string& text);
 

@@ -2,12 +2,12 @@
 #include "tern/models/model_loader.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
+#include "tern/models/model_path.h"
 
 namespace tern {
 namespace fs = std::filesystem;
@@ -35,19 +35,15 @@ DType torch_dtype_weight_type(const std::string& torch_dtype) {
   return DType::F32;
 }
 
-bool is_gguf(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[4] = {};
-  return f.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
-}
-
 LoadedModel load_model(const LoadOptions& opt) {
   LoadedModel m;
   const fs::path path(opt.model);
-  std::error_code ec;
-  const bool dir = fs::is_directory(path, ec);
-  if (!dir && !fs::is_regular_file(path, ec)) throw Error(opt.model + ": no such file or folder");
-  const bool gguf = !dir && is_gguf(opt.model);
+  const ModelPathKind kind = model_path_kind(opt.model);
+  if (kind == ModelPathKind::Safetensors)
+    throw Error(opt.model + ": a .safetensors file needs its config.json: give the folder (" +
+                path.parent_path().string() + ")");
+  const bool dir = kind == ModelPathKind::Folder;
+  const bool gguf = kind == ModelPathKind::Gguf;
 
   std::optional<GgufFile> gguf_file;
   if (gguf) {

@@ -42,7 +42,4 @@ LoadedModel load_model(const LoadOptions& options);
 // BF16, "float16" → F16, anything else F32).
 DType torch_dtype_weight_type(const std::string& torch_dtype);
 
-// Whether `path` is a file that starts with GGUF's magic.
-bool is_gguf(const std::string& path);
-
 }  // namespace tern

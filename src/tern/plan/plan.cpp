@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tern/core/error.h"
+#include "tern/engine/engine_config.h"
 #include "tern/models/model_loader.h"
 #include "tern/plan/known_devices.h"
 
@@ -127,6 +128,7 @@ Plan make_plan(const PlanModel& model, const PlanOptions& options) {
     throw Error("--block-size must be >= 1, got " + std::to_string(options.block_size));
   if (options.max_model_len < 0)
     throw Error("--max-model-len must be >= 0, got " + std::to_string(options.max_model_len));
+  check_max_model_len(options.max_model_len, model.config.max_position_embeddings);
   Plan p;
   p.model = model;
   p.options = options;

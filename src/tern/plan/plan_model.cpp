@@ -11,6 +11,7 @@
 #include "tern/hub/model_spec.h"
 #include "tern/hub/resolve_model.h"
 #include "tern/models/model_loader.h"
+#include "tern/models/model_path.h"
 
 namespace tern::plan {
 namespace fs = std::filesystem;
@@ -25,27 +26,34 @@ PlanModel open_local(const std::string& spec, const std::string& path) {
   PlanModel m;
   m.name = spec;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    m.config = ModelConfig::from_hf_dir(path);
-    const bool has_weights =
-        fs::is_regular_file(fs::path(path) / "model.safetensors.index.json", ec) ||
-        fs::is_regular_file(fs::path(path) / "model.safetensors", ec);
-    if (has_weights) {
-      m.format = "safetensors";
-      m.tensors = without_data(SafetensorsModel::open(path).tensors());
-    } else {
-      m.format = "config.json";
+  switch (model_path_kind(path)) {
+    case ModelPathKind::Folder: {
+      m.config = ModelConfig::from_hf_dir(path);
+      const bool has_weights =
+          fs::is_regular_file(fs::path(path) / "model.safetensors.index.json", ec) ||
+          fs::is_regular_file(fs::path(path) / "model.safetensors", ec);
+      if (has_weights) {
+        m.format = "safetensors";
+        m.tensors = without_data(SafetensorsModel::open(path).tensors());
+      } else {
+        m.format = "config.json";
+      }
+      break;
     }
-  } else if (!fs::is_regular_file(path, ec)) {
-    throw Error(path + ": no such file or folder");
-  } else if (is_gguf(path)) {
-    const GgufFile gguf = GgufFile::open(path);
-    m.format = "GGUF";
-    m.config = ModelConfig::from_gguf(gguf);
-    m.tensors = without_data(gguf.tensors());
-  } else {
-    m.format = "config.json";
-    m.config = ModelConfig::from_hf_json(read_text_file(path), path);
+    case ModelPathKind::Gguf: {
+      const GgufFile gguf = GgufFile::open(path);
+      m.format = "GGUF";
+      m.config = ModelConfig::from_gguf(gguf);
+      m.tensors = without_data(gguf.tensors());
+      break;
+    }
+    case ModelPathKind::Safetensors:
+      throw Error(path + ": a .safetensors file needs its config.json: give the folder (" +
+                  fs::path(path).parent_path().string() + ")");
+    case ModelPathKind::ConfigJson:
+      m.format = "config.json";
+      m.config = ModelConfig::from_hf_json(read_text_file(path), path);
+      break;
   }
   return m;
 }

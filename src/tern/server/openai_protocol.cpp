@@ -79,9 +79,10 @@ std::vector<std::vector<int32_t>> completion_prompts(const json& body, const Tok
 }
 
 // Sampling fields common to both endpoints; `max_tokens_given` says whether the request set one.
-SamplingParams sampling_params(const json& body, bool& max_tokens_given,
-                               const ModelContext& model) {
-  SamplingParams p;
+// `defaults` (null: OpenAI's) are what the fields the body lacks take, max_tokens included.
+SamplingParams sampling_params(const json& body, bool& max_tokens_given, const ModelContext& model,
+                               const SamplingParams* defaults = nullptr) {
+  SamplingParams p = defaults ? *defaults : SamplingParams{};
   try {
     update_sampling_params(p, body);
   } catch (const structured::ConstraintFieldError& e) {
@@ -89,7 +90,7 @@ SamplingParams sampling_params(const json& body, bool& max_tokens_given,
   } catch (const Error& e) {
     throw bad_request_from(e);
   }
-  max_tokens_given = field(body, "max_tokens") != nullptr;
+  max_tokens_given = defaults || field(body, "max_tokens") != nullptr;
   // Until the prompt is known, check the ranges with the largest max_tokens it could get.
   if (!max_tokens_given) p.max_tokens = static_cast<int32_t>(model.max_model_len);
   try {
@@ -306,7 +307,11 @@ void check_model(const json& body, const ModelContext& model) {
 }
 
 GenerationRequest parse_completion_request(const std::string& text, const ModelContext& model) {
-  const json body = parse_body(text);
+  return parse_completion_request(parse_body(text), model, nullptr);
+}
+
+GenerationRequest parse_completion_request(const json& body, const ModelContext& model,
+                                           const SamplingParams* defaults) {
   check_request_fields(body, Endpoint::Completions);
   check_model(body, model);
   GenerationRequest r;
@@ -317,7 +322,7 @@ GenerationRequest parse_completion_request(const std::string& text, const ModelC
     if (!best_of->is_number_integer() || best_of->get<int64_t>() != 1)
       throw ApiError(400, "tern supports only 'best_of' = 1", "best_of");
   bool max_tokens_given = false;
-  const SamplingParams base = sampling_params(body, max_tokens_given, model);
+  const SamplingParams base = sampling_params(body, max_tokens_given, model, defaults);
   r.prompts = completion_prompts(body, *model.tokenizer);
   r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
   r.n = base.n;

@@ -73,6 +73,10 @@ nlohmann::json parse_body(const std::string& body);
 void check_model(const nlohmann::json& body, const ModelContext& model);
 
 GenerationRequest parse_completion_request(const std::string& body, const ModelContext& model);
+// The same checks for a parsed body whose missing sampling fields take `defaults` (null:
+// OpenAI's, and max_tokens what the context leaves): `tern generate --prompts` lines.
+GenerationRequest parse_completion_request(const nlohmann::json& body, const ModelContext& model,
+                                           const SamplingParams* defaults);
 GenerationRequest parse_chat_request(const std::string& body, const ModelContext& model);
 
 // tools / tool_choice / parallel_tool_calls of a chat body; a 400 naming the field when they

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "tern/core/error.h"
+#include "tern/core/version.h"
 #include "tern/server/api_error.h"
 #include "tern/server/http_server.h"
 #include "tern/server/openai_responses.h"
@@ -201,7 +202,7 @@ void OpenAIServer::Impl::setup_http() {
   http.set_read_timeout(30, 0);
 
   // Authentication: only /v1 routes, as vLLM does (health and metrics stay open to probes).
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  http.set_request_filter([this](const httplib::Request& req, httplib::Response& res) {
     const std::string& key = ctx.options.api_key;
     if (key.empty() || req.path.rfind("/v1/", 0) != 0)
       return httplib::Server::HandlerResponse::Unhandled;

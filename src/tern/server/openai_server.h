@@ -12,8 +12,6 @@
 
 namespace tern::server {
 
-inline constexpr const char* kTernVersion = "0.1.0";
-
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;  // 0: any free port (see OpenAIServer::port)

@@ -5,6 +5,7 @@
 #include <array>
 #include <string_view>
 
+#include "tern/core/did_you_mean.h"
 #include "tern/server/api_error.h"
 
 namespace tern::server {
@@ -74,8 +75,15 @@ void check_request_fields(const json& body, Endpoint endpoint) {
     if (known)
       throw ApiError(400, "tern does not support '" + key + "' (it would be ignored; see README, "
                           "\"Request fields\")", key);
-    throw ApiError(400, "unknown field '" + key + "' for " +
-                            (chat ? "/v1/chat/completions" : "/v1/completions"),
+    std::vector<std::string> names(kCommon.begin(), kCommon.end());
+    if (chat)
+      names.insert(names.end(), kChat.begin(), kChat.end());
+    else
+      names.insert(names.end(), kCompletions.begin(), kCompletions.end());
+    throw ApiError(400,
+                   "unknown field '" + key + "' for " +
+                       (chat ? "/v1/chat/completions" : "/v1/completions") +
+                       did_you_mean(key, names),
                    key);
   }
   if (chat)
