@@ -16,6 +16,7 @@
 #include "tern/server/api_error.h"
 #include "tern/server/http_server.h"
 #include "tern/server/openai_responses.h"
+#include "tern/server/request_fields.h"
 #include "tern/server/server_context.h"
 
 namespace tern::server {
@@ -139,6 +140,14 @@ struct OpenAIServer::Impl {
 
 void OpenAIServer::Impl::tokenize(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req.body);
+  // vLLM's TokenizeCompletionRequest and TokenizeChatRequest, less what tern does not act on.
+  if (body.contains("messages"))
+    check_route_fields(body,
+                       {"model", "messages", "add_generation_prompt", "chat_template_kwargs",
+                        "tools"},
+                       "/tokenize with messages");
+  else
+    check_route_fields(body, {"model", "prompt", "add_special_tokens"}, "/tokenize");
   check_model(body, ctx.model);
   std::vector<int32_t> tokens;
   if (body.contains("messages")) {
@@ -163,6 +172,7 @@ void OpenAIServer::Impl::tokenize(const httplib::Request& req, httplib::Response
 
 void OpenAIServer::Impl::detokenize(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req.body);
+  check_route_fields(body, {"model", "tokens"}, "/detokenize");
   check_model(body, ctx.model);
   const auto tokens = body.find("tokens");
   if (tokens == body.end() || !tokens->is_array())

@@ -94,4 +94,12 @@ void check_request_fields(const json& body, Endpoint endpoint) {
       throw ApiError(400, "tern does not support 'echo'", "echo");
 }
 
+void check_route_fields(const json& body, const std::vector<std::string>& acted_on,
+                        const std::string& route) {
+  for (const auto& [key, v] : body.items())
+    if (!v.is_null() && std::find(acted_on.begin(), acted_on.end(), key) == acted_on.end())
+      throw ApiError(400, "unknown field '" + key + "' for " + route + did_you_mean(key, acted_on),
+                     key);
+}
+
 }  // namespace tern::server

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "tern/server/openai_protocol.h"
 
@@ -14,5 +16,10 @@ namespace tern::server {
 // or one neither reference has ("unknown field"). A null value, and for the unsupported ones a
 // value that asks for nothing (an empty list or object, tool_choice "none"), pass.
 void check_request_fields(const nlohmann::json& body, Endpoint endpoint);
+
+// The same for a route with a short list of fields (/tokenize, /detokenize): a field not in
+// `acted_on` (a null one passes) is a 400 naming it and the route.
+void check_route_fields(const nlohmann::json& body, const std::vector<std::string>& acted_on,
+                        const std::string& route);
 
 }  // namespace tern::server
