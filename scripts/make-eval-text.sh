@@ -21,7 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tern=${2:-$root/build/tern}
 fixtures=${TERN_FIXTURES:-$root/../shared/fixtures}
 model=$fixtures/stories260K/stories260K.gguf
-stories=128
+stories=${EVAL_STORIES:-128}  # fewer only where a test wants the files' form quickly
 [ -x "$tern" ] || { echo "make-eval-text: no tern binary at $tern" >&2; exit 1; }
 [ -f "$model" ] || { echo "make-eval-text: $model not found (set TERN_FIXTURES)" >&2; exit 1; }
 mkdir -p "$out"
