@@ -2,9 +2,9 @@
 // an OpenAI-compatible server (tern serve, vLLM, llama.cpp's llama-server) on an arrival
 // schedule and reports TTFT, TPOT, ITL, E2EL, throughput and goodput exactly as
 // `vllm bench serve` defines them, so the figures compare across servers and tools.
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,6 +53,8 @@ struct ServeBenchOptions {
   int64_t random_prefix_len = 0;
   int64_t prefix_len = 256, suffix_len = 256, num_prefixes = 10, prefix_output_len = 128;
   int64_t sharegpt_output_len = 0;  // 0 = the reply's own length
+  // vLLM's general lengths: --input-len sets the random dataset's, --output-len every dataset's.
+  std::optional<int64_t> input_len, output_len;
   uint64_t seed = 0;
   bool ignore_eos = false;
   std::vector<std::string> goodput;
@@ -151,6 +155,22 @@ bench::SpecDecodeCounters scrape_spec_decode(const ServeBenchOptions& o) {
   return bench::parse_spec_decode_counters(r.body);
 }
 
+// Output files are checked before the run, so that a mistyped folder does not cost a whole
+// benchmark (and end it with an error under a printed report).
+void check_folder(const std::filesystem::path& dir, const std::string& what) {
+  if (!std::filesystem::is_directory(dir))
+    throw Error(what + ": the folder " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw Error(what + ": the folder " + dir.string() + " is not writable");
+}
+
+void check_writable(const std::string& path, const std::string& flag) {
+  if (std::filesystem::is_directory(path))
+    throw Error(flag + " " + path + ": is a folder, not a file");
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  check_folder(parent.empty() ? "." : parent, flag + " " + path);
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -180,6 +200,31 @@ void run(ServeBenchOptions o) {
     throw Error("--tokenizer PATH is needed (a GGUF file or tokenizer folder): it builds the "
                 "prompts and counts tokens");
   if (o.model.empty()) throw Error("--model NAME is needed (the model name the server serves)");
+  if (o.input_len) {
+    if (*o.input_len <= 0) throw Error("--input-len must be positive");
+    if (o.dataset_name != "random")
+      throw Error("--input-len sets the random dataset's prompt length; --dataset-name " +
+                  o.dataset_name + " has its own");
+    o.random_input_len = *o.input_len;
+  }
+  if (o.output_len) {
+    if (*o.output_len <= 0) throw Error("--output-len must be positive");
+    o.random_output_len = o.sharegpt_output_len = o.prefix_output_len = *o.output_len;
+  }
+  // Every output file is checked now, not after the run.
+  if (!o.result_filename.empty() || !o.result_dir.empty()) o.save_result = true;
+  if (!o.result_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.result_dir, ec);
+    if (ec) throw Error("--result-dir " + o.result_dir + ": cannot create it: " + ec.message());
+  }
+  if (!o.result_filename.empty())
+    check_writable((std::filesystem::path(o.result_dir) / o.result_filename).string(),
+                   "--result-filename");
+  else if (o.save_result)
+    check_folder(o.result_dir.empty() ? "." : o.result_dir, "--save-result");
+  if (!o.plot.empty()) check_writable(o.plot, "--plot");
+  if (!o.plot_itl_timeline.empty()) check_writable(o.plot_itl_timeline, "--plot-itl-timeline");
 
   const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
   // vLLM ignores EOS for the random dataset so every request generates its full length.
@@ -273,16 +318,16 @@ void run(ServeBenchOptions o) {
   config.goodput = !slos.empty();
 
   std::fputs(bench::failure_lines(run.records).c_str(), stdout);
-  if (m.completed == 0)
-    std::printf("WARNING: all requests failed; check --base-url, --endpoint and --model\n");
   std::fputs(bench::summary_table(m, config, run.duration_s).c_str(), stdout);
   std::fputs(bench::spec_decode_section(spec_before, spec_after).c_str(), stdout);
   if (o.long_num_prompts > 0 || !o.plot_itl_timeline.empty())
     std::fputs(bench::interference_section(run.records, long_records, percentiles).c_str(), stdout);
   std::fflush(stdout);
 
+  std::fputs(bench::metric_notes(m, run.duration_s).c_str(), stderr);
+
   const std::string date = now_stamp();
-  if (o.save_result || !o.result_filename.empty()) {
+  if (o.save_result) {
     std::string path = o.result_filename.empty() ? bench::default_result_filename(config, date)
                                                  : o.result_filename;
     if (!o.result_dir.empty()) {
@@ -316,6 +361,18 @@ void run(ServeBenchOptions o) {
     std::fprintf(stderr, "tern bench serve: ITL timeline saved to %s\n",
                  o.plot_itl_timeline.c_str());
   }
+  // A run with no successful request measured nothing: it fails, as a test would, after its
+  // report. Some failures leave figures of the successes, so the run passes with a warning.
+  const size_t total = run.records.size();
+  if (m.completed == 0)
+    throw Error("all " + std::to_string(total) +
+                " requests failed (their errors are above the table); check --base-url, "
+                "--endpoint and --model");
+  if (m.failed > 0)
+    std::fprintf(stderr,
+                 "tern bench serve: warning: %lld of %zu requests failed; the figures cover the "
+                 "%lld that succeeded\n",
+                 static_cast<long long>(m.failed), total, static_cast<long long>(m.completed));
 }
 
 }  // namespace
@@ -342,8 +399,15 @@ void add_bench_serve_command(CLI::App& bench) {
           return "must be a whole number";
         }
       });
-  cmd->add_option("--random-input-len", opt->random_input_len)->capture_default_str();
-  cmd->add_option("--random-output-len", opt->random_output_len)->capture_default_str();
+  CLI::Option* random_input =
+      cmd->add_option("--random-input-len", opt->random_input_len)->capture_default_str();
+  CLI::Option* random_output =
+      cmd->add_option("--random-output-len", opt->random_output_len)->capture_default_str();
+  cmd->add_option("--input-len", opt->input_len, "vLLM's general prompt length: --random-input-len")
+      ->excludes(random_input);
+  cmd->add_option("--output-len", opt->output_len,
+                  "vLLM's general output length: the random, sharegpt or prefix-repetition one")
+      ->excludes(random_output);
   cmd->add_option("--random-range-ratio", opt->random_range_ratio, "Lengths uniform in [len*(1-r), len*(1+r)]")->capture_default_str();
   cmd->add_option("--random-prefix-len", opt->random_prefix_len, "Shared random prefix tokens")->capture_default_str();
   cmd->add_option("--prefix-repetition-prefix-len", opt->prefix_len)->capture_default_str();
@@ -357,7 +421,8 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--percentile-metrics", opt->percentile_metrics, "Comma list of ttft,tpot,itl,e2el")->capture_default_str();
   cmd->add_option("--metric-percentiles", opt->metric_percentiles, "Comma list of percentiles")->capture_default_str();
   cmd->add_flag("--save-result", opt->save_result, "Write the results as JSON");
-  cmd->add_option("--result-dir", opt->result_dir, "Folder for the result JSON");
+  cmd->add_option("--result-dir", opt->result_dir,
+                  "Folder for the result JSON (implies --save-result)");
   cmd->add_option("--result-filename", opt->result_filename, "Result JSON file name (implies --save-result)");
   cmd->add_option("--plot", opt->plot, "Write an SVG of the latency distributions");
   cmd->add_flag("--disable-tqdm", opt->disable_tqdm, "No progress bar");
@@ -374,6 +439,9 @@ void add_bench_serve_command(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--plot-itl-timeline", opt->plot_itl_timeline,
                   "Write an SVG of every inter-token gap over time, long arrivals marked");
+  cmd->footer(
+      "Exit status: 1 when every request failed (after the report), else 0; some failures give "
+      "a warning on stderr.");
   cmd->callback([opt] { run(*opt); });
 }
 

@@ -1,7 +1,8 @@
 // `tern bench throughput`: offline throughput like vLLM's `bench throughput` and nano-vllm's
-// bench.py: N requests of random token ids with random input and output lengths, ignore_eos,
-// all given to the engine at once; reports output tokens/s. `--max-num-seqs 1` runs the same
-// requests one at a time, the baseline that batching is measured against.
+// bench.py: N requests of random token ids, ignore_eos, all given to the engine at once; reports
+// output tokens/s. Lengths are fixed unless --random-range-ratio asks for a range, as in vLLM.
+// `--max-num-seqs 1` runs the same requests one at a time, the baseline that batching is
+// measured against.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <omp.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <string>
 
 #include "commands/commands.h"
 #include "commands/engine_options.h"
@@ -27,7 +29,9 @@ struct ThroughputOptions {
   int num_prompts = 64;
   int input_len = 306;
   int output_len = 306;
-  double range_ratio = 0.673;  // with 306: lengths uniform in [100, 512]
+  // vLLM's default: every request --input-len and --output-len tokens long. nano-vllm's bench.py
+  // mix (uniform in [100, 512]) is --random-range-ratio 0.673.
+  double range_ratio = 0.0;
   uint64_t seed = 0;
   bool json = false;
 };
@@ -36,6 +40,11 @@ struct ThroughputOptions {
 std::pair<int, int> length_range(int len, double ratio) {
   return {std::max(1, static_cast<int>(std::floor(len * (1.0 - ratio)))),
           std::max(1, static_cast<int>(std::ceil(len * (1.0 + ratio))))};
+}
+
+// "32" for a fixed length, "10-54" for a range.
+std::string range_text(int lo, int hi) {
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
 }
 
 void run(const ThroughputOptions& opt) {
@@ -68,9 +77,10 @@ void run(const ThroughputOptions& opt) {
     s.max_tokens = std::uniform_int_distribution<int>(out_lo, out_hi)(rng);
     params.push_back(s);
   }
-  std::fprintf(stderr, "model: %s, %d threads\n%s\n%d requests, input %d-%d, output %d-%d tokens\n",
+  std::fprintf(stderr, "model: %s, %d threads\n%s\n%d requests, input %s, output %s tokens\n",
                llm.model().description.c_str(), omp_get_max_threads(),
-               llm.engine().kv_cache_summary().c_str(), opt.num_prompts, in_lo, in_hi, out_lo, out_hi);
+               llm.engine().kv_cache_summary().c_str(), opt.num_prompts,
+               range_text(in_lo, in_hi).c_str(), range_text(out_lo, out_hi).c_str());
 
   const double start = LLMEngine::now();
   const std::vector<RequestOutput> outputs = llm.generate(prompts, params);
@@ -80,6 +90,9 @@ void run(const ThroughputOptions& opt) {
     for (const CompletionOutput& c : r.outputs) output_tokens += static_cast<int64_t>(c.token_ids.size());
   const EngineStats stats = llm.engine().stats();
   nlohmann::json result = {{"num_requests", opt.num_prompts},
+                           {"input_len", opt.input_len},
+                           {"output_len", opt.output_len},
+                           {"random_range_ratio", opt.range_ratio},
                            {"prompt_tokens", prompt_tokens},
                            {"output_tokens", output_tokens},
                            {"elapsed_s", seconds},
@@ -119,10 +132,15 @@ void add_bench_throughput_command(CLI::App& bench) {
   cmd->add_option("--model,-m", opt->model.model, "GGUF file, Hugging Face folder, or (dummy) config")
       ->required();
   cmd->add_option("--num-prompts", opt->num_prompts, "Requests")->capture_default_str();
-  cmd->add_option("--input-len", opt->input_len, "Mean prompt length in tokens")->capture_default_str();
-  cmd->add_option("--output-len", opt->output_len, "Mean output length in tokens")->capture_default_str();
+  cmd->add_option("--input-len", opt->input_len,
+                  "Prompt tokens per request (the middle of the range with --random-range-ratio)")
+      ->capture_default_str();
+  cmd->add_option("--output-len", opt->output_len,
+                  "Output tokens per request (the middle of the range with --random-range-ratio)")
+      ->capture_default_str();
   cmd->add_option("--random-range-ratio", opt->range_ratio,
-                  "Lengths uniform in [len·(1−r), len·(1+r)]")->capture_default_str();
+                  "Lengths uniform in [len·(1−r), len·(1+r)]; 0: fixed lengths")
+      ->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the lengths, the ids and the sampling");
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   opt->model.add_to(cmd);

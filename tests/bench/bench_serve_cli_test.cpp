@@ -71,6 +71,7 @@ class FakeOpenAiServer {
   int peak_in_flight() const { return peak_.load(); }
   bool saw_bad_body() const { return bad_body_.load(); }
   bool saw_expect() const { return saw_expect_.load(); }
+  int last_max_tokens() const { return max_tokens_.load(); }
 
  private:
   void enter() {
@@ -88,6 +89,8 @@ class FakeOpenAiServer {
     if (body.is_discarded() || body.value("model", "") != "fake-model" || !body.value("stream", false) ||
         !body.contains(max_key) || (chat ? !body.contains("messages") : !body.contains("prompt")))
       bad_body_ = true;
+    else
+      max_tokens_ = body[max_key].get<int>();
     // A client that sends "Expect: 100-continue" waits for an answer some servers never give.
     if (req.has_header("Expect")) saw_expect_ = true;
     if (n % 4 == 0) {
@@ -126,7 +129,7 @@ class FakeOpenAiServer {
   httplib::Server server_;
   std::thread thread_;
   int port_ = 0;
-  std::atomic<int> requests_{0}, failed_{0}, in_flight_{0}, peak_{0}, scrapes_{0};
+  std::atomic<int> requests_{0}, failed_{0}, in_flight_{0}, peak_{0}, scrapes_{0}, max_tokens_{0};
   std::atomic<bool> bad_body_{false}, saw_expect_{false};
 };
 
@@ -170,6 +173,11 @@ TEST(BenchServeCli, CompletionsWithUsageCountsSuccessesAndFailures) {
 
   EXPECT_NE(r.out.find("Serving Benchmark Result"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Failed requests:                         3"), std::string::npos) << r.out;
+  // Some failures: the run passes, and says whose figures these are.
+  EXPECT_NE(r.err.find("tern bench serve: warning: 3 of 12 requests failed; the figures cover "
+                       "the 9 that succeeded\n"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.out.find("P90 TTFT (ms):"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("P99 E2EL (ms):"), std::string::npos) << r.out;
   // The server's spec-decode counters over the run: one scrape before, one after.
@@ -304,13 +312,77 @@ TEST(BenchServeCli, UnreachableServerFailsEveryRequestWithItsReason) {
                      "--model", "m", "--tokenizer", fixture(kTokenizer), "--num-prompts", "2",
                      "--random-input-len", "8", "--random-output-len", "2", "--disable-tqdm",
                      "--result-filename", result});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Nothing was measured: the run fails, as a test would, after its report and its file.
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string last_line =
+      "tern: all 2 requests failed (their errors are above the table); "
+      "check --base-url, --endpoint and --model\n";
+  ASSERT_GE(r.err.size(), last_line.size()) << r.err;
+  EXPECT_EQ(r.err.substr(r.err.size() - last_line.size()), last_line) << r.err;
+  EXPECT_NE(r.out.find("Serving Benchmark Result"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(read_file(result));
   EXPECT_EQ(j["completed"], 0);
   EXPECT_EQ(j["failed"], 2);
   EXPECT_NE(j["errors"][0].get<std::string>().find("request failed"), std::string::npos);
   EXPECT_NE(r.out.find("Error 0:"), std::string::npos) << r.out;
   std::filesystem::remove(result);
+}
+
+TEST(BenchServeCli, OutputFilesAreCheckedBeforeTheRun) {
+  TERN_REQUIRE_FIXTURE(kTokenizer);
+  FakeOpenAiServer server(/*usage=*/true);
+  const std::string missing = temp_path("no-such-folder");
+  const std::vector<std::vector<std::string>> cases = {
+      {"--plot", missing + "/latency.svg"},
+      {"--plot-itl-timeline", missing + "/itl.svg"},
+      {"--result-filename", missing + "/result.json"},
+      {"--result-filename", std::filesystem::temp_directory_path().string()},  // a folder
+  };
+  for (const auto& extra : cases) {
+    std::vector<std::string> args = {"bench",
+                                     "serve",
+                                     "--base-url",
+                                     server.base_url(),
+                                     "--model",
+                                     "fake-model",
+                                     "--tokenizer",
+                                     fixture(kTokenizer),
+                                     "--num-prompts",
+                                     "2",
+                                     "--random-input-len",
+                                     "8",
+                                     "--random-output-len",
+                                     "2",
+                                     "--disable-tqdm"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 1) << extra[0] << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("tern: " + extra[0] + " " + extra[1] + ": ", 0), 0u) << r.err;
+    EXPECT_EQ(r.out, "") << "nothing may be printed before the error";
+  }
+  EXPECT_EQ(server.requests(), 0) << "no request may be sent before the outputs are checked";
+}
+
+TEST(BenchServeCli, VllmGeneralLengthsAndResultDir) {
+  TERN_REQUIRE_FIXTURE(kTokenizer);
+  FakeOpenAiServer server(/*usage=*/false);
+  const std::string dir = temp_path("bench-results");
+  std::filesystem::remove_all(dir);
+  // vLLM's --input-len / --output-len; --result-dir alone saves the result, as
+  // --result-filename does.
+  auto r = run_tern({"bench", "serve", "--base-url", server.base_url(), "--model", "fake-model",
+                     "--tokenizer", fixture(kTokenizer), "--num-prompts", "3", "--input-len", "40",
+                     "--output-len", "3", "--max-concurrency", "1", "--disable-tqdm",
+                     "--result-dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(server.last_max_tokens(), 3);
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].extension(), ".json");
+  const auto j = nlohmann::json::parse(read_file(files[0].string()));
+  for (const auto& len : j["input_lens"]) EXPECT_EQ(len, 40);  // no usage: the dataset's count
+  std::filesystem::remove_all(dir);
 }
 
 TEST(BenchServeCli, BadFlagsAreOneLineErrors) {
@@ -323,6 +395,8 @@ TEST(BenchServeCli, BadFlagsAreOneLineErrors) {
       {"--request-rate", "fast"},
       {"--percentile-metrics", "ttft,foo"},
       {"--metric-percentiles", "101"},
+      {"--dataset-name", "prefix-repetition", "--input-len", "8"},
+      {"--output-len", "0"},
   };
   for (const auto& extra : cases) {
     std::vector<std::string> args = {"bench", "serve", "--model", "m", "--tokenizer",

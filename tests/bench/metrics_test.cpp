@@ -96,6 +96,78 @@ TEST(BenchMetrics, PeakConcurrencyAndTokensPerSecond) {
   EXPECT_DOUBLE_EQ(m.max_output_tokens_per_s, 6);
 }
 
+// Hand-made timelines for the two figures that look wrong in short runs and are vLLM's
+// definitions (vllm/benchmarks/serve.py, calculate_metrics): the peak output token throughput
+// counts token arrivals in whole one-second buckets from the earliest successful start; ITL
+// pools every gap between successive token chunks of every request, zeros included. Times are
+// multiples of 1/8 s, exact in binary, so bucket edges are exact.
+RequestRecord timeline(double start, double ttft, std::vector<double> itl, int64_t tokens) {
+  RequestRecord r;
+  r.success = true;
+  r.start_time = start;
+  r.ttft = ttft;
+  r.itl = std::move(itl);
+  r.latency = ttft;
+  for (double gap : r.itl) r.latency += gap;
+  r.output_tokens = tokens;
+  r.prompt_len = 8;
+  return r;
+}
+
+BenchmarkMetrics metrics_of(const std::vector<RequestRecord>& records, double duration_s) {
+  const std::vector<double> percentiles = {90};
+  return compute_metrics(records, duration_s, {}, percentiles,
+                         [](const std::string&) -> int64_t { return 0; });
+}
+
+TEST(BenchMetrics, PeakOfAShortRunIsBelowTheMean) {
+  // A 0.5 s run: r0 sends at 0, tokens at 0.125, 0.25, 0.375, 0.5; r1 sends at 0.125, tokens
+  // at 0.25, 0.375, 0.5, 0.625. All 8 fall in second 0: the peak is 8 tokens in a second, the
+  // mean 8 / 0.5 = 16 tokens/s.
+  const std::vector<RequestRecord> r = {timeline(0, 0.125, {0.125, 0.125, 0.125}, 4),
+                                        timeline(0.125, 0.125, {0.125, 0.125, 0.125}, 4)};
+  const BenchmarkMetrics m = metrics_of(r, 0.5);
+  EXPECT_DOUBLE_EQ(m.output_throughput, 16);
+  EXPECT_DOUBLE_EQ(m.max_output_tokens_per_s, 8);
+  EXPECT_EQ(m.max_concurrent_requests, 2);  // [0, 0.5) and [0.125, 0.625)
+}
+
+TEST(BenchMetrics, PeakBucketsAreWholeSecondsFromTheFirstSuccessfulStart) {
+  // A failure sent at 0 does not move the buckets; the first success is sent at 0.5, so
+  // second k holds arrivals in [0.5 + k, 1.5 + k):
+  //   r0: sent 0.5, tokens at 0.75, 1.25 (second 0), 1.5 (on the edge: second 1), 2.0
+  //   r1: sent 1.0, tokens at 1.25 (second 0), 1.5, 1.75, 2.0, 2.25 (second 1)
+  // Second 0 holds 3 tokens, second 1 holds 6. (Buckets from the failure's 0 would give 5 in
+  // [1, 2); an edge token counted in the earlier second would give 5 in second 0.)
+  RequestRecord failed;
+  failed.error = "HTTP 500";
+  const std::vector<RequestRecord> r = {failed, timeline(0.5, 0.25, {0.5, 0.25, 0.5}, 4),
+                                        timeline(1.0, 0.25, {0.25, 0.25, 0.25, 0.25}, 5)};
+  const BenchmarkMetrics m = metrics_of(r, 2.5);
+  EXPECT_DOUBLE_EQ(m.max_output_tokens_per_s, 6);
+  EXPECT_DOUBLE_EQ(m.output_throughput, 9 / 2.5);
+  EXPECT_EQ(m.max_concurrent_requests, 2);  // [0.5, 2.0) and [1.0, 2.25); not the failure
+}
+
+TEST(BenchMetrics, ItlPoolsEveryGapZerosIncluded) {
+  // Chunks that reach the client in one read are 0 s apart. r0: gaps 0, 0, 0.25 (4 tokens,
+  // ttft 0.25, e2el 0.5); r1: gaps 0, 0.5 (3 tokens, ttft 0.25, e2el 0.75).
+  // Pooled and sorted: 0, 0, 0, 0.25, 0.5 → median 0, mean 0.75 / 5 = 0.15 s, p90 at rank 3.6:
+  // 0.25 + 0.6 · 0.25 = 0.4 s. TPOT is per request, over its whole decode: r0 0.25 / 3,
+  // r1 0.5 / 2 = 0.25, so its median is not 0.
+  const std::vector<RequestRecord> r = {timeline(0, 0.25, {0, 0, 0.25}, 4),
+                                        timeline(0, 0.25, {0, 0.5}, 3)};
+  const BenchmarkMetrics m = metrics_of(r, 1.0);
+  EXPECT_EQ(m.itls, (std::vector<double>{0, 0, 0.25, 0, 0.5}));
+  EXPECT_DOUBLE_EQ(m.itl.median_ms, 0);
+  EXPECT_NEAR(m.itl.mean_ms, 150, 1e-9);
+  ASSERT_EQ(m.itl.percentiles_ms.size(), 1u);
+  EXPECT_NEAR(m.itl.percentiles_ms[0].second, 400, 1e-9);
+  EXPECT_NEAR(m.tpot.median_ms, (250.0 / 3 + 250) / 2, 1e-9);
+  // Token arrivals: r0 at 0.25 (three) and 0.5, r1 at 0.25 (two) and 0.75: 7 in second 0.
+  EXPECT_DOUBLE_EQ(m.max_output_tokens_per_s, 7);
+}
+
 TEST(BenchMetrics, GoodputCountsRequestsMeetingEverySlo) {
   // ttft <= 250 ms and tpot <= 200 ms: r0 meets both, r1 misses TPOT, r2 misses TTFT.
   std::vector<std::string> pairs = {"ttft:250", "tpot:200"};

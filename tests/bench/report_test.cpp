@@ -85,6 +85,23 @@ TEST(BenchReport, ResultJsonKeys) {
   EXPECT_FALSE(j.contains("mean_tpot_ms"));
 }
 
+TEST(BenchReport, NotesExplainAShortRunsPeakAndZeroGaps) {
+  BenchmarkMetrics m;
+  m.output_throughput = 16;
+  m.max_output_tokens_per_s = 8;
+  m.itls = {0, 0.25, 0, 0.5};
+  const std::string notes = metric_notes(m, 0.5);
+  EXPECT_NE(notes.find("peak output token throughput (8.00) is below the mean (16.00)"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("in a 0.50 s run"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("2 of 4 inter-token latencies are 0 ms"), std::string::npos) << notes;
+  // A peak at or above the mean and no zero gap: nothing to explain.
+  m.max_output_tokens_per_s = 16;
+  m.itls = {0.25, 0.5};
+  EXPECT_EQ(metric_notes(m, 0.5), "");
+}
+
 TEST(BenchPlot, AxisTicksAreRoundNumbersCoveringTheMaximum) {
   EXPECT_EQ(axis_ticks(58.64), (std::vector<double>{0, 20, 40, 60}));
   EXPECT_EQ(axis_ticks(10), (std::vector<double>{0, 2, 4, 6, 8, 10}));

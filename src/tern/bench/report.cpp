@@ -1,6 +1,7 @@
 // vLLM's summary table and result JSON (vllm/benchmarks/serve.py: benchmark, main_async).
 #include "tern/bench/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -103,6 +104,30 @@ std::string summary_table(const BenchmarkMetrics& m, const ReportConfig& c, doub
       summary_row(out, std::string("P").append(percentile_word(p)).append(" ").append(names.label).append(" (ms):"), value);
   }
   out += std::string(50, '=') + "\n";
+  return out;
+}
+
+std::string metric_notes(const BenchmarkMetrics& m, double duration_s) {
+  std::string out;
+  char line[512];
+  if (m.max_output_tokens_per_s < m.output_throughput) {
+    std::snprintf(line, sizeof line,
+                  "note: the peak output token throughput (%.2f) is below the mean (%.2f): the "
+                  "peak is the most tokens within one of the whole seconds counted from the "
+                  "first request's start (vLLM's definition), and in a %.2f s run those seconds "
+                  "need not hold a full second of output\n",
+                  m.max_output_tokens_per_s, m.output_throughput, duration_s);
+    out += line;
+  }
+  const auto zeros = std::count(m.itls.begin(), m.itls.end(), 0.0);
+  if (zeros > 0) {
+    std::snprintf(line, sizeof line,
+                  "note: %lld of %zu inter-token latencies are 0 ms: chunks that reached the "
+                  "client together, in one read (the server sent them at once or the client "
+                  "was busy)\n",
+                  static_cast<long long>(zeros), m.itls.size());
+    out += line;
+  }
   return out;
 }
 

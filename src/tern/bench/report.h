@@ -41,6 +41,12 @@ std::string summary_rule(const std::string& title, char fill, size_t width = 50)
 
 std::string summary_table(const BenchmarkMetrics& m, const ReportConfig& config, double duration_s);
 
+// Notes under the table on two figures that look wrong and are vLLM's definitions (empty when
+// neither applies): the peak output token throughput is the most tokens counted in one of the
+// whole seconds from the first request's start, so in a short run it can be below the mean; and
+// chunks that reach the client together are 0 s apart, so the median ITL can be 0.
+std::string metric_notes(const BenchmarkMetrics& m, double duration_s);
+
 // The first (up to 10) failures, one line each, as vLLM prints them before the table.
 std::string failure_lines(const std::vector<RequestRecord>& records);
 
