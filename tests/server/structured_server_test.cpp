@@ -90,8 +90,11 @@ TEST(StructuredServer, BadConstraintsAre400sNamingTheField) {
   const std::vector<std::pair<json, std::string>> cases = {
       {{{"guided_regex", "a"}, {"guided_choice", {"b"}}}, "guided_choice"},
       {{{"response_format", {{"type", "json_object"}}}, {"grammar", "root ::= \"a\""}}, "grammar"},
-      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "integer"}, {"minimum", 1}}}}}}}}, "response_format"},
-      {{{"guided_json", {{"type", "object"}, {"patternProperties", json::object()}}}}, "guided_json"},
+      {{{"response_format",
+         {{"type", "json_schema"},
+          {"json_schema", {{"schema", {{"type", "integer"}, {"multipleOf", 2}}}}}}}},
+       "response_format"},
+      {{{"guided_json", {{"type", "object"}, {"minProperties", 1}}}}, "guided_json"},
       {{{"guided_regex", "(a)\\1"}}, "guided_regex"},
       {{{"guided_grammar", "root ::= undefined"}}, "guided_grammar"},
       {{{"response_format", {{"type", "yaml"}}}}, "response_format"},
@@ -106,9 +109,11 @@ TEST(StructuredServer, BadConstraintsAre400sNamingTheField) {
       EXPECT_EQ(r.body_json()["error"]["param"], param) << r.body;
     }
   }
-  const HttpResult r = post(s.port(), "/v1/completions",
-                            {{"prompt", "x"}, {"guided_json", {{"type", "integer"}, {"minimum", 1}}}});
-  EXPECT_NE(r.body.find("unsupported JSON schema keyword 'minimum'"), std::string::npos) << r.body;
+  const HttpResult r =
+      post(s.port(), "/v1/completions",
+           {{"prompt", "x"}, {"guided_json", {{"type", "integer"}, {"multipleOf", 2}}}});
+  EXPECT_NE(r.body.find("unsupported JSON schema keyword 'multipleOf'"), std::string::npos)
+      << r.body;
 }
 
 }  // namespace

@@ -211,12 +211,12 @@ TEST(ToolCallServer, EnforcedToolChoiceRefusals) {
   EXPECT_EQ(r.body_json()["error"]["param"], "response_format") << r.body;
   // Parameters outside the enforceable subset are refused, never loosened.
   json tools = two_tools();
-  tools[0]["function"]["parameters"]["properties"]["days"]["minimum"] = 1;
+  tools[0]["function"]["parameters"]["properties"]["days"]["multipleOf"] = 2;
   const json unenforceable = {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}};
   r = post(s.port(), "/v1/chat/completions", unenforceable);
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.body_json()["error"]["param"], "tools") << r.body;
-  EXPECT_NE(r.body.find("minimum"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("multipleOf"), std::string::npos) << r.body;
   // A named function that is not among the tools.
   const json unknown = {{"messages", messages}, {"tools", two_tools()},
                         {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}};

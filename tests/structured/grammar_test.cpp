@@ -89,7 +89,11 @@ ws    ::= [ \t\n]*
 TEST(StructuredGbnf, RepetitionCountsAndClasses) {
   Automaton a = gbnf(R"(root ::= "x"{2,3} [^a-c]? d
 d ::= [0-9]{2} | "." )");
-  expect_matches(a, {"xx12", "xxx.", "xxd.", "xx\xce\xb1" "00"}, {"x12", "xxxxx12", "xxa12", "xx1"});
+  expect_matches(a,
+                 {"xx12", "xxx.", "xxd.",
+                  "xx\xce\xb1"
+                  "00"},
+                 {"x12", "xxxxx12", "xxa12", "xx1"});
   Automaton any = gbnf(R"(root ::= . "!")");
   expect_matches(any, {"a!", "\xe2\x82\xac!"}, {"!", "ab!", "\xe2\x82!"});
   Automaton uni = gbnf(R"(root ::= [α-ω]+)");
@@ -122,25 +126,36 @@ TEST(StructuredRegex, Subset) {
   Automaton b = regex(R"((?:ab|cd)*e+?\w\s\S.)");
   expect_matches(b, {"abcdee_ xy", "e1 !\xc3\xa9"}, {"ab", "e1 !\n", "abe_  y"});
   Automaton c = regex(R"([^0-9\n]{2}\x41\u00e9)");
-  expect_matches(c, {"ab" "A\xc3\xa9"}, {"a1A\xc3\xa9", "abB\xc3\xa9"});
+  expect_matches(c,
+                 {"ab"
+                  "A\xc3\xa9"},
+                 {"a1A\xc3\xa9", "abB\xc3\xa9"});
 }
 
 TEST(StructuredRegex, UnsupportedConstructsAreNamed) {
-  for (const auto& [pattern, words] : std::vector<std::pair<std::string, std::string>>{
-           {"(a)\\1", "backreferences"}, {"a(?=b)", "lookaround"}, {"\\bword", "word boundaries"},
-           {"a*+", "possessive"}, {"[[:alpha:]]", "POSIX"}, {"(ab", "expected ')'"},
-           {"*a", "nothing to repeat"}, {"a{2,1}", "n < m"}, {"\\p{L}", "Unicode property"}}) {
+  for (const auto& [pattern, words] :
+       std::vector<std::pair<std::string, std::string>>{{"(a)\\1", "backreferences"},
+                                                        {"a(?=b)", "lookaround"},
+                                                        {"\\bword", "word boundaries"},
+                                                        {"a*+", "possessive"},
+                                                        {"[[:alpha:]]", "POSIX"},
+                                                        {"(ab", "expected ')'"},
+                                                        {"*a", "nothing to repeat"},
+                                                        {"a{2,1}", "n < m"},
+                                                        {"\\p{L}", "Unicode property"}}) {
     try {
       (void)compile_regex(pattern);
       ADD_FAILURE() << pattern << " compiled";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << pattern << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos)
+          << pattern << ": " << e.what();
     }
   }
 }
 
 TEST(StructuredChoice, AlternationOfLiterals) {
-  StructuredOutputSpec spec{StructuredOutputSpec::Kind::kChoice, R"(["yes", "no", "n/a"])", "guided_choice"};
+  StructuredOutputSpec spec{StructuredOutputSpec::Kind::kChoice, R"(["yes", "no", "n/a"])",
+                            "guided_choice"};
   Automaton a(flatten(grammar_of(spec)));
   expect_matches(a, {"yes", "no", "n/a"}, {"", "ye", "yesno", "No"});
 }
@@ -158,35 +173,41 @@ TEST(StructuredJsonSchema, TypesAndObjects) {
     "required": ["name", "age"],
     "additionalProperties": false
   })"));
-  expect_matches(a,
-                 {R"({"age": 30, "name": "Al"})", R"({"age":-1,"name":"abcd","ok":true})",
-                  R"({"age": 0, "name": "x", "score": null, "tags": ["a", 3]})",
-                  R"( {"age": 5, "name": "x", "score": -1.5e3})"},
-                 {R"({"name": "Al"})", R"({"age": 30, "name": ""})", R"({"age": 30, "name": "abcde"})",
-                  R"({"age": 1.5, "name": "x"})", R"({"age": 1, "name": "x", "tags": []})",
-                  R"({"age": 1, "name": "x", "tags": ["a", "b", "a"]})",
-                  R"({"age": 1, "name": "x", "extra": 1})", R"({"age": 1, "name": "x", "tags": ["c"]})",
-                  R"({"age": 01, "name": "x"})"});
+  expect_matches(
+      a,
+      {R"({"age": 30, "name": "Al"})", R"({"age":-1,"name":"abcd","ok":true})",
+       R"({"age": 0, "name": "x", "score": null, "tags": ["a", 3]})",
+       R"( {"age": 5, "name": "x", "score": -1.5e3})"},
+      {R"({"name": "Al"})", R"({"age": 30, "name": ""})", R"({"age": 30, "name": "abcde"})",
+       R"({"age": 1.5, "name": "x"})", R"({"age": 1, "name": "x", "tags": []})",
+       R"({"age": 1, "name": "x", "tags": ["a", "b", "a"]})",
+       R"({"age": 1, "name": "x", "extra": 1})", R"({"age": 1, "name": "x", "tags": ["c"]})",
+       R"({"age": 01, "name": "x"})"});
 }
 
 TEST(StructuredJsonSchema, AdditionalPropertiesRefsAnyOfConstFormats) {
-  Automaton extra = schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}},
+  Automaton extra =
+      schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}},
     "additionalProperties": {"type": "string"}})"));
   expect_matches(extra, {R"({"a": 1, "b": "x", "c": ""})", R"({"z": "x"})", "{}"},
                  {R"({"a": 1, "b": 2})"});
-  Automaton tree = schema(json::parse(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+  Automaton tree =
+      schema(json::parse(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
     "properties": {"v": {"const": 7}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
     "required": ["v"]}}})"));
   expect_matches(tree, {R"({"v": 7})", R"({"kids": [{"v": 7}, {"kids": [], "v": 7}], "v": 7})"},
                  {R"({"v": 8})", R"({"kids": [{}], "v": 7})"});
-  Automaton any = schema(json::parse(R"({"anyOf": [{"type": "integer"}, {"type": "string", "format": "date"}],
+  Automaton any =
+      schema(json::parse(R"({"anyOf": [{"type": "integer"}, {"type": "string", "format": "date"}],
     "description": "either"})"));
   expect_matches(any, {"42", R"("2024-02-29")"}, {R"("2024-13-01")", "true"});
   Automaton formats = schema(json::parse(R"({"type": "array", "items": {"oneOf": [
     {"type": "string", "format": "date-time"}, {"type": "string", "format": "uuid"},
     {"type": "string", "format": "ipv4"}, {"type": "string", "format": "time"}]}})"));
-  expect_matches(formats, {R"(["2024-01-02T03:04:05Z", "123e4567-e89b-12d3-a456-426614174000", "10.0.255.1", "23:59:59.5+01:00"])"},
-                 {R"(["2024-01-02 03:04:05Z"])", R"(["256.1.1.1"])", R"(["123e4567"])"});
+  expect_matches(
+      formats,
+      {R"(["2024-01-02T03:04:05Z", "123e4567-e89b-12d3-a456-426614174000", "10.0.255.1", "23:59:59.5+01:00"])"},
+      {R"(["2024-01-02 03:04:05Z"])", R"(["256.1.1.1"])", R"(["123e4567"])"});
   Automaton pattern = schema(json::parse(R"({"type": "string", "pattern": "^[a-z]+\\d$"})"));
   expect_matches(pattern, {R"("abc1")"}, {R"("abc")", R"("ABC1")"});
   Automaton search = schema(json::parse(R"({"type": "string", "pattern": "x\"y"})"));
@@ -197,12 +218,18 @@ TEST(StructuredJsonSchema, AdditionalPropertiesRefsAnyOfConstFormats) {
 
 TEST(StructuredJsonSchema, UnsupportedKeywordsAreNamedNeverLoosened) {
   for (const auto& [s, words] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"type": "integer", "minimum": 0})", "unsupported JSON schema keyword 'minimum' at /"},
+           {R"({"type": "integer", "multipleOf": 2})",
+            "unsupported JSON schema keyword 'multipleOf' at /"},
            {R"({"properties": {"a": {"not": {}}}})", "'not' at /properties/a"},
-           {R"({"type": "array", "prefixItems": []})", "'prefixItems'"},
-           {R"({"type": "array", "items": [{}]})", "tuple validation"},
+           {R"({"type": "array", "uniqueItems": true})", "'uniqueItems'"},
+           {R"({"type": "array", "prefixItems": [{"contains": {}}]})",
+            "'contains' at /prefixItems/0"},
+           {R"({"type": "object", "minProperties": 1})", "'minProperties'"},
+           {R"({"type": "object", "propertyNames": {"maxLength": 3}})", "'propertyNames'"},
            {R"({"allOf": [{}, {}]})", "allOf"},
-           {R"({"type": "string", "format": "email"})", "format 'email'"},
+           {R"({"type": "string", "format": "ipv6"})", "format 'ipv6'"},
+           {R"({"type": "string", "format": "date", "maxLength": 10})",
+            "'format' with 'minLength' or 'maxLength'"},
            {R"({"type": "strang"})", "type 'strang'"},
            {R"({"$ref": "#/components/x"})", "not supported"},
            {R"({"$ref": "#/$defs/missing"})", "names no definition"},
@@ -221,7 +248,9 @@ TEST(StructuredJsonSchema, UnsupportedKeywordsAreNamedNeverLoosened) {
 
 TEST(StructuredRequest, FieldsBecomeOneSpec) {
   using Kind = StructuredOutputSpec::Kind;
-  auto spec = [](const std::string& body) { return structured_output_from_request(json::parse(body)); };
+  auto spec = [](const std::string& body) {
+    return structured_output_from_request(json::parse(body));
+  };
   EXPECT_EQ(spec(R"({"response_format": {"type": "text"}})").kind, Kind::kNone);
   EXPECT_EQ(spec(R"({"response_format": {"type": "json_object"}})").kind, Kind::kJsonObject);
   const auto js = spec(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
@@ -245,13 +274,20 @@ TEST(StructuredRequest, FieldsBecomeOneSpec) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(field_of(R"({"guided_regex": "a", "guided_choice": ["b"]})").rfind("guided_choice: ", 0), 0u);
-  EXPECT_EQ(field_of(R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer", "maximum": 3}}}})")
-                .rfind("response_format: 'response_format': unsupported JSON schema keyword 'maximum'", 0), 0u);
+  EXPECT_EQ(
+      field_of(R"({"guided_regex": "a", "guided_choice": ["b"]})").rfind("guided_choice: ", 0), 0u);
+  EXPECT_EQ(
+      field_of(
+          R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer", "multipleOf": 3}}}})")
+          .rfind("response_format: 'response_format': unsupported JSON schema keyword 'multipleOf'",
+                 0),
+      0u);
   EXPECT_EQ(field_of(R"({"response_format": {"type": "xml"}})").rfind("response_format: ", 0), 0u);
   EXPECT_EQ(field_of(R"({"guided_grammar": "root ::= x"})").rfind("guided_grammar: ", 0), 0u);
   EXPECT_EQ(field_of(R"({"guided_choice": []})").rfind("guided_choice: ", 0), 0u);
-  EXPECT_EQ(field_of(R"({"structured_outputs": {"regex": "a", "choice": ["b"]}})").rfind("structured_outputs: ", 0), 0u);
+  EXPECT_EQ(field_of(R"({"structured_outputs": {"regex": "a", "choice": ["b"]}})")
+                .rfind("structured_outputs: ", 0),
+            0u);
   EXPECT_EQ(field_of(R"({"guided_json": "{nope"})").rfind("guided_json: ", 0), 0u);
 }
 

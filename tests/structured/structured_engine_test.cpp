@@ -1,9 +1,11 @@
 // Constrained decoding through the engine: at temperature 1 over many seeds every output parses
-// and satisfies its schema (or regex, choice, grammar), on stories260K and on a Qwen3 shape with
-// random weights and the real Qwen vocabulary, where only the mask keeps the text in the
-// grammar; free requests batched with constrained ones are unchanged; speculation keeps it.
+// and satisfies its schema (by the tests' own validator; or regex, choice, grammar), on
+// stories260K and on a Qwen3 shape with random weights and the real Qwen vocabulary, where only
+// the mask keeps the text in the grammar; free requests batched with constrained ones are
+// unchanged; speculation keeps it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -41,6 +43,42 @@ const char* kPersonSchema = R"({
     "score": {"type": ["number", "null"]}}, "required": ["zip"]}}
 })";
 
+// The keywords beyond types and properties (issue 31): numeric bounds across digit counts and
+// on both sides of zero, tuples, formats, lengths and patterned keys; bounded likewise.
+const char* kBoundsSchema = R"({
+  "type": "object",
+  "properties": {
+    "age": {"type": "integer", "minimum": 0, "maximum": 130},
+    "delta": {"type": "integer", "exclusiveMinimum": -15, "maximum": 20},
+    "big": {"type": "integer", "minimum": 7, "maximum": 1234},
+    "low": {"type": "integer", "maximum": -5},
+    "score": {"type": "number", "minimum": 1.1, "exclusiveMaximum": 3},
+    "temp": {"type": "number", "exclusiveMinimum": -0.5, "maximum": 0.25},
+    "point": {"type": "array", "prefixItems": [{"type": "number", "minimum": -90, "maximum": 90},
+              {"type": "number", "minimum": -180, "maximum": 180}], "minItems": 2},
+    "contact": {"type": "array", "items": [{"type": "string", "format": "email"}],
+                "additionalItems": {"type": "integer", "minimum": 1, "maximum": 9}, "maxItems": 3},
+    "born": {"type": "string", "format": "date"},
+    "code": {"type": "string", "minLength": 2, "maxLength": 4},
+    "labels": {"type": "object", "patternProperties": {"^x-[a-z]{1,3}$": {"type": "integer", "minimum": 0, "maximum": 9}}}
+  },
+  "required": ["age", "delta", "big", "low", "score", "temp", "point", "contact", "born", "code", "labels"],
+  "additionalProperties": false
+})";
+
+// kBoundsSchema, without its patterned keys where the model is trained on text: stories260K
+// follows a value with a comma far more often than with a '}', and an object of patterned keys
+// has no bound on its members (maxProperties is refused).
+json bounds_schema(bool patterned_keys) {
+  json s = json::parse(kBoundsSchema);
+  if (!patterned_keys) {
+    s["properties"].erase("labels");
+    json& required = s["required"];
+    required.erase(std::find(required.begin(), required.end(), json("labels")));
+  }
+  return s;
+}
+
 SamplingParams constrained(Kind kind, const std::string& text, uint64_t seed, int max_tokens) {
   SamplingParams p;
   p.temperature = 1.0f;
@@ -56,7 +94,8 @@ void run_seeds(LLM& llm, const std::vector<int32_t>& prompt, Kind kind, const st
                int seeds, int max_tokens, Check check) {
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(seeds), prompt);
   std::vector<SamplingParams> params;
-  for (int s = 0; s < seeds; ++s) params.push_back(constrained(kind, text, 1000 + static_cast<uint64_t>(s), max_tokens));
+  for (int s = 0; s < seeds; ++s)
+    params.push_back(constrained(kind, text, 1000 + static_cast<uint64_t>(s), max_tokens));
   const std::vector<RequestOutput> out = llm.generate(prompts, params);
   ASSERT_EQ(out.size(), prompts.size());
   for (int s = 0; s < seeds; ++s) {
@@ -66,15 +105,16 @@ void run_seeds(LLM& llm, const std::vector<int32_t>& prompt, Kind kind, const st
   }
 }
 
-void check_schema_outputs(LLM& llm, const std::vector<int32_t>& prompt, int seeds, int max_tokens) {
-  const json schema = json::parse(kPersonSchema);
+void check_schema_outputs(LLM& llm, const std::vector<int32_t>& prompt, int seeds, int max_tokens,
+                          const json& schema = json::parse(kPersonSchema)) {
   run_seeds(llm, prompt, Kind::kJsonSchema, schema.dump(), seeds, max_tokens,
             [&](const std::string& text, int s) {
               json v;
               try {
                 v = json::parse(text);
               } catch (const json::exception& e) {
-                ADD_FAILURE() << "seed " << s << " does not parse: " << text << " (" << e.what() << ")";
+                ADD_FAILURE() << "seed " << s << " does not parse: " << text << " (" << e.what()
+                              << ")";
                 return;
               }
               EXPECT_EQ(schema_violation(v, schema, schema), "") << "seed " << s << ": " << text;
@@ -91,7 +131,8 @@ TEST(StructuredEngine, SchemaOutputsValidateOnStories260K) {
   structured::Automaton object(structured::flatten(structured::json_object_grammar()));
   std::vector<std::vector<int32_t>> prompts(12, prompt);
   std::vector<SamplingParams> params;
-  for (int s = 0; s < 12; ++s) params.push_back(constrained(Kind::kJsonObject, "", 50 + static_cast<uint64_t>(s), 120));
+  for (int s = 0; s < 12; ++s)
+    params.push_back(constrained(Kind::kJsonObject, "", 50 + static_cast<uint64_t>(s), 120));
   for (const RequestOutput& r : llm.generate(prompts, params)) {
     const CompletionOutput& o = r.outputs[0];
     if (o.finish_reason == "stop") {
@@ -101,6 +142,13 @@ TEST(StructuredEngine, SchemaOutputsValidateOnStories260K) {
       EXPECT_FALSE(json::accept(o.text)) << o.text;
     }
   }
+}
+
+TEST(StructuredEngine, BoundsTuplesFormatsAndPatternedKeysValidateOnStories260K) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  LLM llm(stories260k(), small_engine(256));
+  check_schema_outputs(llm, llm.tokenizer().encode("Once upon a time"), 16, 500,
+                       bounds_schema(false));
 }
 
 TEST(StructuredEngine, RegexChoiceAndGrammarOnStories260K) {
@@ -113,7 +161,8 @@ TEST(StructuredEngine, RegexChoiceAndGrammarOnStories260K) {
   });
   run_seeds(llm, prompt, Kind::kChoice, R"(["happy", "sad", "a big dog"])", 12, 16,
             [](const std::string& text, int s) {
-              EXPECT_TRUE(text == "happy" || text == "sad" || text == "a big dog") << s << ": " << text;
+              EXPECT_TRUE(text == "happy" || text == "sad" || text == "a big dog")
+                  << s << ": " << text;
             });
   const std::string list = "root ::= item{1,3}\nitem ::= \"- \" [a-z ]{1,10} \"\\n\"";
   structured::Automaton reference(structured::flatten(structured::parse_gbnf(list)));
@@ -145,6 +194,7 @@ TEST(StructuredEngine, SchemaOutputsValidateOnRandomQwen3WithTheRealVocabulary) 
   ASSERT_EQ(llm.model().config.vocab_size, 151936);
   const std::vector<int32_t> prompt = llm.tokenizer().encode("Give me a person as JSON:", false);
   check_schema_outputs(llm, prompt, 16, 400);
+  check_schema_outputs(llm, prompt, 12, 500, bounds_schema(true));
   const std::string pattern = R"(\d{4}-\d{2}-\d{2}|none)";
   run_seeds(llm, prompt, Kind::kRegex, pattern, 8, 32, [&](const std::string& text, int s) {
     EXPECT_TRUE(std::regex_match(text, std::regex(pattern))) << "seed " << s << ": " << text;
@@ -188,7 +238,8 @@ TEST(StructuredEngine, FreeRequestsInAMixedBatchAreUnchanged) {
 TEST(StructuredEngine, SpeculativeDecodingKeepsOutputsValid) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const json schema = json::parse(kPersonSchema);
-  for (const SpeculativeMethod method : {SpeculativeMethod::kNgram, SpeculativeMethod::kDraftModel}) {
+  for (const SpeculativeMethod method :
+       {SpeculativeMethod::kNgram, SpeculativeMethod::kDraftModel}) {
     EngineConfig config = speculative_engine(method, 4, false, 256);
     std::optional<LoadedModel> draft;
     if (method == SpeculativeMethod::kDraftModel) draft = noisy_stories260k(0.3);
@@ -198,7 +249,8 @@ TEST(StructuredEngine, SpeculativeDecodingKeepsOutputsValid) {
       std::vector<std::vector<int32_t>> prompts(8, prompt);
       std::vector<SamplingParams> params;
       for (int s = 0; s < 8; ++s) {
-        SamplingParams p = constrained(Kind::kJsonSchema, schema.dump(), static_cast<uint64_t>(s), 400);
+        SamplingParams p =
+            constrained(Kind::kJsonSchema, schema.dump(), static_cast<uint64_t>(s), 400);
         if (!sampled) p.temperature = 0.0f;
         params.push_back(p);
       }
