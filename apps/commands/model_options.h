@@ -30,4 +30,9 @@ struct ModelOptions {
   LoadOptions load_options() const;
 };
 
+// --threads N of any command: tern::Error below 0; above the cores this process may run on
+// (its affinity mask), one warning line on stderr, since the kernels' threads then wait on
+// each other at every barrier and the model runs far slower than with one per core.
+void check_threads(int threads);
+
 }  // namespace tern::cli
