@@ -42,6 +42,11 @@ SpeculativeConfig SpeculativeOptions::config() const {
   c.prompt_lookup_min = prompt_lookup_min;
   if ((prompt_lookup_max || prompt_lookup_min) && model != "[ngram]" && model != "ngram")
     throw Error("--ngram-prompt-lookup-max/-min go with --speculative-model [ngram]");
+  // Named here by its flag: finalize's message names the JSON key.
+  if (!model.empty() && num_speculative_tokens < 1)
+    throw Error("--speculative-model " + model +
+                " needs --num-speculative-tokens N, the most draft tokens a step verifies "
+                "(N >= 1, e.g. 4)");
   finalize_speculative_config(c);
   return c;
 }
