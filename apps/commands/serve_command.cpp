@@ -97,6 +97,7 @@ void run(ServeOptions opt) {
                llm.engine().kv_cache_summary().c_str());
   if (config.speculative.enabled())
     std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
+  warn_about_draft(llm.engine());
   if (const disagg::KvConnector* kv = llm.engine().kv_connector()) {
     const std::string serves =
         kv->port() ? ", pulls served on " + kv->config().ip + ":" + std::to_string(kv->port())

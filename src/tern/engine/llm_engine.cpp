@@ -79,6 +79,10 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
     if (!draft || !draft_tokenizer)
       throw Error("speculative decoding with a draft model needs the draft loaded");
     check_draft_vocabulary(tokenizer_, vocab, *draft_tokenizer, draft->config().vocab_size);
+    // One KV layout for both, so that only the models are compared.
+    const cpu::KvCacheConfig& kv = runner_.cache().config();
+    draft_is_target_ = &decoder == draft || disagg::model_fingerprint(decoder, kv) ==
+                                                disagg::model_fingerprint(*draft, kv);
     proposer = std::make_unique<DraftModelProposer>(*draft, plan_.num_blocks, config.block_size,
                                                     plan_.max_model_len, config.kv_cache_dtype);
   }
@@ -481,6 +485,7 @@ EngineStats LLMEngine::stats() const {
   if (speculator_) {
     s.speculative = true;
     s.spec = speculator_->stats();
+    s.spec_idle = speculator_->idle();
   }
   if (connector_) {
     s.kv_transfer = true;
