@@ -188,8 +188,12 @@ std::vector<RequestOutput> LLMEngine::step() {
     return outputs;
   }
   if (speculator_) propose_drafts(step);
+  int64_t context_tokens = 0;
+  for (const ScheduledChunk& chunk : step.chunks)
+    context_tokens += chunk.seq->num_computed_tokens + chunk.num_tokens;
   const auto forward_start = std::chrono::steady_clock::now();
   const std::span<const float> logits = runner_.execute(step);
+  step_times_.record(step.num_tokens, context_tokens, seconds_since(forward_start));
   scheduler_.complete(step);
   ++counters_.num_steps;
 
@@ -482,6 +486,7 @@ EngineStats LLMEngine::stats() const {
   s.prefix_cache_queries = blocks_.prefix_queries();
   s.prefix_cache_hits = blocks_.prefix_hits();
   s.num_preemptions = scheduler_.num_preemptions();
+  s.step_times = step_times_.times();
   if (speculator_) {
     s.speculative = true;
     s.spec = speculator_->stats();

@@ -24,6 +24,7 @@
 #include "tern/engine/sampler.h"
 #include "tern/engine/sampling_params.h"
 #include "tern/engine/scheduler.h"
+#include "tern/engine/step_time_watch.h"
 #include "tern/models/decoder.h"
 #include "tern/spec/proposer.h"
 #include "tern/spec/rejection_sampler.h"
@@ -48,6 +49,7 @@ struct EngineStats {
   int64_t generation_tokens = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
+  StepTimes step_times;      // forwards against the fastest their shape ran (StepTimeWatch)
   bool speculative = false;  // speculative decoding is configured; `spec` counts it
   SpecDecodeStats spec;
   SpecIdle spec_idle;        // why steps that could have drafted did not, by reason
@@ -185,6 +187,7 @@ class LLMEngine {
   std::unordered_map<uint64_t, Sequence> orphaned_pulls_;
   uint64_t next_pull_ticket_ = 0;
   EngineStats counters_;
+  StepTimeWatch step_times_;
 };
 
 }  // namespace tern
