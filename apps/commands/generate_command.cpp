@@ -247,6 +247,8 @@ void run(GenerateOptions opt) {
   if (batch && opt.has_prompt) throw Error("give --prompt or --prompts, not both");
   if (!batch && !opt.has_prompt && opt.save_gguf.empty())
     throw Error("give --prompt TEXT or --prompts FILE.jsonl");
+  if (!batch && !opt.output_path.empty())
+    throw Error("--output goes with --prompts FILE.jsonl (one --prompt prints to stdout)");
   if (!batch) params.validate();
 
   EngineConfig config = opt.engine.engine_config();
