@@ -177,6 +177,28 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw Error(path + ": cannot write");
 }
 
+// A flag of one dataset (or of the long prompts) given with another would be silently ignored:
+// the run would measure something else than the command line says.
+void check_partner_flags(const CLI::App& cmd, const std::string& dataset) {
+  const std::string name = dataset == "prefix_repetition" ? "prefix-repetition" : dataset;
+  const std::vector<std::pair<std::string, std::vector<const char*>>> groups = {
+      {"random",
+       {"--random-input-len", "--random-output-len", "--random-range-ratio",
+        "--random-prefix-len"}},
+      {"sharegpt", {"--sharegpt-output-len"}},
+      {"prefix-repetition",
+       {"--prefix-repetition-prefix-len", "--prefix-repetition-suffix-len",
+        "--prefix-repetition-num-prefixes", "--prefix-repetition-output-len"}}};
+  for (const auto& [owner, flags] : groups)
+    for (const char* flag : flags)
+      if (cmd.count(flag) > 0 && name != owner)
+        throw Error(std::string(flag) + " applies to --dataset-name " + owner +
+                    " (the dataset is " + dataset + ")");
+  if (cmd.count("--long-num-prompts") == 0)
+    for (const char* flag : {"--long-input-len", "--long-output-len", "--long-request-rate"})
+      if (cmd.count(flag) > 0) throw Error(std::string(flag) + " goes with --long-num-prompts N");
+}
+
 void run(ServeBenchOptions o) {
   while (!o.base_url.empty() && o.base_url.back() == '/') o.base_url.pop_back();
   const bench::Endpoint endpoint = bench::endpoint_of(o.endpoint);
@@ -442,7 +464,10 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->footer(
       "Exit status: 1 when every request failed (after the report), else 0; some failures give "
       "a warning on stderr.");
-  cmd->callback([opt] { run(*opt); });
+  cmd->callback([opt, cmd] {
+    check_partner_flags(*cmd, opt->dataset_name);
+    run(*opt);
+  });
 }
 
 }  // namespace tern::cli

@@ -81,6 +81,7 @@ void run(const ThroughputOptions& opt) {
                llm.model().description.c_str(), omp_get_max_threads(),
                llm.engine().kv_cache_summary().c_str(), opt.num_prompts,
                range_text(in_lo, in_hi).c_str(), range_text(out_lo, out_hi).c_str());
+  warn_about_draft(llm.engine());
 
   const double start = LLMEngine::now();
   const std::vector<RequestOutput> outputs = llm.generate(prompts, params);
@@ -119,7 +120,8 @@ void run(const ThroughputOptions& opt) {
                 output_tokens / seconds, static_cast<long long>(prompt_tokens),
                 static_cast<long long>(output_tokens), seconds,
                 static_cast<long long>(stats.num_steps), static_cast<long long>(stats.num_preemptions));
-    if (stats.speculative) std::printf("speculative decoding: %s\n", stats.spec.summary().c_str());
+    if (stats.speculative)
+      std::printf("speculative decoding: %s\n", speculative_summary(stats).c_str());
   }
 }
 

@@ -178,7 +178,8 @@ void run_batch(const GenerateOptions& opt, LLM& llm, const SamplingParams& defau
                static_cast<long long>(stats.generation_tokens), seconds,
                seconds > 0 ? stats.generation_tokens / seconds : 0.0,
                static_cast<long long>(stats.num_steps), static_cast<long long>(stats.num_preemptions));
-  if (stats.speculative) std::fprintf(stderr, "speculative decoding: %s\n", stats.spec.summary().c_str());
+  if (stats.speculative)
+    std::fprintf(stderr, "speculative decoding: %s\n", speculative_summary(stats).c_str());
 }
 
 void run_one(const GenerateOptions& opt, LLM& llm, const SamplingParams& params) {
@@ -216,7 +217,8 @@ void run_one(const GenerateOptions& opt, LLM& llm, const SamplingParams& params)
                static_cast<long long>(prompt_len), prefill_s * 1e3, pp_tps,
                static_cast<long long>(decode_steps), decode_s * 1e3, tg_tps);
   const EngineStats stats = engine.stats();
-  if (stats.speculative) std::fprintf(stderr, "speculative decoding: %s\n", stats.spec.summary().c_str());
+  if (stats.speculative)
+    std::fprintf(stderr, "speculative decoding: %s\n", speculative_summary(stats).c_str());
   if (opt.json) {
     json out = {{"prompt_token_ids", prompt}};
     out.update(completion_json(final, params.logprobs.has_value()));
@@ -245,6 +247,8 @@ void run(GenerateOptions opt) {
   if (batch && opt.has_prompt) throw Error("give --prompt or --prompts, not both");
   if (!batch && !opt.has_prompt && opt.save_gguf.empty())
     throw Error("give --prompt TEXT or --prompts FILE.jsonl");
+  if (!batch && !opt.output_path.empty())
+    throw Error("--output goes with --prompts FILE.jsonl (one --prompt prints to stdout)");
   if (!batch) params.validate();
 
   EngineConfig config = opt.engine.engine_config();
@@ -274,6 +278,7 @@ void run(GenerateOptions opt) {
                omp_get_max_threads(), llm.engine().kv_cache_summary().c_str());
   if (config.speculative.enabled())
     std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
+  warn_about_draft(llm.engine());
   if (batch) run_batch(opt, llm, params);
   else run_one(opt, llm, params);
 }

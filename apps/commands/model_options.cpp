@@ -61,8 +61,18 @@ LoadedModel load_model_announced(const LoadOptions& load) {
   return load_model(load);
 }
 
-LoadOptions ModelOptions::load_options() const {
+void check_threads(int threads) {
   if (threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(threads));
+  const int cores = omp_get_num_procs();
+  if (threads > cores)
+    std::fprintf(stderr,
+                 "warning: --threads %d is more than the %d cores this process may run on: the "
+                 "threads will wait on each other and every step runs slower than with %d\n",
+                 threads, cores, cores);
+}
+
+LoadOptions ModelOptions::load_options() const {
+  check_threads(threads);
   if (threads > 0) omp_set_num_threads(threads);
   LoadOptions o;
   o.format = load_format == "dummy" ? LoadFormat::Dummy : LoadFormat::Auto;

@@ -46,4 +46,9 @@ struct ModelOptions {
 // start-up of seconds (a big file read, repacked or requantized) is not silent.
 LoadedModel load_model_announced(const LoadOptions& load);
 
+// --threads N of any command: tern::Error below 0; above the cores this process may run on
+// (its affinity mask), one warning line on stderr, since the kernels' threads then wait on
+// each other at every barrier and the model runs far slower than with one per core.
+void check_threads(int threads);
+
 }  // namespace tern::cli

@@ -37,7 +37,7 @@ struct PlanFlags {
 };
 
 void run(const PlanFlags& f) {
-  if (f.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(f.threads));
+  check_threads(f.threads);
   plan::PlanOptions o;
   o.recipe = parse_weight_recipe(f.dtype);
   o.kv_cache_dtype = cpu::parse_kv_cache_dtype(f.kv_cache_dtype);

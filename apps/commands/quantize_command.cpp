@@ -16,6 +16,7 @@
 #include <string>
 
 #include "commands/commands.h"
+#include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
 #include "tern/hub/resolve_model.h"
@@ -120,7 +121,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 void run(const QuantizeOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
-  if (opt.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(opt.threads));
+  check_threads(opt.threads);
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
   const FileType file_type = parse_file_type(opt.type);
   QuantRecipe recipe = opt.pure ? QuantRecipe::pure(file_type) : QuantRecipe::mixture(file_type);

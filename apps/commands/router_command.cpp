@@ -9,8 +9,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "commands/commands.h"
+#include "tern/core/error.h"
 #include "tern/router/router_server.h"
 
 namespace tern::cli {
@@ -87,19 +89,29 @@ void add_router_command(CLI::App& app) {
   cmd->add_option("--http-threads", opt->http_threads,
                   "Connections served at once (each stream holds one)")
       ->capture_default_str();
-  cmd->add_option("--prefix-chunk-chars", opt->prefix_aware.chunk_chars,
-                  "prefix_aware: prompt bytes per hashed chunk")
-      ->capture_default_str();
-  cmd->add_option("--cache-threshold", opt->prefix_aware.cache_threshold,
-                  "prefix_aware: the fraction of the prompt a backend's known prefix must cover")
-      ->capture_default_str();
-  cmd->add_option("--balance-abs-threshold", opt->prefix_aware.balance_abs_threshold,
-                  "prefix_aware: least loaded instead when max - min in flight exceeds this ...")
-      ->capture_default_str();
-  cmd->add_option("--balance-rel-threshold", opt->prefix_aware.balance_rel_threshold,
-                  "... and max exceeds this times min")
-      ->capture_default_str();
-  cmd->callback([opt] { run(*opt); });
+  const std::vector<CLI::Option*> prefix_aware = {
+      cmd->add_option("--prefix-chunk-chars", opt->prefix_aware.chunk_chars,
+                      "prefix_aware: prompt bytes per hashed chunk")
+          ->capture_default_str(),
+      cmd->add_option(
+             "--cache-threshold", opt->prefix_aware.cache_threshold,
+             "prefix_aware: the fraction of the prompt a backend's known prefix must cover")
+          ->capture_default_str(),
+      cmd->add_option(
+             "--balance-abs-threshold", opt->prefix_aware.balance_abs_threshold,
+             "prefix_aware: least loaded instead when max - min in flight exceeds this ...")
+          ->capture_default_str(),
+      cmd->add_option("--balance-rel-threshold", opt->prefix_aware.balance_rel_threshold,
+                      "... and max exceeds this times min")
+          ->capture_default_str()};
+  cmd->callback([opt, prefix_aware] {
+    // Another policy would never read them: an error, not a setting silently dropped.
+    for (const CLI::Option* o : prefix_aware)
+      if (o->count() > 0 && opt->policy != "prefix_aware")
+        throw Error(o->get_name() + " applies to --policy prefix_aware (the policy is " +
+                    opt->policy + ")");
+    run(*opt);
+  });
 }
 
 }  // namespace tern::cli

@@ -34,6 +34,7 @@ struct ServeOptions {
   std::string kv_transfer_config;  // vLLM's --kv-transfer-config JSON
   std::string role;                // --role prefill | decode | both
   double kv_lease_seconds = 30.0;
+  bool kv_lease_given = false;  // --kv-lease-seconds was on the command line
 };
 
 // --kv-transfer-config, or --role with its defaults (loopback, vLLM's port 14579); the lease.
@@ -47,6 +48,10 @@ disagg::KvTransferConfig kv_transfer_config(const ServeOptions& opt) {
                   disagg::kv_role_name(c.role) + " of --kv-transfer-config");
     c.role = role;
   }
+  if (opt.kv_lease_given && !c.produces())
+    throw Error(
+        "--kv-lease-seconds applies to an instance that prefills for others (--role "
+        "prefill or both)");
   c.lease_seconds = opt.kv_lease_seconds;
   return c;
 }
@@ -95,6 +100,7 @@ void run(ServeOptions opt) {
                llm.engine().kv_cache_summary().c_str());
   if (config.speculative.enabled())
     std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
+  warn_about_draft(llm.engine());
   if (const disagg::KvConnector* kv = llm.engine().kv_connector()) {
     const std::string serves =
         kv->port() ? ", pulls served on " + kv->config().ip + ":" + std::to_string(kv->port())
@@ -161,16 +167,20 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--role", opt->role,
                   "prefill | decode | both: --kv-transfer-config's kv_role, transfer side on "
                   "127.0.0.1:14579");
-  cmd->add_option("--kv-lease-seconds", opt->kv_lease_seconds,
-                  "How long a prefilled prompt's blocks wait for a decode instance's pull")
-      ->capture_default_str();
+  CLI::Option* lease =
+      cmd->add_option("--kv-lease-seconds", opt->kv_lease_seconds,
+                      "How long a prefilled prompt's blocks wait for a decode instance's pull")
+          ->capture_default_str();
   cmd->add_option("--compute-nice", opt->server.compute_nice,
                   "Nice value (0-19) of the engine's compute threads only: a prefill instance "
                   "sharing cores with a decode instance leaves them to its steps")
       ->capture_default_str();
   opt->model.add_to(cmd);
   opt->engine.add_to(cmd);
-  cmd->callback([opt] { run(*opt); });
+  cmd->callback([opt, lease] {
+    opt->kv_lease_given = lease->count() > 0;
+    run(*opt);
+  });
 }
 
 }  // namespace tern::cli

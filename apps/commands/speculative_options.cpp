@@ -1,6 +1,7 @@
 #include "commands/speculative_options.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "tern/core/error.h"
 #include "tern/hub/resolve_model.h"
@@ -42,6 +43,11 @@ SpeculativeConfig SpeculativeOptions::config() const {
   c.prompt_lookup_min = prompt_lookup_min;
   if ((prompt_lookup_max || prompt_lookup_min) && model != "[ngram]" && model != "ngram")
     throw Error("--ngram-prompt-lookup-max/-min go with --speculative-model [ngram]");
+  // Named here by its flag: finalize's message names the JSON key.
+  if (!model.empty() && num_speculative_tokens < 1)
+    throw Error("--speculative-model " + model +
+                " needs --num-speculative-tokens N, the most draft tokens a step verifies "
+                "(N >= 1, e.g. 4)");
   finalize_speculative_config(c);
   return c;
 }
@@ -54,6 +60,25 @@ std::optional<LoadedModel> load_draft(const SpeculativeConfig& spec, const LoadO
   resolved.model = hub::resolve_model(
       spec.model, {spec.revision, dummy ? hub::RepoFiles::NoWeights : hub::RepoFiles::All});
   return load_draft_model(target, resolved);
+}
+
+void warn_about_draft(const LLMEngine& engine) {
+  if (!engine.draft_is_target()) return;
+  std::fprintf(stderr,
+               "warning: the draft model has the target's own weights: each draft token costs "
+               "about a target forward, so drafting cannot speed decoding up (%s); give a "
+               "smaller draft model of the same vocabulary\n",
+               engine.config().speculative.adaptive
+                   ? "adaptive drafting will mostly step aside"
+                   : "with \"adaptive\": false every step drafts all the same");
+}
+
+std::string speculative_summary(const EngineStats& stats) {
+  std::string out = stats.spec.summary();
+  if (stats.spec.num_drafts > 0 || stats.generation_tokens == 0) return out;
+  if (const std::optional<SpecIdle::Why> why = stats.spec_idle.commonest_since({}))
+    out += "; no drafts: " + stats.spec_idle.describe(*why);
+  return out;
 }
 
 }  // namespace tern::cli

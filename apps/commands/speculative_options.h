@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "tern/engine/llm_engine.h"
 #include "tern/models/model_loader.h"
 #include "tern/spec/speculative_config.h"
 
@@ -31,5 +32,12 @@ struct SpeculativeOptions {
 // The draft model `spec` names, resolved through the Hugging Face cache (downloading what it
 // lacks) and loaded the way `target` was; nullopt for a method without a model.
 std::optional<LoadedModel> load_draft(const SpeculativeConfig& spec, const LoadOptions& target);
+
+// A warning line on stderr when the engine's draft model is the target itself: it drafts
+// nothing (adaptive) or slows every step (fixed K), and nothing else would say so.
+void warn_about_draft(const LLMEngine& engine);
+
+// "acceptance rate … (N verifies)", and when nothing was drafted, why.
+std::string speculative_summary(const EngineStats& stats);
 
 }  // namespace tern::cli

@@ -42,12 +42,21 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 void run(const TokenizeOptions& opt) {
   Tokenizer tokenizer =
       Tokenizer::load(hub::resolve_model(opt.model, {opt.revision, hub::RepoFiles::Tokenizer}));
+  // Each flag belongs to one direction: given to the other, it would be silently ignored.
   if (opt.detokenize) {
     if (opt.ids.empty()) throw Error("--detokenize needs --ids '[…]'");
+    if (!opt.text.empty() || !opt.text_file.empty())
+      throw Error("--detokenize turns --ids into text: give no --text or --file");
+    if (opt.no_add_special || opt.no_parse_special)
+      throw Error(
+          "--no-add-special-tokens and --no-parse-special apply to tokenizing, not to "
+          "--detokenize");
     std::cout << tokenizer.decode(parse_ids(opt.ids), /*skip_special_tokens=*/!opt.keep_special)
               << '\n';
     return;
   }
+  if (!opt.ids.empty()) throw Error("--ids goes with --detokenize");
+  if (opt.keep_special) throw Error("--keep-special-tokens goes with --detokenize");
   if (!opt.text.empty() && !opt.text_file.empty()) throw Error("give --text or --file, not both");
   std::string text = opt.text_file.empty() ? opt.text : read_text_file(opt.text_file);
   std::vector<int32_t> ids = tokenizer.encode(text, !opt.no_add_special, !opt.no_parse_special);

@@ -188,5 +188,29 @@ TEST(Cli, TheModelIsAnArgumentOrDashM) {
   EXPECT_EQ(r.err, "tern: give a model: tern bench-model MODEL\n");
 }
 
+TEST(Cli, AFlagWithoutItsPartnerIsAnError) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string tokenizer = fixture("qwen-tokenizer");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"tokenize", "--model", tokenizer, "--ids", "[1, 2]"}, "--ids goes with --detokenize"},
+      {{"tokenize", "--model", tokenizer, "--text", "hi", "--keep-special-tokens"},
+       "--keep-special-tokens goes with --detokenize"},
+      {{"tokenize", "--model", tokenizer, "--detokenize", "--ids", "[1]", "--text", "hi"},
+       "give no --text or --file"},
+      {{"tokenize", "--model", tokenizer, "--detokenize", "--ids", "[1]", "--no-parse-special"},
+       "apply to tokenizing, not to --detokenize"},
+      {{"generate", "--model", fixture("stories260K/stories260K.gguf"), "--prompt", "x", "--output",
+        "/tmp/never-written.jsonl"},
+       "--output goes with --prompts"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 1) << message;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace tern

@@ -397,6 +397,12 @@ TEST(BenchServeCli, BadFlagsAreOneLineErrors) {
       {"--metric-percentiles", "101"},
       {"--dataset-name", "prefix-repetition", "--input-len", "8"},
       {"--output-len", "0"},
+      // A flag of another dataset, or of absent long prompts, would be silently ignored.
+      {"--dataset-name", "prefix-repetition", "--random-input-len", "64"},
+      {"--random-output-len", "64", "--dataset-name", "sharegpt", "--dataset-path", "x.json"},
+      {"--sharegpt-output-len", "8"},
+      {"--prefix-repetition-prefix-len", "8"},
+      {"--long-input-len", "4000"},
   };
   for (const auto& extra : cases) {
     std::vector<std::string> args = {"bench", "serve", "--model", "m", "--tokenizer",
@@ -406,6 +412,14 @@ TEST(BenchServeCli, BadFlagsAreOneLineErrors) {
     EXPECT_EQ(r.exit_code, 1) << extra[0] << ": " << r.err;
     EXPECT_EQ(r.err.rfind("tern: ", 0), 0u) << r.err;
   }
+  auto r = run_tern({"bench", "serve", "--model", "m", "--tokenizer", fixture(kTokenizer),
+                     "--sharegpt-output-len", "8"});
+  EXPECT_EQ(r.err,
+            "tern: --sharegpt-output-len applies to --dataset-name sharegpt (the dataset is "
+            "random)\n");
+  r = run_tern({"bench", "serve", "--model", "m", "--tokenizer", fixture(kTokenizer),
+                "--long-request-rate", "2"});
+  EXPECT_EQ(r.err, "tern: --long-request-rate goes with --long-num-prompts N\n");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "disagg/kv_test_cache.h"
+#include "tern/core/error.h"
 #include "tern/disagg/kv_transfer.h"
 #include "tern/disagg/kv_wire.h"
 #include "tern/disagg/ucx_worker.h"
@@ -125,6 +126,44 @@ TEST(UcxFailure, ProducerNotListeningIsAQuickConnectError) {
   EXPECT_NE(r.error.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << r.error;
   EXPECT_EQ(r.error.find("timed out"), std::string::npos) << r.error;  // detected, not waited out
   EXPECT_NE(r.error.find("connect"), std::string::npos) << r.error;
+}
+
+TEST(UcxFailure, PortInUseIsNamed) {
+  // A plain listening socket holds the port, as another program would.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  const FakeCache src(1, {64}, 0);
+  std::string message;
+  try {
+    KvTransferServer server(KvTransferServerConfig{"127.0.0.1", port, kFingerprint},
+                            grant_all(src, nullptr, nullptr, nullptr));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::close(fd);
+  EXPECT_NE(message.find("port " + std::to_string(port) + " in use"), std::string::npos) << message;
+  EXPECT_EQ(message.find("busy"), std::string::npos) << message;
+}
+
+TEST(UcxFailure, AnAddressOfAnotherMachineIsNamed) {
+  const FakeCache src(1, {64}, 0);
+  std::string message;
+  try {  // 192.0.2.1: TEST-NET-1, documentation only, never an address of this machine
+    KvTransferServer server(KvTransferServerConfig{"192.0.2.1", 0, kFingerprint},
+                            grant_all(src, nullptr, nullptr, nullptr));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("cannot listen on 192.0.2.1:0"), std::string::npos) << message;
+  EXPECT_NE(message.find("is 192.0.2.1 an address of this machine"), std::string::npos) << message;
 }
 
 TEST(UcxFailure, TimeoutWhileTheProducerIsStuck) {

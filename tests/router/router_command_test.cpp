@@ -31,6 +31,15 @@ TEST(RouterCommand, RefusesConfigurationsItCannotServe) {
                  "--health-check-interval");
   expect_refused({"router", "--backend", "http://127.0.0.1:1", "--disagg-min-prompt-tokens", "256"},
                  "--disagg-min-prompt-tokens applies to prefill/decode mode");
+  // prefix_aware's settings with another policy would never be read. (The bad interval makes
+  // a router that misses the check exit instead of serving.)
+  expect_refused({"router", "--backend", "http://127.0.0.1:1", "--cache-threshold", "0.5",
+                  "--health-check-interval", "0"},
+                 "--cache-threshold applies to --policy prefix_aware (the policy is "
+                 "round_robin)");
+  expect_refused({"router", "--backend", "http://127.0.0.1:1", "--policy", "least_outstanding",
+                  "--prefix-chunk-chars", "32", "--health-check-interval", "0"},
+                 "--prefix-chunk-chars applies to --policy prefix_aware");
 }
 
 }  // namespace

@@ -64,6 +64,19 @@ TEST(ServeCommand, KvTransferFlagsAreChecked) {
                 "--kv-lease-seconds", "0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--kv-lease-seconds must be > 0"), std::string::npos) << r.err;
+  // A lease is held by an instance that prefills for others: elsewhere it would be ignored.
+  // (The missing tokenizer makes a server that misses the check exit instead of serving.)
+  for (const std::vector<std::string>& role :
+       {std::vector<std::string>{}, std::vector<std::string>{"--role", "decode"}}) {
+    std::vector<std::string> args = {"serve", model, "--port", "0", "--kv-lease-seconds", "10"};
+    args.insert(args.end(), role.begin(), role.end());
+    args.insert(args.end(), {"--tokenizer", "/nonexistent/tokenizer.gguf"});
+    r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--kv-lease-seconds applies to an instance that prefills for others"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 // A second server on a port in use must not start (with SO_REUSEPORT it did, and the kernel

@@ -60,6 +60,29 @@ TEST(SpeculativeCli, GenerateSpeculatesWithEitherProposer) {
   EXPECT_GT(last_json(q.out)["speculative"]["acceptance_rate"].get<double>(), 0.5);
 }
 
+TEST(SpeculativeCli, TheTargetAsItsOwnDraftIsAWarningAndItsIdlenessExplained) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  const auto r =
+      run_tern({"generate", "--model", model, "--prompt", "Once upon a time", "-n", "24", "--json",
+                "--speculative-model", model, "--num-speculative-tokens", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: the draft model has the target's own weights"), std::string::npos)
+      << r.err;
+  // Whether the measured costs let a probe through is the host's timing; when nothing was
+  // drafted, the summary says why in the policy's terms.
+  if (last_json(r.out)["speculative"]["num_drafts"].get<int>() == 0)
+    EXPECT_NE(r.err.find("no drafts: adaptive drafting found no plan faster than plain decoding"),
+              std::string::npos)
+        << r.err;
+  // A draft of other weights is no warning.
+  const auto q =
+      run_tern({"generate", "--model", model, "--prompt", "Once", "-n", "4", "--speculative-config",
+                R"({"model":")" + model + R"(","num_speculative_tokens":2,"dtype":"q8_0"})"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.err.find("warning:"), std::string::npos) << q.err;
+}
+
 TEST(SpeculativeCli, BadSpeculativeFlagsAreOneLineErrors) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const std::string model = fixture("stories260K/stories260K.gguf");
@@ -69,6 +92,13 @@ TEST(SpeculativeCli, BadSpeculativeFlagsAreOneLineErrors) {
       {{"--speculative-config", R"({"method":"ngram","num_speculative_tokens":2,"tree":1})"},
        "'tree'"},
       {{"--num-speculative-tokens", "3"}, "--speculative-model"},
+      {{"--speculative-model", model}, "needs --num-speculative-tokens N"},
+      {{"--speculative-model", model, "--num-speculative-tokens", "0"},
+       "needs --num-speculative-tokens N"},
+      {{"--speculative-config", R"({"model":")" + model + R"("})"},
+       "'num_speculative_tokens' is missing"},
+      {{"--speculative-config", R"({"method":"ngram","num_speculative_tokens":0})"},
+       "'num_speculative_tokens' must be >= 1, got 0"},
       {{"--speculative-model", model, "--speculative-config",
         R"({"method":"ngram","num_speculative_tokens":2})"},
        "not both"},

@@ -83,6 +83,16 @@ TEST(SpeculativeEngine, GreedyDraftModelEqualsPlainBitForBit) {
   }
 }
 
+TEST(SpeculativeEngine, ADraftWithTheTargetsWeightsIsKnownAsSuch) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const EngineConfig config = speculative_engine(SpeculativeMethod::kDraftModel, 4, true, 48);
+  EXPECT_TRUE(with_draft(stories260k(), config).engine().draft_is_target());
+  EXPECT_FALSE(with_draft(testing::stories260k_as(DType::Q8_0), config).engine().draft_is_target());
+  EXPECT_FALSE(with_draft(testing::noisy_stories260k(0.01), config).engine().draft_is_target());
+  LLM ngram(stories260k(), speculative_engine(SpeculativeMethod::kNgram, 4, true, 48));
+  EXPECT_FALSE(ngram.engine().draft_is_target());
+}
+
 TEST(SpeculativeEngine, GreedyNgramEqualsPlainBitForBit) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   {

@@ -154,9 +154,15 @@ KvTransferServer::Impl::Impl(KvTransferServerConfig c, PullHandler h)
   lp.conn_handler.cb = &Impl::on_connection;
   lp.conn_handler.arg = this;
   status = ucp_listener_create(worker().get(), &lp, &listener);
+  // UCX reports bind's EADDRINUSE as UCS_ERR_BUSY, "Device is busy".
+  if (status == UCS_ERR_BUSY && config.port != 0)
+    throw Error("kv transfer server: port " + std::to_string(config.port) + " in use on " +
+                config.host + " (another instance or program listens there: give another kv_port)");
+  // Any other bind failure is UCS_ERR_IO_ERROR, "Input/output error": the likely causes named.
   if (status != UCS_OK)
     throw Error("kv transfer server: cannot listen on " + config.host + ":" +
-                std::to_string(config.port) + ": " + ucx_status_text(status));
+                std::to_string(config.port) + ": UCX: " + ucx_status_text(status) + " (is " +
+                config.host + " an address of this machine, and the port one this user may bind?)");
   ucp_listener_attr_t attr{};
   attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
   if (ucp_listener_query(listener, &attr) == UCS_OK) {

@@ -79,6 +79,10 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
     if (!draft || !draft_tokenizer)
       throw Error("speculative decoding with a draft model needs the draft loaded");
     check_draft_vocabulary(tokenizer_, vocab, *draft_tokenizer, draft->config().vocab_size);
+    // One KV layout for both, so that only the models are compared.
+    const cpu::KvCacheConfig& kv = runner_.cache().config();
+    draft_is_target_ = &decoder == draft || disagg::model_fingerprint(decoder, kv) ==
+                                                disagg::model_fingerprint(*draft, kv);
     proposer = std::make_unique<DraftModelProposer>(*draft, plan_.num_blocks, config.block_size,
                                                     plan_.max_model_len, config.kv_cache_dtype);
   }
@@ -184,8 +188,12 @@ std::vector<RequestOutput> LLMEngine::step() {
     return outputs;
   }
   if (speculator_) propose_drafts(step);
+  int64_t context_tokens = 0;
+  for (const ScheduledChunk& chunk : step.chunks)
+    context_tokens += chunk.seq->num_computed_tokens + chunk.num_tokens;
   const auto forward_start = std::chrono::steady_clock::now();
   const std::span<const float> logits = runner_.execute(step);
+  step_times_.record(step.num_tokens, context_tokens, seconds_since(forward_start));
   scheduler_.complete(step);
   ++counters_.num_steps;
 
@@ -478,9 +486,11 @@ EngineStats LLMEngine::stats() const {
   s.prefix_cache_queries = blocks_.prefix_queries();
   s.prefix_cache_hits = blocks_.prefix_hits();
   s.num_preemptions = scheduler_.num_preemptions();
+  s.step_times = step_times_.times();
   if (speculator_) {
     s.speculative = true;
     s.spec = speculator_->stats();
+    s.spec_idle = speculator_->idle();
   }
   if (connector_) {
     s.kv_transfer = true;

@@ -24,6 +24,7 @@
 #include "tern/engine/sampler.h"
 #include "tern/engine/sampling_params.h"
 #include "tern/engine/scheduler.h"
+#include "tern/engine/step_time_watch.h"
 #include "tern/models/decoder.h"
 #include "tern/spec/proposer.h"
 #include "tern/spec/rejection_sampler.h"
@@ -48,8 +49,10 @@ struct EngineStats {
   int64_t generation_tokens = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
+  StepTimes step_times;      // forwards against the fastest their shape ran (StepTimeWatch)
   bool speculative = false;  // speculative decoding is configured; `spec` counts it
   SpecDecodeStats spec;
+  SpecIdle spec_idle;        // why steps that could have drafted did not, by reason
   bool kv_transfer = false;  // disaggregation is configured; `kv` counts it
   disagg::KvConnectorStats kv;
 };
@@ -105,6 +108,9 @@ class LLMEngine {
   int64_t max_model_len() const { return plan_.max_model_len; }
   const std::string& kv_cache_summary() const { return plan_.summary; }
   const EngineConfig& config() const { return config_; }
+  // The draft model has the target's weights (its own file as --speculative-model, say): a
+  // draft forward costs about a target forward, so drafting cannot speed decoding up.
+  bool draft_is_target() const { return draft_is_target_; }
 
   // Seconds on the clock the request metrics use.
   static double now();
@@ -160,6 +166,7 @@ class LLMEngine {
   std::unique_ptr<structured::StructuredOutputs> structured_;
   Scheduler::DraftsWanted drafts_wanted_;          // the plan, as the scheduler asks for it
   int64_t draft_vocab_size_ = 0;                   // rows of the draft's logits
+  bool draft_is_target_ = false;                   // see draft_is_target()
   std::vector<Speculator::Candidate> candidates_;  // this step's, reused
   std::vector<DraftRequest> draft_requests_;       // this step's, reused
   std::vector<size_t> draft_request_of_chunk_;
@@ -180,6 +187,7 @@ class LLMEngine {
   std::unordered_map<uint64_t, Sequence> orphaned_pulls_;
   uint64_t next_pull_ticket_ = 0;
   EngineStats counters_;
+  StepTimeWatch step_times_;
 };
 
 }  // namespace tern

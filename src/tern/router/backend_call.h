@@ -20,6 +20,10 @@ struct CallTimeouts {
   double read_seconds = 600.0;  // the longest silence of a backend (between two stream chunks)
 };
 
+// A failed call to `to` in words, for logs and error bodies: httplib's names alone
+// ("Connection", "Read") say neither what failed nor where.
+std::string describe_http_error(httplib::Error error, const BackendAddress& to);
+
 class BackendCall {
  public:
   BackendCall(const BackendAddress& to, std::string path, std::string body,

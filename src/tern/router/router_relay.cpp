@@ -46,14 +46,15 @@ std::optional<Dispatched> dispatch(RouterContext& ctx, BackendPool& pool, const 
       // the connection: not retried, since the request may be running there; whether the
       // backend is gone is for its health checks to say.
       ctx.metrics.count_error(kErrorBackendBrokeOff);
-      failure = who + " did not answer (" + httplib::to_string(error) +
-                ": no answer within --request-timeout, or the connection closed)";
+      failure = who + " did not answer: " + describe_http_error(error, in_flight->address()) +
+                " (--request-timeout)";
       break;
     }
     // No connection: the backend leaves its pool, and the request (never sent) goes to the next.
-    failure = who + " cannot be reached (" + httplib::to_string(error) + ")";
+    const std::string why = describe_http_error(error, in_flight->address());
+    failure = who + " cannot be reached (" + why + ")";
     ctx.metrics.count_error(kErrorBackendUnreachable);
-    ctx.set_healthy(pool, in_flight->index(), false, httplib::to_string(error));
+    ctx.set_healthy(pool, in_flight->index(), false, why);
   }
   if (!failure.empty()) {
     set_error(res, 502, "tern router: " + failure);
@@ -88,7 +89,8 @@ void relay_whole(RouterContext& ctx, BackendRole role, Dispatched& d, httplib::R
     ctx.metrics.count_error(kErrorBackendBrokeOff);
     set_error(res, 502,
               "tern router: the " + std::string(role_name(role)) + " instance " + url +
-                  " broke off its answer (" + httplib::to_string(d.call->error()) + ")");
+                  " broke off its answer (" +
+                  describe_http_error(d.call->error(), d.in_flight.address()) + ")");
     return;
   }
   const int status = d.call->status();
@@ -129,9 +131,9 @@ bool relay_step(StreamRelay& s, httplib::DataSink& sink) {
       s.ctx->metrics.count_error(kErrorBackendBrokeOff);
       const std::string event =
           "data: " +
-          dump_lossy(server::error_body(502, "tern router: " + s.d->in_flight.address().url +
-                                                 " broke off its stream (" +
-                                                 httplib::to_string(s.d->call->error()) + ")")) +
+          dump_lossy(server::error_body(
+              502, "tern router: " + s.d->in_flight.address().url + " broke off its stream (" +
+                       describe_http_error(s.d->call->error(), s.d->in_flight.address()) + ")")) +
           "\n\n";
       sink.write(event.data(), event.size());
       sink.done();
@@ -186,7 +188,7 @@ std::optional<ordered_json> run_prefill(RouterContext& ctx, Endpoint endpoint,
     ctx.metrics.count_error(kErrorBackendBrokeOff);
     set_error(res, 502,
               "tern router: the prefill instance " + url + " broke off its answer (" +
-                  httplib::to_string(d->call->error()) + ")");
+                  describe_http_error(d->call->error(), d->in_flight.address()) + ")");
     return std::nullopt;
   }
   const int status = d->call->status();

@@ -107,7 +107,7 @@ void RouterServer::Impl::check_health() {
       const bool ok = r && r->status == 200;
       ctx.set_healthy(*pool, i, ok,
                       r ? "GET /health answered " + std::to_string(r->status)
-                        : "GET /health: " + httplib::to_string(r.error()));
+                        : "GET /health: " + describe_http_error(r.error(), a));
     }
 }
 
@@ -136,7 +136,7 @@ void RouterServer::Impl::models(const httplib::Request& req, httplib::Response& 
     const httplib::Result r = client.Get("/v1/models", headers);
     if (!r) {
       ctx.metrics.count_error(kErrorBackendUnreachable);
-      ctx.set_healthy(pool, i, false, "GET /v1/models: " + httplib::to_string(r.error()));
+      ctx.set_healthy(pool, i, false, "GET /v1/models: " + describe_http_error(r.error(), a));
       continue;
     }
     res.status = r->status;

@@ -1,8 +1,8 @@
 #include "tern/server/server_metrics.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 
 namespace tern::server {
 namespace {
@@ -18,14 +18,18 @@ const std::vector<double> kRequestLatencyBuckets = {
     0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
     30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
-// Prometheus numbers: integers without a decimal point, others in shortest round-trip form.
+// Prometheus numbers: integers without a decimal point (counters of any size read as counts),
+// others in the shortest form that reads back as the same double (0.005, not
+// 0.0050000000000000001), as Prometheus's own clients write them: dashboards select buckets by
+// the text of `le`.
 std::string number(double v) {
-  char buf[40];
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   if (v == static_cast<double>(static_cast<int64_t>(v)) && std::abs(v) < 1e15)
-    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-  else
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+    return std::to_string(static_cast<int64_t>(v));
+  char buf[32];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 // Label values escape backslash, quote and newline.

@@ -42,10 +42,18 @@ DraftChoice choose_draft_length(std::span<const DraftCandidate> candidates, int6
         time += draft->estimate(static_cast<int64_t>(std::ceil(catch_up))) +
                 (k - 1) * draft->estimate(drafting);
       const double gain = tokens / time / base_rate;
-      if (gain > best.gain) best = {k, m + 1, gain};
+      if (gain > best.best_gain) {
+        best.best_k = k;
+        best.best_gain = gain;
+      }
+      if (gain > best.gain) {
+        best.num_drafts = k;
+        best.num_sequences = m + 1;
+        best.gain = gain;
+      }
     }
   }
-  if (best.gain < min_gain) return {};
+  if (best.gain < min_gain) return {.best_k = best.best_k, .best_gain = best.best_gain};
   return best;
 }
 

@@ -29,6 +29,9 @@ struct DraftChoice {
   int32_t num_drafts = 0;    // K of this step; 0: nobody drafts
   size_t num_sequences = 0;  // the first this many candidates draft min(K, their max_drafts)
   double gain = 1.0;         // expected tokens per second against not drafting
+  // The best plan priced, taken or not: with num_drafts 0, why nobody drafts (the log says so).
+  int32_t best_k = 0;
+  double best_gain = 0.0;
 };
 
 // `candidates`: every sequence that decodes this step, the most likely to accept first.

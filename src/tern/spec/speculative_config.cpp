@@ -42,6 +42,7 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
   if (!body.is_object()) throw Error("speculative config: must be a JSON object");
   SpeculativeConfig c;
   std::string method;
+  bool has_num_speculative_tokens = false;
   for (const auto& [key, v] : body.items()) {
     if (v.is_null()) continue;  // vLLM's "not given"
     if (key == "method") {
@@ -50,6 +51,7 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
       c.model = string_of(v, key);
     } else if (key == "num_speculative_tokens") {
       c.num_speculative_tokens = int32_of(v, key);
+      has_num_speculative_tokens = true;
     } else if (key == "prompt_lookup_min") {
       c.prompt_lookup_min = int32_of(v, key);
     } else if (key == "prompt_lookup_max") {
@@ -98,6 +100,13 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
   }
   if (c.method == SpeculativeMethod::kNone && c.model.empty())
     throw Error("speculative config: give a method (\"draft_model\" or \"ngram\") or a model");
+  if (!has_num_speculative_tokens)
+    throw Error(
+        "speculative config: 'num_speculative_tokens' is missing: the most draft tokens a step "
+        "verifies (>= 1, e.g. 4)");
+  if (c.num_speculative_tokens < 1)
+    throw Error("speculative config: 'num_speculative_tokens' must be >= 1, got " +
+                std::to_string(c.num_speculative_tokens));
   finalize_speculative_config(c);
   return c;
 }

@@ -55,6 +55,51 @@ std::string SpecDecodeStats::summary() const {
   return buf;
 }
 
+std::optional<SpecIdle::Why> SpecIdle::commonest_since(const SpecIdle& before) const {
+  std::optional<Why> out;
+  int64_t most = 0;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i] - before.steps[i] > most) {
+      most = steps[i] - before.steps[i];
+      out = static_cast<Why>(i);
+    }
+  return out;
+}
+
+std::string SpecIdle::describe(Why why) const {
+  char buf[640];
+  switch (why) {
+    case Why::kBatchSize:
+      std::snprintf(buf, sizeof buf, "%lld sequences run, disable_by_batch_size is %d",
+                    static_cast<long long>(num_running), disable_by_batch_size);
+      return buf;
+    case Why::kNoProposal:
+      return "no decoding sequence had a draft to propose (no n-gram match, too few tokens "
+             "left, or tokens outside the draft's vocabulary)";
+    case Why::kNoGain:
+      break;
+  }
+  std::snprintf(buf, sizeof buf,
+                "adaptive drafting found no plan faster than plain decoding: its best, K = %d at "
+                "an acceptance of %.0f%% (%s), promises %.2fx plain decoding's tokens/s and it "
+                "drafts from %.2fx on",
+                k, 100.0 * acceptance,
+                acceptance_measured ? "measured" : "assumed: nothing verified yet", gain, min_gain);
+  std::string out = buf;
+  if (draft_seconds > 0.0 && target_seconds > 0.0) {
+    const double ratio = draft_seconds / target_seconds;
+    std::snprintf(buf, sizeof buf, "; a draft forward costs %.3f ms, %.2fx the target's %.3f ms%s",
+                  1e3 * draft_seconds, ratio, 1e3 * target_seconds,
+                  ratio >= 0.9
+                      ? " (a draft about as costly as the target gains little or nothing even "
+                        "when every draft is accepted: use a smaller draft, or "
+                        "\"adaptive\": false to draft anyway)"
+                      : "");
+    out += buf;
+  }
+  return out;
+}
+
 Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer> proposer)
     : config_(config), proposer_(std::move(proposer)) {
   if (!config_.enabled() || !proposer_) throw Error("internal: a speculator without a method");
@@ -84,7 +129,19 @@ void Speculator::plan(std::span<Candidate> candidates, int64_t other_tokens, int
     c.state->planned = 0;
     c.state->probing = false;
   }
-  if (config_.disable_by_batch_size > 0 && num_running >= config_.disable_by_batch_size) return;
+  if (candidates.empty()) return;  // prefill only: nothing to draft for
+  if (config_.disable_by_batch_size > 0 && num_running >= config_.disable_by_batch_size) {
+    idle_.count(SpecIdle::Why::kBatchSize);
+    idle_.num_running = num_running;
+    idle_.disable_by_batch_size = config_.disable_by_batch_size;
+    return;
+  }
+  const bool any_can_draft = std::any_of(candidates.begin(), candidates.end(),
+                                         [](const Candidate& c) { return c.limit > 0; });
+  if (!any_can_draft) {
+    idle_.count(SpecIdle::Why::kNoProposal);
+    return;
+  }
   if (!config_.adaptive) {
     for (Candidate& c : candidates) c.state->planned = c.limit;
     return;
@@ -99,18 +156,29 @@ void Speculator::plan(std::span<Candidate> candidates, int64_t other_tokens, int
   for (size_t i : order_)
     sorted_.push_back({alpha_[i], candidates[i].limit, proposer_->lag(*candidates[i].seq),
                        candidates[i].remaining});
-  const DraftChoice choice =
-      choose_draft_length(sorted_, other_tokens, config_.num_speculative_tokens, target_costs_,
-                          proposer_->costs(), kMinGain);
+  const ForwardCosts* draft_costs = proposer_->costs();
+  const DraftChoice choice = choose_draft_length(
+      sorted_, other_tokens, config_.num_speculative_tokens, target_costs_, draft_costs, kMinGain);
+  if (choice.num_drafts == 0) {
+    const int64_t b = static_cast<int64_t>(candidates.size());
+    idle_.count(SpecIdle::Why::kNoGain);
+    idle_.k = choice.best_k;
+    idle_.acceptance = sorted_.front().acceptance;
+    idle_.acceptance_measured = all_tested_ > 0.0;
+    idle_.gain = choice.best_gain;
+    idle_.min_gain = kMinGain;
+    idle_.target_seconds = target_costs_.estimate(other_tokens + b);
+    idle_.draft_seconds = draft_costs ? draft_costs->estimate(b) : 0.0;
+  }
   for (size_t m = 0; m < order_.size(); ++m) {
     Candidate& c = candidates[order_[m]];
     if (m < choice.num_sequences) c.state->planned = std::min<int64_t>(choice.num_drafts, c.limit);
     if (c.state->planned > 0 || c.limit == 0) continue;
     if (c.state->probe_interval == 0) c.state->probe_interval = kFirstProbeInterval;
     if (++c.state->steps_without_drafts < c.state->probe_interval) continue;
-    const ForwardCosts* draft_costs = proposer_->costs();
-    if (draft_costs && draft_costs->estimate(proposer_->lag(*c.seq)) >
-                           kProbeCostShare * c.state->steps_without_drafts * target_costs_.estimate(1))
+    if (draft_costs &&
+        draft_costs->estimate(proposer_->lag(*c.seq)) >
+            kProbeCostShare * c.state->steps_without_drafts * target_costs_.estimate(1))
       continue;
     c.state->planned = 1;
     c.state->probing = true;

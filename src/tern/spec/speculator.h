@@ -4,8 +4,10 @@
 // proposer, the measured costs and acceptance, and vLLM's spec-decode counters.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +33,34 @@ struct SpecDecodeStats {
   double mean_acceptance_length() const;
   // "acceptance rate 85.0% (2760 of 3248 drafts), mean acceptance length 4.40 (812 verifies)".
   std::string summary() const;
+};
+
+// Why steps that had sequences to decode drafted nothing, for the log: speculation that is
+// configured but idle must say why (a draft as costly as the target never pays).
+struct SpecIdle {
+  enum class Why {
+    kBatchSize,   // num_running reached disable_by_batch_size
+    kNoProposal,  // no sequence could draft (no n-gram match, its last token, draft vocabulary)
+    kNoGain,      // the adaptive policy priced every plan below plain decoding's rate
+  };
+  std::array<int64_t, 3> steps{};  // by Why, cumulative
+  // The latest step of each reason: kBatchSize's sequences running and the config's bound …
+  int64_t num_running = 0;
+  int32_t disable_by_batch_size = 0;
+  // … kNoGain's best plan, and what the policy priced it at.
+  int32_t k = 0;                     // its K
+  double acceptance = 0.0;           // per-draft acceptance estimated for the likeliest sequence
+  bool acceptance_measured = false;  // false: no verify yet, the estimate is the starting guess
+  double gain = 0.0;                 // its tokens/s over plain decoding's
+  double min_gain = 0.0;             // drafting needs at least this gain
+  double target_seconds = 0.0;       // a plain step of the target (the decoding sequences)
+  double draft_seconds = 0.0;        // a draft forward for as many sequences (0: no draft model)
+
+  void count(Why why) { ++steps[static_cast<size_t>(why)]; }
+  // The reason of most steps since `before` (an earlier copy); nullopt when there were none.
+  std::optional<Why> commonest_since(const SpecIdle& before) const;
+  // `why` in the policy's terms: "adaptive drafting found no plan faster than …".
+  std::string describe(Why why) const;
 };
 
 // What the speculator remembers of one sequence between its steps.
@@ -76,6 +106,7 @@ class Speculator {
   Proposer& proposer() { return *proposer_; }
   const SpeculativeConfig& config() const { return config_; }
   const SpecDecodeStats& stats() const { return stats_; }
+  const SpecIdle& idle() const { return idle_; }
   const ForwardCosts& target_costs() const { return target_costs_; }
 
  private:
@@ -85,6 +116,7 @@ class Speculator {
   std::unique_ptr<Proposer> proposer_;
   ForwardCosts target_costs_;
   SpecDecodeStats stats_;
+  SpecIdle idle_;
   double all_accepted_ = 0.0, all_tested_ = 0.0;  // every sequence's, decayed: the prior
   std::vector<double> alpha_;                     // this step's estimates, by candidate
   std::vector<size_t> order_;                     // candidates, most likely to accept first
