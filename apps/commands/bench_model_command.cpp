@@ -29,7 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
   ModelOptions model;
-  std::string positional_model;  // `tern bench-model M`; llama-bench's `-m M` fills model.model
   int prompt_tokens = 512;
   int gen_tokens = 128;
   int reps = 5;
@@ -78,12 +77,7 @@ struct DepthResult {
 // prefill would run it, and activations of a bounded size).
 constexpr int kFillChunk = 512;
 
-void run(BenchOptions opt) {
-  if (!opt.positional_model.empty() && !opt.model.model.empty() &&
-      opt.positional_model != opt.model.model)
-    throw Error("give the model once: as the argument or as -m");
-  if (opt.model.model.empty()) opt.model.model = opt.positional_model;
-  if (opt.model.model.empty()) throw Error("give a model: tern bench-model MODEL (or -m MODEL)");
+void run(const BenchOptions& opt) {
   if (opt.prompt_tokens < 0 || opt.gen_tokens < 0 || opt.reps < 1)
     throw Error("-p and -n must be >= 0 and -r >= 1");
   if (opt.verify > 64 || opt.verify_depth < 0)
@@ -237,9 +231,9 @@ void add_bench_model_command(CLI::App& app) {
   auto opt = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "bench-model", "Prompt-processing and generation speed of one model (like llama-bench)");
-  cmd->add_option("model_path", opt->positional_model,
-                  "GGUF file, Hugging Face folder, or (dummy) config.json / folder");
-  cmd->add_option("-m,--model", opt->model.model, "The model, as llama-bench takes it");
+  cmd->add_option("model", opt->model.model,
+                  "GGUF file, Hugging Face folder, or (dummy) config.json / folder")
+      ->required();
   cmd->add_option("-p,--n-prompt", opt->prompt_tokens, "Prompt tokens per pp run (0: skip)");
   cmd->add_option("-n,--n-gen", opt->gen_tokens, "Tokens per tg run (0: skip)");
   cmd->add_option("-r,--repetitions", opt->reps, "Measured runs of each test");

@@ -10,7 +10,6 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
-#include "run_process.h"
 #include "tern/formats/gguf.h"
 
 namespace tern {
@@ -87,23 +86,6 @@ TEST(BenchModelCommand, Stories260KJson) {
                                          "' -p 0 -n 2 -r 1 --json");
   ASSERT_EQ(skip_status, 0);
   EXPECT_TRUE(nlohmann::json::parse(last_line(skip))["pp_tokens_per_s"].is_null());
-}
-
-// llama-bench's `-m MODEL` works as the argument does; no model or two different ones are
-// refused.
-TEST(BenchModelCommand, ModelAsLlamaBenchsFlag) {
-  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  const std::string model = testing::fixture("stories260K/stories260K.gguf");
-  const auto flag =
-      testing::run_tern({"bench-model", "-m", model, "-p", "8", "-n", "2", "-r", "1", "--json"});
-  ASSERT_EQ(flag.exit_code, 0) << flag.err;
-  EXPECT_EQ(nlohmann::json::parse(last_line(flag.out))["model"], model);
-  const auto none = testing::run_tern({"bench-model", "-p", "8"});
-  EXPECT_EQ(none.exit_code, 1);
-  EXPECT_EQ(none.err, "tern: give a model: tern bench-model MODEL (or -m MODEL)\n");
-  const auto both = testing::run_tern({"bench-model", model, "-m", "other.gguf"});
-  EXPECT_EQ(both.exit_code, 1);
-  EXPECT_EQ(both.err, "tern: give the model once: as the argument or as -m\n");
 }
 
 // -d gives one JSON line per depth (shallowest first), with the KV dtype it ran.
