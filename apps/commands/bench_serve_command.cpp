@@ -427,16 +427,21 @@ void add_bench_serve_command(CLI::App& bench) {
       cmd->add_option("--random-output-len", opt->random_output_len)->capture_default_str();
   cmd->add_option("--input-len", opt->input_len, "vLLM's general prompt length: --random-input-len")
       ->excludes(random_input);
-  cmd->add_option("--output-len", opt->output_len,
-                  "vLLM's general output length: the random, sharegpt or prefix-repetition one")
-      ->excludes(random_output);
   cmd->add_option("--random-range-ratio", opt->random_range_ratio, "Lengths uniform in [len*(1-r), len*(1+r)]")->capture_default_str();
   cmd->add_option("--random-prefix-len", opt->random_prefix_len, "Shared random prefix tokens")->capture_default_str();
   cmd->add_option("--prefix-repetition-prefix-len", opt->prefix_len)->capture_default_str();
   cmd->add_option("--prefix-repetition-suffix-len", opt->suffix_len)->capture_default_str();
   cmd->add_option("--prefix-repetition-num-prefixes", opt->num_prefixes)->capture_default_str();
-  cmd->add_option("--prefix-repetition-output-len", opt->prefix_output_len)->capture_default_str();
-  cmd->add_option("--sharegpt-output-len", opt->sharegpt_output_len, "Override each reply's output length");
+  CLI::Option* prefix_output =
+      cmd->add_option("--prefix-repetition-output-len", opt->prefix_output_len)
+          ->capture_default_str();
+  CLI::Option* sharegpt_output = cmd->add_option("--sharegpt-output-len", opt->sharegpt_output_len,
+                                                 "Override each reply's output length");
+  cmd->add_option("--output-len", opt->output_len,
+                  "vLLM's general output length: the random, sharegpt or prefix-repetition one")
+      ->excludes(random_output)
+      ->excludes(prefix_output)
+      ->excludes(sharegpt_output);
   cmd->add_option("--seed", opt->seed)->capture_default_str();
   cmd->add_flag("--ignore-eos", opt->ignore_eos, "Send ignore_eos (always on for the random dataset)");
   cmd->add_option("--goodput", opt->goodput, "SLOs as KEY:MS pairs, KEY in ttft, tpot, e2el");

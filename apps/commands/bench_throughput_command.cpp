@@ -58,6 +58,12 @@ void run(const ThroughputOptions& opt) {
   const int64_t vocab = llm.model().config.vocab_size;
   const auto [in_lo, in_hi] = length_range(opt.input_len, opt.range_ratio);
   const auto [out_lo, out_hi] = length_range(opt.output_len, opt.range_ratio);
+  // The engine would stop such a request at max_model_len: fewer tokens than asked, silently.
+  if (in_hi + out_hi > llm.engine().max_model_len())
+    throw Error("--input-len " + std::to_string(opt.input_len) + " and --output-len " +
+                std::to_string(opt.output_len) + " make requests of up to " +
+                std::to_string(in_hi + out_hi) + " tokens, over max_model_len " +
+                std::to_string(llm.engine().max_model_len()) + " (see --max-model-len)");
 
   std::mt19937_64 rng(opt.seed);
   std::vector<std::vector<int32_t>> prompts;

@@ -80,26 +80,14 @@ void print_plan(const char* what, const EvalWindows& windows, int64_t batch_size
                static_cast<long long>(batch_size));
 }
 
-void run_perplexity(const PerplexityOptions& opt, LoadedModel& m, Decoder& decoder) {
-  if (opt.text_path.empty())
-    throw Error("give the text with -f FILE (or --kl-divergence with a base file)");
-  if (!m.tokenizer)
-    throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
-  const std::string text = read_text_file(opt.text_path);
-  const EvalWindows windows = [&] {
-    try {
-      return tokenize_eval_windows(*m.tokenizer, text, opt.ctx, opt.chunks);
-    } catch (const Error& e) {
-      throw Error(opt.text_path + ": " + e.what());
-    }
-  }();
+// `windows` come from the text; `writer` (when --kl-divergence-base is given) was created
+// before anything was printed.
+void run_perplexity(const PerplexityOptions& opt, const EvalWindows& windows,
+                    std::optional<KldBaseWriter>& writer, LoadedModel& m, Decoder& decoder) {
   print_plan("perplexity", windows, opt.batch_size);
-  std::optional<KldBaseWriter> writer;
-  if (!opt.kld_base.empty()) {
-    writer.emplace(opt.kld_base, windows, m.config.vocab_size);
+  if (writer)
     std::fprintf(stderr, "perplexity: writing every scored log-probability row to %s\n",
                  opt.kld_base.c_str());
-  }
   const auto start = Clock::now();
   const PerplexityResult r =
       perplexity(decoder, windows, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype),
@@ -215,9 +203,6 @@ json kld_json(const KlDivergenceResult& r) {
 
 void run_kl_divergence(const PerplexityOptions& opt, const KldBaseFile& base, LoadedModel& m,
                        Decoder& decoder) {
-  if (opt.ctx_given && opt.ctx != base.windows().ctx)
-    throw Error(base.path() + ": made with a context of " + std::to_string(base.windows().ctx) +
-                " tokens, not the --ctx " + std::to_string(opt.ctx) + " given");
   if (!opt.text_path.empty())
     std::fprintf(stderr, "kl-divergence: %s is not read; the tokens come from %s\n",
                  opt.text_path.c_str(), base.path().c_str());
@@ -249,16 +234,43 @@ void run(const PerplexityOptions& opt) {
     throw Error(
         "--kl-divergence needs --kl-divergence-base FILE (written by a run without "
         "--kl-divergence)");
-  // The base file first: a bad one is refused before the model is loaded.
+  if (!opt.kl_divergence && opt.text_path.empty())
+    throw Error("give the text with -f FILE (or --kl-divergence with a base file)");
+  // Every input is checked before anything is printed, so that a refusal is the only output:
+  // the base file and the text before the model is loaded, what needs the model right after.
   std::optional<KldBaseFile> base;
-  if (opt.kl_divergence) base.emplace(KldBaseFile::open(opt.kld_base));
+  std::string text;
+  if (opt.kl_divergence) {
+    base.emplace(KldBaseFile::open(opt.kld_base));
+    if (opt.ctx_given && opt.ctx != base->windows().ctx)
+      throw Error(base->path() + ": made with a context of " + std::to_string(base->windows().ctx) +
+                  " tokens, not the --ctx " + std::to_string(opt.ctx) + " given");
+  } else {
+    text = read_text_file(opt.text_path);
+  }
   LoadedModel m = load_model(opt.model.load_options());
+  if (base && base->vocab_size() != m.config.vocab_size)
+    throw Error(base->path() + ": made with a vocabulary of " + std::to_string(base->vocab_size()) +
+                " tokens, the model under test (" + opt.model.model + ") has " +
+                std::to_string(m.config.vocab_size));
+  EvalWindows windows;
+  std::optional<KldBaseWriter> writer;
+  if (!base) {
+    if (!m.tokenizer)
+      throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
+    try {
+      windows = tokenize_eval_windows(*m.tokenizer, text, opt.ctx, opt.chunks);
+    } catch (const Error& e) {
+      throw Error(opt.text_path + ": " + e.what());
+    }
+    if (!opt.kld_base.empty()) writer.emplace(opt.kld_base, windows, m.config.vocab_size);
+  }
   Decoder decoder(m.config, m.weights);
   std::fprintf(stderr, "model: %s, %d threads\n", m.description.c_str(), omp_get_max_threads());
   if (base)
     run_kl_divergence(opt, *base, m, decoder);
   else
-    run_perplexity(opt, m, decoder);
+    run_perplexity(opt, windows, writer, m, decoder);
 }
 
 }  // namespace

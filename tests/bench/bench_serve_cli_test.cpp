@@ -383,6 +383,19 @@ TEST(BenchServeCli, VllmGeneralLengthsAndResultDir) {
   const auto j = nlohmann::json::parse(read_file(files[0].string()));
   for (const auto& len : j["input_lens"]) EXPECT_EQ(len, 40);  // no usage: the dataset's count
   std::filesystem::remove_all(dir);
+  // A general length beside the dataset's own is a conflict, not an override.
+  for (const std::vector<std::string>& both :
+       {std::vector<std::string>{"--input-len", "40", "--random-input-len", "41"},
+        std::vector<std::string>{"--output-len", "3", "--sharegpt-output-len", "4"},
+        std::vector<std::string>{"--output-len", "3", "--prefix-repetition-output-len", "4"}}) {
+    std::vector<std::string> args = {"bench",   "serve",      "--base-url",  server.base_url(),
+                                     "--model", "fake-model", "--tokenizer", fixture(kTokenizer)};
+    args.insert(args.end(), both.begin(), both.end());
+    const auto conflict = run_tern(args);
+    EXPECT_NE(conflict.exit_code, 0) << both[0] << " " << both[2];
+    EXPECT_NE(conflict.err.find("excludes"), std::string::npos) << conflict.err;
+  }
+  EXPECT_EQ(server.requests(), 3);
 }
 
 TEST(BenchServeCli, BadFlagsAreOneLineErrors) {

@@ -68,5 +68,19 @@ TEST(BenchThroughputCli, BadFlagsAreOneLineErrors) {
   }
 }
 
+// A request longer than max_model_len would be cut short by the engine: fewer tokens than
+// asked, reported as a success. It is refused before the run instead.
+TEST(BenchThroughputCli, RequestsOverMaxModelLenAreRefused) {
+  TERN_REQUIRE_FIXTURE(kModel);
+  auto r = run_tern({"bench", "throughput", "--model", fixture(kModel), "--num-prompts", "2",
+                     "--input-len", "100", "--output-len", "100", "--max-model-len", "150",
+                     "--kv-cache-memory", "16MiB", "-t", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "tern: --input-len 100 and --output-len 100 make requests of up to 200 tokens, over "
+            "max_model_len 150 (see --max-model-len)\n");
+  EXPECT_EQ(r.out, "");
+}
+
 }  // namespace
 }  // namespace tern

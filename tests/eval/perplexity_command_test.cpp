@@ -3,14 +3,18 @@
 // bad inputs end in one line on stderr and exit code 1.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/engine_test_util.h"
 #include "eval/eval_test_util.h"
 #include "models/model_test_util.h"
 #include "run_process.h"
+#include "tern/eval/kld_base_file.h"
 #include "tern/eval/perplexity.h"
 
 namespace tern {
@@ -104,6 +108,54 @@ TEST(PerplexityCommand, RefusalsAreOneLineAndExitOne) {
   EXPECT_EQ(no_base.exit_code, 1);
   EXPECT_NE(no_base.err.find("--kl-divergence needs --kl-divergence-base"), std::string::npos)
       << no_base.err;
+}
+
+// A refusal is the whole output: one line on stderr, nothing before it (no model line, no
+// plan, no table header), exit code 1.
+void expect_only_refusal(const testing::ProcessResult& r, const std::string& line) {
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "tern: " + line + "\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(PerplexityCommand, RefusalsComeBeforeAnyOutput) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  testing::TempDir dir("ppl-cli-first");
+  const std::string model = testing::fixture("stories260K/stories260K.gguf");
+  // A base file of a vocabulary of 8 (stories260K has 512): one window of 8 tokens, its 3
+  // scored rows uniform.
+  EvalWindows windows;
+  windows.ctx = 8;
+  windows.bos = 1;
+  windows.tokens = {1, 2, 3, 4, 5, 6, 7, 0};
+  {
+    KldBaseWriter writer(dir.file("vocab8.kld"), windows, 8);
+    writer.write_window(std::vector<float>(3 * 8, std::log(1.0f / 8)));
+    writer.finish();
+  }
+  expect_only_refusal(run_tern({"perplexity", "-m", model, "--kl-divergence",
+                                "--kl-divergence-base", dir.file("vocab8.kld")}),
+                      dir.file("vocab8.kld") +
+                          ": made with a vocabulary of 8 tokens, the model under test (" + model +
+                          ") has 512");
+  expect_only_refusal(run_tern({"perplexity", "-m", model, "--kl-divergence",
+                                "--kl-divergence-base", dir.file("vocab8.kld"), "--json"}),
+                      dir.file("vocab8.kld") +
+                          ": made with a vocabulary of 8 tokens, the model under test (" + model +
+                          ") has 512");
+
+  expect_only_refusal(run_tern({"perplexity", "-m", model}),
+                      "give the text with -f FILE (or --kl-divergence with a base file)");
+  const auto missing = run_tern({"perplexity", "-m", model, "-f", dir.file("missing.txt")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err.rfind("tern: " + dir.file("missing.txt"), 0), 0u) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+
+  write_file(dir.file("text.txt"), testing::story_text(120));
+  const auto unwritable = run_tern({"perplexity", "-m", model, "-f", dir.file("text.txt"), "--ctx",
+                                    "64", "--kl-divergence-base", dir.file("no-dir/base.kld")});
+  expect_only_refusal(unwritable,
+                      dir.file("no-dir/base.kld") + ": cannot create the KL-divergence base file");
 }
 
 }  // namespace

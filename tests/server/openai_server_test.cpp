@@ -2,6 +2,11 @@
 // and a tiny dummy Qwen3 with the real Qwen tokenizer and its chat template (chat).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
 #include "server/server_test_util.h"
 #include "tern/tokenizer/chat_template.h"
 
@@ -261,6 +266,89 @@ TEST(OpenAIServer, ChatCompletionStreamedAndNot) {
   json kw = body;
   kw["chat_template_kwargs"] = {{"enable_thinking", false}};
   EXPECT_EQ(post(s.port(), "/v1/chat/completions", kw).status, 200);
+}
+
+// The chat role chunk comes with the request's first output, as vLLM sends it, not when the
+// stream opens: a client that times the first chunk (every serving benchmark) measures the
+// first token. B waits behind A (one sequence at a time) until A's client hangs up, so nothing
+// of B may reach its client before then.
+TEST(OpenAIServer, ChatRoleChunkComesWithTheFirstToken) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  EngineConfig config = server_engine(2048);
+  config.scheduler.max_num_seqs = 1;
+  TestServer s(tiny_chat_qwen3(), config);
+  std::atomic<bool> a_streaming{false}, a_released{false};
+  // A: a long completion whose client hangs up once released (its request is then aborted).
+  std::thread a([&] {
+    httplib::Client client("127.0.0.1", s.port());
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = json{
+        {"model", "test-model"},
+        {"prompt", "Hello"},
+        {"max_tokens", 2000},
+        {"ignore_eos", true},
+        {"stream",
+         true}}.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+      a_streaming = true;
+      return !a_released.load();
+    };
+    httplib::Response res;
+    httplib::Error error = httplib::Error::Success;
+    client.send(req, res, error);
+  });
+  while (!a_streaming) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  // B: a chat stream; what it receives, and whether A had been released when it began.
+  std::atomic<bool> b_got_bytes{false};
+  bool released_before_b = false;
+  std::string b_body;
+  std::thread b([&] {
+    httplib::Client client("127.0.0.1", s.port());
+    client.set_read_timeout(300, 0);
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/chat/completions";
+    req.body = json{
+        {"model", "test-model"},
+        {"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+        {"max_completion_tokens", 3},
+        {"ignore_eos", true},
+        {"stream",
+         true}}.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+      if (!b_got_bytes) released_before_b = a_released.load();
+      b_got_bytes = true;
+      b_body.append(data, len);
+      return true;
+    };
+    httplib::Response res;
+    httplib::Error error = httplib::Error::Success;
+    client.send(req, res, error);
+  });
+  // B is queued behind A ...
+  for (int i = 0; i < 3000; ++i) {
+    if (metric(get(s.port(), "/metrics").body, gauge("tern:num_requests_waiting")) == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // ... for longer than the stream's 100 ms wait, after which a role chunk sent when the
+  // stream opened would have gone out (A decodes for seconds).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  a_released = true;
+  a.join();
+  b.join();
+  EXPECT_TRUE(b_got_bytes);
+  EXPECT_TRUE(released_before_b) << "B's stream began while it was still queued: " << b_body;
+  // The role chunk still comes first, with the first token's chunk right behind it.
+  const size_t role = b_body.find("\"role\":\"assistant\"");
+  const size_t content = b_body.find("\"content\":", role + 1);
+  EXPECT_LT(role, content) << b_body;
+  EXPECT_NE(b_body.find("data: [DONE]"), std::string::npos) << b_body;
 }
 
 }  // namespace

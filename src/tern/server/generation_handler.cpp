@@ -41,14 +41,17 @@ void append_event(std::string& out, const nlohmann::json& data) {
 // aborts the request.
 bool stream_step(StreamState& s, httplib::DataSink& sink) {
   std::string out;
-  if (!s.opened) {
+  // Outputs that came with the acceptance are written first; then what arrives within a short
+  // wait, so that httplib checks for a server shutdown between calls.
+  if (s.events.empty()) s.channel->pop_all(s.events, 100ms);
+  // The chat role chunk goes out with the first output, as vLLM sends it: every client that
+  // times the first chunk (vLLM's bench serve, tern's) takes it for the first token, so sent
+  // when the stream opened it made the TTFT of a prefill over the 100 ms wait about 100 ms.
+  if (!s.opened && !s.events.empty()) {
     s.opened = true;
     if (s.chat)
       for (const nlohmann::json& chunk : s.formatter->chat_role_chunks()) append_event(out, chunk);
   }
-  // Outputs that came with the acceptance are written first; then what arrives within a short
-  // wait, so that httplib checks for a server shutdown between calls.
-  if (s.events.empty()) s.channel->pop_all(s.events, 100ms);
   for (EngineEvent& e : s.events) {
     if (e.kind == EngineEvent::Kind::Failed) {
       append_event(out, error_body(500, e.error));
