@@ -156,8 +156,9 @@ KvTransferServer::Impl::Impl(KvTransferServerConfig c, PullHandler h)
   status = ucp_listener_create(worker().get(), &lp, &listener);
   // UCX reports bind's EADDRINUSE as UCS_ERR_BUSY, "Device is busy".
   if (status == UCS_ERR_BUSY && config.port != 0)
-    throw Error("kv transfer server: port " + std::to_string(config.port) + " in use on " +
-                config.host + " (another instance or program listens there: give another kv_port)");
+    throw Error("kv transfer server: cannot listen on " + config.host + ":" +
+                std::to_string(config.port) + ": port " + std::to_string(config.port) +
+                " in use (another instance or program listens there: give another kv_port)");
   // Any other bind failure is UCS_ERR_IO_ERROR, "Input/output error": the likely causes named.
   if (status != UCS_OK)
     throw Error("kv transfer server: cannot listen on " + config.host + ":" +
