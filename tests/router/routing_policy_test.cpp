@@ -181,10 +181,13 @@ TEST(RouterDisaggBody, WhatCountsAPromptsTokens) {
             json::parse(R"({"prompt":"once","model":"m","add_special_tokens":false})"));
   EXPECT_FALSE(tokenize_body(completion(R"({"prompt":["a","b"]})"), Endpoint::Completions));
   EXPECT_FALSE(tokenize_body(completion(R"({"prompt":[1,2]})"), Endpoint::Completions));
-  // A chat whole: its template arguments and tools shape the rendered prompt.
-  const char* chat = R"({"messages":[{"role":"user","content":"hi"}],"tools":[],"max_tokens":3})";
+  // A chat's messages, template arguments and tools (they shape the rendered prompt), nothing of
+  // the generation's: /tokenize refuses fields it does not act on.
+  const char* chat = R"({"messages":[{"role":"user","content":"hi"}],"tools":[],"max_tokens":3,)"
+                     R"("chat_template_kwargs":{"enable_thinking":false},"stream":true})";
   EXPECT_EQ(json::parse(*tokenize_body(completion(chat), Endpoint::ChatCompletions)),
-            json::parse(chat));
+            json::parse(R"({"messages":[{"role":"user","content":"hi"}],"tools":[],)"
+                        R"("chat_template_kwargs":{"enable_thinking":false}})"));
   EXPECT_FALSE(tokenize_body(completion(R"({"prompt":"x"})"), Endpoint::ChatCompletions));
 
   EXPECT_EQ(tokenize_count_of(R"({"count":12,"tokens":[]})"), 12u);

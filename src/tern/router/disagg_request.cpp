@@ -2,6 +2,7 @@
 #include "tern/router/disagg_request.h"
 
 #include "tern/server/api_error.h"
+#include "tern/server/request_fields.h"
 
 namespace tern::router {
 
@@ -55,14 +56,13 @@ std::optional<size_t> prompt_ids_count(const ordered_json& client_body, Endpoint
 }
 
 std::optional<std::string> tokenize_body(const ordered_json& client_body, Endpoint endpoint) {
-  if (endpoint == Endpoint::ChatCompletions) {
-    if (!client_body.contains("messages")) return std::nullopt;
-    return dump_lossy(client_body);
-  }
+  const bool chat = endpoint == Endpoint::ChatCompletions;
+  if (chat && !client_body.contains("messages")) return std::nullopt;
   const auto prompt = client_body.find("prompt");
-  if (prompt == client_body.end() || !prompt->is_string()) return std::nullopt;
-  ordered_json b = {{"prompt", *prompt}};
-  for (const char* key : {"model", "add_special_tokens"})
+  if (!chat && (prompt == client_body.end() || !prompt->is_string())) return std::nullopt;
+  // Only what /tokenize acts on: it refuses the rest (max_tokens, stream…) by name.
+  ordered_json b = ordered_json::object();
+  for (const std::string& key : chat ? server::tokenize_chat_fields() : server::tokenize_prompt_fields())
     if (const auto it = client_body.find(key); it != client_body.end()) b[key] = *it;
   return dump_lossy(b);
 }

@@ -36,8 +36,8 @@ std::string prompt_key(const nlohmann::ordered_json& client_body, Endpoint endpo
 
 // Counting a prompt's tokens for --disagg-min-prompt-tokens. A completion's prompt of token ids
 // counts itself; a string prompt or a chat is counted by a backend's POST /tokenize, whose body
-// is tokenize_body's (a chat's body whole: tern serve renders its messages, tools and template
-// arguments as the generation will). None: the body's prompt is of a shape neither takes (several
+// is tokenize_body's (a chat's messages, tools and template arguments: tern serve renders them
+// as the generation will). None: the body's prompt is of a shape neither takes (several
 // prompts, no prompt), and the request goes the two-step way, which reports what is wrong.
 std::optional<size_t> prompt_ids_count(const nlohmann::ordered_json& client_body,
                                        Endpoint endpoint);

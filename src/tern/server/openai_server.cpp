@@ -140,14 +140,10 @@ struct OpenAIServer::Impl {
 
 void OpenAIServer::Impl::tokenize(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req.body);
-  // vLLM's TokenizeCompletionRequest and TokenizeChatRequest, less what tern does not act on.
   if (body.contains("messages"))
-    check_route_fields(body,
-                       {"model", "messages", "add_generation_prompt", "chat_template_kwargs",
-                        "tools"},
-                       "/tokenize with messages");
+    check_route_fields(body, tokenize_chat_fields(), "/tokenize with messages");
   else
-    check_route_fields(body, {"model", "prompt", "add_special_tokens"}, "/tokenize");
+    check_route_fields(body, tokenize_prompt_fields(), "/tokenize");
   check_model(body, ctx.model);
   std::vector<int32_t> tokens;
   if (body.contains("messages")) {

@@ -94,6 +94,17 @@ void check_request_fields(const json& body, Endpoint endpoint) {
       throw ApiError(400, "tern does not support 'echo'", "echo");
 }
 
+const std::vector<std::string>& tokenize_prompt_fields() {
+  static const std::vector<std::string> k = {"model", "prompt", "add_special_tokens"};
+  return k;
+}
+
+const std::vector<std::string>& tokenize_chat_fields() {
+  static const std::vector<std::string> k = {"model", "messages", "add_generation_prompt",
+                                             "chat_template_kwargs", "tools"};
+  return k;
+}
+
 void check_route_fields(const json& body, const std::vector<std::string>& acted_on,
                         const std::string& route) {
   for (const auto& [key, v] : body.items())

@@ -17,6 +17,11 @@ namespace tern::server {
 // value that asks for nothing (an empty list or object, tool_choice "none"), pass.
 void check_request_fields(const nlohmann::json& body, Endpoint endpoint);
 
+// The fields POST /tokenize acts on (vLLM's TokenizeCompletionRequest and TokenizeChatRequest,
+// less what tern does not implement); tern router sends a chat's to count its tokens.
+const std::vector<std::string>& tokenize_prompt_fields();
+const std::vector<std::string>& tokenize_chat_fields();
+
 // The same for a route with a short list of fields (/tokenize, /detokenize): a field not in
 // `acted_on` (a null one passes) is a 400 naming it and the route.
 void check_route_fields(const nlohmann::json& body, const std::vector<std::string>& acted_on,
