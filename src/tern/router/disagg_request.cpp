@@ -62,7 +62,8 @@ std::optional<std::string> tokenize_body(const ordered_json& client_body, Endpoi
   if (!chat && (prompt == client_body.end() || !prompt->is_string())) return std::nullopt;
   // Only what /tokenize acts on: it refuses the rest (max_tokens, stream…) by name.
   ordered_json b = ordered_json::object();
-  for (const std::string& key : chat ? server::tokenize_chat_fields() : server::tokenize_prompt_fields())
+  for (const std::string& key :
+       chat ? server::tokenize_chat_fields() : server::tokenize_prompt_fields())
     if (const auto it = client_body.find(key); it != client_body.end()) b[key] = *it;
   return dump_lossy(b);
 }
