@@ -1,9 +1,6 @@
 // `tern bench serve` end to end against a fake OpenAI streaming server in this process: a few
 // token chunks with small sleeps, a usage chunk (or none), and some requests failed on purpose.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "closed_port.h"
 #include "fixtures.h"
 #include "run_process.h"
 #include "tern/tokenizer/tokenizer.h"
@@ -294,19 +292,8 @@ TEST(BenchServeCli, ChatWithoutUsageCountsTokensWithTheTokenizer) {
 
 TEST(BenchServeCli, UnreachableServerFailsEveryRequestWithItsReason) {
   TERN_REQUIRE_FIXTURE(kTokenizer);
-  // A port that was free a moment ago and has no listener now.
-  int port = 0;
-  {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    port = ntohs(addr.sin_port);
-    ::close(fd);
-  }
+  const int port = testing::closed_loopback_port();
+  ASSERT_GT(port, 0);
   const std::string result = temp_path("bench-refused.json");
   auto r = run_tern({"bench", "serve", "--base-url", "http://127.0.0.1:" + std::to_string(port),
                      "--model", "m", "--tokenizer", fixture(kTokenizer), "--num-prompts", "2",

@@ -2,13 +2,11 @@
 // error bodies (httplib's own names, "Connection", said neither).
 #include "tern/router/backend_call.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
+
+#include "closed_port.h"
 
 namespace tern::router {
 namespace {
@@ -35,16 +33,9 @@ TEST(BackendCall, ErrorsNameWhatFailedAndWhere) {
 }
 
 TEST(BackendCall, AHealthCheckOfAClosedPortSaysItCouldNotConnect) {
-  // A port that was free a moment ago: nothing listens there.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  const std::string where = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const int port = testing::closed_loopback_port();
+  ASSERT_GT(port, 0);
+  const std::string where = "127.0.0.1:" + std::to_string(port);
   const BackendAddress a = parse_backend_url("http://" + where);
   httplib::Client client(a.host, a.port);
   const httplib::Result r = client.Get("/health");
