@@ -1,15 +1,15 @@
 // `tern bench serve` end to end against a fake OpenAI streaming server in this process: a few
 // token chunks with small sleeps, a usage chunk (or none), and some requests failed on purpose.
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <httplib.h>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
