@@ -25,7 +25,8 @@ const std::vector<double> kRequestLatencyBuckets = {
 std::string number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (v == static_cast<double>(static_cast<int64_t>(v)) && std::abs(v) < 1e15)
+  // The magnitude test comes first: casting a double past int64's range is undefined.
+  if (std::abs(v) < 1e15 && v == std::trunc(v))
     return std::to_string(static_cast<int64_t>(v));
   char buf[32];
   const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
