@@ -32,17 +32,20 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
 }
 
 // packed: the weights rearranged for the best ISA's kernels, as a model's are at load.
-void bm_matmul(benchmark::State& state, DType dtype, int64_t n, int64_t k, int64_t t, int threads, bool packed) {
+void bm_matmul(benchmark::State& state, DType dtype, int64_t n, int64_t k, int64_t t, int threads,
+               bool packed) {
   const size_t row_bytes = *tern::dtype_bytes(dtype, k);
   std::vector<uint8_t> weights(row_bytes * n);
   {
     const std::vector<float> w = gaussian(n * k, 1);
-    for (int64_t r = 0; r < n; ++r) quantize_row(dtype, w.data() + r * k, weights.data() + r * row_bytes, k);
+    for (int64_t r = 0; r < n; ++r)
+      quantize_row(dtype, w.data() + r * k, weights.data() + r * row_bytes, k);
   }
   WeightView view = packed_weight_view(dtype, n, k, weights.data());
   std::unique_ptr<std::byte, decltype(&std::free)> packed_copy(nullptr, &std::free);
   if (packed) {
-    packed_copy.reset(static_cast<std::byte*>(std::aligned_alloc(64, (packed_weight_bytes(view) + 63) / 64 * 64)));
+    packed_copy.reset(static_cast<std::byte*>(
+        std::aligned_alloc(64, (packed_weight_bytes(view) + 63) / 64 * 64)));
     pack_weights(view, packed_copy.get());
     view.packed = packed_copy.get();
   }
@@ -57,20 +60,23 @@ void bm_matmul(benchmark::State& state, DType dtype, int64_t n, int64_t k, int64
     benchmark::ClobberMemory();
   }
   omp_set_num_threads(saved);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(weights.size()));
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * static_cast<double>(n * k * t), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(weights.size()));
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n * k * t),
+                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
 int register_all() {
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                      DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                      DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t t : {1, 4, 8, 12, 16, 32, 64, 512}) {  // 4-32: batched decode
       for (int threads : {1, 2}) {
         for (bool packed : {false, true}) {
-          if (packed && packed_weight_bytes(packed_weight_view(dtype, kN, kK, nullptr)) == 0) continue;
-          const std::string name = "matmul/" + std::string(tern::dtype_name(dtype)) + (packed ? "/packed" : "") +
-                                   "/T:" + std::to_string(t) + "/threads:" + std::to_string(threads);
+          if (packed && packed_weight_bytes(packed_weight_view(dtype, kN, kK, nullptr)) == 0)
+            continue;
+          const std::string name = "matmul/" + std::string(tern::dtype_name(dtype)) +
+                                   (packed ? "/packed" : "") + "/T:" + std::to_string(t) +
+                                   "/threads:" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(), bm_matmul, dtype, kN, kK, t, threads, packed)
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond);

@@ -2,13 +2,14 @@
 // vocabulary trie, compiling a nested tool-style JSON schema, and the per-token mask (fill +
 // applying it to a logits row) along a real tokenized output, cold (a fresh compiled constraint:
 // every automaton state and mask computed) and warm (the same text again: masks cached).
-// Counters: mean and p99 thread-CPU microseconds per token. Tokenizer from $TERN_FIXTURES/qwen-tokenizer.
+// Counters: mean and p99 thread-CPU microseconds per token. Tokenizer from
+// $TERN_FIXTURES/qwen-tokenizer.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -35,7 +36,8 @@ const char* kSchema = R"({"type": "object", "properties": {
     "required": ["location", "unit"]}},
   "required": ["name", "arguments"]})";
 
-const char* kOutput = R"({"arguments": {"days": 3, "location": "San Francisco, CA \u00e9t\u00e9 caf\u00e9", "options": [{"key": "precision", "value": 0.5}, {"key": "verbose", "value": true}, {"key": "lang", "value": "en-US"}], "unit": "celsius", "when": "2025-06-01T12:30:00Z"}, "name": "get_weather_forecast"})";
+const char* kOutput =
+    R"({"arguments": {"days": 3, "location": "San Francisco, CA \u00e9t\u00e9 caf\u00e9", "options": [{"key": "precision", "value": 0.5}, {"key": "verbose", "value": true}, {"key": "lang", "value": "en-US"}], "unit": "celsius", "when": "2025-06-01T12:30:00Z"}, "name": "get_weather_forecast"})";
 
 struct Setup {
   std::unique_ptr<Tokenizer> tokenizer;
@@ -46,7 +48,8 @@ Setup& setup() {
   static Setup s = [] {
     Setup out;
     const char* env = std::getenv("TERN_FIXTURES");
-    const std::filesystem::path dir = std::filesystem::path(env && *env ? env : "../shared/fixtures") / "qwen-tokenizer";
+    const std::filesystem::path dir =
+        std::filesystem::path(env && *env ? env : "../shared/fixtures") / "qwen-tokenizer";
     if (!std::filesystem::exists(dir)) {
       out.error = dir.string() + " missing (set TERN_FIXTURES)";
       return out;
@@ -99,7 +102,8 @@ void BM_MaskPerToken(benchmark::State& state) {
   const std::vector<int32_t> ids = setup().tokenizer->encode(kOutput, false);
   std::vector<float> logits(151936, 0.0f);  // Qwen3's embedding rows
   std::vector<double> times;
-  std::shared_ptr<CompiledConstraint> shared = std::make_shared<CompiledConstraint>(flatten(grammar_of(spec)), trie);
+  std::shared_ptr<CompiledConstraint> shared =
+      std::make_shared<CompiledConstraint>(flatten(grammar_of(spec)), trie);
   for (auto _ : state) {
     if (!warm) shared = std::make_shared<CompiledConstraint>(flatten(grammar_of(spec)), trie);
     ConstraintState cs(shared, ids.size());
@@ -107,7 +111,8 @@ void BM_MaskPerToken(benchmark::State& state) {
       const double t0 = cpu_us();
       cs.apply(logits);
       times.push_back(cpu_us() - t0);
-      if (logits[static_cast<size_t>(id)] < 0.0f) state.SkipWithError("the output's token was masked");
+      if (logits[static_cast<size_t>(id)] < 0.0f)
+        state.SkipWithError("the output's token was masked");
       std::fill(logits.begin(), logits.end(), 0.0f);
       cs.advance(id);
     }

@@ -99,13 +99,14 @@ int register_all() {
       if (!isa_supported(isa.isa)) continue;
       const VecDotFn fn = isa.get(type);
       if (fn == nullptr) continue;  // "amx": only Q4_0 and Q8_0; "avx512": the others
-      benchmark::RegisterBenchmark(("gemv/" + t + "/" + isa.name + "/4096").c_str(), run_gemv, fn, type,
-                                   int64_t{4096}, 1)
+      benchmark::RegisterBenchmark(("gemv/" + t + "/" + isa.name + "/4096").c_str(), run_gemv, fn,
+                                   type, int64_t{4096}, 1)
           ->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark(("gemv/" + t + "/" + isa.name + "/dram").c_str(), run_gemv, fn, type,
-                                   kDramBytes / row_bytes, 1)
+      benchmark::RegisterBenchmark(("gemv/" + t + "/" + isa.name + "/dram").c_str(), run_gemv, fn,
+                                   type, kDramBytes / row_bytes, 1)
           ->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark(("cache/" + t + "/" + isa.name).c_str(), run_gemv, fn, type, int64_t{8}, 64)
+      benchmark::RegisterBenchmark(("cache/" + t + "/" + isa.name).c_str(), run_gemv, fn, type,
+                                   int64_t{8}, 64)
           ->Unit(benchmark::kMicrosecond);
     }
   }

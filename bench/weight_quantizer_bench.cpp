@@ -33,7 +33,8 @@ std::vector<float> second_moments(int64_t cols) {
   for (int64_t i = 0; i < cols; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
       float v = i == j ? 1.0f : 0.0f;
-      for (int64_t f = 0; f < 8; ++f) v += a[static_cast<size_t>(f * cols + i)] * a[static_cast<size_t>(f * cols + j)];
+      for (int64_t f = 0; f < 8; ++f)
+        v += a[static_cast<size_t>(f * cols + i)] * a[static_cast<size_t>(f * cols + j)];
       h[static_cast<size_t>(i * cols + j)] = v;
     }
   }
@@ -47,7 +48,8 @@ void BM_Quantize(benchmark::State& state, DType dtype, int mode) {
   for (float& v : importance) v = std::exp(2.0f * v);
   const size_t row_bytes = *tern::dtype_bytes(dtype, kK);
   std::vector<uint8_t> y(row_bytes * kRows);
-  const tern::quant::GptqFactor factor = tern::quant::GptqFactor::of(second_moments(mode == 3 ? kK : 1), mode == 3 ? kK : 1);
+  const tern::quant::GptqFactor factor =
+      tern::quant::GptqFactor::of(second_moments(mode == 3 ? kK : 1), mode == 3 ? kK : 1);
   for (auto _ : state) {
     for (int64_t r = 0; r < kRows; ++r) {
       const float* row = x.data() + r * kK;
@@ -57,7 +59,8 @@ void BM_Quantize(benchmark::State& state, DType dtype, int mode) {
       else if (mode == 3)
         tern::quant::quantize_row_gptq(dtype, row, out, kK, factor);
       else
-        tern::quant::quantize_weight_row(dtype, row, out, kK, mode == 2 ? importance.data() : nullptr);
+        tern::quant::quantize_weight_row(dtype, row, out, kK,
+                                         mode == 2 ? importance.data() : nullptr);
     }
     benchmark::DoNotOptimize(y.data());
   }
@@ -65,19 +68,25 @@ void BM_Quantize(benchmark::State& state, DType dtype, int mode) {
 }
 
 void register_all() {
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
-                  DType::Q6_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K}) {
     const std::string name(tern::dtype_name(t));
     benchmark::RegisterBenchmark(("BM_RowQuantizer/" + name).c_str(), BM_Quantize, t, 0);
     benchmark::RegisterBenchmark(("BM_WeightQuantizer/" + name).c_str(), BM_Quantize, t, 1);
-    benchmark::RegisterBenchmark(("BM_WeightQuantizer/" + name + "/imatrix").c_str(), BM_Quantize, t, 2);
-    benchmark::RegisterBenchmark(("BM_WeightQuantizer/" + name + "/gptq").c_str(), BM_Quantize, t, 3);
+    benchmark::RegisterBenchmark(("BM_WeightQuantizer/" + name + "/imatrix").c_str(), BM_Quantize,
+                                 t, 2);
+    benchmark::RegisterBenchmark(("BM_WeightQuantizer/" + name + "/gptq").c_str(), BM_Quantize, t,
+                                 3);
   }
   for (int64_t cols : {1024, 2048, 4096}) {
-    benchmark::RegisterBenchmark(("BM_GptqFactor/" + std::to_string(cols)).c_str(), [cols](benchmark::State& state) {
-      const std::vector<float> h = second_moments(cols);
-      for (auto _ : state) benchmark::DoNotOptimize(tern::quant::GptqFactor::of(h, cols));
-    })->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(("BM_GptqFactor/" + std::to_string(cols)).c_str(),
+                                 [cols](benchmark::State& state) {
+                                   const std::vector<float> h = second_moments(cols);
+                                   for (auto _ : state)
+                                     benchmark::DoNotOptimize(tern::quant::GptqFactor::of(h, cols));
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
 }
 const int registered = (register_all(), 0);

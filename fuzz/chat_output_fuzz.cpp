@@ -30,7 +30,8 @@ bool same(const ChatOutput& a, const Sum& b) {
       a.tool_calls.size() != b.calls.size())
     return false;
   for (size_t i = 0; i < a.tool_calls.size(); ++i)
-    if (a.tool_calls[i].name != b.calls[i].name || a.tool_calls[i].arguments != b.calls[i].arguments)
+    if (a.tool_calls[i].name != b.calls[i].name ||
+        a.tool_calls[i].arguments != b.calls[i].arguments)
       return false;
   return true;
 }
@@ -43,8 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   ChatOutputOptions options;
   if (pick & 1) options.reasoning = pick & 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
-  if (pick & 4) options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
-  else if (pick & 8) options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
+  if (pick & 4)
+    options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
+  else if (pick & 8)
+    options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
   options.parallel_tool_calls = (pick & 16) == 0;
   const size_t step = 1 + (pick >> 5);
 

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int32_t s = a.start();
     for (size_t i = 0; i < size && i < 256 && s >= 0; ++i) {
       s = a.next(s, data[i]);
-      if (s >= 0 && !a.accepting(s) && !a.can_continue(s)) __builtin_trap();  // a live state goes somewhere
+      if (s >= 0 && !a.accepting(s) && !a.can_continue(s))
+        __builtin_trap();  // a live state goes somewhere
     }
   } catch (const tern::Error&) {
   }

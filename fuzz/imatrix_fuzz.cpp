@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                reinterpret_cast<const std::byte*>(data) + size);
   tern::ImportanceMatrix m;
   try {
-    m = tern::ImportanceMatrix::parse(std::make_shared<const tern::MappedFile>("fuzz.imatrix", std::move(bytes)));
+    m = tern::ImportanceMatrix::parse(
+        std::make_shared<const tern::MappedFile>("fuzz.imatrix", std::move(bytes)));
   } catch (const tern::Error&) {
     return 0;
   }
@@ -25,14 +26,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)m.importance(name);
     const std::vector<float> moments = m.second_moments(name);
     try {
-      if (!moments.empty()) (void)tern::quant::GptqFactor::of(moments, static_cast<int64_t>(e.sum_squares.size()));
+      if (!moments.empty())
+        (void)tern::quant::GptqFactor::of(moments, static_cast<int64_t>(e.sum_squares.size()));
     } catch (const tern::Error&) {
       // Sums that are no second moments (not positive definite).
     }
   }
   try {
-    const tern::ImportanceMatrix back =
-        tern::ImportanceMatrix::parse(std::make_shared<const tern::MappedFile>("again.imatrix", m.to_bytes()));
+    const tern::ImportanceMatrix back = tern::ImportanceMatrix::parse(
+        std::make_shared<const tern::MappedFile>("again.imatrix", m.to_bytes()));
     if (back.entries.size() != m.entries.size()) {
       std::fprintf(stderr, "imatrix_fuzz: round trip changed the entry count\n");
       std::abort();

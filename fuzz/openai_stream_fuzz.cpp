@@ -40,8 +40,8 @@ tern::bench::RequestRecord record_of(tern::bench::Endpoint endpoint, std::string
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const auto endpoint = (data[0] & 1) ? tern::bench::Endpoint::kChatCompletions
-                                      : tern::bench::Endpoint::kCompletions;
+  const auto endpoint =
+      (data[0] & 1) ? tern::bench::Endpoint::kChatCompletions : tern::bench::Endpoint::kCompletions;
   const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   const size_t cut = bytes.empty() ? 0 : (data[0] >> 1) % (bytes.size() + 1);
   const std::string_view a = bytes.substr(0, cut), b = bytes.substr(cut);

@@ -12,8 +12,7 @@
 namespace tern::testing {
 
 inline std::filesystem::path fixtures_dir() {
-  if (const char* env = std::getenv("TERN_FIXTURES"); env != nullptr && *env != '\0')
-    return env;
+  if (const char* env = std::getenv("TERN_FIXTURES"); env != nullptr && *env != '\0') return env;
   return std::filesystem::path(TERN_SOURCE_DIR) / ".." / "shared" / "fixtures";
 }
 
@@ -30,13 +29,13 @@ inline std::string fixture(const std::string& relative) {
 }  // namespace tern::testing
 
 // Use at the top of a test that needs `relative` (a file or folder under the fixtures).
-#define TERN_REQUIRE_FIXTURE(relative)                                                       \
-  do {                                                                                       \
-    if (!std::filesystem::exists(::tern::testing::fixture(relative))) {                      \
-      if (::tern::testing::fixtures_required())                                              \
-        FAIL() << "fixture missing: " << ::tern::testing::fixture(relative)                  \
-               << " (TERN_REQUIRE_FIXTURES=1)";                                             \
-      GTEST_SKIP() << "fixture missing: " << ::tern::testing::fixture(relative)              \
-                   << " (set TERN_FIXTURES to the shared fixtures folder)";                  \
-    }                                                                                        \
+#define TERN_REQUIRE_FIXTURE(relative)                                          \
+  do {                                                                          \
+    if (!std::filesystem::exists(::tern::testing::fixture(relative))) {         \
+      if (::tern::testing::fixtures_required())                                 \
+        FAIL() << "fixture missing: " << ::tern::testing::fixture(relative)     \
+               << " (TERN_REQUIRE_FIXTURES=1)";                                 \
+      GTEST_SKIP() << "fixture missing: " << ::tern::testing::fixture(relative) \
+                   << " (set TERN_FIXTURES to the shared fixtures folder)";     \
+    }                                                                           \
   } while (0)

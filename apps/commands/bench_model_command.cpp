@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -35,7 +35,7 @@ struct BenchOptions {
   int reps = 5;
   std::vector<int> depths{0};  // -d: tokens in the cache before each pp and tg run
   std::string kv_cache_dtype = "auto";
-  int verify = -1;  // > = 0: time verify steps of 1 + k tokens, k = 0 … verify
+  int verify = -1;         // > = 0: time verify steps of 1 + k tokens, k = 0 … verify
   int verify_depth = 128;  // of the verify steps: tokens already in the cache
   bool json = false;
 };
@@ -95,10 +95,9 @@ void run(const BenchOptions& opt) {
   std::sort(depths.begin(), depths.end(), std::greater<>());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
   const int max_depth = depths.front();
-  const int64_t max_tokens =
-      std::max({static_cast<int64_t>(max_depth) + std::max(opt.prompt_tokens, opt.gen_tokens),
-                opt.verify >= 0 ? int64_t{opt.verify_depth} + opt.verify + 1 : int64_t{1},
-                int64_t{1}});
+  const int64_t max_tokens = std::max(
+      {static_cast<int64_t>(max_depth) + std::max(opt.prompt_tokens, opt.gen_tokens),
+       opt.verify >= 0 ? int64_t{opt.verify_depth} + opt.verify + 1 : int64_t{1}, int64_t{1}});
   SequenceRunner runner(decoder, max_tokens, 16, kv_dtype);
   std::mt19937_64 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.config.vocab_size - 1));
@@ -161,8 +160,8 @@ void run(const BenchOptions& opt) {
       for (int k = 0; k <= opt.verify; ++k) {
         runner.rewind(opt.verify_depth);
         const auto start = Clock::now();
-        runner.feed(std::span<const int32_t>(context).subspan(
-                        static_cast<size_t>(opt.verify_depth), static_cast<size_t>(k + 1)),
+        runner.feed(std::span<const int32_t>(context).subspan(static_cast<size_t>(opt.verify_depth),
+                                                              static_cast<size_t>(k + 1)),
                     /*all_logits=*/true);
         const double ms = 1e3 * std::chrono::duration<double>(Clock::now() - start).count();
         if (r >= 0) verify_ms[static_cast<size_t>(k)].push_back(ms);
@@ -204,7 +203,8 @@ void run(const BenchOptions& opt) {
     }
     return;
   }
-  std::printf("| model | weights | kv cache | threads | test | t/s |\n|---|---:|---|---:|---|---:|\n");
+  std::printf(
+      "| model | weights | kv cache | threads | test | t/s |\n|---|---:|---|---:|---|---:|\n");
   for (const DepthResult& r : results) {
     const std::string at = r.depth > 0 ? " @ d" + std::to_string(r.depth) : "";
     const Stats pps = stats_of(r.pp), tgs = stats_of(r.tg);
@@ -214,11 +214,11 @@ void run(const BenchOptions& opt) {
                   pps.sd);
     if (!r.tg.empty())
       std::printf("| %s | %.1f MiB | %s | %d | tg%d%s | %.2f ± %.2f |\n", m.description.c_str(),
-                  size_mib, kv_name.c_str(), threads, opt.gen_tokens, at.c_str(), tgs.mean,
-                  tgs.sd);
+                  size_mib, kv_name.c_str(), threads, opt.gen_tokens, at.c_str(), tgs.mean, tgs.sd);
   }
   if (opt.verify < 0) return;
-  std::printf("\n| verify at depth %d | ms | ratio to k = 0 |\n|---|---:|---:|\n", opt.verify_depth);
+  std::printf("\n| verify at depth %d | ms | ratio to k = 0 |\n|---|---:|---:|\n",
+              opt.verify_depth);
   const double base = stats_of(verify_ms[0]).mean;
   for (size_t k = 0; k < verify_ms.size(); ++k) {
     const Stats s = stats_of(verify_ms[k]);
@@ -246,7 +246,8 @@ void add_bench_model_command(CLI::App& app) {
   cmd->add_option(
       "--verify", opt->verify,
       "Also time speculative verify steps of 1 + k tokens (every row's logits), k = 0 … K");
-  cmd->add_option("--verify-depth", opt->verify_depth, "Tokens in the cache before each verify step")
+  cmd->add_option("--verify-depth", opt->verify_depth,
+                  "Tokens in the cache before each verify step")
       ->capture_default_str();
   cmd->add_flag("--json", opt->json,
                 "One JSON line per depth: pp_tokens_per_s, tg_tokens_per_s, …");

@@ -112,7 +112,8 @@ std::string now_stamp() {
 
 std::vector<bench::SampleRequest> load_dataset(const ServeBenchOptions& o, const Tokenizer& tok) {
   const std::string& name = o.dataset_name;
-  const bool synthetic = name == "random" || name == "prefix-repetition" || name == "prefix_repetition";
+  const bool synthetic =
+      name == "random" || name == "prefix-repetition" || name == "prefix_repetition";
   if (synthetic && !o.dataset_path.empty())
     throw Error("--dataset-name " + name + " takes no --dataset-path (it is generated)");
   if (name == "random") {
@@ -126,7 +127,8 @@ std::vector<bench::SampleRequest> load_dataset(const ServeBenchOptions& o, const
     return bench::random_dataset(tok, r);
   }
   if (name == "sharegpt") {
-    if (o.dataset_path.empty()) throw Error("--dataset-name sharegpt needs --dataset-path FILE.json");
+    if (o.dataset_path.empty())
+      throw Error("--dataset-name sharegpt needs --dataset-path FILE.json");
     bench::ShareGptOptions s;
     s.path = o.dataset_path;
     s.num_prompts = o.num_prompts;
@@ -202,7 +204,8 @@ void check_partner_flags(const CLI::App& cmd, const std::string& dataset) {
 void run(ServeBenchOptions o) {
   while (!o.base_url.empty() && o.base_url.back() == '/') o.base_url.pop_back();
   const bench::Endpoint endpoint = bench::endpoint_of(o.endpoint);
-  const double request_rate = o.request_rate == "inf" ? INFINITY : parse_number(o.request_rate, "--request-rate");
+  const double request_rate =
+      o.request_rate == "inf" ? INFINITY : parse_number(o.request_rate, "--request-rate");
   if (!(request_rate > 0)) throw Error("--request-rate must be positive (or inf)");
   if (o.max_concurrency < 0) throw Error("--max-concurrency must be greater than 0");
   const bench::GoodputSlos slos = bench::parse_goodput(o.goodput);
@@ -219,8 +222,9 @@ void run(ServeBenchOptions o) {
   std::string tokenizer_path = o.tokenizer;
   if (tokenizer_path.empty() && std::filesystem::exists(o.model)) tokenizer_path = o.model;
   if (tokenizer_path.empty())
-    throw Error("--tokenizer PATH is needed (a GGUF file or tokenizer folder): it builds the "
-                "prompts and counts tokens");
+    throw Error(
+        "--tokenizer PATH is needed (a GGUF file or tokenizer folder): it builds the "
+        "prompts and counts tokens");
   if (o.model.empty()) throw Error("--model NAME is needed (the model name the server serves)");
   if (o.input_len) {
     if (*o.input_len <= 0) throw Error("--input-len must be positive");
@@ -259,12 +263,13 @@ void run(ServeBenchOptions o) {
   if (!std::isnan(o.temperature)) body.temperature = o.temperature;
   if (!std::isnan(o.top_p)) body.top_p = o.top_p;
   if (o.top_k != 0) body.top_k = o.top_k;
-  const std::vector<double> arrivals =
-      bench::arrival_times(static_cast<int64_t>(samples.size()), request_rate, o.burstiness, o.seed);
+  const std::vector<double> arrivals = bench::arrival_times(static_cast<int64_t>(samples.size()),
+                                                            request_rate, o.burstiness, o.seed);
   std::vector<bench::PlannedRequest> planned;
   for (size_t i = 0; i < samples.size(); ++i)
-    planned.push_back({bench::request_body(endpoint, body, samples[i].prompt, samples[i].expected_output_len),
-                       samples[i].prompt_len, arrivals[i]});
+    planned.push_back(
+        {bench::request_body(endpoint, body, samples[i].prompt, samples[i].expected_output_len),
+         samples[i].prompt_len, arrivals[i]});
   // Long prompts join the schedule in arrival order; is_long says which record is whose.
   std::vector<bool> is_long(planned.size(), false);
   if (o.long_num_prompts > 0) {
@@ -356,7 +361,8 @@ void run(ServeBenchOptions o) {
       std::filesystem::create_directories(o.result_dir);
       path = (std::filesystem::path(o.result_dir) / path).string();
     }
-    nlohmann::ordered_json result = bench::result_json(m, config, run.records, run.duration_s, date);
+    nlohmann::ordered_json result =
+        bench::result_json(m, config, run.records, run.duration_s, date);
     const nlohmann::ordered_json spec = bench::spec_decode_json(spec_before, spec_after);
     if (!spec.is_null()) result.update(spec);
     if (o.long_num_prompts > 0 || !o.plot_itl_timeline.empty())
@@ -367,9 +373,10 @@ void run(ServeBenchOptions o) {
   if (!o.plot.empty()) {
     std::vector<bench::LatencySeries> series = {
         {"TTFT", m.ttfts}, {"TPOT", m.tpots}, {"ITL", m.itls}, {"E2EL", m.e2els}};
-    std::string title = o.model + " — " + o.dataset_name + ", " + std::to_string(m.completed) +
-                        " requests, rate " + o.request_rate +
-                        (o.max_concurrency > 0 ? ", concurrency " + std::to_string(o.max_concurrency) : "");
+    std::string title =
+        o.model + " — " + o.dataset_name + ", " + std::to_string(m.completed) + " requests, rate " +
+        o.request_rate +
+        (o.max_concurrency > 0 ? ", concurrency " + std::to_string(o.max_concurrency) : "");
     write_file(o.plot, bench::latency_cdf_svg(series, title));
     std::fprintf(stderr, "tern bench serve: latency plot saved to %s\n", o.plot.c_str());
   }
@@ -403,16 +410,23 @@ void add_bench_serve_command(CLI::App& bench) {
   auto opt = std::make_shared<ServeBenchOptions>();
   auto* cmd = bench.add_subcommand(
       "serve", "Serving benchmark of an OpenAI-compatible server, defined as vllm bench serve");
-  cmd->add_option("--base-url", opt->base_url, "Server URL, e.g. http://127.0.0.1:8000")->capture_default_str();
-  cmd->add_option("--endpoint", opt->endpoint, "/v1/completions or /v1/chat/completions")->capture_default_str();
+  cmd->add_option("--base-url", opt->base_url, "Server URL, e.g. http://127.0.0.1:8000")
+      ->capture_default_str();
+  cmd->add_option("--endpoint", opt->endpoint, "/v1/completions or /v1/chat/completions")
+      ->capture_default_str();
   cmd->add_option("--model", opt->model, "Model name sent in the requests")->required();
-  cmd->add_option("--tokenizer", opt->tokenizer, "Tokenizer: GGUF file or tokenizer folder (default: --model if it is a path)");
-  cmd->add_option("--api-key", opt->api_key, "Bearer token (default: $OPENAI_API_KEY)")->envname("OPENAI_API_KEY");
-  cmd->add_option("--dataset-name", opt->dataset_name, "random, sharegpt or prefix-repetition")->capture_default_str();
+  cmd->add_option("--tokenizer", opt->tokenizer,
+                  "Tokenizer: GGUF file or tokenizer folder (default: --model if it is a path)");
+  cmd->add_option("--api-key", opt->api_key, "Bearer token (default: $OPENAI_API_KEY)")
+      ->envname("OPENAI_API_KEY");
+  cmd->add_option("--dataset-name", opt->dataset_name, "random, sharegpt or prefix-repetition")
+      ->capture_default_str();
   cmd->add_option("--dataset-path", opt->dataset_path, "ShareGPT JSON file");
   cmd->add_option("--num-prompts", opt->num_prompts, "Number of requests")->capture_default_str();
-  cmd->add_option("--request-rate", opt->request_rate, "Requests per second (inf: all at once)")->capture_default_str();
-  cmd->add_option("--burstiness", opt->burstiness, "Gamma shape of the arrival gaps (1 = Poisson)")->capture_default_str();
+  cmd->add_option("--request-rate", opt->request_rate, "Requests per second (inf: all at once)")
+      ->capture_default_str();
+  cmd->add_option("--burstiness", opt->burstiness, "Gamma shape of the arrival gaps (1 = Poisson)")
+      ->capture_default_str();
   cmd->add_option("--max-concurrency", opt->max_concurrency, "Most requests in flight at once")
       ->check([](const std::string& text) -> std::string {
         try {
@@ -427,8 +441,11 @@ void add_bench_serve_command(CLI::App& bench) {
       cmd->add_option("--random-output-len", opt->random_output_len)->capture_default_str();
   cmd->add_option("--input-len", opt->input_len, "vLLM's general prompt length: --random-input-len")
       ->excludes(random_input);
-  cmd->add_option("--random-range-ratio", opt->random_range_ratio, "Lengths uniform in [len*(1-r), len*(1+r)]")->capture_default_str();
-  cmd->add_option("--random-prefix-len", opt->random_prefix_len, "Shared random prefix tokens")->capture_default_str();
+  cmd->add_option("--random-range-ratio", opt->random_range_ratio,
+                  "Lengths uniform in [len*(1-r), len*(1+r)]")
+      ->capture_default_str();
+  cmd->add_option("--random-prefix-len", opt->random_prefix_len, "Shared random prefix tokens")
+      ->capture_default_str();
   cmd->add_option("--prefix-repetition-prefix-len", opt->prefix_len)->capture_default_str();
   cmd->add_option("--prefix-repetition-suffix-len", opt->suffix_len)->capture_default_str();
   cmd->add_option("--prefix-repetition-num-prefixes", opt->num_prefixes)->capture_default_str();
@@ -443,14 +460,19 @@ void add_bench_serve_command(CLI::App& bench) {
       ->excludes(prefix_output)
       ->excludes(sharegpt_output);
   cmd->add_option("--seed", opt->seed)->capture_default_str();
-  cmd->add_flag("--ignore-eos", opt->ignore_eos, "Send ignore_eos (always on for the random dataset)");
+  cmd->add_flag("--ignore-eos", opt->ignore_eos,
+                "Send ignore_eos (always on for the random dataset)");
   cmd->add_option("--goodput", opt->goodput, "SLOs as KEY:MS pairs, KEY in ttft, tpot, e2el");
-  cmd->add_option("--percentile-metrics", opt->percentile_metrics, "Comma list of ttft,tpot,itl,e2el")->capture_default_str();
-  cmd->add_option("--metric-percentiles", opt->metric_percentiles, "Comma list of percentiles")->capture_default_str();
+  cmd->add_option("--percentile-metrics", opt->percentile_metrics,
+                  "Comma list of ttft,tpot,itl,e2el")
+      ->capture_default_str();
+  cmd->add_option("--metric-percentiles", opt->metric_percentiles, "Comma list of percentiles")
+      ->capture_default_str();
   cmd->add_flag("--save-result", opt->save_result, "Write the results as JSON");
   cmd->add_option("--result-dir", opt->result_dir,
                   "Folder for the result JSON (implies --save-result)");
-  cmd->add_option("--result-filename", opt->result_filename, "Result JSON file name (implies --save-result)");
+  cmd->add_option("--result-filename", opt->result_filename,
+                  "Result JSON file name (implies --save-result)");
   cmd->add_option("--plot", opt->plot, "Write an SVG of the latency distributions");
   cmd->add_flag("--disable-tqdm", opt->disable_tqdm, "No progress bar");
   cmd->add_option("--temperature", opt->temperature, "Sent when given");

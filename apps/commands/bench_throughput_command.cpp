@@ -3,14 +3,14 @@
 // output tokens/s. Lengths are fixed unless --random-range-ratio asks for a range, as in vLLM.
 // `--max-num-seqs 1` runs the same requests one at a time, the baseline that batching is
 // measured against.
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <omp.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -49,7 +49,8 @@ std::string range_text(int lo, int hi) {
 
 void run(const ThroughputOptions& opt) {
   if (opt.num_prompts < 1) throw Error("--num-prompts must be >= 1");
-  if (opt.input_len < 1 || opt.output_len < 1) throw Error("--input-len and --output-len must be >= 1");
+  if (opt.input_len < 1 || opt.output_len < 1)
+    throw Error("--input-len and --output-len must be >= 1");
   if (!(opt.range_ratio >= 0.0 && opt.range_ratio < 1.0))
     throw Error("--random-range-ratio must be in [0, 1)");
   const EngineConfig config = opt.engine.engine_config();
@@ -73,7 +74,8 @@ void run(const ThroughputOptions& opt) {
     const int in_len = std::uniform_int_distribution<int>(in_lo, in_hi)(rng);
     std::vector<int32_t> p(static_cast<size_t>(in_len));
     // Ids from the first 10,000 (nano-vllm's choice): ordinary tokens, no specials.
-    for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(std::min<int64_t>(vocab, 10000)));
+    for (auto& t : p)
+      t = static_cast<int32_t>(rng() % static_cast<uint64_t>(std::min<int64_t>(vocab, 10000)));
     prompt_tokens += in_len;
     prompts.push_back(std::move(p));
     SamplingParams s;
@@ -94,22 +96,24 @@ void run(const ThroughputOptions& opt) {
   const double seconds = LLMEngine::now() - start;
   int64_t output_tokens = 0;
   for (const RequestOutput& r : outputs)
-    for (const CompletionOutput& c : r.outputs) output_tokens += static_cast<int64_t>(c.token_ids.size());
+    for (const CompletionOutput& c : r.outputs)
+      output_tokens += static_cast<int64_t>(c.token_ids.size());
   const EngineStats stats = llm.engine().stats();
-  nlohmann::json result = {{"num_requests", opt.num_prompts},
-                           {"input_len", opt.input_len},
-                           {"output_len", opt.output_len},
-                           {"random_range_ratio", opt.range_ratio},
-                           {"prompt_tokens", prompt_tokens},
-                           {"output_tokens", output_tokens},
-                           {"elapsed_s", seconds},
-                           {"requests_per_s", opt.num_prompts / seconds},
-                           {"output_tokens_per_s", output_tokens / seconds},
-                           {"total_tokens_per_s", (prompt_tokens + output_tokens) / seconds},
-                           {"steps", stats.num_steps},
-                           {"preemptions", stats.num_preemptions},
-                           {"max_num_seqs", llm.engine().config().scheduler.max_num_seqs},
-                           {"max_num_batched_tokens", llm.engine().config().scheduler.max_num_batched_tokens}};
+  nlohmann::json result = {
+      {"num_requests", opt.num_prompts},
+      {"input_len", opt.input_len},
+      {"output_len", opt.output_len},
+      {"random_range_ratio", opt.range_ratio},
+      {"prompt_tokens", prompt_tokens},
+      {"output_tokens", output_tokens},
+      {"elapsed_s", seconds},
+      {"requests_per_s", opt.num_prompts / seconds},
+      {"output_tokens_per_s", output_tokens / seconds},
+      {"total_tokens_per_s", (prompt_tokens + output_tokens) / seconds},
+      {"steps", stats.num_steps},
+      {"preemptions", stats.num_preemptions},
+      {"max_num_seqs", llm.engine().config().scheduler.max_num_seqs},
+      {"max_num_batched_tokens", llm.engine().config().scheduler.max_num_batched_tokens}};
   if (stats.speculative)
     result["speculative"] = {{"config", config.speculative.describe()},
                              {"num_drafts", stats.spec.num_drafts},
@@ -120,12 +124,13 @@ void run(const ThroughputOptions& opt) {
   if (opt.json) {
     std::cout << result.dump() << '\n';
   } else {
-    std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n"
-                "%lld prompt + %lld output tokens in %.2f s, %lld steps, %lld preemptions\n",
-                opt.num_prompts / seconds, (prompt_tokens + output_tokens) / seconds,
-                output_tokens / seconds, static_cast<long long>(prompt_tokens),
-                static_cast<long long>(output_tokens), seconds,
-                static_cast<long long>(stats.num_steps), static_cast<long long>(stats.num_preemptions));
+    std::printf(
+        "Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n"
+        "%lld prompt + %lld output tokens in %.2f s, %lld steps, %lld preemptions\n",
+        opt.num_prompts / seconds, (prompt_tokens + output_tokens) / seconds,
+        output_tokens / seconds, static_cast<long long>(prompt_tokens),
+        static_cast<long long>(output_tokens), seconds, static_cast<long long>(stats.num_steps),
+        static_cast<long long>(stats.num_preemptions));
     if (stats.speculative)
       std::printf("speculative decoding: %s\n", speculative_summary(stats).c_str());
   }
@@ -136,8 +141,10 @@ void run(const ThroughputOptions& opt) {
 void add_bench_throughput_command(CLI::App& bench) {
   auto opt = std::make_shared<ThroughputOptions>();
   CLI::App* cmd = bench.add_subcommand(
-      "throughput", "Offline throughput: random requests through the engine at once (vLLM's bench throughput)");
-  cmd->add_option("--model,-m", opt->model.model, "GGUF file, Hugging Face folder, or (dummy) config")
+      "throughput",
+      "Offline throughput: random requests through the engine at once (vLLM's bench throughput)");
+  cmd->add_option("--model,-m", opt->model.model,
+                  "GGUF file, Hugging Face folder, or (dummy) config")
       ->required();
   cmd->add_option("--num-prompts", opt->num_prompts, "Requests")->capture_default_str();
   cmd->add_option("--input-len", opt->input_len,

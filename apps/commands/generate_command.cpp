@@ -44,7 +44,8 @@ json logprobs_json(const std::vector<SampledToken>& tokens) {
   json out = json::array();
   for (const SampledToken& t : tokens) {
     json top = json::array();
-    for (const TokenLogprob& l : t.top) top.push_back({{"token_id", l.token}, {"logprob", l.logprob}});
+    for (const TokenLogprob& l : t.top)
+      top.push_back({{"token_id", l.token}, {"logprob", l.logprob}});
     out.push_back({{"token_id", t.token}, {"logprob", t.logprob}, {"top_logprobs", top}});
   }
   return out;
@@ -55,9 +56,12 @@ json completion_json(const CompletionOutput& c, bool logprobs) {
   j["token_ids"] = c.token_ids;
   j["text"] = c.text;
   j["finish_reason"] = c.finish_reason.value_or("");
-  if (const auto* id = std::get_if<int32_t>(&c.stop_reason)) j["stop_reason"] = *id;
-  else if (const auto* s = std::get_if<std::string>(&c.stop_reason)) j["stop_reason"] = *s;
-  else j["stop_reason"] = nullptr;
+  if (const auto* id = std::get_if<int32_t>(&c.stop_reason))
+    j["stop_reason"] = *id;
+  else if (const auto* s = std::get_if<std::string>(&c.stop_reason))
+    j["stop_reason"] = *s;
+  else
+    j["stop_reason"] = nullptr;
   if (logprobs) {
     j["logprobs"] = logprobs_json(c.logprobs);
     j["cumulative_logprob"] = c.cumulative_logprob;
@@ -169,15 +173,15 @@ void run_batch(const GenerateOptions& opt, LLM& llm, const SamplingParams& defau
     out << dump(line) << '\n';
   }
   if (!out.flush()) throw Error(opt.output_path + ": write failed");
-  std::fprintf(stderr,
-               "%lld prompt tokens (%lld of %lld queried tokens from the prefix cache), %lld tokens out "
-               "in %.2f s: %.2f output tokens/s, %lld steps, %lld preemptions\n",
-               static_cast<long long>(stats.prompt_tokens),
-               static_cast<long long>(stats.prefix_cache_hits),
-               static_cast<long long>(stats.prefix_cache_queries),
-               static_cast<long long>(stats.generation_tokens), seconds,
-               seconds > 0 ? stats.generation_tokens / seconds : 0.0,
-               static_cast<long long>(stats.num_steps), static_cast<long long>(stats.num_preemptions));
+  std::fprintf(
+      stderr,
+      "%lld prompt tokens (%lld of %lld queried tokens from the prefix cache), %lld tokens out "
+      "in %.2f s: %.2f output tokens/s, %lld steps, %lld preemptions\n",
+      static_cast<long long>(stats.prompt_tokens), static_cast<long long>(stats.prefix_cache_hits),
+      static_cast<long long>(stats.prefix_cache_queries),
+      static_cast<long long>(stats.generation_tokens), seconds,
+      seconds > 0 ? stats.generation_tokens / seconds : 0.0,
+      static_cast<long long>(stats.num_steps), static_cast<long long>(stats.num_preemptions));
   if (stats.speculative)
     std::fprintf(stderr, "speculative decoding: %s\n", speculative_summary(stats).c_str());
 }
@@ -207,7 +211,8 @@ void run_one(const GenerateOptions& opt, LLM& llm, const SamplingParams& params)
   if (!opt.json) std::cout << '\n' << std::flush;
 
   const double prefill_s = prefill_end - start;
-  const int64_t decode_steps = std::max<int64_t>(0, static_cast<int64_t>(final.token_ids.size()) - 1);
+  const int64_t decode_steps =
+      std::max<int64_t>(0, static_cast<int64_t>(final.token_ids.size()) - 1);
   const double decode_s = last_token - prefill_end;
   const double pp_tps = prefill_s > 0 ? prompt_len / prefill_s : 0.0;
   const double tg_tps = decode_s > 0 ? decode_steps / decode_s : 0.0;
@@ -222,12 +227,9 @@ void run_one(const GenerateOptions& opt, LLM& llm, const SamplingParams& params)
   if (opt.json) {
     json out = {{"prompt_token_ids", prompt}};
     out.update(completion_json(final, params.logprobs.has_value()));
-    out["timings"] = {{"prompt_tokens", prompt_len},
-                      {"prompt_ms", prefill_s * 1e3},
-                      {"prompt_tokens_per_s", pp_tps},
-                      {"decode_tokens", decode_steps},
-                      {"decode_ms", decode_s * 1e3},
-                      {"decode_tokens_per_s", tg_tps}};
+    out["timings"] = {{"prompt_tokens", prompt_len},   {"prompt_ms", prefill_s * 1e3},
+                      {"prompt_tokens_per_s", pp_tps}, {"decode_tokens", decode_steps},
+                      {"decode_ms", decode_s * 1e3},   {"decode_tokens_per_s", tg_tps}};
     if (stats.speculative)
       out["speculative"] = {{"num_drafts", stats.spec.num_drafts},
                             {"num_draft_tokens", stats.spec.num_draft_tokens},
@@ -255,18 +257,21 @@ void run(GenerateOptions opt) {
   const LoadOptions load = opt.model.load_options();
   LoadedModel model = load_model_announced(load);
   if (!opt.save_gguf.empty()) {
-    save_gguf(opt.save_gguf, model.weights, model.config, model.tokenizer ? &*model.tokenizer : nullptr);
+    save_gguf(opt.save_gguf, model.weights, model.config,
+              model.tokenizer ? &*model.tokenizer : nullptr);
     std::fprintf(stderr, "wrote %s\n", opt.save_gguf.c_str());
     if (!batch && !opt.has_prompt) return;
   }
-  if (!model.tokenizer) throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
+  if (!model.tokenizer)
+    throw Error(opt.model.model + ": no tokenizer found; give one with --tokenizer");
   std::optional<LoadedModel> draft = load_draft(config.speculative, load);
   if (!batch) {
     // One sequence: a cache for it alone, as long as it can grow.
-    const int64_t need = static_cast<int64_t>(model.tokenizer->encode(opt.prompt).size()) + params.max_tokens;
+    const int64_t need =
+        static_cast<int64_t>(model.tokenizer->encode(opt.prompt).size()) + params.max_tokens;
     if (need > model.config.max_position_embeddings)
-      throw Error("prompt + -n " + std::to_string(params.max_tokens) + " = " + std::to_string(need) +
-                  " tokens exceeds the model's context of " +
+      throw Error("prompt + -n " + std::to_string(params.max_tokens) + " = " +
+                  std::to_string(need) + " tokens exceeds the model's context of " +
                   std::to_string(model.config.max_position_embeddings) + " tokens");
     config.scheduler.max_num_seqs = 1;
     if (config.max_model_len == 0) config.max_model_len = need;
@@ -274,30 +279,35 @@ void run(GenerateOptions opt) {
   const std::string description = model.description;
   const std::string draft_description = draft ? ", draft: " + draft->description : "";
   LLM llm(std::move(model), config, std::move(draft));
-  std::fprintf(stderr, "model: %s%s, %d threads\n%s\n", description.c_str(), draft_description.c_str(),
-               omp_get_max_threads(), llm.engine().kv_cache_summary().c_str());
+  std::fprintf(stderr, "model: %s%s, %d threads\n%s\n", description.c_str(),
+               draft_description.c_str(), omp_get_max_threads(),
+               llm.engine().kv_cache_summary().c_str());
   if (config.speculative.enabled())
     std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
   warn_about_draft(llm.engine());
-  if (batch) run_batch(opt, llm, params);
-  else run_one(opt, llm, params);
+  if (batch)
+    run_batch(opt, llm, params);
+  else
+    run_one(opt, llm, params);
 }
 
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
   auto opt = std::make_shared<GenerateOptions>();
-  opt->sampling.temperature = 0.0f;  // greedy unless asked (llama.cpp's CLI samples; we show the model)
+  opt->sampling.temperature =
+      0.0f;  // greedy unless asked (llama.cpp's CLI samples; we show the model)
   opt->sampling.max_tokens = 128;
   CLI::App* cmd = app.add_subcommand(
       "generate", "Generate text: one prompt streamed, or a JSONL file of requests as one batch");
   cmd->add_option("--model,-m", opt->model.model,
                   "GGUF file, Hugging Face folder, or (dummy) config.json / folder")
       ->required();
-  CLI::Option* prompt =
-      cmd->add_option("--prompt,-p", opt->prompt, "Prompt text (BOS is added as the tokenizer says)");
-  cmd->add_option("--prompts", opt->prompts_path,
-                  "JSONL file: one {\"prompt\" or \"prompt_token_ids\", sampling fields…} per line");
+  CLI::Option* prompt = cmd->add_option("--prompt,-p", opt->prompt,
+                                        "Prompt text (BOS is added as the tokenizer says)");
+  cmd->add_option(
+      "--prompts", opt->prompts_path,
+      "JSONL file: one {\"prompt\" or \"prompt_token_ids\", sampling fields…} per line");
   cmd->add_option("--output,-o", opt->output_path,
                   "JSONL results of --prompts, in input order: index, prompt_token_ids, token_ids, "
                   "text, finish_reason");
@@ -308,15 +318,18 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--top-p", opt->sampling.top_p, "Nucleus sampling mass (1: all)");
   cmd->add_option("--min-p", opt->sampling.min_p, "Drop tokens below min-p × the top probability");
   cmd->add_option("--presence-penalty", opt->sampling.presence_penalty, "OpenAI presence penalty");
-  cmd->add_option("--frequency-penalty", opt->sampling.frequency_penalty, "OpenAI frequency penalty");
+  cmd->add_option("--frequency-penalty", opt->sampling.frequency_penalty,
+                  "OpenAI frequency penalty");
   cmd->add_option("--repetition-penalty", opt->sampling.repetition_penalty, "1: off");
   cmd->add_option("--min-tokens", opt->sampling.min_tokens, "No EOS/stop before this many tokens");
   cmd->add_option("--stop", opt->stop, "Stop string (repeatable)");
   cmd->add_option("--logprobs", opt->logprobs, "Return logprobs with this many top tokens");
   cmd->add_option("--seed", opt->sampling.seed, "Sampling seed");
-  cmd->add_flag("--ignore-eos", opt->sampling.ignore_eos, "Keep generating past end-of-sequence tokens");
-  cmd->add_flag("--json", opt->json,
-                "Print only one JSON line: prompt_token_ids, token_ids, text, finish_reason, timings");
+  cmd->add_flag("--ignore-eos", opt->sampling.ignore_eos,
+                "Keep generating past end-of-sequence tokens");
+  cmd->add_flag(
+      "--json", opt->json,
+      "Print only one JSON line: prompt_token_ids, token_ids, text, finish_reason, timings");
   cmd->add_option("--save-gguf", opt->save_gguf, "Write the loaded weights as a GGUF file first");
   opt->model.add_to(cmd);
   opt->engine.add_to(cmd);

@@ -1,9 +1,9 @@
 // `tern imatrix -m MODEL -f calib.txt -o imatrix.gguf`: llama-imatrix's importance matrix (the
 // mean squared activation of every input column of every matrix over the calibration text),
 // written in llama.cpp's GGUF imatrix format for `tern quantize --imatrix` and llama-quantize.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -49,9 +49,11 @@ void run(const ImatrixOptions& opt) {
   o.keep_outer = opt.hessian;
   const bool tty = isatty(2);
   o.on_chunk = [&](int64_t done, int64_t total) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "%schunk %lld/%lld, %.1f s%s", tty ? "\r" : "", static_cast<long long>(done),
-                 static_cast<long long>(total), s, tty && done < total ? "" : "\n");
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%schunk %lld/%lld, %.1f s%s", tty ? "\r" : "",
+                 static_cast<long long>(done), static_cast<long long>(total), s,
+                 tty && done < total ? "" : "\n");
   };
   std::fprintf(stderr, "%s: %zu tokens, windows of %lld\n", opt.text_file.c_str(), tokens.size(),
                static_cast<long long>(opt.ctx));
@@ -59,7 +61,8 @@ void run(const ImatrixOptions& opt) {
   m.datasets = {opt.text_file};
   m.write(opt.output);
   std::fprintf(stderr, "wrote %s: %zu entries, %lld chunks of %lld tokens\n", opt.output.c_str(),
-               m.entries.size(), static_cast<long long>(m.chunk_count), static_cast<long long>(m.chunk_size));
+               m.entries.size(), static_cast<long long>(m.chunk_count),
+               static_cast<long long>(m.chunk_size));
 }
 
 }  // namespace
@@ -67,8 +70,10 @@ void run(const ImatrixOptions& opt) {
 void add_imatrix_command(CLI::App& app) {
   auto opt = std::make_shared<ImatrixOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "imatrix", "Compute an importance matrix over calibration text (llama-imatrix's GGUF format)");
-  cmd->add_option("--model,-m", opt->model.model, "GGUF file, Hugging Face folder, or ORG/NAME")->required();
+      "imatrix",
+      "Compute an importance matrix over calibration text (llama-imatrix's GGUF format)");
+  cmd->add_option("--model,-m", opt->model.model, "GGUF file, Hugging Face folder, or ORG/NAME")
+      ->required();
   cmd->add_option("--file,-f", opt->text_file, "Calibration text")->required();
   cmd->add_option("--output,-o", opt->output, "The imatrix GGUF to write (default imatrix.gguf)");
   cmd->add_option("--ctx,-c", opt->ctx, "Tokens per window (default 512)");

@@ -81,7 +81,8 @@ void inspect_gguf(const std::string& path) {
   GgufFile file = GgufFile::open(path);
   std::printf("file: %s\nformat: GGUF v%u, %s bytes, alignment %llu, tensor data at byte %s\n",
               path.c_str(), file.version(), grouped(file.file_size()).c_str(),
-              static_cast<unsigned long long>(file.alignment()), grouped(file.data_offset()).c_str());
+              static_cast<unsigned long long>(file.alignment()),
+              grouped(file.data_offset()).c_str());
   std::printf("metadata (%zu):\n", file.metadata().size());
   for (const auto& [key, value] : file.metadata()) {
     std::printf("  %-40s %-8s %s\n", key.c_str(), std::string(gguf_type_name(value.type)).c_str(),
@@ -94,13 +95,15 @@ void inspect_gguf(const std::string& path) {
 void inspect_safetensors(const std::string& path) {
   SafetensorsModel model = SafetensorsModel::open(path);
   std::printf("file: %s\nformat: safetensors, %zu file%s%s\n", path.c_str(), model.shards().size(),
-              model.shards().size() == 1 ? "" : "s", model.sharded() ? " (sharded, with index)" : "");
+              model.shards().size() == 1 ? "" : "s",
+              model.sharded() ? " (sharded, with index)" : "");
   for (const auto& shard : model.shards()) {
     std::printf("  %s: %s bytes, header %s bytes\n", shard.path().c_str(),
                 grouped(shard.file_size()).c_str(), grouped(shard.header_bytes()).c_str());
   }
   std::printf("metadata (%zu):\n", model.metadata().size());
-  for (const auto& [key, value] : model.metadata()) std::printf("  %-40s %s\n", key.c_str(), value.c_str());
+  for (const auto& [key, value] : model.metadata())
+    std::printf("  %-40s %s\n", key.c_str(), value.c_str());
   std::filesystem::path dir = std::filesystem::is_directory(path)
                                   ? std::filesystem::path(path)
                                   : std::filesystem::path(path).parent_path();

@@ -78,8 +78,11 @@ LoadOptions ModelOptions::load_options() const {
   o.format = load_format == "dummy" ? LoadFormat::Dummy : LoadFormat::Auto;
   // Dummy weights need only the config, so a hub model's weights are not downloaded for them.
   o.model = hub::resolve_model(
-      model, {revision, o.format == LoadFormat::Dummy ? hub::RepoFiles::NoWeights : hub::RepoFiles::All});
-  o.tokenizer = tokenizer.empty() ? tokenizer : hub::resolve_model(tokenizer, {"main", hub::RepoFiles::Tokenizer});
+      model,
+      {revision, o.format == LoadFormat::Dummy ? hub::RepoFiles::NoWeights : hub::RepoFiles::All});
+  o.tokenizer = tokenizer.empty()
+                    ? tokenizer
+                    : hub::resolve_model(tokenizer, {"main", hub::RepoFiles::Tokenizer});
   o.weight_recipe = parse_weight_recipe(dtype);
   o.seed = weight_seed;
   return o;

@@ -91,8 +91,7 @@ void run_perplexity(const PerplexityOptions& opt, const EvalWindows& windows,
   const auto start = Clock::now();
   const PerplexityResult r =
       perplexity(decoder, windows, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype),
-                 writer ? &*writer : nullptr,
-                 [](int64_t w, double running_ppl) {
+                 writer ? &*writer : nullptr, [](int64_t w, double running_ppl) {
                    std::fprintf(stderr, "[%lld]%.4f,", static_cast<long long>(w + 1), running_ppl);
                    std::fflush(stderr);
                  });
@@ -211,10 +210,9 @@ void run_kl_divergence(const PerplexityOptions& opt, const KldBaseFile& base, Lo
                "\nchunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence  "
                "            Δp RMS            Same top p\n");
   const auto start = Clock::now();
-  const KlDivergenceResult r =
-      kl_divergence(decoder, base, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype),
-                    opt.chunks,
-                    [](int64_t, const KlDivergenceResult& so_far) { print_kld_line(so_far); });
+  const KlDivergenceResult r = kl_divergence(
+      decoder, base, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype), opt.chunks,
+      [](int64_t, const KlDivergenceResult& so_far) { print_kld_line(so_far); });
   std::fprintf(stderr, "\nkl-divergence: %.2f s\n\n", seconds_since(start));
   print_kld_statistics(opt.json ? stderr : stdout, r);
   if (!opt.json) return;

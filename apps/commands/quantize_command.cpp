@@ -42,7 +42,8 @@ struct QuantizeOptions {
   std::string revision = "main";
 };
 
-constexpr const char* kTypes = "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16, bf16, f32";
+constexpr const char* kTypes =
+    "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16, bf16, f32";
 
 FileType parse_file_type(const std::string& name) {
   if (auto ft = file_type_from_name(name)) return *ft;
@@ -51,7 +52,9 @@ FileType parse_file_type(const std::string& name) {
 
 DType parse_tensor_type(const std::string& flag, const std::string& name) {
   if (auto d = dtype_from_name(name)) return *d;
-  throw Error(flag + " '" + name + "' is not a tensor type (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, f16, bf16, f32)");
+  throw Error(
+      flag + " '" + name +
+      "' is not a tensor type (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, f16, bf16, f32)");
 }
 
 // Every matrix of the model, the embedding (and untied lm_head) included.
@@ -60,7 +63,8 @@ void for_each_matrix(const ModelWeights& w, Fn fn) {
   fn(w.token_embedding);
   if (!w.tied_embeddings) fn(w.lm_head);
   for (const LayerWeights& l : w.layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) fn(*m);
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      fn(*m);
 }
 
 struct MatrixTotals {
@@ -80,7 +84,8 @@ MatrixTotals matrix_totals(const ModelWeights& w) {
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 double bits_per_weight(const MatrixTotals& t) {
-  return t.elements > 0 ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements) : 0.0;
+  return t.elements > 0 ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.elements)
+                        : 0.0;
 }
 
 // One line per matrix, redrawn in place on a terminal.
@@ -108,7 +113,8 @@ class Progress {
 std::vector<std::pair<std::string, GgufValue>> carried_metadata(const GgufFile& in) {
   std::vector<std::pair<std::string, GgufValue>> keys;
   for (const auto& [key, value] : in.metadata()) {
-    if (key == "general.file_type" || key == "general.quantization_version" || key.rfind("quantize.", 0) == 0)
+    if (key == "general.file_type" || key == "general.quantization_version" ||
+        key.rfind("quantize.", 0) == 0)
       continue;
     keys.emplace_back(key, value);
   }
@@ -128,21 +134,26 @@ void run(const QuantizeOptions& opt) {
   if (!opt.output_tensor_type.empty())
     recipe.set_output_type(parse_tensor_type("--output-tensor-type", opt.output_tensor_type));
   if (!opt.token_embedding_type.empty())
-    recipe.set_token_embedding_type(parse_tensor_type("--token-embedding-type", opt.token_embedding_type));
+    recipe.set_token_embedding_type(
+        parse_tensor_type("--token-embedding-type", opt.token_embedding_type));
 
   LoadOptions load;
   load.model = hub::resolve_model(opt.input, {opt.revision, hub::RepoFiles::All});
-  load.tokenizer = opt.tokenizer.empty() ? "" : hub::resolve_model(opt.tokenizer, {"main", hub::RepoFiles::Tokenizer});
+  load.tokenizer = opt.tokenizer.empty()
+                       ? ""
+                       : hub::resolve_model(opt.tokenizer, {"main", hub::RepoFiles::Tokenizer});
   std::error_code ec;
   if (fs::exists(opt.output, ec) && fs::equivalent(load.model, opt.output, ec))
-    throw Error(opt.output + ": is the input; quantizing in place would overwrite it while reading it");
+    throw Error(opt.output +
+                ": is the input; quantizing in place would overwrite it while reading it");
   const LoadedModel model = load_model(load);
   const MatrixTotals before = matrix_totals(model.weights);
   if (before.quantized) {
     if (!opt.allow_requantize)
-      throw Error(opt.input + ": is already quantized (" + std::string(dtype_name(*before.quantized)) +
-                  "); quantizing it again compounds the error. Quantize the F32/F16/BF16 original, or "
-                  "pass --allow-requantize");
+      throw Error(
+          opt.input + ": is already quantized (" + std::string(dtype_name(*before.quantized)) +
+          "); quantizing it again compounds the error. Quantize the F32/F16/BF16 original, or "
+          "pass --allow-requantize");
     std::fprintf(stderr,
                  "warning: requantizing %s weights: the error of the first quantization stays and "
                  "the second adds its own; quality will be worse than quantizing the original\n",
@@ -155,12 +166,14 @@ void run(const QuantizeOptions& opt) {
     imatrix->check_fits(model.weights, opt.imatrix);
     size_t with_moments = 0;
     for (const auto& [name, e] : imatrix->entries) with_moments += e.sum_outer.empty() ? 0 : 1;
-    std::fprintf(stderr, "imatrix: %zu entries from %s, computed on %lld chunks of %lld tokens%s\n",
-                 imatrix->entries.size(), opt.imatrix.c_str(), static_cast<long long>(imatrix->chunk_count),
-                 static_cast<long long>(imatrix->chunk_size),
-                 with_moments > 0 ? ("; " + std::to_string(with_moments) +
-                                     " with second moments, quantized by GPTQ").c_str()
-                                  : "");
+    std::fprintf(
+        stderr, "imatrix: %zu entries from %s, computed on %lld chunks of %lld tokens%s\n",
+        imatrix->entries.size(), opt.imatrix.c_str(), static_cast<long long>(imatrix->chunk_count),
+        static_cast<long long>(imatrix->chunk_size),
+        with_moments > 0
+            ? ("; " + std::to_string(with_moments) + " with second moments, quantized by GPTQ")
+                  .c_str()
+            : "");
   }
   std::fprintf(stderr, "quantizing %s (%s) to %s with %d threads\n", opt.input.c_str(),
                model.description.c_str(), recipe.name().c_str(), omp_get_max_threads());
@@ -186,15 +199,20 @@ void run(const QuantizeOptions& opt) {
     // llama-quantize's record of the calibration.
     metadata.emplace_back("quantize.imatrix.file", GgufValue::string(opt.imatrix));
     if (!imatrix->datasets.empty())
-      metadata.emplace_back("quantize.imatrix.dataset", GgufValue::string(imatrix->datasets.front()));
-    metadata.emplace_back("quantize.imatrix.entries_count", GgufValue::i32(static_cast<int32_t>(imatrix->entries.size())));
-    metadata.emplace_back("quantize.imatrix.chunks_count", GgufValue::i32(static_cast<int32_t>(imatrix->chunk_count)));
+      metadata.emplace_back("quantize.imatrix.dataset",
+                            GgufValue::string(imatrix->datasets.front()));
+    metadata.emplace_back("quantize.imatrix.entries_count",
+                          GgufValue::i32(static_cast<int32_t>(imatrix->entries.size())));
+    metadata.emplace_back("quantize.imatrix.chunks_count",
+                          GgufValue::i32(static_cast<int32_t>(imatrix->chunk_count)));
   }
   // A GGUF's own tokenizer keys travel as they are; a folder's tokenizer is written by tern.
   const Tokenizer* tokenizer = gguf_input || !model.tokenizer ? nullptr : &*model.tokenizer;
   if (!gguf_input && !model.tokenizer)
-    std::fprintf(stderr, "warning: %s has no tokenizer; llama.cpp will refuse the output (tern takes --tokenizer)\n",
-                 opt.input.c_str());
+    std::fprintf(
+        stderr,
+        "warning: %s has no tokenizer; llama.cpp will refuse the output (tern takes --tokenizer)\n",
+        opt.input.c_str());
   save_gguf(opt.output, quantized, model.config, tokenizer, "", metadata);
 
   const MatrixTotals after = matrix_totals(quantized);
@@ -214,13 +232,15 @@ void add_quantize_command(CLI::App& app) {
   auto opt = std::make_shared<QuantizeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "quantize", "Quantize a model to a GGUF file (llama-quantize's interface: IN OUT TYPE)");
-  cmd->add_option("input", opt->input, "GGUF (F32/F16/BF16), Hugging Face safetensors folder, or ORG/NAME")
+  cmd->add_option("input", opt->input,
+                  "GGUF (F32/F16/BF16), Hugging Face safetensors folder, or ORG/NAME")
       ->required();
   cmd->add_option("output", opt->output, "The GGUF to write")->required();
   cmd->add_option("type", opt->type, std::string("File type: ") + kTypes)->required();
-  cmd->add_option("--imatrix", opt->imatrix,
-                  "Importance matrix (GGUF, from tern imatrix or llama-imatrix): minimise the "
-                  "importance-weighted error; by GPTQ where it has second moments (tern imatrix --hessian)");
+  cmd->add_option(
+      "--imatrix", opt->imatrix,
+      "Importance matrix (GGUF, from tern imatrix or llama-imatrix): minimise the "
+      "importance-weighted error; by GPTQ where it has second moments (tern imatrix --hessian)");
   cmd->add_option("--output-tensor-type", opt->output_tensor_type, "Type of output.weight");
   cmd->add_option("--token-embedding-type", opt->token_embedding_type, "Type of token_embd.weight");
   cmd->add_flag("--pure", opt->pure, "Every matrix the type's base type (no k-quant mixture)");

@@ -1,9 +1,8 @@
 // `tern tokenize`: text → ids (one JSON array on one line), or ids → text with --detokenize.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -30,7 +29,8 @@ struct TokenizeOptions {
 
 std::vector<int32_t> parse_ids(const std::string& text) {
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_array()) throw Error("--ids: expected a JSON array of token ids, got '" + text + "'");
+  if (!parsed.is_array())
+    throw Error("--ids: expected a JSON array of token ids, got '" + text + "'");
   std::vector<int32_t> ids;
   for (const auto& v : parsed) {
     if (!v.is_number_integer()) throw Error("--ids: every element must be an integer token id");

@@ -34,8 +34,8 @@ TEST_P(CliTokenize, GivesLlamaCppIds) {
   // (loading by path, flags, JSON output) without starting the binary 92 times per tokenizer.
   for (size_t i = 1; i < vectors.size(); i += 9) {
     const auto& v = vectors[i];
-    auto r = run_tern({"tokenize", "--model", fixture(param.model), "--text", v.text,
-                       "--no-add-special-tokens"});
+    auto r = run_tern(
+        {"tokenize", "--model", fixture(param.model), "--text", v.text, "--no-add-special-tokens"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out).get<std::vector<int32_t>>(), v.ids)
         << "string " << i << ": '" << v.text << "'";
@@ -51,13 +51,12 @@ TEST_P(CliTokenize, GivesLlamaCppIds) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, CliTokenize,
-    ::testing::Values(CliTokenizerCase{"qwen-tokenizer", "ggml-vocab-qwen2.gguf"},
-                      CliTokenizerCase{"llama3-tokenizer", "ggml-vocab-llama-bpe.gguf"},
-                      CliTokenizerCase{"llama.cpp-vocab/ggml-vocab-llama-spm.gguf",
-                                       "ggml-vocab-llama-spm.gguf"},
-                      CliTokenizerCase{"llama2-tokenizer", "ggml-vocab-llama-spm.gguf"},
-                      CliTokenizerCase{"llama.cpp-vocab/ggml-vocab-gpt-2.gguf",
-                                       "ggml-vocab-gpt-2.gguf"}));
+    ::testing::Values(
+        CliTokenizerCase{"qwen-tokenizer", "ggml-vocab-qwen2.gguf"},
+        CliTokenizerCase{"llama3-tokenizer", "ggml-vocab-llama-bpe.gguf"},
+        CliTokenizerCase{"llama.cpp-vocab/ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-spm.gguf"},
+        CliTokenizerCase{"llama2-tokenizer", "ggml-vocab-llama-spm.gguf"},
+        CliTokenizerCase{"llama.cpp-vocab/ggml-vocab-gpt-2.gguf", "ggml-vocab-gpt-2.gguf"}));
 
 TEST(CliTokenize, AddsBosWhereTheTokenizerAsks) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");

@@ -30,7 +30,8 @@ using testing::TempDir;
 
 const std::vector<int32_t> kTokens = {1, 5, 9, 200, 33, 7, 480, 2, 77, 301, 12, 64};
 
-std::vector<float> prefill_logits(const std::string& gguf, std::span<const int32_t> tokens = kTokens) {
+std::vector<float> prefill_logits(const std::string& gguf,
+                                  std::span<const int32_t> tokens = kTokens) {
   LoadOptions load;
   load.model = gguf;
   const LoadedModel m = load_model(load);
@@ -43,11 +44,15 @@ std::vector<float> prefill_logits(const std::string& gguf, std::span<const int32
 // A small qwen3 in F32 (rows of 256 and 512: whole K super-blocks) with a chat template and a
 // key that must travel to the quantized files.
 std::string write_f32_model(const TempDir& dir, bool tied = true) {
-  const ModelConfig c = testing::shrunk_config(
-      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
-                                   {"intermediate_size", 512}, {"num_attention_heads", 4},
-                                   {"num_key_value_heads", 2}, {"head_dim", 64},
-                                   {"tie_word_embeddings", tied}});
+  const ModelConfig c =
+      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
+                                                          {"vocab_size", 512},
+                                                          {"hidden_size", 256},
+                                                          {"intermediate_size", 512},
+                                                          {"num_attention_heads", 4},
+                                                          {"num_key_value_heads", 2},
+                                                          {"head_dim", 64},
+                                                          {"tie_word_embeddings", tied}});
   const ModelWeights w = make_dummy_weights(c, DType::F32, 7);
   const std::string path = dir.file("f32.gguf");
   save_gguf(path, w, c, nullptr, "tiny-qwen3",
@@ -72,10 +77,12 @@ TEST(QuantizeCli, EveryTypeLoadsAndStaysCloseToF32) {
   // q5_k_m 0.058, q5_k_s 0.062, q5_1 0.056, q5_0 0.057, q4_k_m 0.108, q4_k_s 0.099, q4_1 0.116,
   // q4_0 0.127 (uniform random weights are harder to quantize than trained ones).
   const TypeCase cases[] = {
-      {"f16", "F16", 1, 9e-4},      {"bf16", "BF16", 32, 9e-3},     {"q8_0", "Q8_0", 7, 0.02},
-      {"q6_k", "Q6_K", 18, 0.054},  {"q5_k_m", "Q5_K_M", 17, 0.087}, {"q5_k_s", "Q5_K_S", 16, 0.093},
-      {"q5_1", "Q5_1", 9, 0.084},   {"q5_0", "Q5_0", 8, 0.086},     {"q4_k_m", "Q4_K_M", 15, 0.162},
-      {"q4_k_s", "Q4_K_S", 14, 0.149}, {"q4_1", "Q4_1", 3, 0.174},  {"q4_0", "Q4_0", 2, 0.19},
+      {"f16", "F16", 1, 9e-4},         {"bf16", "BF16", 32, 9e-3},
+      {"q8_0", "Q8_0", 7, 0.02},       {"q6_k", "Q6_K", 18, 0.054},
+      {"q5_k_m", "Q5_K_M", 17, 0.087}, {"q5_k_s", "Q5_K_S", 16, 0.093},
+      {"q5_1", "Q5_1", 9, 0.084},      {"q5_0", "Q5_0", 8, 0.086},
+      {"q4_k_m", "Q4_K_M", 15, 0.162}, {"q4_k_s", "Q4_K_S", 14, 0.149},
+      {"q4_1", "Q4_1", 3, 0.174},      {"q4_0", "Q4_0", 2, 0.19},
   };
   for (const TypeCase& t : cases) {
     const std::string out = dir.file(std::string(t.type) + ".gguf");
@@ -109,8 +116,8 @@ TEST(QuantizeCli, MixturesAndOverridesChooseTensorTypes) {
   EXPECT_EQ(type_of(dir.file("m.gguf"), "blk.0.attn_q.weight"), DType::Q4_K);
   EXPECT_EQ(type_of(dir.file("m.gguf"), "output.weight"), DType::Q6_K);
   EXPECT_EQ(type_of(dir.file("m.gguf"), "token_embd.weight"), DType::Q4_K);
-  ASSERT_EQ(run_tern({"quantize", f32, dir.file("p.gguf"), "q4_k_m", "--pure", "--output-tensor-type", "q8_0",
-                      "--token-embedding-type", "f16"})
+  ASSERT_EQ(run_tern({"quantize", f32, dir.file("p.gguf"), "q4_k_m", "--pure",
+                      "--output-tensor-type", "q8_0", "--token-embedding-type", "f16"})
                 .exit_code,
             0);
   EXPECT_EQ(type_of(dir.file("p.gguf"), "blk.1.ffn_down.weight"), DType::Q4_K);
@@ -134,7 +141,8 @@ TEST(QuantizeCli, RefusesWhatItShould) {
   EXPECT_NE(r.err.find("already quantized (Q8_0)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--allow-requantize"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("q4.gguf")));
-  r = run_tern({"quantize", dir.file("q8.gguf"), dir.file("q4.gguf"), "q4_0", "--allow-requantize"});
+  r = run_tern(
+      {"quantize", dir.file("q8.gguf"), dir.file("q4.gguf"), "q4_0", "--allow-requantize"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("warning: requantizing Q8_0"), std::string::npos) << r.err;
 
@@ -147,17 +155,23 @@ TEST(QuantizeCli, RefusesWhatItShould) {
   std::vector<float> x(64, 1.0f);
   other.accumulate("blk.0.attn_q.weight", x.data(), 1, 64);
   other.write(dir.file("other.imatrix.gguf"));
-  r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", dir.file("other.imatrix.gguf")});
+  r = run_tern(
+      {"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", dir.file("other.imatrix.gguf")});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("'blk.0.attn_q.weight' has 64 columns, the model's matrix 256"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'blk.0.attn_q.weight' has 64 columns, the model's matrix 256"),
+            std::string::npos)
+      << r.err;
   ImportanceMatrix unknown;
   unknown.accumulate("blk.9.attn_q.weight", std::vector<float>(256, 1.0f).data(), 1, 256);
   unknown.write(dir.file("unknown.imatrix.gguf"));
-  r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", dir.file("unknown.imatrix.gguf")});
+  r = run_tern(
+      {"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", dir.file("unknown.imatrix.gguf")});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("'blk.9.attn_q.weight' is not a matrix of this model"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'blk.9.attn_q.weight' is not a matrix of this model"), std::string::npos)
+      << r.err;
   // A model file is not an importance matrix.
-  r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix", fixture("stories260K/stories260K.gguf")});
+  r = run_tern({"quantize", f32, dir.file("y.gguf"), "q4_0", "--imatrix",
+                fixture("stories260K/stories260K.gguf")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("not an importance matrix"), std::string::npos) << r.err;
 }
@@ -168,9 +182,13 @@ TEST(QuantizeCli, HuggingFaceFolderWithItsTokenizer) {
   TempDir dir("quantize-hf");
   std::ifstream in(fixture("model-configs/qwen3-0.6b/config.json"));
   nlohmann::json j = nlohmann::json::parse(in);
-  const nlohmann::json small = {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
-                                {"intermediate_size", 512}, {"num_attention_heads", 4},
-                                {"num_key_value_heads", 2}, {"head_dim", 64}};
+  const nlohmann::json small = {{"num_hidden_layers", 2},
+                                {"vocab_size", 512},
+                                {"hidden_size", 256},
+                                {"intermediate_size", 512},
+                                {"num_attention_heads", 4},
+                                {"num_key_value_heads", 2},
+                                {"head_dim", 64}};
   for (auto it = small.begin(); it != small.end(); ++it) j[it.key()] = it.value();
   const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "small qwen3");
   const std::string folder = (dir.path() / "hf").string();
@@ -186,16 +204,20 @@ TEST(QuantizeCli, HuggingFaceFolderWithItsTokenizer) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const GgufFile g = GgufFile::open(dir.file("q8.gguf"));
   EXPECT_EQ(g.get_string("general.architecture"), "qwen3");
-  EXPECT_EQ(g.get_string("tokenizer.ggml.model"), "llama");  // the folder's tokenizer, written by tern
+  EXPECT_EQ(g.get_string("tokenizer.ggml.model"),
+            "llama");  // the folder's tokenizer, written by tern
   EXPECT_EQ(g.get_string_array("tokenizer.ggml.tokens")->size(), 512u);
   EXPECT_EQ(g.find_tensor("blk.0.attn_q.weight")->dtype, DType::Q8_0);
-  EXPECT_LT(testing::relative_rms_error(prefill_logits(dir.file("q8.gguf")), prefill_logits(folder)), 0.02);
+  EXPECT_LT(
+      testing::relative_rms_error(prefill_logits(dir.file("q8.gguf")), prefill_logits(folder)),
+      0.02);
 }
 
 // stories260K's own text, as the model writes it: calibration for its importance matrix.
 const char* kStory =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
-    "One day, she saw a big red ball under a tree. She wanted to play with it, but it was too high. "
+    "One day, she saw a big red ball under a tree. She wanted to play with it, but it was too "
+    "high. "
     "Lily asked her mom for help. Her mom smiled and said, \"Let's get it together.\" They found a "
     "long stick and pushed the ball down. Lily was very happy. She said thank you to her mom and "
     "played with the ball all day. The sun was warm and the birds sang in the trees. ";
@@ -210,17 +232,20 @@ TEST(QuantizeCli, ImatrixFromTernChangesTheQuantizedFile) {
   TempDir dir("quantize-imatrix");
   write_calibration_text(dir);
   const std::string model = fixture("stories260K/stories260K.gguf");
-  auto r = run_tern({"imatrix", "-m", model, "-f", dir.file("calib.txt"), "-o", dir.file("im.gguf"), "--ctx", "64"});
+  auto r = run_tern({"imatrix", "-m", model, "-f", dir.file("calib.txt"), "-o", dir.file("im.gguf"),
+                     "--ctx", "64"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const ImportanceMatrix m = ImportanceMatrix::read(dir.file("im.gguf"));
-  EXPECT_EQ(m.entries.size(), 35u);  // 7 matrices × 5 layers; no output.weight without --process-output
+  EXPECT_EQ(m.entries.size(),
+            35u);  // 7 matrices × 5 layers; no output.weight without --process-output
   EXPECT_EQ(m.chunk_size, 64);
   EXPECT_GE(m.chunk_count, 6);
   EXPECT_EQ(m.datasets, std::vector<std::string>{dir.file("calib.txt")});
   EXPECT_EQ(m.entries.at("blk.2.ffn_down.weight").count, m.chunk_count * 64);
 
   ASSERT_EQ(run_tern({"quantize", model, dir.file("plain.gguf"), "q4_0"}).exit_code, 0);
-  r = run_tern({"quantize", model, dir.file("weighted.gguf"), "q4_0", "--imatrix", dir.file("im.gguf")});
+  r = run_tern(
+      {"quantize", model, dir.file("weighted.gguf"), "q4_0", "--imatrix", dir.file("im.gguf")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const GgufFile plain = GgufFile::open(dir.file("plain.gguf"));
   const GgufFile weighted = GgufFile::open(dir.file("weighted.gguf"));
@@ -242,8 +267,15 @@ TEST(QuantizeCli, ImatrixWithHessianQuantizesByGptq) {
   write_calibration_text(dir);
   const std::string model = fixture("stories260K/stories260K.gguf");
   for (const bool hessian : {false, true}) {
-    std::vector<std::string> args = {"imatrix", "-m", model, "-f", dir.file("calib.txt"), "--ctx", "64",
-                                     "-o", dir.file(hessian ? "hessian.gguf" : "im.gguf")};
+    std::vector<std::string> args = {"imatrix",
+                                     "-m",
+                                     model,
+                                     "-f",
+                                     dir.file("calib.txt"),
+                                     "--ctx",
+                                     "64",
+                                     "-o",
+                                     dir.file(hessian ? "hessian.gguf" : "im.gguf")};
     if (hessian) args.push_back("--hessian");
     const auto r = run_tern(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -256,7 +288,8 @@ TEST(QuantizeCli, ImatrixWithHessianQuantizesByGptq) {
     EXPECT_EQ(with_h.second_moments(name).size(), cols * cols) << name;
   }
   for (const char* file : {"im.gguf", "hessian.gguf"}) {
-    const auto r = run_tern({"quantize", model, dir.file(std::string("q4_0.") + file), "q4_0", "--imatrix", dir.file(file)});
+    const auto r = run_tern({"quantize", model, dir.file(std::string("q4_0.") + file), "q4_0",
+                             "--imatrix", dir.file(file)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   // On the calibration text, GPTQ's logits are closer to F32's than the importance-weighted
@@ -266,8 +299,10 @@ TEST(QuantizeCli, ImatrixWithHessianQuantizesByGptq) {
   const std::vector<int32_t> story = load_model(load).tokenizer->encode(kStory);
   const std::span<const int32_t> tokens(story.data(), 64);
   const std::vector<float> ref = prefill_logits(model, tokens);
-  const double weighted = testing::relative_rms_error(prefill_logits(dir.file("q4_0.im.gguf"), tokens), ref);
-  const double gptq = testing::relative_rms_error(prefill_logits(dir.file("q4_0.hessian.gguf"), tokens), ref);
+  const double weighted =
+      testing::relative_rms_error(prefill_logits(dir.file("q4_0.im.gguf"), tokens), ref);
+  const double gptq =
+      testing::relative_rms_error(prefill_logits(dir.file("q4_0.hessian.gguf"), tokens), ref);
   EXPECT_LT(gptq, 0.8 * weighted);
 }
 

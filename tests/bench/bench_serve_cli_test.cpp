@@ -39,20 +39,25 @@ class FakeOpenAiServer {
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
       handle(req, res, false);
     });
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      handle(req, res, true);
-    });
+    server_.Post(
+        "/v1/chat/completions",
+        [this](const httplib::Request& req, httplib::Response& res) { handle(req, res, true); });
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       const int n = ++scrapes_;
       const std::string l = "{model_name=\"fake-model\"}";
-      std::string text = "# HELP tern:spec_decode_num_drafts_total x\n# TYPE tern:spec_decode_num_drafts_total counter\n";
+      std::string text =
+          "# HELP tern:spec_decode_num_drafts_total x\n# TYPE tern:spec_decode_num_drafts_total "
+          "counter\n";
       text += "tern:spec_decode_num_drafts_total" + l + " " + std::to_string(10 * n) + "\n";
       text += "tern:spec_decode_num_draft_tokens_total" + l + " " + std::to_string(40 * n) + "\n";
-      text += "tern:spec_decode_num_accepted_tokens_total" + l + " " + std::to_string(30 * n) + "\n";
+      text +=
+          "tern:spec_decode_num_accepted_tokens_total" + l + " " + std::to_string(30 * n) + "\n";
       const int per_position[] = {10, 9, 7, 4};
       for (int i = 0; i < 4; ++i)
-        text += "tern:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"fake-model\",position=\"" +
-                std::to_string(i) + "\"} " + std::to_string(per_position[i] * n) + "\n";
+        text +=
+            "tern:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"fake-model\",position="
+            "\"" +
+            std::to_string(i) + "\"} " + std::to_string(per_position[i] * n) + "\n";
       res.set_content(text, "text/plain");
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -84,8 +89,9 @@ class FakeOpenAiServer {
     const int n = ++requests_;
     auto body = nlohmann::json::parse(req.body, nullptr, false);
     const char* max_key = chat ? "max_completion_tokens" : "max_tokens";
-    if (body.is_discarded() || body.value("model", "") != "fake-model" || !body.value("stream", false) ||
-        !body.contains(max_key) || (chat ? !body.contains("messages") : !body.contains("prompt")))
+    if (body.is_discarded() || body.value("model", "") != "fake-model" ||
+        !body.value("stream", false) || !body.contains(max_key) ||
+        (chat ? !body.contains("messages") : !body.contains("prompt")))
       bad_body_ = true;
     else
       max_tokens_ = body[max_key].get<int>();
@@ -96,31 +102,35 @@ class FakeOpenAiServer {
       // Leave before the reply is written, so the client cannot see the end first.
       --in_flight_;
       res.status = 500;
-      res.set_content(R"({"error":{"message":"fake overload","type":"server_error"}})", "application/json");
+      res.set_content(R"({"error":{"message":"fake overload","type":"server_error"}})",
+                      "application/json");
       return;
     }
-    res.set_chunked_content_provider("text/event-stream", [this, chat](size_t, httplib::DataSink& sink) {
-      for (const std::string& piece : kPieces) {
-        nlohmann::json chunk;
-        if (chat)
-          chunk["choices"] = {{{"index", 0}, {"delta", {{"content", piece}}}}};
-        else
-          chunk["choices"] = {{{"index", 0}, {"text", piece}}};
-        const std::string event = "data: " + chunk.dump() + "\n\n";
-        sink.write(event.data(), event.size());
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-      if (usage_) {
-        const std::string event = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,"
-                                  "\"completion_tokens\":" + std::to_string(kPieces.size()) + "}}\n\n";
-        sink.write(event.data(), event.size());
-      }
-      const std::string done = "data: [DONE]\n\n";
-      --in_flight_;  // before the last bytes: the client cannot finish before this
-      sink.write(done.data(), done.size());
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider(
+        "text/event-stream", [this, chat](size_t, httplib::DataSink& sink) {
+          for (const std::string& piece : kPieces) {
+            nlohmann::json chunk;
+            if (chat)
+              chunk["choices"] = {{{"index", 0}, {"delta", {{"content", piece}}}}};
+            else
+              chunk["choices"] = {{{"index", 0}, {"text", piece}}};
+            const std::string event = "data: " + chunk.dump() + "\n\n";
+            sink.write(event.data(), event.size());
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          }
+          if (usage_) {
+            const std::string event =
+                "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,"
+                "\"completion_tokens\":" +
+                std::to_string(kPieces.size()) + "}}\n\n";
+            sink.write(event.data(), event.size());
+          }
+          const std::string done = "data: [DONE]\n\n";
+          --in_flight_;  // before the last bytes: the client cannot finish before this
+          sink.write(done.data(), done.size());
+          sink.done();
+          return true;
+        });
   }
 
   bool usage_;
@@ -155,11 +165,32 @@ TEST(BenchServeCli, CompletionsWithUsageCountsSuccessesAndFailures) {
   FakeOpenAiServer server(/*usage=*/true);
   const std::string result = temp_path("bench-result.json");
   const std::string plot = temp_path("bench-plot.svg");
-  auto r = run_tern({"bench", "serve", "--base-url", server.base_url(), "--model", "fake-model",
-                     "--tokenizer", fixture(kTokenizer), "--dataset-name", "random",
-                     "--num-prompts", "12", "--random-input-len", "400", "--random-output-len", "4",
-                     "--max-concurrency", "3", "--goodput", "ttft:600000", "e2el:600000",
-                     "--save-result", "--result-filename", result, "--plot", plot,
+  auto r = run_tern({"bench",
+                     "serve",
+                     "--base-url",
+                     server.base_url(),
+                     "--model",
+                     "fake-model",
+                     "--tokenizer",
+                     fixture(kTokenizer),
+                     "--dataset-name",
+                     "random",
+                     "--num-prompts",
+                     "12",
+                     "--random-input-len",
+                     "400",
+                     "--random-output-len",
+                     "4",
+                     "--max-concurrency",
+                     "3",
+                     "--goodput",
+                     "ttft:600000",
+                     "e2el:600000",
+                     "--save-result",
+                     "--result-filename",
+                     result,
+                     "--plot",
+                     plot,
                      "--disable-tqdm"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_EQ(server.requests(), 12);
@@ -185,7 +216,8 @@ TEST(BenchServeCli, CompletionsWithUsageCountsSuccessesAndFailures) {
 
   const auto j = nlohmann::json::parse(read_file(result));
   EXPECT_DOUBLE_EQ(j["spec_decode_acceptance_rate"].get<double>(), 75.0);
-  EXPECT_EQ(j["spec_decode_per_position_acceptance_rates"], nlohmann::json::parse("[1.0, 0.9, 0.7, 0.4]"));
+  EXPECT_EQ(j["spec_decode_per_position_acceptance_rates"],
+            nlohmann::json::parse("[1.0, 0.9, 0.7, 0.4]"));
   EXPECT_EQ(j["backend"], "openai");
   EXPECT_EQ(j["model_id"], "fake-model");
   EXPECT_EQ(j["num_prompts"], 12);
@@ -193,13 +225,13 @@ TEST(BenchServeCli, CompletionsWithUsageCountsSuccessesAndFailures) {
   EXPECT_EQ(j["max_concurrency"], 3);
   EXPECT_EQ(j["completed"], 9);
   EXPECT_EQ(j["failed"], 3);
-  EXPECT_EQ(j["total_output_tokens"], 9 * 4);   // usage.completion_tokens
-  EXPECT_EQ(j["total_input_tokens"], 9 * 11);   // usage.prompt_tokens replaces the dataset's
+  EXPECT_EQ(j["total_output_tokens"], 9 * 4);  // usage.completion_tokens
+  EXPECT_EQ(j["total_input_tokens"], 9 * 11);  // usage.prompt_tokens replaces the dataset's
   EXPECT_GT(j["duration"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(j["request_goodput"].get<double>(), j["request_throughput"].get<double>());
-  for (const char* key : {"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "p90_tpot_ms",
-                          "mean_itl_ms", "p99_e2el_ms", "output_throughput", "total_token_throughput",
-                          "max_concurrent_requests", "date"})
+  for (const char* key : {"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
+                          "p90_tpot_ms", "mean_itl_ms", "p99_e2el_ms", "output_throughput",
+                          "total_token_throughput", "max_concurrent_requests", "date"})
     EXPECT_TRUE(j.contains(key)) << key;
   ASSERT_EQ(j["errors"].size(), 12u);
   ASSERT_EQ(j["generated_texts"].size(), 12u);
@@ -223,7 +255,8 @@ TEST(BenchServeCli, CompletionsWithUsageCountsSuccessesAndFailures) {
 
   const std::string svg = read_file(plot);
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
-  for (const char* label : {"<svg", "TTFT CDF (n = 9)", "TPOT (ms)", "ITL CDF (n = 27)", "E2EL", "</svg>"})
+  for (const char* label :
+       {"<svg", "TTFT CDF (n = 9)", "TPOT (ms)", "ITL CDF (n = 27)", "E2EL", "</svg>"})
     EXPECT_NE(svg.find(label), std::string::npos) << label;
   std::filesystem::remove(result);
   std::filesystem::remove(plot);
@@ -234,12 +267,35 @@ TEST(BenchServeCli, LongPromptsBesideTheStreamsAreReportedApart) {
   FakeOpenAiServer server(/*usage=*/true);
   const std::string result = temp_path("bench-interference.json");
   const std::string timeline = temp_path("bench-timeline.svg");
-  auto r = run_tern({"bench", "serve", "--base-url", server.base_url(), "--model", "fake-model",
-                     "--tokenizer", fixture(kTokenizer), "--num-prompts", "9",
-                     "--random-input-len", "40", "--random-output-len", "4",
-                     "--request-rate", "200", "--long-num-prompts", "3", "--long-input-len", "300",
-                     "--long-output-len", "4", "--long-request-rate", "100", "--result-filename",
-                     result, "--plot-itl-timeline", timeline, "--disable-tqdm"});
+  auto r = run_tern({"bench",
+                     "serve",
+                     "--base-url",
+                     server.base_url(),
+                     "--model",
+                     "fake-model",
+                     "--tokenizer",
+                     fixture(kTokenizer),
+                     "--num-prompts",
+                     "9",
+                     "--random-input-len",
+                     "40",
+                     "--random-output-len",
+                     "4",
+                     "--request-rate",
+                     "200",
+                     "--long-num-prompts",
+                     "3",
+                     "--long-input-len",
+                     "300",
+                     "--long-output-len",
+                     "4",
+                     "--long-request-rate",
+                     "100",
+                     "--result-filename",
+                     result,
+                     "--plot-itl-timeline",
+                     timeline,
+                     "--disable-tqdm"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_EQ(server.requests(), 12);  // 9 streams and 3 long prompts
   const auto j = nlohmann::json::parse(read_file(result));
@@ -270,12 +326,32 @@ TEST(BenchServeCli, ChatWithoutUsageCountsTokensWithTheTokenizer) {
   TERN_REQUIRE_FIXTURE(kTokenizer);
   FakeOpenAiServer server(/*usage=*/false);
   const std::string result = temp_path("bench-chat.json");
-  auto r = run_tern({"bench", "serve", "--base-url", server.base_url() + "/", "--endpoint",
-                     "/v1/chat/completions", "--model", "fake-model", "--tokenizer",
-                     fixture(kTokenizer), "--dataset-name", "prefix-repetition", "--num-prompts", "4",
-                     "--prefix-repetition-prefix-len", "8", "--prefix-repetition-suffix-len", "4",
-                     "--prefix-repetition-num-prefixes", "2", "--prefix-repetition-output-len", "6",
-                     "--request-rate", "200", "--result-filename", result});
+  auto r = run_tern({"bench",
+                     "serve",
+                     "--base-url",
+                     server.base_url() + "/",
+                     "--endpoint",
+                     "/v1/chat/completions",
+                     "--model",
+                     "fake-model",
+                     "--tokenizer",
+                     fixture(kTokenizer),
+                     "--dataset-name",
+                     "prefix-repetition",
+                     "--num-prompts",
+                     "4",
+                     "--prefix-repetition-prefix-len",
+                     "8",
+                     "--prefix-repetition-suffix-len",
+                     "4",
+                     "--prefix-repetition-num-prefixes",
+                     "2",
+                     "--prefix-repetition-output-len",
+                     "6",
+                     "--request-rate",
+                     "200",
+                     "--result-filename",
+                     result});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto j = nlohmann::json::parse(read_file(result));
   EXPECT_EQ(j["backend"], "openai-chat");
@@ -405,8 +481,8 @@ TEST(BenchServeCli, BadFlagsAreOneLineErrors) {
       {"--long-input-len", "4000"},
   };
   for (const auto& extra : cases) {
-    std::vector<std::string> args = {"bench", "serve", "--model", "m", "--tokenizer",
-                                     fixture(kTokenizer), "--num-prompts", "1"};
+    std::vector<std::string> args = {
+        "bench", "serve", "--model", "m", "--tokenizer", fixture(kTokenizer), "--num-prompts", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = run_tern(args);
     EXPECT_EQ(r.exit_code, 1) << extra[0] << ": " << r.err;

@@ -29,7 +29,8 @@ TEST(BenchInterference, GapsInTimeAndTheWorstOne) {
   EXPECT_NEAR(worst.end, 2.2, 1e-12);
   EXPECT_EQ(worst_gap({}).seconds, 0.0);
 
-  const std::vector<RequestRecord> long_requests = {stream(0.15, 1.9, {}), stream(3.0, 0.0, {}, false)};
+  const std::vector<RequestRecord> long_requests = {stream(0.15, 1.9, {}),
+                                                    stream(3.0, 0.0, {}, false)};
   const std::vector<double> percentiles = {99};
   const auto j = interference_json(streams, long_requests, percentiles);
   EXPECT_DOUBLE_EQ(j["max_itl_ms"].get<double>(), 2000.0);
@@ -40,15 +41,18 @@ TEST(BenchInterference, GapsInTimeAndTheWorstOne) {
   const std::string section = interference_section(streams, long_requests, percentiles);
   EXPECT_NE(section.find("Max ITL (ms):                            2000.00"), std::string::npos)
       << section;
-  EXPECT_NE(section.find("Long requests failed:                    1"), std::string::npos) << section;
+  EXPECT_NE(section.find("Long requests failed:                    1"), std::string::npos)
+      << section;
 
   const std::string svg = itl_timeline_svg(streams, long_requests, "t <&>");
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find("t &lt;&amp;&gt;"), std::string::npos);
   size_t dots = 0, lines = 0, bands = 0;
   for (size_t at = 0; (at = svg.find("class=\"gap\"", at)) != std::string::npos; ++at) ++dots;
-  for (size_t at = 0; (at = svg.find("class=\"long-arrival\"", at)) != std::string::npos; ++at) ++lines;
-  for (size_t at = 0; (at = svg.find("class=\"long-prefill\"", at)) != std::string::npos; ++at) ++bands;
+  for (size_t at = 0; (at = svg.find("class=\"long-arrival\"", at)) != std::string::npos; ++at)
+    ++lines;
+  for (size_t at = 0; (at = svg.find("class=\"long-prefill\"", at)) != std::string::npos; ++at)
+    ++bands;
   EXPECT_EQ(dots, 6u);
   EXPECT_EQ(lines, 2u);
   EXPECT_EQ(bands, 1u);  // only the one that answered has a prefill to shade

@@ -15,9 +15,9 @@ namespace {
 TEST(BenchPercentile, MatchesNumpyLinearInterpolation) {
   const std::vector<double> v = {4, 1, 3, 2};  // sorted 1 2 3 4, ranks 0..3
   EXPECT_DOUBLE_EQ(percentile(v, 0), 1);
-  EXPECT_DOUBLE_EQ(percentile(v, 50), 2.5);    // rank 1.5
-  EXPECT_DOUBLE_EQ(percentile(v, 90), 3.7);    // rank 2.7: 3 + 0.7·(4 − 3)
-  EXPECT_DOUBLE_EQ(percentile(v, 99), 3.97);   // rank 2.97
+  EXPECT_DOUBLE_EQ(percentile(v, 50), 2.5);   // rank 1.5
+  EXPECT_DOUBLE_EQ(percentile(v, 90), 3.7);   // rank 2.7: 3 + 0.7·(4 − 3)
+  EXPECT_DOUBLE_EQ(percentile(v, 99), 3.97);  // rank 2.97
   EXPECT_DOUBLE_EQ(percentile(v, 100), 4);
   EXPECT_DOUBLE_EQ(percentile(std::vector<double>{7}, 99), 7);
   EXPECT_DOUBLE_EQ(percentile(std::vector<double>{}, 99), 0);  // vLLM: np.percentile(0, p)
@@ -56,8 +56,8 @@ TEST(BenchMetrics, CountsAndThroughputs) {
   const BenchmarkMetrics m = hand_made_metrics();
   EXPECT_EQ(m.completed, 3);
   EXPECT_EQ(m.failed, 1);
-  EXPECT_EQ(m.total_input, 35);   // failures do not count
-  EXPECT_EQ(m.total_output, 9);   // 5 + 3 (tokenized text) + 1
+  EXPECT_EQ(m.total_input, 35);  // failures do not count
+  EXPECT_EQ(m.total_output, 9);  // 5 + 3 (tokenized text) + 1
   EXPECT_EQ(m.output_lens, (std::vector<int64_t>{5, 3, 1, 0}));
   EXPECT_DOUBLE_EQ(m.request_throughput, 1.5);
   EXPECT_DOUBLE_EQ(m.output_throughput, 4.5);
@@ -195,12 +195,14 @@ TEST(BenchMetrics, NoSuccessesGiveZeros) {
   std::vector<RequestRecord> r(2);
   r[0].error = r[1].error = "refused";
   const std::vector<double> p = {99};
-  const BenchmarkMetrics m = compute_metrics(r, 1.0, {}, p, [](const std::string&) { return int64_t{0}; });
+  const BenchmarkMetrics m =
+      compute_metrics(r, 1.0, {}, p, [](const std::string&) { return int64_t{0}; });
   EXPECT_EQ(m.completed, 0);
   EXPECT_EQ(m.failed, 2);
   EXPECT_EQ(m.ttft.mean_ms, 0);
   EXPECT_EQ(m.max_concurrent_requests, 0);
-  EXPECT_THROW(compute_metrics(r, 0.0, {}, p, [](const std::string&) { return int64_t{0}; }), Error);
+  EXPECT_THROW(compute_metrics(r, 0.0, {}, p, [](const std::string&) { return int64_t{0}; }),
+               Error);
 }
 
 }  // namespace

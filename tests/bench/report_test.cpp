@@ -50,14 +50,21 @@ TEST(BenchReport, TableRowsAreLeftAlignedColumnsOf40And10) {
   m.ttft.percentiles_ms = {{99.9, 20.0}, {50, 10.0}};
   const std::string table = summary_table(m, config(), 1.5);
   EXPECT_EQ(table.substr(0, 51), "============ Serving Benchmark Result ============\n");
-  EXPECT_NE(table.find("\nSuccessful requests:                     3         \n"), std::string::npos);
-  EXPECT_NE(table.find("\nMaximum request concurrency:             8         \n"), std::string::npos);
-  EXPECT_NE(table.find("\nRequest rate configured (RPS):           40.00     \n"), std::string::npos);
-  EXPECT_NE(table.find("\nBenchmark duration (s):                  1.50      \n"), std::string::npos);
+  EXPECT_NE(table.find("\nSuccessful requests:                     3         \n"),
+            std::string::npos);
+  EXPECT_NE(table.find("\nMaximum request concurrency:             8         \n"),
+            std::string::npos);
+  EXPECT_NE(table.find("\nRequest rate configured (RPS):           40.00     \n"),
+            std::string::npos);
+  EXPECT_NE(table.find("\nBenchmark duration (s):                  1.50      \n"),
+            std::string::npos);
   // Python centres with the odd fill character on the right.
-  EXPECT_NE(table.find("\n---------------Time to First Token----------------\n"), std::string::npos);
-  EXPECT_NE(table.find("\nMean TTFT (ms):                          12.35     \n"), std::string::npos);
-  EXPECT_NE(table.find("\nP99.9 TTFT (ms):                         20.00     \n"), std::string::npos);
+  EXPECT_NE(table.find("\n---------------Time to First Token----------------\n"),
+            std::string::npos);
+  EXPECT_NE(table.find("\nMean TTFT (ms):                          12.35     \n"),
+            std::string::npos);
+  EXPECT_NE(table.find("\nP99.9 TTFT (ms):                         20.00     \n"),
+            std::string::npos);
   EXPECT_EQ(table.find("TPOT"), std::string::npos) << "not selected";
   EXPECT_EQ(table.find("goodput"), std::string::npos) << "no SLOs given";
 }
@@ -79,8 +86,8 @@ TEST(BenchReport, ResultJsonKeys) {
   EXPECT_EQ(j["itls"][0], (std::vector<double>{0.1, 0.2}));
   EXPECT_EQ(j["errors"][1], "HTTP 500");
   EXPECT_EQ(j["output_lens"][0], 4);
-  for (const char* key : {"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99.9_ttft_ms", "p50_ttft_ms",
-                          "mean_e2el_ms", "p99.9_e2el_ms"})
+  for (const char* key : {"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99.9_ttft_ms",
+                          "p50_ttft_ms", "mean_e2el_ms", "p99.9_e2el_ms"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_FALSE(j.contains("mean_tpot_ms"));
 }

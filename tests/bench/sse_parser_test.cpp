@@ -4,10 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tern/bench/openai_stream.h"
 #include "tern/core/error.h"
@@ -44,7 +43,8 @@ TEST(BenchSse, WholeStream) { EXPECT_EQ(parse_in_pieces({kStream}), kEvents); }
 
 TEST(BenchSse, SplitAtEveryByte) {
   for (size_t cut = 0; cut <= kStream.size(); ++cut)
-    EXPECT_EQ(parse_in_pieces({kStream.substr(0, cut), kStream.substr(cut)}), kEvents) << "cut " << cut;
+    EXPECT_EQ(parse_in_pieces({kStream.substr(0, cut), kStream.substr(cut)}), kEvents)
+        << "cut " << cut;
   std::vector<std::string> bytes;
   for (char c : kStream) bytes.emplace_back(1, c);
   EXPECT_EQ(parse_in_pieces(bytes), kEvents);
@@ -73,7 +73,7 @@ TEST(BenchResponseStream, CompletionsTimingAndUsage) {
     ASSERT_TRUE(r.success) << r.error;
     EXPECT_EQ(r.generated_text, "Hello \xC3\xA9");
     EXPECT_EQ(r.output_tokens, 2);
-    EXPECT_EQ(r.prompt_len, 9);  // the server's count replaces the dataset's
+    EXPECT_EQ(r.prompt_len, 9);                    // the server's count replaces the dataset's
     ASSERT_EQ(r.itl.size(), 1u) << "cut " << cut;  // two token chunks
     // Each token chunk's time is the time its event completed: 10.5 or 11.0.
     EXPECT_NEAR(r.ttft + r.itl[0], r.latency, 1e-12);
@@ -109,7 +109,10 @@ TEST(BenchResponseStream, FailuresCarryTheirReason) {
   }
   {
     ResponseStream s(Endpoint::kCompletions, 0, 1);
-    s.on_bytes("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"error\":{\"message\":\"KV cache full\"}}\n\n", 1);
+    s.on_bytes(
+        "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"error\":{\"message\":\"KV cache "
+        "full\"}}\n\n",
+        1);
     s.on_end(1);
     EXPECT_FALSE(s.record().success);
     EXPECT_NE(s.record().error.find("KV cache full"), std::string::npos);

@@ -25,7 +25,7 @@ TEST(DType, BlockBytes) {
   EXPECT_EQ(dtype_bytes(DType::Q4_K, 512), 288u);
   EXPECT_EQ(dtype_bytes(DType::Q6_K, 256), 210u);
   EXPECT_EQ(dtype_bytes(DType::BF16, 3), 6u);
-  EXPECT_EQ(dtype_bytes(DType::Q8_0, 33), std::nullopt);  // not a whole block
+  EXPECT_EQ(dtype_bytes(DType::Q8_0, 33), std::nullopt);    // not a whole block
   EXPECT_EQ(dtype_bytes(DType::F32, ~0ull), std::nullopt);  // overflows
   EXPECT_EQ(dtype_from_safetensors("BF16"), DType::BF16);
   EXPECT_EQ(dtype_from_safetensors("Q4_0"), std::nullopt);

@@ -49,7 +49,8 @@ TEST(MappedFile, DropResidentLeavesTheBytesReadable) {
     out.write(reinterpret_cast<const char*>(want.data()), static_cast<std::streamsize>(size));
   }
   const MappedFile file(dir.file("f.bin"));
-  ASSERT_EQ(std::vector<std::byte>(file.bytes().begin(), file.bytes().end()), want);  // every page read
+  ASSERT_EQ(std::vector<std::byte>(file.bytes().begin(), file.bytes().end()),
+            want);  // every page read
   EXPECT_GE(resident_kb(file.data()), static_cast<int64_t>(size / 1024));
   // From the middle of page 0 to the middle of page 63: pages 1-62 go.
   file.drop_resident(file.bytes().subspan(page / 2, size - page));

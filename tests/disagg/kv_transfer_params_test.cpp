@@ -36,7 +36,8 @@ TEST(KvTransferParams, TheAnswerOfAPrefillIsWhatADecodeTakes) {
   EXPECT_EQ(back.remote_prefill->block_ids, (std::vector<int32_t>{5, 1, 9}));
   // A one-token prompt: nothing held, nothing to pull.
   RemoteBlocks none{"tern-1", "10.0.0.2", 14579, "", {}, 0};
-  EXPECT_TRUE(parse_kv_transfer_params(kv_transfer_params_json(none)).remote_prefill->block_ids.empty());
+  EXPECT_TRUE(
+      parse_kv_transfer_params(kv_transfer_params_json(none)).remote_prefill->block_ids.empty());
 }
 
 TEST(KvTransferParams, RefusesWhatItCannotActOn) {
@@ -49,8 +50,8 @@ TEST(KvTransferParams, RefusesWhatItCannotActOn) {
   json both = answer;
   both["do_remote_decode"] = true;
   EXPECT_NE(error_of(both).find("exclude each other"), std::string::npos);
-  for (const char* key : {"remote_engine_id", "remote_host", "remote_port", "remote_block_ids",
-                          "remote_lease_id"}) {
+  for (const char* key :
+       {"remote_engine_id", "remote_host", "remote_port", "remote_block_ids", "remote_lease_id"}) {
     json missing = answer;
     missing.erase(key);
     EXPECT_NE(error_of(missing).find(key), std::string::npos) << key;
@@ -109,8 +110,9 @@ TEST(KvTransferConfig, RefusesWhatTernDoesNotDo) {
   EXPECT_NE(error_of_config(R"({"kv_port":1})").find("kv_role is required"), std::string::npos);
   EXPECT_NE(error_of_config(R"({"kv_role":"kv_both","kv_port":70000})").find("kv_port"),
             std::string::npos);
-  EXPECT_NE(error_of_config(R"({"kv_role":"kv_both","kv_parallel_size":2})").find("kv_parallel_size"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of_config(R"({"kv_role":"kv_both","kv_parallel_size":2})").find("kv_parallel_size"),
+      std::string::npos);
   EXPECT_NE(error_of_config("not json").find("not JSON"), std::string::npos);
   EXPECT_THROW(parse_kv_role("decoder"), Error);
 }

@@ -173,14 +173,16 @@ TEST(KvWire, CommittedFuzzSeedsAreTheEncodersFrames) {
   for (const auto& [name, bytes] : seeds) {
     if (write_dir != nullptr) {
       std::ofstream out(std::string(write_dir) + "/" + name, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
       ASSERT_TRUE(out.good()) << name;
       continue;
     }
     std::ifstream in(std::string(TERN_SOURCE_DIR) + "/fuzz/seeds/kv_wire_fuzz/" + name,
                      std::ios::binary);
     ASSERT_TRUE(in.good()) << name;
-    const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string committed((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
     EXPECT_EQ(committed, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
         << name << " differs from what the encoder writes";
   }

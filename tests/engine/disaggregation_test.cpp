@@ -199,7 +199,8 @@ TEST(Disaggregation, ExpiredAndUsedLeasesAreRefused) {
 
   disagg::RemoteBlocks forged = once;
   forged.lease_id = "0123456789abcdef0123456789abcdef";
-  const RequestOutput unknown = decode_remotely(consumer.engine(), "forged", other, greedy(4), forged);
+  const RequestOutput unknown =
+      decode_remotely(consumer.engine(), "forged", other, greedy(4), forged);
   ASSERT_TRUE(unknown.error.has_value());
   EXPECT_NE(unknown.error->find("unknown lease"), std::string::npos) << *unknown.error;
   EXPECT_GE(producer.engine().stats().kv.pulls_refused, 3);
@@ -291,7 +292,8 @@ TEST(Disaggregation, APullWaitingForBlocksStartsWhenTheyAreFreed) {
   consumer.engine().add_request("b", prompt, greedy(4), kv);
   bool a_done = false;
   while (!a_done)
-    for (const RequestOutput& out : consumer.engine().step()) a_done |= out.request_id == "a" && out.finished;
+    for (const RequestOutput& out : consumer.engine().step())
+      a_done |= out.request_id == "a" && out.finished;
   EXPECT_EQ(wakeups.load(), 0);  // "b" could not start before
   for (int i = 0; i < 10000 && wakeups.load() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

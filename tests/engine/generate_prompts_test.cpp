@@ -35,7 +35,8 @@ TEST(GeneratePrompts, RunsAFileAsOneBatchInInputOrder) {
       << R"({"prompt_token_ids": [1, 403, 407], "max_tokens": 5, "ignore_eos": true})" << '\n'
       << '\n'  // blank lines are skipped
       << R"({"prompt": "Lily", "max_tokens": 12, "temperature": 0.9, "seed": 7, "n": 2})" << '\n'
-      << R"({"prompt": "Once upon a time", "stop": [" girl"], "max_tokens": 40, "logprobs": 2})" << '\n';
+      << R"({"prompt": "Once upon a time", "stop": [" girl"], "max_tokens": 40, "logprobs": 2})"
+      << '\n';
   }
   const auto r = run_tern({"generate", "--model", fixture("stories260K/stories260K.gguf"),
                            "--prompts", in, "--output", out, "--threads", "1"});

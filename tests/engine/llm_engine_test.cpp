@@ -84,8 +84,8 @@ TEST(LLMEngine, BatchInvariantForEveryKvDtype) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer_config.json");
-  for (cpu::KvDtype dtype : {cpu::KvDtype::BF16, cpu::KvDtype::Int8, cpu::KvDtype::Fp8E4M3,
-                             cpu::KvDtype::Fp8E5M2}) {
+  for (cpu::KvDtype dtype :
+       {cpu::KvDtype::BF16, cpu::KvDtype::Int8, cpu::KvDtype::Fp8E4M3, cpu::KvDtype::Fp8E5M2}) {
     SCOPED_TRACE(std::string(cpu::kv_dtype_name(dtype)));
     expect_batch_invariant(testing::stories260k, 16, 100, 12, dtype);
     expect_batch_invariant(testing::tiny_qwen3, 8, 100, 8, dtype);
@@ -108,9 +108,9 @@ TEST(LLMEngine, Int8CacheHoldsTwiceTheTokensAndSurvivesPreemption) {
   EXPECT_EQ(int8_blocks, ((1 << 20) - 4 * 5 * 64) / (400 * 16));
 
   int8.kv_cache_memory = uint64_t{64} << 20;
-  expect_tiny_cache_preempts_and_gives_the_same_outputs(
-      random_prompts(16, 100, 512, 9), std::vector<SamplingParams>(16, greedy(30)), int8, 400,
-      "tiny int8 cache");
+  expect_tiny_cache_preempts_and_gives_the_same_outputs(random_prompts(16, 100, 512, 9),
+                                                        std::vector<SamplingParams>(16, greedy(30)),
+                                                        int8, 400, "tiny int8 cache");
 }
 
 TEST(LLMEngine, TinyCachePreemptsAndStillGivesTheSameOutputs) {

@@ -71,11 +71,13 @@ class FakeHubServer {
 
   // The blob name the hub gives a file: a sha256-like id for LFS files, a git-sha1-like one
   // for the others (any stable hex id serves).
-  static std::string etag_of(const std::string& repo, const std::string& file, const FakeRepoFile& f) {
+  static std::string etag_of(const std::string& repo, const std::string& file,
+                             const FakeRepoFile& f) {
     const size_t h1 = std::hash<std::string>{}(repo + "\n" + file + "\n" + f.content);
     const size_t h2 = std::hash<std::string>{}(f.content + "\n" + file);
     char buf[80];
-    std::snprintf(buf, sizeof buf, "%016zx%016zx%016zx%016zx", h1, h2, h1 ^ 0x5bd1e995u, h2 ^ 0x1b873593u);
+    std::snprintf(buf, sizeof buf, "%016zx%016zx%016zx%016zx", h1, h2, h1 ^ 0x5bd1e995u,
+                  h2 ^ 0x1b873593u);
     return std::string(buf).substr(0, f.lfs ? 64 : 40);
   }
 
@@ -91,7 +93,8 @@ class FakeHubServer {
 
  private:
   // The repository of a request after the access checks, or nullptr with `res` set to the error.
-  const FakeRepo* find_repo(const httplib::Request& req, httplib::Response& res, const std::string& name) {
+  const FakeRepo* find_repo(const httplib::Request& req, httplib::Response& res,
+                            const std::string& name) {
     ++requests_;
     authorizations_.push_back(req.get_header_value("Authorization"));
     auto it = repos_.find(name);
@@ -102,7 +105,8 @@ class FakeHubServer {
       return nullptr;
     }
     const FakeRepo& repo = it->second;
-    if (!repo.gated_token.empty() && req.get_header_value("Authorization") != "Bearer " + repo.gated_token) {
+    if (!repo.gated_token.empty() &&
+        req.get_header_value("Authorization") != "Bearer " + repo.gated_token) {
       res.status = 401;
       res.set_header("X-Error-Code", "GatedRepo");
       res.set_header("X-Error-Message", "Access to model " + name + " is restricted");
@@ -134,7 +138,8 @@ class FakeHubServer {
       if (blobs) siblings += ",\"size\":" + std::to_string(f.content.size());
       siblings += "}";
     }
-    res.set_content("{\"id\":\"" + name + "\",\"sha\":\"" + repo->commit + "\",\"siblings\":[" + siblings + "]}",
+    res.set_content("{\"id\":\"" + name + "\",\"sha\":\"" + repo->commit + "\",\"siblings\":[" +
+                        siblings + "]}",
                     "application/json");
   }
 
@@ -160,7 +165,8 @@ class FakeHubServer {
     if (it->second.lfs) {
       res.set_header("X-Linked-Etag", "\"" + etag + "\"");
       res.set_header("X-Linked-Size", std::to_string(it->second.content.size()));
-      res.set_redirect("/cdn/" + req.matches[1].str() + "--" + req.matches[2].str() + "/" + etag, 302);
+      res.set_redirect("/cdn/" + req.matches[1].str() + "--" + req.matches[2].str() + "/" + etag,
+                       302);
       return;
     }
     res.set_header("ETag", "\"" + etag + "\"");

@@ -57,20 +57,24 @@ TEST_F(HubCli, InspectAndGenerateAGgufFromTheHubThenOffline) {
   quants.files["stories260K-F32.gguf"] = {gguf, true};
   quants.files["stories260K-Q8_0.gguf"] = {"not fetched", true};
   hub_.add_repo("test-org/stories260K-GGUF", quants);
-  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()}, {"HF_HOME", home_.path().string()},
-                 {"HF_HUB_CACHE", std::nullopt}, {"HF_TOKEN", std::nullopt}, {"HF_HUB_OFFLINE", std::nullopt}});
+  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()},
+                 {"HF_HOME", home_.path().string()},
+                 {"HF_HUB_CACHE", std::nullopt},
+                 {"HF_TOKEN", std::nullopt},
+                 {"HF_HUB_OFFLINE", std::nullopt}});
 
   auto local = run_tern({"inspect", fixture("stories260K/stories260K.gguf")});
   ASSERT_EQ(local.exit_code, 0) << local.err;
   auto remote = run_tern({"inspect", "ggml-org/models/tinyllamas/stories260K.gguf"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  EXPECT_NE(remote.out.find("models--ggml-org--models/snapshots/" + models.commit + "/tinyllamas/stories260K.gguf"),
+  EXPECT_NE(remote.out.find("models--ggml-org--models/snapshots/" + models.commit +
+                            "/tinyllamas/stories260K.gguf"),
             std::string::npos)
       << remote.out;
   EXPECT_EQ(without_first_line(remote.out), without_first_line(local.out));
 
-  const std::vector<std::string> generate = {"generate", "--prompt", "Once upon a time", "-n", "12",
-                                             "--temperature", "0"};
+  const std::vector<std::string> generate = {
+      "generate", "--prompt", "Once upon a time", "-n", "12", "--temperature", "0"};
   auto args = generate;
   args.insert(args.begin() + 1, {"--model", fixture("stories260K/stories260K.gguf")});
   auto expected = run_tern(args);
@@ -80,7 +84,8 @@ TEST_F(HubCli, InspectAndGenerateAGgufFromTheHubThenOffline) {
   auto online = run_tern(args);
   ASSERT_EQ(online.exit_code, 0) << online.err;
   EXPECT_EQ(online.out, expected.out);
-  EXPECT_NE(online.err.find("stories260K-F32.gguf"), std::string::npos) << online.err;  // progress line
+  EXPECT_NE(online.err.find("stories260K-F32.gguf"), std::string::npos)
+      << online.err;  // progress line
 
   const int requests = hub_.requests();
   ScopedEnv offline({{"HF_HUB_OFFLINE", "1"}});
@@ -102,7 +107,8 @@ TEST_F(HubCli, InspectAShardedSafetensorsRepository) {
   for (const char* name : {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"})
     writer.add_tensor(name, DType::F32, {64, 64}, std::as_bytes(std::span<const float>(values)));
   writer.write_sharded(local.path().string(), 20000);  // three shards and an index
-  std::filesystem::copy_file(fixture("model-configs/llama-3.2-1b/config.json"), local.path() / "config.json");
+  std::filesystem::copy_file(fixture("model-configs/llama-3.2-1b/config.json"),
+                             local.path() / "config.json");
   FakeRepo repo;
   repo.commit = "4444444444444444444444444444444444444444";
   for (const auto& entry : std::filesystem::directory_iterator(local.path())) {
@@ -112,14 +118,18 @@ TEST_F(HubCli, InspectAShardedSafetensorsRepository) {
   ASSERT_EQ(repo.files.count("model.safetensors.index.json"), 1u);
   hub_.add_repo("test-org/tiny-sharded", repo);
   const std::filesystem::path cache = home_.path() / "cache";
-  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()}, {"HF_HOME", home_.path().string()},
-                 {"HF_HUB_CACHE", cache.string()}, {"HF_TOKEN", std::nullopt}, {"HF_HUB_OFFLINE", std::nullopt}});
+  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()},
+                 {"HF_HOME", home_.path().string()},
+                 {"HF_HUB_CACHE", cache.string()},
+                 {"HF_TOKEN", std::nullopt},
+                 {"HF_HUB_OFFLINE", std::nullopt}});
 
   auto expected = run_tern({"inspect", local.path().string()});
   ASSERT_EQ(expected.exit_code, 0) << expected.err;
   auto remote = run_tern({"inspect", "test-org/tiny-sharded"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  const std::string snapshot = (cache / "models--test-org--tiny-sharded" / "snapshots" / repo.commit).string();
+  const std::string snapshot =
+      (cache / "models--test-org--tiny-sharded" / "snapshots" / repo.commit).string();
   EXPECT_EQ(remote.out, replace_all(expected.out, local.path().string(), snapshot));
 }
 
@@ -130,8 +140,10 @@ TEST_F(HubCli, TokenizeWithATokenizerRepository) {
   for (const char* file : {"vocab.json", "merges.txt", "tokenizer_config.json"})
     repo.files[file] = {read_binary_file(fixture(std::string("qwen-tokenizer/") + file)), false};
   hub_.add_repo("test-org/qwen-tokenizer", repo);
-  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()}, {"HF_HOME", home_.path().string()},
-                 {"HF_HUB_CACHE", (home_.path() / "elsewhere").string()}, {"HF_TOKEN", "hf_cli_token"},
+  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()},
+                 {"HF_HOME", home_.path().string()},
+                 {"HF_HUB_CACHE", (home_.path() / "elsewhere").string()},
+                 {"HF_TOKEN", "hf_cli_token"},
                  {"HF_HUB_OFFLINE", std::nullopt}});
   const std::string text = "Hello world, this is tern.";
   auto expected = run_tern({"tokenize", "--model", fixture("qwen-tokenizer"), "--text", text});
@@ -139,7 +151,8 @@ TEST_F(HubCli, TokenizeWithATokenizerRepository) {
   auto remote = run_tern({"tokenize", "--model", "test-org/qwen-tokenizer", "--text", text});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
   EXPECT_EQ(remote.out, expected.out);
-  EXPECT_TRUE(std::filesystem::exists(home_.path() / "elsewhere" / "models--test-org--qwen-tokenizer" / "refs" / "main"));
+  EXPECT_TRUE(std::filesystem::exists(home_.path() / "elsewhere" /
+                                      "models--test-org--qwen-tokenizer" / "refs" / "main"));
   EXPECT_EQ(hub_.authorizations().back(), "Bearer hf_cli_token");
 
   auto absent = run_tern({"tokenize", "--model", "test-org/absent", "--text", text});

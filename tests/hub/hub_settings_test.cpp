@@ -15,21 +15,29 @@ using tern::testing::ScopedEnv;
 using tern::testing::TempDir;
 
 TEST(HubSettings, CacheDirDefaultsToHomeDotCache) {
-  ScopedEnv env({{"HF_HUB_CACHE", std::nullopt}, {"HUGGINGFACE_HUB_CACHE", std::nullopt},
-                 {"HF_HOME", std::nullopt}, {"XDG_CACHE_HOME", std::nullopt}, {"HOME", "/home/someone"}});
+  ScopedEnv env({{"HF_HUB_CACHE", std::nullopt},
+                 {"HUGGINGFACE_HUB_CACHE", std::nullopt},
+                 {"HF_HOME", std::nullopt},
+                 {"XDG_CACHE_HOME", std::nullopt},
+                 {"HOME", "/home/someone"}});
   EXPECT_EQ(hub_cache_dir(), "/home/someone/.cache/huggingface/hub");
   EXPECT_EQ(hf_home(), "/home/someone/.cache/huggingface");
 }
 
 TEST(HubSettings, XdgCacheHomeMovesHfHome) {
-  ScopedEnv env({{"HF_HUB_CACHE", std::nullopt}, {"HUGGINGFACE_HUB_CACHE", std::nullopt},
-                 {"HF_HOME", std::nullopt}, {"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/home/someone"}});
+  ScopedEnv env({{"HF_HUB_CACHE", std::nullopt},
+                 {"HUGGINGFACE_HUB_CACHE", std::nullopt},
+                 {"HF_HOME", std::nullopt},
+                 {"XDG_CACHE_HOME", "/xdg"},
+                 {"HOME", "/home/someone"}});
   EXPECT_EQ(hub_cache_dir(), "/xdg/huggingface/hub");
 }
 
 TEST(HubSettings, HfHomeBeatsXdgAndHfHubCacheBeatsHfHome) {
-  ScopedEnv env({{"HF_HUB_CACHE", std::nullopt}, {"HUGGINGFACE_HUB_CACHE", std::nullopt},
-                 {"HF_HOME", "/hf-home"}, {"XDG_CACHE_HOME", "/xdg"}});
+  ScopedEnv env({{"HF_HUB_CACHE", std::nullopt},
+                 {"HUGGINGFACE_HUB_CACHE", std::nullopt},
+                 {"HF_HOME", "/hf-home"},
+                 {"XDG_CACHE_HOME", "/xdg"}});
   EXPECT_EQ(hub_cache_dir(), "/hf-home/hub");
   {
     ScopedEnv legacy({{"HUGGINGFACE_HUB_CACHE", "/legacy"}});
@@ -45,8 +53,10 @@ TEST(HubSettings, TokenFromEnvThenTokenPathThenHfHomeFile) {
   TempDir dir("hub-token");
   std::ofstream(dir.file("token")) << "hf_fromfile\n";
   std::ofstream(dir.file("other")) << "  hf_frompath  \n";
-  ScopedEnv env({{"HF_HOME", dir.path().string()}, {"HF_TOKEN", std::nullopt},
-                 {"HUGGING_FACE_HUB_TOKEN", std::nullopt}, {"HF_TOKEN_PATH", std::nullopt}});
+  ScopedEnv env({{"HF_HOME", dir.path().string()},
+                 {"HF_TOKEN", std::nullopt},
+                 {"HUGGING_FACE_HUB_TOKEN", std::nullopt},
+                 {"HF_TOKEN_PATH", std::nullopt}});
   EXPECT_EQ(hf_token(), "hf_fromfile");
   {
     ScopedEnv path({{"HF_TOKEN_PATH", dir.file("other")}});
@@ -59,8 +69,10 @@ TEST(HubSettings, TokenFromEnvThenTokenPathThenHfHomeFile) {
 }
 
 TEST(HubSettings, FromEnvReadsEndpointAndOfflineFlag) {
-  ScopedEnv env({{"HF_ENDPOINT", "http://mirror.example:8080/"}, {"HF_HUB_OFFLINE", "1"},
-                 {"HF_HUB_CACHE", "/c"}, {"HF_TOKEN", "hf_x"}});
+  ScopedEnv env({{"HF_ENDPOINT", "http://mirror.example:8080/"},
+                 {"HF_HUB_OFFLINE", "1"},
+                 {"HF_HUB_CACHE", "/c"},
+                 {"HF_TOKEN", "hf_x"}});
   HubSettings s = HubSettings::from_env();
   EXPECT_EQ(s.endpoint, "http://mirror.example:8080");
   EXPECT_TRUE(s.offline);

@@ -39,8 +39,8 @@ TEST(ModelSpec, HubForms) {
 }
 
 TEST(ModelSpec, QuantMatchesTheEndOfOneFileName) {
-  const std::vector<std::string> files = {"README.md", "m-Q4_K_M.gguf", "m-Q4_K.gguf", "m.Q8_0.gguf",
-                                          "mmproj-m-Q8_0.gguf", "m-f16.gguf"};
+  const std::vector<std::string> files = {"README.md",   "m-Q4_K_M.gguf",      "m-Q4_K.gguf",
+                                          "m.Q8_0.gguf", "mmproj-m-Q8_0.gguf", "m-f16.gguf"};
   EXPECT_EQ(select_gguf_file("o/m", files, "Q4_K_M"), "m-Q4_K_M.gguf");
   EXPECT_EQ(select_gguf_file("o/m", files, "q4_k_m"), "m-Q4_K_M.gguf");
   EXPECT_EQ(select_gguf_file("o/m", files, "Q4_K"), "m-Q4_K.gguf");
@@ -56,14 +56,16 @@ TEST(ModelSpec, QuantMatchesTheEndOfOneFileName) {
 }
 
 TEST(ModelSpec, SupportFilesByWhatTheCommandNeeds) {
-  const std::vector<std::string> files = {"config.json", "generation_config.json", "tokenizer.json",
-                                          "tokenizer_config.json", "model.safetensors", "README.md",
-                                          "onnx/model.onnx", "merges.txt"};
+  const std::vector<std::string> files = {"config.json",       "generation_config.json",
+                                          "tokenizer.json",    "tokenizer_config.json",
+                                          "model.safetensors", "README.md",
+                                          "onnx/model.onnx",   "merges.txt"};
   EXPECT_EQ(select_support_files(files, RepoFiles::All),
-            (std::vector<std::string>{"config.json", "generation_config.json", "merges.txt", "tokenizer.json",
-                                      "tokenizer_config.json"}));
+            (std::vector<std::string>{"config.json", "generation_config.json", "merges.txt",
+                                      "tokenizer.json", "tokenizer_config.json"}));
   EXPECT_EQ(select_support_files(files, RepoFiles::Tokenizer),
-            (std::vector<std::string>{"config.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"}));
+            (std::vector<std::string>{"config.json", "merges.txt", "tokenizer.json",
+                                      "tokenizer_config.json"}));
 }
 
 TEST(ModelSpec, RefusesFileNamesThatLeaveTheSnapshot) {

@@ -47,7 +47,8 @@ FakeRepo safetensors_repo() {
       false};
   r.files["model-00001-of-00002.safetensors"] = {pattern(300000, 1), true};
   r.files["model-00002-of-00002.safetensors"] = {pattern(120000, 2), true};
-  r.files["consolidated.safetensors"] = {pattern(1000, 3), true};  // not in the index: never fetched
+  r.files["consolidated.safetensors"] = {pattern(1000, 3),
+                                         true};  // not in the index: never fetched
   r.files["README.md"] = {"# tiny", false};
   return r;
 }
@@ -105,9 +106,10 @@ TEST_F(ResolveModel, FreshDownloadWritesTheHubCacheLayout) {
   EXPECT_EQ(snapshot, dir / "snapshots" / kCommit);
   EXPECT_EQ(read_binary_file(dir / "refs" / "main"), kCommit);
   const FakeRepo repo = safetensors_repo();
-  for (const char* file : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                           "model.safetensors.index.json", "model-00001-of-00002.safetensors",
-                           "model-00002-of-00002.safetensors"}) {
+  for (const char* file :
+       {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+        "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors"}) {
     const fs::path pointer = snapshot / file;
     ASSERT_TRUE(fs::is_symlink(pointer)) << file;
     EXPECT_EQ(fs::read_symlink(pointer), fs::path("../../blobs") / etag(kRepo, file, repo)) << file;
@@ -141,7 +143,8 @@ TEST_F(ResolveModel, ReusesFilesThatAnotherRunLeftInTheCache) {
   std::ofstream(dir / "refs" / "main") << kCommit;
   for (const char* file : {"config.json", "model.safetensors"}) {
     std::ofstream(dir / "blobs" / (std::string("blob-") + file)) << file;
-    fs::create_symlink(fs::path("../../blobs") / (std::string("blob-") + file), dir / "snapshots" / kCommit / file);
+    fs::create_symlink(fs::path("../../blobs") / (std::string("blob-") + file),
+                       dir / "snapshots" / kCommit / file);
   }
   settings_.endpoint = "http://127.0.0.1:1";  // nothing listens there
   EXPECT_EQ(resolve("other/model"), (dir / "snapshots" / kCommit).string());
@@ -188,7 +191,8 @@ TEST_F(ResolveModel, OfflineNeverTouchesTheNetworkAndNamesWhatIsMissing) {
   const std::string shard_error = error_of(kRepo);
   EXPECT_NE(shard_error.find("model-00002-of-00002.safetensors"), std::string::npos) << shard_error;
   const std::string quant_error = error_of(std::string(kGgufRepo) + ":Q4_K_M");
-  EXPECT_NE(quant_error.find("tiny-Q8_0.gguf"), std::string::npos) << quant_error;  // lists what is cached
+  EXPECT_NE(quant_error.find("tiny-Q8_0.gguf"), std::string::npos)
+      << quant_error;  // lists what is cached
   EXPECT_EQ(hub_.requests(), requests);
 }
 
@@ -217,7 +221,8 @@ TEST_F(ResolveModel, GgufQuantizationIsChosenFromTheListing) {
 TEST_F(ResolveModel, RevisionsByBranchAndByCommit) {
   const std::string by_commit = resolve(kRepo, {kCommit, RepoFiles::NoWeights});
   EXPECT_EQ(by_commit, (repo_dir("models--test-org--tiny") / "snapshots" / kCommit).string());
-  EXPECT_FALSE(fs::exists(fs::path(by_commit) / "model-00001-of-00002.safetensors"));  // dummy weights
+  EXPECT_FALSE(
+      fs::exists(fs::path(by_commit) / "model-00001-of-00002.safetensors"));  // dummy weights
   EXPECT_TRUE(fs::exists(fs::path(by_commit) / "config.json"));
   const std::string error = error_of(kRepo, {"v9", RepoFiles::All});
   EXPECT_NE(error.find("no revision 'v9'"), std::string::npos) << error;

@@ -208,8 +208,8 @@ TEST(Attention, EightBitCachesStayNearF16) {
     double bound;
   };
   const std::vector<Token> tokens{{0, 200}, {0, 40}, {1, 99}};
-  for (const Case& c : {Case{KvDtype::Int8, 0.03}, Case{KvDtype::Fp8E4M3, 0.1},
-                        Case{KvDtype::Fp8E5M2, 0.14}}) {
+  for (const Case& c :
+       {Case{KvDtype::Int8, 0.03}, Case{KvDtype::Fp8E4M3, 0.1}, Case{KvDtype::Fp8E5M2, 0.14}}) {
     const Shape f16_shape{16, 8, 128, 16, KvDtype::F16};
     Shape q_shape = f16_shape;
     q_shape.dtype = c.dtype;
@@ -220,7 +220,8 @@ TEST(Attention, EightBitCachesStayNearF16) {
     const auto want = run(f16, tokens, q, scale);
     const auto got = run(quant, tokens, q, scale);
     double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+    for (size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, double(std::fabs(got[i] - want[i])));
     EXPECT_LT(worst, c.bound) << kv_dtype_name(c.dtype);
     EXPECT_GT(worst, 0.0) << kv_dtype_name(c.dtype) << ": no rounding at all is suspicious";
   }

@@ -79,12 +79,15 @@ TEST(KvCache, EightBitRowsRoundTripWithinTheirStepAndKeepTheirScales) {
       cache.read_slot(1, slots[t], kr.data(), vr.data());
       for (int h = 0; h < c.n_kv_heads; ++h) {
         float amax = 0;
-        for (int d = 0; d < c.head_dim; ++d) amax = std::max(amax, std::fabs(k[t * row + h * c.head_dim + d]));
+        for (int d = 0; d < c.head_dim; ++d)
+          amax = std::max(amax, std::fabs(k[t * row + h * c.head_dim + d]));
         // The head's scale sits at [slot, head] of the layer's scale array.
         const uint16_t scale = cache.k_scales(1)[slots[t] * c.n_kv_heads + h];
         // It is the head quantizer's: max|x| / top, or for short FP8 heads the best scale of
         // an octave above that.
-        const float top = dtype == KvDtype::Int8 ? 127.0f : dtype == KvDtype::Fp8E4M3 ? 448.0f : 57344.0f;
+        const float top = dtype == KvDtype::Int8      ? 127.0f
+                          : dtype == KvDtype::Fp8E4M3 ? 448.0f
+                                                      : 57344.0f;
         std::vector<uint8_t> codes(static_cast<size_t>(c.head_dim));
         uint16_t expected = 0;
         quantize_kv_head(dtype, &k[t * row + h * c.head_dim], c.head_dim, codes.data(), &expected);
@@ -93,7 +96,7 @@ TEST(KvCache, EightBitRowsRoundTripWithinTheirStepAndKeepTheirScales) {
         EXPECT_GE(f16_to_f32(scale), f16_to_f32(f32_to_f16(amax / top)));
         for (int d = 0; d < c.head_dim; ++d) {
           const int64_t i = t * row + h * c.head_dim + d;
-          const float bound = dtype == KvDtype::Int8 ? 0.51f * f16_to_f32(scale)
+          const float bound = dtype == KvDtype::Int8      ? 0.51f * f16_to_f32(scale)
                               : dtype == KvDtype::Fp8E4M3 ? std::fabs(k[i]) / 15 + 1e-4f
                                                           : std::fabs(k[i]) / 7 + 1e-4f;
           ASSERT_NEAR(kr[h * c.head_dim + d], k[i], bound) << kv_dtype_name(dtype) << " " << i;

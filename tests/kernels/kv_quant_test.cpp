@@ -71,7 +71,8 @@ TEST(KvQuant, Fp8CodesRoundTripAndRoundToNearest) {
       ASSERT_EQ(encode(dtype, decode(dtype, code)), code) << kv_dtype_name(dtype) << " " << c;
       // Midpoints to the next code up: ties to even.
       if (finite_code(dtype, static_cast<uint8_t>(code + 1)) && ((code + 1) & 0x7f) != 0) {
-        const float mid = 0.5f * (decode(dtype, code) + decode(dtype, static_cast<uint8_t>(code + 1)));
+        const float mid =
+            0.5f * (decode(dtype, code) + decode(dtype, static_cast<uint8_t>(code + 1)));
         ASSERT_EQ(encode(dtype, mid), nearest_code(dtype, mid)) << kv_dtype_name(dtype) << " " << c;
       }
     }
@@ -102,7 +103,8 @@ TEST(KvQuant, HeadQuantizerScalesToTheLargestValue) {
     EXPECT_EQ(scale, f32_to_f16(9.5f / c.top)) << kv_dtype_name(c.dtype);
     const float s = f16_to_f32(scale);
     std::vector<float> back(x.size());
-    kv_dequantize_fn(c.dtype, Isa::Scalar)(codes.data(), s, back.data(), static_cast<int>(x.size()));
+    kv_dequantize_fn(c.dtype, Isa::Scalar)(codes.data(), s, back.data(),
+                                           static_cast<int>(x.size()));
     for (size_t i = 0; i < x.size(); ++i) {
       if (c.dtype == KvDtype::Int8) {
         // Half a step, plus what the f16 scale's rounding moves the top of the range.
@@ -181,7 +183,8 @@ TEST(KvQuant, DequantizersMatchTheScalarTwinBitForBit) {
   std::vector<uint8_t> codes(200);
   for (KvDtype dtype : {KvDtype::Int8, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2}) {
     for (uint8_t& c : codes) {
-      do c = static_cast<uint8_t>(rng()); while (dtype != KvDtype::Int8 && !finite_code(dtype, c));
+      do c = static_cast<uint8_t>(rng());
+      while (dtype != KvDtype::Int8 && !finite_code(dtype, c));
     }
     const KvDequantizeFn scalar = kv_dequantize_fn(dtype, Isa::Scalar);
     for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {

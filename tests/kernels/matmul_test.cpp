@@ -34,7 +34,8 @@ Weights make_weights(DType dtype, int64_t n, int64_t k, uint32_t seed) {
   const size_t row_bytes = *dtype_bytes(dtype, k);
   w.data.resize(row_bytes * n);
   const std::vector<float> f = gaussian(n * k, seed, 0.05f);
-  for (int64_t r = 0; r < n; ++r) quantize_row(dtype, f.data() + r * k, w.data.data() + r * row_bytes, k);
+  for (int64_t r = 0; r < n; ++r)
+    quantize_row(dtype, f.data() + r * k, w.data.data() + r * row_bytes, k);
   w.view = packed_weight_view(dtype, n, k, w.data.data());
   return w;
 }
@@ -53,15 +54,16 @@ class ThreadCount {
 TEST(Matmul, BatchInvariance) {
   const int64_t t_max = 64;
   const std::vector<float> x = gaussian(t_max * kK, 11);
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_K,
-                      DType::Q4_K, DType::Q6_K}) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                      DType::Q5_K, DType::Q4_K, DType::Q6_K}) {
     const Weights w = make_weights(dtype, kN, kK, 5);
     Workspace ws;
     // Each row alone, one thread: the reference every other shape must reproduce bit for bit.
     std::vector<float> alone(t_max * kN);
     {
       ThreadCount one(1);
-      for (int64_t i = 0; i < t_max; ++i) matmul(w.view, x.data() + i * kK, 1, alone.data() + i * kN, ws);
+      for (int64_t i = 0; i < t_max; ++i)
+        matmul(w.view, x.data() + i * kK, 1, alone.data() + i * kN, ws);
     }
     for (int threads : {1, 2}) {
       ThreadCount tc(threads);
@@ -92,7 +94,8 @@ struct TileCase {
 std::vector<TileCase> tile_cases() {
   std::vector<TileCase> cases;
   for (DType dtype : {DType::Q4_0, DType::Q5_0, DType::Q8_0})
-    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 10}, int64_t{32 * 48}}) cases.push_back({dtype, k});
+    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 10}, int64_t{32 * 48}})
+      cases.push_back({dtype, k});
   for (DType dtype : {DType::Q4_K, DType::Q6_K, DType::Q5_K})
     // 17 super-blocks: more than one per chain of the AMX level's 16, in a tree that tells
     // the chains apart; 12: its GEMV's group of 8 and group of 4.
@@ -100,7 +103,8 @@ std::vector<TileCase> tile_cases() {
       cases.push_back({dtype, k});
   // Float rows: 4-chunk steps, single chunks and a masked tail.
   for (DType dtype : {DType::F16, DType::F32, DType::BF16})
-    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}, int64_t{149}}) cases.push_back({dtype, k});
+    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}, int64_t{149}})
+      cases.push_back({dtype, k});
   // F16's two accumulators: a last chunk alone (whole or short) after the 32-element steps.
   for (int64_t k : {int64_t{32 * 21 + 16}, int64_t{32 * 21 + 7}}) cases.push_back({DType::F16, k});
   return cases;
@@ -128,13 +132,15 @@ TEST(Matmul, GemmTileIsVecDotPerElement) {
         int mismatches = 0;
         for (int64_t i = 0; i < tokens; ++i) {
           for (int64_t r = 0; r < rows; ++r) {
-            const float want = kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
-                                            static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+            const float want =
+                kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                             static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
             mismatches += std::memcmp(&want, &y[i * ldy + r], sizeof want) != 0;
           }
           for (size_t r = rows; r < ldy; ++r) mismatches += y[i * ldy + r] != -1.0f;
         }
-        EXPECT_EQ(mismatches, 0) << dtype_name(c.dtype) << " k=" << c.k << " T=" << tokens << " " << isa_name(isa);
+        EXPECT_EQ(mismatches, 0) << dtype_name(c.dtype) << " k=" << c.k << " T=" << tokens << " "
+                                 << isa_name(isa);
       }
     }
   }
@@ -148,8 +154,8 @@ void expect_tiles_batch_invariant(const TileCase& c, int64_t rows, Isa isa) {
   const std::vector<float> x = gaussian(t_max * c.k, 24);
   Workspace ws;
   const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
-  const std::string where = std::string(dtype_name(c.dtype)) + " " + isa_name(isa) + " k=" + std::to_string(c.k) +
-                            " rows=" + std::to_string(rows);
+  const std::string where = std::string(dtype_name(c.dtype)) + " " + isa_name(isa) +
+                            " k=" + std::to_string(c.k) + " rows=" + std::to_string(rows);
   // Row i of the activations alone.
   auto rows_from = [&](int64_t i, int64_t t) {
     QuantizedActivations part = a;
@@ -160,19 +166,22 @@ void expect_tiles_batch_invariant(const TileCase& c, int64_t rows, Isa isa) {
   std::vector<float> alone(t_max * rows);
   {
     ThreadCount one(1);
-    for (int64_t i = 0; i < t_max; ++i) matmul(w.view, rows_from(i, 1), alone.data() + i * rows, isa);
+    for (int64_t i = 0; i < t_max; ++i)
+      matmul(w.view, rows_from(i, 1), alone.data() + i * rows, isa);
   }
   // The scalar reference dot of every element.
   const TypeKernels& scalar = type_kernels(c.dtype, Isa::Scalar);
   std::vector<float> ref(t_max * rows);
   for (int64_t i = 0; i < t_max; ++i)
     for (int64_t r = 0; r < rows; ++r)
-      ref[i * rows + r] = scalar.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
-                                         static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+      ref[i * rows + r] =
+          scalar.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                         static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
   EXPECT_LE(testing::relative_rms_error(alone, ref), 1e-5) << where;
   for (int threads : {1, 2, 3}) {
     ThreadCount tc(threads);
-    for (int64_t t : {2, 3, 4, 5, 7, 8, 15, 16, 64, 67}) {  // 2-15: the AMX level's few-token kernels
+    for (int64_t t :
+         {2, 3, 4, 5, 7, 8, 15, 16, 64, 67}) {  // 2-15: the AMX level's few-token kernels
       std::vector<float> y(t * rows);
       matmul(w.view, rows_from(0, t), y.data(), isa);
       EXPECT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
@@ -204,13 +213,14 @@ void expect_packed_same_bits(const TileCase& c, int64_t rows, Isa isa) {
   const std::vector<float> x = gaussian(t_max * c.k, 26);
   Workspace ws;
   const QuantizedActivations a = quantize_activations(c.dtype, x.data(), t_max, c.k, ws);
-  const std::string where = std::string(dtype_name(c.dtype)) + " " + isa_name(isa) + " k=" + std::to_string(c.k) +
-                            " rows=" + std::to_string(rows);
+  const std::string where = std::string(dtype_name(c.dtype)) + " " + isa_name(isa) +
+                            " k=" + std::to_string(c.k) + " rows=" + std::to_string(rows);
   std::vector<float> want(t_max * rows);
   for (int64_t i = 0; i < t_max; ++i)
     for (int64_t r = 0; r < rows; ++r)
-      want[i * rows + r] = kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
-                                        static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
+      want[i * rows + r] =
+          kern.vec_dot(c.k, static_cast<const uint8_t*>(w.view.data) + r * w.view.row_bytes,
+                       static_cast<const uint8_t*>(a.data) + i * a.row_bytes);
   for (int threads : {1, 2, 3}) {
     ThreadCount tc(threads);
     for (int64_t t : {1, 2, 7, 15, 16, 17, 26, 27, 33, 40}) {
@@ -251,8 +261,9 @@ TEST(Matmul, MatchesReference) {
   const struct {
     DType dtype;
     double bound;
-  } cases[] = {{DType::F32, 1e-6}, {DType::F16, 1e-6},  {DType::BF16, 6e-3}, {DType::Q8_0, 1.5e-2},
-               {DType::Q4_0, 1.5e-2}, {DType::Q5_1, 1.5e-2}, {DType::Q4_K, 1.5e-2}, {DType::Q6_K, 1.5e-2}};
+  } cases[] = {{DType::F32, 1e-6},    {DType::F16, 1e-6},    {DType::BF16, 6e-3},
+               {DType::Q8_0, 1.5e-2}, {DType::Q4_0, 1.5e-2}, {DType::Q5_1, 1.5e-2},
+               {DType::Q4_K, 1.5e-2}, {DType::Q6_K, 1.5e-2}};
   for (const auto& c : cases) {
     const Weights w = make_weights(c.dtype, kN, kK, 6);
     Workspace ws;
@@ -266,7 +277,8 @@ TEST(Matmul, MatchesReference) {
 TEST(Matmul, SharedActivationsAndStridedRows) {
   const int64_t t = 3;
   const std::vector<float> x = gaussian(t * kK, 13);
-  const Weights q4 = make_weights(DType::Q4_K, kN, kK, 7), q6 = make_weights(DType::Q6_K, 24, kK, 8);
+  const Weights q4 = make_weights(DType::Q4_K, kN, kK, 7),
+                q6 = make_weights(DType::Q6_K, 24, kK, 8);
   Workspace ws, ws2;
   std::vector<float> y4(t * kN), y6(t * 24), want4(t * kN), want6(t * 24);
   matmul(q4.view, x.data(), t, want4.data(), ws2);
@@ -276,12 +288,14 @@ TEST(Matmul, SharedActivationsAndStridedRows) {
   matmul(q6.view, a, y6.data());  // Q6_K takes the same Q8_K activations
   EXPECT_EQ(y4, want4);
   EXPECT_EQ(y6, want6);
-  EXPECT_THROW(matmul(make_weights(DType::Q8_0, 4, kK, 9).view, a, y4.data()), Error);  // wants Q8_0
+  EXPECT_THROW(matmul(make_weights(DType::Q8_0, 4, kK, 9).view, a, y4.data()),
+               Error);  // wants Q8_0
 
   // Rows padded apart (row_bytes larger than packed): same results.
   const size_t packed = q4.view.row_bytes, padded = packed + 64;
   std::vector<uint8_t> spread(padded * kN);
-  for (int64_t r = 0; r < kN; ++r) std::memcpy(spread.data() + r * padded, q4.data.data() + r * packed, packed);
+  for (int64_t r = 0; r < kN; ++r)
+    std::memcpy(spread.data() + r * padded, q4.data.data() + r * packed, packed);
   WeightView view = q4.view;
   view.data = spread.data();
   view.row_bytes = padded;
@@ -306,8 +320,10 @@ TEST(Matmul, Errors) {
   Workspace ws;
   std::vector<float> x(64), y(64);
   const std::vector<uint8_t> data(1024);
-  EXPECT_THROW(matmul(WeightView{DType::Q4_K, 1, 64, data.data(), 64}, x.data(), 1, y.data(), ws), Error);
-  EXPECT_THROW(matmul(WeightView{DType::Q2_K, 1, 256, data.data(), 84}, x.data(), 1, y.data(), ws), Error);
+  EXPECT_THROW(matmul(WeightView{DType::Q4_K, 1, 64, data.data(), 64}, x.data(), 1, y.data(), ws),
+               Error);
+  EXPECT_THROW(matmul(WeightView{DType::Q2_K, 1, 256, data.data(), 84}, x.data(), 1, y.data(), ws),
+               Error);
   EXPECT_THROW(packed_weight_view(DType::Q4_0, 2, 33, data.data()), Error);
 }
 

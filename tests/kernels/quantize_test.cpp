@@ -27,19 +27,18 @@ struct RoundTripBound {
 // ‖dequantize(quantize(x)) - x‖ / ‖x‖ on 4096 N(0, 1) values.
 TEST(Quantize, RoundTripErrorPerType) {
   const RoundTripBound bounds[] = {
-      {DType::F32, 0.0},
-      {DType::F16, 2.4e-4},   // measured 2.09e-4
-      {DType::BF16, 1.9e-3},  // 1.66e-3
-      {DType::Q8_0, 6.2e-3},  // 5.38e-3
-      {DType::Q8_1, 6.2e-3},  // 5.38e-3
-      {DType::Q8_K, 7.9e-3},  // 6.84e-3
-      {DType::Q6_K, 1.95e-2}, // 1.70e-2: the step is ~ 1.8σ/32 per 16 values, /√12
-      {DType::Q5_1, 4.35e-2}, // 3.78e-2
-      {DType::Q5_K, 4.05e-2}, // 3.53e-2
-      {DType::Q5_0, 4.95e-2}, // 4.32e-2
-      {DType::Q4_K, 8.15e-2}, // 7.11e-2: the step is ~ 4.1σ/15 per 32 values, /√12
-      {DType::Q4_1, 8.95e-2}, // 7.79e-2
-      {DType::Q4_0, 1.0e-1},  // 8.75e-2
+      {DType::F32, 0.0},      {DType::F16, 2.4e-4},  // measured 2.09e-4
+      {DType::BF16, 1.9e-3},                         // 1.66e-3
+      {DType::Q8_0, 6.2e-3},                         // 5.38e-3
+      {DType::Q8_1, 6.2e-3},                         // 5.38e-3
+      {DType::Q8_K, 7.9e-3},                         // 6.84e-3
+      {DType::Q6_K, 1.95e-2},  // 1.70e-2: the step is ~ 1.8σ/32 per 16 values, /√12
+      {DType::Q5_1, 4.35e-2},  // 3.78e-2
+      {DType::Q5_K, 4.05e-2},  // 3.53e-2
+      {DType::Q5_0, 4.95e-2},  // 4.32e-2
+      {DType::Q4_K, 8.15e-2},  // 7.11e-2: the step is ~ 4.1σ/15 per 32 values, /√12
+      {DType::Q4_1, 8.95e-2},  // 7.79e-2
+      {DType::Q4_0, 1.0e-1},   // 8.75e-2
   };
   const std::vector<float> x = gaussian(4096, 1);
   for (const RoundTripBound& b : bounds) {
@@ -59,10 +58,10 @@ TEST(Quantize, EdgeRowsStayBounded) {
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
                   DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
     std::vector<float> x = gaussian(512, 2);
-    for (int i = 0; i < 32; ++i) x[i] = 0.0f;                         // zero block
-    for (int i = 32; i < 64; ++i) x[i] = 1.0f + std::fabs(x[i]);      // all positive
-    for (int i = 64; i < 96; ++i) x[i] = -2.0f - std::fabs(x[i]);     // all negative
-    for (int i = 256; i < 512; ++i) x[i] *= 1000.0f;                  // another scale
+    for (int i = 0; i < 32; ++i) x[i] = 0.0f;                      // zero block
+    for (int i = 32; i < 64; ++i) x[i] = 1.0f + std::fabs(x[i]);   // all positive
+    for (int i = 64; i < 96; ++i) x[i] = -2.0f - std::fabs(x[i]);  // all negative
+    for (int i = 256; i < 512; ++i) x[i] *= 1000.0f;               // another scale
     const std::vector<float> y = dequantized(t, quantized(t, x).data(), 512);
     for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 0.0f) << dtype_name(t) << " element " << i;
     double err = 0, ref = 0;
@@ -80,8 +79,8 @@ TEST(Quantize, HandBuiltQ4_0) {
   for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | (15 - j) << 4);
   const std::vector<float> y = dequantized(DType::Q4_0, &b, 32);
   for (int j = 0; j < 16; ++j) {
-    EXPECT_EQ(y[j], (j - 8) * 0.5f) << j;             // low nibbles: elements 0..15
-    EXPECT_EQ(y[j + 16], (7 - j) * 0.5f) << j + 16;   // high nibbles: elements 16..31
+    EXPECT_EQ(y[j], (j - 8) * 0.5f) << j;            // low nibbles: elements 0..15
+    EXPECT_EQ(y[j + 16], (7 - j) * 0.5f) << j + 16;  // high nibbles: elements 16..31
   }
 }
 
@@ -106,7 +105,8 @@ TEST(Quantize, HandBuiltQ4_K) {
   b.dmin = 0x3800;  // 0.5
   // bytes 0-3: scale j | (top 2 bits of scale j+4) << 6; bytes 4-7: min j | (top of min j+4) << 6;
   // bytes 8-11: low nibble of scale j+4 | low nibble of min j+4 << 4.
-  const uint8_t scales[12] = {0x41, 0x82, 0xc3, 0xc4, 0x45, 0x86, 0xc7, 0xc8, 0x41, 0x41, 0x12, 0xef};
+  const uint8_t scales[12] = {0x41, 0x82, 0xc3, 0xc4, 0x45, 0x86,
+                              0xc7, 0xc8, 0x41, 0x41, 0x12, 0xef};
   std::memcpy(b.scales, scales, 12);
   for (int i = 0; i < 128; ++i) b.qs[i] = static_cast<uint8_t>(i * 7 + 3);
   const std::vector<float> y = dequantized(DType::Q4_K, &b, 256);
@@ -133,13 +133,14 @@ TEST(Quantize, HandBuiltQ6_K) {
     for (int l = 0; l < 32; ++l) {
       b.ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 15) | (qq[l + 64] & 15) << 4);
       b.ql[64 * h + l + 32] = static_cast<uint8_t>((qq[l + 32] & 15) | (qq[l + 96] & 15) << 4);
-      b.qh[32 * h + l] = static_cast<uint8_t>(qq[l] >> 4 | (qq[l + 32] >> 4) << 2 | (qq[l + 64] >> 4) << 4 |
-                                              (qq[l + 96] >> 4) << 6);
+      b.qh[32 * h + l] = static_cast<uint8_t>(qq[l] >> 4 | (qq[l + 32] >> 4) << 2 |
+                                              (qq[l + 64] >> 4) << 4 | (qq[l + 96] >> 4) << 6);
     }
   }
   const std::vector<float> y = dequantized(DType::Q6_K, &b, 256);
   for (int e = 0; e < 256; ++e)
-    EXPECT_EQ(y[e], 0.125f * static_cast<float>(b.scales[e / 16]) * static_cast<float>(q[e] - 32)) << e;
+    EXPECT_EQ(y[e], 0.125f * static_cast<float>(b.scales[e / 16]) * static_cast<float>(q[e] - 32))
+        << e;
 }
 
 // Q2_K: 2-bit quants, in half h bits 2g..2g+1 of qs[32h + l] are element 128h + 32g + l;
@@ -152,9 +153,11 @@ TEST(Quantize, HandBuiltQ2_K) {
   int q[256];
   for (int e = 0; e < 256; ++e) q[e] = (e * 3 + e / 7) % 4;
   for (int i = 0; i < 64; ++i) b.qs[i] = 0;
-  for (int e = 0; e < 256; ++e) b.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * ((e % 128) / 32)));
+  for (int e = 0; e < 256; ++e)
+    b.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * ((e % 128) / 32)));
   const std::vector<float> y = dequantized(DType::Q2_K, &b, 256);
-  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], static_cast<float>((e / 16) * q[e]) - 0.5f * (15 - e / 16)) << e;
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(y[e], static_cast<float>((e / 16) * q[e]) - 0.5f * (15 - e / 16)) << e;
 }
 
 // Q3_K: 3-bit codes c with value c - 4: the low 2 bits as Q2_K, bit 2 in bit 4h + g of
@@ -177,7 +180,8 @@ TEST(Quantize, HandBuiltQ3_K) {
     b.hmask[l] |= static_cast<uint8_t>((c[e] >> 2) << (4 * h + g));
   }
   const std::vector<float> y = dequantized(DType::Q3_K, &b, 256);
-  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.5f * static_cast<float>((sc[e / 16] - 32) * (c[e] - 4))) << e;
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(y[e], 0.5f * static_cast<float>((sc[e / 16] - 32) * (c[e] - 4))) << e;
 }
 
 // Q8_K bsums are the sums of each 16 quants, and no 8-bit activation quant is -128.
@@ -214,7 +218,8 @@ TEST(Quantize, RowsInParallelEqualRowByRow) {
     const size_t row_bytes = *dtype_bytes(t, k);
     std::vector<uint8_t> all(rows * row_bytes), one(rows * row_bytes);
     quantize_rows(t, x.data(), all.data(), rows, k);
-    for (int64_t r = 0; r < rows; ++r) quantize_row(t, x.data() + r * k, one.data() + r * row_bytes, k);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(t, x.data() + r * k, one.data() + r * row_bytes, k);
     EXPECT_EQ(all, one) << dtype_name(t);
   }
 }

@@ -37,7 +37,8 @@ TEST(StealingSplit, EveryStepOnce) {
             EXPECT_EQ(too_many.load(), 0);
             for (int64_t s = 0; s < total; ++s)
               EXPECT_EQ(taken[static_cast<size_t>(s)].load(), 1)
-                  << "step " << s << " planned " << planned << " present " << present << " want " << want;
+                  << "step " << s << " planned " << planned << " present " << present << " want "
+                  << want;
             EXPECT_EQ(split.owned_steps(), planned * per_thread);
           }
         }
@@ -51,7 +52,8 @@ TEST(StealingSplit, ManyThreads) {
   StealingSplit split(40, 3, 5);
   std::vector<int> taken(125);
   for (int t = 0; t < 40; ++t)
-    for (StealingSplit::Range r; (r = split.next(t)).count > 0;) ++taken[static_cast<size_t>(r.first)];
+    for (StealingSplit::Range r; (r = split.next(t)).count > 0;)
+      ++taken[static_cast<size_t>(r.first)];
   for (int c : taken) EXPECT_EQ(c, 1);
 }
 
@@ -69,7 +71,9 @@ TEST(StealingSplit, OwnShareFirstInOrder) {
 // last run is what is left.
 TEST(StealingSplit, RunsFromTheFrontSingleStepsStolen) {
   StealingSplit split(2, 8, 0);
-  auto is = [](StealingSplit::Range r, int64_t first, int count) { return r.first == first && r.count == count; };
+  auto is = [](StealingSplit::Range r, int64_t first, int count) {
+    return r.first == first && r.count == count;
+  };
   EXPECT_TRUE(is(split.next(0, 4), 0, 4));
   EXPECT_TRUE(is(split.next(1, 4), 8, 4));
   EXPECT_TRUE(is(split.next(1, 4), 12, 4));
@@ -94,8 +98,8 @@ TEST(StealingSplit, ReadInStreamsEveryItemOnceStreamsInStep) {
       });
       EXPECT_EQ(bad_steps.load(), 0) << items << " items, " << threads << " threads";
       for (int64_t i = 0; i < items; ++i)
-        EXPECT_EQ(taken[static_cast<size_t>(i)].load(), 1) << "item " << i << " of " << items << ", " << threads
-                                                            << " threads";
+        EXPECT_EQ(taken[static_cast<size_t>(i)].load(), 1)
+            << "item " << i << " of " << items << ", " << threads << " threads";
     }
   }
   omp_set_num_threads(saved);

@@ -24,9 +24,12 @@ namespace {
 
 VecDotFn simd_kernel(DType type, Isa isa) {
   switch (isa) {
-    case Isa::Avx2: return avx2_vec_dot_k(type);
-    case Isa::Amx: return amx_vec_dot_k(type);
-    default: return avx512_vec_dot_k(type);
+    case Isa::Avx2:
+      return avx2_vec_dot_k(type);
+    case Isa::Amx:
+      return amx_vec_dot_k(type);
+    default:
+      return avx512_vec_dot_k(type);
   }
 }
 

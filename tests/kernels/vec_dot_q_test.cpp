@@ -21,9 +21,13 @@ namespace tern::cpu {
 namespace {
 
 template <class W>
-constexpr bool kHasMin = requires(W w) { w.m; };
+constexpr bool kHasMin = requires(W w) {
+  w.m;
+};
 template <class W>
-constexpr bool kHasQh = requires(W w) { w.qh; };
+constexpr bool kHasQh = requires(W w) {
+  w.qh;
+};
 template <class W>
 constexpr bool kIsQ8 = std::is_same_v<W, BlockQ8_0>;
 template <class W>
@@ -91,7 +95,8 @@ std::vector<IsaKernel> simd_kernels(DType weight) {
   std::vector<IsaKernel> out;
   if (isa_supported(Isa::Avx2)) out.push_back({"avx2", avx2_vec_dot_q(weight)});
   // Both AVX-512 levels share the AMX level's dot for the types it covers (Q4_0, Q8_0).
-  if (isa_supported(Isa::Avx512)) out.push_back({"avx512", type_kernels(weight, Isa::Avx512).vec_dot});
+  if (isa_supported(Isa::Avx512))
+    out.push_back({"avx512", type_kernels(weight, Isa::Avx512).vec_dot});
   if (isa_supported(Isa::Amx)) out.push_back({"amx", type_kernels(weight, Isa::Amx).vec_dot});
   return out;
 }
@@ -122,7 +127,8 @@ void fill_random_activations(std::vector<A>& a, std::mt19937& rng) {
       q = static_cast<int8_t>(value(rng));
       sum += q;
     }
-    if constexpr (std::is_same_v<A, BlockQ8_1>) blk.s = f32_to_f16(f16_to_f32(blk.d) * static_cast<float>(sum));
+    if constexpr (std::is_same_v<A, BlockQ8_1>)
+      blk.s = f32_to_f16(f16_to_f32(blk.d) * static_cast<float>(sum));
   }
 }
 
@@ -167,11 +173,14 @@ TYPED_TEST(VecDotQTest, RandomRowsMatchTheReference) {
       fill_random_activations(a, rng);
       const Expected e = reference(w, a);
       const float scalar = scalar_vec_dot(dtype_of<W>())(k, w.data(), a.data());
-      EXPECT_NEAR(scalar, e.value, 1e-5 * e.magnitude + 1e-30) << "scalar k=" << k << " trial " << trial;
+      EXPECT_NEAR(scalar, e.value, 1e-5 * e.magnitude + 1e-30)
+          << "scalar k=" << k << " trial " << trial;
       for (const IsaKernel& isa : simd_kernels(dtype_of<W>())) {
         const float got = isa.fn(k, w.data(), a.data());
-        EXPECT_NEAR(got, e.value, 1e-5 * e.magnitude + 1e-30) << isa.name << " k=" << k << " trial " << trial;
-        EXPECT_NEAR(got, scalar, 2e-5 * e.magnitude + 1e-30) << isa.name << " vs scalar, k=" << k << " trial " << trial;
+        EXPECT_NEAR(got, e.value, 1e-5 * e.magnitude + 1e-30)
+            << isa.name << " k=" << k << " trial " << trial;
+        EXPECT_NEAR(got, scalar, 2e-5 * e.magnitude + 1e-30)
+            << isa.name << " vs scalar, k=" << k << " trial " << trial;
       }
     }
   }
@@ -184,9 +193,11 @@ void check_exact(const std::vector<W>& w, const std::vector<ActOf<W>>& a, const 
   const Expected e = reference(w, a);
   ASSERT_LT(e.magnitude, 16777216.0) << what;
   const int64_t k = static_cast<int64_t>(w.size()) * kQK;
-  EXPECT_EQ(scalar_vec_dot(dtype_of<W>())(k, w.data(), a.data()), static_cast<float>(e.value)) << "scalar " << what;
+  EXPECT_EQ(scalar_vec_dot(dtype_of<W>())(k, w.data(), a.data()), static_cast<float>(e.value))
+      << "scalar " << what;
   for (const IsaKernel& isa : simd_kernels(dtype_of<W>())) {
-    EXPECT_EQ(isa.fn(k, w.data(), a.data()), static_cast<float>(e.value)) << isa.name << " " << what << " k=" << k;
+    EXPECT_EQ(isa.fn(k, w.data(), a.data()), static_cast<float>(e.value))
+        << isa.name << " " << what << " k=" << k;
   }
 }
 
@@ -200,8 +211,11 @@ TYPED_TEST(VecDotQTest, ExtremeBlocksAreExact) {
     uint8_t qs;  // the byte for 4/5-bit types; Q8_0 uses it as int8
     uint8_t qh;
   };
-  const WeightPattern weights[] = {
-      {"w-min", 0x00, 0x00}, {"w-max", 0xFF, 0xFF}, {"w-mixed", 0xF0, 0x55}, {"w-q8-min", 0x80, 0xAA}, {"w-q8-max", 0x7F, 0x33}};
+  const WeightPattern weights[] = {{"w-min", 0x00, 0x00},
+                                   {"w-max", 0xFF, 0xFF},
+                                   {"w-mixed", 0xF0, 0x55},
+                                   {"w-q8-min", 0x80, 0xAA},
+                                   {"w-q8-max", 0x7F, 0x33}};
   const int activations[][2] = {{127, 127}, {-128, -128}, {127, -128}, {-128, 127}};
   for (int64_t k : {32, 96, 544}) {
     for (const WeightPattern& wp : weights) {
@@ -221,7 +235,9 @@ TYPED_TEST(VecDotQTest, ExtremeBlocksAreExact) {
           }
           if constexpr (std::is_same_v<A, BlockQ8_1>) a[b].s = f32_to_f16(static_cast<float>(sum));
         }
-        check_exact(w, a, std::string(wp.name) + " a=" + std::to_string(ap[0]) + "/" + std::to_string(ap[1]));
+        check_exact(
+            w, a,
+            std::string(wp.name) + " a=" + std::to_string(ap[0]) + "/" + std::to_string(ap[1]));
       }
     }
   }
@@ -261,7 +277,8 @@ TYPED_TEST(VecDotQTest, ZeroScalesGiveZero) {
       blk.d = 0;
       if constexpr (kHasMin<W>) blk.m = 0;
     }
-    for (const IsaKernel& isa : simd_kernels(dtype_of<W>())) EXPECT_EQ(isa.fn(k, w.data(), a.data()), 0.0f) << isa.name;
+    for (const IsaKernel& isa : simd_kernels(dtype_of<W>()))
+      EXPECT_EQ(isa.fn(k, w.data(), a.data()), 0.0f) << isa.name;
   }
 }
 

@@ -21,15 +21,19 @@ namespace {
 using testing::dequantized;
 using testing::gaussian;
 
-const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                              DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
+                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // Row lengths with odd block counts and tails, per block size.
 std::vector<int64_t> row_lengths(DType weight) {
   switch (dtype_traits(weight).block_elems) {
-    case 1: return {1, 7, 16, 24, 33, 57, 100, 256, 1000, 2047, 4096};  // every tail shape of 16 and 32
-    case 32: return {32, 96, 160, 256, 800, 4096};
-    default: return {256, 768, 1280, 4096};
+    case 1:
+      return {1, 7, 16, 24, 33, 57, 100, 256, 1000, 2047, 4096};  // every tail shape of 16 and 32
+    case 32:
+      return {32, 96, 160, 256, 800, 4096};
+    default:
+      return {256, 768, 1280, 4096};
   }
 }
 
@@ -141,9 +145,11 @@ TEST(VecDot, DegenerateRows) {
       const TypeKernels& kern = type_kernels(weight, isa);
       const int64_t k = 512;
       const std::vector<float> zeros(k, 0.0f), ones(k, 1.0f);
-      std::vector<uint8_t> w = testing::quantized(weight, zeros), a(*dtype_bytes(kern.activation, k));
+      std::vector<uint8_t> w = testing::quantized(weight, zeros),
+                           a(*dtype_bytes(kern.activation, k));
       kern.quantize_activation(ones.data(), a.data(), k);
-      EXPECT_EQ(kern.vec_dot(k, w.data(), a.data()), 0.0f) << isa_name(isa) << " " << dtype_name(weight);
+      EXPECT_EQ(kern.vec_dot(k, w.data(), a.data()), 0.0f)
+          << isa_name(isa) << " " << dtype_name(weight);
       w = testing::quantized(weight, ones);
       EXPECT_NEAR(kern.vec_dot(k, w.data(), a.data()), 512.0f, 512.0f * 2e-3)
           << isa_name(isa) << " " << dtype_name(weight);

@@ -29,7 +29,8 @@ nlohmann::json read_json(const std::string& path) {
 
 struct GgufModel {
   explicit GgufModel(const std::string& path)
-      : gguf(GgufFile::open(path)), config(ModelConfig::from_gguf(gguf)),
+      : gguf(GgufFile::open(path)),
+        config(ModelConfig::from_gguf(gguf)),
         weights(load_gguf_weights(gguf, config)) {}
   GgufFile gguf;
   ModelConfig config;
@@ -69,7 +70,8 @@ TEST(Decoder, Stories260KGreedyFromBosMatchesReference) {
 
 TEST(Decoder, LlamaTinyRandomFirstLogitsMatchFloat64Reference) {
   TERN_REQUIRE_FIXTURE("llama-2-tiny-random/llama-2-tiny-random.gguf");
-  const nlohmann::json ref = read_json(fixture("llama-2-tiny-random/reference_greedy_from_bos.json"));
+  const nlohmann::json ref =
+      read_json(fixture("llama-2-tiny-random/reference_greedy_from_bos.json"));
   GgufModel m(fixture("llama-2-tiny-random/llama-2-tiny-random.gguf"));
   EXPECT_FALSE(m.weights.tied_embeddings);
   EXPECT_EQ(m.weights.lm_head.dtype, DType::F16);
@@ -81,7 +83,8 @@ TEST(Decoder, LlamaTinyRandomFirstLogitsMatchFloat64Reference) {
   constexpr double kTolerance = 2e-3;
   for (const auto& pair : ref["top5_logits_after_prompt"]) {
     const int id = pair[0].get<int>();
-    EXPECT_NEAR(logits[static_cast<size_t>(id)], pair[1].get<double>(), kTolerance) << "token " << id;
+    EXPECT_NEAR(logits[static_cast<size_t>(id)], pair[1].get<double>(), kTolerance)
+        << "token " << id;
   }
   // The top-1 margin of the first step is 0.0103, wide enough for f16 rounding.
   EXPECT_EQ(argmax(logits), ref["greedy_ids"][0].get<int32_t>());
@@ -110,17 +113,22 @@ TEST(Decoder, QuantizedStories260KStaysCloseToF32) {
     const double err = testing::relative_rms_error(got, ref);
     EXPECT_LT(err, bound) << dtype_name(type);
     EXPECT_GT(err, 0.0) << dtype_name(type) << ": suspiciously exact";
-    std::printf("stories260K %s: relative RMS logit error %.5f\n", std::string(dtype_name(type)).c_str(), err);
+    std::printf("stories260K %s: relative RMS logit error %.5f\n",
+                std::string(dtype_name(type)).c_str(), err);
   }
 }
 
 TEST(Decoder, QuantizedKTypesStayCloseToF32) {
   // Stories260K's 64-wide rows are not whole 256-element super-blocks: a dummy model is.
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c = testing::shrunk_config(
-      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
-                                   {"intermediate_size", 512}, {"num_attention_heads", 4},
-                                   {"num_key_value_heads", 2}, {"head_dim", 64}});
+  const ModelConfig c =
+      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
+                                                          {"vocab_size", 512},
+                                                          {"hidden_size", 256},
+                                                          {"intermediate_size", 512},
+                                                          {"num_attention_heads", 4},
+                                                          {"num_key_value_heads", 2},
+                                                          {"head_dim", 64}});
   const ModelWeights f32 = make_dummy_weights(c, DType::F32, 7);
   const std::vector<int32_t> tokens = {1, 5, 9, 200, 33, 7, 480, 2};
   const std::vector<float> ref = prefill_logits(c, f32, tokens);
@@ -135,7 +143,8 @@ TEST(Decoder, QuantizedKTypesStayCloseToF32) {
     EXPECT_LT(err, bound) << dtype_name(type);
     EXPECT_GT(err, previous) << dtype_name(type);
     previous = err;
-    std::printf("dummy qwen3 %s: relative RMS logit error %.5f\n", std::string(dtype_name(type)).c_str(), err);
+    std::printf("dummy qwen3 %s: relative RMS logit error %.5f\n",
+                std::string(dtype_name(type)).c_str(), err);
   }
 }
 
@@ -155,7 +164,8 @@ void expect_batch_invariant(const ModelConfig& c, const ModelWeights& w) {
   batch.add_sequence(a, 0, blocks_a, true, true);
   decoder.check_step(batch.context(), cache);
   decoder.forward(batch.context(), cache, logits.data());
-  const std::vector<float> alone(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(a.size() * vocab));
+  const std::vector<float> alone(logits.begin(),
+                                 logits.begin() + static_cast<std::ptrdiff_t>(a.size() * vocab));
 
   // Batched behind another sequence, in other blocks.
   std::fill(logits.begin(), logits.end(), 0.0f);
@@ -212,10 +222,13 @@ TEST(Decoder, BatchInvariantStories260K) {
 TEST(Decoder, PackedWeightsGiveTheSameLogits) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   auto config = [](int64_t hidden, int64_t ffn) {
-    return testing::shrunk_config("model-configs/qwen3-0.6b",
-                                  {{"num_hidden_layers", 2}, {"vocab_size", 520}, {"hidden_size", hidden},
-                                   {"intermediate_size", ffn}, {"num_attention_heads", 4},
-                                   {"num_key_value_heads", 2}, {"head_dim", 64}});
+    return testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
+                                                               {"vocab_size", 520},
+                                                               {"hidden_size", hidden},
+                                                               {"intermediate_size", ffn},
+                                                               {"num_attention_heads", 4},
+                                                               {"num_key_value_heads", 2},
+                                                               {"head_dim", 64}});
   };
   std::vector<int32_t> prompt(20);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % 520);
@@ -252,10 +265,14 @@ TEST(Decoder, PackedWeightsGiveTheSameLogits) {
 
 TEST(Decoder, BatchInvariantDummyQwen3Q4K) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c = testing::shrunk_config(
-      "model-configs/qwen3-0.6b", {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
-                                   {"intermediate_size", 512}, {"num_attention_heads", 4},
-                                   {"num_key_value_heads", 2}, {"head_dim", 64}});
+  const ModelConfig c =
+      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
+                                                          {"vocab_size", 512},
+                                                          {"hidden_size", 256},
+                                                          {"intermediate_size", 512},
+                                                          {"num_attention_heads", 4},
+                                                          {"num_key_value_heads", 2},
+                                                          {"head_dim", 64}});
   expect_batch_invariant(c, make_dummy_weights(c, DType::Q4_K, 3));
 }
 

@@ -30,7 +30,8 @@ std::string last_line(const std::string& s) {
   const size_t end = s.find_last_not_of('\n');
   if (end == std::string::npos) return "";
   const size_t start = s.rfind('\n', end);
-  return s.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  return s.substr(start == std::string::npos ? 0 : start + 1,
+                  end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
 TEST(GenerateCommand, Stories260KGreedyJson) {
@@ -81,9 +82,9 @@ TEST(BenchModelCommand, Stories260KJson) {
   EXPECT_GT(result["tg_tokens_per_s"].get<double>(), 0.0);
   EXPECT_EQ(result["pp_samples"].size(), 2u);
   EXPECT_NE(result["description"].get<std::string>().find("Q8_0"), std::string::npos);
-  auto [skip, skip_status] = run_command(std::string(TERN_BINARY) + " bench-model '" +
-                                         testing::fixture("stories260K/stories260K.gguf") +
-                                         "' -p 0 -n 2 -r 1 --json");
+  auto [skip, skip_status] =
+      run_command(std::string(TERN_BINARY) + " bench-model '" +
+                  testing::fixture("stories260K/stories260K.gguf") + "' -p 0 -n 2 -r 1 --json");
   ASSERT_EQ(skip_status, 0);
   EXPECT_TRUE(nlohmann::json::parse(last_line(skip))["pp_tokens_per_s"].is_null());
 }
@@ -153,7 +154,8 @@ TEST(GenerateCommand, Q4_K_M_IsSavedWithItsFileType) {
 }
 
 TEST(GenerateCommand, MissingModelIsOneLineError) {
-  auto [out, status] = run_command(std::string(TERN_BINARY) + " generate --model /nonexistent.gguf --prompt x");
+  auto [out, status] =
+      run_command(std::string(TERN_BINARY) + " generate --model /nonexistent.gguf --prompt x");
   EXPECT_NE(status, 0);
   EXPECT_EQ(out, "");
 }

@@ -62,16 +62,18 @@ inline bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
 
 // Hugging Face names and layout, written from dummy weights: matrices in `matrix_type`
 // (F32 or BF16), norms in BF16 (ones: exact).
-inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_json, const ModelConfig& c,
-                     const ModelWeights& w, DType matrix_type) {
+inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_json,
+                            const ModelConfig& c, const ModelWeights& w, DType matrix_type) {
   std::ofstream(dir.file("config.json")) << config_json.dump();
   SafetensorsWriter st;
   auto matrix = [&](const std::string& name, const WeightMatrix& m) {
     std::vector<float> row(static_cast<size_t>(m.cols));
-    std::vector<std::byte> out(static_cast<size_t>(m.rows * m.cols) * (matrix_type == DType::F32 ? 4 : 2));
+    std::vector<std::byte> out(static_cast<size_t>(m.rows * m.cols) *
+                               (matrix_type == DType::F32 ? 4 : 2));
     for (int64_t r = 0; r < m.rows; ++r) {
       cpu::dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
-      cpu::quantize_row(matrix_type, row.data(), out.data() + static_cast<size_t>(r) * out.size() / m.rows, m.cols);
+      cpu::quantize_row(matrix_type, row.data(),
+                        out.data() + static_cast<size_t>(r) * out.size() / m.rows, m.cols);
     }
     st.add_tensor(name, matrix_type, {m.rows, m.cols}, out);
   };

@@ -50,7 +50,8 @@ void expect_error(const std::function<void()>& fn, const std::vector<std::string
     ADD_FAILURE() << "no error thrown";
   } catch (const Error& e) {
     for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "message: " << e.what() << "\nwanted: " << p;
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nwanted: " << p;
   }
 }
 
@@ -87,17 +88,21 @@ TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
   GgufFile g = GgufFile::open(fixture("stories260K/stories260K.gguf"));
   const ModelConfig c = ModelConfig::from_gguf(g);
   const ModelWeights k = make_dummy_weights(c, DType::Q4_K);
-  EXPECT_EQ(k.layers[0].wq.dtype, DType::Q5_0);      // 64-wide rows: not 256
-  EXPECT_EQ(k.layers[0].w_down.dtype, DType::F16);   // 172-wide rows: not even 32
+  EXPECT_EQ(k.layers[0].wq.dtype, DType::Q5_0);     // 64-wide rows: not 256
+  EXPECT_EQ(k.layers[0].w_down.dtype, DType::F16);  // 172-wide rows: not even 32
   const ModelWeights q = quantize_weights(load_gguf_weights(g, c), DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_gate.dtype, DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_down.dtype, DType::F16);
   expect_error([&] { make_dummy_weights(c, DType::Q2_K); }, {"Q2_K", "not one tern quantizes to"});
 }
 
-const nlohmann::json kSmallQwen3 = {{"num_hidden_layers", 2}, {"vocab_size", 512}, {"hidden_size", 256},
-                                    {"intermediate_size", 512}, {"num_attention_heads", 4},
-                                    {"num_key_value_heads", 2}, {"head_dim", 64}};
+const nlohmann::json kSmallQwen3 = {{"num_hidden_layers", 2},
+                                    {"vocab_size", 512},
+                                    {"hidden_size", 256},
+                                    {"intermediate_size", 512},
+                                    {"num_attention_heads", 4},
+                                    {"num_key_value_heads", 2},
+                                    {"head_dim", 64}};
 
 TEST(ModelWeights, HuggingFaceFolderMatchesTheSameWeightsInMemory) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
@@ -140,7 +145,8 @@ TEST(ModelWeights, SaveGgufRoundTripsStories260KWithItsTokenizer) {
   LoadedModel back = load_model(opt);
   EXPECT_EQ(back.config.num_kv_heads, 4);
   // Interleaved already: nothing permuted, the same bits.
-  EXPECT_TRUE(testing::bitwise_equal(logits_of(back.config, back.weights), logits_of(m.config, m.weights)));
+  EXPECT_TRUE(
+      testing::bitwise_equal(logits_of(back.config, back.weights), logits_of(m.config, m.weights)));
   const std::string text = "Once upon a time, Lily saw a big red ball.";
   EXPECT_EQ(back.tokenizer->encode(text), m.tokenizer->encode(text));
 }
@@ -179,9 +185,10 @@ TEST(ModelWeights, DummyQwen3ShapesEndToEnd) {
 }
 
 TEST(ModelWeights, DummyLlama3ShapesEndToEnd) {
-  run_dummy_end_to_end("model-configs/llama-3.2-1b",
-                       {{"num_hidden_layers", 1}, {"vocab_size", 1024}, {"intermediate_size", 2048}},
-                       DType::Q4_0, true);
+  run_dummy_end_to_end(
+      "model-configs/llama-3.2-1b",
+      {{"num_hidden_layers", 1}, {"vocab_size", 1024}, {"intermediate_size", 2048}}, DType::Q4_0,
+      true);
 }
 
 // llama.cpp's Q4_K_M mixture on a shrunk Qwen3 (8 layers: use_more_bits gives layers 0, 3, 6
@@ -255,11 +262,17 @@ TEST(ModelWeights, LoadModelRequantizesToAMixture) {
 }
 
 TEST(ModelWeights, Qwen2BiasesAreAddedAndRoundTripThroughGguf) {
-  const nlohmann::json j = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"},
-                            {"vocab_size", 512}, {"hidden_size", 128}, {"intermediate_size", 256},
-                            {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-                            {"num_key_value_heads", 2}, {"max_position_embeddings", 256},
-                            {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+  const nlohmann::json j = {{"architectures", {"Qwen2ForCausalLM"}},
+                            {"model_type", "qwen2"},
+                            {"vocab_size", 512},
+                            {"hidden_size", 128},
+                            {"intermediate_size", 256},
+                            {"num_hidden_layers", 2},
+                            {"num_attention_heads", 4},
+                            {"num_key_value_heads", 2},
+                            {"max_position_embeddings", 256},
+                            {"rms_norm_eps", 1e-6},
+                            {"rope_theta", 1000000.0},
                             {"tie_word_embeddings", true}};
   const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "qwen2 config");
   ASSERT_TRUE(c.attention_bias);

@@ -38,10 +38,13 @@ std::vector<float> correlated_second_moments(int64_t cols, int64_t tokens, uint3
       x[static_cast<size_t>(j)] = v * std::exp(2.3 * std::sin(0.37 * static_cast<double>(j)));
     }
     for (int64_t i = 0; i < cols; ++i)
-      for (int64_t j = 0; j < cols; ++j) h[static_cast<size_t>(i * cols + j)] += x[static_cast<size_t>(i)] * x[static_cast<size_t>(j)];
+      for (int64_t j = 0; j < cols; ++j)
+        h[static_cast<size_t>(i * cols + j)] +=
+            x[static_cast<size_t>(i)] * x[static_cast<size_t>(j)];
   }
   std::vector<float> out(h.size());
-  for (size_t i = 0; i < h.size(); ++i) out[i] = static_cast<float>(h[i] / static_cast<double>(tokens));
+  for (size_t i = 0; i < h.size(); ++i)
+    out[i] = static_cast<float>(h[i] / static_cast<double>(tokens));
   return out;
 }
 
@@ -54,15 +57,19 @@ double output_error(DType dtype, const std::vector<float>& x, const std::vector<
   for (size_t i = 0; i < x.size(); ++i) d[i] = static_cast<double>(x[i]) - back[i];
   double e = 0.0;
   for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < k; ++j) e += d[static_cast<size_t>(i)] * h[static_cast<size_t>(i * k + j)] * d[static_cast<size_t>(j)];
+    for (int64_t j = 0; j < k; ++j)
+      e +=
+          d[static_cast<size_t>(i)] * h[static_cast<size_t>(i * k + j)] * d[static_cast<size_t>(j)];
   return e;
 }
 
 TEST(Gptq, FactorIsTheCholeskyFactorOfTheDampedInverse) {
   constexpr int64_t n = 150;  // tiles of 64: two whole, one part
-  std::vector<float> h = correlated_second_moments(n, 120, 3);  // fewer tokens than columns: singular
-  h[5 * n + 5] = 0.0f;  // a column never activated
-  for (int64_t j = 0; j < n; ++j) h[static_cast<size_t>(5 * n + j)] = h[static_cast<size_t>(j * n + 5)] = 0.0f;
+  std::vector<float> h =
+      correlated_second_moments(n, 120, 3);  // fewer tokens than columns: singular
+  h[5 * n + 5] = 0.0f;                       // a column never activated
+  for (int64_t j = 0; j < n; ++j)
+    h[static_cast<size_t>(5 * n + j)] = h[static_cast<size_t>(j * n + 5)] = 0.0f;
   const GptqFactor f = GptqFactor::of(h, n, 0.01);
   ASSERT_EQ(f.cols(), n);
   // The damped H: the dead column's diagonal 1, then 1% of the mean diagonal added.
@@ -79,12 +86,14 @@ TEST(Gptq, FactorIsTheCholeskyFactorOfTheDampedInverse) {
   std::vector<double> utu(static_cast<size_t>(n * n), 0.0);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t i = r; i < n; ++i)
-      for (int64_t m = r; m < n; ++m) utu[static_cast<size_t>(i * n + m)] += static_cast<double>(f.row(r)[i]) * f.row(r)[m];
+      for (int64_t m = r; m < n; ++m)
+        utu[static_cast<size_t>(i * n + m)] += static_cast<double>(f.row(r)[i]) * f.row(r)[m];
   double worst = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double v = 0.0;
-      for (int64_t m = 0; m < n; ++m) v += utu[static_cast<size_t>(i * n + m)] * damped[static_cast<size_t>(m * n + j)];
+      for (int64_t m = 0; m < n; ++m)
+        v += utu[static_cast<size_t>(i * n + m)] * damped[static_cast<size_t>(m * n + j)];
       worst = std::max(worst, std::fabs(v - (i == j ? 1.0 : 0.0)));
     }
   }
@@ -103,14 +112,16 @@ TEST(Gptq, RefusesWhatAreNoSecondMoments) {
   const GptqFactor f = GptqFactor::of(correlated_second_moments(64, 200, 9), 64);
   std::vector<float> x(32, 1.0f);
   std::vector<uint8_t> y(*dtype_bytes(DType::Q4_0, 32));
-  EXPECT_THROW(quantize_row_gptq(DType::Q4_0, x.data(), y.data(), 32, f), Error);  // 32 ≠ 64 columns
+  EXPECT_THROW(quantize_row_gptq(DType::Q4_0, x.data(), y.data(), 32, f),
+               Error);  // 32 ≠ 64 columns
 }
 
 TEST(Gptq, LowersTheOutputErrorOnCorrelatedInputs) {
   constexpr int64_t k = 512;
   const std::vector<float> h = correlated_second_moments(k, 2048, 11);
   std::vector<float> importance(k);
-  for (int64_t j = 0; j < k; ++j) importance[static_cast<size_t>(j)] = h[static_cast<size_t>(j * k + j)];
+  for (int64_t j = 0; j < k; ++j)
+    importance[static_cast<size_t>(j)] = h[static_cast<size_t>(j * k + j)];
   const GptqFactor f = GptqFactor::of(h, k);
   const DType types[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                          DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};

@@ -19,7 +19,8 @@ namespace tern {
 namespace {
 
 ImportanceMatrix parse_bytes(std::vector<std::byte> bytes) {
-  return ImportanceMatrix::parse(std::make_shared<const MappedFile>("test.imatrix", std::move(bytes)));
+  return ImportanceMatrix::parse(
+      std::make_shared<const MappedFile>("test.imatrix", std::move(bytes)));
 }
 
 TEST(ImportanceMatrix, RoundTripsThroughLlamaCppsFormat) {
@@ -39,7 +40,8 @@ TEST(ImportanceMatrix, RoundTripsThroughLlamaCppsFormat) {
   const ImportanceEntry& q = back.entries.at("blk.0.attn_q.weight");
   EXPECT_EQ(q.count, 3);
   EXPECT_EQ(q.sum_squares, (std::vector<double>{1 + 9 + 1, 4 + 0 + 4, 0.25 + 1 + 0.25}));
-  EXPECT_EQ(back.importance("blk.0.attn_q.weight"), (std::vector<float>{11.0f / 3, 8.0f / 3, 1.5f / 3}));
+  EXPECT_EQ(back.importance("blk.0.attn_q.weight"),
+            (std::vector<float>{11.0f / 3, 8.0f / 3, 1.5f / 3}));
   EXPECT_TRUE(back.importance("blk.1.attn_q.weight").empty());
   // The layout llama.cpp reads: <name>.in_sum2 [1, cols] and <name>.counts [1, 1], F32.
   const GgufFile g = GgufFile::parse(std::make_shared<const MappedFile>("t", m.to_bytes()));
@@ -98,14 +100,17 @@ TEST(ImportanceMatrix, RefusesMalformedFiles) {
 TEST(ImportanceMatrix, KeepsSecondMomentsForGptq) {
   ImportanceMatrix m;
   m.keep_outer = true;
-  const std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f, 0.0f, 1.0f, -1.0f, 4.0f, 2.0f};  // 3 tokens of 3
+  const std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f, 0.0f,
+                                1.0f, -1.0f, 4.0f, 2.0f};  // 3 tokens of 3
   m.accumulate("blk.0.attn_q.weight", x.data(), 2, 3);
   m.accumulate("blk.0.attn_q.weight", x.data() + 6, 1, 3);
   // E[x xᵀ] over the three tokens, its diagonal the importances.
   std::vector<float> expected(9, 0.0f);
   for (int t = 0; t < 3; ++t)
     for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 3; ++j) expected[static_cast<size_t>(i * 3 + j)] += x[static_cast<size_t>(t * 3 + i)] * x[static_cast<size_t>(t * 3 + j)] / 3.0f;
+      for (int j = 0; j < 3; ++j)
+        expected[static_cast<size_t>(i * 3 + j)] +=
+            x[static_cast<size_t>(t * 3 + i)] * x[static_cast<size_t>(t * 3 + j)] / 3.0f;
   auto expect_moments = [&](const ImportanceMatrix& im) {
     const std::vector<float> got = im.second_moments("blk.0.attn_q.weight");
     ASSERT_EQ(got.size(), 9u);
@@ -123,7 +128,9 @@ TEST(ImportanceMatrix, KeepsSecondMomentsForGptq) {
   ImportanceMatrix plain;
   plain.accumulate("blk.0.attn_q.weight", x.data(), 3, 3);
   EXPECT_TRUE(plain.second_moments("blk.0.attn_q.weight").empty());
-  EXPECT_EQ(GgufFile::parse(std::make_shared<const MappedFile>("t", plain.to_bytes())).find_tensor("blk.0.attn_q.weight.in_sum_outer"), nullptr);
+  EXPECT_EQ(GgufFile::parse(std::make_shared<const MappedFile>("t", plain.to_bytes()))
+                .find_tensor("blk.0.attn_q.weight.in_sum_outer"),
+            nullptr);
 }
 
 TEST(ImportanceMatrix, SumsTheSquaresOfEachMatrixInput) {
@@ -139,7 +146,8 @@ TEST(ImportanceMatrix, SumsTheSquaresOfEachMatrixInput) {
   const ImportanceMatrix im = compute_importance_matrix(decoder, tokens, options);
   EXPECT_EQ(im.chunk_count, 3);
   EXPECT_EQ(im.entries.size(), 36u);  // 35 + output.weight
-  for (const char* what : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+  for (const char* what :
+       {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
     EXPECT_EQ(im.entries.at(gguf_tensor_name(3, std::string(what) + ".weight")).count, 96) << what;
   EXPECT_EQ(im.entries.at("output.weight").count, 96);
   // Layer 0's q/k/v input is rms_norm(embedding) · attn_norm, from the weights directly; the
@@ -153,7 +161,8 @@ TEST(ImportanceMatrix, SumsTheSquaresOfEachMatrixInput) {
     for (float v : e) ss += static_cast<double>(v) * v;
     const double inv = 1.0 / std::sqrt(ss / static_cast<double>(h) + m.config.rms_norm_eps);
     for (int64_t j = 0; j < h; ++j) {
-      const double y = e[static_cast<size_t>(j)] * inv * m.weights.layers[0].attn_norm[static_cast<size_t>(j)];
+      const double y =
+          e[static_cast<size_t>(j)] * inv * m.weights.layers[0].attn_norm[static_cast<size_t>(j)];
       expected[static_cast<size_t>(j)] += y * y;
     }
   }

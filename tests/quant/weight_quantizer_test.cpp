@@ -21,7 +21,8 @@ using testing::gaussian;
 const DType kQuantizedTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                                  DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-std::vector<uint8_t> weight_quantized(DType dtype, const std::vector<float>& x, const float* importance) {
+std::vector<uint8_t> weight_quantized(DType dtype, const std::vector<float>& x,
+                                      const float* importance) {
   std::vector<uint8_t> q(*dtype_bytes(dtype, x.size()));
   quantize_weight_row(dtype, x.data(), q.data(), static_cast<int64_t>(x.size()), importance);
   return q;
@@ -51,7 +52,8 @@ TEST(WeightQuantizer, PlainErrorAtMostTheRowQuantizers) {
     EXPECT_LT(e_searched, e_fast) << dtype_name(t);
     // And it is still a quantization of x: within the row quantizer's error, plus 5%.
     const std::vector<float> y = testing::dequantized(t, searched.data(), 8192);
-    EXPECT_LE(testing::relative_rms_error(y, x), 1.05 * testing::relative_rms_error(testing::dequantized(t, fast.data(), 8192), x))
+    EXPECT_LE(testing::relative_rms_error(y, x),
+              1.05 * testing::relative_rms_error(testing::dequantized(t, fast.data(), 8192), x))
         << dtype_name(t);
   }
 }
@@ -74,9 +76,11 @@ TEST(WeightQuantizer, EqualImportancesAreThePlainFit) {
   const std::vector<float> x = gaussian(1024, 7);
   const std::vector<float> ones(1024, 1.0f), zeros(1024, 0.0f);
   for (DType t : kQuantizedTypes) {
-    EXPECT_EQ(weight_quantized(t, x, ones.data()), weight_quantized(t, x, nullptr)) << dtype_name(t);
+    EXPECT_EQ(weight_quantized(t, x, ones.data()), weight_quantized(t, x, nullptr))
+        << dtype_name(t);
     // All-zero importances say nothing: the block is fitted as with equal ones.
-    EXPECT_EQ(weight_quantized(t, x, zeros.data()), weight_quantized(t, x, nullptr)) << dtype_name(t);
+    EXPECT_EQ(weight_quantized(t, x, zeros.data()), weight_quantized(t, x, nullptr))
+        << dtype_name(t);
   }
 }
 
@@ -102,7 +106,8 @@ TEST(WeightQuantizer, RefusesRowsAndTypesItCannotQuantize) {
   std::vector<uint8_t> y(4096);
   EXPECT_THROW(quantize_weight_row(DType::Q4_0, x.data(), y.data(), 33, nullptr), Error);
   EXPECT_THROW(quantize_weight_row(DType::Q4_K, x.data(), y.data(), 64, nullptr), Error);
-  EXPECT_THROW(quantize_weight_row(DType::Q8_K, x.data(), y.data(), 256, nullptr), Error);  // activations only
+  EXPECT_THROW(quantize_weight_row(DType::Q8_K, x.data(), y.data(), 256, nullptr),
+               Error);  // activations only
   EXPECT_THROW(quantize_weight_row(DType::Q2_K, x.data(), y.data(), 256, nullptr), Error);
   EXPECT_FALSE(has_weight_quantizer(DType::Q8_1));
 }

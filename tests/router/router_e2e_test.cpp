@@ -99,8 +99,11 @@ TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) 
     clients.emplace_back([&, i] {
       std::string prompt = "Once upon a time";
       for (int k = 0; k < i; ++k) prompt += " there was a little girl named Lily";
-      json request = {{"model", "test-model"}, {"prompt", prompt}, {"max_tokens", 16},
-                      {"logprobs", 1},         {"ignore_eos", true}};
+      json request = {{"model", "test-model"},
+                      {"prompt", prompt},
+                      {"max_tokens", 16},
+                      {"logprobs", 1},
+                      {"ignore_eos", true}};
       if (i % 2) {
         request["temperature"] = 0.8;
         request["seed"] = 100 + i;
@@ -126,10 +129,9 @@ TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) 
   for (std::thread& t : clients) t.join();
   EXPECT_EQ(same.load(), kClients);
   // n completions and min_tokens are the decode side's business (the prefill makes one token).
-  const json several = {{"model", "test-model"}, {"prompt", "Once upon a time"},
-                        {"max_tokens", 12},      {"n", 3},
-                        {"min_tokens", 6},       {"temperature", 0.9},
-                        {"seed", 7}};
+  const json several = {
+      {"model", "test-model"}, {"prompt", "Once upon a time"}, {"max_tokens", 12}, {"n", 3},
+      {"min_tokens", 6},       {"temperature", 0.9},           {"seed", 7}};
   const HttpResult want = post(one.port(), "/v1/completions", several);
   const HttpResult got = post(router.port(), "/v1/completions", several);
   ASSERT_EQ(got.status, 200) << got.body;

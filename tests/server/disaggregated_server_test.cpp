@@ -172,7 +172,8 @@ TEST(DisaggregatedServer, DeadPrefillInstanceFailsTheRequestOrItIsPrefilledHere)
                             std::to_string(decode["kv_transfer_params"]["remote_port"].get<int>());
   EXPECT_NE(failed.body.find(where), std::string::npos) << failed.body;
   wait_until_idle(d.port());
-  EXPECT_EQ(metric(get(d.port(), "/metrics").body, gauge("tern:kv_transfer_pulls_failed_total")), 1);
+  EXPECT_EQ(metric(get(d.port(), "/metrics").body, gauge("tern:kv_transfer_pulls_failed_total")),
+            1);
 
   EngineConfig recompute = with_role(disagg::KvRole::kConsumer);
   recompute.kv_transfer.load_failure_policy = disagg::KvLoadFailurePolicy::kRecompute;

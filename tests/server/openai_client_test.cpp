@@ -60,7 +60,8 @@ class OpenAIClient : public ::testing::Test {
   }
 
   // Expects `script` to exit 0 and print `ok_line`.
-  void expect_script_passes(const TestServer& s, const std::string& script, const std::string& ok_line) {
+  void expect_script_passes(const TestServer& s, const std::string& script,
+                            const std::string& ok_line) {
     const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
     const ProcessResult r = run_process(
         "/bin/sh", {"-c", "OPENAI_NPM_DIR='" + npm_dir_.string() + "' node '" + TERN_SOURCE_DIR +

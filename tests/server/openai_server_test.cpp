@@ -159,13 +159,15 @@ TEST(OpenAIServer, TokenizeDetokenize) {
   ASSERT_EQ(d.status, 200) << d.body;
   EXPECT_EQ(d.body_json()["prompt"], "Once upon a time");
   // What these routes do not act on is refused by name, as on the generation routes.
-  const HttpResult bogus = post(s.port(), "/tokenize", {{"prompt", "x"}, {"add_special_token", false}});
+  const HttpResult bogus =
+      post(s.port(), "/tokenize", {{"prompt", "x"}, {"add_special_token", false}});
   EXPECT_EQ(bogus.status, 400);
   EXPECT_NE(bogus.body.find("unknown field 'add_special_token' for /tokenize (did you mean "
                             "'add_special_tokens'?)"),
             std::string::npos)
       << bogus.body;
-  const HttpResult strs = post(s.port(), "/tokenize", {{"prompt", "x"}, {"return_token_strs", true}});
+  const HttpResult strs =
+      post(s.port(), "/tokenize", {{"prompt", "x"}, {"return_token_strs", true}});
   EXPECT_EQ(strs.status, 400) << strs.body;
   const HttpResult detok = post(s.port(), "/detokenize", {{"tokens", {1}}, {"skip", true}});
   EXPECT_EQ(detok.status, 400);

@@ -8,7 +8,8 @@
 namespace tern::server {
 namespace {
 
-std::pair<std::string, std::string> streamed(ReasoningFormat f, const std::string& text, size_t step) {
+std::pair<std::string, std::string> streamed(ReasoningFormat f, const std::string& text,
+                                             size_t step) {
   ChatOutputStream s({f, std::nullopt, true});
   std::string reasoning, content;
   for (size_t i = 0; i < text.size(); i += step) {
@@ -44,7 +45,8 @@ TEST(ReasoningParser, Qwen3SplitsThink) {
 
 TEST(ReasoningParser, Qwen3WithoutBothTagsIsContent) {
   // enable_thinking=false: the template wrote the empty think block, the model only answers.
-  for (const std::string text : {"Hello!", "<thin", "Hello </think> there", "<think>never closed"}) {
+  for (const std::string text :
+       {"Hello!", "<thin", "Hello </think> there", "<think>never closed"}) {
     const ReasoningParse p = parse_reasoning(ReasoningFormat::Qwen3, text, true);
     EXPECT_FALSE(p.reasoning) << text;
     EXPECT_EQ(p.content, text);
@@ -55,7 +57,8 @@ TEST(ReasoningParser, Qwen3WithoutBothTagsIsContent) {
 
 TEST(ReasoningParser, Qwen3StreamOfAnUnclosedThinkStaysReasoning) {
   // vLLM streams an open <think> as reasoning; the end cannot take it back.
-  const auto [reasoning, content] = streamed(ReasoningFormat::Qwen3, "<think>cut off by max_tokens", 3);
+  const auto [reasoning, content] =
+      streamed(ReasoningFormat::Qwen3, "<think>cut off by max_tokens", 3);
   EXPECT_EQ(reasoning, "cut off by max_tokens");
   EXPECT_EQ(content, "");
 }
@@ -64,7 +67,8 @@ TEST(ReasoningParser, DeepSeekR1WithAndWithoutOpeningTag) {
   const ReasoningParse a = parse_reasoning(ReasoningFormat::DeepSeekR1, "<think>r</think>c", true);
   EXPECT_EQ(a.reasoning, "r");
   EXPECT_EQ(a.content, "c");
-  const ReasoningParse b = parse_reasoning(ReasoningFormat::DeepSeekR1, "step 1, step 2</think>answer", true);
+  const ReasoningParse b =
+      parse_reasoning(ReasoningFormat::DeepSeekR1, "step 1, step 2</think>answer", true);
   EXPECT_EQ(b.reasoning, "step 1, step 2");
   EXPECT_EQ(b.content, "answer");
   const ReasoningParse c = parse_reasoning(ReasoningFormat::DeepSeekR1, "still thinking", true);

@@ -39,13 +39,15 @@ TEST(RequestFields, WhatTernActsOnPasses) {
   for (const Endpoint e : {Endpoint::ChatCompletions, Endpoint::Completions})
     for (const char* body :
          {R"({"response_format":{"type":"json_object"}})", R"({"guided_json":{"type":"object"}})",
-          R"({"guided_regex":"a"})", R"({"guided_choice":["a"]})", R"({"guided_grammar":"root ::= \"a\""})",
-          R"({"structured_outputs":{"regex":"a"}})", R"({"grammar":"root ::= \"a\""})",
-          R"({"json_schema":{"type":"string"}})"})
+          R"({"guided_regex":"a"})", R"({"guided_choice":["a"]})",
+          R"({"guided_grammar":"root ::= \"a\""})", R"({"structured_outputs":{"regex":"a"}})",
+          R"({"grammar":"root ::= \"a\""})", R"({"json_schema":{"type":"string"}})"})
       EXPECT_EQ(refusal(json::parse(body), e), "") << body;
   // Values that ask for nothing, and nulls.
   EXPECT_EQ(refusal(json::parse(R"({"tools":[],"tool_choice":"none","parallel_tool_calls":true,
-      "logit_bias":{},"response_format":null})"), Endpoint::ChatCompletions), "");
+      "logit_bias":{},"response_format":null})"),
+                    Endpoint::ChatCompletions),
+            "");
 }
 
 TEST(RequestFields, WhatItDoesNotIsRefusedByName) {
@@ -53,7 +55,8 @@ TEST(RequestFields, WhatItDoesNotIsRefusedByName) {
       {R"({"functions":[{"name":"f"}]})", "functions: tern does not support"},
       {R"({"function_call":"auto"})", "function_call: tern does not support"},
       {R"({"logit_bias":{"5":10}})", "logit_bias: tern does not support"},
-      {R"({"guided_decoding_backend":"xgrammar"})", "guided_decoding_backend: tern does not support"},
+      {R"({"guided_decoding_backend":"xgrammar"})",
+       "guided_decoding_backend: tern does not support"},
       {R"({"store":true})", "store: tern stores no completions"},
       {R"({"echo":true})", "echo: tern does not support"},
       {R"({"temprature":0})", "temprature: unknown field 'temprature' for /v1/chat/completions"},
@@ -62,10 +65,14 @@ TEST(RequestFields, WhatItDoesNotIsRefusedByName) {
     const std::string got = refusal(json::parse(body), Endpoint::ChatCompletions);
     EXPECT_EQ(got.rfind(want, 0), 0u) << body << " → " << got;
   }
-  EXPECT_EQ(refusal(json::parse(R"({"suffix":"x"})"), Endpoint::Completions).rfind("suffix: tern does not support", 0), 0u);
+  EXPECT_EQ(refusal(json::parse(R"({"suffix":"x"})"), Endpoint::Completions)
+                .rfind("suffix: tern does not support", 0),
+            0u);
   // Tools are chat's.
   EXPECT_NE(refusal(json::parse(R"({"tools":[{"type":"function","function":{"name":"f"}}]})"),
-                    Endpoint::Completions).find("unknown field 'tools'"), std::string::npos);
+                    Endpoint::Completions)
+                .find("unknown field 'tools'"),
+            std::string::npos);
   // A chat-only field is unknown to completions.
   EXPECT_NE(refusal(json::parse(R"({"messages":[]})"), Endpoint::Completions).find("unknown field"),
             std::string::npos);

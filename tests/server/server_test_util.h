@@ -303,7 +303,8 @@ inline LoadedModel scripted_qwen3(const std::vector<int32_t>& chain) {
 
 // A scripted answer: content, then one Hermes call (its Qwen tokens are all distinct).
 inline constexpr const char* kScriptedToolCallAnswer =
-    "Checking.<tool_call>{\"name\": \"get_weather\",\"arguments\":{\"city\":\"Paris\"}}</tool_call>";
+    "Checking.<tool_call>{\"name\": "
+    "\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}</tool_call>";
 
 // scripted_qwen3's chain that answers any prompt of the Qwen template (which ends with the
 // generation prompt's "\n") with kScriptedToolCallAnswer, then <|im_end|>.

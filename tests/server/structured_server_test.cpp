@@ -18,10 +18,14 @@ const json kSchema = json::parse(R"({"type": "object", "properties": {
 TEST(StructuredServer, CompletionsFieldsConstrainTheText) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   TestServer s(stories260k(), server_engine());
-  const json base = {{"model", "test-model"}, {"prompt", "Once upon a time"}, {"max_tokens", 120},
+  const json base = {{"model", "test-model"},
+                     {"prompt", "Once upon a time"},
+                     {"max_tokens", 120},
                      {"temperature", 1.0}};
   const std::vector<std::pair<std::string, json>> forms = {
-      {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", kSchema}, {"strict", true}}}}},
+      {"response_format",
+       {{"type", "json_schema"},
+        {"json_schema", {{"name", "x"}, {"schema", kSchema}, {"strict", true}}}}},
       {"guided_json", kSchema},
       {"json_schema", kSchema},
       {"structured_outputs", {{"json", kSchema}}}};
@@ -42,12 +46,14 @@ TEST(StructuredServer, CompletionsFieldsConstrainTheText) {
   EXPECT_TRUE(c == "red" || c == "green") << c;
   json regex = base;
   regex["guided_regex"] = "[0-9]{3}";
-  const std::string digits = post(s.port(), "/v1/completions", regex).body_json()["choices"][0]["text"];
+  const std::string digits =
+      post(s.port(), "/v1/completions", regex).body_json()["choices"][0]["text"];
   EXPECT_TRUE(std::regex_match(digits, std::regex("[0-9]{3}"))) << digits;
   json grammar = base;
   grammar["grammar"] = "root ::= (\"ab\" | \"c\")+ \".\"";
   grammar["max_tokens"] = 200;
-  const std::string g = post(s.port(), "/v1/completions", grammar).body_json()["choices"][0]["text"];
+  const std::string g =
+      post(s.port(), "/v1/completions", grammar).body_json()["choices"][0]["text"];
   EXPECT_TRUE(std::regex_match(g, std::regex("(ab|c)+\\."))) << g;
   // Streamed: the deltas add up to a valid document.
   json streamed = base;
@@ -68,9 +74,13 @@ TEST(StructuredServer, ChatResponseFormat) {
   TestServer s(tiny_chat_qwen3(), server_engine());
   const json messages = json::array({{{"role", "user"}, {"content", "JSON please"}}});
   for (int seed = 0; seed < 4; ++seed) {
-    const json body = {{"model", "test-model"}, {"messages", messages}, {"max_tokens", 150},
-                       {"seed", seed},
-                       {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", kSchema}}}}}};
+    const json body = {
+        {"model", "test-model"},
+        {"messages", messages},
+        {"max_tokens", 150},
+        {"seed", seed},
+        {"response_format",
+         {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", kSchema}}}}}};
     const HttpResult r = post(s.port(), "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
     const json j = r.body_json();
@@ -79,7 +89,9 @@ TEST(StructuredServer, ChatResponseFormat) {
     ASSERT_TRUE(json::accept(content)) << content;
     EXPECT_EQ(schema_violation(json::parse(content), kSchema, kSchema), "") << content;
   }
-  const json text = {{"model", "test-model"}, {"messages", messages}, {"max_tokens", 3},
+  const json text = {{"model", "test-model"},
+                     {"messages", messages},
+                     {"max_tokens", 3},
                      {"response_format", {{"type", "text"}}}};
   EXPECT_EQ(post(s.port(), "/v1/chat/completions", text).status, 200);
 }

@@ -2,9 +2,10 @@
 #include "tern/server/tool_call_parser.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "tern/server/chat_output.h"
@@ -112,7 +113,8 @@ TEST(ToolCallParser, HermesMalformedCallIsContent) {
   EXPECT_TRUE(p.calls.empty());
   // No name, and a name that is not a string: content too.
   for (const std::string bad :
-       {"<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"name\": 3, \"arguments\": {}}</tool_call>",
+       {"<tool_call>{\"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": 3, \"arguments\": {}}</tool_call>",
         "<tool_call>{\"name\": \"f\"}</tool_call>", "<tool_call>not json</tool_call>"}) {
     const ToolCallParse q = parse_tool_calls(ToolCallFormat::Hermes, bad, true);
     EXPECT_EQ(q.content, bad);
@@ -199,7 +201,8 @@ TEST(ToolCallParser, Llama3JsonCalls) {
 TEST(ToolCallParser, Llama3JsonTextAndMalformedAreContent) {
   for (const std::string text :
        {"The weather is fine.", "{\"name\": \"f\", \"parameters\": {\"x\": }}",
-        "{\"name\": \"f\", \"parameters\": {}} and more", "<|python_tag|>", "{\"city\": \"Paris\"}"}) {
+        "{\"name\": \"f\", \"parameters\": {}} and more", "<|python_tag|>",
+        "{\"city\": \"Paris\"}"}) {
     const ToolCallParse p = parse_tool_calls(ToolCallFormat::Llama3Json, text, true);
     EXPECT_EQ(p.content, text);
     EXPECT_TRUE(p.calls.empty()) << text;
@@ -213,7 +216,8 @@ bool same(const ChatOutput& a, const Streamed& b) {
       a.tool_calls.size() != b.calls.size())
     return false;
   for (size_t i = 0; i < a.tool_calls.size(); ++i)
-    if (a.tool_calls[i].name != b.calls[i].name || a.tool_calls[i].arguments != b.calls[i].arguments)
+    if (a.tool_calls[i].name != b.calls[i].name ||
+        a.tool_calls[i].arguments != b.calls[i].arguments)
       return false;
   return true;
 }
@@ -221,28 +225,55 @@ bool same(const ChatOutput& a, const Streamed& b) {
 // Texts glued from the formats' pieces, fed in random pieces: the stream adds up to the whole
 // answer, or (when the end changed the meaning of what was sent) to the reading it had sent.
 TEST(ToolCallParser, RandomTextsStreamAsTheyParse) {
-  const std::vector<std::string> parts = {
-      "<tool_call>", "</tool_call>", "<tool_", "</tool", "<think>", "</think>", "<|python_tag|>",
-      "{", "}", "[", "]", "\"name\"", "\"arguments\"", "\"parameters\"", ": ", ":", ", ", ";",
-      "\"f\"", "\"a\\\"b\"", "1", "-2.5e3", "true", "null", "x", " ", "\n", "<", "é"};
+  const std::vector<std::string> parts = {"<tool_call>",
+                                          "</tool_call>",
+                                          "<tool_",
+                                          "</tool",
+                                          "<think>",
+                                          "</think>",
+                                          "<|python_tag|>",
+                                          "{",
+                                          "}",
+                                          "[",
+                                          "]",
+                                          "\"name\"",
+                                          "\"arguments\"",
+                                          "\"parameters\"",
+                                          ": ",
+                                          ":",
+                                          ", ",
+                                          ";",
+                                          "\"f\"",
+                                          "\"a\\\"b\"",
+                                          "1",
+                                          "-2.5e3",
+                                          "true",
+                                          "null",
+                                          "x",
+                                          " ",
+                                          "\n",
+                                          "<",
+                                          "é"};
   std::mt19937 rng(17);
   int agreed = 0, calls = 0;
   for (int round = 0; round < 3000; ++round) {
     std::string text;
     const int n = 1 + static_cast<int>(rng() % 24);
     for (int k = 0; k < n; ++k) text += parts[rng() % parts.size()];
-    ChatOutputOptions options{
-        rng() % 2 ? std::optional(ReasoningFormat::Qwen3) : std::optional(ReasoningFormat::DeepSeekR1),
-        rng() % 2 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json, rng() % 4 != 0};
+    ChatOutputOptions options{rng() % 2 ? std::optional(ReasoningFormat::Qwen3)
+                                        : std::optional(ReasoningFormat::DeepSeekR1),
+                              rng() % 2 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json,
+                              rng() % 4 != 0};
     if (rng() % 3 == 0) {  // tool_choice "required": the calls are a JSON array
       options.tool_calls.reset();
       options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
     }
     if (rng() % 3 == 0)  // a well-formed call somewhere, so calls are not rare
-      text.insert(rng() % 2 ? 0 : text.size(),
-                  options.tool_calls
-                      ? "<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": [1, \"v\"]}}</tool_call>"
-                      : "[{\"name\": \"f\", \"parameters\": {\"k\": [1, \"v\"]}}]");
+      text.insert(
+          rng() % 2 ? 0 : text.size(),
+          options.tool_calls
+              ? "<tool_call>{\"name\": \"f\", \"arguments\": {\"k\": [1, \"v\"]}}</tool_call>"
+              : "[{\"name\": \"f\", \"parameters\": {\"k\": [1, \"v\"]}}]");
     const size_t step = 1 + rng() % 7;
     const Streamed s = stream(options, text, step);
     const ChatOutput whole = parse_chat_output(options, text, true);
@@ -261,17 +292,20 @@ TEST(ToolCallParser, RandomTextsStreamAsTheyParse) {
 // fuzzer reads them: the first byte picks the parsers and the piece size.
 TEST(ToolCallParser, FuzzRegressionsStreamAsTheyParse) {
   int checked = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(
-           std::string(TERN_SOURCE_DIR) + "/fuzz/seeds/chat_output_fuzz")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TERN_SOURCE_DIR) +
+                                                               "/fuzz/seeds/chat_output_fuzz")) {
     std::ifstream in(entry.path(), std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.empty()) continue;
     const auto pick = static_cast<uint8_t>(bytes[0]);
     const std::string text = bytes.substr(1);
     ChatOutputOptions options;
-    if (pick & 1) options.reasoning = pick & 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
-    if (pick & 4) options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
-    else if (pick & 8) options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
+    if (pick & 1)
+      options.reasoning = pick & 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
+    if (pick & 4)
+      options.tool_calls = pick & 8 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
+    else if (pick & 8)
+      options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
     options.parallel_tool_calls = (pick & 16) == 0;
     const Streamed st = stream(options, text, 1 + (pick >> 5));
     EXPECT_TRUE(same(parse_chat_output(options, text, true), st) ||
@@ -312,8 +346,8 @@ TEST(ForcedToolCalls, RequiredTextThatIsNoListOfCallsIsContent) {
   const ChatOutputOptions required = forced(ChatOutputOptions::ForcedCalls::Required);
   // Cut off by max_tokens, not an array, a call without parameters, text after the array.
   for (const std::string text :
-       {"[{\"name\": \"f\", \"parameters\": {\"a\": 1}", "{\"name\": \"f\"}",
-        "[{\"name\": \"f\"}]", "[{\"name\": \"f\", \"parameters\": {}}] x", "", "[]"}) {
+       {"[{\"name\": \"f\", \"parameters\": {\"a\": 1}", "{\"name\": \"f\"}", "[{\"name\": \"f\"}]",
+        "[{\"name\": \"f\", \"parameters\": {}}] x", "", "[]"}) {
     const ChatOutput o = parse_chat_output(required, text, true);
     EXPECT_EQ(o.content, text);
     EXPECT_TRUE(o.tool_calls.empty()) << text;

@@ -36,8 +36,8 @@ ScriptedServer scripted_server() {
   ScriptedServer out;
   out.messages = json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
   const std::vector<int32_t> chain = scripted_tool_call_chain(tok);
-  out.server = std::make_unique<TestServer>(scripted_qwen3(chain), server_engine(1024),
-                                            tool_options(true));
+  out.server =
+      std::make_unique<TestServer>(scripted_qwen3(chain), server_engine(1024), tool_options(true));
   return out;
 }
 
@@ -45,8 +45,8 @@ TEST(ToolCallServer, ScriptedModelAnswersWithToolCalls) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
   ScriptedServer s = scripted_server();
-  json body = {{"messages", s.messages}, {"tools", weather_tools()}, {"max_tokens", 40},
-               {"temperature", 0}};
+  json body = {
+      {"messages", s.messages}, {"tools", weather_tools()}, {"max_tokens", 40}, {"temperature", 0}};
   const HttpResult r = post(s.server->port(), "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   const json answer = r.body_json();
@@ -135,10 +135,12 @@ json streamed_calls(const StreamResult& st, json& finish) {
       const size_t i = c["index"];
       if (c.contains("id")) {
         EXPECT_EQ(i, calls.size());
-        calls.push_back({{"id", c["id"]}, {"function", {{"name", c["function"]["name"]}, {"arguments", ""}}}});
+        calls.push_back(
+            {{"id", c["id"]}, {"function", {{"name", c["function"]["name"]}, {"arguments", ""}}}});
       }
       calls.at(i)["function"]["arguments"] =
-          calls.at(i)["function"]["arguments"].get<std::string>() + c["function"]["arguments"].get<std::string>();
+          calls.at(i)["function"]["arguments"].get<std::string>() +
+          c["function"]["arguments"].get<std::string>();
     }
   }
   return calls;
@@ -156,8 +158,8 @@ TEST(ToolCallServer, RequiredAndNamedChoicesAreEnforced) {
   int required_answers = 0, several_calls = 0;
   for (int seed = 0; seed < 8; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    json body = {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"},
-                 {"max_tokens", 400}, {"temperature", 1.0}, {"seed", seed}};
+    json body = {{"messages", messages}, {"tools", tools},     {"tool_choice", "required"},
+                 {"max_tokens", 400},    {"temperature", 1.0}, {"seed", seed}};
     if (seed % 4 == 3) body["parallel_tool_calls"] = false;
     HttpResult r = post(s.port(), "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
@@ -184,8 +186,8 @@ TEST(ToolCallServer, RequiredAndNamedChoicesAreEnforced) {
       }
     }
 
-    body = {{"messages", messages}, {"tools", tools}, {"tool_choice", named},
-            {"max_tokens", 400}, {"temperature", 1.0}, {"seed", seed}};
+    body = {{"messages", messages}, {"tools", tools},     {"tool_choice", named},
+            {"max_tokens", 400},    {"temperature", 1.0}, {"seed", seed}};
     r = post(s.port(), "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
     choice = r.body_json()["choices"][0];
@@ -204,7 +206,9 @@ TEST(ToolCallServer, EnforcedToolChoiceRefusals) {
   TestServer s(tiny_chat_qwen3(), server_engine(1024));
   const json messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
   // Two constraints: the request's own and the tool call's.
-  json both = {{"messages", messages}, {"tools", two_tools()}, {"tool_choice", "required"},
+  json both = {{"messages", messages},
+               {"tools", two_tools()},
+               {"tool_choice", "required"},
                {"response_format", {{"type", "json_object"}}}};
   HttpResult r = post(s.port(), "/v1/chat/completions", both);
   EXPECT_EQ(r.status, 400) << r.body;
@@ -212,13 +216,15 @@ TEST(ToolCallServer, EnforcedToolChoiceRefusals) {
   // Parameters outside the enforceable subset are refused, never loosened.
   json tools = two_tools();
   tools[0]["function"]["parameters"]["properties"]["days"]["multipleOf"] = 2;
-  const json unenforceable = {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"}};
+  const json unenforceable = {
+      {"messages", messages}, {"tools", tools}, {"tool_choice", "required"}};
   r = post(s.port(), "/v1/chat/completions", unenforceable);
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.body_json()["error"]["param"], "tools") << r.body;
   EXPECT_NE(r.body.find("multipleOf"), std::string::npos) << r.body;
   // A named function that is not among the tools.
-  const json unknown = {{"messages", messages}, {"tools", two_tools()},
+  const json unknown = {{"messages", messages},
+                        {"tools", two_tools()},
                         {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}};
   r = post(s.port(), "/v1/chat/completions", unknown);
   EXPECT_EQ(r.status, 400) << r.body;
@@ -244,7 +250,8 @@ TEST(ReasoningServer, ScriptedThinkIsReasoningContent) {
     o.reasoning_parser = parser;
     TestServer s(scripted_qwen3(chain), server_engine(1024), o);
     json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
-                 {"max_tokens", 20}, {"temperature", 0}};
+                 {"max_tokens", 20},
+                 {"temperature", 0}};
     const HttpResult r = post(s.port(), "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
     const json answer = r.body_json();
@@ -258,7 +265,8 @@ TEST(ReasoningServer, ScriptedThinkIsReasoningContent) {
     std::string reasoning, content;
     for (const json& e : st.events) {
       const json& delta = e["choices"][0]["delta"];
-      if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>();
+      if (delta.contains("reasoning_content"))
+        reasoning += delta["reasoning_content"].get<std::string>();
       if (delta.contains("content")) content += delta["content"].get<std::string>();
     }
     EXPECT_EQ(reasoning, "ok") << parser;
@@ -268,7 +276,8 @@ TEST(ReasoningServer, ScriptedThinkIsReasoningContent) {
   TestServer plain(scripted_qwen3(chain), server_engine(1024));
   const HttpResult r = post(plain.port(), "/v1/chat/completions",
                             {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
-                             {"max_tokens", 20}, {"temperature", 0}});
+                             {"max_tokens", 20},
+                             {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body_json()["choices"][0]["message"]["content"], "<think>ok</think>Hi there");
   EXPECT_FALSE(r.body_json()["choices"][0]["message"].contains("reasoning_content"));
@@ -288,7 +297,9 @@ TEST(ReasoningServer, ConstraintAppliesAfterTheReasoning) {
     server::ServerOptions o;
     o.reasoning_parser = parser;
     TestServer s(scripted_qwen3(chain), server_engine(1024), o);
-    json body = {{"messages", messages}, {"max_tokens", 20}, {"temperature", 0},
+    json body = {{"messages", messages},
+                 {"max_tokens", 20},
+                 {"temperature", 0},
                  {"guided_choice", {"Bye", "Later"}}};
     HttpResult r = post(s.port(), "/v1/chat/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
@@ -307,7 +318,9 @@ TEST(ReasoningServer, ConstraintAppliesAfterTheReasoning) {
   // Without a reasoning parser the constraint holds from the first token: no thinking.
   TestServer plain(scripted_qwen3(chain), server_engine(1024));
   const HttpResult r = post(plain.port(), "/v1/chat/completions",
-                            {{"messages", messages}, {"max_tokens", 20}, {"temperature", 0},
+                            {{"messages", messages},
+                             {"max_tokens", 20},
+                             {"temperature", 0},
                              {"guided_choice", {"Bye", "Later"}}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json content = r.body_json()["choices"][0]["message"]["content"];
@@ -321,8 +334,11 @@ TEST(ToolCallServer, ToolsReachTheTemplateAndAnswersParse) {
   const Tokenizer tok = *model.tokenizer;
   TestServer s(std::move(model), server_engine(1024), tool_options(true));
   const json messages = json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
-  json body = {{"messages", messages}, {"tools", weather_tools()}, {"max_tokens", 12},
-               {"temperature", 0}, {"ignore_eos", true}};
+  json body = {{"messages", messages},
+               {"tools", weather_tools()},
+               {"max_tokens", 12},
+               {"temperature", 0},
+               {"ignore_eos", true}};
   const HttpResult r = post(s.port(), "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   const json answer = r.body_json();
@@ -330,10 +346,12 @@ TEST(ToolCallServer, ToolsReachTheTemplateAndAnswersParse) {
   const ChatTemplate tmpl = ChatTemplate::from_tokenizer(tok);
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
   kwargs["tools"] = nlohmann::ordered_json::parse(weather_tools().dump());
-  const std::string want = tmpl.render(nlohmann::ordered_json::parse(messages.dump()), true, kwargs);
+  const std::string want =
+      tmpl.render(nlohmann::ordered_json::parse(messages.dump()), true, kwargs);
   // (nlohmann::json sorts keys: the test client sends them sorted.)
   ASSERT_NE(want.find("<tools>\n{\"function\": {\"description\": \"Weather in a city\""),
-            std::string::npos) << want;
+            std::string::npos)
+      << want;
   EXPECT_EQ(answer["usage"]["prompt_tokens"], tok.encode(want, false, true).size());
   const json& message = answer["choices"][0]["message"];
   EXPECT_TRUE(message.contains("reasoning_content"));  // --reasoning-parser
@@ -349,7 +367,8 @@ TEST(ToolCallServer, ToolsReachTheTemplateAndAnswersParse) {
   for (const json& e : st.events) {
     const json& delta = e["choices"][0]["delta"];
     if (delta.contains("content")) content += delta["content"].get<std::string>();
-    if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>();
+    if (delta.contains("reasoning_content"))
+      reasoning += delta["reasoning_content"].get<std::string>();
     if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
   }
   EXPECT_EQ(content, message["content"].is_null() ? "" : message["content"].get<std::string>());

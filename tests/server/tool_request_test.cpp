@@ -34,7 +34,8 @@ ordered_json history_body() {
     {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
       "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
     {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 18}"}],
-    "tools": [)") + kWeatherTool + "]}");
+    "tools": [)") + kWeatherTool +
+                             "]}");
 }
 
 TEST(ToolCallTemplate, Qwen3RendersToolsCallsAndResponses) {
@@ -62,7 +63,8 @@ TEST(ToolCallTemplate, Qwen3RendersToolsCallsAndResponses) {
   EXPECT_EQ(render_chat_prompt(history_body(), model), want);
   // Without tools the system turn is gone: the tools are what changed the prompt.
   ordered_json plain = ordered_json::parse(R"({"messages": [{"role": "user", "content": "Hi"}]})");
-  EXPECT_EQ(render_chat_prompt(plain, model), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat_prompt(plain, model),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   // enable_thinking=false still works beside tools.
   ordered_json no_think = history_body();
   no_think["chat_template_kwargs"] = {{"enable_thinking", false}};
@@ -187,7 +189,8 @@ TEST(ToolCallRequest, RequiredAndNamedCarryTheirSchema) {
 
 TEST(ToolCallRequest, HistoryToolCallsAreChecked) {
   TERN_REQUIRE_FIXTURE("chat-templates/Qwen-Qwen3-0.6B.jinja");
-  const ChatTemplate tmpl(read_text(testing::fixture("chat-templates/Qwen-Qwen3-0.6B.jinja")), "", "");
+  const ChatTemplate tmpl(read_text(testing::fixture("chat-templates/Qwen-Qwen3-0.6B.jinja")), "",
+                          "");
   ModelContext model;
   model.chat_template = &tmpl;
   ordered_json body = history_body();
@@ -245,8 +248,9 @@ TEST(ToolCallResponse, StreamChunksAreOpenAIs) {
   const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));
   ResponseFormatter f(Endpoint::ChatCompletions, "chatcmpl-1", 0, "m", tok, 1, 1,
                       {std::nullopt, ToolCallFormat::Hermes, true});
-  const std::vector<std::string> pieces = {"Sure", ". <tool", "_call>\n{\"name\": \"get_weather\", ",
-                                           "\"arguments\": {\"city\"", ": \"Paris\"}}\n</tool_call>"};
+  const std::vector<std::string> pieces = {
+      "Sure", ". <tool", "_call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\"",
+      ": \"Paris\"}}\n</tool_call>"};
   std::vector<json> chunks;
   std::string text;
   for (size_t i = 0; i < pieces.size(); ++i) {

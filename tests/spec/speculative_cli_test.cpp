@@ -46,7 +46,8 @@ TEST(SpeculativeCli, GenerateSpeculatesWithEitherProposer) {
   for (const char* a : {"--speculative-config", config.c_str()}) quantized.push_back(a);
   // The short form is adaptive, and stories260K drafting for itself costs as much as the
   // target, so it may well never draft; the fixed-K forms draft every step.
-  for (const auto& [args, min_drafts] : {std::pair{draft, 0}, std::pair{ngram, 1}, std::pair{quantized, 1}}) {
+  for (const auto& [args, min_drafts] :
+       {std::pair{draft, 0}, std::pair{ngram, 1}, std::pair{quantized, 1}}) {
     const auto r = run_tern(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json got = last_json(r.out);

@@ -55,9 +55,12 @@ TEST(StructuredTokenMask, EqualsBruteForceOnRandomWalks) {
       for (int32_t id = 0; id < static_cast<int32_t>(vocab.size()); ++id) {
         const bool bit = (mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1;
         bool want = false;
-        if (id == 1) want = reference.matches(text);
-        else if (!bytes[static_cast<size_t>(id)].empty()) want = reference.accepts_prefix(text + bytes[static_cast<size_t>(id)]);
-        ASSERT_EQ(bit, want) << "after '" << text << "', token '" << vocab[static_cast<size_t>(id)] << "'";
+        if (id == 1)
+          want = reference.matches(text);
+        else if (!bytes[static_cast<size_t>(id)].empty())
+          want = reference.accepts_prefix(text + bytes[static_cast<size_t>(id)]);
+        ASSERT_EQ(bit, want) << "after '" << text << "', token '" << vocab[static_cast<size_t>(id)]
+                             << "'";
         if (bit) allowed.push_back(id);
       }
       ++checked_states;
@@ -85,7 +88,8 @@ TEST(StructuredTokenMask, EqualsBruteForceOnRandomWalks) {
 TEST(StructuredTokenMask, SamplerMasksAndRollsBack) {
   const std::vector<std::string> bytes = {"", "a", "b", "ab", "c"};
   auto trie = std::make_shared<const TokenTrie>(bytes, std::vector<int32_t>{0});
-  auto compiled = std::make_shared<CompiledConstraint>(flatten(parse_gbnf(R"(root ::= "ab" "c"?)")), trie);
+  auto compiled =
+      std::make_shared<CompiledConstraint>(flatten(parse_gbnf(R"(root ::= "ab" "c"?)")), trie);
   SamplingParams p;
   p.temperature = 1.0f;
   Sampler sampler(p, 1, {}, {});
@@ -99,7 +103,7 @@ TEST(StructuredTokenMask, SamplerMasksAndRollsBack) {
   EXPECT_EQ(probs[0], 0.0f);  // the end: not yet
   EXPECT_NEAR(probs[1] + probs[3], 1.0f, 1e-6);
   EXPECT_EQ(sampler.greedy_token(logits), 1);  // ties: the lower id
-  sampler.record(3);  // "ab"
+  sampler.record(3);                           // "ab"
   sampler.probabilities(logits, probs);
   EXPECT_GT(probs[4], 0.99f);  // "c" or the end
   EXPECT_GT(probs[0], 0.0f);
@@ -122,7 +126,8 @@ TEST(StructuredTokenMask, SamplerMasksAndRollsBack) {
 TEST(StructuredTokenMask, WaitsForTheEndOfReasoning) {
   const std::vector<std::string> bytes = {"", "a", "b", "ab", "c", ""};
   auto trie = std::make_shared<const TokenTrie>(bytes, std::vector<int32_t>{0});
-  auto compiled = std::make_shared<CompiledConstraint>(flatten(parse_gbnf(R"(root ::= "ab" "c"?)")), trie);
+  auto compiled =
+      std::make_shared<CompiledConstraint>(flatten(parse_gbnf(R"(root ::= "ab" "c"?)")), trie);
   ConstraintState state(compiled, 16, /*wait_for=*/5);
   const std::vector<float> logits = {0.0f, -5.0f, 9.0f, -5.0f, 9.0f, 1.0f};
   std::vector<float> row = logits;
@@ -168,7 +173,8 @@ TEST(StructuredTokenMask, ThePromptsLastThinkTagDecidesWhereTheConstraintStarts)
   spec.think_start_token = open[0];
   spec.think_end_token = close[0];
   EXPECT_FALSE(starts_awake(words));  // the model thinks first
-  EXPECT_TRUE(starts_awake({words[0], open[0], words[1], close[0], words[0]}));  // enable_thinking false
+  EXPECT_TRUE(
+      starts_awake({words[0], open[0], words[1], close[0], words[0]}));  // enable_thinking false
   EXPECT_FALSE(starts_awake({close[0], words[1], open[0]}));  // a template that opened <think>
 }
 
@@ -199,7 +205,8 @@ TEST(StructuredTokenMask, QwenVocabularyTrie) {
   for (int32_t id : ids) s = compiled->advance(s, id);
   EXPECT_TRUE(compiled->finished(s));
   compiled->fill_mask(s, mask);
-  for (int32_t id : tok.eos_ids()) EXPECT_TRUE((mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1);
+  for (int32_t id : tok.eos_ids())
+    EXPECT_TRUE((mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1);
 }
 
 }  // namespace

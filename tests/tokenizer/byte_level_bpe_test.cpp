@@ -49,7 +49,8 @@ std::vector<VectorCase> read_vectors(const std::string& stem) {
 const HfTokenizerFiles& folder(const std::string& name) {
   static std::map<std::string, std::unique_ptr<HfTokenizerFiles>> cache;
   auto& slot = cache[name];
-  if (!slot) slot = std::make_unique<HfTokenizerFiles>(load_hf_tokenizer_files(testing::fixture(name)));
+  if (!slot)
+    slot = std::make_unique<HfTokenizerFiles>(load_hf_tokenizer_files(testing::fixture(name)));
   return *slot;
 }
 
@@ -61,7 +62,8 @@ std::vector<int32_t> encode(const ByteLevelBpe& bpe, std::string_view text) {
 
 std::string decode(const Vocab& vocab, const std::vector<int32_t>& ids) {
   std::string text;
-  for (int32_t id : ids) text += ByteLevelBpe::token_text_to_bytes(vocab.tokens[static_cast<size_t>(id)]);
+  for (int32_t id : ids)
+    text += ByteLevelBpe::token_text_to_bytes(vocab.tokens[static_cast<size_t>(id)]);
   return text;
 }
 
@@ -143,9 +145,9 @@ TEST(ByteLevelBpe, ArbitraryBytesRoundTrip) {
 TEST(ByteLevelBpe, ByteAlphabet) {
   EXPECT_EQ(ByteLevelBpe::bytes_to_token_text(" hello\n"), "\xC4\xA0hello\xC4\x8A");  // Ġhello Ċ
   EXPECT_EQ(ByteLevelBpe::token_text_to_bytes("\xC4\xA0hello"), " hello");
-  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\t"), "\xC4\x89");                     // ĉ
-  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\xAD"), "\xC5\x83");                   // Ń
-  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\xA1"), "\xC2\xA1");                   // ¡ itself
+  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\t"), "\xC4\x89");    // ĉ
+  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\xAD"), "\xC5\x83");  // Ń
+  EXPECT_EQ(ByteLevelBpe::bytes_to_token_text("\xA1"), "\xC2\xA1");  // ¡ itself
   EXPECT_EQ(ByteLevelBpe::token_text_to_bytes("<|im_end|>"), "<|im_end|>");
   EXPECT_EQ(ByteLevelBpe::token_text_to_bytes("\xE4\xBD\xA0"), "\xE4\xBD\xA0");  // not in it
   std::string all;
@@ -173,7 +175,10 @@ TEST(PreTokenizerRegex, SplitsLikeEachModel) {
   EXPECT_EQ(split(PreTokenizer::Qwen2, text),
             (V{"I", "'VE", " got", " ", "1", "2", "3", "4", "5", " apples", "!!\n\n", " ", " ok"}));
   // Invalid UTF-8 never matches; each run of it is a piece of its own.
-  EXPECT_EQ(split(PreTokenizer::Qwen2, "ab\xFF\xFE" "cd"), (V{"ab", "\xFF\xFE", "cd"}));
+  EXPECT_EQ(split(PreTokenizer::Qwen2,
+                  "ab\xFF\xFE"
+                  "cd"),
+            (V{"ab", "\xFF\xFE", "cd"}));
   EXPECT_EQ(pre_tokenizer_from_pattern(pre_tokenizer_pattern(PreTokenizer::Llama3)),
             PreTokenizer::Llama3);
   EXPECT_EQ(pre_tokenizer_from_pattern("\\s+"), std::nullopt);
@@ -232,11 +237,11 @@ TEST(ByteLevelBpe, RejectsBadMerges) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message({"a b", "a x"}),
-            "byte-level BPE: merge 2 'a x': 'x' is not in the vocabulary");
+  EXPECT_EQ(message({"a b", "a x"}), "byte-level BPE: merge 2 'a x': 'x' is not in the vocabulary");
   EXPECT_EQ(message({"b c"}),
             "byte-level BPE: merge 1 'b c': the result 'bc' is not in the vocabulary");
-  EXPECT_EQ(message({"ab"}), "byte-level BPE: merge 1 'ab' is not two tokens separated by one space");
+  EXPECT_EQ(message({"ab"}),
+            "byte-level BPE: merge 1 'ab' is not two tokens separated by one space");
   EXPECT_EQ(message({"a  b"}),
             "byte-level BPE: merge 1 'a  b' is not two tokens separated by one space");
 }

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "fixtures.h"
 #include "tern/core/error.h"
 #include "tern/tokenizer/tokenizer.h"
-#include "fixtures.h"
 
 namespace tern {
 namespace {
@@ -35,7 +35,8 @@ ChatTemplate load_template(const OrderedJson& entry) {
   const std::string fixture = entry["fixture"].get<std::string>();
   if (fixture.size() > 5 && fixture.substr(fixture.size() - 5) == ".json") {
     // Through the tokenizer, so the loader's template and bos/eos are what is tested.
-    const std::string folder = std::filesystem::path(testing::fixture(fixture)).parent_path().string();
+    const std::string folder =
+        std::filesystem::path(testing::fixture(fixture)).parent_path().string();
     return ChatTemplate::from_tokenizer(Tokenizer::load(folder));
   }
   return ChatTemplate(read_text(testing::fixture(fixture)), entry.value("bos_token", ""),
@@ -56,14 +57,16 @@ TEST(ChatTemplateGolden, EveryFixtureTemplateMatchesJinja2ByteForByte) {
       SCOPED_TRACE(name + " / " + case_name);
       OrderedJson kwargs = spec["common_kwargs"];
       if (c.contains("kwargs"))
-        for (auto it = c["kwargs"].begin(); it != c["kwargs"].end(); ++it) kwargs[it.key()] = it.value();
+        for (auto it = c["kwargs"].begin(); it != c["kwargs"].end(); ++it)
+          kwargs[it.key()] = it.value();
       const OrderedJson& want = expected.at(name).at(case_name);
       if (want.contains("error")) {
         try {
           tmpl.render(c["messages"], c["add_generation_prompt"].get<bool>(), kwargs);
           ADD_FAILURE() << "rendered, but jinja2 raised: " << want["error"];
         } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find(want["error"].get<std::string>()), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find(want["error"].get<std::string>()), std::string::npos)
+              << e.what();
         }
       } else {
         EXPECT_EQ(tmpl.render(c["messages"], c["add_generation_prompt"].get<bool>(), kwargs),
@@ -76,9 +79,10 @@ TEST(ChatTemplateGolden, EveryFixtureTemplateMatchesJinja2ByteForByte) {
 }
 
 TEST(ChatTemplate, SortedJsonOverloadRendersTheSameMessages) {
-  const ChatTemplate tmpl("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
-                          "{% if add_generation_prompt %}<assistant>{% endif %}{{ eos_token }}",
-                          "", "</s>");
+  const ChatTemplate tmpl(
+      "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+      "{% if add_generation_prompt %}<assistant>{% endif %}{{ eos_token }}",
+      "", "</s>");
   const nlohmann::json messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])");
   EXPECT_EQ(tmpl.render(messages, true), "<user>hi<assistant></s>");
   EXPECT_EQ(tmpl.render(messages, false), "<user>hi</s>");
@@ -86,13 +90,18 @@ TEST(ChatTemplate, SortedJsonOverloadRendersTheSameMessages) {
 
 TEST(ChatTemplate, ToolsAndBosDefaultLikeTransformers) {
   // tools is none unless given; a tokenizer without bos leaves bos_token undefined.
-  const ChatTemplate tmpl("{{ tools is none }} {{ bos_token is defined }} {{ enable_thinking | default('unset') }}", "", "");
+  const ChatTemplate tmpl(
+      "{{ tools is none }} {{ bos_token is defined }} {{ enable_thinking | default('unset') }}", "",
+      "");
   EXPECT_EQ(tmpl.render(OrderedJson::array(), false), "True False unset");
-  EXPECT_EQ(tmpl.render(OrderedJson::array(), false, OrderedJson{{"enable_thinking", false}}), "True False False");
+  EXPECT_EQ(tmpl.render(OrderedJson::array(), false, OrderedJson{{"enable_thinking", false}}),
+            "True False False");
 }
 
 TEST(ChatTemplate, RaiseExceptionBecomesAnErrorWithTheTemplatesMessage) {
-  const ChatTemplate tmpl("{% if messages | length == 0 %}\n{{ raise_exception('No messages!') }}\n{% endif %}", "", "");
+  const ChatTemplate tmpl(
+      "{% if messages | length == 0 %}\n{{ raise_exception('No messages!') }}\n{% endif %}", "",
+      "");
   try {
     tmpl.render(OrderedJson::array(), true);
     FAIL() << "expected an error";

@@ -50,7 +50,8 @@ std::string error_of(const std::string& dir) {
 }
 
 std::vector<std::string> vector_strings() {
-  const std::string inp = read_text_file(testing::fixture("llama.cpp-vocab/ggml-vocab-qwen2.gguf.inp"));
+  const std::string inp =
+      read_text_file(testing::fixture("llama.cpp-vocab/ggml-vocab-qwen2.gguf.inp"));
   const std::string separator = "\n__ggml_vocab_test__\n";
   std::vector<std::string> out;
   for (size_t pos = 0, end; (end = inp.find(separator, pos)) != std::string::npos;
@@ -108,7 +109,11 @@ TEST(HfTokenizerFiles, Llama3Folder) {
 
 TEST(HfTokenizerFiles, FingerprintFromDigitTokens) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(pre_tokenizer_from_vocabulary(V{"1", "12", "\xC4\xA0" "12"}, "x"), PreTokenizer::Gpt2);
+  EXPECT_EQ(pre_tokenizer_from_vocabulary(V{"1", "12",
+                                            "\xC4\xA0"
+                                            "12"},
+                                          "x"),
+            PreTokenizer::Gpt2);
   EXPECT_EQ(pre_tokenizer_from_vocabulary(V{"1", "12", "2018"}, "x"), PreTokenizer::Gpt2);
   EXPECT_EQ(pre_tokenizer_from_vocabulary(V{"1", "12", "123", "a"}, "x"), PreTokenizer::Llama3);
   EXPECT_EQ(pre_tokenizer_from_vocabulary(V{"1", "2", "ab"}, "x"), PreTokenizer::Qwen2);
@@ -122,8 +127,10 @@ TEST(HfTokenizerFiles, TokenizerJsonGivesTheSameTokenizer) {
   const Json config = Json::parse(read_text_file(qwen + "/tokenizer_config.json"));
   Json added = Json::array();
   for (const auto& [id, token] : config["added_tokens_decoder"].items())
-    added.push_back({{"id", std::stoi(id)}, {"content", token["content"]},
-                     {"special", token["special"]}, {"normalized", false}});
+    added.push_back({{"id", std::stoi(id)},
+                     {"content", token["content"]},
+                     {"special", token["special"]},
+                     {"normalized", false}});
   // Merges as [left, right] pairs, the newer tokenizer.json form.
   Json merges = Json::array();
   const std::string merges_txt = read_text_file(qwen + "/merges.txt");
@@ -196,17 +203,33 @@ TEST(HfTokenizerFiles, SentencePieceStyleTokenizerJson) {
       {"pre_tokenizer", nullptr},
       {"post_processor",
        {{"type", "TemplateProcessing"},
-        {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                    {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"single",
+         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
       {"model",
        {{"type", "BPE"},
         {"unk_token", "<unk>"},
         {"byte_fallback", true},
         {"vocab",
-         {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"<0x41>", 3}, {"\xE2\x96\x81", 4}, {"a", 5},
-          {"b", 6}, {"\xE2\x96\x81" "a", 7}, {"ab", 8}, {"\xE2\x96\x81" "ab", 9}}},
-        {"merges", {"\xE2\x96\x81 a", "a b", "\xE2\x96\x81" "a b"}}}}};
+         {{"<unk>", 0},
+          {"<s>", 1},
+          {"</s>", 2},
+          {"<0x41>", 3},
+          {"\xE2\x96\x81", 4},
+          {"a", 5},
+          {"b", 6},
+          {"\xE2\x96\x81"
+           "a",
+           7},
+          {"ab", 8},
+          {"\xE2\x96\x81"
+           "ab",
+           9}}},
+        {"merges",
+         {"\xE2\x96\x81 a", "a b",
+          "\xE2\x96\x81"
+          "a b"}}}}};
   const HfTokenizerFiles files = parse_tokenizer_json(tokenizer.dump(), "tokenizer.json");
   EXPECT_EQ(files.kind, TokenizerKind::SentencePieceBpe);
   ASSERT_EQ(files.vocab.scores.size(), 10u);
@@ -232,7 +255,8 @@ void write_small_folder(const TempDir& dir, const std::string& vocab, const std:
   if (!config.empty()) dir.write("tokenizer_config.json", config);
 }
 
-constexpr const char* kSmallVocab = R"({"a": 0, "b": 1, "ab": 2, "1": 3, "2": 4, "3": 5, "12": 6, "123": 7})";
+constexpr const char* kSmallVocab =
+    R"({"a": 0, "b": 1, "ab": 2, "1": 3, "2": 4, "3": 5, "12": 6, "123": 7})";
 constexpr const char* kSmallMerges = "#version: 0.2\na b\n1 2\n12 3\n";
 
 TEST(HfTokenizerFiles, SmallFolderWithConfig) {
@@ -293,7 +317,8 @@ TEST(HfTokenizerFiles, RejectsMalformedFolders) {
   EXPECT_EQ(m, "DIR/tokenizer_config.json: added token '<x>' has id 2, which is already 'ab'");
   m = folder_error(kSmallVocab, kSmallMerges, R"({"eos_token": "</s>"})");
   EXPECT_EQ(m, "DIR: eos_token '</s>' is not in the vocabulary");
-  m = folder_error(kSmallVocab, kSmallMerges, R"({"added_tokens_decoder": {"x1": {"content": "<x>"}}})");
+  m = folder_error(kSmallVocab, kSmallMerges,
+                   R"({"added_tokens_decoder": {"x1": {"content": "<x>"}}})");
   EXPECT_EQ(m, "DIR/tokenizer_config.json: added_tokens_decoder key 'x1' is not a token id");
   m = folder_error(R"({"a": 0, "b": 1, "ab": 2})", "a b\n", "");
   EXPECT_TRUE(has(m, "DIR: cannot tell the pre-tokenizer from the vocabulary")) << m;
@@ -314,7 +339,8 @@ TEST(HfTokenizerFiles, RejectsMalformedTokenizerJson) {
     }
     return std::string("no error");
   };
-  const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
+  const std::string model =
+      R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
   const std::string byte_level = R"("pre_tokenizer": {"type": "ByteLevel", "use_regex": true})";
   EXPECT_EQ(error("{" + model + "," + byte_level + "}"), "no error");
   EXPECT_EQ(error("[1, 2]"), "t.json: the top level is not an object");
@@ -326,15 +352,17 @@ TEST(HfTokenizerFiles, RejectsMalformedTokenizerJson) {
             "t.json: normalizer Sequences nest too deeply");
   EXPECT_EQ(error("{" + model + "}"),
             "t.json: byte-level BPE without a pre-tokenizer regex (ByteLevel or Split)");
-  EXPECT_EQ(error("{" + model + R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\d+"}}})"),
-            "t.json: Split regex '\\d+' is not one tern knows (GPT-2, Llama 3, Qwen2)");
+  EXPECT_EQ(
+      error("{" + model + R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\d+"}}})"),
+      "t.json: Split regex '\\d+' is not one tern knows (GPT-2, Llama 3, Qwen2)");
   EXPECT_EQ(error("{" + model + "," + byte_level + R"(, "normalizer": {"type": "NFKC"}})"),
             "t.json: normalizer 'NFKC' is not supported (NFC, or SentencePiece's Prepend/Replace "
             "with \xE2\x96\x81)");
   EXPECT_EQ(error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a"]]}})"),
             "t.json: merge 1 is neither \"left right\" nor [\"left\", \"right\"]");
-  EXPECT_EQ(error("{" + model + "," + byte_level + R"(, "added_tokens": [{"id": 1, "content": "<s>"}]})"),
-            "t.json: added token '<s>' has id 1, which is already 'b'");
+  EXPECT_EQ(
+      error("{" + model + "," + byte_level + R"(, "added_tokens": [{"id": 1, "content": "<s>"}]})"),
+      "t.json: added token '<s>' has id 1, which is already 'b'");
   EXPECT_TRUE(error("{\"model\": ").starts_with("t.json: not valid JSON"));
 }
 

@@ -8,9 +8,9 @@
 
 #include "fixtures.h"
 #include "tern/core/error.h"
+#include "tern/core/utf8.h"
 #include "tern/tokenizer/sentencepiece_bpe.h"
 #include "tern/tokenizer/sentencepiece_model.h"
-#include "tern/core/utf8.h"
 #include "tokenizer/llama_cpp_vectors.h"
 
 namespace tern {

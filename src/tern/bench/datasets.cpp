@@ -1,10 +1,9 @@
 // vLLM's random, ShareGPT and prefix-repetition benchmark datasets over a tern Tokenizer.
 #include "tern/bench/datasets.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tern/core/error.h"
@@ -73,7 +72,8 @@ FittedPrompt fit_to_length(const Tokenizer& tokenizer, std::vector<int32_t> ids,
 }
 
 void require_positive(int64_t value, const char* flag) {
-  if (value <= 0) throw Error(std::string(flag) + " must be positive (got " + std::to_string(value) + ")");
+  if (value <= 0)
+    throw Error(std::string(flag) + " must be positive (got " + std::to_string(value) + ")");
 }
 
 }  // namespace
@@ -84,7 +84,8 @@ std::vector<SampleRequest> random_dataset(const Tokenizer& tokenizer,
   if (o.input_len < 0 || o.output_len < 0 || o.prefix_len < 0)
     throw Error("--random-input-len, --random-output-len and --random-prefix-len must be >= 0");
   if (!(o.range_ratio >= 0 && o.range_ratio < 1))
-    throw Error("--random-range-ratio must be in [0, 1) (got " + std::to_string(o.range_ratio) + ")");
+    throw Error("--random-range-ratio must be in [0, 1) (got " + std::to_string(o.range_ratio) +
+                ")");
   // The tokens the server's tokenizer adds (a BOS) count toward the input length.
   const auto num_special = static_cast<int64_t>(tokenizer.encode("", true).size());
   const int64_t real_input_len = std::max<int64_t>(0, o.input_len - num_special);
@@ -102,8 +103,10 @@ std::vector<SampleRequest> random_dataset(const Tokenizer& tokenizer,
   DatasetRng rng(o.seed);
   const std::vector<int32_t> allowed = allowed_token_ids(tokenizer);
   std::vector<int64_t> input_lens, output_lens, offsets;
-  for (int64_t i = 0; i < o.num_prompts; ++i) input_lens.push_back(rng.uniform_int(input_low, input_high));
-  for (int64_t i = 0; i < o.num_prompts; ++i) output_lens.push_back(rng.uniform_int(output_low, output_high));
+  for (int64_t i = 0; i < o.num_prompts; ++i)
+    input_lens.push_back(rng.uniform_int(input_low, input_high));
+  for (int64_t i = 0; i < o.num_prompts; ++i)
+    output_lens.push_back(rng.uniform_int(output_low, output_high));
   for (int64_t i = 0; i < o.num_prompts; ++i)
     offsets.push_back(rng.uniform_int(0, tokenizer.vocab_size() - 1));
   std::vector<int32_t> prefix;
@@ -116,8 +119,10 @@ std::vector<SampleRequest> random_dataset(const Tokenizer& tokenizer,
     std::vector<int32_t> ids = prefix;
     for (int64_t k = 0; k < input_lens[i]; ++k)
       ids.push_back(allowed[static_cast<size_t>((offsets[i] + i + k) % n_allowed)]);
-    FittedPrompt fitted = fit_to_length(tokenizer, std::move(ids), o.prefix_len + input_lens[i], rng, allowed);
-    requests.push_back({std::move(fitted.text), static_cast<int64_t>(fitted.ids.size()), output_lens[i]});
+    FittedPrompt fitted =
+        fit_to_length(tokenizer, std::move(ids), o.prefix_len + input_lens[i], rng, allowed);
+    requests.push_back(
+        {std::move(fitted.text), static_cast<int64_t>(fitted.ids.size()), output_lens[i]});
   }
   return requests;
 }
@@ -170,19 +175,22 @@ std::vector<SampleRequest> sharegpt_dataset_from_text(const Tokenizer& tokenizer
     // Counted as Hugging Face's tokenizer(text) does, with the special tokens it adds.
     const auto prompt_len = static_cast<int64_t>(tokenizer.encode(t.prompt, true).size());
     const int64_t output_len =
-        o.output_len ? *o.output_len : static_cast<int64_t>(tokenizer.encode(t.completion, true).size());
+        o.output_len ? *o.output_len
+                     : static_cast<int64_t>(tokenizer.encode(t.completion, true).size());
     const bool too_short = prompt_len < 4 || (!o.output_len && output_len < 4);
     const bool too_long = prompt_len > 1024 || prompt_len + output_len > 2048;
     if (too_short || too_long) continue;
     samples.push_back({t.prompt, prompt_len, output_len});
   }
   if (samples.empty())
-    throw Error(name + ": no conversation fits (two turns, prompt of 4..1024 tokens, prompt + "
+    throw Error(name +
+                ": no conversation fits (two turns, prompt of 4..1024 tokens, prompt + "
                 "output <= 2048 tokens)");
   // Too few: repeat random picks, as vLLM's maybe_oversample_requests does.
   const size_t kept = samples.size();
   while (static_cast<int64_t>(samples.size()) < o.num_prompts)
-    samples.push_back(samples[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(kept) - 1))]);
+    samples.push_back(
+        samples[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(kept) - 1))]);
   return samples;
 }
 
@@ -212,7 +220,8 @@ std::vector<SampleRequest> prefix_repetition_dataset(const Tokenizer& tokenizer,
       std::vector<int32_t> ids = prefix;
       const std::vector<int32_t> suffix = exact_length_tokens(o.suffix_len);
       ids.insert(ids.end(), suffix.begin(), suffix.end());
-      requests.push_back({decode_text(tokenizer, ids), static_cast<int64_t>(ids.size()), o.output_len});
+      requests.push_back(
+          {decode_text(tokenizer, ids), static_cast<int64_t>(ids.size()), o.output_len});
     }
   }
   rng.shuffle(requests);

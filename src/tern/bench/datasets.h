@@ -27,7 +27,8 @@ class DatasetRng {
   template <typename T>
   void shuffle(std::vector<T>& items) {  // Fisher-Yates
     for (size_t i = items.size(); i > 1; --i)
-      std::swap(items[i - 1], items[static_cast<size_t>(uniform_int(0, static_cast<int64_t>(i) - 1))]);
+      std::swap(items[i - 1],
+                items[static_cast<size_t>(uniform_int(0, static_cast<int64_t>(i) - 1))]);
   }
 
  private:

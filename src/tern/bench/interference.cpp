@@ -122,8 +122,8 @@ std::string itl_timeline_svg(std::span<const RequestRecord> streams,
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", kW) + "\" height=\"" +
          fmt("%.0f", kH) + "\" viewBox=\"0 0 " + fmt("%.0f", kW) + " " + fmt("%.0f", kH) +
          "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out += "<text x=\"" + fmt("%.1f", kW / 2) + "\" y=\"26\" text-anchor=\"middle\" font-size=\"16\">" +
-         escape_xml(title) + "</text>\n";
+  out += "<text x=\"" + fmt("%.1f", kW / 2) +
+         "\" y=\"26\" text-anchor=\"middle\" font-size=\"16\">" + escape_xml(title) + "</text>\n";
   // Long prompts: shaded from arrival to first token, a dashed line at the arrival.
   for (const RequestRecord& r : long_requests) {
     const double x = px(r.start_time);
@@ -140,7 +140,8 @@ std::string itl_timeline_svg(std::span<const RequestRecord> streams,
            "\" text-anchor=\"middle\" font-size=\"11\">" + tick_label(t) + "</text>\n";
   for (double v : yt) {
     out += "<line x1=\"" + fmt("%.1f", kLeft) + "\" y1=\"" + fmt("%.1f", py(v)) + "\" x2=\"" +
-           fmt("%.1f", kLeft + plot_w) + "\" y2=\"" + fmt("%.1f", py(v)) + "\" stroke=\"#e0e0e0\"/>\n";
+           fmt("%.1f", kLeft + plot_w) + "\" y2=\"" + fmt("%.1f", py(v)) +
+           "\" stroke=\"#e0e0e0\"/>\n";
     out += "<text x=\"" + fmt("%.1f", kLeft - 6) + "\" y=\"" + fmt("%.1f", py(v) + 4) +
            "\" text-anchor=\"end\" font-size=\"11\">" + tick_label(v) + "</text>\n";
   }
@@ -150,8 +151,9 @@ std::string itl_timeline_svg(std::span<const RequestRecord> streams,
   out += "<text x=\"" + fmt("%.1f", kLeft + plot_w / 2) + "\" y=\"" + fmt("%.1f", kH - 12) +
          "\" text-anchor=\"middle\" font-size=\"12\">time since the start (s); dashed: a long "
          "prompt arrives, shaded: until its first token</text>\n";
-  out += "<text transform=\"translate(18," + fmt("%.1f", kTop + plot_h / 2) +
-         ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">inter-token latency (ms)</text>\n";
+  out +=
+      "<text transform=\"translate(18," + fmt("%.1f", kTop + plot_h / 2) +
+      ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">inter-token latency (ms)</text>\n";
   for (const TimedGap& g : gaps)
     out += "<circle class=\"gap\" cx=\"" + fmt("%.1f", px(g.end)) + "\" cy=\"" +
            fmt("%.1f", py(g.seconds * 1000)) + "\" r=\"1.6\" fill=\"#1f77b4\"/>\n";

@@ -123,8 +123,8 @@ int64_t peak_concurrency(std::span<const RequestRecord> records) {
 }  // namespace
 
 BenchmarkMetrics compute_metrics_with_lens(std::span<const RequestRecord> records,
-                                           std::span<const int64_t> output_lens,
-                                           double duration_s, const GoodputSlos& slos,
+                                           std::span<const int64_t> output_lens, double duration_s,
+                                           const GoodputSlos& slos,
                                            std::span<const double> percentiles) {
   if (output_lens.size() != records.size())
     throw Error("compute_metrics: one output length per request record is needed");

@@ -14,14 +14,14 @@ namespace tern::bench {
 // start of the benchmark.
 struct RequestRecord {
   bool success = false;
-  std::string error;           // why it failed; empty on success
-  int64_t prompt_len = 0;      // the dataset's count, replaced by usage.prompt_tokens if given
-  int64_t output_tokens = 0;   // usage.completion_tokens; 0 = the server gave none
-  double ttft = 0;             // request sent → first chunk with a choice
-  std::vector<double> itl;     // gap before each later chunk with a choice
-  double latency = 0;          // request sent → last chunk with a choice (E2EL)
-  double start_time = 0;       // when the request was sent
-  double queue_time = 0;       // arrival → sent: time spent waiting for --max-concurrency
+  std::string error;          // why it failed; empty on success
+  int64_t prompt_len = 0;     // the dataset's count, replaced by usage.prompt_tokens if given
+  int64_t output_tokens = 0;  // usage.completion_tokens; 0 = the server gave none
+  double ttft = 0;            // request sent → first chunk with a choice
+  std::vector<double> itl;    // gap before each later chunk with a choice
+  double latency = 0;         // request sent → last chunk with a choice (E2EL)
+  double start_time = 0;      // when the request was sent
+  double queue_time = 0;      // arrival → sent: time spent waiting for --max-concurrency
   std::string generated_text;
 };
 
@@ -60,7 +60,7 @@ struct BenchmarkMetrics {
   double output_throughput = 0;       // output tokens / duration
   double total_token_throughput = 0;  // (input + output tokens) / duration
   LatencyStats ttft, tpot, itl, e2el;
-  double max_output_tokens_per_s = 0;  // the busiest one-second bucket of token arrivals
+  double max_output_tokens_per_s = 0;   // the busiest one-second bucket of token arrivals
   int64_t max_concurrent_requests = 0;  // peak overlap of [start, start + latency)
   // Per request: its output tokens (0 for failures), as vLLM saves "output_lens".
   std::vector<int64_t> output_lens;
@@ -77,8 +77,8 @@ BenchmarkMetrics compute_metrics(std::span<const RequestRecord> records, double 
 
 // The same with the output counts already resolved (output_lens[i] for record i).
 BenchmarkMetrics compute_metrics_with_lens(std::span<const RequestRecord> records,
-                                           std::span<const int64_t> output_lens,
-                                           double duration_s, const GoodputSlos& slos,
+                                           std::span<const int64_t> output_lens, double duration_s,
+                                           const GoodputSlos& slos,
                                            std::span<const double> percentiles);
 
 template <typename CountTokens>

@@ -84,7 +84,8 @@ std::string summary_table(const BenchmarkMetrics& m, const ReportConfig& c, doub
   summary_row(out, "Successful requests:", m.completed);
   summary_row(out, "Failed requests:", m.failed);
   if (c.max_concurrency) summary_row(out, "Maximum request concurrency:", *c.max_concurrency);
-  if (!std::isinf(c.request_rate)) summary_row(out, "Request rate configured (RPS):", c.request_rate);
+  if (!std::isinf(c.request_rate))
+    summary_row(out, "Request rate configured (RPS):", c.request_rate);
   summary_row(out, "Benchmark duration (s):", duration_s);
   summary_row(out, "Total input tokens:", m.total_input);
   summary_row(out, "Total generated tokens:", m.total_output);
@@ -101,7 +102,13 @@ std::string summary_table(const BenchmarkMetrics& m, const ReportConfig& c, doub
     summary_row(out, std::string("Mean ") + names.label + " (ms):", s.mean_ms);
     summary_row(out, std::string("Median ") + names.label + " (ms):", s.median_ms);
     for (const auto& [p, value] : s.percentiles_ms)
-      summary_row(out, std::string("P").append(percentile_word(p)).append(" ").append(names.label).append(" (ms):"), value);
+      summary_row(out,
+                  std::string("P")
+                      .append(percentile_word(p))
+                      .append(" ")
+                      .append(names.label)
+                      .append(" (ms):"),
+                  value);
   }
   out += std::string(50, '=') + "\n";
   return out;
@@ -160,7 +167,8 @@ nlohmann::ordered_json result_json(const BenchmarkMetrics& m, const ReportConfig
   else
     j["request_rate"] = c.request_rate;
   j["burstiness"] = c.burstiness;
-  j["max_concurrency"] = c.max_concurrency ? ordered_json(*c.max_concurrency) : ordered_json(nullptr);
+  j["max_concurrency"] =
+      c.max_concurrency ? ordered_json(*c.max_concurrency) : ordered_json(nullptr);
   j["duration"] = duration_s;
   j["completed"] = m.completed;
   j["failed"] = m.failed;

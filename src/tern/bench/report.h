@@ -3,7 +3,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,16 +12,16 @@
 namespace tern::bench {
 
 struct ReportConfig {
-  std::string backend;       // "openai" or "openai-chat"
+  std::string backend;  // "openai" or "openai-chat"
   std::string model_id;
   std::string tokenizer_id;
   int64_t num_prompts = 0;
-  double request_rate = 0;   // inf = all at once
+  double request_rate = 0;  // inf = all at once
   double burstiness = 1;
   std::optional<int64_t> max_concurrency;
   std::vector<std::string> percentile_metrics;  // of ttft, tpot, itl, e2el
   std::vector<double> percentiles;
-  bool goodput = false;      // whether SLOs were given
+  bool goodput = false;  // whether SLOs were given
 };
 
 // Python's repr of a float: the shortest text that reads back as the same double, in plain

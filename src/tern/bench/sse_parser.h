@@ -23,8 +23,8 @@ class SseParser {
   void take_line(std::string_view line, std::vector<std::string>& events);
   void dispatch(std::vector<std::string>& events);
 
-  std::string line_;      // the unfinished line
-  std::string data_;      // data of the event being built
+  std::string line_;  // the unfinished line
+  std::string data_;  // data of the event being built
   bool has_data_ = false;
   bool last_was_cr_ = false;  // a "\r" ended the previous line; a "\n" right after is its pair
 };

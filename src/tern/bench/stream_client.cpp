@@ -100,13 +100,15 @@ std::unique_ptr<Transfer> start_transfer(CURLM* multi, const PlannedRequest& req
   // in the TTFT.
   t->headers = curl_slist_append(t->headers, "Expect:");
   if (!options.api_key.empty())
-    t->headers = curl_slist_append(t->headers, ("Authorization: Bearer " + options.api_key).c_str());
+    t->headers =
+        curl_slist_append(t->headers, ("Authorization: Bearer " + options.api_key).c_str());
   curl_easy_setopt(t->easy, CURLOPT_URL, options.url.c_str());
   curl_easy_setopt(t->easy, CURLOPT_HTTPHEADER, t->headers);
   curl_easy_setopt(t->easy, CURLOPT_POST, 1L);
   // The body outlives the transfer (it lives in `requests`), so curl need not copy it.
   curl_easy_setopt(t->easy, CURLOPT_POSTFIELDS, request.body.c_str());
-  curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                   static_cast<curl_off_t>(request.body.size()));
   curl_easy_setopt(t->easy, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, t.get());
   curl_easy_setopt(t->easy, CURLOPT_ERRORBUFFER, t->errbuf);
@@ -143,7 +145,8 @@ RunResult run_requests(const std::vector<PlannedRequest>& requests, const Client
   init_curl_once();
   if (options.max_concurrency && *options.max_concurrency <= 0)
     throw Error("--max-concurrency must be greater than 0");
-  std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(), curl_multi_cleanup);
+  std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(),
+                                                              curl_multi_cleanup);
   if (!multi) throw Error("libcurl could not create its multi handle");
 
   RunResult result;
@@ -153,8 +156,8 @@ RunResult run_requests(const std::vector<PlannedRequest>& requests, const Client
   size_t next_arrival = 0, done = 0;
   ProgressBar progress(requests.size(), options.progress);
   const Clock::time_point epoch = Clock::now();
-  const size_t limit = options.max_concurrency ? static_cast<size_t>(*options.max_concurrency)
-                                               : requests.size();
+  const size_t limit =
+      options.max_concurrency ? static_cast<size_t>(*options.max_concurrency) : requests.size();
 
   while (done < requests.size()) {
     double now = seconds_since(epoch);

@@ -14,17 +14,17 @@
 namespace tern::bench {
 
 struct PlannedRequest {
-  std::string body;         // the JSON body
-  int64_t prompt_len = 0;   // the dataset's count
-  double arrival = 0;       // seconds from the start of the run
+  std::string body;        // the JSON body
+  int64_t prompt_len = 0;  // the dataset's count
+  double arrival = 0;      // seconds from the start of the run
 };
 
 struct ClientOptions {
-  std::string url;                      // base URL + endpoint
+  std::string url;  // base URL + endpoint
   Endpoint endpoint = Endpoint::kCompletions;
-  std::string api_key;                  // sent as "Authorization: Bearer" when not empty
+  std::string api_key;  // sent as "Authorization: Bearer" when not empty
   std::optional<int64_t> max_concurrency;
-  bool progress = true;                 // a live progress bar on stderr
+  bool progress = true;  // a live progress bar on stderr
   double connect_timeout_s = 30;
 };
 

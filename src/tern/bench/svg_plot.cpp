@@ -54,7 +54,8 @@ void draw_panel(std::string& svg, const LatencySeries& s, double ox, double oy) 
          fmt("%.1f", x0) + "\" y2=\"" + fmt("%.1f", py(1)) + "\" stroke=\"black\"/>\n";
   svg += "<text x=\"" + fmt("%.1f", x0 + plot_w / 2) + "\" y=\"" + fmt("%.1f", y0 + 36) +
          "\" text-anchor=\"middle\" font-size=\"12\">" + escape_xml(s.name) + " (ms)</text>\n";
-  svg += "<text transform=\"translate(" + fmt("%.1f", ox + 16) + "," + fmt("%.1f", y0 - plot_h / 2) +
+  svg += "<text transform=\"translate(" + fmt("%.1f", ox + 16) + "," +
+         fmt("%.1f", y0 - plot_h / 2) +
          ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">fraction of samples</text>\n";
   if (ms.empty()) {
     svg += "<text x=\"" + fmt("%.1f", x0 + plot_w / 2) + "\" y=\"" + fmt("%.1f", py(0.5)) +
@@ -67,11 +68,18 @@ void draw_panel(std::string& svg, const LatencySeries& s, double ox, double oy) 
   for (size_t i = 0; i < ms.size(); ++i) {
     // GCC 12 warns (-Wrestrict, a false positive) on `" " + std::string`; append instead.
     points.append(" ").append(fmt("%.1f", px(ms[i]))).append(",").append(fmt("%.1f", py(i / n)));
-    points.append(" ").append(fmt("%.1f", px(ms[i]))).append(",").append(fmt("%.1f", py((i + 1) / n)));
+    points.append(" ")
+        .append(fmt("%.1f", px(ms[i])))
+        .append(",")
+        .append(fmt("%.1f", py((i + 1) / n)));
   }
-  svg += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"" + points + "\"/>\n";
+  svg +=
+      "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"" + points + "\"/>\n";
   // Median and p99 markers, with their values.
-  const struct { double p; const char* color; } marks[] = {{50, "#2ca02c"}, {99, "#d62728"}};
+  const struct {
+    double p;
+    const char* color;
+  } marks[] = {{50, "#2ca02c"}, {99, "#d62728"}};
   int k = 0;
   for (const auto& mark : marks) {
     const double v = percentile(ms, mark.p);
@@ -112,8 +120,10 @@ std::string latency_cdf_svg(const std::vector<LatencySeries>& series, const std:
          "\" height=\"" + fmt("%.0f", height) + "\" viewBox=\"0 0 " + fmt("%.0f", width) + " " +
          fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + fmt("%.1f", width / 2) + "\" y=\"26\" text-anchor=\"middle\" "
-         "font-size=\"17\">" + escape_xml(title) + "</text>\n";
+  svg += "<text x=\"" + fmt("%.1f", width / 2) +
+         "\" y=\"26\" text-anchor=\"middle\" "
+         "font-size=\"17\">" +
+         escape_xml(title) + "</text>\n";
   for (size_t i = 0; i < series.size(); ++i) {
     const double ox = kPanelW * static_cast<double>(i % columns);
     const double oy = 40 + kPanelH * static_cast<double>(i / columns);

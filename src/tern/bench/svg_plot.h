@@ -9,8 +9,8 @@
 namespace tern::bench {
 
 struct LatencySeries {
-  std::string name;              // e.g. "TTFT"
-  std::vector<double> seconds;   // the samples
+  std::string name;             // e.g. "TTFT"
+  std::vector<double> seconds;  // the samples
 };
 
 // `title` heads the figure (e.g. the model and the run's settings).

@@ -9,26 +9,16 @@ namespace {
 
 // Block sizes are ggml's (ggml-common.h): e.g. Q4_0 = f16 scale + 16 bytes of nibbles.
 constexpr std::array<DTypeTraits, 21> kTraits = {{
-    {DType::F32, "F32", 1, 4, 0, "F32"},
-    {DType::F16, "F16", 1, 2, 1, "F16"},
-    {DType::BF16, "BF16", 1, 2, 30, "BF16"},
-    {DType::F64, "F64", 1, 8, 28, "F64"},
-    {DType::I8, "I8", 1, 1, 24, "I8"},
-    {DType::I16, "I16", 1, 2, 25, "I16"},
-    {DType::I32, "I32", 1, 4, 26, "I32"},
-    {DType::I64, "I64", 1, 8, 27, "I64"},
-    {DType::U8, "U8", 1, 1, -1, "U8"},
-    {DType::Q4_0, "Q4_0", 32, 18, 2, ""},
-    {DType::Q4_1, "Q4_1", 32, 20, 3, ""},
-    {DType::Q5_0, "Q5_0", 32, 22, 6, ""},
-    {DType::Q5_1, "Q5_1", 32, 24, 7, ""},
-    {DType::Q8_0, "Q8_0", 32, 34, 8, ""},
-    {DType::Q8_1, "Q8_1", 32, 36, 9, ""},
-    {DType::Q2_K, "Q2_K", 256, 84, 10, ""},
-    {DType::Q3_K, "Q3_K", 256, 110, 11, ""},
-    {DType::Q4_K, "Q4_K", 256, 144, 12, ""},
-    {DType::Q5_K, "Q5_K", 256, 176, 13, ""},
-    {DType::Q6_K, "Q6_K", 256, 210, 14, ""},
+    {DType::F32, "F32", 1, 4, 0, "F32"},     {DType::F16, "F16", 1, 2, 1, "F16"},
+    {DType::BF16, "BF16", 1, 2, 30, "BF16"}, {DType::F64, "F64", 1, 8, 28, "F64"},
+    {DType::I8, "I8", 1, 1, 24, "I8"},       {DType::I16, "I16", 1, 2, 25, "I16"},
+    {DType::I32, "I32", 1, 4, 26, "I32"},    {DType::I64, "I64", 1, 8, 27, "I64"},
+    {DType::U8, "U8", 1, 1, -1, "U8"},       {DType::Q4_0, "Q4_0", 32, 18, 2, ""},
+    {DType::Q4_1, "Q4_1", 32, 20, 3, ""},    {DType::Q5_0, "Q5_0", 32, 22, 6, ""},
+    {DType::Q5_1, "Q5_1", 32, 24, 7, ""},    {DType::Q8_0, "Q8_0", 32, 34, 8, ""},
+    {DType::Q8_1, "Q8_1", 32, 36, 9, ""},    {DType::Q2_K, "Q2_K", 256, 84, 10, ""},
+    {DType::Q3_K, "Q3_K", 256, 110, 11, ""}, {DType::Q4_K, "Q4_K", 256, 144, 12, ""},
+    {DType::Q5_K, "Q5_K", 256, 176, 13, ""}, {DType::Q6_K, "Q6_K", 256, 210, 14, ""},
     {DType::Q8_K, "Q8_K", 256, 292, 15, ""},
 }};
 
@@ -66,11 +56,12 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 
 std::string_view ggml_type_name(uint32_t ggml_type) {
   static constexpr std::array<std::string_view, 40> kNames = {
-      "F32",     "F16",    "Q4_0",    "Q4_1",   "Q4_2",     "Q4_3",     "Q5_0",     "Q5_1",
-      "Q8_0",    "Q8_1",   "Q2_K",    "Q3_K",   "Q4_K",     "Q5_K",     "Q6_K",     "Q8_K",
-      "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL",   "IQ3_S",    "IQ2_S",    "IQ4_XS",
-      "I8",      "I16",    "I32",     "I64",    "F64",      "IQ1_M",    "BF16",     "Q4_0_4_4",
-      "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
+      "F32",   "F16",        "Q4_0",       "Q4_1",       "Q4_2",     "Q4_3",     "Q5_0",
+      "Q5_1",  "Q8_0",       "Q8_1",       "Q2_K",       "Q3_K",     "Q4_K",     "Q5_K",
+      "Q6_K",  "Q8_K",       "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
+      "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
+      "F64",   "IQ1_M",      "BF16",       "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+      "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   if (ggml_type < kNames.size()) return kNames[ggml_type];
   return "unknown";
 }

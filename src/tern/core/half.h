@@ -47,7 +47,7 @@ inline uint16_t f32_to_f16_scalar(float f) {
   uint32_t x = f32_to_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // nan
+  if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // nan
   if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow → inf
   if (x < 0x38800000u) {
     // subnormal or zero in f16: round mant * 2^-24 to nearest even
@@ -83,8 +83,9 @@ inline float bf16_to_f32(uint16_t h) { return bits_to_f32(static_cast<uint32_t>(
 
 inline uint16_t f32_to_bf16(float f) {
   uint32_t x = f32_to_bits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
-  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);                    // round to nearest even
   return static_cast<uint16_t>(x >> 16);
 }
 

@@ -67,7 +67,8 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 void MappedFile::drop_resident(std::span<const std::byte> range) const {
-  if (!owned_.empty() || data_ == nullptr || range.data() < data_ || range.data() + range.size() > data_ + size_)
+  if (!owned_.empty() || data_ == nullptr || range.data() < data_ ||
+      range.data() + range.size() > data_ + size_)
     return;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(range.data()) + page - 1) / page * page;

@@ -29,7 +29,7 @@ struct KvConnectorStats {
   KvLeaseTable::Stats leases;
   uint64_t bytes_sent = 0, blocks_sent = 0;
   uint64_t bytes_received = 0, blocks_received = 0;
-  int64_t pulls_ok = 0, pulls_failed = 0;  // this instance's pulls
+  int64_t pulls_ok = 0, pulls_failed = 0;     // this instance's pulls
   int64_t pulls_refused = 0, bad_frames = 0;  // of its transfer server
 };
 

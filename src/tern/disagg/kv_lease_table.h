@@ -50,7 +50,7 @@ class KvLeaseTable {
     int64_t held = 0;     // leases whose blocks are still held
     int64_t granted = 0;  // totals since start
     int64_t pulled = 0;
-    int64_t failed = 0;   // a pull that began and did not send
+    int64_t failed = 0;  // a pull that began and did not send
     int64_t expired = 0;
   };
   Stats stats() const;

@@ -40,10 +40,14 @@ KvRole parse_kv_role(std::string_view role) {
 
 const char* kv_role_name(KvRole role) {
   switch (role) {
-    case KvRole::kProducer: return "kv_producer";
-    case KvRole::kConsumer: return "kv_consumer";
-    case KvRole::kBoth: return "kv_both";
-    case KvRole::kNone: break;
+    case KvRole::kProducer:
+      return "kv_producer";
+    case KvRole::kConsumer:
+      return "kv_consumer";
+    case KvRole::kBoth:
+      return "kv_both";
+    case KvRole::kNone:
+      break;
   }
   return "none";
 }
@@ -86,8 +90,10 @@ KvTransferConfig parse_kv_transfer_config(std::string_view text) {
       } else if (policy == "recompute") {
         c.load_failure_policy = KvLoadFailurePolicy::kRecompute;
       } else {
-        throw Error("kv transfer config: kv_load_failure_policy must be \"fail\" or "
-                    "\"recompute\", got \"" + policy + "\"");
+        throw Error(
+            "kv transfer config: kv_load_failure_policy must be \"fail\" or "
+            "\"recompute\", got \"" +
+            policy + "\"");
       }
     } else if (key == "kv_buffer_device") {
       const std::string device = string_of(v, key);
@@ -97,13 +103,13 @@ KvTransferConfig parse_kv_transfer_config(std::string_view text) {
     } else if (key == "kv_rank" || key == "kv_parallel_size") {
       const int64_t x = integer_of(v, key);
       if (key == "kv_rank" ? x != 0 : x != 1)
-        throw Error("kv transfer config: '" + key + "' must be " +
-                    (key == "kv_rank" ? "0" : "1") +
+        throw Error("kv transfer config: '" + key + "' must be " + (key == "kv_rank" ? "0" : "1") +
                     " (tern runs one process per instance; the router pairs instances)");
     } else if (key == "kv_connector_extra_config") {
       if (!v.is_object() || !v.empty())
-        throw Error("kv transfer config: kv_connector_extra_config must be empty (the "
-                    "UcxConnector has no extra settings; UCX itself reads UCX_TLS etc.)");
+        throw Error(
+            "kv transfer config: kv_connector_extra_config must be empty (the "
+            "UcxConnector has no extra settings; UCX itself reads UCX_TLS etc.)");
     } else {
       throw Error("kv transfer config: '" + key +
                   "' is not supported (tern knows kv_connector, kv_role, kv_ip, kv_port, "

@@ -21,7 +21,8 @@ const json& require(const json& v, const char* key) {
 }
 
 std::string string_of(const json& v, const char* key) {
-  if (!v.is_string()) throw Error(std::string("kv_transfer_params: '") + key + "' must be a string");
+  if (!v.is_string())
+    throw Error(std::string("kv_transfer_params: '") + key + "' must be a string");
   return v.get<std::string>();
 }
 
@@ -53,8 +54,8 @@ KvTransferParams parse_kv_transfer_params(const json& value) {
   if (p.do_remote_decode && remote_prefill)
     throw Error("kv_transfer_params: do_remote_decode and do_remote_prefill exclude each other");
   if (!remote_prefill) {
-    for (const char* key : {"remote_engine_id", "remote_host", "remote_port", "remote_block_ids",
-                            "remote_lease_id"})
+    for (const char* key :
+         {"remote_engine_id", "remote_host", "remote_port", "remote_block_ids", "remote_lease_id"})
       if (value.contains(key) && !value.at(key).is_null())
         throw Error(std::string("kv_transfer_params: '") + key +
                     "' belongs with do_remote_prefill: true");
@@ -84,7 +85,8 @@ KvTransferParams parse_kv_transfer_params(const json& value) {
     r.block_ids.push_back(static_cast<int32_t>(b.get<int64_t>()));
   }
   if (const auto it = value.find("remote_lease_expires_at"); it != value.end() && !it->is_null()) {
-    if (!it->is_number()) throw Error("kv_transfer_params: 'remote_lease_expires_at' must be a number");
+    if (!it->is_number())
+      throw Error("kv_transfer_params: 'remote_lease_expires_at' must be a number");
     r.lease_expires_at = it->get<double>();
   }
   p.remote_prefill = std::move(r);
@@ -92,14 +94,10 @@ KvTransferParams parse_kv_transfer_params(const json& value) {
 }
 
 json kv_transfer_params_json(const RemoteBlocks& b) {
-  return json{{"do_remote_prefill", true},
-              {"do_remote_decode", false},
-              {"remote_engine_id", b.engine_id},
-              {"remote_host", b.host},
-              {"remote_port", b.port},
-              {"remote_block_ids", b.block_ids},
-              {"remote_lease_id", b.lease_id},
-              {"remote_lease_expires_at", b.lease_expires_at}};
+  return json{{"do_remote_prefill", true},       {"do_remote_decode", false},
+              {"remote_engine_id", b.engine_id}, {"remote_host", b.host},
+              {"remote_port", b.port},           {"remote_block_ids", b.block_ids},
+              {"remote_lease_id", b.lease_id},   {"remote_lease_expires_at", b.lease_expires_at}};
 }
 
 }  // namespace tern::disagg

@@ -66,8 +66,8 @@ std::string model_fingerprint(const Decoder& decoder, const cpu::KvCacheConfig& 
     h.value(v);
   h.value(c.rope_theta);
   h.value(c.rms_norm_eps);
-  for (bool v : {c.tie_word_embeddings, c.attention_bias, c.attention_out_bias, c.mlp_bias,
-                 c.qk_norm})
+  for (bool v :
+       {c.tie_word_embeddings, c.attention_bias, c.attention_out_bias, c.mlp_bias, c.qk_norm})
     h.value(v);
   h.value(kv.num_layers);
   h.value(kv.block_size);
@@ -78,12 +78,12 @@ std::string model_fingerprint(const Decoder& decoder, const cpu::KvCacheConfig& 
   const ModelWeights& w = decoder.weights();
   h.matrix(w.token_embedding);
   for (const LayerWeights& layer : w.layers) {
-    for (const WeightMatrix* m : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate,
-                                  &layer.w_up, &layer.w_down})
+    for (const WeightMatrix* m :
+         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down})
       h.matrix(*m);
-    for (std::span<const float> v : {layer.attn_norm, layer.bq, layer.bk, layer.bv, layer.bo,
-                                     layer.q_norm, layer.k_norm, layer.ffn_norm, layer.b_gate,
-                                     layer.b_up, layer.b_down})
+    for (std::span<const float> v :
+         {layer.attn_norm, layer.bq, layer.bk, layer.bv, layer.bo, layer.q_norm, layer.k_norm,
+          layer.ffn_norm, layer.b_gate, layer.b_up, layer.b_down})
       h.floats(v);
   }
   h.floats(w.output_norm);

@@ -33,19 +33,30 @@ uint64_t parse_byte_size(const std::string& text) {
     end = 0;
   }
   std::string unit = text.substr(end);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
-             unit.end());
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  unit.erase(
+      std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
+      unit.end());
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "kib" || unit == "k") scale = 1024.0;
-  else if (unit == "mib" || unit == "m") scale = 1024.0 * 1024;
-  else if (unit == "gib" || unit == "g") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "tib" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "gb") scale = 1e9;
-  else if (unit == "tb") scale = 1e12;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "kib" || unit == "k")
+    scale = 1024.0;
+  else if (unit == "mib" || unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "tib" || unit == "t")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "gb")
+    scale = 1e9;
+  else if (unit == "tb")
+    scale = 1e12;
   const double bytes = value * scale;
   if (end == 0 || scale == 0 || !std::isfinite(bytes) || bytes <= 0 || bytes > 1e18)
     throw Error("'" + text + "' is not a memory size (e.g. 4GiB, 512MiB, 2GB, 1000000)");
@@ -141,8 +152,8 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
   plan.bytes_per_token = per_block / shape.block_size;
   plan.summary =
       "KV cache (" + std::string(cpu::kv_dtype_name(shape.dtype)) +
-      "): " + std::to_string(plan.num_blocks) + " blocks of " +
-      std::to_string(shape.block_size) + " tokens = " + std::to_string(cache_tokens) + " tokens, " +
+      "): " + std::to_string(plan.num_blocks) + " blocks of " + std::to_string(shape.block_size) +
+      " tokens = " + std::to_string(cache_tokens) + " tokens, " +
       gib(static_cast<double>(plan.num_blocks * per_block)) + " (" +
       std::to_string(per_block / shape.block_size) + " bytes per token" +
       (draft_shape ? ", " + std::to_string(draft_shape->bytes_per_token()) + " of them the draft's"

@@ -22,7 +22,7 @@ struct EngineConfig {
   uint64_t seed = 0;              // --seed: seeds of requests that bring none
   SpeculativeConfig speculative;  // --speculative-config / --speculative-model
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;  // --kv-cache-dtype (a draft's cache too)
-  disagg::KvTransferConfig kv_transfer;  // --kv-transfer-config / --role: disaggregation
+  disagg::KvTransferConfig kv_transfer;             // --kv-transfer-config / --role: disaggregation
 };
 
 // The KV cache the engine will allocate, decided before it is.
@@ -30,7 +30,7 @@ struct KvCachePlan {
   int64_t num_blocks = 0;
   int64_t max_model_len = 0;
   int64_t bytes_per_token = 0;  // of the cache (and a draft's cache) as allocated
-  std::string summary;  // one line for the log: blocks, tokens, bytes
+  std::string summary;          // one line for the log: blocks, tokens, bytes
 };
 
 // Without --kv-cache-memory or --kv-cache-fraction: 4 GiB, or less when max_num_seqs sequences

@@ -140,14 +140,16 @@ void LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> 
 
   if (kv.do_remote_decode) {
     if (!connector_ || !connector_->config().produces())
-      throw Error("kv_transfer_params: do_remote_decode needs an instance that prefills for "
-                  "others (--role prefill or both)");
+      throw Error(
+          "kv_transfer_params: do_remote_decode needs an instance that prefills for "
+          "others (--role prefill or both)");
     if (params.n != 1) throw Error("kv_transfer_params: do_remote_decode needs n = 1");
   }
   if (kv.remote_prefill) {
     if (!connector_ || !connector_->config().consumes())
-      throw Error("kv_transfer_params: do_remote_prefill needs an instance that decodes for "
-                  "others (--role decode or both)");
+      throw Error(
+          "kv_transfer_params: do_remote_prefill needs an instance that decodes for "
+          "others (--role decode or both)");
     const int64_t needed = blocks_.blocks_for(len - 1);
     const size_t given = kv.remote_prefill->block_ids.size();
     if (static_cast<int64_t>(given) < needed)
@@ -239,7 +241,8 @@ std::vector<RequestOutput> LLMEngine::step() {
   }
   // The target's cost of a step is its forward and its sampling: a verify processes K + 1 rows
   // of the distribution where plain decoding processes one.
-  if (speculator_) speculator_->record_target_forward(step.num_tokens, seconds_since(forward_start));
+  if (speculator_)
+    speculator_->record_target_forward(step.num_tokens, seconds_since(forward_start));
   for (size_t i = 0; i < jobs.size(); ++i) {
     Completion& c = *jobs[i].completion;
     // A stop inside an accepted run ends the completion there: what follows is dropped.

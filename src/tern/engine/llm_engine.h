@@ -43,9 +43,9 @@ struct EngineStats {
   int32_t block_size = 0;
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;
   int64_t kv_cache_bytes_per_token = 0;  // the target's cache (and the draft's, when drafting)
-  int64_t prefix_cache_queries = 0;  // tokens
-  int64_t prefix_cache_hits = 0;     // tokens
-  int64_t prompt_tokens = 0;         // of requests whose prefill ended (cache hits included)
+  int64_t prefix_cache_queries = 0;      // tokens
+  int64_t prefix_cache_hits = 0;         // tokens
+  int64_t prompt_tokens = 0;             // of requests whose prefill ended (cache hits included)
   int64_t generation_tokens = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
@@ -161,7 +161,7 @@ class LLMEngine {
   BlockManager blocks_;
   Scheduler scheduler_;
   ModelRunner runner_;
-  std::unique_ptr<Speculator> speculator_;         // null without speculative decoding
+  std::unique_ptr<Speculator> speculator_;  // null without speculative decoding
   // Compiled constraints over this tokenizer; made by the first constrained request.
   std::unique_ptr<structured::StructuredOutputs> structured_;
   Scheduler::DraftsWanted drafts_wanted_;          // the plan, as the scheduler asks for it
@@ -171,7 +171,8 @@ class LLMEngine {
   std::vector<DraftRequest> draft_requests_;       // this step's, reused
   std::vector<size_t> draft_request_of_chunk_;
   std::vector<SampleJob> sample_jobs_;   // this step's, reused
-  std::vector<VerifiedTokens> sampled_;  // [jobs]: what each job's rows gave, reused     // the chunk's index in draft_requests_
+  std::vector<VerifiedTokens> sampled_;  // [jobs]: what each job's rows gave, reused     // the
+                                         // chunk's index in draft_requests_
   std::mt19937_64 seed_rng_;
   int64_t next_seq_id_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;

@@ -16,8 +16,7 @@ bool LLMEngine::has_work_to_step() const {
 }
 
 bool LLMEngine::has_pending_transfers() const {
-  return !held_.empty() || !pulls_.empty() || !orphaned_pulls_.empty() ||
-         !awaiting_blocks_.empty();
+  return !held_.empty() || !pulls_.empty() || !orphaned_pulls_.empty() || !awaiting_blocks_.empty();
 }
 
 std::optional<double> LLMEngine::next_transfer_deadline() const {
@@ -36,9 +35,9 @@ void LLMEngine::hold_for_remote_decode(Completion& c, double time) {
   // The decode instance pulls every prompt token's KV but the last one's (it computes that one
   // itself): hold the blocks of those tokens, none for a one-token prompt. The rest go back
   // as for any finished request.
-  const auto pulled = static_cast<size_t>(
-      std::min<int64_t>(blocks_.blocks_for(c.seq.num_prompt_tokens - 1),
-                        static_cast<int64_t>(c.seq.block_table.size())));
+  const auto pulled =
+      static_cast<size_t>(std::min<int64_t>(blocks_.blocks_for(c.seq.num_prompt_tokens - 1),
+                                            static_cast<int64_t>(c.seq.block_table.size())));
   if (pulled > 0) {
     Sequence held;
     held.block_table.assign(c.seq.block_table.begin(),
@@ -49,8 +48,7 @@ void LLMEngine::hold_for_remote_decode(Completion& c, double time) {
     where.lease_id = lease.id;
     where.block_ids = held.block_table;
     const double wall =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     where.lease_expires_at = wall + (lease.expires_at - time);
     held_.emplace(lease.id, std::move(held));
   }
@@ -110,7 +108,8 @@ void LLMEngine::start_remote_prefills() {
     // Only what the prefix cache lacks moves.
     const disagg::RemoteBlocks& remote = *c.request->kv.remote_prefill;
     disagg::KvConnector::Pull pull;
-    for (size_t i = cached.size(); i < static_cast<size_t>(blocks_.blocks_for(pulled_tokens)); ++i) {
+    for (size_t i = cached.size(); i < static_cast<size_t>(blocks_.blocks_for(pulled_tokens));
+         ++i) {
       pull.remote_blocks.push_back(remote.block_ids[i]);
       pull.local_blocks.push_back(seq.block_table[i]);
     }

@@ -345,7 +345,8 @@ int32_t Sampler::draw(std::span<const float> x) {
 
 int32_t Sampler::greedy_token(std::span<const float> logits) const {
   const bool suppress = num_sampled_ < min_tokens_ && !suppressed_.empty();
-  if (!suppress && !penalized() && !constraint_) return argmax(logits);  // the row as it is: no copy
+  if (!suppress && !penalized() && !constraint_)
+    return argmax(logits);  // the row as it is: no copy
   std::vector<float>& x = scratch().logits;
   process(logits, x);
   return argmax(x);

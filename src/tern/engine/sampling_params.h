@@ -41,11 +41,11 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // per-request RNG; none: the engine's own seed sequence
 
   // Ending.
-  int32_t max_tokens = 16;  // >= 1: generated tokens at most
-  int32_t min_tokens = 0;   // EOS and stop_token_ids are impossible before this many
-  std::vector<std::string> stop;         // stop strings, matched in the detokenized output
-  std::vector<int32_t> stop_token_ids;   // stop on these ids too (kept in token_ids)
-  bool ignore_eos = false;               // do not stop at the tokenizer's EOS ids
+  int32_t max_tokens = 16;              // >= 1: generated tokens at most
+  int32_t min_tokens = 0;               // EOS and stop_token_ids are impossible before this many
+  std::vector<std::string> stop;        // stop strings, matched in the detokenized output
+  std::vector<int32_t> stop_token_ids;  // stop on these ids too (kept in token_ids)
+  bool ignore_eos = false;              // do not stop at the tokenizer's EOS ids
   bool include_stop_str_in_output = false;
 
   // Output.

@@ -54,8 +54,10 @@ void update_sampling_params(SamplingParams& p, const json& body) {
   if (auto v = field(body, "top_k")) p.top_k = int32(*v, "top_k");
   if (auto v = field(body, "min_p")) p.min_p = number(*v, "min_p");
   if (auto v = field(body, "presence_penalty")) p.presence_penalty = number(*v, "presence_penalty");
-  if (auto v = field(body, "frequency_penalty")) p.frequency_penalty = number(*v, "frequency_penalty");
-  if (auto v = field(body, "repetition_penalty")) p.repetition_penalty = number(*v, "repetition_penalty");
+  if (auto v = field(body, "frequency_penalty"))
+    p.frequency_penalty = number(*v, "frequency_penalty");
+  if (auto v = field(body, "repetition_penalty"))
+    p.repetition_penalty = number(*v, "repetition_penalty");
   if (auto v = field(body, "seed")) {
     const int64_t s = integer(*v, "seed");
     p.seed = static_cast<uint64_t>(s);

@@ -10,7 +10,8 @@ namespace tern {
 namespace {
 
 int64_t blocks_for(int64_t tokens, int block_size) {
-  if (tokens < 1) throw Error("a sequence needs room for at least one token, got " + std::to_string(tokens));
+  if (tokens < 1)
+    throw Error("a sequence needs room for at least one token, got " + std::to_string(tokens));
   return (tokens + block_size - 1) / block_size;
 }
 
@@ -41,7 +42,8 @@ std::span<const float> SequenceRunner::feed(std::span<const int32_t> tokens, boo
   batch_.add_sequence(tokens, static_cast<int32_t>(length_), block_table_, true, all_logits);
   const StepContext ctx = batch_.context();
   const int64_t rows = ctx.num_logit_rows();
-  if (static_cast<int64_t>(logits_.size()) < rows * vocab) logits_.resize(static_cast<size_t>(rows * vocab));
+  if (static_cast<int64_t>(logits_.size()) < rows * vocab)
+    logits_.resize(static_cast<size_t>(rows * vocab));
   decoder_.forward(ctx, cache_, logits_.data());
   length_ += n;
   return {logits_.data(), static_cast<size_t>(rows * vocab)};

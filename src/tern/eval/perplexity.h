@@ -29,9 +29,9 @@ struct PerplexityResult {
 using PerplexityProgress = std::function<void(int64_t window, double running_ppl)>;
 
 // Scores every window with `decoder`, up to `batch_tokens` tokens per forward (see
-// WindowRunner), over a KV cache of `kv_dtype`. With `base_out`, every scored position's log-probabilities are written to it,
-// window by window (finish() is the caller's). Throws tern::Error for a batch size < 1 or a
-// context longer than the model's.
+// WindowRunner), over a KV cache of `kv_dtype`. With `base_out`, every scored position's
+// log-probabilities are written to it, window by window (finish() is the caller's). Throws
+// tern::Error for a batch size < 1 or a context longer than the model's.
 PerplexityResult perplexity(Decoder& decoder, const EvalWindows& windows, int64_t batch_tokens,
                             cpu::KvDtype kv_dtype = cpu::KvDtype::F16,
                             KldBaseWriter* base_out = nullptr,

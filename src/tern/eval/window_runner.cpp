@@ -38,8 +38,8 @@ WindowRunner::WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens,
       windows_per_forward_(checked_windows_per_forward(decoder, ctx, batch_tokens)),
       chunk_tokens_(std::min(batch_tokens, fed_tokens(ctx))),
       blocks_per_window_((fed_tokens(ctx) + kBlockSize - 1) / kBlockSize),
-      cache_(decoder.kv_cache_config(windows_per_forward_ * blocks_per_window_, kBlockSize,
-                                     kv_dtype)),
+      cache_(
+          decoder.kv_cache_config(windows_per_forward_ * blocks_per_window_, kBlockSize, kv_dtype)),
       batch_(static_cast<int32_t>(blocks_per_window_), kBlockSize),
       block_tables_(static_cast<size_t>(windows_per_forward_ * blocks_per_window_)),
       inputs_(static_cast<size_t>(windows_per_forward_ * fed_tokens(ctx))) {

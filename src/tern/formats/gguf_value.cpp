@@ -4,8 +4,8 @@
 #include <charconv>
 #include <limits>
 
-#include "tern/formats/gguf.h"
 #include "tern/core/utf8.h"
+#include "tern/formats/gguf.h"
 #include "tern/formats/gguf_detail.h"
 
 namespace tern {

@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "tern/core/error.h"
-#include "tern/formats/gguf.h"
 #include "tern/core/utf8.h"
+#include "tern/formats/gguf.h"
 #include "tern/formats/gguf_detail.h"
 
 namespace tern {
@@ -187,7 +187,8 @@ void GgufWriter::add_tensor_view(std::string name, DType dtype, std::vector<int6
   tensors_.push_back({std::move(name), dtype, std::move(shape), {}, data});
 }
 
-void GgufWriter::check_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+void GgufWriter::check_tensor(const std::string& name, DType dtype,
+                              const std::vector<int64_t>& shape,
                               std::span<const std::byte> data) const {
   auto fail = [&](const std::string& what) {
     throw Error("gguf writer: tensor '" + name + "': " + what);

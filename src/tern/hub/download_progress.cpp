@@ -25,8 +25,10 @@ DownloadProgress::DownloadProgress(std::string name, uint64_t total, uint64_t re
   if (terminal_) {
     draw(resumed_from, false);
   } else {
-    std::fprintf(out_, "downloading %s (%.1f MB%s)\n", name_.c_str(), static_cast<double>(total_) / kMB,
-                 resumed_from_ > 0 ? (", resuming at " + std::to_string(resumed_from_) + " bytes").c_str() : "");
+    std::fprintf(
+        out_, "downloading %s (%.1f MB%s)\n", name_.c_str(), static_cast<double>(total_) / kMB,
+        resumed_from_ > 0 ? (", resuming at " + std::to_string(resumed_from_) + " bytes").c_str()
+                          : "");
     std::fflush(out_);
   }
 }
@@ -49,14 +51,16 @@ void DownloadProgress::note(const std::string& line) {
 void DownloadProgress::draw(uint64_t done, bool final_line) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double speed = seconds > 0 ? static_cast<double>(done - std::min(done, resumed_from_)) / kMB / seconds : 0.0;
+  const double speed =
+      seconds > 0 ? static_cast<double>(done - std::min(done, resumed_from_)) / kMB / seconds : 0.0;
   if (!terminal_) {
     std::fprintf(out_, "downloaded %s: %.1f MB in %.1f s (%.1f MB/s)\n", name_.c_str(),
                  static_cast<double>(done) / kMB, seconds, speed);
     std::fflush(out_);
     return;
   }
-  const double fraction = total_ > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_)) : 0.0;
+  const double fraction =
+      total_ > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_)) : 0.0;
   const int filled = static_cast<int>(fraction * kBarWidth);
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(kBarWidth, '.');

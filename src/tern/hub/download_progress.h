@@ -12,7 +12,8 @@ namespace tern::hub {
 class DownloadProgress {
  public:
   // resumed_from: bytes already on disk, not counted in the speed.
-  DownloadProgress(std::string name, uint64_t total, uint64_t resumed_from, std::FILE* out = stderr);
+  DownloadProgress(std::string name, uint64_t total, uint64_t resumed_from,
+                   std::FILE* out = stderr);
   void update(uint64_t done);
   void finish(uint64_t done);
   // A line about the transfer (an interruption), below the bar on a terminal.

@@ -47,12 +47,12 @@ std::string trim(std::string_view s) {
 // What the callbacks of one transfer share.
 struct Transfer {
   HttpResponse response;
-  bool keep_body = false;          // get_text: the whole body is the answer
-  std::FILE* file = nullptr;       // download_to_file
-  uint64_t file_offset = 0;        // bytes in the file before this transfer's first byte
-  uint64_t written = 0;            // bytes this transfer wrote to the file
-  bool started = false;            // the first body byte of the final response was seen
-  bool refused = false;            // the body did not fit what we asked for
+  bool keep_body = false;     // get_text: the whole body is the answer
+  std::FILE* file = nullptr;  // download_to_file
+  uint64_t file_offset = 0;   // bytes in the file before this transfer's first byte
+  uint64_t written = 0;       // bytes this transfer wrote to the file
+  bool started = false;       // the first body byte of the final response was seen
+  bool refused = false;       // the body did not fit what we asked for
   uint64_t expected_total = 0;
   const ProgressCallback* progress = nullptr;
 };
@@ -65,7 +65,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     // A new response of the redirect chain: its headers replace the previous one's.
     t->response.headers.clear();
     const size_t space = line.find(' ');
-    if (space != std::string_view::npos) t->response.status = std::atol(std::string(line.substr(space + 1, 3)).c_str());
+    if (space != std::string_view::npos)
+      t->response.status = std::atol(std::string(line.substr(space + 1, 3)).c_str());
     return n;
   }
   const size_t colon = line.find(':');
@@ -96,7 +97,8 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
     t->started = true;
     if (status == 206) {
       // Append only where we asked to start; anything else would corrupt the file.
-      if (content_range_start(t->response.header("content-range")) != static_cast<long long>(t->file_offset)) {
+      if (content_range_start(t->response.header("content-range")) !=
+          static_cast<long long>(t->file_offset)) {
         t->refused = true;
         return 0;
       }
@@ -108,7 +110,8 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   }
   if (std::fwrite(data, 1, n, t->file) != n) return 0;
   t->written += n;
-  if (t->progress != nullptr && *t->progress) (*t->progress)(t->file_offset + t->written, t->expected_total);
+  if (t->progress != nullptr && *t->progress)
+    (*t->progress)(t->file_offset + t->written, t->expected_total);
   return n;
 }
 
@@ -145,7 +148,8 @@ HeaderList request_headers(const std::string& token, uint64_t range_start) {
 void perform(CURL* c, Transfer& t) {
   const CURLcode rc = curl_easy_perform(c);
   if (rc != CURLE_OK) t.response.transport_error = curl_easy_strerror(rc);
-  if (t.refused) t.response.transport_error = "the server sent a range other than the one asked for";
+  if (t.refused)
+    t.response.transport_error = "the server sent a range other than the one asked for";
 }
 
 }  // namespace
@@ -178,7 +182,8 @@ HttpResponse HttpClient::get_text(const std::string& url) const {
 }
 
 HttpResponse HttpClient::download_to_file(const std::string& url, const std::filesystem::path& file,
-                                          uint64_t expected_total, const ProgressCallback& progress) const {
+                                          uint64_t expected_total,
+                                          const ProgressCallback& progress) const {
   Transfer t;
   std::error_code ec;
   t.file_offset = std::filesystem::exists(file, ec) ? std::filesystem::file_size(file, ec) : 0;

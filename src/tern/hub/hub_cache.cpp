@@ -54,7 +54,8 @@ std::optional<std::string> RepoCache::commit_of(const std::string& revision) con
   if (!in) return std::nullopt;
   std::string commit;
   std::getline(in, commit);
-  while (!commit.empty() && std::isspace(static_cast<unsigned char>(commit.back()))) commit.pop_back();
+  while (!commit.empty() && std::isspace(static_cast<unsigned char>(commit.back())))
+    commit.pop_back();
   if (commit.empty()) return std::nullopt;
   return commit;
 }
@@ -83,7 +84,8 @@ fs::path RepoCache::link_snapshot_file(const std::string& commit, const std::str
   // Relative, as huggingface_hub makes it, so the cache can be moved or mounted elsewhere.
   const fs::path target = blob_path(etag).lexically_relative(pointer.parent_path());
   fs::create_symlink(target, pointer, ec);
-  if (ec) throw Error(pointer.string() + ": cannot link it to " + target.string() + ": " + ec.message());
+  if (ec)
+    throw Error(pointer.string() + ": cannot link it to " + target.string() + ": " + ec.message());
   return pointer;
 }
 
@@ -100,8 +102,8 @@ std::vector<std::string> RepoCache::snapshot_files(const std::string& commit) co
   const fs::path dir = snapshot_dir(commit);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return files;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (fs::is_regular_file(it->path(), ec))
       files.push_back(it->path().lexically_relative(dir).generic_string());
   }

@@ -25,9 +25,9 @@ constexpr int kMaxRelativeRedirects = 5;
 // What the hub's answer means for people: the hub sets X-Error-Code on its errors
 // (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo) and answers 401 for a private or
 // missing repository when the request has no token.
-[[noreturn]] void throw_http_error(const HttpResponse& r, const HubSettings& s, const std::string& repo,
-                                   const std::string& revision, const std::string& file,
-                                   const std::string& url) {
+[[noreturn]] void throw_http_error(const HttpResponse& r, const HubSettings& s,
+                                   const std::string& repo, const std::string& revision,
+                                   const std::string& file, const std::string& url) {
   const std::string code = r.header("x-error-code");
   const std::string server_message = r.header("x-error-message");
   const std::string detail = server_message.empty() ? "" : " (server: " + server_message + ")";
@@ -36,22 +36,26 @@ constexpr int kMaxRelativeRedirects = 5;
     throw Error(what + ": cannot reach " + s.endpoint + ": " + r.transport_error +
                 " (set HF_HUB_OFFLINE=1 to use only cached files)");
   if (code == "GatedRepo" || (r.status == 403 && server_message.find("gated") != std::string::npos))
-    throw Error(repo + " is a gated repository: accept its conditions at " + s.endpoint + "/" + repo +
-                " while logged in, and give that account's token in HF_TOKEN" + detail);
+    throw Error(repo + " is a gated repository: accept its conditions at " + s.endpoint + "/" +
+                repo + " while logged in, and give that account's token in HF_TOKEN" + detail);
   if (r.status == 401)
     throw Error(what + ": 401 Unauthorized from " + s.endpoint + ": " +
-                (s.token.empty() ? "the repository is private, gated or does not exist; set HF_TOKEN "
-                                   "(or run `huggingface-cli login`) if you have access"
-                                 : "the token (HF_TOKEN or the saved login) was refused") + detail);
+                (s.token.empty()
+                     ? "the repository is private, gated or does not exist; set HF_TOKEN "
+                       "(or run `huggingface-cli login`) if you have access"
+                     : "the token (HF_TOKEN or the saved login) was refused") +
+                detail);
   if (r.status == 403)
-    throw Error(what + ": 403 Forbidden from " + s.endpoint + ": the token has no access to " + repo + detail);
+    throw Error(what + ": 403 Forbidden from " + s.endpoint + ": the token has no access to " +
+                repo + detail);
   if (r.status == 404) {
     if (code == "EntryNotFound")
       throw Error(repo + ": no file '" + file + "' at revision '" + revision + "'" + detail);
     if (code == "RevisionNotFound")
-      throw Error(repo + ": no revision '" + revision + "' (a branch, tag or commit hash)" + detail);
-    throw Error(what + ": not found on " + s.endpoint + " (no such repository, revision '" + revision +
-                "' or file), and no such local file or folder" + detail);
+      throw Error(repo + ": no revision '" + revision + "' (a branch, tag or commit hash)" +
+                  detail);
+    throw Error(what + ": not found on " + s.endpoint + " (no such repository, revision '" +
+                revision + "' or file), and no such local file or folder" + detail);
   }
   throw Error(what + ": HTTP " + std::to_string(r.status) + " from " + url + detail);
 }
@@ -59,7 +63,8 @@ constexpr int kMaxRelativeRedirects = 5;
 // The hub sends ETags quoted and, behind some proxies, weak (W/"…").
 std::string normalize_etag(std::string etag) {
   if (etag.rfind("W/", 0) == 0) etag.erase(0, 2);
-  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"')
+    etag = etag.substr(1, etag.size() - 2);
   return etag;
 }
 
@@ -67,7 +72,8 @@ std::string normalize_etag(std::string etag) {
 bool is_safe_blob_name(const std::string& etag) {
   if (etag.empty() || etag.size() > 128) return false;
   for (char c : etag) {
-    const bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+    const bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    c == '-' || c == '_';
     if (!ok) return false;
   }
   return true;
@@ -116,8 +122,9 @@ std::string url_encode(const std::string& text, bool keep_slash) {
   static const char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : text) {
-    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                            c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+                            c == '~' || (keep_slash && c == '/');
     if (unreserved) {
       out += static_cast<char>(c);
     } else {
@@ -131,10 +138,10 @@ std::string url_encode(const std::string& text, bool keep_slash) {
 
 void check_repo_file_name(const std::string& repo, const std::string& file) {
   bool ok = !file.empty() && file.front() != '/' && file.find('\\') == std::string::npos &&
-            file.find("//") == std::string::npos &&
-            file.find('\0') == std::string::npos;
+            file.find("//") == std::string::npos && file.find('\0') == std::string::npos;
   for (const auto& part : fs::path(file)) ok = ok && part != ".." && part != "." && !part.empty();
-  if (!ok) throw Error(repo + ": refusing the file name '" + file + "' (not a plain relative path)");
+  if (!ok)
+    throw Error(repo + ": refusing the file name '" + file + "' (not a plain relative path)");
 }
 
 HubDownloader::HubDownloader(HubSettings settings)
@@ -147,14 +154,16 @@ RepoListing HubDownloader::list_files(const std::string& repo, const std::string
                           "/revision/" + url_encode(revision, false) +
                           (with_sizes ? "?blobs=true" : "");
   const HttpResponse r = http_.get_text(url);
-  if (r.status != 200 || !r.transport_error.empty()) throw_http_error(r, settings_, repo, revision, "", url);
+  if (r.status != 200 || !r.transport_error.empty())
+    throw_http_error(r, settings_, repo, revision, "", url);
   const nlohmann::json listing = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   if (!listing.is_object() || !listing.contains("sha") || !listing["sha"].is_string() ||
       !listing.contains("siblings") || !listing["siblings"].is_array())
     throw Error(url + ": not a hub model listing (no \"sha\" string and \"siblings\" list)");
   RepoListing out;
   out.commit = listing["sha"].get<std::string>();
-  if (!is_commit_hash(out.commit)) throw Error(url + ": \"sha\" is not a commit hash: '" + out.commit + "'");
+  if (!is_commit_hash(out.commit))
+    throw Error(url + ": \"sha\" is not a commit hash: '" + out.commit + "'");
   for (const auto& sibling : listing["siblings"]) {
     if (!sibling.is_object() || !sibling.contains("rfilename") || !sibling["rfilename"].is_string())
       continue;
@@ -168,7 +177,8 @@ RepoListing HubDownloader::list_files(const std::string& repo, const std::string
 
 fs::path HubDownloader::download_file(const std::string& repo, const std::string& revision,
                                       const std::string& file) const {
-  if (settings_.offline) throw Error(repo + "/" + file + ": HF_HUB_OFFLINE is set; not downloading it");
+  if (settings_.offline)
+    throw Error(repo + "/" + file + ": HF_HUB_OFFLINE is set; not downloading it");
   check_repo_file_name(repo, file);
   std::string url = settings_.endpoint;
   url += '/';
@@ -180,22 +190,26 @@ fs::path HubDownloader::download_file(const std::string& repo, const std::string
   HttpResponse meta = http_.head(url);
   // A renamed repository answers with a relative redirect to its new name; an LFS file with an
   // absolute one to the CDN, whose headers are not the hub's, so only relative ones are followed.
-  for (int i = 0; i < kMaxRelativeRedirects && meta.status >= 300 && meta.status < 400 &&
-                  meta.header("location").rfind("/", 0) == 0 && meta.header("x-repo-commit").empty();
+  for (int i = 0;
+       i < kMaxRelativeRedirects && meta.status >= 300 && meta.status < 400 &&
+       meta.header("location").rfind("/", 0) == 0 && meta.header("x-repo-commit").empty();
        ++i) {
     url = settings_.endpoint + meta.header("location");
     meta = http_.head(url);
   }
-  if (meta.status >= 400 || meta.status == 0) throw_http_error(meta, settings_, repo, revision, file, url);
+  if (meta.status >= 400 || meta.status == 0)
+    throw_http_error(meta, settings_, repo, revision, file, url);
   const std::string commit = meta.header("x-repo-commit");
   std::string etag = meta.header("x-linked-etag");
   if (etag.empty()) etag = meta.header("etag");
   etag = normalize_etag(etag);
   if (commit.empty() || etag.empty())
-    throw Error(url + ": the answer has no X-Repo-Commit or ETag header (is HF_ENDPOINT=" + settings_.endpoint +
-                " a Hugging Face hub?)");
-  if (!is_commit_hash(commit)) throw Error(url + ": X-Repo-Commit is not a commit hash: '" + commit + "'");
-  if (!is_safe_blob_name(etag)) throw Error(url + ": refusing the ETag '" + etag + "' as a blob name");
+    throw Error(url + ": the answer has no X-Repo-Commit or ETag header (is HF_ENDPOINT=" +
+                settings_.endpoint + " a Hugging Face hub?)");
+  if (!is_commit_hash(commit))
+    throw Error(url + ": X-Repo-Commit is not a commit hash: '" + commit + "'");
+  if (!is_safe_blob_name(etag))
+    throw Error(url + ": refusing the ETag '" + etag + "' as a blob name");
   uint64_t size = parse_size(meta.header("x-linked-size"));
   if (size == 0) size = parse_size(meta.header("content-length"));
 
@@ -206,18 +220,22 @@ fs::path HubDownloader::download_file(const std::string& repo, const std::string
   if (!fs::exists(blob)) {
     FileLock lock(cache.lock_path(etag));
     // Another process may have finished it while this one waited for the lock.
-    if (!fs::exists(blob)) fetch_blob(url, repo, revision, file, cache.incomplete_path(etag), blob, size);
+    if (!fs::exists(blob))
+      fetch_blob(url, repo, revision, file, cache.incomplete_path(etag), blob, size);
   }
   return cache.link_snapshot_file(commit, file, etag);
 }
 
-void HubDownloader::fetch_blob(const std::string& url, const std::string& repo, const std::string& revision,
-                               const std::string& file, const fs::path& incomplete, const fs::path& blob,
+void HubDownloader::fetch_blob(const std::string& url, const std::string& repo,
+                               const std::string& revision, const std::string& file,
+                               const fs::path& incomplete, const fs::path& blob,
                                uint64_t size) const {
   const std::string label = repo + "/" + file;
   fs::create_directories(blob.parent_path());
   DownloadProgress progress(label, size, size_of(incomplete));
-  const ProgressCallback on_progress = [&progress](uint64_t done, uint64_t) { progress.update(done); };
+  const ProgressCallback on_progress = [&progress](uint64_t done, uint64_t) {
+    progress.update(done);
+  };
   std::string last_error;
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     const uint64_t before = size_of(incomplete);
@@ -234,18 +252,21 @@ void HubDownloader::fetch_blob(const std::string& url, const std::string& repo, 
     if (r.transport_error.empty()) {
       if (size == 0 || now == size) break;
       fs::remove(incomplete);
-      throw Error(label + ": the server sent " + std::to_string(now) + " bytes, expected " + std::to_string(size));
+      throw Error(label + ": the server sent " + std::to_string(now) + " bytes, expected " +
+                  std::to_string(size));
     }
     last_error = r.transport_error;
     if (attempt + 1 == kMaxAttempts)
-      throw Error(label + ": download interrupted at " + std::to_string(now) + " of " + std::to_string(size) +
-                  " bytes: " + last_error + "; run again to resume from " + incomplete.string());
-    progress.note(label + ": transfer interrupted at " + std::to_string(now) + " bytes (" + last_error +
-                  "); resuming");
+      throw Error(label + ": download interrupted at " + std::to_string(now) + " of " +
+                  std::to_string(size) + " bytes: " + last_error + "; run again to resume from " +
+                  incomplete.string());
+    progress.note(label + ": transfer interrupted at " + std::to_string(now) + " bytes (" +
+                  last_error + "); resuming");
   }
   const uint64_t done = size_of(incomplete);
   if (size > 0 && done != size)
-    throw Error(label + ": download stopped at " + std::to_string(done) + " of " + std::to_string(size) + " bytes");
+    throw Error(label + ": download stopped at " + std::to_string(done) + " of " +
+                std::to_string(size) + " bytes");
   progress.finish(done);
   fs::rename(incomplete, blob);
 }

@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "tern/hub/hub_settings.h"
 #include "tern/hub/http_client.h"
+#include "tern/hub/hub_settings.h"
 
 namespace tern::hub {
 
 struct RepoListing {
-  std::string commit;               // the commit the revision points at ("sha")
-  std::vector<std::string> files;   // every file of the repository ("siblings[].rfilename")
+  std::string commit;              // the commit the revision points at ("sha")
+  std::vector<std::string> files;  // every file of the repository ("siblings[].rfilename")
   // Bytes of each file, when the listing was asked with sizes ("siblings[].size"); files the
   // hub gave no size for are missing.
   std::map<std::string, uint64_t> sizes;

@@ -9,9 +9,9 @@ namespace tern::hub {
 
 struct HubSettings {
   std::string endpoint = "https://huggingface.co";  // HF_ENDPOINT, without a trailing '/'
-  std::filesystem::path cache_dir;                   // the hub cache (holds models--ORG--NAME/)
-  std::string token;                                 // empty: anonymous requests
-  bool offline = false;                              // HF_HUB_OFFLINE: never touch the network
+  std::filesystem::path cache_dir;                  // the hub cache (holds models--ORG--NAME/)
+  std::string token;                                // empty: anonymous requests
+  bool offline = false;                             // HF_HUB_OFFLINE: never touch the network
 
   // HF_ENDPOINT, the cache (see hub_cache_dir), the token (see hf_token) and HF_HUB_OFFLINE.
   static HubSettings from_env();

@@ -18,7 +18,8 @@ std::string lower(std::string s) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool is_repo_part(const std::string& part) {
@@ -71,7 +72,8 @@ ModelSpec parse_model_spec(const std::string& spec) {
   const std::string repo = spec.substr(0, second);
   if (!is_repo_id(repo)) return out;
   if (!ends_with(lower(spec), ".gguf"))
-    throw Error(spec + ": no such file or folder; as a Hugging Face model give ORG/NAME (safetensors), "
+    throw Error(spec +
+                ": no such file or folder; as a Hugging Face model give ORG/NAME (safetensors), "
                 "ORG/NAME/FILE.gguf or ORG/NAME:QUANT");
   out.kind = ModelSpec::Kind::RepoFile;
   out.repo = repo;
@@ -81,13 +83,14 @@ ModelSpec parse_model_spec(const std::string& spec) {
 
 bool is_tokenizer_file(const std::string& file) {
   static const std::set<std::string> kNames = {
-      "tokenizer.json",       "tokenizer_config.json",   "tokenizer.model", "vocab.json",
-      "merges.txt",           "special_tokens_map.json", "added_tokens.json",
-      "chat_template.jinja",  "chat_template.json"};
+      "tokenizer.json",    "tokenizer_config.json",   "tokenizer.model",   "vocab.json",
+      "merges.txt",        "special_tokens_map.json", "added_tokens.json", "chat_template.jinja",
+      "chat_template.json"};
   return kNames.count(file) > 0;
 }
 
-std::vector<std::string> select_support_files(const std::vector<std::string>& files, RepoFiles what) {
+std::vector<std::string> select_support_files(const std::vector<std::string>& files,
+                                              RepoFiles what) {
   std::vector<std::string> out;
   for (const auto& f : files) {
     const bool config = f == "config.json";
@@ -118,14 +121,15 @@ std::string select_gguf_file(const std::string& repo, const std::vector<std::str
     stem.resize(stem.size() - 5);  // ".gguf"
     if (!ends_with(stem, tag)) continue;
     const size_t at = stem.size() - tag.size();
-    if (at == 0 || stem[at - 1] == '-' || stem[at - 1] == '_' || stem[at - 1] == '.') matches.push_back(f);
+    if (at == 0 || stem[at - 1] == '-' || stem[at - 1] == '_' || stem[at - 1] == '.')
+      matches.push_back(f);
   }
   if (matches.size() == 1) return matches.front();
   if (matches.empty())
-    throw Error(repo + ": no .gguf file for the quantization '" + quant + "'; the repository has: " +
-                list_or_none(candidates));
-  throw Error(repo + ": the quantization '" + quant + "' matches several files (" + list_or_none(matches) +
-              "); name one as " + repo + "/FILE.gguf");
+    throw Error(repo + ": no .gguf file for the quantization '" + quant +
+                "'; the repository has: " + list_or_none(candidates));
+  throw Error(repo + ": the quantization '" + quant + "' matches several files (" +
+              list_or_none(matches) + "); name one as " + repo + "/FILE.gguf");
 }
 
 }  // namespace tern::hub

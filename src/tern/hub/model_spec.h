@@ -34,7 +34,8 @@ enum class RepoFiles {
 
 // The top-level config, generation-config and tokenizer files of `files` that `what` needs
 // (weights are chosen by the caller: they depend on the index's contents).
-std::vector<std::string> select_support_files(const std::vector<std::string>& files, RepoFiles what);
+std::vector<std::string> select_support_files(const std::vector<std::string>& files,
+                                              RepoFiles what);
 bool is_tokenizer_file(const std::string& file);
 
 // The .gguf file of `files` whose name ends in the quantization `quant` (case-insensitively,

@@ -25,7 +25,8 @@ bool has(const std::vector<std::string>& files, const std::string& name) {
 }
 
 bool is_top_level_safetensors(const std::string& f) {
-  return f.find('/') == std::string::npos && f.size() > 12 && f.compare(f.size() - 12, 12, ".safetensors") == 0;
+  return f.find('/') == std::string::npos && f.size() > 12 &&
+         f.compare(f.size() - 12, 12, ".safetensors") == 0;
 }
 
 std::string list_or_none(const std::vector<std::string>& names) {
@@ -45,7 +46,8 @@ std::vector<std::string> index_shards(const std::string& repo, const fs::path& i
     throw Error(index.string() + ": no \"weight_map\" object");
   std::set<std::string> shards;
   for (const auto& [tensor, file] : j["weight_map"].items()) {
-    if (!file.is_string()) throw Error(index.string() + ": weight_map['" + tensor + "'] is not a file name");
+    if (!file.is_string())
+      throw Error(index.string() + ": weight_map['" + tensor + "'] is not a file name");
     check_repo_file_name(repo, file.get<std::string>());
     shards.insert(file.get<std::string>());
   }
@@ -56,7 +58,8 @@ std::vector<std::string> index_shards(const std::string& repo, const fs::path& i
 std::string missing_in_snapshot(const RepoCache& cache, const std::string& commit, RepoFiles what) {
   const std::vector<std::string> files = cache.snapshot_files(commit);
   if (what == RepoFiles::Tokenizer) {
-    const bool any = has(files, "tokenizer.json") || has(files, "tokenizer.model") || has(files, "vocab.json");
+    const bool any =
+        has(files, "tokenizer.json") || has(files, "tokenizer.model") || has(files, "vocab.json");
     return any ? "" : "tokenizer.json";
   }
   if (!has(files, "config.json")) return "config.json";
@@ -66,24 +69,26 @@ std::string missing_in_snapshot(const RepoCache& cache, const std::string& commi
       if (!has(files, shard)) return shard;
     return "";
   }
-  return std::any_of(files.begin(), files.end(), is_top_level_safetensors) ? "" : "model.safetensors";
+  return std::any_of(files.begin(), files.end(), is_top_level_safetensors) ? ""
+                                                                           : "model.safetensors";
 }
 
-[[noreturn]] void throw_offline(const RepoCache& cache, const std::string& revision, const std::string& missing) {
-  throw Error("HF_HUB_OFFLINE is set and " + cache.repo() + " (revision '" + revision + "') is not in the cache " +
-              cache.repo_dir().string() + ": " + missing);
+[[noreturn]] void throw_offline(const RepoCache& cache, const std::string& revision,
+                                const std::string& missing) {
+  throw Error("HF_HUB_OFFLINE is set and " + cache.repo() + " (revision '" + revision +
+              "') is not in the cache " + cache.repo_dir().string() + ": " + missing);
 }
 
-std::string resolve_file(const HubSettings& settings, const RepoCache& cache, const std::string& revision,
-                         const std::string& file) {
+std::string resolve_file(const HubSettings& settings, const RepoCache& cache,
+                         const std::string& revision, const std::string& file) {
   if (auto commit = cache.commit_of(revision))
     if (auto cached = cache.cached_file(*commit, file)) return cached->string();
   if (settings.offline) throw_offline(cache, revision, "missing " + file);
   return HubDownloader(settings).download_file(cache.repo(), revision, file).string();
 }
 
-std::string resolve_quant(const HubSettings& settings, const RepoCache& cache, const std::string& revision,
-                          const std::string& quant) {
+std::string resolve_quant(const HubSettings& settings, const RepoCache& cache,
+                          const std::string& revision, const std::string& quant) {
   if (auto commit = cache.commit_of(revision)) {
     const std::vector<std::string> cached = cache.snapshot_files(*commit);
     try {
@@ -92,7 +97,8 @@ std::string resolve_quant(const HubSettings& settings, const RepoCache& cache, c
       if (settings.offline) throw_offline(cache, revision, e.what());
     }
   }
-  if (settings.offline) throw_offline(cache, revision, "no .gguf file for " + quant + " (nothing cached)");
+  if (settings.offline)
+    throw_offline(cache, revision, "no .gguf file for " + quant + " (nothing cached)");
   HubDownloader hub(settings);
   const RepoListing listing = hub.list_files(cache.repo(), revision);
   cache.write_ref(revision, listing.commit);
@@ -100,8 +106,8 @@ std::string resolve_quant(const HubSettings& settings, const RepoCache& cache, c
   return hub.download_file(cache.repo(), listing.commit, file).string();
 }
 
-std::string resolve_repo(const HubSettings& settings, const RepoCache& cache, const std::string& revision,
-                         RepoFiles what) {
+std::string resolve_repo(const HubSettings& settings, const RepoCache& cache,
+                         const std::string& revision, RepoFiles what) {
   std::string missing = "no snapshot of the revision (refs/" + revision + " is missing)";
   if (auto commit = cache.commit_of(revision)) {
     missing = missing_in_snapshot(cache, *commit, what);
@@ -114,12 +120,15 @@ std::string resolve_repo(const HubSettings& settings, const RepoCache& cache, co
   const RepoListing listing = hub.list_files(cache.repo(), revision);
   cache.write_ref(revision, listing.commit);
   const std::string& repo = cache.repo();
-  const bool has_safetensors = std::any_of(listing.files.begin(), listing.files.end(), is_top_level_safetensors);
-  const bool has_tokenizer =
-      has(listing.files, "tokenizer.json") || has(listing.files, "tokenizer.model") || has(listing.files, "vocab.json");
-  const bool usable = what == RepoFiles::Tokenizer
-                          ? has_tokenizer
-                          : has(listing.files, "config.json") && (what != RepoFiles::All || has_safetensors);
+  const bool has_safetensors =
+      std::any_of(listing.files.begin(), listing.files.end(), is_top_level_safetensors);
+  const bool has_tokenizer = has(listing.files, "tokenizer.json") ||
+                             has(listing.files, "tokenizer.model") ||
+                             has(listing.files, "vocab.json");
+  const bool usable =
+      what == RepoFiles::Tokenizer
+          ? has_tokenizer
+          : has(listing.files, "config.json") && (what != RepoFiles::All || has_safetensors);
   if (!usable) {
     // A GGUF repository: one file holds config, tokenizer and weights.
     const std::vector<std::string> ggufs = gguf_files(listing.files);
@@ -127,21 +136,27 @@ std::string resolve_repo(const HubSettings& settings, const RepoCache& cache, co
     if (!ggufs.empty())
       throw Error(repo + " holds several GGUF files; choose one as " + repo + ":QUANT or " + repo +
                   "/FILE.gguf (" + list_or_none(ggufs) + ")");
-    throw Error(repo + ": neither a Hugging Face model (config.json, tokenizer, *.safetensors) nor a GGUF repository; files: " +
+    throw Error(repo +
+                ": neither a Hugging Face model (config.json, tokenizer, *.safetensors) nor a GGUF "
+                "repository; files: " +
                 list_or_none(listing.files));
   }
-  for (const auto& file : select_support_files(listing.files, what)) hub.download_file(repo, listing.commit, file);
+  for (const auto& file : select_support_files(listing.files, what))
+    hub.download_file(repo, listing.commit, file);
   if (what == RepoFiles::All) {
     std::vector<std::string> weights;
     if (has(listing.files, kIndexFile)) {
       // Only the shards the index names: a repo may also hold other checkpoints (consolidated.*).
       weights = index_shards(repo, hub.download_file(repo, listing.commit, kIndexFile));
       for (const auto& shard : weights)
-        if (!has(listing.files, shard)) throw Error(repo + ": " + kIndexFile + " names " + shard + ", which the repository lacks");
+        if (!has(listing.files, shard))
+          throw Error(repo + ": " + kIndexFile + " names " + shard +
+                      ", which the repository lacks");
     } else if (has(listing.files, "model.safetensors")) {
       weights = {"model.safetensors"};
     } else {
-      std::copy_if(listing.files.begin(), listing.files.end(), std::back_inserter(weights), is_top_level_safetensors);
+      std::copy_if(listing.files.begin(), listing.files.end(), std::back_inserter(weights),
+                   is_top_level_safetensors);
     }
     for (const auto& file : weights) hub.download_file(repo, listing.commit, file);
   }
@@ -156,10 +171,12 @@ std::string resolve_model(const std::string& spec, const ResolveOptions& options
   return resolve_model(spec, options, HubSettings::from_env());
 }
 
-std::string resolve_model(const std::string& spec, const ResolveOptions& options, const HubSettings& settings) {
+std::string resolve_model(const std::string& spec, const ResolveOptions& options,
+                          const HubSettings& settings) {
   const ModelSpec parsed = parse_model_spec(spec);
   if (parsed.kind == ModelSpec::Kind::LocalPath) return parsed.path;
-  if (options.revision.empty()) throw Error(spec + ": the revision is empty (give a branch, tag or commit hash)");
+  if (options.revision.empty())
+    throw Error(spec + ": the revision is empty (give a branch, tag or commit hash)");
   if (options.revision.find("..") != std::string::npos || options.revision.front() == '/')
     throw Error(spec + ": refusing the revision '" + options.revision + "'");
   const RepoCache cache(settings.cache_dir, parsed.repo);

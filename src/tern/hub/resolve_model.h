@@ -20,6 +20,7 @@ struct ResolveOptions {
 // downloaded. Returns the snapshot folder (safetensors repository) or the .gguf file's path.
 // Throws tern::Error (not found, gated, offline and not cached, …).
 std::string resolve_model(const std::string& spec, const ResolveOptions& options = {});
-std::string resolve_model(const std::string& spec, const ResolveOptions& options, const HubSettings& settings);
+std::string resolve_model(const std::string& spec, const ResolveOptions& options,
+                          const HubSettings& settings);
 
 }  // namespace tern::hub

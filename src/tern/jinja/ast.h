@@ -34,8 +34,8 @@ enum class ExprKind {
   Not,        // not args[0]
   And,
   Or,
-  Binary,     // args[0] op args[1]: + - * / // % ** ~
-  Compare,    // args[0] ops[0] args[1] ops[1] args[2]...: == != < <= > >= in notin
+  Binary,       // args[0] op args[1]: + - * / // % ** ~
+  Compare,      // args[0] ops[0] args[1] ops[1] args[2]...: == != < <= > >= in notin
   Conditional,  // args[1] if args[0] else args[2] (args[2] null: undefined)
 };
 
@@ -50,17 +50,17 @@ struct Expr {
 };
 
 enum class StmtKind {
-  Text,      // text
-  Output,    // {{ expr }}
-  If,        // conditions[i] → bodies[i]; else_body
-  For,       // targets in expr [if filter]: body, else_body
-  Set,       // targets = expr; or attribute set (ns.attr); or block set (body | filters)
-  Macro,     // name(params) body
+  Text,    // text
+  Output,  // {{ expr }}
+  If,      // conditions[i] → bodies[i]; else_body
+  For,     // targets in expr [if filter]: body, else_body
+  Set,     // targets = expr; or attribute set (ns.attr); or block set (body | filters)
+  Macro,   // name(params) body
   Break,
   Continue,
-  With,      // targets[i] = values[i], body
+  With,         // targets[i] = values[i], body
   FilterBlock,  // body | filters
-  Scope,     // body rendered as is (transformers' {% generation %})
+  Scope,        // body rendered as is (transformers' {% generation %})
 };
 
 struct Stmt {
@@ -77,7 +77,7 @@ struct Stmt {
   std::vector<Body> bodies;          // If
   Body body, else_body;
   std::vector<std::pair<std::string, ExprPtr>> params;  // Macro (default may be null)
-  bool unpack = false;               // For/Set: targets came as a tuple
+  bool unpack = false;                                  // For/Set: targets came as a tuple
 };
 
 }  // namespace tern::jinja

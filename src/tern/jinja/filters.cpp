@@ -18,9 +18,12 @@ Value lookup_path(Renderer& r, Value v, const std::string& path) {
   size_t pos = 0;
   while (true) {
     const size_t dot = path.find('.', pos);
-    const std::string part = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = digits ? r.get_item(v, Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10)))) : r.get_item(v, Value(part));
+    const std::string part =
+        path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    v = digits ? r.get_item(v, Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))))
+               : r.get_item(v, Value(part));
     if (dot == std::string::npos) return v;
     pos = dot + 1;
   }
@@ -32,7 +35,8 @@ Value fold_case(const Value& v, bool case_sensitive) {
   return v;
 }
 
-std::vector<Value> sorted(std::vector<Value> items, const std::function<Value(const Value&)>& key, bool reverse) {
+std::vector<Value> sorted(std::vector<Value> items, const std::function<Value(const Value&)>& key,
+                          bool reverse) {
   std::vector<std::pair<Value, Value>> keyed;
   keyed.reserve(items.size());
   for (Value& item : items) keyed.emplace_back(key(item), std::move(item));
@@ -49,12 +53,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -75,7 +90,8 @@ std::optional<int64_t> parse_int(const std::string& text) {
       continue;
     }
     if (s[i] < '0' || s[i] > '9') return std::nullopt;
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[i] - '0', &v)) fail("integer overflow (tern's template integers are 64-bit)");
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[i] - '0', &v))
+      fail("integer overflow (tern's template integers are 64-bit)");
     last_digit = true;
   }
   if (!last_digit) return std::nullopt;
@@ -113,12 +129,14 @@ Value do_tojson(const Value& input, const CallArgs& args) {
   o.ensure_ascii = p.flag(0, false);
   if (p.has(1)) {
     const Value indent = p.get(1);
-    if (indent.is_string()) fail("tojson: a string indent is not supported; use a number of spaces");
+    if (indent.is_string())
+      fail("tojson: a string indent is not supported; use a number of spaces");
     o.indent = static_cast<int>(std::clamp<int64_t>(p.integer(1, 0), 0, 64));
   }
   if (p.has(2)) {
     const std::vector<Value> seps = iterate(p.get(2));
-    if (seps.size() != 2 || !seps[0].is_string() || !seps[1].is_string()) fail("tojson: separators must be two strings");
+    if (seps.size() != 2 || !seps[0].is_string() || !seps[1].is_string())
+      fail("tojson: separators must be two strings");
     o.item_separator = seps[0].as_string();
     o.key_separator = seps[1].as_string();
     if (o.item_separator.empty()) fail("tojson: an empty item separator is not supported");
@@ -131,8 +149,11 @@ Value do_indent(const Value& input, const CallArgs& args) {
   Params p("indent", args, {"width", "first", "blank"});
   std::string indention;
   const Value width = p.get(0, Value(4));
-  if (width.is_string()) indention = width.as_string();
-  else indention = std::string(static_cast<size_t>(std::clamp<int64_t>(p.integer(0, 4), 0, 1024)), ' ');
+  if (width.is_string())
+    indention = width.as_string();
+  else
+    indention =
+        std::string(static_cast<size_t>(std::clamp<int64_t>(p.integer(0, 4), 0, 1024)), ' ');
   const bool first = p.flag(1, false), blank = p.flag(2, false);
   const std::vector<std::string> lines = py_splitlines(input.str() + "\n");
   std::string rv;
@@ -151,7 +172,8 @@ Value do_title(const std::string& s) {
   bool word_start = true;
   for (size_t i = 0; i < s.size();) {
     const char32_t cp = decode_utf8(s, i);
-    const bool boundary = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_isspace(cp);
+    const bool boundary =
+        cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_isspace(cp);
     std::string one;
     append_utf8(cp, one);
     out += boundary ? one : (word_start ? py_upper(one) : py_lower(one));
@@ -168,8 +190,10 @@ Value do_map(Renderer& r, const Value& input, CallArgs& args) {
     if (key == "attribute") {
       Value fallback = Value::undefined();
       for (const auto& [k2, v2] : args.keyword)
-        if (k2 == "default") fallback = v2;
-        else if (k2 != "attribute") fail("map got an unexpected keyword argument '" + k2 + "'");
+        if (k2 == "default")
+          fallback = v2;
+        else if (k2 != "attribute")
+          fail("map got an unexpected keyword argument '" + k2 + "'");
       if (!value.is_string()) fail("map: attribute must be a string");
       for (const Value& item : items) {
         Value v = lookup_path(r, item, value.as_string());
@@ -192,7 +216,8 @@ Value do_select(Renderer& r, const Value& input, CallArgs& args, bool with_attri
   size_t first = 0;
   std::string attribute;
   if (with_attribute) {
-    if (args.positional.empty() || !args.positional[0].is_string()) fail("selectattr/rejectattr need an attribute name");
+    if (args.positional.empty() || !args.positional[0].is_string())
+      fail("selectattr/rejectattr need an attribute name");
     attribute = args.positional[0].as_string();
     first = 1;
   }
@@ -202,7 +227,9 @@ Value do_select(Renderer& r, const Value& input, CallArgs& args, bool with_attri
     test = args.positional[first].as_string();
   }
   CallArgs rest;
-  if (args.positional.size() > first + 1) rest.positional.assign(args.positional.begin() + static_cast<ptrdiff_t>(first) + 1, args.positional.end());
+  if (args.positional.size() > first + 1)
+    rest.positional.assign(args.positional.begin() + static_cast<ptrdiff_t>(first) + 1,
+                           args.positional.end());
   rest.keyword = args.keyword;
   std::vector<Value> out;
   const std::vector<Value> items = iterate(input);
@@ -215,13 +242,16 @@ Value do_select(Renderer& r, const Value& input, CallArgs& args, bool with_attri
   return Value::list(std::move(out));
 }
 
-Value min_max(Renderer& r, const Value& input, const CallArgs& args, bool want_max, const char* name) {
+Value min_max(Renderer& r, const Value& input, const CallArgs& args, bool want_max,
+              const char* name) {
   Params p(name, args, {"case_sensitive", "attribute"});
   const bool cs = p.flag(0, false);
   const std::string attribute = p.has(1) ? p.str(1, "attribute") : "";
   const std::vector<Value> items = iterate(input);
   if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
-  auto key = [&](const Value& v) { return fold_case(attribute.empty() ? v : lookup_path(r, v, attribute), cs); };
+  auto key = [&](const Value& v) {
+    return fold_case(attribute.empty() ? v : lookup_path(r, v, attribute), cs);
+  };
   size_t best = 0;
   Value best_key = key(items[0]);
   for (size_t i = 1; i < items.size(); ++i) {
@@ -262,7 +292,8 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   if (name == "capitalize") return no_args(), Value(py_capitalize(input.str()));
   if (name == "string") return no_args(), Value(input.str());
   if (name == "safe") return no_args(), input;
-  if (name == "escape" || name == "e" || name == "forceescape") return no_args(), Value(html_escape(input.str()));
+  if (name == "escape" || name == "e" || name == "forceescape")
+    return no_args(), Value(html_escape(input.str()));
   if (name == "replace") {
     Params p(what, args, {"old", "new", "count"});
     return result_str(py_replace(input.str(), p.str(0, "old"), p.str(1, "new"), p.integer(2, -1)));
@@ -296,9 +327,11 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   if (name == "items") {
     no_args();
     if (input.is_undefined()) return Value::list({});
-    if (!input.is_dict()) fail("filter 'items': can only get item pairs from a mapping, not " + input.type_name());
+    if (!input.is_dict())
+      fail("filter 'items': can only get item pairs from a mapping, not " + input.type_name());
     std::vector<Value> pairs;
-    for (const auto& [k, v] : input.as_object().items) pairs.push_back(Value::list({Value(k), v}, true));
+    for (const auto& [k, v] : input.as_object().items)
+      pairs.push_back(Value::list({Value(k), v}, true));
     return Value::list(std::move(pairs));
   }
   if (name == "dictsort") {
@@ -308,15 +341,24 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     const std::string by = p.has(1) ? p.str(1, "by") : "key";
     if (by != "key" && by != "value") fail("filter 'dictsort': by must be 'key' or 'value'");
     std::vector<Value> pairs;
-    for (const auto& [k, v] : input.as_object().items) pairs.push_back(Value::list({Value(k), v}, true));
+    for (const auto& [k, v] : input.as_object().items)
+      pairs.push_back(Value::list({Value(k), v}, true));
     const size_t pos = by == "key" ? 0 : 1;
-    return Value::list(sorted(std::move(pairs), [&](const Value& pair) { return fold_case(pair.as_array().items[pos], cs); }, p.flag(2, false)));
+    return Value::list(sorted(
+        std::move(pairs),
+        [&](const Value& pair) { return fold_case(pair.as_array().items[pos], cs); },
+        p.flag(2, false)));
   }
   if (name == "sort") {
     Params p(what, args, {"reverse", "case_sensitive", "attribute"});
     const bool cs = p.flag(1, false);
     const std::string attribute = p.has(2) ? p.get(2).str() : "";
-    return Value::list(sorted(iterate(input), [&](const Value& v) { return fold_case(attribute.empty() ? v : lookup_path(r, v, attribute), cs); }, p.flag(0, false)));
+    return Value::list(sorted(
+        iterate(input),
+        [&](const Value& v) {
+          return fold_case(attribute.empty() ? v : lookup_path(r, v, attribute), cs);
+        },
+        p.flag(0, false)));
   }
   if (name == "unique") {
     Params p(what, args, {"case_sensitive", "attribute"});
@@ -327,7 +369,9 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     r.count_iterations(items.size() * items.size() / 64);
     for (const Value& item : items) {
       Value key = fold_case(attribute.empty() ? item : lookup_path(r, item, attribute), cs);
-      if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return values_equal(s, key); })) continue;
+      if (std::any_of(seen.begin(), seen.end(),
+                      [&](const Value& s) { return values_equal(s, key); }))
+        continue;
       seen.push_back(std::move(key));
       out.push_back(item);
     }
@@ -345,8 +389,10 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     return Value::list(std::move(items));
   }
   if (name == "map") return do_map(r, input, args);
-  if (name == "select" || name == "reject") return do_select(r, input, args, false, name == "select");
-  if (name == "selectattr" || name == "rejectattr") return do_select(r, input, args, true, name == "selectattr");
+  if (name == "select" || name == "reject")
+    return do_select(r, input, args, false, name == "select");
+  if (name == "selectattr" || name == "rejectattr")
+    return do_select(r, input, args, true, name == "selectattr");
   if (name == "attr") {
     Params p(what, args, {"name"});
     return r.get_attribute(input, p.str(0, "name"));
@@ -364,13 +410,15 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     if (input.is_bool() || input.is_int()) return Value(input.as_int());
     if (input.is_float()) {
       const double d = std::trunc(input.as_double());
-      if (!std::isfinite(d) || std::fabs(d) >= 9.2e18) fail("filter 'int': cannot convert " + input.repr() + " to a 64-bit integer");
+      if (!std::isfinite(d) || std::fabs(d) >= 9.2e18)
+        fail("filter 'int': cannot convert " + input.repr() + " to a 64-bit integer");
       return Value(static_cast<int64_t>(d));
     }
     if (input.is_string()) {
       if (std::optional<int64_t> v = parse_int(input.as_string())) return Value(*v);
       if (std::optional<double> d = parse_float(input.as_string())) {
-        if (!std::isfinite(*d) || std::fabs(*d) >= 9.2e18) fail("filter 'int': cannot convert " + input.repr() + " to a 64-bit integer");
+        if (!std::isfinite(*d) || std::fabs(*d) >= 9.2e18)
+          fail("filter 'int': cannot convert " + input.repr() + " to a 64-bit integer");
         return Value(static_cast<int64_t>(std::trunc(*d)));
       }
     }
@@ -393,7 +441,8 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
       if (!input.is_float()) return Value(input.as_int());  // round(int, n) stays an int
       return Value(python_round(input.as_double(), precision));
     }
-    if (method != "ceil" && method != "floor") fail("filter 'round': method must be common, ceil or floor");
+    if (method != "ceil" && method != "floor")
+      fail("filter 'round': method must be common, ceil or floor");
     const double scale = std::pow(10.0, static_cast<double>(precision));
     const double x = input.as_double() * scale;
     return Value((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale);
@@ -403,7 +452,8 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     Value total = p.get(1, Value(0));
     const std::string attribute = p.has(0) ? p.get(0).str() : "";
     for (const Value& item : iterate(input))
-      total = binary_op("+", total, attribute.empty() ? item : lookup_path(r, item, attribute), 1u << 26);
+      total = binary_op("+", total, attribute.empty() ? item : lookup_path(r, item, attribute),
+                        1u << 26);
     return total;
   }
   if (name == "max") return min_max(r, input, args, true, "filter 'max'");
@@ -417,7 +467,8 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     if (width <= n) return Value(s);
     const int64_t marg = width - n;
     const int64_t left = marg / 2 + (marg & width & 1);
-    return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(marg - left), ' '));
+    return Value(std::string(static_cast<size_t>(left), ' ') + s +
+                 std::string(static_cast<size_t>(marg - left), ' '));
   }
   if (name == "wordcount") {
     no_args();
@@ -432,7 +483,9 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     }
     return Value(words);
   }
-  static const char* const kUnsupported[] = {"batch", "slice", "groupby", "format", "truncate", "wordwrap", "urlize", "urlencode", "xmlattr", "filesizeformat", "pprint", "striptags", "random"};
+  static const char* const kUnsupported[] = {
+      "batch",     "slice",   "groupby",        "format", "truncate",  "wordwrap", "urlize",
+      "urlencode", "xmlattr", "filesizeformat", "pprint", "striptags", "random"};
   for (const char* u : kUnsupported)
     if (name == u) fail("the '" + name + "' filter is not supported by tern's template engine");
   fail("no filter named '" + name + "'");

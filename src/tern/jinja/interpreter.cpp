@@ -48,7 +48,8 @@ void Renderer::check_size(size_t bytes) const {
 void Renderer::count_iterations(size_t n) {
   iterations_ += static_cast<int64_t>(n);
   if (iterations_ > limits_.max_loop_iterations)
-    fail("the template ran more than " + std::to_string(limits_.max_loop_iterations) + " loop iterations");
+    fail("the template ran more than " + std::to_string(limits_.max_loop_iterations) +
+         " loop iterations");
 }
 
 void Renderer::append(std::string& out, const std::string& text) {
@@ -70,7 +71,9 @@ Renderer::Flow Renderer::exec_body(const Body& body, std::string& out) {
 Renderer::Flow Renderer::exec(const Stmt& stmt, std::string& out) {
   line_ = stmt.line;
   switch (stmt.kind) {
-    case StmtKind::Text: append(out, stmt.text); return Flow::Normal;
+    case StmtKind::Text:
+      append(out, stmt.text);
+      return Flow::Normal;
     case StmtKind::Output: {
       const Value v = eval(*stmt.expr);
       if (v.is_function()) fail("cannot print " + v.repr() + "; call it");
@@ -84,15 +87,24 @@ Renderer::Flow Renderer::exec(const Stmt& stmt, std::string& out) {
         if (eval(*stmt.conditions[i]).truthy()) return exec_body(stmt.bodies[i], out);
       }
       return exec_body(stmt.else_body, out);
-    case StmtKind::For: exec_for(stmt, out); return Flow::Normal;
-    case StmtKind::Set: exec_set(stmt, out); return Flow::Normal;
-    case StmtKind::Macro: scope_->vars.set(stmt.text, make_macro(stmt)); return Flow::Normal;
-    case StmtKind::Break: return Flow::Break;
-    case StmtKind::Continue: return Flow::Continue;
+    case StmtKind::For:
+      exec_for(stmt, out);
+      return Flow::Normal;
+    case StmtKind::Set:
+      exec_set(stmt, out);
+      return Flow::Normal;
+    case StmtKind::Macro:
+      scope_->vars.set(stmt.text, make_macro(stmt));
+      return Flow::Normal;
+    case StmtKind::Break:
+      return Flow::Break;
+    case StmtKind::Continue:
+      return Flow::Continue;
     case StmtKind::With: {
       auto inner = std::make_shared<Scope>();
       inner->parent = scope_;
-      for (size_t i = 0; i < stmt.targets.size(); ++i) inner->vars.set(stmt.targets[i], eval(*stmt.values[i]));
+      for (size_t i = 0; i < stmt.targets.size(); ++i)
+        inner->vars.set(stmt.targets[i], eval(*stmt.values[i]));
       std::swap(scope_, inner);
       Flow flow;
       try {
@@ -122,7 +134,8 @@ Renderer::Flow Renderer::exec(const Stmt& stmt, std::string& out) {
       append(out, filtered.str());
       return Flow::Normal;
     }
-    case StmtKind::Scope: return exec_body(stmt.body, out);
+    case StmtKind::Scope:
+      return exec_body(stmt.body, out);
   }
   return Flow::Normal;
 }
@@ -134,13 +147,15 @@ void Renderer::assign(const std::vector<std::string>& targets, bool unpack, cons
   }
   const std::vector<Value> items = iterate(value);
   if (items.size() != targets.size())
-    fail("cannot unpack " + std::to_string(items.size()) + " values into " + std::to_string(targets.size()) + " names");
+    fail("cannot unpack " + std::to_string(items.size()) + " values into " +
+         std::to_string(targets.size()) + " names");
   for (size_t i = 0; i < targets.size(); ++i) scope_->vars.set(targets[i], items[i]);
 }
 
 void Renderer::exec_for(const Stmt& stmt, std::string& out) {
   const Value iterable = eval(*stmt.expr);
-  if (iterable.is_none() || iterable.is_number() || iterable.is_function() || iterable.is_namespace())
+  if (iterable.is_none() || iterable.is_number() || iterable.is_function() ||
+      iterable.is_namespace())
     fail("'" + iterable.type_name() + "' object is not iterable");
   std::vector<Value> items = iterate(iterable);
   auto loop_scope = std::make_shared<Scope>();
@@ -180,12 +195,15 @@ void Renderer::exec_for(const Stmt& stmt, std::string& out) {
     loop.items.emplace_back("length", Value(n));
     loop.items.emplace_back("depth", Value(1));
     loop.items.emplace_back("depth0", Value(0));
-    loop.items.emplace_back("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
-    loop.items.emplace_back("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
-    loop.items.emplace_back("cycle", Value::function("loop.cycle", [i](CallArgs& args, Renderer&) {
-      if (args.positional.empty()) fail("loop.cycle needs at least one argument");
-      return args.positional[static_cast<size_t>(i) % args.positional.size()];
-    }));
+    loop.items.emplace_back("previtem", i > 0 ? items[static_cast<size_t>(i - 1)]
+                                              : Value::undefined("there is no previous item"));
+    loop.items.emplace_back("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)]
+                                                  : Value::undefined("there is no next item"));
+    loop.items.emplace_back(
+        "cycle", Value::function("loop.cycle", [i](CallArgs& args, Renderer&) {
+          if (args.positional.empty()) fail("loop.cycle needs at least one argument");
+          return args.positional[static_cast<size_t>(i) % args.positional.size()];
+        }));
     scope_->vars.set("loop", Value::make_namespace(std::move(loop)));
     assign(stmt.targets, stmt.unpack, items[static_cast<size_t>(i)]);
     if (exec_body(stmt.body, out) == Flow::Break) break;
@@ -218,7 +236,8 @@ void Renderer::exec_set(const Stmt& stmt, std::string& out) {
   if (!stmt.attribute.empty()) {
     const Value* target = scope_->lookup(stmt.text);
     if (!target || !target->is_namespace())
-      fail("cannot set attribute '" + stmt.attribute + "' of '" + stmt.text + "': only namespace() objects take attribute assignment");
+      fail("cannot set attribute '" + stmt.attribute + "' of '" + stmt.text +
+           "': only namespace() objects take attribute assignment");
     target->namespace_object().set(stmt.attribute, std::move(value));
     return;
   }
@@ -232,10 +251,11 @@ Value Renderer::make_macro(const Stmt& stmt) {
   const Stmt* def = &stmt;
   return Value::function(stmt.text, [defined_in, def](CallArgs& args, Renderer& r) -> Value {
     std::shared_ptr<Scope> parent = defined_in.lock();
-    if (!parent) fail("macro '" + def->text + "' was called after the block it was defined in ended");
+    if (!parent)
+      fail("macro '" + def->text + "' was called after the block it was defined in ended");
     if (args.positional.size() > def->params.size())
-      fail("macro '" + def->text + "' takes " + std::to_string(def->params.size()) + " arguments, got " +
-           std::to_string(args.positional.size()));
+      fail("macro '" + def->text + "' takes " + std::to_string(def->params.size()) +
+           " arguments, got " + std::to_string(args.positional.size()));
     if (++r.call_depth_ > r.limits_.max_call_depth) {
       --r.call_depth_;
       fail("macro calls nest deeper than " + std::to_string(r.limits_.max_call_depth));
@@ -263,7 +283,9 @@ Value Renderer::make_macro(const Stmt& stmt) {
               v = value;
               found = true;
             }
-          if (!found) v = default_value ? r.eval(*default_value) : Value::undefined("parameter '" + name + "' was not given");
+          if (!found)
+            v = default_value ? r.eval(*default_value)
+                              : Value::undefined("parameter '" + name + "' was not given");
         }
         r.scope_->vars.set(name, std::move(v));
       }
@@ -288,7 +310,8 @@ Value Renderer::call(const Value& callee, CallArgs& args) {
 
 Value Renderer::get_attribute(const Value& object, const std::string& name) {
   switch (object.kind()) {
-    case Value::Kind::Undefined: fail_undefined(object);
+    case Value::Kind::Undefined:
+      fail_undefined(object);
     case Value::Kind::Namespace: {
       if (const Value* v = object.namespace_object().find(name)) return *v;
       return Value::undefined("namespace has no attribute '" + name + "'");
@@ -300,15 +323,19 @@ Value Renderer::get_attribute(const Value& object, const std::string& name) {
       if (std::optional<Value> method = find_method(object, name)) return *method;
       if (object.is_dict())
         if (const Value* v = object.as_object().find(name)) return *v;
-      return Value::undefined("'" + object.type_name() + " object' has no attribute '" + name + "'");
+      return Value::undefined("'" + object.type_name() + " object' has no attribute '" + name +
+                              "'");
     }
-    default: return Value::undefined("'" + object.type_name() + " object' has no attribute '" + name + "'");
+    default:
+      return Value::undefined("'" + object.type_name() + " object' has no attribute '" + name +
+                              "'");
   }
 }
 
 Value Renderer::get_item(const Value& object, const Value& key) {
   switch (object.kind()) {
-    case Value::Kind::Undefined: fail_undefined(object);
+    case Value::Kind::Undefined:
+      fail_undefined(object);
     case Value::Kind::Dict:
       if (key.is_string()) {
         if (const Value* v = object.as_object().find(key.as_string())) return *v;
@@ -321,11 +348,15 @@ Value Renderer::get_item(const Value& object, const Value& key) {
     case Value::Kind::List:
     case Value::Kind::String: {
       if (key.is_string()) return get_attribute(object, key.as_string());
-      if (!key.is_number() || key.is_float()) return Value::undefined(object.type_name() + " indices must be integers, not " + key.type_name());
+      if (!key.is_number() || key.is_float())
+        return Value::undefined(object.type_name() + " indices must be integers, not " +
+                                key.type_name());
       const int64_t n = length(object);
       int64_t i = key.as_int();
       if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::undefined(object.type_name() + " index " + std::to_string(key.as_int()) + " out of range");
+      if (i < 0 || i >= n)
+        return Value::undefined(object.type_name() + " index " + std::to_string(key.as_int()) +
+                                " out of range");
       if (object.is_list()) return object.as_array().items[static_cast<size_t>(i)];
       const std::string& s = object.as_string();
       size_t pos = 0;
@@ -334,19 +365,22 @@ Value Renderer::get_item(const Value& object, const Value& key) {
       decode_utf8(s, pos);
       return Value(s.substr(start, pos - start));
     }
-    default: return Value::undefined("'" + object.type_name() + "' object is not subscriptable");
+    default:
+      return Value::undefined("'" + object.type_name() + "' object is not subscriptable");
   }
 }
 
 Value Renderer::eval_slice(const Expr& expr) {
   const Value object = eval(*expr.args[0]);
   if (object.is_undefined()) fail_undefined(object);
-  if (!object.is_list() && !object.is_string()) fail("'" + object.type_name() + "' object is not subscriptable");
+  if (!object.is_list() && !object.is_string())
+    fail("'" + object.type_name() + "' object is not subscriptable");
   auto bound = [&](size_t i) -> std::optional<int64_t> {
     if (!expr.args[i]) return std::nullopt;
     const Value v = eval(*expr.args[i]);
     if (v.is_none()) return std::nullopt;
-    if (!v.is_number() || v.is_float()) fail("slice indices must be integers or None, not " + v.type_name());
+    if (!v.is_number() || v.is_float())
+      fail("slice indices must be integers or None, not " + v.type_name());
     return v.as_int();
   };
   const std::optional<int64_t> start = bound(1), stop = bound(2), step_opt = bound(3);
@@ -357,8 +391,10 @@ Value Renderer::eval_slice(const Expr& expr) {
   auto clamp = [&](std::optional<int64_t> v, int64_t def) {
     if (!v) return def;
     int64_t x = *v;
-    if (x < 0) x = std::max<int64_t>(x + n, step < 0 ? -1 : 0);
-    else x = std::min<int64_t>(x, step < 0 ? n - 1 : n);
+    if (x < 0)
+      x = std::max<int64_t>(x + n, step < 0 ? -1 : 0);
+    else
+      x = std::min<int64_t>(x, step < 0 ? n - 1 : n);
     return x;
   };
   const int64_t lo = clamp(start, step < 0 ? n - 1 : 0);
@@ -393,7 +429,8 @@ Value Renderer::eval_call(const Expr& expr) {
 
 Value Renderer::eval(const Expr& expr) {
   switch (expr.kind) {
-    case ExprKind::Literal: return expr.literal;
+    case ExprKind::Literal:
+      return expr.literal;
     case ExprKind::Name: {
       if (const Value* v = scope_->lookup(expr.name)) return *v;
       return Value::undefined("'" + expr.name + "' is undefined");
@@ -409,15 +446,20 @@ Value Renderer::eval(const Expr& expr) {
       Object object;
       for (size_t i = 0; i + 1 < expr.args.size(); i += 2) {
         const Value key = eval(*expr.args[i]);
-        if (!key.is_string()) fail("dict keys must be strings in tern's templates, got " + key.type_name());
+        if (!key.is_string())
+          fail("dict keys must be strings in tern's templates, got " + key.type_name());
         object.set(key.as_string(), eval(*expr.args[i + 1]));
       }
       return Value::dict(std::move(object));
     }
-    case ExprKind::Attribute: return get_attribute(eval(*expr.args[0]), expr.name);
-    case ExprKind::Item: return get_item(eval(*expr.args[0]), eval(*expr.args[1]));
-    case ExprKind::Slice: return eval_slice(expr);
-    case ExprKind::Call: return eval_call(expr);
+    case ExprKind::Attribute:
+      return get_attribute(eval(*expr.args[0]), expr.name);
+    case ExprKind::Item:
+      return get_item(eval(*expr.args[0]), eval(*expr.args[1]));
+    case ExprKind::Slice:
+      return eval_slice(expr);
+    case ExprKind::Call:
+      return eval_call(expr);
     case ExprKind::Filter:
     case ExprKind::Test: {
       const Value input = eval(*expr.args[0]);
@@ -427,14 +469,16 @@ Value Renderer::eval(const Expr& expr) {
       if (expr.kind == ExprKind::Filter) return apply_filter(*this, expr.name, input, args);
       return Value(apply_test(*this, expr.name, input, args));
     }
-    case ExprKind::Negate: return negate(eval(*expr.args[0]));
+    case ExprKind::Negate:
+      return negate(eval(*expr.args[0]));
     case ExprKind::Plus: {
       Value v = eval(*expr.args[0]);
       if (v.is_undefined()) fail_undefined(v);
       if (!v.is_number()) fail("bad operand type for unary +: '" + v.type_name() + "'");
       return v.is_bool() ? Value(v.as_int()) : v;
     }
-    case ExprKind::Not: return Value(!eval(*expr.args[0]).truthy());
+    case ExprKind::Not:
+      return Value(!eval(*expr.args[0]).truthy());
     case ExprKind::And: {
       Value left = eval(*expr.args[0]);
       return left.truthy() ? eval(*expr.args[1]) : left;

@@ -12,8 +12,8 @@
 namespace tern::jinja {
 
 struct RenderLimits {
-  size_t max_output_bytes = 64u << 20;  // also the largest string or list a template may build
-  int max_call_depth = 100;             // nested macro calls
+  size_t max_output_bytes = 64u << 20;       // also the largest string or list a template may build
+  int max_call_depth = 100;                  // nested macro calls
   int64_t max_loop_iterations = 10'000'000;  // all loops of one render together
 };
 

@@ -50,7 +50,10 @@ std::string decode_string(std::string_view body, int line) {
       for (size_t k = 1; k <= digits; ++k) {
         if (i + k >= body.size()) lex_fail(line, "truncated \\x/\\u escape in a string");
         const char h = body[i + k];
-        int d = is_digit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+        int d = is_digit(h)              ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                         : -1;
         if (d < 0) lex_fail(line, "bad hex digit in a \\x/\\u escape in a string");
         cp = cp * 16 + static_cast<char32_t>(d);
       }
@@ -59,21 +62,49 @@ std::string decode_string(std::string_view body, int line) {
       append_utf8(cp, out);
     };
     switch (c) {
-      case '\n': break;  // line continuation
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
-      case 'x': hex(2); break;
-      case 'u': hex(4); break;
-      case 'U': hex(8); break;
-      case 'N': lex_fail(line, "\\N{...} escapes in strings are not supported");
+      case '\n':
+        break;  // line continuation
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'x':
+        hex(2);
+        break;
+      case 'u':
+        hex(4);
+        break;
+      case 'U':
+        hex(8);
+        break;
+      case 'N':
+        lex_fail(line, "\\N{...} escapes in strings are not supported");
       default:
         if (c >= '0' && c <= '7') {
           char32_t cp = 0;
@@ -117,7 +148,8 @@ class Lexer {
         break;
       }
       const char kind = src_[p + 1];
-      const char sign = p + 2 < src_.size() && (src_[p + 2] == '-' || src_[p + 2] == '+') ? src_[p + 2] : 0;
+      const char sign =
+          p + 2 < src_.size() && (src_[p + 2] == '-' || src_[p + 2] == '+') ? src_[p + 2] : 0;
       std::string text = src_.substr(pos_, p - pos_);
       if (sign == '-') {
         text = py_strip(text, nullptr, false, true);
@@ -168,7 +200,8 @@ class Lexer {
         if (!py_isspace(decode_utf8(src_, next))) break;
         pos_ = next;
       }
-    } else if (sign != '+' && is_block_or_comment && options_.trim_blocks && pos_ < src_.size() && src_[pos_] == '\n') {
+    } else if (sign != '+' && is_block_or_comment && options_.trim_blocks && pos_ < src_.size() &&
+               src_[pos_] == '\n') {
       ++pos_;
     }
     const std::string_view eaten(src_.data() + start, pos_ - start);
@@ -197,15 +230,19 @@ class Lexer {
     int depth = 0;
     const char* close = block ? "%}" : "}}";
     while (true) {
-      while (pos_ < src_.size() && (src_[pos_] == ' ' || src_[pos_] == '\t' || src_[pos_] == '\n' || src_[pos_] == '\r')) {
+      while (pos_ < src_.size() && (src_[pos_] == ' ' || src_[pos_] == '\t' || src_[pos_] == '\n' ||
+                                    src_[pos_] == '\r')) {
         if (src_[pos_] == '\n') ++line_;
         ++pos_;
       }
       if (pos_ >= src_.size())
-        lex_fail(start_line, std::string(block ? "block tag {%" : "variable tag {{") + " is never closed with " + close);
+        lex_fail(start_line, std::string(block ? "block tag {%" : "variable tag {{") +
+                                 " is never closed with " + close);
       if (depth == 0) {
         char sign = 0;
-        if ((src_[pos_] == '-' || (block && src_[pos_] == '+')) && src_.compare(pos_ + 1, 2, close) == 0) sign = src_[pos_];
+        if ((src_[pos_] == '-' || (block && src_[pos_] == '+')) &&
+            src_.compare(pos_ + 1, 2, close) == 0)
+          sign = src_[pos_];
         if (sign || at(close)) {
           pos_ += sign ? 3 : 2;
           tokens_.push_back({block ? TokenKind::BlockEnd : TokenKind::VariableEnd, "", {}, line_});
@@ -223,7 +260,9 @@ class Lexer {
       } else if (c == '\'' || c == '"') {
         string_literal(c);
       } else {
-        static const char* const kOperators[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "|", ".", ",", ":", "(", ")", "[", "]", "{", "}", "<", ">", "=", ";"};
+        static const char* const kOperators[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*",
+                                                 "/",  "%",  "~",  "|",  ".",  ",",  ":", "(", ")",
+                                                 "[",  "]",  "{",  "}",  "<",  ">",  "=", ";"};
         const char* match = nullptr;
         for (const char* op : kOperators)
           if (at(op)) {
@@ -246,7 +285,10 @@ class Lexer {
   void number() {
     const size_t b = pos_;
     auto digits = [&] {
-      while (pos_ < src_.size() && (is_digit(src_[pos_]) || (src_[pos_] == '_' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1])))) ++pos_;
+      while (pos_ < src_.size() &&
+             (is_digit(src_[pos_]) ||
+              (src_[pos_] == '_' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1]))))
+        ++pos_;
     };
     digits();
     bool is_float = false;
@@ -273,7 +315,8 @@ class Lexer {
     } else {
       errno = 0;
       const long long v = std::strtoll(spelled.c_str(), nullptr, 10);
-      if (errno == ERANGE) lex_fail(line_, "integer literal " + spelled + " does not fit in 64 bits");
+      if (errno == ERANGE)
+        lex_fail(line_, "integer literal " + spelled + " does not fit in 64 bits");
       t.number = Value(static_cast<int64_t>(v));
     }
     tokens_.push_back(std::move(t));
@@ -298,7 +341,8 @@ class Lexer {
   bool raw_block() {
     size_t p = pos_;
     while (p < src_.size() && (src_[p] == ' ' || src_[p] == '\t' || src_[p] == '\n')) ++p;
-    if (src_.compare(p, 3, "raw") != 0 || (p + 3 < src_.size() && is_name_char(src_[p + 3]))) return false;
+    if (src_.compare(p, 3, "raw") != 0 || (p + 3 < src_.size() && is_name_char(src_[p + 3])))
+      return false;
     p += 3;
     while (p < src_.size() && (src_[p] == ' ' || src_[p] == '\t' || src_[p] == '\n')) ++p;
     char open_sign = 0;

@@ -11,7 +11,19 @@
 
 namespace tern::jinja {
 
-enum class TokenKind { Text, VariableBegin, VariableEnd, BlockBegin, BlockEnd, Name, String, Integer, Float, Operator, End };
+enum class TokenKind {
+  Text,
+  VariableBegin,
+  VariableEnd,
+  BlockBegin,
+  BlockEnd,
+  Name,
+  String,
+  Integer,
+  Float,
+  Operator,
+  End
+};
 
 struct Token {
   TokenKind kind;

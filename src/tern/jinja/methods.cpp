@@ -42,14 +42,17 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
     const size_t close = fmt.find('}', i);
     if (close == std::string::npos) fail("str.format: single '{' encountered in format string");
     const std::string field = fmt.substr(i + 1, close - i - 1);
-    if (field.find_first_of(":!.[") != std::string::npos) fail("str.format: format specs, conversions and field lookups are not supported");
+    if (field.find_first_of(":!.[") != std::string::npos)
+      fail("str.format: format specs, conversions and field lookups are not supported");
     const Value* v = nullptr;
     if (field.empty()) {
       if (auto_index >= args.positional.size()) fail("str.format: not enough arguments");
       v = &args.positional[auto_index++];
-    } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+    } else if (std::all_of(field.begin(), field.end(),
+                           [](char d) { return d >= '0' && d <= '9'; })) {
       const size_t k = std::strtoul(field.c_str(), nullptr, 10);
-      if (k >= args.positional.size()) fail("str.format: argument index " + field + " out of range");
+      if (k >= args.positional.size())
+        fail("str.format: argument index " + field + " out of range");
       v = &args.positional[k];
     } else {
       for (const auto& [key, value] : args.keyword)
@@ -64,10 +67,12 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
 
 bool prefix_test(const std::string& s, const Value& arg, bool suffix, const char* what) {
   auto one = [&](const Value& p) {
-    if (!p.is_string()) fail(std::string(what) + " arg must be str or a tuple of str, not " + p.type_name());
+    if (!p.is_string())
+      fail(std::string(what) + " arg must be str or a tuple of str, not " + p.type_name());
     const std::string& x = p.as_string();
     if (x.size() > s.size()) return false;
-    return suffix ? s.compare(s.size() - x.size(), x.size(), x) == 0 : s.compare(0, x.size(), x) == 0;
+    return suffix ? s.compare(s.size() - x.size(), x.size(), x) == 0
+                  : s.compare(0, x.size(), x) == 0;
   };
   if (arg.is_list()) {
     for (const Value& p : arg.as_array().items)
@@ -105,7 +110,9 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
       const std::string sep = p.has(0) ? p.str(0, "sep") : "";
       if (p.has(0) && sep.empty()) fail(what + ": empty separator");
       std::vector<Value> parts;
-      for (std::string& part : py_split(s, p.has(0) ? &sep : nullptr, p.integer(1, -1), name == "rsplit")) parts.emplace_back(std::move(part));
+      for (std::string& part :
+           py_split(s, p.has(0) ? &sep : nullptr, p.integer(1, -1), name == "rsplit"))
+        parts.emplace_back(std::move(part));
       r.count_iterations(parts.size());
       return Value::list(std::move(parts));
     });
@@ -113,7 +120,8 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
     return bound(what, [s, what](CallArgs& args, Renderer&) {
       Params p(what, args, {"keepends"});
       std::vector<Value> lines;
-      for (std::string& line : py_splitlines(s, p.flag(0, false))) lines.emplace_back(std::move(line));
+      for (std::string& line : py_splitlines(s, p.flag(0, false)))
+        lines.emplace_back(std::move(line));
       return Value::list(std::move(lines));
     });
   if (name == "replace")
@@ -151,7 +159,8 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
       std::string out;
       bool first = true;
       for (const Value& item : iterate(p.required(0, "iterable"))) {
-        if (!item.is_string()) fail(what + ": expected str instance, " + item.type_name() + " found");
+        if (!item.is_string())
+          fail(what + ": expected str instance, " + item.type_name() + " found");
         if (!first) out += s;
         first = false;
         out += item.as_string();
@@ -180,9 +189,16 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
       }
       return Value(cased);
     });
-  static const char* const kOther[] = {"center", "ljust", "rjust", "zfill", "partition", "rpartition", "index", "rindex", "expandtabs", "swapcase", "casefold", "encode", "translate", "maketrans", "format_map", "istitle", "isnumeric", "isdecimal", "isidentifier", "isprintable", "isascii"};
+  static const char* const kOther[] = {
+      "center",       "ljust",       "rjust",      "zfill",    "partition", "rpartition",
+      "index",        "rindex",      "expandtabs", "swapcase", "casefold",  "encode",
+      "translate",    "maketrans",   "format_map", "istitle",  "isnumeric", "isdecimal",
+      "isidentifier", "isprintable", "isascii"};
   for (const char* other : kOther)
-    if (name == other) return bound(what, [what](CallArgs&, Renderer&) -> Value { fail(what + "() is not supported by tern's template engine"); });
+    if (name == other)
+      return bound(what, [what](CallArgs&, Renderer&) -> Value {
+        fail(what + "() is not supported by tern's template engine");
+      });
   return std::nullopt;
 }
 
@@ -193,9 +209,12 @@ std::optional<Value> dict_method(const Value& d, const std::string& name) {
       Params(what, args, {});
       std::vector<Value> out;
       for (const auto& [k, v] : d.as_object().items) {
-        if (name == "items") out.push_back(Value::list({Value(k), v}, true));
-        else if (name == "keys") out.emplace_back(k);
-        else out.push_back(v);
+        if (name == "items")
+          out.push_back(Value::list({Value(k), v}, true));
+        else if (name == "keys")
+          out.emplace_back(k);
+        else
+          out.push_back(v);
       }
       return Value::list(std::move(out));
     });
@@ -207,9 +226,15 @@ std::optional<Value> dict_method(const Value& d, const std::string& name) {
         if (const Value* v = d.as_object().find(key.as_string())) return *v;
       return p.get(1, Value::none());
     });
-  static const char* const kMutating[] = {"pop", "popitem", "update", "setdefault", "clear", "copy", "fromkeys"};
+  static const char* const kMutating[] = {"pop",   "popitem", "update",  "setdefault",
+                                          "clear", "copy",    "fromkeys"};
   for (const char* m : kMutating)
-    if (name == m) return bound(what, [what](CallArgs&, Renderer&) -> Value { fail(what + "() is not allowed: chat templates render in an immutable sandbox, as in transformers"); });
+    if (name == m)
+      return bound(what, [what](CallArgs&, Renderer&) -> Value {
+        fail(
+            what +
+            "() is not allowed: chat templates render in an immutable sandbox, as in transformers");
+      });
   return std::nullopt;
 }
 
@@ -229,9 +254,15 @@ std::optional<Value> list_method(const Value& l, const std::string& name) {
       if (name == "index") fail(what + "(x): x not in list");
       return Value(count);
     });
-  static const char* const kMutating[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "copy"};
+  static const char* const kMutating[] = {"append", "extend", "insert",  "pop", "remove",
+                                          "clear",  "sort",   "reverse", "copy"};
   for (const char* m : kMutating)
-    if (name == m) return bound(what, [what](CallArgs&, Renderer&) -> Value { fail(what + "() is not allowed: chat templates render in an immutable sandbox, as in transformers"); });
+    if (name == m)
+      return bound(what, [what](CallArgs&, Renderer&) -> Value {
+        fail(
+            what +
+            "() is not allowed: chat templates render in an immutable sandbox, as in transformers");
+      });
   return std::nullopt;
 }
 
@@ -265,7 +296,8 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   if (name == "number") return none(), v.is_number();
   if (name == "string") return none(), v.is_string();
   if (name == "mapping") return none(), v.is_dict();
-  if (name == "iterable") return none(), v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+  if (name == "iterable")
+    return none(), v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
   if (name == "sequence") return none(), v.is_string() || v.is_list() || v.is_dict();
   if (name == "callable") return none(), v.is_function();
   if (name == "escaped") return none(), false;
@@ -292,7 +324,8 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   }
   if (name == "sameas") {
     const Value o = other();
-    if (v.is_none() || v.is_bool() || o.is_none() || o.is_bool()) return v.kind() == o.kind() && values_equal(v, o);
+    if (v.is_none() || v.is_bool() || o.is_none() || o.is_bool())
+      return v.kind() == o.kind() && values_equal(v, o);
     return (v.is_namespace() || v.is_function()) && values_equal(v, o);
   }
   if (name == "in") return contains(Params(what, args, {"seq"}).required(0, "seq"), v);
@@ -305,9 +338,23 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   if (name == "filter" || name == "test") {
     const Value n = Params(what, args, {"name"}).required(0, "name");
     if (!n.is_string()) return false;
-    static const char* const kFilters[] = {"tojson", "trim", "length", "count", "upper", "lower", "title", "capitalize", "string", "safe", "escape", "e", "forceescape", "replace", "default", "d", "join", "first", "last", "list", "items", "dictsort", "sort", "unique", "reverse", "map", "select", "reject", "selectattr", "rejectattr", "attr", "abs", "int", "float", "round", "sum", "max", "min", "indent", "center", "wordcount"};
-    static const char* const kTests[] = {"defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number", "string", "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper", "even", "odd", "divisibleby", "sameas", "in", "eq", "equalto", "ne", "lt", "lessthan", "le", "gt", "greaterthan", "ge", "filter", "test", "==", "!=", "<", "<=", ">", ">="};
-    for (const char* f : name == "filter" ? std::vector<const char*>(std::begin(kFilters), std::end(kFilters)) : std::vector<const char*>(std::begin(kTests), std::end(kTests)))
+    static const char* const kFilters[] = {
+        "tojson",     "trim",       "length", "count",   "upper",  "lower",       "title",
+        "capitalize", "string",     "safe",   "escape",  "e",      "forceescape", "replace",
+        "default",    "d",          "join",   "first",   "last",   "list",        "items",
+        "dictsort",   "sort",       "unique", "reverse", "map",    "select",      "reject",
+        "selectattr", "rejectattr", "attr",   "abs",     "int",    "float",       "round",
+        "sum",        "max",        "min",    "indent",  "center", "wordcount"};
+    static const char* const kTests[] = {
+        "defined", "undefined",   "none",    "boolean", "true",     "false",       "integer",
+        "float",   "number",      "string",  "mapping", "iterable", "sequence",    "callable",
+        "escaped", "lower",       "upper",   "even",    "odd",      "divisibleby", "sameas",
+        "in",      "eq",          "equalto", "ne",      "lt",       "lessthan",    "le",
+        "gt",      "greaterthan", "ge",      "filter",  "test",     "==",          "!=",
+        "<",       "<=",          ">",       ">="};
+    for (const char* f : name == "filter"
+                             ? std::vector<const char*>(std::begin(kFilters), std::end(kFilters))
+                             : std::vector<const char*>(std::begin(kTests), std::end(kTests)))
       if (n.as_string() == f) return true;
     return false;
   }
@@ -319,55 +366,66 @@ const Object& builtin_globals() {
   static const Object globals = [] {
     Object g;
     g.set("range", Value::function("range", [](CallArgs& args, Renderer& r) {
-      if (!args.keyword.empty()) fail("range() takes no keyword arguments");
-      std::vector<int64_t> n;
-      for (const Value& v : args.positional) {
-        if (!v.is_number() || v.is_float()) fail("range() arguments must be integers, not " + v.type_name());
-        n.push_back(v.as_int());
-      }
-      if (n.empty() || n.size() > 3) fail("range expects 1 to 3 arguments, got " + std::to_string(n.size()));
-      const int64_t start = n.size() == 1 ? 0 : n[0], stop = n.size() == 1 ? n[0] : n[1], step = n.size() == 3 ? n[2] : 1;
-      if (step == 0) fail("range() arg 3 must not be zero");
-      // jinja2's sandbox refuses ranges over 100,000 items (MAX_RANGE).
-      const double count = std::max(0.0, std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step)));
-      if (count > 100000) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-      r.count_iterations(static_cast<size_t>(count));
-      std::vector<Value> out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
-      return Value::list(std::move(out));
-    }));
+            if (!args.keyword.empty()) fail("range() takes no keyword arguments");
+            std::vector<int64_t> n;
+            for (const Value& v : args.positional) {
+              if (!v.is_number() || v.is_float())
+                fail("range() arguments must be integers, not " + v.type_name());
+              n.push_back(v.as_int());
+            }
+            if (n.empty() || n.size() > 3)
+              fail("range expects 1 to 3 arguments, got " + std::to_string(n.size()));
+            const int64_t start = n.size() == 1 ? 0 : n[0], stop = n.size() == 1 ? n[0] : n[1],
+                          step = n.size() == 3 ? n[2] : 1;
+            if (step == 0) fail("range() arg 3 must not be zero");
+            // jinja2's sandbox refuses ranges over 100,000 items (MAX_RANGE).
+            const double count =
+                std::max(0.0, std::ceil((static_cast<double>(stop) - static_cast<double>(start)) /
+                                        static_cast<double>(step)));
+            if (count > 100000)
+              fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+            r.count_iterations(static_cast<size_t>(count));
+            std::vector<Value> out;
+            for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
+            return Value::list(std::move(out));
+          }));
     g.set("namespace", Value::function("namespace", [](CallArgs& args, Renderer& r) {
-      Object o;
-      if (args.positional.size() > 1) fail("namespace() takes at most one positional argument (a dict)");
-      if (!args.positional.empty()) {
-        if (!args.positional[0].is_dict()) fail("namespace() positional argument must be a dict");
-        o = args.positional[0].as_object();
-      }
-      for (const auto& [k, v] : args.keyword) o.set(k, v);
-      return r.make_namespace(std::move(o));
-    }));
+            Object o;
+            if (args.positional.size() > 1)
+              fail("namespace() takes at most one positional argument (a dict)");
+            if (!args.positional.empty()) {
+              if (!args.positional[0].is_dict())
+                fail("namespace() positional argument must be a dict");
+              o = args.positional[0].as_object();
+            }
+            for (const auto& [k, v] : args.keyword) o.set(k, v);
+            return r.make_namespace(std::move(o));
+          }));
     g.set("dict", Value::function("dict", [](CallArgs& args, Renderer&) {
-      Object o;
-      if (!args.positional.empty()) fail("dict() takes only keyword arguments in tern's templates");
-      for (const auto& [k, v] : args.keyword) o.set(k, v);
-      return Value::dict(std::move(o));
-    }));
-    g.set("raise_exception", Value::function("raise_exception", [](CallArgs& args, Renderer&) -> Value {
-      Params p("raise_exception", args, {"message"});
-      fail("raise_exception: " + p.required(0, "message").str());
-    }));
+            Object o;
+            if (!args.positional.empty())
+              fail("dict() takes only keyword arguments in tern's templates");
+            for (const auto& [k, v] : args.keyword) o.set(k, v);
+            return Value::dict(std::move(o));
+          }));
+    g.set("raise_exception",
+          Value::function("raise_exception", [](CallArgs& args, Renderer&) -> Value {
+            Params p("raise_exception", args, {"message"});
+            fail("raise_exception: " + p.required(0, "message").str());
+          }));
     g.set("strftime_now", Value::function("strftime_now", [](CallArgs& args, Renderer&) {
-      Params p("strftime_now", args, {"format"});
-      const std::string format = p.str(0, "format");
-      const std::time_t now = std::time(nullptr);
-      std::tm local{};
-      localtime_r(&now, &local);
-      std::string out(256 + format.size() * 8, '\0');
-      const size_t n = std::strftime(out.data(), out.size(), format.c_str(), &local);
-      if (n == 0 && !format.empty()) fail("strftime_now: format produced no output: " + format);
-      out.resize(n);
-      return Value(std::move(out));
-    }));
+            Params p("strftime_now", args, {"format"});
+            const std::string format = p.str(0, "format");
+            const std::time_t now = std::time(nullptr);
+            std::tm local{};
+            localtime_r(&now, &local);
+            std::string out(256 + format.size() * 8, '\0');
+            const size_t n = std::strftime(out.data(), out.size(), format.c_str(), &local);
+            if (n == 0 && !format.empty())
+              fail("strftime_now: format produced no output: " + format);
+            out.resize(n);
+            return Value(std::move(out));
+          }));
     return g;
   }();
   return globals;

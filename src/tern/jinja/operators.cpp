@@ -9,14 +9,18 @@
 namespace tern::jinja {
 
 void fail_undefined(const Value& undefined) {
-  fail(undefined.undefined_hint().empty() ? std::string("value is undefined") : undefined.undefined_hint());
+  fail(undefined.undefined_hint().empty() ? std::string("value is undefined")
+                                          : undefined.undefined_hint());
 }
 
 static void fail_types(const std::string& op, const Value& a, const Value& b) {
-  fail("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+  fail("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() +
+       "'");
 }
 
-[[noreturn]] static void fail_overflow() { fail("integer overflow (tern's template integers are 64-bit)"); }
+[[noreturn]] static void fail_overflow() {
+  fail("integer overflow (tern's template integers are 64-bit)");
+}
 
 static Value int_pow(int64_t base, int64_t exp) {
   if (exp < 0) {
@@ -33,17 +37,20 @@ static Value int_pow(int64_t base, int64_t exp) {
 }
 
 static Value repeat(const Value& seq, int64_t times, size_t max_bytes) {
-  if (times <= 0) return seq.is_string() ? Value(std::string()) : Value::list({}, seq.as_array().is_tuple);
+  if (times <= 0)
+    return seq.is_string() ? Value(std::string()) : Value::list({}, seq.as_array().is_tuple);
   if (seq.is_string()) {
     const size_t n = seq.as_string().size();
-    if (n != 0 && static_cast<uint64_t>(times) > max_bytes / n) fail("string repetition result is larger than the output limit");
+    if (n != 0 && static_cast<uint64_t>(times) > max_bytes / n)
+      fail("string repetition result is larger than the output limit");
     std::string out;
     out.reserve(n * static_cast<size_t>(times));
     for (int64_t i = 0; i < times; ++i) out += seq.as_string();
     return Value(std::move(out));
   }
   const auto& items = seq.as_array().items;
-  if (!items.empty() && static_cast<uint64_t>(times) > max_bytes / (64 * items.size())) fail("list repetition result is larger than the output limit");
+  if (!items.empty() && static_cast<uint64_t>(times) > max_bytes / (64 * items.size()))
+    fail("list repetition result is larger than the output limit");
   std::vector<Value> out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), seq.as_array().is_tuple);
@@ -67,7 +74,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, size_t ma
       return Value(r);
     }
     if (a.is_string() && b.is_string()) {
-      if (a.as_string().size() + b.as_string().size() > max_bytes) fail("string is larger than the output limit");
+      if (a.as_string().size() + b.as_string().size() > max_bytes)
+        fail("string is larger than the output limit");
       return Value(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list() && a.as_array().is_tuple == b.as_array().is_tuple) {
@@ -77,7 +85,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, size_t ma
       return Value::list(std::move(items), a.as_array().is_tuple);
     }
     if (a.is_string()) fail("can only concatenate str (not \"" + b.type_name() + "\") to str");
-    if (a.is_list()) fail("can only concatenate " + a.type_name() + " (not \"" + b.type_name() + "\") to " + a.type_name());
+    if (a.is_list())
+      fail("can only concatenate " + a.type_name() + " (not \"" + b.type_name() + "\") to " +
+           a.type_name());
     fail_types("+", a, b);
   }
   if (op == "*") {
@@ -87,11 +97,14 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, size_t ma
       if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) fail_overflow();
       return Value(r);
     }
-    if ((a.is_string() || a.is_list()) && b.is_number() && !b.is_float()) return repeat(a, b.as_int(), max_bytes);
-    if ((b.is_string() || b.is_list()) && a.is_number() && !a.is_float()) return repeat(b, a.as_int(), max_bytes);
+    if ((a.is_string() || a.is_list()) && b.is_number() && !b.is_float())
+      return repeat(a, b.as_int(), max_bytes);
+    if ((b.is_string() || b.is_list()) && a.is_number() && !a.is_float())
+      return repeat(b, a.as_int(), max_bytes);
     fail_types("*", a, b);
   }
-  if (op == "%" && a.is_string()) fail("printf-style string formatting ('...' % value) is not supported");
+  if (op == "%" && a.is_string())
+    fail("printf-style string formatting ('...' % value) is not supported");
   if (!numbers) fail_types(op, a, b);
   if (op == "-") {
     if (floats) return Value(a.as_double() - b.as_double());
@@ -104,7 +117,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, size_t ma
     return Value(a.as_double() / b.as_double());
   }
   if (op == "//" || op == "%") {
-    if (b.as_double() == 0.0) fail(op == "//" ? "ZeroDivisionError: integer division or modulo by zero" : "ZeroDivisionError: modulo by zero");
+    if (b.as_double() == 0.0)
+      fail(op == "//" ? "ZeroDivisionError: integer division or modulo by zero"
+                      : "ZeroDivisionError: modulo by zero");
     if (floats) {
       // CPython's float divmod, so -7.5 // 2 == -4.0 and -7.5 % 2 == 0.5.
       const double x = a.as_double(), y = b.as_double();
@@ -137,7 +152,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, size_t ma
     if (!floats) return int_pow(a.as_int(), b.as_int());
     const double x = a.as_double(), y = b.as_double();
     if (x == 0.0 && y < 0) fail("ZeroDivisionError: 0.0 cannot be raised to a negative power");
-    if (x < 0 && y != std::floor(y)) fail("a negative number to a fractional power is complex, which templates cannot use");
+    if (x < 0 && y != std::floor(y))
+      fail("a negative number to a fractional power is complex, which templates cannot use");
     return Value(std::pow(x, y));
   }
   fail("unknown operator " + op);
@@ -177,13 +193,15 @@ int order(const Value& a, const Value& b) {
   }
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
-  fail("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
+  fail("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() +
+       "'");
 }
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case Value::Kind::String:
-      if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + item.type_name());
+      if (!item.is_string())
+        fail("'in <string>' requires string as left operand, not " + item.type_name());
       return container.as_string().find(item.as_string()) != std::string::npos;
     case Value::Kind::List:
       for (const Value& v : container.as_array().items)
@@ -191,8 +209,10 @@ bool contains(const Value& container, const Value& item) {
       return false;
     case Value::Kind::Dict:
       return item.is_string() && container.as_object().find(item.as_string()) != nullptr;
-    case Value::Kind::Undefined: return false;
-    default: fail("argument of type '" + container.type_name() + "' is not iterable");
+    case Value::Kind::Undefined:
+      return false;
+    default:
+      fail("argument of type '" + container.type_name() + "' is not iterable");
   }
 }
 
@@ -211,8 +231,10 @@ bool compare_op(const std::string& op, const Value& a, const Value& b) {
 
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return v.as_array().items;
+    case Value::Kind::Undefined:
+      return {};
+    case Value::Kind::List:
+      return v.as_array().items;
     case Value::Kind::Dict: {
       std::vector<Value> keys;
       for (const auto& item : v.as_object().items) keys.emplace_back(item.first);
@@ -228,17 +250,23 @@ std::vector<Value> iterate(const Value& v) {
       }
       return chars;
     }
-    default: fail("'" + v.type_name() + "' object is not iterable");
+    default:
+      fail("'" + v.type_name() + "' object is not iterable");
   }
 }
 
 int64_t length(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::Undefined: return 0;
-    case Value::Kind::String: return static_cast<int64_t>(code_point_count(v.as_string()));
-    case Value::Kind::List: return static_cast<int64_t>(v.as_array().items.size());
-    case Value::Kind::Dict: return static_cast<int64_t>(v.as_object().items.size());
-    default: fail("object of type '" + v.type_name() + "' has no len()");
+    case Value::Kind::Undefined:
+      return 0;
+    case Value::Kind::String:
+      return static_cast<int64_t>(code_point_count(v.as_string()));
+    case Value::Kind::List:
+      return static_cast<int64_t>(v.as_array().items.size());
+    case Value::Kind::Dict:
+      return static_cast<int64_t>(v.as_object().items.size());
+    default:
+      fail("object of type '" + v.type_name() + "' has no len()");
   }
 }
 

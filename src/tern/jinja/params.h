@@ -17,7 +17,8 @@ class Params {
   Params(const std::string& what, const CallArgs& args, std::initializer_list<const char*> names)
       : what_(what), values_(names.size()) {
     if (args.positional.size() > names.size())
-      fail(what + " takes at most " + std::to_string(names.size()) + " arguments, got " + std::to_string(args.positional.size()));
+      fail(what + " takes at most " + std::to_string(names.size()) + " arguments, got " +
+           std::to_string(args.positional.size()));
     for (size_t i = 0; i < args.positional.size(); ++i) values_[i] = args.positional[i];
     for (const auto& [key, value] : args.keyword) {
       size_t i = 0;
@@ -32,7 +33,9 @@ class Params {
   }
 
   bool has(size_t i) const { return values_[i].has_value() && !values_[i]->is_none(); }
-  Value get(size_t i, Value fallback = Value::none()) const { return values_[i] ? *values_[i] : fallback; }
+  Value get(size_t i, Value fallback = Value::none()) const {
+    return values_[i] ? *values_[i] : fallback;
+  }
   Value required(size_t i, const char* name) const {
     if (!values_[i]) fail(what_ + " is missing the argument '" + name + "'");
     return *values_[i];
@@ -44,7 +47,8 @@ class Params {
   }
   int64_t integer(size_t i, int64_t fallback) const {
     if (!values_[i] || values_[i]->is_none()) return fallback;
-    if (!values_[i]->is_number() || values_[i]->is_float()) fail(what_ + ": expected an integer argument, got " + values_[i]->type_name());
+    if (!values_[i]->is_number() || values_[i]->is_float())
+      fail(what_ + ": expected an integer argument, got " + values_[i]->type_name());
     return values_[i]->as_int();
   }
   bool flag(size_t i, bool fallback) const { return values_[i] ? values_[i]->truthy() : fallback; }

@@ -25,7 +25,9 @@ class Parser {
 
  private:
   const Token& cur() const { return tokens_[pos_]; }
-  const Token& peek(size_t ahead = 1) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
+  const Token& peek(size_t ahead = 1) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
   const Token& next() {
     const Token& t = tokens_[pos_];
     if (pos_ + 1 < tokens_.size()) ++pos_;
@@ -34,17 +36,27 @@ class Parser {
 
   static std::string describe(const Token& t) {
     switch (t.kind) {
-      case TokenKind::Text: return "template text";
-      case TokenKind::VariableBegin: return "'{{'";
-      case TokenKind::VariableEnd: return "'}}'";
-      case TokenKind::BlockBegin: return "'{%'";
-      case TokenKind::BlockEnd: return "'%}'";
-      case TokenKind::Name: return "'" + t.text + "'";
-      case TokenKind::String: return "a string";
+      case TokenKind::Text:
+        return "template text";
+      case TokenKind::VariableBegin:
+        return "'{{'";
+      case TokenKind::VariableEnd:
+        return "'}}'";
+      case TokenKind::BlockBegin:
+        return "'{%'";
+      case TokenKind::BlockEnd:
+        return "'%}'";
+      case TokenKind::Name:
+        return "'" + t.text + "'";
+      case TokenKind::String:
+        return "a string";
       case TokenKind::Integer:
-      case TokenKind::Float: return "number " + t.text;
-      case TokenKind::Operator: return "'" + t.text + "'";
-      case TokenKind::End: return "the end of the template";
+      case TokenKind::Float:
+        return "number " + t.text;
+      case TokenKind::Operator:
+        return "'" + t.text + "'";
+      case TokenKind::End:
+        return "the end of the template";
     }
     return "?";
   }
@@ -54,7 +66,9 @@ class Parser {
   }
 
   bool is_op(const char* op) const { return cur().kind == TokenKind::Operator && cur().text == op; }
-  bool is_name(const char* name) const { return cur().kind == TokenKind::Name && cur().text == name; }
+  bool is_name(const char* name) const {
+    return cur().kind == TokenKind::Name && cur().text == name;
+  }
   bool skip_op(const char* op) {
     if (!is_op(op)) return false;
     next();
@@ -79,7 +93,8 @@ class Parser {
 
   struct DepthGuard {
     explicit DepthGuard(Parser& p) : p_(p) {
-      if (++p_.depth_ > kMaxNesting) p_.error("template nests deeper than " + std::to_string(kMaxNesting) + " levels");
+      if (++p_.depth_ > kMaxNesting)
+        p_.error("template nests deeper than " + std::to_string(kMaxNesting) + " levels");
     }
     ~DepthGuard() { --p_.depth_; }
     Parser& p_;
@@ -137,16 +152,19 @@ class Parser {
         case TokenKind::End: {
           if (ends.size() == 0) return body;
           std::string expected;
-          for (const char* end : ends) expected += (expected.empty() ? "'" : " or '") + std::string(end) + "'";
+          for (const char* end : ends)
+            expected += (expected.empty() ? "'" : " or '") + std::string(end) + "'";
           error("unexpected end of template, expected " + expected);
         }
-        default: error("unexpected " + describe(t));
+        default:
+          error("unexpected " + describe(t));
       }
     }
   }
 
   StmtPtr parse_statement() {
-    if (cur().kind != TokenKind::Name) error("expected a tag name after '{%', got " + describe(cur()));
+    if (cur().kind != TokenKind::Name)
+      error("expected a tag name after '{%', got " + describe(cur()));
     const std::string name = cur().text;
     auto s = std::make_unique<Stmt>();
     s->line = cur().line;
@@ -172,7 +190,9 @@ class Parser {
       expect_block_end();
       return s;
     }
-    static const char* const kUnsupported[] = {"include", "import", "from", "extends", "block", "call", "do", "autoescape", "trans", "pluralize"};
+    static const char* const kUnsupported[] = {"include", "import",   "from", "extends",
+                                               "block",   "call",     "do",   "autoescape",
+                                               "trans",   "pluralize"};
     for (const char* u : kUnsupported)
       if (name == u) error("the '" + name + "' tag is not supported by tern's template engine");
     error("unknown tag '" + name + "'");
@@ -210,7 +230,8 @@ class Parser {
     if (!skip_name("in")) error("expected 'in' in a for tag, got " + describe(cur()));
     s->expr = parse_tuple(false, {"if", "recursive"}, false);
     if (skip_name("if")) s->filter = parse_expression(true);
-    if (is_name("recursive")) error("recursive for loops are not supported by tern's template engine");
+    if (is_name("recursive"))
+      error("recursive for loops are not supported by tern's template engine");
     expect_block_end();
     ++loop_depth_;
     std::string which;
@@ -315,7 +336,9 @@ class Parser {
 
   bool at_tuple_end(std::initializer_list<const char*> extra_end) const {
     const Token& t = cur();
-    if (t.kind == TokenKind::VariableEnd || t.kind == TokenKind::BlockEnd || t.kind == TokenKind::End) return true;
+    if (t.kind == TokenKind::VariableEnd || t.kind == TokenKind::BlockEnd ||
+        t.kind == TokenKind::End)
+      return true;
     if (t.kind == TokenKind::Operator && t.text == ")") return true;
     if (t.kind == TokenKind::Name)
       for (const char* e : extra_end)
@@ -323,7 +346,8 @@ class Parser {
     return false;
   }
 
-  ExprPtr parse_tuple(bool with_condexpr, std::initializer_list<const char*> extra_end, bool explicit_parentheses) {
+  ExprPtr parse_tuple(bool with_condexpr, std::initializer_list<const char*> extra_end,
+                      bool explicit_parentheses) {
     const int line = cur().line;
     std::vector<ExprPtr> items;
     bool is_tuple = false;
@@ -406,7 +430,8 @@ class Parser {
     while (true) {
       std::string op;
       if (cur().kind == TokenKind::Operator &&
-          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
+          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" ||
+           cur().text == ">" || cur().text == ">=")) {
         op = next().text;
       } else if (is_name("in")) {
         next();
@@ -485,9 +510,12 @@ class Parser {
       case TokenKind::Name: {
         next();
         ExprPtr e = make(ExprKind::Literal, t.line);
-        if (t.text == "true" || t.text == "True") e->literal = Value(true);
-        else if (t.text == "false" || t.text == "False") e->literal = Value(false);
-        else if (t.text == "none" || t.text == "None") e->literal = Value::none();
+        if (t.text == "true" || t.text == "True")
+          e->literal = Value(true);
+        else if (t.text == "false" || t.text == "False")
+          e->literal = Value(false);
+        else if (t.text == "none" || t.text == "None")
+          e->literal = Value::none();
         else {
           e->kind = ExprKind::Name;
           e->name = t.text;
@@ -539,7 +567,8 @@ class Parser {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     error("unexpected " + describe(t) + " in an expression");
   }
@@ -618,7 +647,8 @@ class Parser {
         if (skip_op(")")) break;
       }
       if (is_op("*") || is_op("**")) error("*args and **kwargs in calls are not supported");
-      if (cur().kind == TokenKind::Name && peek().kind == TokenKind::Operator && peek().text == "=") {
+      if (cur().kind == TokenKind::Name && peek().kind == TokenKind::Operator &&
+          peek().text == "=") {
         std::string key = next().text;
         next();
         e.kwargs.emplace_back(std::move(key), parse_expression(true));
@@ -662,8 +692,9 @@ class Parser {
     const Token& t = cur();
     if (is_op("(")) {
       parse_call_args(*e);
-    } else if ((t.kind == TokenKind::Name || t.kind == TokenKind::String || t.kind == TokenKind::Integer ||
-                t.kind == TokenKind::Float || is_op("[") || is_op("{")) &&
+    } else if ((t.kind == TokenKind::Name || t.kind == TokenKind::String ||
+                t.kind == TokenKind::Integer || t.kind == TokenKind::Float || is_op("[") ||
+                is_op("{")) &&
                !is_name("else") && !is_name("or") && !is_name("and")) {
       if (is_name("is")) error("tests cannot be chained with 'is'");
       e->args.push_back(parse_postfix(parse_primary()));

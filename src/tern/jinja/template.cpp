@@ -12,7 +12,8 @@ struct ParsedTemplate {
   Body statements;
 };
 
-Template::Template(std::string_view source, TemplateOptions options) : options_(std::move(options)) {
+Template::Template(std::string_view source, TemplateOptions options)
+    : options_(std::move(options)) {
   try {
     auto body = std::make_shared<ParsedTemplate>();
     body->statements = parse_template(source, options_.lexer);

@@ -61,7 +61,8 @@ static utf8proc_category_t category(char32_t cp) {
 }
 
 bool py_isspace(char32_t cp) {
-  if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F) || cp == 0x85) return true;
+  if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F) || cp == 0x85)
+    return true;
   if (cp < 0x80) return false;
   const auto c = category(cp);
   return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL || c == UTF8PROC_CATEGORY_ZP;
@@ -91,8 +92,10 @@ bool py_isprintable(char32_t cp) {
     case UTF8PROC_CATEGORY_CN:
     case UTF8PROC_CATEGORY_ZL:
     case UTF8PROC_CATEGORY_ZP:
-    case UTF8PROC_CATEGORY_ZS: return false;
-    default: return true;
+    case UTF8PROC_CATEGORY_ZS:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -102,9 +105,15 @@ bool py_isupper_cased(char32_t cp) {
   return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LT;
 }
 
-static char32_t to_upper(char32_t cp) { return static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(cp))); }
-static char32_t to_lower(char32_t cp) { return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))); }
-static char32_t to_title(char32_t cp) { return static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp))); }
+static char32_t to_upper(char32_t cp) {
+  return static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(cp)));
+}
+static char32_t to_lower(char32_t cp) {
+  return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
+}
+static char32_t to_title(char32_t cp) {
+  return static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp)));
+}
 
 // utf8proc maps one code point to one; Python uses the full mappings, where the common
 // difference is German sharp s ("ß".upper() == "SS") and dotted capital I.
@@ -113,8 +122,10 @@ std::string py_upper(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     const char32_t cp = decode_utf8(s, i);
-    if (cp == 0xDF) out += "SS";
-    else append_utf8(to_upper(cp), out);
+    if (cp == 0xDF)
+      out += "SS";
+    else
+      append_utf8(to_upper(cp), out);
   }
   return out;
 }
@@ -124,8 +135,10 @@ std::string py_lower(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     const char32_t cp = decode_utf8(s, i);
-    if (cp == 0x130) out += "i\xCC\x87";  // U+0130 → "i" + combining dot above
-    else append_utf8(to_lower(cp), out);
+    if (cp == 0x130)
+      out += "i\xCC\x87";  // U+0130 → "i" + combining dot above
+    else
+      append_utf8(to_lower(cp), out);
   }
   return out;
 }
@@ -172,7 +185,8 @@ std::string py_strip(std::string_view s, const std::string* chars, bool left, bo
                                                 cps.begin() + static_cast<ptrdiff_t>(end)));
 }
 
-static std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit, bool from_right) {
+static std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit,
+                                                 bool from_right) {
   const std::vector<char32_t> cps = to_code_points(s);
   std::vector<std::string> parts;
   if (!from_right) {
@@ -184,12 +198,14 @@ static std::vector<std::string> split_whitespace(std::string_view s, int64_t max
         // The rest, with its trailing whitespace stripped, is the last part.
         size_t end = cps.size();
         while (end > i && py_isspace(cps[end - 1])) --end;
-        parts.push_back(from_code_points({cps.begin() + static_cast<ptrdiff_t>(i), cps.begin() + static_cast<ptrdiff_t>(end)}));
+        parts.push_back(from_code_points(
+            {cps.begin() + static_cast<ptrdiff_t>(i), cps.begin() + static_cast<ptrdiff_t>(end)}));
         break;
       }
       size_t j = i;
       while (j < cps.size() && !py_isspace(cps[j])) ++j;
-      parts.push_back(from_code_points({cps.begin() + static_cast<ptrdiff_t>(i), cps.begin() + static_cast<ptrdiff_t>(j)}));
+      parts.push_back(from_code_points(
+          {cps.begin() + static_cast<ptrdiff_t>(i), cps.begin() + static_cast<ptrdiff_t>(j)}));
       i = j;
     }
     return parts;
@@ -201,12 +217,14 @@ static std::vector<std::string> split_whitespace(std::string_view s, int64_t max
     if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
       size_t begin = 0;
       while (begin < end && py_isspace(cps[begin])) ++begin;
-      parts.push_back(from_code_points({cps.begin() + static_cast<ptrdiff_t>(begin), cps.begin() + static_cast<ptrdiff_t>(end)}));
+      parts.push_back(from_code_points({cps.begin() + static_cast<ptrdiff_t>(begin),
+                                        cps.begin() + static_cast<ptrdiff_t>(end)}));
       break;
     }
     size_t j = end;
     while (j > 0 && !py_isspace(cps[j - 1])) --j;
-    parts.push_back(from_code_points({cps.begin() + static_cast<ptrdiff_t>(j), cps.begin() + static_cast<ptrdiff_t>(end)}));
+    parts.push_back(from_code_points(
+        {cps.begin() + static_cast<ptrdiff_t>(j), cps.begin() + static_cast<ptrdiff_t>(end)}));
     end = j;
   }
   return {parts.rbegin(), parts.rend()};
@@ -264,7 +282,8 @@ std::vector<std::string> py_splitlines(std::string_view s, bool keepends) {
   return lines;
 }
 
-std::string py_replace(std::string_view s, std::string_view old, std::string_view repl, int64_t count) {
+std::string py_replace(std::string_view s, std::string_view old, std::string_view repl,
+                       int64_t count) {
   std::string out;
   if (old.empty()) {
     // Python inserts `repl` before every code point and at the end.
@@ -298,7 +317,8 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
 int64_t py_count(std::string_view s, std::string_view sub) {
   if (sub.empty()) return static_cast<int64_t>(code_point_count(s)) + 1;
   int64_t n = 0;
-  for (size_t pos = s.find(sub); pos != std::string_view::npos; pos = s.find(sub, pos + sub.size())) ++n;
+  for (size_t pos = s.find(sub); pos != std::string_view::npos; pos = s.find(sub, pos + sub.size()))
+    ++n;
   return n;
 }
 

@@ -72,16 +72,21 @@ Value Value::function(std::string name, std::function<Value(CallArgs&, Renderer&
 template <typename Json>
 static Value value_from_json(const Json& json) {
   switch (json.type()) {
-    case nlohmann::json::value_t::null: return Value::none();
-    case nlohmann::json::value_t::boolean: return Value(json.template get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(json.template get<int64_t>());
+    case nlohmann::json::value_t::null:
+      return Value::none();
+    case nlohmann::json::value_t::boolean:
+      return Value(json.template get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(json.template get<int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       const uint64_t u = json.template get<uint64_t>();
       if (u > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
       return Value(static_cast<int64_t>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value(json.template get<double>());
-    case nlohmann::json::value_t::string: return Value(json.template get<std::string>());
+    case nlohmann::json::value_t::number_float:
+      return Value(json.template get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(json.template get<std::string>());
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
@@ -94,7 +99,8 @@ static Value value_from_json(const Json& json) {
         object.items.emplace_back(it.key(), value_from_json(it.value()));
       return Value::dict(std::move(object));
     }
-    default: fail("JSON value of type " + std::string(json.type_name()) + " has no template value");
+    default:
+      fail("JSON value of type " + std::string(json.type_name()) + " has no template value");
   }
 }
 
@@ -114,15 +120,23 @@ double Value::as_double() const {
 bool Value::truthy() const {
   switch (kind_) {
     case Kind::Undefined:
-    case Kind::None: return false;
-    case Kind::Bool: return as_bool();
-    case Kind::Int: return as_int() != 0;
-    case Kind::Float: return as_double() != 0.0;
-    case Kind::String: return !as_string().empty();
-    case Kind::List: return !as_array().items.empty();
-    case Kind::Dict: return !as_object().items.empty();
+    case Kind::None:
+      return false;
+    case Kind::Bool:
+      return as_bool();
+    case Kind::Int:
+      return as_int() != 0;
+    case Kind::Float:
+      return as_double() != 0.0;
+    case Kind::String:
+      return !as_string().empty();
+    case Kind::List:
+      return !as_array().items.empty();
+    case Kind::Dict:
+      return !as_object().items.empty();
     case Kind::Namespace:
-    case Kind::Function: return true;
+    case Kind::Function:
+      return true;
   }
   return false;
 }
@@ -174,16 +188,26 @@ static std::string python_string_repr(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     const char32_t c = decode_utf8(s, i);
     char hex[16];
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c == quote) { out += '\\'; append_utf8(c, out); }
-    else if (py_isprintable(c)) append_utf8(c, out);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == quote) {
+      out += '\\';
+      append_utf8(c, out);
+    } else if (py_isprintable(c))
+      append_utf8(c, out);
     else {
-      if (c < 0x100) std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned>(c));
-      else if (c < 0x10000) std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned>(c));
-      else std::snprintf(hex, sizeof hex, "\\U%08x", static_cast<unsigned>(c));
+      if (c < 0x100)
+        std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned>(c));
+      else if (c < 0x10000)
+        std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned>(c));
+      else
+        std::snprintf(hex, sizeof hex, "\\U%08x", static_cast<unsigned>(c));
       out += hex;
     }
   }
@@ -193,20 +217,29 @@ static std::string python_string_repr(const std::string& s) {
 
 std::string Value::str() const {
   switch (kind_) {
-    case Kind::Undefined: return "";
-    case Kind::String: return as_string();
-    default: return repr();
+    case Kind::Undefined:
+      return "";
+    case Kind::String:
+      return as_string();
+    default:
+      return repr();
   }
 }
 
 std::string Value::repr() const {
   switch (kind_) {
-    case Kind::Undefined: return "";
-    case Kind::None: return "None";
-    case Kind::Bool: return as_bool() ? "True" : "False";
-    case Kind::Int: return std::to_string(as_int());
-    case Kind::Float: return python_float_repr(as_double());
-    case Kind::String: return python_string_repr(as_string());
+    case Kind::Undefined:
+      return "";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return as_bool() ? "True" : "False";
+    case Kind::Int:
+      return std::to_string(as_int());
+    case Kind::Float:
+      return python_float_repr(as_double());
+    case Kind::String:
+      return python_string_repr(as_string());
     case Kind::List: {
       const Array& a = as_array();
       std::string out = a.is_tuple ? "(" : "[";
@@ -227,24 +260,36 @@ std::string Value::repr() const {
       }
       return out + "}";
     }
-    case Kind::Namespace: return "<Namespace>";
-    case Kind::Function: return "<function " + as_function().name + ">";
+    case Kind::Namespace:
+      return "<Namespace>";
+    case Kind::Function:
+      return "<function " + as_function().name + ">";
   }
   return "";
 }
 
 std::string Value::type_name() const {
   switch (kind_) {
-    case Kind::Undefined: return "Undefined";
-    case Kind::None: return "NoneType";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return "str";
-    case Kind::List: return as_array().is_tuple ? "tuple" : "list";
-    case Kind::Dict: return "dict";
-    case Kind::Namespace: return "Namespace";
-    case Kind::Function: return "function";
+    case Kind::Undefined:
+      return "Undefined";
+    case Kind::None:
+      return "NoneType";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::String:
+      return "str";
+    case Kind::List:
+      return as_array().is_tuple ? "tuple" : "list";
+    case Kind::Dict:
+      return "dict";
+    case Kind::Namespace:
+      return "Namespace";
+    case Kind::Function:
+      return "function";
   }
   return "?";
 }
@@ -257,8 +302,10 @@ bool values_equal(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::Undefined:
-    case Value::Kind::None: return true;
-    case Value::Kind::String: return a.as_string() == b.as_string();
+    case Value::Kind::None:
+      return true;
+    case Value::Kind::String:
+      return a.as_string() == b.as_string();
     case Value::Kind::List: {
       const auto& x = a.as_array().items;
       const auto& y = b.as_array().items;
@@ -277,9 +324,12 @@ bool values_equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Value::Kind::Namespace: return &a.namespace_object() == &b.namespace_object();
-    case Value::Kind::Function: return &a.as_function() == &b.as_function();
-    default: return false;
+    case Value::Kind::Namespace:
+      return &a.namespace_object() == &b.namespace_object();
+    case Value::Kind::Function:
+      return &a.as_function() == &b.as_function();
+    default:
+      return false;
   }
 }
 
@@ -289,14 +339,36 @@ static void json_string(const std::string& s, bool ensure_ascii, std::string& ou
   while (i < s.size()) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; ++i; continue;
-      case '\\': out += "\\\\"; ++i; continue;
-      case '\n': out += "\\n"; ++i; continue;
-      case '\r': out += "\\r"; ++i; continue;
-      case '\t': out += "\\t"; ++i; continue;
-      case '\b': out += "\\b"; ++i; continue;
-      case '\f': out += "\\f"; ++i; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++i;
+        continue;
+      default:
+        break;
     }
     char hex[16];
     if (c < 0x20) {
@@ -323,24 +395,36 @@ static void json_string(const std::string& s, bool ensure_ascii, std::string& ou
 
 static void json_value(const Value& v, const JsonOptions& o, int depth, std::string& out) {
   if (depth > 512) fail("tojson: value nested deeper than 512 levels");
-  const std::string item_sep = !o.item_separator.empty() ? o.item_separator : (o.indent >= 0 ? "," : ", ");
+  const std::string item_sep =
+      !o.item_separator.empty() ? o.item_separator : (o.indent >= 0 ? "," : ", ");
   auto newline = [&](int level) {
     if (o.indent < 0) return;
     out += '\n';
     out.append(static_cast<size_t>(o.indent) * static_cast<size_t>(level), ' ');
   };
   switch (v.kind()) {
-    case Value::Kind::None: out += "null"; return;
-    case Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-    case Value::Kind::Int: out += std::to_string(v.as_int()); return;
+    case Value::Kind::None:
+      out += "null";
+      return;
+    case Value::Kind::Bool:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::Int:
+      out += std::to_string(v.as_int());
+      return;
     case Value::Kind::Float: {
       const double d = v.as_double();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-      else out += python_float_repr(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d > 0 ? "Infinity" : "-Infinity";
+      else
+        out += python_float_repr(d);
       return;
     }
-    case Value::Kind::String: json_string(v.as_string(), o.ensure_ascii, out); return;
+    case Value::Kind::String:
+      json_string(v.as_string(), o.ensure_ascii, out);
+      return;
     case Value::Kind::List: {
       const auto& items = v.as_array().items;
       if (items.empty()) {
@@ -367,7 +451,8 @@ static void json_value(const Value& v, const JsonOptions& o, int depth, std::str
         return;
       }
       if (o.sort_keys)
-        std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::stable_sort(items.begin(), items.end(),
+                         [](auto* a, auto* b) { return a->first < b->first; });
       out += '{';
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += item_sep;
@@ -380,8 +465,10 @@ static void json_value(const Value& v, const JsonOptions& o, int depth, std::str
       out += '}';
       return;
     }
-    case Value::Kind::Undefined: fail("tojson: Object of type Undefined is not JSON serializable");
-    case Value::Kind::Function: fail("tojson: Object of type function is not JSON serializable");
+    case Value::Kind::Undefined:
+      fail("tojson: Object of type Undefined is not JSON serializable");
+    case Value::Kind::Function:
+      fail("tojson: Object of type function is not JSON serializable");
   }
 }
 

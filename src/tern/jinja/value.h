@@ -6,12 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tern::jinja {
 
@@ -40,7 +39,18 @@ struct Callable {
 
 class Value {
  public:
-  enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Function };
+  enum class Kind : uint8_t {
+    Undefined,
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    List,
+    Dict,
+    Namespace,
+    Function
+  };
 
   Value() = default;  // Undefined
   static Value undefined(std::string hint = {});
@@ -64,7 +74,9 @@ class Value {
   bool is_bool() const { return kind_ == Kind::Bool; }
   bool is_int() const { return kind_ == Kind::Int; }
   bool is_float() const { return kind_ == Kind::Float; }
-  bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
+  bool is_number() const {
+    return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool;
+  }
   bool is_string() const { return kind_ == Kind::String; }
   bool is_list() const { return kind_ == Kind::List; }
   bool is_dict() const { return kind_ == Kind::Dict; }
@@ -72,7 +84,7 @@ class Value {
   bool is_function() const { return kind_ == Kind::Function; }
 
   bool as_bool() const { return std::get<bool>(data_); }
-  int64_t as_int() const;  // Int or Bool
+  int64_t as_int() const;    // Int or Bool
   double as_double() const;  // Int, Bool or Float
   const std::string& as_string() const { return std::get<std::string>(data_); }
   const std::string& undefined_hint() const { return std::get<std::string>(data_); }
@@ -112,7 +124,7 @@ bool values_equal(const Value& a, const Value& b);
 std::string python_float_repr(double v);
 
 struct JsonOptions {
-  int indent = -1;  // -1: one line; otherwise newline + indent spaces per level
+  int indent = -1;             // -1: one line; otherwise newline + indent spaces per level
   std::string item_separator;  // empty: Python's default (", " one-line, "," indented)
   std::string key_separator = ": ";
   bool ensure_ascii = false;

@@ -17,7 +17,9 @@
 namespace tern {
 namespace {
 
-cpu::WeightView view(const WeightMatrix& m) { return {m.dtype, m.rows, m.cols, m.data, m.row_bytes, m.packed}; }
+cpu::WeightView view(const WeightMatrix& m) {
+  return {m.dtype, m.rows, m.cols, m.data, m.row_bytes, m.packed};
+}
 
 cpu::RopeConfig rope_config(const ModelConfig& c, const ModelWeights& w) {
   cpu::RopeConfig r;
@@ -61,9 +63,10 @@ bool same_activation(const WeightMatrix& a, const WeightMatrix& b) {
 Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights)
     : config_(config), weights_(weights), rope_(rope_config(config, weights)) {
   if (static_cast<int64_t>(weights.layers.size()) != config.num_layers)
-    throw Error("model weights have " + std::to_string(weights.layers.size()) + " layers, the config " +
-                std::to_string(config.num_layers));
-  if (weights.token_embedding.rows != config.vocab_size || weights.token_embedding.cols != config.hidden_size)
+    throw Error("model weights have " + std::to_string(weights.layers.size()) +
+                " layers, the config " + std::to_string(config.num_layers));
+  if (weights.token_embedding.rows != config.vocab_size ||
+      weights.token_embedding.cols != config.hidden_size)
     throw Error("token embedding shape does not match the config");
   // Resolve every matrix's kernels now: an unsupported type fails here, not mid-forward.
   for (const LayerWeights& l : weights.layers)
@@ -71,7 +74,8 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights)
       (void)cpu::type_kernels(m->dtype);
   (void)cpu::type_kernels(weights.lm_head.dtype);
   for (const LayerWeights& l : weights.layers)
-    has_fused_ = has_fused_ || l.wqkv_packed.packed != nullptr || l.w_gate_up_packed.packed != nullptr;
+    has_fused_ =
+        has_fused_ || l.wqkv_packed.packed != nullptr || l.w_gate_up_packed.packed != nullptr;
 }
 
 cpu::KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size,
@@ -128,17 +132,18 @@ uint64_t Decoder::buffer_bytes() const {
 
 void Decoder::check_step(const StepContext& ctx, const cpu::KvCache& cache) const {
   const int64_t t = ctx.num_tokens();
-  if (static_cast<int64_t>(ctx.positions.size()) != t || static_cast<int64_t>(ctx.slot_mapping.size()) != t ||
-      ctx.attention.num_tokens() != t)
+  if (static_cast<int64_t>(ctx.positions.size()) != t ||
+      static_cast<int64_t>(ctx.slot_mapping.size()) != t || ctx.attention.num_tokens() != t)
     throw Error("step: token ids, positions, slot mapping and attention rows differ in length");
   for (int64_t i = 0; i < t; ++i) {
     const int32_t id = ctx.token_ids[static_cast<size_t>(i)];
     if (id < 0 || id >= config_.vocab_size)
-      throw Error("step: token id " + std::to_string(id) + " is outside the model's vocabulary of " +
-                  std::to_string(config_.vocab_size));
+      throw Error("step: token id " + std::to_string(id) +
+                  " is outside the model's vocabulary of " + std::to_string(config_.vocab_size));
   }
   for (int32_t r : ctx.logit_rows)
-    if (r < 0 || r >= t) throw Error("step: logit row " + std::to_string(r) + " is not a token of the step");
+    if (r < 0 || r >= t)
+      throw Error("step: logit row " + std::to_string(r) + " is not a token of the step");
   cache.check_slot_mapping(ctx.slot_mapping);
   cpu::check_attention_batch(ctx.attention, cache, static_cast<int>(config_.num_heads));
 }
@@ -146,7 +151,8 @@ void Decoder::check_step(const StepContext& ctx, const cpu::KvCache& cache) cons
 void Decoder::forward(const StepContext& ctx, cpu::KvCache& cache, float* logits) {
   const int64_t t = ctx.num_tokens(), r = ctx.num_logit_rows(), h = config_.hidden_size;
   reserve(t, r);
-  for (int64_t i = 0; i < t; ++i) weights_.embed(ctx.token_ids[static_cast<size_t>(i)], x_.data() + i * h);
+  for (int64_t i = 0; i < t; ++i)
+    weights_.embed(ctx.token_ids[static_cast<size_t>(i)], x_.data() + i * h);
   rope_.fill_cos_sin(ctx.positions, cos_sin_.data());  // the same positions in every layer
   for (int layer = 0; layer < static_cast<int>(config_.num_layers); ++layer) {
     attention_block(layer, ctx, cache);
@@ -156,8 +162,8 @@ void Decoder::forward(const StepContext& ctx, cpu::KvCache& cache, float* logits
   // The final norm and lm_head only for the rows whose logits are wanted.
   const float eps = static_cast<float>(config_.rms_norm_eps);
   for (int64_t i = 0; i < r; ++i)
-    cpu::rms_norm(x_.data() + ctx.logit_rows[static_cast<size_t>(i)] * h, weights_.output_norm.data(), 1, h,
-                  eps, final_.data() + i * h);
+    cpu::rms_norm(x_.data() + ctx.logit_rows[static_cast<size_t>(i)] * h,
+                  weights_.output_norm.data(), 1, h, eps, final_.data() + i * h);
   observe(-1, MatrixInput::LmHead, final_.data(), r, h);
   cpu::matmul(view(weights_.lm_head), final_.data(), r, logits, ws_);
 }
@@ -183,7 +189,8 @@ void Decoder::attention_block(int layer, const StepContext& ctx, cpu::KvCache& c
     }
   } else if (same_activation(l.wq, l.wk) && same_activation(l.wq, l.wv)) {
     // q, k and v share one quantization of their input when their formats agree.
-    const cpu::QuantizedActivations a = cpu::quantize_activations(l.wq.dtype, xn_.data(), t, h, ws_);
+    const cpu::QuantizedActivations a =
+        cpu::quantize_activations(l.wq.dtype, xn_.data(), t, h, ws_);
     cpu::matmul(view(l.wq), a, q_.data());
     cpu::matmul(view(l.wk), a, k_.data());
     cpu::matmul(view(l.wv), a, v_.data());
@@ -222,7 +229,8 @@ void Decoder::mlp_block(int layer, int64_t t) {
     cpu::silu_mul_fused(fused_.data(), t, ff, gate_.data());
   } else {
     if (same_activation(l.w_gate, l.w_up)) {
-      const cpu::QuantizedActivations a = cpu::quantize_activations(l.w_gate.dtype, xn_.data(), t, h, ws_);
+      const cpu::QuantizedActivations a =
+          cpu::quantize_activations(l.w_gate.dtype, xn_.data(), t, h, ws_);
       cpu::matmul(view(l.w_gate), a, gate_.data());
       cpu::matmul(view(l.w_up), a, up_.data());
     } else {

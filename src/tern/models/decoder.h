@@ -86,18 +86,19 @@ class Decoder {
   bool has_fused_ = false;  // some layer has wqkv_packed or w_gate_up_packed
   int64_t capacity_tokens_ = 0;
   int64_t capacity_rows_ = 0;
-  std::vector<float> x_;       // [T, hidden]: the residual stream
-  std::vector<float> xn_;      // [T, hidden]: normed input of a block
-  std::vector<float> q_;       // [T, n_heads, head_dim]
-  std::vector<float> k_;       // [T, n_kv_heads, head_dim]
-  std::vector<float> v_;       // [T, n_kv_heads, head_dim]
-  std::vector<float> attn_;    // [T, n_heads, head_dim]
-  std::vector<float> out_;     // [T, hidden]: a block's output before the residual add
-  std::vector<float> gate_;    // [T, intermediate]
-  std::vector<float> up_;      // [T, intermediate]
-  std::vector<float> fused_;   // [T, q_dim + 2 kv_dim] or [T, 2 intermediate]: a fused matmul's output
-  std::vector<float> final_;   // [R, hidden]: normed rows whose logits are wanted
-  std::vector<float> cos_sin_; // [T, head_dim]: RoPE cos/sin of the step's positions
+  std::vector<float> x_;     // [T, hidden]: the residual stream
+  std::vector<float> xn_;    // [T, hidden]: normed input of a block
+  std::vector<float> q_;     // [T, n_heads, head_dim]
+  std::vector<float> k_;     // [T, n_kv_heads, head_dim]
+  std::vector<float> v_;     // [T, n_kv_heads, head_dim]
+  std::vector<float> attn_;  // [T, n_heads, head_dim]
+  std::vector<float> out_;   // [T, hidden]: a block's output before the residual add
+  std::vector<float> gate_;  // [T, intermediate]
+  std::vector<float> up_;    // [T, intermediate]
+  std::vector<float>
+      fused_;  // [T, q_dim + 2 kv_dim] or [T, 2 intermediate]: a fused matmul's output
+  std::vector<float> final_;    // [R, hidden]: normed rows whose logits are wanted
+  std::vector<float> cos_sin_;  // [T, head_dim]: RoPE cos/sin of the step's positions
 };
 
 }  // namespace tern

@@ -35,7 +35,8 @@ WeightMatrix build_matrix(ModelWeights& w, const QuantRecipe& recipe, const Reci
                           MakeRow make_row) {
   const DType dtype = recipe.weight_type(model, {name, layer, cols});
   const auto row_bytes = dtype_bytes(dtype, static_cast<uint64_t>(cols));
-  std::span<std::byte> data = w.own_bytes(static_cast<size_t>(*row_bytes) * static_cast<size_t>(rows));
+  std::span<std::byte> data =
+      w.own_bytes(static_cast<size_t>(*row_bytes) * static_cast<size_t>(rows));
   const cpu::QuantizeFn quantize = dtype == DType::F32 ? nullptr : cpu::quantize_fn(dtype);
 #pragma omp parallel
   {
@@ -78,7 +79,8 @@ WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dt
       std::memcpy(data.data() + static_cast<size_t>(i) * row_bytes, m.row(i), row_bytes);
     return {dtype, m.rows, m.cols, data.data(), row_bytes};
   }
-  const std::vector<float> importance = imatrix != nullptr ? imatrix->importance(name) : std::vector<float>{};
+  const std::vector<float> importance =
+      imatrix != nullptr ? imatrix->importance(name) : std::vector<float>{};
   const float* imp = importance.empty() ? nullptr : importance.data();
   // With the input's whole second-moment matrix, GPTQ (which needs a type of blocks).
   std::optional<quant::GptqFactor> gptq;

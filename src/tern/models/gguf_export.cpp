@@ -54,8 +54,8 @@ size_t interleaved_row(size_t r, size_t head_dim) {
 std::vector<std::byte> permute_rows(const WeightMatrix& m, size_t head_dim) {
   std::vector<std::byte> out(m.row_bytes * static_cast<size_t>(m.rows));
   for (size_t r = 0; r < static_cast<size_t>(m.rows); ++r)
-    std::memcpy(out.data() + interleaved_row(r, head_dim) * m.row_bytes, m.row(static_cast<int64_t>(r)),
-                m.row_bytes);
+    std::memcpy(out.data() + interleaved_row(r, head_dim) * m.row_bytes,
+                m.row(static_cast<int64_t>(r)), m.row_bytes);
   return out;
 }
 
@@ -109,7 +109,8 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
   // llama in GGUF is interleaved; anything else stays neox.
   const bool permute_qk = c.arch == ModelArch::Llama && w.rope_layout == RopeLayout::Neox;
   if (c.arch != ModelArch::Llama && w.rope_layout == RopeLayout::Interleaved)
-    throw Error(path + ": " + arch + " weights in the interleaved RoPE layout cannot be written as GGUF");
+    throw Error(path + ": " + arch +
+                " weights in the interleaved RoPE layout cannot be written as GGUF");
   const size_t hd = static_cast<size_t>(c.head_dim);
 
   // The weights outlive the write: no copy of them.
@@ -122,7 +123,8 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     g.add_tensor(name, m.dtype, {m.rows, m.cols}, permuted);
   };
   auto vector = [&](const std::string& name, std::span<const float> v) {
-    if (!v.empty()) g.add_tensor(name, DType::F32, {static_cast<int64_t>(v.size())}, float_bytes(v));
+    if (!v.empty())
+      g.add_tensor(name, DType::F32, {static_cast<int64_t>(v.size())}, float_bytes(v));
   };
   auto qk_vector = [&](const std::string& name, std::span<const float> v) {
     if (!permute_qk || v.empty()) return vector(name, v);

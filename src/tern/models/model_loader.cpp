@@ -83,8 +83,8 @@ LoadedModel load_model(const LoadOptions& opt) {
   }
   if (m.tokenizer && m.tokenizer->vocab_size() > m.config.vocab_size)
     throw Error((opt.tokenizer.empty() ? opt.model : opt.tokenizer) + ": the tokenizer has " +
-                std::to_string(m.tokenizer->vocab_size()) + " tokens, more than the model's vocab_size " +
-                std::to_string(m.config.vocab_size));
+                std::to_string(m.tokenizer->vocab_size()) +
+                " tokens, more than the model's vocab_size " + std::to_string(m.config.vocab_size));
   // A mixture is known by its name ("Q4_K_M"), not by its first layer's types.
   const bool mixture = opt.weight_recipe && !opt.weight_recipe->is_uniform();
   m.description = std::string(model_arch_name(m.config.arch)) + " (" + source + ", " +

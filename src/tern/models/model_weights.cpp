@@ -33,13 +33,16 @@ std::span<float> ModelWeights::own_floats(size_t n) {
 std::span<std::byte> ModelWeights::own_bytes(size_t n) {
   const size_t rounded = (n + 63) / 64 * 64;
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
-  if (p == nullptr) throw Error("out of memory allocating " + std::to_string(n) + " bytes of weights");
+  if (p == nullptr)
+    throw Error("out of memory allocating " + std::to_string(n) + " bytes of weights");
   owned_.emplace_back(p);
   return {p, n};
 }
 
 void pack_for_kernels(ModelWeights& w) {
-  auto view_of = [](const WeightMatrix& m) { return cpu::WeightView{m.dtype, m.rows, m.cols, m.data, m.row_bytes}; };
+  auto view_of = [](const WeightMatrix& m) {
+    return cpu::WeightView{m.dtype, m.rows, m.cols, m.data, m.row_bytes};
+  };
   auto pack_into = [&](WeightMatrix& m, std::byte* out) {
     cpu::pack_weights(view_of(m), out);
     m.packed = out;
@@ -157,7 +160,8 @@ class Binder {
   WeightMatrix matrix(const TensorInfo& t, int64_t rows, int64_t cols, const char* what) const {
     check_shape(t, {rows, cols}, what);
     if (!is_matmul_type(t.dtype))
-      throw Error(source_ + ": tensor '" + t.name + "' has type " + std::string(dtype_name(t.dtype)) +
+      throw Error(source_ + ": tensor '" + t.name + "' has type " +
+                  std::string(dtype_name(t.dtype)) +
                   ", which tern cannot multiply (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
                   "Q4_K, Q5_K, Q6_K)");
     auto row_bytes = dtype_bytes(t.dtype, static_cast<uint64_t>(cols));
@@ -183,8 +187,8 @@ class Binder {
       return out;
     }
     if (t.dtype != DType::F16 && t.dtype != DType::BF16)
-      throw Error(source_ + ": tensor '" + t.name + "' has type " + std::string(dtype_name(t.dtype)) +
-                  "; norms and biases must be F32, F16 or BF16");
+      throw Error(source_ + ": tensor '" + t.name + "' has type " +
+                  std::string(dtype_name(t.dtype)) + "; norms and biases must be F32, F16 or BF16");
     std::span<float> out = w_.own_floats(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h;
@@ -224,24 +228,42 @@ struct TensorNames {
 };
 
 const TensorNames kGgufNames{
-    "token_embd.weight", "output_norm.weight", "output.weight",
-    [](int64_t i, std::string_view s) { return gguf_tensor_name(i, s); },
-    "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
-    "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "attn_q_norm.weight",
-    "attn_k_norm.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
-    "ffn_down.weight", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"};
+    "token_embd.weight",  "output_norm.weight",
+    "output.weight",      [](int64_t i, std::string_view s) { return gguf_tensor_name(i, s); },
+    "attn_norm.weight",   "attn_q.weight",
+    "attn_k.weight",      "attn_v.weight",
+    "attn_output.weight", "attn_q.bias",
+    "attn_k.bias",        "attn_v.bias",
+    "attn_output.bias",   "attn_q_norm.weight",
+    "attn_k_norm.weight", "ffn_norm.weight",
+    "ffn_gate.weight",    "ffn_up.weight",
+    "ffn_down.weight",    "ffn_gate.bias",
+    "ffn_up.bias",        "ffn_down.bias"};
 
-const TensorNames kHfNames{
-    "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
-    [](int64_t i, std::string_view s) {
-      return "model.layers." + std::to_string(i) + "." + std::string(s);
-    },
-    "input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-    "self_attn.v_proj.weight", "self_attn.o_proj.weight", "self_attn.q_proj.bias",
-    "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.o_proj.bias",
-    "self_attn.q_norm.weight", "self_attn.k_norm.weight", "post_attention_layernorm.weight",
-    "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight", "mlp.gate_proj.bias",
-    "mlp.up_proj.bias", "mlp.down_proj.bias"};
+const TensorNames kHfNames{"model.embed_tokens.weight",
+                           "model.norm.weight",
+                           "lm_head.weight",
+                           [](int64_t i, std::string_view s) {
+                             return "model.layers." + std::to_string(i) + "." + std::string(s);
+                           },
+                           "input_layernorm.weight",
+                           "self_attn.q_proj.weight",
+                           "self_attn.k_proj.weight",
+                           "self_attn.v_proj.weight",
+                           "self_attn.o_proj.weight",
+                           "self_attn.q_proj.bias",
+                           "self_attn.k_proj.bias",
+                           "self_attn.v_proj.bias",
+                           "self_attn.o_proj.bias",
+                           "self_attn.q_norm.weight",
+                           "self_attn.k_norm.weight",
+                           "post_attention_layernorm.weight",
+                           "mlp.gate_proj.weight",
+                           "mlp.up_proj.weight",
+                           "mlp.down_proj.weight",
+                           "mlp.gate_proj.bias",
+                           "mlp.up_proj.bias",
+                           "mlp.down_proj.bias"};
 
 void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, ModelWeights& w) {
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
@@ -250,7 +272,8 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
   // Tied: the embedding is the head even when a checkpoint also stores a copy of it.
   const TensorInfo* head = c.tie_word_embeddings ? nullptr : &b.required(n.lm_head);
   w.tied_embeddings = head == nullptr;
-  w.lm_head = head ? b.matrix(*head, c.vocab_size, h, "vocab_size × hidden_size") : w.token_embedding;
+  w.lm_head =
+      head ? b.matrix(*head, c.vocab_size, h, "vocab_size × hidden_size") : w.token_embedding;
 
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int64_t i = 0; i < c.num_layers; ++i) {
@@ -284,7 +307,8 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
 ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config) {
   ModelWeights w;
   w.keep_mapping(gguf.mapped_file());
-  Binder b(gguf.path(), [&](std::string_view name) { return gguf.find_tensor(name); }, w);
+  Binder b(
+      gguf.path(), [&](std::string_view name) { return gguf.find_tensor(name); }, w);
   bind_all(b, kGgufNames, config, w);
   // llama.cpp's converter permutes llama's q/k rows to pair adjacent elements; qwen is
   // converted as is (neox).
@@ -301,7 +325,8 @@ ModelWeights load_safetensors_weights(const SafetensorsModel& model, const Model
   ModelWeights w;
   for (const SafetensorsFile& shard : model.shards())
     w.keep_alive(std::make_shared<SafetensorsFile>(shard));  // copies share the mapping
-  Binder b(model.path(), [&](std::string_view name) { return model.find_tensor(name); }, w);
+  Binder b(
+      model.path(), [&](std::string_view name) { return model.find_tensor(name); }, w);
   bind_all(b, kHfNames, config, w);
   w.rope_layout = RopeLayout::Neox;  // transformers' rotate_half, for every architecture
   return w;

@@ -46,18 +46,18 @@ enum class RopeLayout { Interleaved, Neox };
 std::string_view rope_layout_name(RopeLayout layout);
 
 struct LayerWeights {
-  std::span<const float> attn_norm;  // [hidden]
-  WeightMatrix wq;                   // [q_dim, hidden]
-  WeightMatrix wk;                   // [kv_dim, hidden]
-  WeightMatrix wv;                   // [kv_dim, hidden]
-  WeightMatrix wo;                   // [hidden, q_dim]
+  std::span<const float> attn_norm;   // [hidden]
+  WeightMatrix wq;                    // [q_dim, hidden]
+  WeightMatrix wk;                    // [kv_dim, hidden]
+  WeightMatrix wv;                    // [kv_dim, hidden]
+  WeightMatrix wo;                    // [hidden, q_dim]
   std::span<const float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim]; empty without attention_bias
   std::span<const float> bo;          // [hidden]; empty without attention_out_bias
-  std::span<const float> q_norm, k_norm;  // [head_dim] each; qwen3 (qk_norm) only
-  std::span<const float> ffn_norm;        // [hidden]
-  WeightMatrix w_gate;                    // [ffn, hidden]
-  WeightMatrix w_up;                      // [ffn, hidden]
-  WeightMatrix w_down;                    // [hidden, ffn]
+  std::span<const float> q_norm, k_norm;        // [head_dim] each; qwen3 (qk_norm) only
+  std::span<const float> ffn_norm;              // [hidden]
+  WeightMatrix w_gate;                          // [ffn, hidden]
+  WeightMatrix w_up;                            // [ffn, hidden]
+  WeightMatrix w_down;                          // [hidden, ffn]
   std::span<const float> b_gate, b_up, b_down;  // empty without mlp_bias
   // q, k and v stacked ([q_dim + 2 kv_dim, hidden]), and gate and up ([2 ffn, hidden]), where
   // pack_for_kernels could lay their packed copies back to back: one matmul where there were

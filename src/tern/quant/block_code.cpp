@@ -68,11 +68,13 @@ void fit_k_affine(const float* x, const float* w, int qmax, BlockCode* out) {
     const float* xj = x + 32 * j;
     const float* wj = w + 32 * j;
     const int s0 = d > 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), 0, 63) : 0;
-    const int m0 = dmin > 0.0f ? std::clamp(static_cast<int>(std::lround(mins[j] / dmin)), 0, 63) : 0;
+    const int m0 =
+        dmin > 0.0f ? std::clamp(static_cast<int>(std::lround(mins[j] / dmin)), 0, 63) : 0;
     float best = -1.0f;
     auto consider = [&](int s, int m) {
       if (s < 0 || s > 63 || m < 0 || m > 63) return;
-      const float err = quantize_block(xj, wj, 32, d * static_cast<float>(s), -dmin * static_cast<float>(m), 0, qmax, qs);
+      const float err = quantize_block(xj, wj, 32, d * static_cast<float>(s),
+                                       -dmin * static_cast<float>(m), 0, qmax, qs);
       if (best < 0.0f || err < best) {
         best = err;
         out->ls[j] = s;
@@ -90,7 +92,8 @@ void fit_k_affine(const float* x, const float* w, int qmax, BlockCode* out) {
   for (int j = 0; j < 8; ++j) {
     for (int i = 0; i < 32; ++i) {
       const int e = 32 * j + i;
-      const float a = static_cast<float>(out->ls[j] * out->q[e]), b = static_cast<float>(out->lm[j]);
+      const float a = static_cast<float>(out->ls[j] * out->q[e]),
+                  b = static_cast<float>(out->lm[j]);
       saa += w[e] * a * a;
       sab += w[e] * a * b;
       sbb += w[e] * b * b;
@@ -125,17 +128,20 @@ void fit_q6_k(const float* x, const float* w, BlockCode* out) {
     scales[j] = fit_symmetric(x + 16 * j, w + 16 * j, 16, -32, 31);
     quantize_block(x + 16 * j, w + 16 * j, 16, scales[j], 0.0f, -32, 31, q + 16 * j);
     scale_weight[j] = 0.0f;
-    for (int l = 0; l < 16; ++l) scale_weight[j] += w[16 * j + l] * static_cast<float>(q[16 * j + l] * q[16 * j + l]);
+    for (int l = 0; l < 16; ++l)
+      scale_weight[j] += w[16 * j + l] * static_cast<float>(q[16 * j + l] * q[16 * j + l]);
   }
   uint16_t d16;
   float d = rounded_f16(fit_symmetric(scales, scale_weight, 16, -127, 127), &d16);
   int qs[16];
   float err_before = 0.0f;
   for (int j = 0; j < 16; ++j) {
-    const int s0 = d != 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), -127, 127) : 0;
+    const int s0 =
+        d != 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), -127, 127) : 0;
     float best = -1.0f;
     for (int s = std::max(s0 - 1, -127); s <= std::min(s0 + 1, 127); ++s) {
-      const float err = quantize_block(x + 16 * j, w + 16 * j, 16, d * static_cast<float>(s), 0.0f, -32, 31, qs);
+      const float err =
+          quantize_block(x + 16 * j, w + 16 * j, 16, d * static_cast<float>(s), 0.0f, -32, 31, qs);
       if (best < 0.0f || err < best) {
         best = err;
         ls[j] = s;
@@ -157,7 +163,8 @@ void fit_q6_k(const float* x, const float* w, BlockCode* out) {
     int q2[kQKK];
     float err = 0.0f;
     for (int j = 0; j < 16; ++j)
-      err += quantize_block(x + 16 * j, w + 16 * j, 16, d2 * static_cast<float>(ls[j]), 0.0f, -32, 31, q2 + 16 * j);
+      err += quantize_block(x + 16 * j, w + 16 * j, 16, d2 * static_cast<float>(ls[j]), 0.0f, -32,
+                            31, q2 + 16 * j);
     if (err < err_before) {
       d16 = d2_16;
       std::copy(q2, q2 + kQKK, q);
@@ -172,15 +179,24 @@ void fit_q6_k(const float* x, const float* w, BlockCode* out) {
 
 BlockFormat block_format(DType dtype) {
   switch (dtype) {
-    case DType::Q8_0: return {kQK, -127, 127};
-    case DType::Q4_0: return {kQK, -8, 7};
-    case DType::Q5_0: return {kQK, -16, 15};
-    case DType::Q4_1: return {kQK, 0, 15};
-    case DType::Q5_1: return {kQK, 0, 31};
-    case DType::Q4_K: return {kQKK, 0, 15};
-    case DType::Q5_K: return {kQKK, 0, 31};
-    case DType::Q6_K: return {kQKK, -32, 31};
-    default: return {};
+    case DType::Q8_0:
+      return {kQK, -127, 127};
+    case DType::Q4_0:
+      return {kQK, -8, 7};
+    case DType::Q5_0:
+      return {kQK, -16, 15};
+    case DType::Q4_1:
+      return {kQK, 0, 15};
+    case DType::Q5_1:
+      return {kQK, 0, 31};
+    case DType::Q4_K:
+      return {kQKK, 0, 15};
+    case DType::Q5_K:
+      return {kQKK, 0, 31};
+    case DType::Q6_K:
+      return {kQKK, -32, 31};
+    default:
+      return {};
   }
 }
 
@@ -238,15 +254,22 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
   const int bias = dtype == DType::Q8_0 ? 0 : -f.qmin;
   for (int e = 0; e < f.elems; ++e) biased[e] = code.q[e] + bias;
   switch (dtype) {
-    case DType::Q8_0: return cpu::pack_q8_0(code.d16, biased, static_cast<cpu::BlockQ8_0*>(y));
-    case DType::Q4_0: return cpu::pack_q4_0(code.d16, biased, static_cast<cpu::BlockQ4_0*>(y));
-    case DType::Q5_0: return cpu::pack_q5_0(code.d16, biased, static_cast<cpu::BlockQ5_0*>(y));
-    case DType::Q4_1: return cpu::pack_q4_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ4_1*>(y));
-    case DType::Q5_1: return cpu::pack_q5_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ5_1*>(y));
+    case DType::Q8_0:
+      return cpu::pack_q8_0(code.d16, biased, static_cast<cpu::BlockQ8_0*>(y));
+    case DType::Q4_0:
+      return cpu::pack_q4_0(code.d16, biased, static_cast<cpu::BlockQ4_0*>(y));
+    case DType::Q5_0:
+      return cpu::pack_q5_0(code.d16, biased, static_cast<cpu::BlockQ5_0*>(y));
+    case DType::Q4_1:
+      return cpu::pack_q4_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ4_1*>(y));
+    case DType::Q5_1:
+      return cpu::pack_q5_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ5_1*>(y));
     case DType::Q4_K:
-      return cpu::pack_q4_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<cpu::BlockQ4_K*>(y));
+      return cpu::pack_q4_k(code.d16, code.m16, code.ls, code.lm, biased,
+                            static_cast<cpu::BlockQ4_K*>(y));
     case DType::Q5_K:
-      return cpu::pack_q5_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<cpu::BlockQ5_K*>(y));
+      return cpu::pack_q5_k(code.d16, code.m16, code.ls, code.lm, biased,
+                            static_cast<cpu::BlockQ5_K*>(y));
     default:
       return cpu::pack_q6_k(code.d16, code.ls, biased, static_cast<cpu::BlockQ6_K*>(y));
   }

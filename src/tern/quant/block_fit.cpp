@@ -32,9 +32,7 @@ inline float round_clamp(float v, float lo, float hi) {
 constexpr int kLanes = 8;
 struct LaneSum {
   float v[kLanes] = {};
-  float total() const {
-    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-  }
+  float total() const { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
 };
 
 // For the quants of x under each of `count` inverse scales (q = round(iscale[c] · x)), the
@@ -101,7 +99,8 @@ float quantize_block(const float* x, const float* w, int n, float scale, float o
 
 int nearest_quant(float x, float scale, float offset, int qmin, int qmax) {
   const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
-  return static_cast<int>(round_clamp((x - offset) * inv, static_cast<float>(qmin), static_cast<float>(qmax)));
+  return static_cast<int>(
+      round_clamp((x - offset) * inv, static_cast<float>(qmin), static_cast<float>(qmax)));
 }
 
 float fit_symmetric(const float* x, const float* w, int n, int qmin, int qmax) {

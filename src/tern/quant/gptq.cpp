@@ -24,7 +24,8 @@ double dot(const double* a, const double* b, size_t n) {
   size_t m = 0;
   for (; m + 8 <= n; m += 8)
     for (size_t l = 0; l < 8; ++l) lane[l] += a[m + l] * b[m + l];
-  double s = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  double s =
+      ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
   for (; m < n; ++m) s += a[m] * b[m];
   return s;
 }
@@ -33,8 +34,8 @@ double dot(const double* a, const double* b, size_t n) {
 // strides lda, ldb, ldc). The tile of c and kTile columns of a at a time are copied out to
 // contiguous buffers: in place, their rows lie a row of the matrix apart (a power of two of
 // bytes, often) and evict each other from the cache. Four rows of b per pass over c.
-void subtract_product(double* c, size_t ldc, const double* a, size_t lda, const double* b, size_t ldb,
-                      size_t rows, size_t depth, size_t w) {
+void subtract_product(double* c, size_t ldc, const double* a, size_t lda, const double* b,
+                      size_t ldb, size_t rows, size_t depth, size_t w) {
   double a_t[kTile * kTile];  // [m][i]
   double acc[kTile * kTile];  // [i][j]
   for (size_t i = 0; i < rows; ++i) std::copy(c + i * ldc, c + i * ldc + w, acc + i * kTile);
@@ -49,7 +50,8 @@ void subtract_product(double* c, size_t ldc, const double* a, size_t lda, const 
       for (size_t i = 0; i < rows; ++i) {
         const double a0 = am[i], a1 = am[kTile + i], a2 = am[2 * kTile + i], a3 = am[3 * kTile + i];
         double* ci = acc + i * kTile;
-        for (size_t j = 0; j < w; ++j) ci[j] -= (a0 * b0[j] + a1 * b1[j]) + (a2 * b2[j] + a3 * b3[j]);
+        for (size_t j = 0; j < w; ++j)
+          ci[j] -= (a0 * b0[j] + a1 * b1[j]) + (a2 * b2[j] + a3 * b3[j]);
       }
     }
     for (; m < m1; ++m) {
@@ -74,7 +76,8 @@ size_t cholesky_lower(double* a, size_t n) {
     const size_t k1 = std::min(n, k0 + kTile), depth = k1 - k0;
     for (size_t i = k0; i < k1; ++i) {
       double* li = &a[i * n];
-      for (size_t j = k0; j < i; ++j) li[j] = (li[j] - dot(li + k0, &a[j * n + k0], j - k0)) / a[j * n + j];
+      for (size_t j = k0; j < i; ++j)
+        li[j] = (li[j] - dot(li + k0, &a[j * n + k0], j - k0)) / a[j * n + j];
       const double s = li[i] - dot(li + k0, li + k0, i - k0);
       if (!(s > 0.0) || !std::isfinite(s)) return i;
       li[i] = std::sqrt(s);
@@ -82,7 +85,8 @@ size_t cholesky_lower(double* a, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = k1; i < n; ++i) {
       double* li = &a[i * n];
-      for (size_t j = k0; j < k1; ++j) li[j] = (li[j] - dot(li + k0, &a[j * n + k0], j - k0)) / a[j * n + j];
+      for (size_t j = k0; j < k1; ++j)
+        li[j] = (li[j] - dot(li + k0, &a[j * n + k0], j - k0)) / a[j * n + j];
     }
     panel_t.resize(depth * n);
     for (size_t j = k1; j < n; ++j)
@@ -163,17 +167,21 @@ GptqFactor GptqFactor::of(std::span<const float> second_moments, int64_t cols, d
   f.cols_ = cols;
   f.u_.assign(n * n, 0.0f);
   for (size_t i = 0; i < n; ++i)
-    for (size_t j = i; j < n; ++j) f.u_[i * n + j] = static_cast<float>(inv[(n - 1 - i) * n + (n - 1 - j)]);
+    for (size_t j = i; j < n; ++j)
+      f.u_[i * n + j] = static_cast<float>(inv[(n - 1 - i) * n + (n - 1 - j)]);
   return f;
 }
 
 void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const GptqFactor& factor) {
   const BlockFormat format = block_format(dtype);
-  if (format.elems == 0) throw Error("GPTQ: no block quantizer for type " + std::string(dtype_name(dtype)));
+  if (format.elems == 0)
+    throw Error("GPTQ: no block quantizer for type " + std::string(dtype_name(dtype)));
   if (k != factor.cols() || k % format.elems != 0)
     throw Error("GPTQ: a row of " + std::to_string(k) + " for a factor of " +
-                std::to_string(factor.cols()) + " columns in blocks of " + std::to_string(format.elems));
-  const auto block_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(format.elems)));
+                std::to_string(factor.cols()) + " columns in blocks of " +
+                std::to_string(format.elems));
+  const auto block_bytes =
+      static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(format.elems)));
   std::vector<float> r(x, x + k);
   float w[256], step[256], offset[256];
   BlockCode code;
@@ -194,7 +202,8 @@ void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const Gp
       const float err = (r[j] - (step[e] * static_cast<float>(q) + offset[e])) / u[j];
       for (int64_t i = j + 1; i < k; ++i) r[i] -= err * u[i];
     }
-    pack_block(dtype, code, static_cast<uint8_t*>(y) + static_cast<size_t>(s / format.elems) * block_bytes);
+    pack_block(dtype, code,
+               static_cast<uint8_t*>(y) + static_cast<size_t>(s / format.elems) * block_bytes);
   }
 }
 

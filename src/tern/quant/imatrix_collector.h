@@ -16,10 +16,10 @@ namespace tern {
 
 struct ImatrixOptions {
   int64_t ctx = 512;
-  int64_t max_chunks = -1;          // -1: every whole window of the text
-  std::optional<int32_t> bos;       // replaces each window's first token when set
-  bool process_output = false;      // also output.weight (llama-imatrix --process-output)
-  bool keep_outer = false;          // also each input's Σ x xᵀ, for GPTQ (ImportanceMatrix)
+  int64_t max_chunks = -1;      // -1: every whole window of the text
+  std::optional<int32_t> bos;   // replaces each window's first token when set
+  bool process_output = false;  // also output.weight (llama-imatrix --process-output)
+  bool keep_outer = false;      // also each input's Σ x xᵀ, for GPTQ (ImportanceMatrix)
   // After each window: windows done, windows in all.
   std::function<void(int64_t, int64_t)> on_chunk;
 };

@@ -33,9 +33,9 @@ std::map<std::string, int64_t> matrix_columns(const ModelWeights& w) {
     const LayerWeights& l = w.layers[i];
     const auto layer = static_cast<int64_t>(i);
     const std::pair<const char*, const WeightMatrix*> matrices[] = {
-        {"attn_q.weight", &l.wq},         {"attn_k.weight", &l.wk},     {"attn_v.weight", &l.wv},
-        {"attn_output.weight", &l.wo},    {"ffn_gate.weight", &l.w_gate},
-        {"ffn_up.weight", &l.w_up},       {"ffn_down.weight", &l.w_down}};
+        {"attn_q.weight", &l.wq},      {"attn_k.weight", &l.wk},       {"attn_v.weight", &l.wv},
+        {"attn_output.weight", &l.wo}, {"ffn_gate.weight", &l.w_gate}, {"ffn_up.weight", &l.w_up},
+        {"ffn_down.weight", &l.w_down}};
     for (const auto& [what, m] : matrices) cols[gguf_tensor_name(layer, what)] = m->cols;
   }
   return cols;
@@ -54,7 +54,8 @@ void add_outer_products(float* sum, const float* x, int64_t num_tokens, int64_t 
       for (int64_t i = i0; i < i1; ++i) {
         float* out = sum + i * cols;
         const float a0 = r0[i], a1 = r1[i], a2 = r2[i], a3 = r3[i];
-        for (int64_t j = 0; j <= i; ++j) out[j] += (a0 * r0[j] + a1 * r1[j]) + (a2 * r2[j] + a3 * r3[j]);
+        for (int64_t j = 0; j <= i; ++j)
+          out[j] += (a0 * r0[j] + a1 * r1[j]) + (a2 * r2[j] + a3 * r3[j]);
       }
     }
     for (; t < num_tokens; ++t) {
@@ -104,7 +105,8 @@ std::vector<float> ImportanceMatrix::second_moments(const std::string& name) con
   const float inv_count = 1.0f / static_cast<float>(e.count);
   std::vector<float> m(cols * cols);
   for (size_t i = 0; i < cols; ++i)
-    for (size_t j = 0; j <= i; ++j) m[i * cols + j] = m[j * cols + i] = e.sum_outer[i * cols + j] * inv_count;
+    for (size_t j = 0; j <= i; ++j)
+      m[i * cols + j] = m[j * cols + i] = e.sum_outer[i * cols + j] * inv_count;
   return m;
 }
 
@@ -165,7 +167,8 @@ ImportanceMatrix ImportanceMatrix::parse(std::shared_ptr<const MappedFile> file)
   for (const auto& [name, p] : parts) {
     const TensorInfo *sums = p.sums, *counts = p.counts;
     if (sums == nullptr || counts == nullptr)
-      throw Error(path + ": imatrix entry '" + name + "' has " + (sums ? "no .counts" : "no .in_sum2"));
+      throw Error(path + ": imatrix entry '" + name + "' has " +
+                  (sums ? "no .counts" : "no .in_sum2"));
     const std::span<const float> s = f32_values(*sums, path), c = f32_values(*counts, path);
     // Dense models have one matrix per entry; llama.cpp writes one row per expert for MoE.
     if (c.size() != 1)
@@ -190,7 +193,8 @@ ImportanceMatrix ImportanceMatrix::parse(std::shared_ptr<const MappedFile> file)
         throw Error(path + ": imatrix entry '" + name + "' has " + std::to_string(o.size()) +
                     " sums of x xᵀ for " + std::to_string(s.size()) + " columns");
       for (const float v : o)
-        if (!std::isfinite(v)) throw Error(path + ": imatrix entry '" + name + "' has a non-finite sum of x xᵀ");
+        if (!std::isfinite(v))
+          throw Error(path + ": imatrix entry '" + name + "' has a non-finite sum of x xᵀ");
       e.sum_outer.assign(o.begin(), o.end());
     }
     m.entries.emplace(name, std::move(e));
@@ -207,7 +211,8 @@ GgufWriter ImportanceMatrix::writer() const {
   for (const auto& [name, e] : entries) {
     const std::vector<float> sums(e.sum_squares.begin(), e.sum_squares.end());
     const float count = static_cast<float>(e.count);
-    g.add_tensor(name + std::string(kSumsSuffix), DType::F32, {1, static_cast<int64_t>(sums.size())},
+    g.add_tensor(name + std::string(kSumsSuffix), DType::F32,
+                 {1, static_cast<int64_t>(sums.size())},
                  std::as_bytes(std::span<const float>(sums)));
     g.add_tensor(name + std::string(kCountsSuffix), DType::F32, {1, 1},
                  std::as_bytes(std::span<const float>(&count, 1)));
@@ -215,7 +220,8 @@ GgufWriter ImportanceMatrix::writer() const {
       const auto cols = static_cast<int64_t>(sums.size());
       std::vector<float> outer(e.sum_outer.size());
       for (int64_t i = 0; i < cols; ++i)
-        for (int64_t j = 0; j <= i; ++j) outer[i * cols + j] = outer[j * cols + i] = e.sum_outer[i * cols + j];
+        for (int64_t j = 0; j <= i; ++j)
+          outer[i * cols + j] = outer[j * cols + i] = e.sum_outer[i * cols + j];
       g.add_tensor(name + std::string(kOuterSuffix), DType::F32, {cols, cols},
                    std::as_bytes(std::span<const float>(outer)));
     }

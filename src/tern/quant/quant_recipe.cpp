@@ -241,7 +241,8 @@ void QuantRecipe::set_token_embedding_type(DType type) {
 }
 
 DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& tensor) const {
-  if (output_type_ && tensor.name == "output.weight") return fitting_type(*output_type_, tensor.cols);
+  if (output_type_ && tensor.name == "output.weight")
+    return fitting_type(*output_type_, tensor.cols);
   if (token_embedding_type_ && tensor.name == "token_embd.weight")
     return fitting_type(*token_embedding_type_, tensor.cols);
   if (uniform_) return fitting_type(*uniform_, tensor.cols);

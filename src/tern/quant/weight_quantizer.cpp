@@ -46,18 +46,21 @@ void quantize_checked(DType dtype, const float* x, void* y, int64_t k, const flo
   }
   const BlockFormat format = block_format(dtype);
   block_weights(importance, k, format.elems, w);
-  const auto block_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(format.elems)));
+  const auto block_bytes =
+      static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(format.elems)));
   BlockCode code;
   for (int64_t s = 0; s < k; s += format.elems) {
     fit_block(dtype, x + s, w.data() + s, &code);
-    pack_block(dtype, code, static_cast<uint8_t*>(y) + static_cast<size_t>(s / format.elems) * block_bytes);
+    pack_block(dtype, code,
+               static_cast<uint8_t*>(y) + static_cast<size_t>(s / format.elems) * block_bytes);
   }
 }
 
 }  // namespace
 
 bool has_weight_quantizer(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || has_block_code(dtype);
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+         has_block_code(dtype);
 }
 
 void quantize_weight_row(DType dtype, const float* x, void* y, int64_t k, const float* importance) {
@@ -75,11 +78,13 @@ void quantize_weight_rows(DType dtype, const float* x, void* y, int64_t rows, in
     std::vector<float> w;
 #pragma omp for schedule(dynamic, 8)
     for (int64_t r = 0; r < rows; ++r)
-      quantize_checked(dtype, x + r * k, static_cast<uint8_t*>(y) + r * row_bytes, k, importance, w);
+      quantize_checked(dtype, x + r * k, static_cast<uint8_t*>(y) + r * row_bytes, k, importance,
+                       w);
   }
 }
 
-double weighted_error(DType dtype, const float* x, const void* y, int64_t k, const float* importance) {
+double weighted_error(DType dtype, const float* x, const void* y, int64_t k,
+                      const float* importance) {
   std::vector<float> back(static_cast<size_t>(k));
   cpu::dequantize_row(dtype, y, back.data(), k);
   double err = 0.0;

@@ -43,9 +43,9 @@ std::string new_tool_call_id();
 
 struct ToolCallDelta {
   int32_t index = 0;
-  bool first = false;      // the call's first delta: carries id, type and name
-  std::string id, name;    // set when first
-  std::string arguments;   // the next piece of the arguments' JSON ("" when first)
+  bool first = false;     // the call's first delta: carries id, type and name
+  std::string id, name;   // set when first
+  std::string arguments;  // the next piece of the arguments' JSON ("" when first)
 };
 
 struct ChatDelta {

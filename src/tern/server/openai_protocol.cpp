@@ -346,7 +346,8 @@ std::string render_chat_prompt(const ordered_json& body, const ModelContext& mod
     kwargs = *k;
   }
   // HF's apply_chat_template(tools=…): the tools as given, for the template to render.
-  if (ordered_json tools = checked_tools(body); !tools.is_null()) kwargs["tools"] = std::move(tools);
+  if (ordered_json tools = checked_tools(body); !tools.is_null())
+    kwargs["tools"] = std::move(tools);
   bool add_generation_prompt = true;
   if (const auto a = body.find("add_generation_prompt"); a != body.end() && !a->is_null()) {
     if (!a->is_boolean())
@@ -399,7 +400,8 @@ ToolRequest parse_tool_request(const ordered_json& body, const ModelContext& mod
     t.parallel_tool_calls = p->get<bool>();
   }
   switch (t.choice) {
-    case ToolRequest::Choice::None: break;
+    case ToolRequest::Choice::None:
+      break;
     case ToolRequest::Choice::Auto:
       if (!model.enable_auto_tool_choice || !model.tool_call_parser)
         throw ApiError(400,
@@ -420,9 +422,9 @@ ToolRequest parse_tool_request(const ordered_json& body, const ModelContext& mod
       break;
     }
     case ToolRequest::Choice::Named: {
-      const auto named = std::find_if(t.tools.begin(), t.tools.end(), [&](const ordered_json& tool) {
-        return tool["function"]["name"] == t.function;
-      });
+      const auto named = std::find_if(
+          t.tools.begin(), t.tools.end(),
+          [&](const ordered_json& tool) { return tool["function"]["name"] == t.function; });
       if (named == t.tools.end())
         throw ApiError(400, "Tool '" + t.function + "' has not been passed in `tools`.",
                        "tool_choice");
@@ -441,7 +443,8 @@ void enforce_tool_choice(const ToolRequest& tools, StructuredOutputSpec& constra
   if (constraint.enabled())
     throw ApiError(400,
                    "tool_choice \"required\" or a named function constrains the output to the "
-                   "tool call; it cannot be combined with '" + constraint.field + "'",
+                   "tool call; it cannot be combined with '" +
+                       constraint.field + "'",
                    constraint.field);
   constraint = {StructuredOutputSpec::Kind::kJsonSchema, tools.constraint_schema.dump(),
                 "tool_choice"};
@@ -487,8 +490,11 @@ GenerationRequest parse_chat_request(const std::string& text, const ModelContext
   r.output.reasoning = model.reasoning_parser;
   r.output.parallel_tool_calls = r.tools.parallel_tool_calls;
   switch (r.tools.choice) {
-    case ToolRequest::Choice::None: break;
-    case ToolRequest::Choice::Auto: r.output.tool_calls = model.tool_call_parser; break;
+    case ToolRequest::Choice::None:
+      break;
+    case ToolRequest::Choice::Auto:
+      r.output.tool_calls = model.tool_call_parser;
+      break;
     case ToolRequest::Choice::Required:
     case ToolRequest::Choice::Named:
       enforce_tool_choice(r.tools, base.structured);

@@ -84,7 +84,7 @@ static json tool_call_json(const ParsedToolCall& call, const std::string& id) {
 }
 
 std::vector<json> ResponseFormatter::parsed_deltas(size_t index, const CompletionOutput& c,
-                                                  json& finish) {
+                                                   json& finish) {
   ChatOutputStream& stream = streams_.at(index);
   const ChatDelta d = stream.push(c.new_text, c.finished());
   std::vector<json> deltas(1, json::object());
@@ -116,7 +116,8 @@ json ResponseFormatter::parsed_message(const CompletionOutput& c, json& finish) 
   const ChatOutput o = parse_chat_output(output_, c.text, /*final=*/true);
   json message = {{"role", "assistant"},
                   {"content", o.content.empty() ? json(nullptr) : json(o.content)}};
-  if (output_.reasoning) message["reasoning_content"] = o.reasoning ? json(*o.reasoning) : json(nullptr);
+  if (output_.reasoning)
+    message["reasoning_content"] = o.reasoning ? json(*o.reasoning) : json(nullptr);
   if (!o.tool_calls.empty()) {
     json calls = json::array();
     for (const ParsedToolCall& call : o.tool_calls)
@@ -206,10 +207,11 @@ std::vector<json> ResponseFormatter::chunks(int prompt_index, const CompletionOu
       return out;  // held back for now
     for (size_t k = 0; k < deltas.size(); ++k) {
       const bool last = k + 1 == deltas.size();
-      json parsed = {{"index", index},
-                     {"delta", std::move(deltas[k])},
-                     {"logprobs", logprobs && k == 0 ? chat_logprobs(c.new_logprobs) : json(nullptr)},
-                     {"finish_reason", last ? finish : json(nullptr)}};
+      json parsed = {
+          {"index", index},
+          {"delta", std::move(deltas[k])},
+          {"logprobs", logprobs && k == 0 ? chat_logprobs(c.new_logprobs) : json(nullptr)},
+          {"finish_reason", last ? finish : json(nullptr)}};
       if (last && c.finished()) parsed["stop_reason"] = stop_reason_json(c);
       out.push_back(chunk_envelope(json::array({std::move(parsed)})));
     }

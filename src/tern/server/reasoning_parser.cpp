@@ -49,7 +49,8 @@ ReasoningParse parse_reasoning(ReasoningFormat format, std::string_view text, bo
   const string_view body = opened ? text.substr(kThinkOpen.size()) : text;
   if (format == ReasoningFormat::DeepSeekR1) return split_at_close(body, final);
   if (!opened) return {std::nullopt, std::string(text)};
-  if (final && body.find(kThinkClose) == string_view::npos) return {std::nullopt, std::string(text)};
+  if (final && body.find(kThinkClose) == string_view::npos)
+    return {std::nullopt, std::string(text)};
   return split_at_close(body, final);
 }
 

@@ -16,37 +16,90 @@ using nlohmann::json;
 // Acted on by both endpoints (parse_completion_request / parse_chat_request and
 // update_sampling_params read them). `user` names the end user and asks for nothing.
 constexpr std::array kCommon = {
-    "model",       "n",          "temperature",      "top_p",           "top_k",
-    "min_p",       "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
-    "max_tokens",  "min_tokens", "stop",             "stop_token_ids",  "ignore_eos",
-    "include_stop_str_in_output", "skip_special_tokens", "stream", "stream_options",
-    "kv_transfer_params", "user",
+    "model",
+    "n",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "seed",
+    "max_tokens",
+    "min_tokens",
+    "stop",
+    "stop_token_ids",
+    "ignore_eos",
+    "include_stop_str_in_output",
+    "skip_special_tokens",
+    "stream",
+    "stream_options",
+    "kv_transfer_params",
+    "user",
     // Constrained decoding (structured::structured_output_from_request).
-    "response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-    "structured_outputs", "grammar", "json_schema",
+    "response_format",
+    "guided_json",
+    "guided_regex",
+    "guided_choice",
+    "guided_grammar",
+    "structured_outputs",
+    "grammar",
+    "json_schema",
 };
 constexpr std::array kCompletions = {"prompt", "logprobs", "echo", "best_of"};
-constexpr std::array kChat = {"messages",  "logprobs", "top_logprobs", "max_completion_tokens",
-                              "chat_template_kwargs", "add_generation_prompt", "echo", "store",
-                              "tools", "tool_choice", "parallel_tool_calls"};
+constexpr std::array kChat = {"messages",
+                              "logprobs",
+                              "top_logprobs",
+                              "max_completion_tokens",
+                              "chat_template_kwargs",
+                              "add_generation_prompt",
+                              "echo",
+                              "store",
+                              "tools",
+                              "tool_choice",
+                              "parallel_tool_calls"};
 
 // Known (OpenAI's or vLLM's) and not implemented.
 constexpr std::array kUnsupportedCompletions = {
-    "suffix", "logit_bias",
+    "suffix",
+    "logit_bias",
 };
 constexpr std::array kUnsupportedChat = {
-    "functions",  "function_call",
-    "logit_bias", "audio",          "modalities", "prediction",
-    "reasoning_effort", "web_search_options", "metadata", "service_tier", "documents",
-    "chat_template", "continue_final_message",
+    "functions",
+    "function_call",
+    "logit_bias",
+    "audio",
+    "modalities",
+    "prediction",
+    "reasoning_effort",
+    "web_search_options",
+    "metadata",
+    "service_tier",
+    "documents",
+    "chat_template",
+    "continue_final_message",
 };
 // vLLM's extra parameters of both endpoints.
 constexpr std::array kUnsupportedVllm = {
-    "guided_decoding_backend", "guided_whitespace_pattern",
-    "prompt_logprobs", "allowed_token_ids", "bad_words",     "truncate_prompt_tokens",
-    "length_penalty", "use_beam_search",  "spaces_between_special_tokens", "add_special_tokens",
-    "return_tokens_as_token_ids", "priority", "logits_processors", "cache_salt",
-    "vllm_xargs",    "request_id",         "mm_processor_kwargs", "return_token_ids",
+    "guided_decoding_backend",
+    "guided_whitespace_pattern",
+    "prompt_logprobs",
+    "allowed_token_ids",
+    "bad_words",
+    "truncate_prompt_tokens",
+    "length_penalty",
+    "use_beam_search",
+    "spaces_between_special_tokens",
+    "add_special_tokens",
+    "return_tokens_as_token_ids",
+    "priority",
+    "logits_processors",
+    "cache_salt",
+    "vllm_xargs",
+    "request_id",
+    "mm_processor_kwargs",
+    "return_token_ids",
 };
 
 template <size_t N>
@@ -73,8 +126,11 @@ void check_request_fields(const json& body, Endpoint endpoint) {
                        (chat ? in(kUnsupportedChat, key) : in(kUnsupportedCompletions, key));
     if (known && asks_nothing(key, v)) continue;
     if (known)
-      throw ApiError(400, "tern does not support '" + key + "' (it would be ignored; see README, "
-                          "\"Request fields\")", key);
+      throw ApiError(400,
+                     "tern does not support '" + key +
+                         "' (it would be ignored; see README, "
+                         "\"Request fields\")",
+                     key);
     std::vector<std::string> names(kCommon.begin(), kCommon.end());
     if (chat)
       names.insert(names.end(), kChat.begin(), kChat.end());

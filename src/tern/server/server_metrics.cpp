@@ -26,8 +26,7 @@ std::string number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   // The magnitude test comes first: casting a double past int64's range is undefined.
-  if (std::abs(v) < 1e15 && v == std::trunc(v))
-    return std::to_string(static_cast<int64_t>(v));
+  if (std::abs(v) < 1e15 && v == std::trunc(v)) return std::to_string(static_cast<int64_t>(v));
   char buf[32];
   const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);

@@ -48,7 +48,7 @@ class ServerMetrics {
   mutable std::mutex mutex_;
   Histogram time_to_first_token_, inter_token_latency_, e2e_latency_, queue_time_;
   Histogram prompt_tokens_, generation_tokens_;
-  Histogram kv_transfer_seconds_;  // a decode instance's pulls of prompts' KV
+  Histogram kv_transfer_seconds_;            // a decode instance's pulls of prompts' KV
   std::map<std::string, int64_t> finished_;  // by finished_reason
 };
 

@@ -94,12 +94,17 @@ Scanned scan_container(string_view s, size_t i, int depth) {
 Scanned scan_value(string_view s, size_t i, int depth) {
   if (i >= s.size()) return {Scan::Incomplete, s.size()};
   switch (s[i]) {
-    case '"': return scan_string(s, i);
+    case '"':
+      return scan_string(s, i);
     case '{':
-    case '[': return scan_container(s, i, depth);
-    case 't': return scan_word(s, i, "true");
-    case 'f': return scan_word(s, i, "false");
-    case 'n': return scan_word(s, i, "null");
+    case '[':
+      return scan_container(s, i, depth);
+    case 't':
+      return scan_word(s, i, "true");
+    case 'f':
+      return scan_word(s, i, "false");
+    case 'n':
+      return scan_word(s, i, "null");
     default:
       if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) return scan_number(s, i);
       return {Scan::Invalid, i};

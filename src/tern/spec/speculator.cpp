@@ -120,7 +120,8 @@ void Speculator::calibrate(ModelRunner& runner, int64_t max_tokens) {
 }
 
 double Speculator::acceptance(const SpecSequenceState& s) const {
-  const double prior = (all_accepted_ + kPriorWeight * kStartAcceptance) / (all_tested_ + kPriorWeight);
+  const double prior =
+      (all_accepted_ + kPriorWeight * kStartAcceptance) / (all_tested_ + kPriorWeight);
   return (s.accepted + kPriorWeight * prior) / (s.tested + kPriorWeight);
 }
 

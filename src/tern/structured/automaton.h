@@ -26,9 +26,13 @@ class Automaton {
   // Not thread-safe (it may add a state); never throws on a valid state.
   int32_t next(int32_t state, uint8_t byte);
   // The text so far is a whole sentence of the grammar.
-  bool accepting(int32_t state) const { return state >= 0 && (flags_[static_cast<size_t>(state)] & kAccepting); }
+  bool accepting(int32_t state) const {
+    return state >= 0 && (flags_[static_cast<size_t>(state)] & kAccepting);
+  }
   // Some continuation is possible (false: only the end may follow).
-  bool can_continue(int32_t state) const { return state >= 0 && (flags_[static_cast<size_t>(state)] & kContinues); }
+  bool can_continue(int32_t state) const {
+    return state >= 0 && (flags_[static_cast<size_t>(state)] & kContinues);
+  }
   size_t num_states() const { return states_.size(); }
 
   // Whole-text match, for tests and validation.

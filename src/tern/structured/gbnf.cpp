@@ -12,13 +12,22 @@ namespace tern::structured {
 uint32_t decode_code_point(std::string_view text, size_t& pos, const char* what) {
   const Utf8Char c = next_utf8_char(text, pos);
   if (c.status != Utf8Status::Complete) throw Error(std::string(what) + ": invalid UTF-8");
-  const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(text[pos + i])); };
+  const auto b = [&](size_t i) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(text[pos + i]));
+  };
   uint32_t cp = 0;
   switch (c.length) {
-    case 1: cp = b(0); break;
-    case 2: cp = ((b(0) & 0x1F) << 6) | (b(1) & 0x3F); break;
-    case 3: cp = ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F); break;
-    default: cp = ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+    case 1:
+      cp = b(0);
+      break;
+    case 2:
+      cp = ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+      break;
+    case 3:
+      cp = ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+      break;
+    default:
+      cp = ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
   }
   pos += c.length;
   return cp;
@@ -88,8 +97,8 @@ class Parser {
         ++col;
       }
     }
-    throw Error("grammar: line " + std::to_string(line) + ", column " + std::to_string(col) +
-                ": " + what);
+    throw Error("grammar: line " + std::to_string(line) + ", column " + std::to_string(col) + ": " +
+                what);
   }
 
   void skip_space() {
@@ -197,7 +206,9 @@ class Parser {
       if (pos_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[pos_])))
         fail("expected " + std::to_string(digits) + " hex digits");
       const char c = s_[pos_++];
-      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10));
+      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c))
+                                             ? c - '0'
+                                             : (std::tolower(c) - 'a' + 10));
     }
     if (v > 0x10FFFF) fail("code point above U+10FFFF");
     return v;
@@ -211,21 +222,37 @@ class Parser {
     if (pos_ >= s_.size()) fail("unexpected end after '\\'");
     const char e = s_[pos_++];
     switch (e) {
-      case 'n': return '\n';
-      case 't': return '\t';
-      case 'r': return '\r';
-      case '\\': return '\\';
-      case '"': return '"';
-      case '\'': return '\'';
-      case '[': return '[';
-      case ']': return ']';
-      case '-': return '-';
-      case '^': return '^';
-      case '/': return '/';
-      case 'x': return hex(2);
-      case 'u': return hex(4);
-      case 'U': return hex(8);
-      default: --pos_; fail(std::string("unknown escape '\\") + e + "'");
+      case 'n':
+        return '\n';
+      case 't':
+        return '\t';
+      case 'r':
+        return '\r';
+      case '\\':
+        return '\\';
+      case '"':
+        return '"';
+      case '\'':
+        return '\'';
+      case '[':
+        return '[';
+      case ']':
+        return ']';
+      case '-':
+        return '-';
+      case '^':
+        return '^';
+      case '/':
+        return '/';
+      case 'x':
+        return hex(2);
+      case 'u':
+        return hex(4);
+      case 'U':
+        return hex(8);
+      default:
+        --pos_;
+        fail(std::string("unknown escape '\\") + e + "'");
     }
   }
 

@@ -80,12 +80,15 @@ using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;
 
 std::vector<uint8_t> encode(uint32_t cp) {
   if (cp < 0x80) return {static_cast<uint8_t>(cp)};
-  if (cp < 0x800) return {static_cast<uint8_t>(0xC0 | (cp >> 6)), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
+  if (cp < 0x800)
+    return {static_cast<uint8_t>(0xC0 | (cp >> 6)), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
   if (cp < 0x10000)
-    return {static_cast<uint8_t>(0xE0 | (cp >> 12)), static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F)),
+    return {static_cast<uint8_t>(0xE0 | (cp >> 12)),
+            static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F)),
             static_cast<uint8_t>(0x80 | (cp & 0x3F))};
   return {static_cast<uint8_t>(0xF0 | (cp >> 18)), static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F)),
-          static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F)), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
+          static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F)),
+          static_cast<uint8_t>(0x80 | (cp & 0x3F))};
 }
 
 // lo, hi: encodings of one length, lo <= hi. Emits byte-range runs covering exactly [lo, hi].
@@ -180,9 +183,9 @@ class Lowering {
       for (const Alt& alt : rules_[r]) {
         out.alternatives[r].push_back(static_cast<int32_t>(out.elements.size()));
         for (const Atom& a : alt)
-          out.elements.push_back({a.is_ref ? FlatGrammar::Element::Kind::kRef
-                                           : FlatGrammar::Element::Kind::kBytes,
-                                  a.arg});
+          out.elements.push_back(
+              {a.is_ref ? FlatGrammar::Element::Kind::kRef : FlatGrammar::Element::Kind::kBytes,
+               a.arg});
         out.elements.push_back({FlatGrammar::Element::Kind::kEnd, 0});
       }
     }

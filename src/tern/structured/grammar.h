@@ -14,12 +14,12 @@ namespace tern::structured {
 struct Expr {
   enum class Kind { kLiteral, kCharClass, kRuleRef, kSequence, kAlternatives, kRepeat };
   Kind kind = Kind::kSequence;
-  std::string literal;                                 // kLiteral: UTF-8 bytes
-  std::vector<std::pair<uint32_t, uint32_t>> ranges;   // kCharClass: code point ranges
-  bool negated = false;                                // kCharClass
-  int32_t rule = -1;                                   // kRuleRef
-  std::vector<Expr> children;                          // kSequence, kAlternatives, kRepeat (one)
-  int32_t min = 0, max = -1;                           // kRepeat; max -1: unbounded
+  std::string literal;                                // kLiteral: UTF-8 bytes
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;  // kCharClass: code point ranges
+  bool negated = false;                               // kCharClass
+  int32_t rule = -1;                                  // kRuleRef
+  std::vector<Expr> children;                         // kSequence, kAlternatives, kRepeat (one)
+  int32_t min = 0, max = -1;                          // kRepeat; max -1: unbounded
 
   static Expr lit(std::string s);
   static Expr ref(int32_t rule);

@@ -71,7 +71,8 @@ class RegexParser {
   }
 
   Expr literal(uint32_t c) {
-    if (o_.json_string && (c == '"' || c == '\\')) return Expr::lit(std::string("\\") + static_cast<char>(c));
+    if (o_.json_string && (c == '"' || c == '\\'))
+      return Expr::lit(std::string("\\") + static_cast<char>(c));
     if (o_.json_string && c < 0x20) {
       static const char* kHex = "0123456789abcdef";
       return Expr::lit(std::string("\\u00") + kHex[c >> 4] + kHex[c & 15]);
@@ -128,7 +129,8 @@ class RegexParser {
       } else if (c == '?') {
         n = 1;
         ++pos_;
-      } else if (c == '{' && pos_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_ + 1]))) {
+      } else if (c == '{' && pos_ + 1 < s_.size() &&
+                 std::isdigit(static_cast<unsigned char>(s_[pos_ + 1]))) {
         ++pos_;
         m = n = number();
         if (pos_ < s_.size() && s_[pos_] == ',') {
@@ -145,17 +147,22 @@ class RegexParser {
       quantified = true;
       item = Expr::repeat(std::move(item), m, n);
       // Lazy: the same whole-string language. Possessive changes it: refused.
-      if (pos_ < s_.size() && s_[pos_] == '?') ++pos_;
-      else if (pos_ < s_.size() && s_[pos_] == '+') fail("possessive quantifiers are not supported");
+      if (pos_ < s_.size() && s_[pos_] == '?')
+        ++pos_;
+      else if (pos_ < s_.size() && s_[pos_] == '+')
+        fail("possessive quantifiers are not supported");
     }
   }
 
   uint32_t hex(int digits) {
     uint32_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      if (pos_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[pos_]))) fail("bad hex escape");
+      if (pos_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[pos_])))
+        fail("bad hex escape");
       const char c = s_[pos_++];
-      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10);
+      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c))
+                                             ? c - '0'
+                                             : std::tolower(c) - 'a' + 10);
     }
     return v;
   }
@@ -165,25 +172,59 @@ class RegexParser {
     if (pos_ >= s_.size()) fail("trailing '\\'");
     const char e = s_[pos_++];
     switch (e) {
-      case 'd': cls = digit(); return true;
-      case 'D': cls = complement(digit()); return true;
-      case 'w': cls = word(); return true;
-      case 'W': cls = complement(word()); return true;
-      case 's': cls = space(); return true;
-      case 'S': cls = complement(space()); return true;
-      case 'n': ch = '\n'; return false;
-      case 't': ch = '\t'; return false;
-      case 'r': ch = '\r'; return false;
-      case 'f': ch = '\f'; return false;
-      case 'v': ch = '\v'; return false;
-      case 'x': ch = hex(2); return false;
-      case 'u': ch = hex(4); return false;
-      case 'b': case 'B': fail("word boundaries (\\b, \\B) are not supported");
-      case 'A': case 'Z': case 'z': fail("anchors inside a pattern are not supported");
-      case 'p': case 'P': fail("Unicode property classes (\\p) are not supported");
+      case 'd':
+        cls = digit();
+        return true;
+      case 'D':
+        cls = complement(digit());
+        return true;
+      case 'w':
+        cls = word();
+        return true;
+      case 'W':
+        cls = complement(word());
+        return true;
+      case 's':
+        cls = space();
+        return true;
+      case 'S':
+        cls = complement(space());
+        return true;
+      case 'n':
+        ch = '\n';
+        return false;
+      case 't':
+        ch = '\t';
+        return false;
+      case 'r':
+        ch = '\r';
+        return false;
+      case 'f':
+        ch = '\f';
+        return false;
+      case 'v':
+        ch = '\v';
+        return false;
+      case 'x':
+        ch = hex(2);
+        return false;
+      case 'u':
+        ch = hex(4);
+        return false;
+      case 'b':
+      case 'B':
+        fail("word boundaries (\\b, \\B) are not supported");
+      case 'A':
+      case 'Z':
+      case 'z':
+        fail("anchors inside a pattern are not supported");
+      case 'p':
+      case 'P':
+        fail("Unicode property classes (\\p) are not supported");
       default:
         if (std::isdigit(static_cast<unsigned char>(e))) fail("backreferences are not supported");
-        if (std::isalnum(static_cast<unsigned char>(e))) fail(std::string("unknown escape '\\") + e + "'");
+        if (std::isalnum(static_cast<unsigned char>(e)))
+          fail(std::string("unknown escape '\\") + e + "'");
         ch = static_cast<unsigned char>(e);
         return false;
     }

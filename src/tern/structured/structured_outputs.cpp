@@ -41,7 +41,8 @@ std::string choice_text(const json& v, const std::string& field) {
   if (!v.is_array() || v.empty())
     throw ConstraintFieldError(field, "'" + field + "' must be a non-empty list of strings");
   for (const json& c : v)
-    if (!c.is_string()) throw ConstraintFieldError(field, "'" + field + "' must be a list of strings");
+    if (!c.is_string())
+      throw ConstraintFieldError(field, "'" + field + "' must be a list of strings");
   return v.dump();
 }
 
@@ -55,14 +56,15 @@ StructuredOutputSpec from_response_format(const json& v) {
   if (type == "json_schema") {
     const json* js = present(v, "json_schema");
     if (!js || !js->is_object())
-      throw ConstraintFieldError(f, "'response_format' of type json_schema needs a 'json_schema' object");
+      throw ConstraintFieldError(
+          f, "'response_format' of type json_schema needs a 'json_schema' object");
     const json* schema = present(*js, "schema");
     // OpenAI: a json_schema without a schema is any JSON object.
     if (!schema) return {Kind::kJsonObject, "", f};
     return {Kind::kJsonSchema, schema_text(*schema, f), f};
   }
-  throw ConstraintFieldError(f, "'response_format' type '" + type +
-                                    "' is not one of text, json_object, json_schema");
+  throw ConstraintFieldError(
+      f, "'response_format' type '" + type + "' is not one of text, json_object, json_schema");
 }
 
 StructuredOutputSpec from_structured_outputs(const json& v) {
@@ -81,10 +83,13 @@ StructuredOutputSpec from_structured_outputs(const json& v) {
     } else if (k == "grammar") {
       spec = {Kind::kGrammar, string_of(x, f + ".grammar"), f};
     } else if (k == "json_object") {
-      if (!x.is_boolean()) throw ConstraintFieldError(f, "'structured_outputs.json_object' must be true or false");
+      if (!x.is_boolean())
+        throw ConstraintFieldError(f, "'structured_outputs.json_object' must be true or false");
       if (!x.get<bool>()) continue;
       spec = {Kind::kJsonObject, "", f};
-    } else if (k == "disable_any_whitespace" || k == "disable_fallback" || k == "disable_additional_properties" || k == "whitespace_pattern" || k == "structural_tag") {
+    } else if (k == "disable_any_whitespace" || k == "disable_fallback" ||
+               k == "disable_additional_properties" || k == "whitespace_pattern" ||
+               k == "structural_tag") {
       throw ConstraintFieldError(f, "tern does not support 'structured_outputs." + k + "'");
     } else {
       throw ConstraintFieldError(f, "unknown field 'structured_outputs." + k + "'");
@@ -92,7 +97,8 @@ StructuredOutputSpec from_structured_outputs(const json& v) {
     ++given;
   }
   if (given > 1)
-    throw ConstraintFieldError(f, "'structured_outputs' may set only one of json, regex, choice, grammar, json_object");
+    throw ConstraintFieldError(
+        f, "'structured_outputs' may set only one of json, regex, choice, grammar, json_object");
   return spec;
 }
 
@@ -122,13 +128,20 @@ StructuredOutputSpec structured_output_from_request(const json& body) {
   };
   if (!body.is_object()) return spec;
   if (auto v = present(body, "response_format")) take("response_format", from_response_format(*v));
-  if (auto v = present(body, "guided_json")) take("guided_json", {Kind::kJsonSchema, schema_text(*v, "guided_json"), "guided_json"});
-  if (auto v = present(body, "guided_regex")) take("guided_regex", {Kind::kRegex, string_of(*v, "guided_regex"), "guided_regex"});
-  if (auto v = present(body, "guided_choice")) take("guided_choice", {Kind::kChoice, choice_text(*v, "guided_choice"), "guided_choice"});
-  if (auto v = present(body, "guided_grammar")) take("guided_grammar", {Kind::kGrammar, string_of(*v, "guided_grammar"), "guided_grammar"});
-  if (auto v = present(body, "structured_outputs")) take("structured_outputs", from_structured_outputs(*v));
-  if (auto v = present(body, "grammar")) take("grammar", {Kind::kGrammar, string_of(*v, "grammar"), "grammar"});
-  if (auto v = present(body, "json_schema")) take("json_schema", {Kind::kJsonSchema, schema_text(*v, "json_schema"), "json_schema"});
+  if (auto v = present(body, "guided_json"))
+    take("guided_json", {Kind::kJsonSchema, schema_text(*v, "guided_json"), "guided_json"});
+  if (auto v = present(body, "guided_regex"))
+    take("guided_regex", {Kind::kRegex, string_of(*v, "guided_regex"), "guided_regex"});
+  if (auto v = present(body, "guided_choice"))
+    take("guided_choice", {Kind::kChoice, choice_text(*v, "guided_choice"), "guided_choice"});
+  if (auto v = present(body, "guided_grammar"))
+    take("guided_grammar", {Kind::kGrammar, string_of(*v, "guided_grammar"), "guided_grammar"});
+  if (auto v = present(body, "structured_outputs"))
+    take("structured_outputs", from_structured_outputs(*v));
+  if (auto v = present(body, "grammar"))
+    take("grammar", {Kind::kGrammar, string_of(*v, "grammar"), "grammar"});
+  if (auto v = present(body, "json_schema"))
+    take("json_schema", {Kind::kJsonSchema, schema_text(*v, "json_schema"), "json_schema"});
   if (spec.enabled()) {
     try {
       (void)flatten(grammar_of(spec));
@@ -143,12 +156,18 @@ StructuredOutputSpec structured_output_from_request(const json& body) {
 
 Grammar grammar_of(const StructuredOutputSpec& spec) {
   switch (spec.kind) {
-    case Kind::kJsonObject: return json_object_grammar();
-    case Kind::kJsonSchema: return compile_json_schema_text(spec.text);
-    case Kind::kRegex: return compile_regex(spec.text);
-    case Kind::kChoice: return choice_grammar(spec.text);
-    case Kind::kGrammar: return parse_gbnf(spec.text);
-    case Kind::kNone: break;
+    case Kind::kJsonObject:
+      return json_object_grammar();
+    case Kind::kJsonSchema:
+      return compile_json_schema_text(spec.text);
+    case Kind::kRegex:
+      return compile_regex(spec.text);
+    case Kind::kChoice:
+      return choice_grammar(spec.text);
+    case Kind::kGrammar:
+      return parse_gbnf(spec.text);
+    case Kind::kNone:
+      break;
   }
   throw Error("no constraint to compile");
 }
@@ -180,7 +199,8 @@ std::shared_ptr<CompiledConstraint> StructuredOutputs::compile(const StructuredO
     }
   }
   auto trie_ptr = trie();
-  auto compiled = std::make_shared<CompiledConstraint>(flatten(grammar_of(spec)), std::move(trie_ptr));
+  auto compiled =
+      std::make_shared<CompiledConstraint>(flatten(grammar_of(spec)), std::move(trie_ptr));
   std::lock_guard lock(mutex_);
   cache_.emplace_front(key, compiled);
   if (cache_.size() > kCacheSize) cache_.pop_back();

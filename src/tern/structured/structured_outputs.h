@@ -5,8 +5,8 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>

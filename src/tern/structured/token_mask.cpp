@@ -17,7 +17,8 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, std::vector<in
   for (size_t i = 0; i < bytes_.size(); ++i)
     if (!bytes_[i].empty() && bytes_[i].size() < 65535) order.push_back(static_cast<int32_t>(i));
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return bytes_[static_cast<size_t>(a)] < bytes_[static_cast<size_t>(b)] || (bytes_[static_cast<size_t>(a)] == bytes_[static_cast<size_t>(b)] && a < b);
+    return bytes_[static_cast<size_t>(a)] < bytes_[static_cast<size_t>(b)] ||
+           (bytes_[static_cast<size_t>(a)] == bytes_[static_cast<size_t>(b)] && a < b);
   });
   std::vector<int32_t> path;  // node index at each depth
   const std::string* prev = nullptr;
@@ -136,7 +137,8 @@ void ConstraintState::apply(std::span<float> logits) {
     const size_t begin = w * 64, end = std::min(n, begin + 64);
     if (bits == ~uint64_t{0} && end - begin == 64) continue;
     if (bits == 0) {
-      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin), logits.begin() + static_cast<std::ptrdiff_t>(end), kNegInf);
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin),
+                logits.begin() + static_cast<std::ptrdiff_t>(end), kNegInf);
       continue;
     }
     for (size_t i = begin; i < end; ++i)

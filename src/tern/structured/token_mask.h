@@ -27,8 +27,8 @@ class TokenTrie {
   size_t num_nodes() const { return nodes_.size(); }
 
   struct Node {
-    int32_t end;    // one past the last node of this subtree (nodes are in preorder)
-    int32_t token;  // first token ending here, or -1; more in same_bytes_
+    int32_t end;     // one past the last node of this subtree (nodes are in preorder)
+    int32_t token;   // first token ending here, or -1; more in same_bytes_
     uint16_t depth;  // 1-based
     uint8_t byte;
   };

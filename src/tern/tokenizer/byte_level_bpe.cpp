@@ -120,9 +120,9 @@ struct LaterCandidate {
 // Buffers reused across the pre-tokens of one encode() call.
 struct Scratch {
   std::vector<std::pair<size_t, size_t>> pieces;
-  std::vector<int32_t> id;        // id[start] of the symbol starting at `start`
-  std::vector<uint32_t> length;   // 0 for offsets inside a symbol
-  std::vector<uint32_t> prev;     // start of the previous symbol (valid for live symbols)
+  std::vector<int32_t> id;       // id[start] of the symbol starting at `start`
+  std::vector<uint32_t> length;  // 0 for offsets inside a symbol
+  std::vector<uint32_t> prev;    // start of the previous symbol (valid for live symbols)
   std::vector<Candidate> heap;
   std::string token_text;
 };
@@ -190,8 +190,7 @@ struct ByteLevelBpe::Impl {
   std::array<int32_t, 256> byte_id{};  // -1: the vocabulary lacks that byte
   MergeTable merges;
 
-  Impl(const Vocab& v, ByteLevelBpeOptions o)
-      : vocab(&v), options(o), regex(o.pre_tokenizer) {}
+  Impl(const Vocab& v, ByteLevelBpeOptions o) : vocab(&v), options(o), regex(o.pre_tokenizer) {}
 
   void push_candidate(Scratch& s, uint32_t left, uint32_t right) const {
     const int32_t a = s.id[left];
@@ -277,8 +276,7 @@ ByteLevelBpe::ByteLevelBpe(const Vocab& vocab, const std::vector<std::string>& m
     const std::optional<int32_t> right_id = vocab.find(right);
     const std::optional<int32_t> merged_id = vocab.find(joined);
     if (!left_id) throw Error(where() + ": '" + std::string(left) + "' is not in the vocabulary");
-    if (!right_id)
-      throw Error(where() + ": '" + std::string(right) + "' is not in the vocabulary");
+    if (!right_id) throw Error(where() + ": '" + std::string(right) + "' is not in the vocabulary");
     if (!merged_id) throw Error(where() + ": the result '" + joined + "' is not in the vocabulary");
     impl_->merges.insert(*left_id, *right_id, static_cast<int32_t>(rank), *merged_id);
   }

@@ -19,15 +19,20 @@ ChatTemplate::ChatTemplate(const std::string& source, std::string bos_token, std
       template_(source, chat_template_options()) {}
 
 ChatTemplate ChatTemplate::from_tokenizer(const Tokenizer& tokenizer) {
-  if (tokenizer.chat_template().empty()) throw Error("the model has no chat template (tokenizer.chat_template / chat_template)");
-  auto token_text = [&](std::optional<int32_t> id) { return id ? tokenizer.token_bytes(*id) : std::string(); };
-  return ChatTemplate(tokenizer.chat_template(), token_text(tokenizer.bos_id()), token_text(tokenizer.eos_id()));
+  if (tokenizer.chat_template().empty())
+    throw Error("the model has no chat template (tokenizer.chat_template / chat_template)");
+  auto token_text = [&](std::optional<int32_t> id) {
+    return id ? tokenizer.token_bytes(*id) : std::string();
+  };
+  return ChatTemplate(tokenizer.chat_template(), token_text(tokenizer.bos_id()),
+                      token_text(tokenizer.eos_id()));
 }
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& extra_kwargs) const {
   if (!messages.is_array()) throw Error("chat template: messages must be a JSON array");
-  if (!extra_kwargs.is_null() && !extra_kwargs.is_object()) throw Error("chat template: chat_template_kwargs must be a JSON object");
+  if (!extra_kwargs.is_null() && !extra_kwargs.is_object())
+    throw Error("chat template: chat_template_kwargs must be a JSON object");
   jinja::Object context;
   context.set("messages", jinja::Value::from_json(messages));
   context.set("tools", jinja::Value::none());

@@ -3,9 +3,8 @@
 // the request's chat_template_kwargs (e.g. Qwen3's enable_thinking).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tern/jinja/template.h"
 
@@ -30,8 +29,9 @@ class ChatTemplate {
   // schemas and tool-call arguments; the nlohmann::json overload sorts keys as that type does.
   // Thread-safe. Throws tern::Error("chat template: line N: ...") when rendering fails,
   // including the template's own raise_exception("...").
-  std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
-                     const nlohmann::ordered_json& extra_kwargs = nlohmann::ordered_json::object()) const;
+  std::string render(
+      const nlohmann::ordered_json& messages, bool add_generation_prompt,
+      const nlohmann::ordered_json& extra_kwargs = nlohmann::ordered_json::object()) const;
   std::string render(const nlohmann::json& messages, bool add_generation_prompt,
                      const nlohmann::json& extra_kwargs = nlohmann::json::object()) const;
 

@@ -2,11 +2,10 @@
 // (encoder.json + vocab.bpe), then tokenizer_config.json on top.
 #include "tern/tokenizer/hf_tokenizer_files.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
@@ -100,8 +99,8 @@ void read_vocab(Draft& draft, const Json& vocab, const std::string& where) {
     make_room(draft, id, where);
     auto& slot = draft.slots[static_cast<size_t>(id)];
     if (slot != Slot::Hole)
-      throw Error(where + ": tokens '" + draft.tokens[static_cast<size_t>(id)] + "' and '" +
-                  text + "' have the same id " + std::to_string(id));
+      throw Error(where + ": tokens '" + draft.tokens[static_cast<size_t>(id)] + "' and '" + text +
+                  "' have the same id " + std::to_string(id));
     slot = Slot::Regular;
     draft.tokens[static_cast<size_t>(id)] = text;
   }
@@ -263,10 +262,16 @@ void read_post_processor(Draft& draft, const Json& p, const std::string& where, 
     }
     if (!seen_sequence) {
       draft.add_bos = true;
-      if (id) draft.bos_id = id; else draft.bos_text = name;
+      if (id)
+        draft.bos_id = id;
+      else
+        draft.bos_text = name;
     } else {
       draft.add_eos = true;
-      if (id) draft.eos_id = id; else draft.eos_text = name;
+      if (id)
+        draft.eos_id = id;
+      else
+        draft.eos_text = name;
     }
   }
 }
@@ -284,8 +289,7 @@ void read_tokenizer_json(Draft& draft, std::string_view text, const std::string&
   if (vocab == nullptr) throw Error(name + ": model.vocab is missing");
   read_vocab(draft, *vocab, name + ": model.vocab");
   draft.merges_file = name + ": model.merges";
-  if (const Json* merges = member(*model, "merges"))
-    read_merges_json(draft, *merges, name);
+  if (const Json* merges = member(*model, "merges")) read_merges_json(draft, *merges, name);
   draft.byte_level.ignore_merges = bool_member(*model, "ignore_merges", false, name + ": model");
   bool_member(*model, "byte_fallback", false, name + ": model");  // type check only
   if (const Json* unk = member(*model, "unk_token"); unk != nullptr && unk->is_string())
@@ -388,10 +392,14 @@ void read_merges_text(Draft& draft, std::string_view text, const std::string& na
 
 TokenType token_type(Slot slot, TokenizerKind kind, const std::string& text) {
   switch (slot) {
-    case Slot::Hole: return TokenType::Unused;
-    case Slot::AddedSpecial: return TokenType::Control;
-    case Slot::AddedNormal: return TokenType::UserDefined;
-    case Slot::Regular: break;
+    case Slot::Hole:
+      return TokenType::Unused;
+    case Slot::AddedSpecial:
+      return TokenType::Control;
+    case Slot::AddedNormal:
+      return TokenType::UserDefined;
+    case Slot::Regular:
+      break;
   }
   if (kind == TokenizerKind::SentencePieceBpe && text.size() == 6 && text.starts_with("<0x") &&
       text.back() == '>')
@@ -476,8 +484,8 @@ PreTokenizer pre_tokenizer_from_vocabulary(const std::vector<std::string>& token
     std::string_view digits = token;
     const bool has_space = digits.starts_with(kG);
     if (has_space) digits.remove_prefix(kG.size());
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(),
-                                       [](char c) { return c >= '0' && c <= '9'; }))
+    if (digits.empty() ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
       continue;
     spaced = spaced || has_space;
     longest = std::max(longest, digits.size());
@@ -505,14 +513,15 @@ HfTokenizerFiles load_hf_tokenizer_files(const std::string& dir) {
     read_tokenizer_json(draft, read_text_file(path("tokenizer.json")), path("tokenizer.json"));
     from_tokenizer_json = true;
   } else {
-    const char* vocab_file = exists("vocab.json") ? "vocab.json"
+    const char* vocab_file = exists("vocab.json")     ? "vocab.json"
                              : exists("encoder.json") ? "encoder.json"
                                                       : nullptr;
     if (vocab_file == nullptr)
-      throw Error(dir + ": no tokenizer.json, vocab.json + merges.txt or encoder.json + "
-                        "vocab.bpe (a SentencePiece tokenizer.model is read elsewhere)");
-    const char* merges_file = std::string_view(vocab_file) == "vocab.json" ? "merges.txt"
-                                                                           : "vocab.bpe";
+      throw Error(dir +
+                  ": no tokenizer.json, vocab.json + merges.txt or encoder.json + "
+                  "vocab.bpe (a SentencePiece tokenizer.model is read elsewhere)");
+    const char* merges_file =
+        std::string_view(vocab_file) == "vocab.json" ? "merges.txt" : "vocab.bpe";
     if (!exists(merges_file))
       throw Error(dir + ": " + vocab_file + " is there but " + merges_file + " is not");
     read_vocab(draft, parse_json(read_text_file(path(vocab_file)), path(vocab_file)),

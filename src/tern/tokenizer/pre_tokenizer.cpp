@@ -57,9 +57,12 @@ size_t utf8_length(unsigned char lead) {
 
 std::string_view pre_tokenizer_pattern(PreTokenizer kind) {
   switch (kind) {
-    case PreTokenizer::Gpt2: return kGpt2Pattern;
-    case PreTokenizer::Llama3: return kLlama3Pattern;
-    case PreTokenizer::Qwen2: return kQwen2Pattern;
+    case PreTokenizer::Gpt2:
+      return kGpt2Pattern;
+    case PreTokenizer::Llama3:
+      return kLlama3Pattern;
+    case PreTokenizer::Qwen2:
+      return kQwen2Pattern;
   }
   return kGpt2Pattern;
 }
@@ -76,14 +79,14 @@ PreTokenizerRegex::PreTokenizerRegex(PreTokenizer kind) : kind_(kind) {
   PCRE2_SIZE offset = 0;
   // MATCH_INVALID_UTF: invalid UTF-8 in the input simply never matches instead of failing
   // the whole match, so arbitrary bytes can be tokenized.
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error,
-                                   &offset, nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof message);
-    throw Error("pre-tokenizer regex: PCRE2 cannot compile it at offset " +
-                std::to_string(offset) + ": " + reinterpret_cast<const char*>(message));
+    throw Error("pre-tokenizer regex: PCRE2 cannot compile it at offset " + std::to_string(offset) +
+                ": " + reinterpret_cast<const char*>(message));
   }
   // Without JIT support pcre2_match still works, only slower; nothing to report.
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
@@ -138,8 +141,8 @@ void PreTokenizerRegex::split(std::string_view text,
     if (rc <= 0 || end <= begin || begin < start || end > size) {
       // A match error (resource limits) or an empty match: none of the three patterns can
       // produce one on valid input, but never loop or throw here; step one character.
-      const size_t step = std::min(utf8_length(static_cast<unsigned char>(text[start])),
-                                   size - start);
+      const size_t step =
+          std::min(utf8_length(static_cast<unsigned char>(text[start])), size - start);
       pieces.emplace_back(start, start + step);
       start += step;
       continue;

@@ -40,12 +40,14 @@ void Tokenizer::write_gguf(GgufWriter& writer, int64_t model_vocab_size) const {
   }
   const bool spm = t.kind == TokenizerKind::SentencePieceBpe;
   writer.set("tokenizer.ggml.model", GgufValue::string(spm ? "llama" : "gpt2"));
-  if (!spm) writer.set("tokenizer.ggml.pre", GgufValue::string(gguf_pre_name(t.byte_level.pre_tokenizer)));
+  if (!spm)
+    writer.set("tokenizer.ggml.pre", GgufValue::string(gguf_pre_name(t.byte_level.pre_tokenizer)));
   writer.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
   if (!scores.empty()) writer.set("tokenizer.ggml.scores", GgufValue::f32_array(scores));
   writer.set("tokenizer.ggml.token_type", GgufValue::i32_array(types));
   if (spm) {
-    writer.set("tokenizer.ggml.add_space_prefix", GgufValue::boolean(t.spm_options.add_dummy_prefix));
+    writer.set("tokenizer.ggml.add_space_prefix",
+               GgufValue::boolean(t.spm_options.add_dummy_prefix));
     if (t.spm_options.remove_extra_whitespaces)
       writer.set("tokenizer.ggml.remove_extra_whitespaces", GgufValue::boolean(true));
   } else {

@@ -18,15 +18,15 @@ enum class TokenType : int32_t {
   Control = 3,      // <s>, </s>, <|im_start|>: never produced by BPE, matched as special text
   UserDefined = 4,  // added tokens matched before BPE
   Unused = 5,
-  Byte = 6,         // SentencePiece byte-fallback pieces <0x00>..<0xFF>
+  Byte = 6,  // SentencePiece byte-fallback pieces <0x00>..<0xFF>
 };
 
 struct Vocab {
   // Texts as stored: SentencePiece pieces use U+2581 (▁) for space; byte-level BPE tokens are
   // written in GPT-2's byte-to-unicode alphabet ("Ġ" for a space byte).
   std::vector<std::string> tokens;
-  std::vector<float> scores;      // empty when the format has none
-  std::vector<TokenType> types;   // same length as tokens
+  std::vector<float> scores;     // empty when the format has none
+  std::vector<TokenType> types;  // same length as tokens
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   std::optional<int32_t> find(std::string_view text) const;

@@ -2,9 +2,9 @@
 // Internal linkage, so each file compiles its own copy with its own flags.
 #pragma once
 
-#include "tern/kernels/cpu/avx512_intrinsics.h"
-
 #include <cstdint>
+
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 
 namespace tern::cpu {
 namespace {

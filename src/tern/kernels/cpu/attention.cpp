@@ -168,8 +168,8 @@ struct LayerCache {
 };
 
 template <KvDtype D>
-void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& batch, const Run& run, int kvh, int h0, int nh,
-                const Geometry& g, float* out) {
+void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& batch,
+                const Run& run, int kvh, int h0, int nh, const Geometry& g, float* out) {
   const int hd = g.head_dim;
   const int stride = (hd + 15) / 16 * 16;
   const int64_t token_elems = static_cast<int64_t>(g.n_heads) * hd;
@@ -209,7 +209,9 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
     return static_cast<int64_t>(block_table[pos / g.block_size]) * g.block_size +
            pos % g.block_size;
   };
-  auto offset_of = [&](int pos) { return static_cast<size_t>(slot_of(pos)) * row_bytes + head_bytes; };
+  auto offset_of = [&](int pos) {
+    return static_cast<size_t>(slot_of(pos)) * row_bytes + head_bytes;
+  };
   constexpr bool kScaled = D == KvDtype::Int8 || D == KvDtype::Fp8E4M3 || D == KvDtype::Fp8E5M2;
   auto scale_at = [&](int pos) { return slot_of(pos) * g.n_kv_heads + kvh; };
   for (int c0 = 0; c0 < max_ctx; c0 += kKeyChunk) {
@@ -307,9 +309,9 @@ void paged_attention(const float* q, const KvCache& cache, int layer, const Atte
                      int n_heads, float scale, float* out) {
   const KvCacheConfig& c = cache.config();
   // Dispatched once: the 8-bit dtypes' dequantizer for this CPU.
-  static const KvDequantizeFn dequantize[] = {
-      kv_dequantize_fn(KvDtype::Int8), kv_dequantize_fn(KvDtype::Fp8E4M3),
-      kv_dequantize_fn(KvDtype::Fp8E5M2)};
+  static const KvDequantizeFn dequantize[] = {kv_dequantize_fn(KvDtype::Int8),
+                                              kv_dequantize_fn(KvDtype::Fp8E4M3),
+                                              kv_dequantize_fn(KvDtype::Fp8E5M2)};
   Geometry g{n_heads,      c.n_kv_heads,          c.head_dim, n_heads / c.n_kv_heads,
              c.block_size, cache.element_bytes(), scale,      nullptr};
   switch (c.dtype) {

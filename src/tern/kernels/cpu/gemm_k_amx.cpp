@@ -51,8 +51,10 @@ struct UnpackedWeights {
 
 // 32 weights w (int16) as lo = w & 127 and hi = w >> 7, 32 int8 each.
 inline void store_split(__m512i w, int8_t* lo, int8_t* hi) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo), _mm512_cvtepi16_epi8(_mm512_and_si512(w, _mm512_set1_epi16(127))));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi), _mm512_cvtepi16_epi8(_mm512_srai_epi16(w, 7)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo),
+                      _mm512_cvtepi16_epi8(_mm512_and_si512(w, _mm512_set1_epi16(127))));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi),
+                      _mm512_cvtepi16_epi8(_mm512_srai_epi16(w, 7)));
 }
 
 // Chunk c of the super-block in q[c][part][row]: lo at q + c * 2048, hi at + 1024.
@@ -67,7 +69,8 @@ void unpack_superblock(const Block& w, int8_t* q, float* d, float* dmin, int32_t
     _mm_store_si128(reinterpret_cast<__m128i*>(sm), unpack_scales_mins(w.scales));
     for (int i = 0; i < 4; ++i) mins[i] = sm[8 + 2 * i] | sm[9 + 2 * i] << 16;
     __m256i qh;
-    if constexpr (std::is_same_v<Block, BlockQ5_K>) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
+    if constexpr (std::is_same_v<Block, BlockQ5_K>)
+      qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
     for (int c = 0; c < kChunks; ++c) {
       // Elements 64c..64c+31 are the low nibbles of qs[32c..], 64c+32.. the high ones.
       const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
@@ -76,23 +79,29 @@ void unpack_superblock(const Block& w, int8_t* q, float* d, float* dmin, int32_t
       if constexpr (std::is_same_v<Block, BlockQ5_K>) {
         // Bit s of qh[l] is the fifth bit of element l of sub-block s.
         const __m256i one = _mm256_set1_epi8(1);
-        lo4 = _mm256_or_si256(lo4, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-        hi4 = _mm256_or_si256(hi4, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+        lo4 = _mm256_or_si256(
+            lo4, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+        hi4 = _mm256_or_si256(
+            hi4, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
       }
       int8_t* lo = q + c * 2 * kPartBytes;
       int8_t* hi = lo + kPartBytes;
-      store_split(_mm512_mullo_epi16(_mm512_cvtepu8_epi16(lo4), _mm512_set1_epi16(sm[2 * c])), lo, hi);
-      store_split(_mm512_mullo_epi16(_mm512_cvtepu8_epi16(hi4), _mm512_set1_epi16(sm[2 * c + 1])), lo + 32, hi + 32);
+      store_split(_mm512_mullo_epi16(_mm512_cvtepu8_epi16(lo4), _mm512_set1_epi16(sm[2 * c])), lo,
+                  hi);
+      store_split(_mm512_mullo_epi16(_mm512_cvtepu8_epi16(hi4), _mm512_set1_epi16(sm[2 * c + 1])),
+                  lo + 32, hi + 32);
     }
   } else {
     const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
     const __m512i shift_a = halves16(4, 2), shift_b = halves16(0, 2);
     for (int half = 0; half < 2; ++half) {
       const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half)));
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half)));
       // Chunks 2 half and 2 half + 1, 64 quants 0..63 each, as in the GEMV.
       const __m512i chunk[2] = {
-          _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45)),
+          _mm512_or_si512(_mm512_and_si512(ql, low4),
+                          _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45)),
           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                           _mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), bits45))};
       for (int h = 0; h < 2; ++h) {
@@ -101,7 +110,8 @@ void unpack_superblock(const Block& w, int8_t* q, float* d, float* dmin, int32_t
         int8_t* hi = lo + kPartBytes;
         for (int part = 0; part < 2; ++part) {  // 32 elements: sub-blocks 4c + 2 part, + 1
           const __m512i q16 = _mm512_sub_epi16(
-              _mm512_cvtepu8_epi16(part == 0 ? _mm512_castsi512_si256(chunk[h]) : _mm512_extracti64x4_epi64(chunk[h], 1)),
+              _mm512_cvtepu8_epi16(part == 0 ? _mm512_castsi512_si256(chunk[h])
+                                             : _mm512_extracti64x4_epi64(chunk[h], 1)),
               _mm512_set1_epi16(32));
           const __m512i sc = halves16(w.scales[4 * c + 2 * part], w.scales[4 * c + 2 * part + 1]);
           store_split(_mm512_mullo_epi16(q16, sc), lo + 32 * part, hi + 32 * part);
@@ -112,7 +122,8 @@ void unpack_superblock(const Block& w, int8_t* q, float* d, float* dmin, int32_t
 }
 
 template <class Block>
-void unpack_weights(const std::byte* w_data, size_t w_stride, int rows, int64_t nb, UnpackedWeights& out) {
+void unpack_weights(const std::byte* w_data, size_t w_stride, int rows, int64_t nb,
+                    UnpackedWeights& out) {
   if (rows < kChains) {
     std::fill(out.q.begin(), out.q.end(), int8_t{0});
     std::fill(out.d.begin(), out.d.end(), 0.0f);
@@ -122,8 +133,9 @@ void unpack_weights(const std::byte* w_data, size_t w_stride, int rows, int64_t 
   for (int r = 0; r < rows; ++r) {
     const auto* w = reinterpret_cast<const Block*>(w_data + r * w_stride);
     for (int64_t b = 0; b < nb; ++b)
-      unpack_superblock(w[b], out.q.data() + b * kChunks * 2 * kPartBytes + r * kChunk, &out.d[b * kChains + r],
-                        &out.dmin[b * kChains + r], &out.mins[(b * kChains + r) * 4]);
+      unpack_superblock(w[b], out.q.data() + b * kChunks * 2 * kPartBytes + r * kChunk,
+                        &out.d[b * kChains + r], &out.dmin[b * kChains + r],
+                        &out.mins[(b * kChains + r) * 4]);
   }
 }
 
@@ -137,8 +149,8 @@ struct PackedActivations {
   std::vector<int32_t> bsums;
 };
 
-void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb, bool with_bsums,
-                      PackedActivations& out) {
+void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb,
+                      bool with_bsums, PackedActivations& out) {
   const int64_t tiles = (tokens + kChains - 1) / kChains;
   out.q.resize(static_cast<size_t>(tiles * nb * kQKK * kChains));
   out.d.resize(static_cast<size_t>(tiles * nb * kChains));
@@ -162,8 +174,10 @@ void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, 
       d[sb * kChains + lane] = a[b].d;
       if (with_bsums) {
         for (int i = 0; i < 4; ++i) {
-          const int lo = a[b].bsums[4 * i] + a[b].bsums[4 * i + 1], hi = a[b].bsums[4 * i + 2] + a[b].bsums[4 * i + 3];
-          bsums[(sb * 4 + i) * kChains + lane] = static_cast<int32_t>(static_cast<uint16_t>(lo) | static_cast<uint32_t>(hi) << 16);
+          const int lo = a[b].bsums[4 * i] + a[b].bsums[4 * i + 1],
+                    hi = a[b].bsums[4 * i + 2] + a[b].bsums[4 * i + 3];
+          bsums[(sb * 4 + i) * kChains + lane] =
+              static_cast<int32_t>(static_cast<uint16_t>(lo) | static_cast<uint32_t>(hi) << 16);
         }
       }
     }
@@ -215,8 +229,8 @@ inline void store_superblock(int32_t (*c)[2][kChains * kChains]) {
 
 // Super-block b's sums of one token tile join their chains: per row, the 16 tokens at once.
 template <class Block>
-inline void join_chains(const int32_t (*c)[kChains * kChains], const UnpackedWeights& w, const TokenTile& a, int64_t b,
-                        __m512* chain) {
+inline void join_chains(const int32_t (*c)[kChains * kChains], const UnpackedWeights& w,
+                        const TokenTile& a, int64_t b, __m512* chain) {
   const __m512 a_d = _mm512_loadu_ps(a.d + b * kChains);
   __m512i bsums[4];
   if constexpr (kHasMins<Block>)
@@ -226,7 +240,8 @@ inline void join_chains(const int32_t (*c)[kChains * kChains], const UnpackedWei
                                         _mm512_load_si512(c[0] + r * kChains));
     const __m512 d = _mm512_mul_ps(_mm512_set1_ps(w.d[b * kChains + r]), a_d);
     // A chain's first super-block adds to +0, as the GEMV's lanes start (no zeroed chains to load).
-    __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), d, b < kChains ? _mm512_setzero_ps() : chain[r]);
+    __m512 acc =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), d, b < kChains ? _mm512_setzero_ps() : chain[r]);
     if constexpr (kHasMins<Block>) {
       const int32_t* m = &w.mins[(b * kChains + r) * 4];
       __m512i s2 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), bsums[0], _mm512_set1_epi32(m[0]));
@@ -247,7 +262,8 @@ void finish_tile(__m512* chains, int64_t nb, float* y, size_t ldy, int rows, int
         // After the first level every chain read has been written.
         const bool first = width == kChains / 2;
         const __m512 x = first && j >= nb ? _mm512_setzero_ps() : chains[j * kChains + r];
-        const __m512 z = first && j + width >= nb ? _mm512_setzero_ps() : chains[(j + width) * kChains + r];
+        const __m512 z =
+            first && j + width >= nb ? _mm512_setzero_ps() : chains[(j + width) * kChains + r];
         chains[j * kChains + r] = _mm512_add_ps(x, z);
       }
     }
@@ -262,7 +278,8 @@ void finish_tile(__m512* chains, int64_t nb, float* y, size_t ldy, int rows, int
 // super-block b + 1 are issued before super-block b's sums join their chains, so the tile
 // unit works while the vector unit does.
 template <class Block, int kTiles>
-void output_tiles(const UnpackedWeights& w, const TokenTile* a, int64_t nb, float* y, size_t ldy, int rows) {
+void output_tiles(const UnpackedWeights& w, const TokenTile* a, int64_t nb, float* y, size_t ldy,
+                  int rows) {
   // Per tile [16 chains][16 rows] of 16 tokens: 16 KiB, in L1; no need to zero (join_chains).
   thread_local __m512 chains[2][kChains * kChains];
   // [stage][tile][lo, hi]: the int32 sums of one super-block.
@@ -271,10 +288,12 @@ void output_tiles(const UnpackedWeights& w, const TokenTile* a, int64_t nb, floa
   store_superblock<kTiles>(c[0]);
   for (int64_t b = 0; b < nb; ++b) {
     if (b + 1 < nb) multiply_superblock<kTiles>(w.q.data(), a, b + 1);
-    for (int i = 0; i < kTiles; ++i) join_chains<Block>(c[b % 2][i], w, a[i], b, chains[i] + (b % kChains) * kChains);
+    for (int i = 0; i < kTiles; ++i)
+      join_chains<Block>(c[b % 2][i], w, a[i], b, chains[i] + (b % kChains) * kChains);
     if (b + 1 < nb) store_superblock<kTiles>(c[(b + 1) % 2]);
   }
-  for (int i = 0; i < kTiles; ++i) finish_tile(chains[i], nb, y + i * kChains * ldy, ldy, rows, a[i].tokens);
+  for (int i = 0; i < kTiles; ++i)
+    finish_tile(chains[i], nb, y + i * kChains * ldy, ldy, rows, a[i].tokens);
 }
 
 // Below this many tokens the few-token kernel (the GEMV's arithmetic, each weight super-block
@@ -286,11 +305,12 @@ static_assert(kMinTileTokens - 1 <= kMaxFewTokens);
 // n rows in the file's layout as (first row, bytes from one row to the next): in place, or
 // restored into `scratch`.
 template <class Block, class TileRows>
-void gemm_tiles(int64_t k, TileRows tile_rows, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
-                float* y, size_t ldy) {
+void gemm_tiles(int64_t k, TileRows tile_rows, int64_t rows, const void* a_data, size_t a_stride,
+                int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQKK;
   thread_local PackedActivations packed;
-  pack_activations(static_cast<const std::byte*>(a_data), a_stride, tokens, nb, kHasMins<Block>, packed);
+  pack_activations(static_cast<const std::byte*>(a_data), a_stride, tokens, nb, kHasMins<Block>,
+                   packed);
   const int64_t token_tiles = (tokens + kChains - 1) / kChains;
   // Pointers, not the thread_local `packed`: in the parallel region that name would be the
   // worker threads' own (empty) one.
@@ -326,12 +346,12 @@ void gemm_tiles(int64_t k, TileRows tile_rows, int64_t rows, const void* a_data,
 }
 
 template <class Block>
-void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
-          int64_t tokens, float* y, size_t ldy) {
+void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+          size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   if (tokens < kMinTileTokens) {
-    amx_gemm_k_few_tokens<Block>(k, wbytes, w_stride, rows, static_cast<const std::byte*>(a_data), a_stride, tokens,
-                                 y, ldy);
+    amx_gemm_k_few_tokens<Block>(k, wbytes, w_stride, rows, static_cast<const std::byte*>(a_data),
+                                 a_stride, tokens, y, ldy);
     return;
   }
   auto in_place = [=](int64_t rt, int, std::vector<Block>&) {
@@ -342,23 +362,28 @@ void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const vo
 
 }  // namespace
 
-void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
-                          int64_t tokens, float* y, size_t ldy) {
+void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data,
+                          size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQKK;
   auto restored = [=](int64_t rt, int n, std::vector<BlockQ4_K>& scratch) {
     scratch.resize(static_cast<size_t>(n * nb));
     restore_q4_k_rows(packed, rt, nb, n, scratch.data());
-    return std::pair(reinterpret_cast<const std::byte*>(scratch.data()), static_cast<size_t>(nb) * sizeof(BlockQ4_K));
+    return std::pair(reinterpret_cast<const std::byte*>(scratch.data()),
+                     static_cast<size_t>(nb) * sizeof(BlockQ4_K));
   };
   gemm_tiles<BlockQ4_K>(k, restored, rows, a_data, a_stride, tokens, y, ldy);
 }
 
 GemmTileFn amx_gemm_k(DType weight) {
   switch (weight) {
-    case DType::Q4_K: return gemm<BlockQ4_K>;
-    case DType::Q5_K: return gemm<BlockQ5_K>;
-    case DType::Q6_K: return gemm<BlockQ6_K>;
-    default: return nullptr;
+    case DType::Q4_K:
+      return gemm<BlockQ4_K>;
+    case DType::Q5_K:
+      return gemm<BlockQ5_K>;
+    case DType::Q6_K:
+      return gemm<BlockQ6_K>;
+    default:
+      return nullptr;
   }
 }
 

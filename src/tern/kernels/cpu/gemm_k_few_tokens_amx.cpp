@@ -33,8 +33,8 @@ struct FewTokens {
   std::vector<int32_t> bsums;
 };
 
-void prepare_few_tokens(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb, bool with_bsums,
-                        FewTokens& out) {
+void prepare_few_tokens(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb,
+                        bool with_bsums, FewTokens& out) {
   const int64_t groups = (nb + kChains - 1) / kChains, lanes = groups * kChains;
   out.d.assign(static_cast<size_t>(tokens * lanes), 0.0f);
   out.bsums.assign(with_bsums ? static_cast<size_t>(tokens * lanes * 4) : 0, 0);
@@ -45,7 +45,8 @@ void prepare_few_tokens(const std::byte* a_data, size_t a_stride, int64_t tokens
       out.d[static_cast<size_t>(t * lanes + b)] = a[b].d;
       if (!with_bsums) continue;
       for (int i = 0; i < 4; ++i) {
-        const int lo = a[b].bsums[4 * i] + a[b].bsums[4 * i + 1], hi = a[b].bsums[4 * i + 2] + a[b].bsums[4 * i + 3];
+        const int lo = a[b].bsums[4 * i] + a[b].bsums[4 * i + 1],
+                  hi = a[b].bsums[4 * i + 2] + a[b].bsums[4 * i + 3];
         out.bsums[static_cast<size_t>(((t * groups + g) * 4 + i) * kChains + lane)] =
             static_cast<int32_t>(static_cast<uint16_t>(lo) | static_cast<uint32_t>(hi) << 16);
       }
@@ -64,11 +65,13 @@ struct UnpackedSuperblock {
 };
 
 // The int16 word v four times.
-constexpr int64_t times4(int v) { return static_cast<int64_t>(static_cast<uint16_t>(v) * 0x0001000100010001ull); }
+constexpr int64_t times4(int v) {
+  return static_cast<int64_t>(static_cast<uint16_t>(v) * 0x0001000100010001ull);
+}
 // int16 lanes: per 128-bit lane L, words 0-3 = lo[L], words 4-7 = hi[L].
 inline __m512i quads16(const int (&lo)[4], const int (&hi)[4]) {
-  return _mm512_setr_epi64(times4(lo[0]), times4(hi[0]), times4(lo[1]), times4(hi[1]), times4(lo[2]), times4(hi[2]),
-                           times4(lo[3]), times4(hi[3]));
+  return _mm512_setr_epi64(times4(lo[0]), times4(hi[0]), times4(lo[1]), times4(hi[1]),
+                           times4(lo[2]), times4(hi[2]), times4(lo[3]), times4(hi[3]));
 }
 
 // Q4_K / Q5_K; `mins` gets the 8 mins as int16 pairs (m_2i, m_2i+1) in int32 lanes 0-3.
@@ -84,13 +87,14 @@ inline void unpack(const Block& w, UnpackedSuperblock& u, __m128i& mins) {
   if constexpr (std::is_same_v<Block, BlockQ5_K>)
     qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh)));
   for (int j = 0; j < kChunks; ++j) {
-    const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * j)));
+    const __m512i bits =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * j)));
     __m512i q = _mm512_and_si512(_mm512_srlv_epi16(bits, nibble_shift), low4);
     if constexpr (std::is_same_v<Block, BlockQ5_K>) {
       // Bit s of qh[l] is the fifth bit of element l of sub-block s.
-      const __mmask64 high =
-          _mm512_test_epi8_mask(qh, _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * j))),
-                                                       _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1))), 1));
+      const __mmask64 high = _mm512_test_epi8_mask(
+          qh, _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * j))),
+                                 _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1))), 1));
       q = _mm512_mask_add_epi8(q, high, q, _mm512_set1_epi8(0x10));
     }
     u.q[j] = q;
@@ -98,8 +102,9 @@ inline void unpack(const Block& w, UnpackedSuperblock& u, __m128i& mins) {
   // Chunk 2c holds sub-blocks 4c (its lanes 0-7) and 4c + 1 (8-15), chunk 2c + 1 4c + 2 and
   // 4c + 3: packed, 128-bit lanes 0-1 take 4c then 4c + 2, lanes 2-3 4c + 1 then 4c + 3.
   for (int c = 0; c < kChunks / 2; ++c)
-    u.scale[c] = _mm512_shuffle_epi8(sc_m, quads16({zx(4 * c), zx(4 * c), zx(4 * c + 1), zx(4 * c + 1)},
-                                                   {zx(4 * c + 2), zx(4 * c + 2), zx(4 * c + 3), zx(4 * c + 3)}));
+    u.scale[c] = _mm512_shuffle_epi8(
+        sc_m, quads16({zx(4 * c), zx(4 * c), zx(4 * c + 1), zx(4 * c + 1)},
+                      {zx(4 * c + 2), zx(4 * c + 2), zx(4 * c + 3), zx(4 * c + 3)}));
 }
 
 inline void unpack(const BlockQ6_K& w, UnpackedSuperblock& u, __m128i&) {
@@ -107,20 +112,24 @@ inline void unpack(const BlockQ6_K& w, UnpackedSuperblock& u, __m128i&) {
   // Per 128 elements, qh[l] holds the top bits of elements l, l+32, l+64, l+96 in bit pairs
   // 0-1, 2-3, 4-5, 6-7.
   const __m512i shift_a = halves16(4, 2), shift_b = halves16(0, 2);
-  const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+  const __m256i sc16 =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
   const __m512i sc = _mm512_zextsi256_si512(sc16);
-  u.neg32_scale = _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
+  u.neg32_scale =
+      _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
   for (int half = 0; half < 2; ++half) {
     const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
-    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half)));
-    u.q[2 * half] =
-        _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half)));
+    u.q[2 * half] = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                    _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
     u.q[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                         _mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), bits45));
     // 128-bit lane L of a chunk's sums is sub-block 4 j + L: packed, lane L of chunks
     // 2 half and 2 half + 1 is sub-block 8 half + L, then 8 half + 4 + L.
     const int b = 8 * half;
-    u.scale[half] = _mm512_permutexvar_epi16(quads16({b, b + 1, b + 2, b + 3}, {b + 4, b + 5, b + 6, b + 7}), sc);
+    u.scale[half] = _mm512_permutexvar_epi16(
+        quads16({b, b + 1, b + 2, b + 3}, {b + 4, b + 5, b + 6, b + 7}), sc);
   }
 }
 
@@ -132,11 +141,14 @@ template <class Block>
 inline __m512i superblock_ints(const UnpackedSuperblock& u, const BlockQ8_K& a) {
   __m512i sum = _mm512_setzero_si512();
   if constexpr (!kHasMins<Block>)  // Q6_K's quants are q + 32: -32 · Σ sc · bsum
-    sum = _mm512_dpwssd_epi32(sum, _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums))),
-                              u.neg32_scale);
+    sum = _mm512_dpwssd_epi32(
+        sum, _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums))),
+        u.neg32_scale);
   for (int c = 0; c < kChunks / 2; ++c) {
-    const __m512i x = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.q[2 * c], _mm512_loadu_si512(a.qs + 128 * c));
-    const __m512i y = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.q[2 * c + 1], _mm512_loadu_si512(a.qs + 128 * c + 64));
+    const __m512i x =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.q[2 * c], _mm512_loadu_si512(a.qs + 128 * c));
+    const __m512i y = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.q[2 * c + 1],
+                                          _mm512_loadu_si512(a.qs + 128 * c + 64));
     sum = _mm512_dpwssd_epi32(sum, _mm512_packs_epi32(x, y), u.scale[c]);
   }
   return sum;
@@ -157,8 +169,10 @@ inline __m512i block_sums8(const __m512i d[4]) {
   const __m512i e0 = add_unpacked32(d[0], d[1]), e1 = add_unpacked32(d[2], d[3]);
   const __m512i f = _mm512_add_epi32(_mm512_unpacklo_epi64(e0, e1), _mm512_unpackhi_epi64(e0, e1));
   // Lanes 0-3: blocks 0 2 4 6 (lanes q = 0, 1 summed), 4-7: 1 3 5 7 (q = 2, 3).
-  const __m512i g = _mm512_add_epi32(_mm512_shuffle_i32x4(f, f, 0x88), _mm512_shuffle_i32x4(f, f, 0xDD));
-  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0), g);
+  const __m512i g =
+      _mm512_add_epi32(_mm512_shuffle_i32x4(f, f, 0x88), _mm512_shuffle_i32x4(f, f, 0xDD));
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0),
+                                  g);
 }
 
 // One row's weight scales of a group of 16 super-blocks, 0 past the row's end.
@@ -180,17 +194,18 @@ struct GroupScales {
     for (int k = 0; k < 4; ++k) z[k] = _mm512_load_si512(mins[4 * k]);
     for (int j = 0; j < 4; ++j) {
       // Super-block i's pair j is lane 4 (i % 4) + j of z[i / 4]; z[1] and z[3] from index 16.
-      const __m512i idx = _mm512_setr_epi32(j, 4 + j, 8 + j, 12 + j, 16 + j, 20 + j, 24 + j, 28 + j, 0, 0, 0, 0, 0,
-                                            0, 0, 0);
-      const __m512i lo = _mm512_permutex2var_epi32(z[0], idx, z[1]), hi = _mm512_permutex2var_epi32(z[2], idx, z[3]);
+      const __m512i idx = _mm512_setr_epi32(j, 4 + j, 8 + j, 12 + j, 16 + j, 20 + j, 24 + j, 28 + j,
+                                            0, 0, 0, 0, 0, 0, 0, 0);
+      const __m512i lo = _mm512_permutex2var_epi32(z[0], idx, z[1]),
+                    hi = _mm512_permutex2var_epi32(z[2], idx, z[3]);
       out[j] = _mm512_shuffle_i64x2(lo, hi, 0x44);
     }
   }
 };
 
 template <class Block>
-void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t rows, const std::byte* a_data,
-                size_t a_stride, int64_t tokens, float* y, size_t ldy) {
+void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t rows,
+                const std::byte* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQKK;
   const int64_t groups = (nb + kChains - 1) / kChains;
   thread_local FewTokens prepared;
@@ -229,12 +244,15 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
         const auto* a0 = reinterpret_cast<const BlockQ8_K*>(a_data) + b0 + 2 * p;
         if (both) {
           for (int64_t t = 0; t < tokens; ++t) {
-            const auto* a = reinterpret_cast<const BlockQ8_K*>(reinterpret_cast<const std::byte*>(a0) + t * a_stride);
-            s1[t][p] = fold_pair(superblock_ints<Block>(u[0], a[0]), superblock_ints<Block>(u[1], a[1]));
+            const auto* a = reinterpret_cast<const BlockQ8_K*>(
+                reinterpret_cast<const std::byte*>(a0) + t * a_stride);
+            s1[t][p] =
+                fold_pair(superblock_ints<Block>(u[0], a[0]), superblock_ints<Block>(u[1], a[1]));
           }
         } else {
           for (int64_t t = 0; t < tokens; ++t) {
-            const auto* a = reinterpret_cast<const BlockQ8_K*>(reinterpret_cast<const std::byte*>(a0) + t * a_stride);
+            const auto* a = reinterpret_cast<const BlockQ8_K*>(
+                reinterpret_cast<const std::byte*>(a0) + t * a_stride);
             s1[t][p] = fold_pair(superblock_ints<Block>(u[0], a[0]), _mm512_setzero_si512());
           }
         }
@@ -242,7 +260,8 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
       // The group's super-blocks join their chains, token by token, as in the GEMV.
       const auto live = static_cast<__mmask16>((1u << n) - 1);
       const __m512 w_d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws.d)));
-      const __m512 w_dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws.dmin)));
+      const __m512 w_dmin =
+          _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws.dmin)));
       __m512i mins[4];
       if constexpr (kHasMins<Block>) ws.load_mins(mins);
       // Up to 8 super-blocks (rows of 2048 and less) through the smaller tree.
@@ -250,13 +269,17 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
       for (int64_t t = 0; t < tokens; ++t) {
         for (int p = pairs; p < tree_pairs; ++p) s1[t][p] = _mm512_setzero_si512();
         const __m512 a_d = _mm512_loadu_ps(a_scales + (t * groups + g) * kChains);
-        const __m512 sums1 = _mm512_cvtepi32_ps(tree_pairs == 4 ? block_sums8(s1[t]) : block_sums16(s1[t]));
+        const __m512 sums1 =
+            _mm512_cvtepi32_ps(tree_pairs == 4 ? block_sums8(s1[t]) : block_sums16(s1[t]));
         chains[t] = _mm512_mask3_fmadd_ps(sums1, _mm512_mul_ps(w_d, a_d), chains[t], live);
         if constexpr (kHasMins<Block>) {
           const int32_t* bsums = a_bsums + (t * groups + g) * 4 * kChains;
-          __m512i s2 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(bsums), mins[0]);
-          for (int j = 1; j < 4; ++j) s2 = _mm512_dpwssd_epi32(s2, _mm512_loadu_si512(bsums + j * kChains), mins[j]);
-          chains[t] = _mm512_mask3_fnmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_mul_ps(w_dmin, a_d), chains[t], live);
+          __m512i s2 =
+              _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(bsums), mins[0]);
+          for (int j = 1; j < 4; ++j)
+            s2 = _mm512_dpwssd_epi32(s2, _mm512_loadu_si512(bsums + j * kChains), mins[j]);
+          chains[t] = _mm512_mask3_fnmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_mul_ps(w_dmin, a_d),
+                                             chains[t], live);
         }
       }
     }
@@ -268,14 +291,15 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
 
 template <class Block>
 void amx_gemm_k_few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t rows,
-                           const std::byte* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy) {
+                           const std::byte* a_data, size_t a_stride, int64_t tokens, float* y,
+                           size_t ldy) {
   few_tokens<Block>(k, w_data, w_stride, rows, a_data, a_stride, tokens, y, ldy);
 }
-template void amx_gemm_k_few_tokens<BlockQ4_K>(int64_t, const std::byte*, size_t, int64_t, const std::byte*, size_t,
-                                               int64_t, float*, size_t);
-template void amx_gemm_k_few_tokens<BlockQ5_K>(int64_t, const std::byte*, size_t, int64_t, const std::byte*, size_t,
-                                               int64_t, float*, size_t);
-template void amx_gemm_k_few_tokens<BlockQ6_K>(int64_t, const std::byte*, size_t, int64_t, const std::byte*, size_t,
-                                               int64_t, float*, size_t);
+template void amx_gemm_k_few_tokens<BlockQ4_K>(int64_t, const std::byte*, size_t, int64_t,
+                                               const std::byte*, size_t, int64_t, float*, size_t);
+template void amx_gemm_k_few_tokens<BlockQ5_K>(int64_t, const std::byte*, size_t, int64_t,
+                                               const std::byte*, size_t, int64_t, float*, size_t);
+template void amx_gemm_k_few_tokens<BlockQ6_K>(int64_t, const std::byte*, size_t, int64_t,
+                                               const std::byte*, size_t, int64_t, float*, size_t);
 
 }  // namespace tern::cpu

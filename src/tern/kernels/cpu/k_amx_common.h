@@ -3,12 +3,11 @@
 // Internal linkage, so each compiles its own copy.
 #pragma once
 
-#include "tern/kernels/cpu/avx512_intrinsics.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 #include "tern/kernels/cpu/quant_blocks.h"
 
 namespace tern::cpu {
@@ -22,8 +21,8 @@ inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 
 // int16 index vector: lanes 0-15 = lo, lanes 16-31 = hi.
 inline __m512i halves16(int lo, int hi) {
-  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(lo)), _mm256_set1_epi16(static_cast<int16_t>(hi)),
-                            1);
+  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(lo)),
+                            _mm256_set1_epi16(static_cast<int16_t>(hi)), 1);
 }
 // `pshufb` control for one int16 lane: byte `b` zero-extended.
 constexpr int16_t zx(int b) { return static_cast<int16_t>(0x8000 | b); }
@@ -72,10 +71,11 @@ constexpr int kMaxFewTokens = 15;
 void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out);
 // The GEMM (gemm_k_amx.cpp, ≥ 16 tokens) on such packed weights, each tile's rows restored
 // by the thread that multiplies them. Same contract as a GemmTileFn.
-void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
-                          int64_t tokens, float* y, size_t ldy);
+void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data,
+                          size_t a_stride, int64_t tokens, float* y, size_t ldy);
 
 template <class Block>
 void amx_gemm_k_few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t rows,
-                           const std::byte* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy);
+                           const std::byte* a_data, size_t a_stride, int64_t tokens, float* y,
+                           size_t ldy);
 }  // namespace tern::cpu

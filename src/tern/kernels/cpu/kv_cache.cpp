@@ -194,10 +194,9 @@ void KvCache::copy_block(int64_t src, int64_t dst) {
 
 std::span<std::byte> KvCache::block_range(int layer, int i, int64_t block) const {
   // K and V codes: [num_blocks, block_size, n_kv_heads, head_dim]; scales without head_dim.
-  const size_t bytes = i < 2 ? static_cast<size_t>(config_.block_size * config_.row_elems()) *
-                                   element_bytes_
-                             : static_cast<size_t>(config_.block_size) * config_.n_kv_heads *
-                                   kKvScaleBytes;
+  const size_t bytes =
+      i < 2 ? static_cast<size_t>(config_.block_size * config_.row_elems()) * element_bytes_
+            : static_cast<size_t>(config_.block_size) * config_.n_kv_heads * kKvScaleBytes;
   return {region(layer, i) + static_cast<size_t>(block) * bytes, bytes};
 }
 

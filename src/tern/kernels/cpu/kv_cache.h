@@ -45,7 +45,8 @@ class KvCache {
   static constexpr int kMaxHeadDim = 512;
 
   // Allocates and zeroes the whole cache (64-byte aligned; every layer's K, V and scale arrays
-  // start on a 64-byte boundary). Throws tern::Error on a bad config or when the memory is not there.
+  // start on a 64-byte boundary). Throws tern::Error on a bad config or when the memory is not
+  // there.
   explicit KvCache(const KvCacheConfig& config);
 
   KvCache(KvCache&&) noexcept = default;

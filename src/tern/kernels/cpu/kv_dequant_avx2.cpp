@@ -15,7 +15,8 @@ void dequantize_int8(const uint8_t* codes, float scale, float* out, int n) {
   const __m256 s = _mm256_set1_ps(scale);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
+    const __m256i q =
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtepi32_ps(q), s));
   }
   for (; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(codes[i])) * scale;

@@ -30,8 +30,7 @@ std::optional<KvDtype> kv_dtype_from_name(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower == "auto" || lower == "f16" || lower == "float16" || lower == "half" ||
-      lower == "fp16")
+  if (lower == "auto" || lower == "f16" || lower == "float16" || lower == "half" || lower == "fp16")
     return KvDtype::F16;
   if (lower == "bf16" || lower == "bfloat16") return KvDtype::BF16;
   if (lower == "f32" || lower == "float32" || lower == "float") return KvDtype::F32;
@@ -41,9 +40,7 @@ std::optional<KvDtype> kv_dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view kv_cache_dtype_choices() {
-  return "auto|f16|bf16|f32|fp8|fp8_e4m3|fp8_e5m2|int8";
-}
+std::string_view kv_cache_dtype_choices() { return "auto|f16|bf16|f32|fp8|fp8_e4m3|fp8_e5m2|int8"; }
 
 KvDtype parse_kv_cache_dtype(const std::string& name) {
   if (const auto dtype = kv_dtype_from_name(name)) return *dtype;

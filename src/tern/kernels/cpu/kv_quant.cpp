@@ -41,8 +41,9 @@ template <int kMan, int kBias>
 float fp8_to_f32(uint8_t code) {
   const int e = (code & 0x7f) >> kMan;
   const int m = code & ((1 << kMan) - 1);
-  const float magnitude = e == 0 ? std::ldexp(static_cast<float>(m), 1 - kBias - kMan)
-                                 : std::ldexp(static_cast<float>(m + (1 << kMan)), e - kBias - kMan);
+  const float magnitude = e == 0
+                              ? std::ldexp(static_cast<float>(m), 1 - kBias - kMan)
+                              : std::ldexp(static_cast<float>(m + (1 << kMan)), e - kBias - kMan);
   return (code & 0x80) ? -magnitude : magnitude;
 }
 
@@ -81,7 +82,9 @@ void quantize_kv_head(KvDtype dtype, const float* x, int n, uint8_t* codes, uint
   // std::max drops NaN; look for it (and ±inf) apart.
   bool finite = std::isfinite(amax);
   for (int i = 0; i < n && finite; ++i) finite = !std::isnan(x[i]);
-  const float top = dtype == KvDtype::Int8 ? kInt8Max : dtype == KvDtype::Fp8E4M3 ? kE4M3Max : kE5M2Max;
+  const float top = dtype == KvDtype::Int8      ? kInt8Max
+                    : dtype == KvDtype::Fp8E4M3 ? kE4M3Max
+                                                : kE5M2Max;
   *scale = finite ? f32_to_f16(amax / top) : uint16_t{0x7e00};
   const float s = f16_to_f32(*scale);
   if (!(s > 0.0f) || !std::isfinite(s)) {
@@ -109,7 +112,8 @@ void quantize_kv_head(KvDtype dtype, const float* x, int n, uint8_t* codes, uint
   for (int c = 0; c < candidates; ++c) {
     const uint16_t bits =
         c == 0 ? *scale
-               : f32_to_f16(amax / top * std::exp2(static_cast<float>(c) / static_cast<float>(candidates)));
+               : f32_to_f16(amax / top *
+                            std::exp2(static_cast<float>(c) / static_cast<float>(candidates)));
     const float sc = f16_to_f32(bits);
     const float inv = 1.0f / sc;
     uint8_t* out = c == 0 ? codes : trial;

@@ -22,8 +22,9 @@ float fp8_e5m2_to_f32(uint8_t code);
 // Quantizes one kv head's row: scale = f16(max|x| / largest code value), codes = x / scale
 // rounded (int8: to nearest even, |q| ≤ 127). For FP8 rows shorter than 256 the scale is the
 // best (least squared error) of up to 32 within one octave above that, so nothing saturates.
-// An all-zero row gets scale 0 and zero codes; a row holding NaN or ±inf gets a NaN scale (attention then gives NaN, as an f16 cache would).
-// dtype: Int8, Fp8E4M3 or Fp8E5M2. x: [n]; codes: [n]
+// An all-zero row gets scale 0 and zero codes; a row holding NaN or ±inf gets a NaN scale
+// (attention then gives NaN, as an f16 cache would). dtype: Int8, Fp8E4M3 or Fp8E5M2. x: [n];
+// codes: [n]
 void quantize_kv_head(KvDtype dtype, const float* x, int n, uint8_t* codes, uint16_t* scale);
 
 // out[i] = value(codes[i]) · scale, for the scaled dtypes.
@@ -33,11 +34,13 @@ using KvDequantizeFn = void (*)(const uint8_t* codes, float scale, float* out, i
 // The dequantizer of `dtype` (Int8, Fp8E4M3, Fp8E5M2) at `isa` (Amx uses Avx512's); throws
 // tern::Error for another dtype or an ISA this CPU lacks.
 KvDequantizeFn kv_dequantize_fn(KvDtype dtype, Isa isa);
-inline KvDequantizeFn kv_dequantize_fn(KvDtype dtype) { return kv_dequantize_fn(dtype, best_isa()); }
+inline KvDequantizeFn kv_dequantize_fn(KvDtype dtype) {
+  return kv_dequantize_fn(dtype, best_isa());
+}
 
 // One ISA's three dequantizers, picked by dtype (nullptr for the unscaled dtypes).
-inline KvDequantizeFn select_kv_dequantize(KvDtype dtype, KvDequantizeFn int8,
-                                           KvDequantizeFn e4m3, KvDequantizeFn e5m2) {
+inline KvDequantizeFn select_kv_dequantize(KvDtype dtype, KvDequantizeFn int8, KvDequantizeFn e4m3,
+                                           KvDequantizeFn e5m2) {
   return dtype == KvDtype::Int8      ? int8
          : dtype == KvDtype::Fp8E4M3 ? e4m3
          : dtype == KvDtype::Fp8E5M2 ? e5m2

@@ -48,7 +48,8 @@ void* Workspace::reserve(size_t bytes) {
   if (bytes > capacity_ || !data_) {
     const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
     auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
-    if (p == nullptr) throw Error("workspace: cannot allocate " + std::to_string(rounded) + " bytes");
+    if (p == nullptr)
+      throw Error("workspace: cannot allocate " + std::to_string(rounded) + " bytes");
     data_.reset(p);
     capacity_ = rounded;
   }
@@ -71,7 +72,8 @@ int64_t packed_row_group(DType dtype) {
 
 void pack_weights(const WeightView& w, void* out) {
   const TypeKernels& kern = type_kernels(w.dtype);
-  if (kern.packed == nullptr) throw Error("no packed layout for " + std::string(dtype_name(w.dtype)) + " weights");
+  if (kern.packed == nullptr)
+    throw Error("no packed layout for " + std::string(dtype_name(w.dtype)) + " weights");
   kern.packed->pack(w.data, w.row_bytes, w.rows, w.cols, out);
 }
 
@@ -81,7 +83,8 @@ size_t activation_bytes(DType weight, int64_t t, int64_t k) {
   return row_bytes_of(kern.activation, k) * static_cast<size_t>(std::max<int64_t>(t, 1));
 }
 
-QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws) {
+QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k,
+                                          Workspace& ws) {
   const TypeKernels& kern = type_kernels(weight);
   const size_t row_bytes = row_bytes_of(kern.activation, k);
   auto* data = static_cast<std::byte*>(ws.reserve(activation_bytes(weight, t, k)));
@@ -94,13 +97,16 @@ QuantizedActivations quantize_activations(DType weight, const float* x, int64_t 
   return QuantizedActivations{kern.activation, t, k, data, row_bytes};
 }
 
-void matmul(const WeightView& w, const QuantizedActivations& a, float* y) { matmul(w, a, y, best_isa()); }
+void matmul(const WeightView& w, const QuantizedActivations& a, float* y) {
+  matmul(w, a, y, best_isa());
+}
 
 void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa isa) {
   const TypeKernels& kern = type_kernels(w.dtype, isa);
   if (a.format != kern.activation || a.k != w.cols)
-    throw Error("matmul: activations are " + std::to_string(a.k) + " x " + std::string(dtype_name(a.format)) +
-                ", weight wants " + std::to_string(w.cols) + " x " + std::string(dtype_name(kern.activation)));
+    throw Error("matmul: activations are " + std::to_string(a.k) + " x " +
+                std::string(dtype_name(a.format)) + ", weight wants " + std::to_string(w.cols) +
+                " x " + std::string(dtype_name(kern.activation)));
   const VecDotFn dot = kern.vec_dot;
   const int64_t n = w.rows, k = w.cols, t = a.t;
   const auto* wdata = static_cast<const std::byte*>(w.data);
@@ -132,7 +138,8 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
     // Few tiles (a small batch, a small matrix) split unevenly over the threads: halve the
     // rows per tile until there are enough. Any split gives the same bits.
     int64_t tile_rows = kTileRows;
-    while (tile_rows > kMinTileRows && (n + tile_rows - 1) / tile_rows * token_tiles < 8 * omp_get_max_threads())
+    while (tile_rows > kMinTileRows &&
+           (n + tile_rows - 1) / tile_rows * token_tiles < 8 * omp_get_max_threads())
       tile_rows /= 2;
     const int64_t row_chunks = (n + tile_rows - 1) / tile_rows;
     // As below: a thread's consecutive iterations share one chunk of rows.
@@ -140,8 +147,8 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
     for (int64_t it = 0; it < row_chunks * token_tiles; ++it) {
       const int64_t r0 = it / token_tiles * tile_rows, r1 = std::min(n, r0 + tile_rows);
       const int64_t t0 = it % token_tiles * kTileTokens, t1 = std::min(t, t0 + kTileTokens);
-      kern.gemm_tile(k, wdata + r0 * w.row_bytes, w.row_bytes, r1 - r0, adata + t0 * a.row_bytes, a.row_bytes, t1 - t0,
-                     y + t0 * n + r0, static_cast<size_t>(n));
+      kern.gemm_tile(k, wdata + r0 * w.row_bytes, w.row_bytes, r1 - r0, adata + t0 * a.row_bytes,
+                     a.row_bytes, t1 - t0, y + t0 * n + r0, static_cast<size_t>(n));
     }
     return;
   }
@@ -168,7 +175,8 @@ void matmul(const WeightView& w, const float* x, int64_t t, float* y, Workspace&
 void matmul_reference(const WeightView& w, const float* x, int64_t t, float* y) {
   std::vector<float> row(static_cast<size_t>(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
-    dequantize_row(w.dtype, static_cast<const std::byte*>(w.data) + r * w.row_bytes, row.data(), w.cols);
+    dequantize_row(w.dtype, static_cast<const std::byte*>(w.data) + r * w.row_bytes, row.data(),
+                   w.cols);
     for (int64_t i = 0; i < t; ++i) {
       double sum = 0.0;
       for (int64_t j = 0; j < w.cols; ++j) sum += static_cast<double>(row[j]) * x[i * w.cols + j];

@@ -17,10 +17,10 @@ namespace tern::cpu {
 // A weight matrix in place (mmapped GGUF tensor, safetensors buffer, …).
 struct WeightView {
   DType dtype = DType::F32;
-  int64_t rows = 0;       // N: output features
-  int64_t cols = 0;       // K: input features, a multiple of the type's block size
+  int64_t rows = 0;            // N: output features
+  int64_t cols = 0;            // K: input features, a multiple of the type's block size
   const void* data = nullptr;  // [N, row_bytes]
-  size_t row_bytes = 0;   // bytes from one row to the next (≥ dtype_bytes(dtype, K))
+  size_t row_bytes = 0;        // bytes from one row to the next (≥ dtype_bytes(dtype, K))
   // The same matrix rearranged for the best ISA's kernels (type_kernels(dtype).packed, made
   // by pack_weights), or nullptr. matmul reads it instead of `data` where the level it runs
   // with has packed kernels.
@@ -56,8 +56,8 @@ class Workspace {
 // Workspace it was made in: valid until that workspace is next used.
 struct QuantizedActivations {
   DType format = DType::F32;
-  int64_t t = 0;          // rows (tokens)
-  int64_t k = 0;          // elements per row
+  int64_t t = 0;               // rows (tokens)
+  int64_t k = 0;               // elements per row
   const void* data = nullptr;  // [t, row_bytes]
   size_t row_bytes = 0;
 };
@@ -68,7 +68,8 @@ size_t activation_bytes(DType weight, int64_t t, int64_t k);
 
 // x: [t, k] floats. Throws tern::Error when the weight type has no kernels or k is not a
 // whole number of its blocks.
-QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k, Workspace& ws);
+QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k,
+                                          Workspace& ws);
 
 // y: [a.t, w.rows]. Every weight whose activation format is a.format takes the same `a`.
 // With the kernels of the best ISA, or of `isa` (tests: every level this CPU runs).

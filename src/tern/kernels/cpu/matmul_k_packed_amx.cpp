@@ -55,8 +55,10 @@ void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
       const auto* row = reinterpret_cast<const BlockQ4_K*>(src + (g * kRows + r) * w_stride);
       for (int64_t b = 0; b < nb; ++b) {
         std::byte* sb = group + b * kSuperblockBytes;
-        for (int c = 0; c < 32; ++c) std::memcpy(sb + kQsAt + (c * kRows + r) * 4, row[b].qs + 4 * c, 4);
-        for (int v = 0; v < 3; ++v) std::memcpy(sb + kScalesAt + (v * kRows + r) * 4, row[b].scales + 4 * v, 4);
+        for (int c = 0; c < 32; ++c)
+          std::memcpy(sb + kQsAt + (c * kRows + r) * 4, row[b].qs + 4 * c, 4);
+        for (int v = 0; v < 3; ++v)
+          std::memcpy(sb + kScalesAt + (v * kRows + r) * 4, row[b].scales + 4 * v, 4);
         std::memcpy(sb + kDAt + r * 4, &row[b], 4);  // d, dmin
       }
     }
@@ -75,7 +77,8 @@ inline __m512i six_bits(const __m512i* words) {
   } else {
     // 0xE4: C ? A : B, bit by bit — the nibble's 4 bits from A, the rest from B.
     return _mm512_ternarylogic_epi32(_mm512_srli_epi32(words[2], 8 * (j - 4) + kNibble),
-                                     _mm512_srli_epi32(words[kWord], 8 * (j - 4) + 2), _mm512_set1_epi32(0x0F), 0xE4) &
+                                     _mm512_srli_epi32(words[kWord], 8 * (j - 4) + 2),
+                                     _mm512_set1_epi32(0x0F), 0xE4) &
            six;
   }
 }
@@ -103,19 +106,23 @@ void prepare_pair_sums(const std::byte* a_data, size_t a_stride, int64_t tokens,
 
 // The 16 rows' mins of a super-block, m[j] for sub-block j.
 inline void mins_of(const __m512i* words, __m512i* m) {
-  m[0] = min_of<0>(words), m[1] = min_of<1>(words), m[2] = min_of<2>(words), m[3] = min_of<3>(words);
-  m[4] = min_of<4>(words), m[5] = min_of<5>(words), m[6] = min_of<6>(words), m[7] = min_of<7>(words);
+  m[0] = min_of<0>(words), m[1] = min_of<1>(words), m[2] = min_of<2>(words),
+  m[3] = min_of<3>(words);
+  m[4] = min_of<4>(words), m[5] = min_of<5>(words), m[6] = min_of<6>(words),
+  m[7] = min_of<7>(words);
 }
 
 // A super-block's two chain steps (vec_dot_k_amx.cpp) for 16 rows: S1 joins by f16(d) · a.d,
 // then S2 = Σ_j m_j · pair_sums[j] leaves by f16(dmin) · a.d. d_dmin: the rows' (d, dmin).
-inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const int32_t* pair_sums, __m512i d_dmin,
-                       float a_d) {
+inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const int32_t* pair_sums,
+                       __m512i d_dmin, float a_d) {
   __m512i s2 = _mm512_mullo_epi32(m[0], _mm512_set1_epi32(pair_sums[0]));
-  for (int j = 1; j < 8; ++j) s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(m[j], _mm512_set1_epi32(pair_sums[j])));
+  for (int j = 1; j < 8; ++j)
+    s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(m[j], _mm512_set1_epi32(pair_sums[j])));
   const __m512 scale = _mm512_set1_ps(a_d);
   const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_dmin)), scale);
-  const __m512 dmin = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(d_dmin, 16))), scale);
+  const __m512 dmin =
+      _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(d_dmin, 16))), scale);
   chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), d, chain);
   chain = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s2), dmin, chain);
 }
@@ -162,7 +169,8 @@ struct DotTokens {
 
   // Tokens t0 .. t0 + kMaxDotTokens - 1 (fewer at the end).
   DotTokens part(int64_t t0, int64_t nb) const {
-    return {a + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0), pair_sums + t0 * nb * 8};
+    return {a + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0),
+            pair_sums + t0 * nb * 8};
   }
 };
 
@@ -170,8 +178,8 @@ struct DotTokens {
 // once for all the groups. For each super-block and row the exact S1 and S2 of
 // vec_dot_k_amx.cpp, then its two chain steps, chain b % 16.
 template <int kGroups>
-void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
-                          const int* rows) {
+void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
+                          float* const* y, const int* rows) {
   __m512 chains[kGroups][kChains];
   for (int g = 0; g < kGroups; ++g) std::fill(chains[g], chains[g] + kChains, _mm512_setzero_ps());
   const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
@@ -200,8 +208,10 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
         }
       }
       for (int g = 0; g < kGroups; ++g) {
-        s1[g].low = _mm512_add_epi32(s1[g].low, _mm512_mullo_epi32(lo[g], scale_of<2 * p>(words[g])));
-        s1[g].high = _mm512_add_epi32(s1[g].high, _mm512_mullo_epi32(hi[g], scale_of<2 * p + 1>(words[g])));
+        s1[g].low =
+            _mm512_add_epi32(s1[g].low, _mm512_mullo_epi32(lo[g], scale_of<2 * p>(words[g])));
+        s1[g].high =
+            _mm512_add_epi32(s1[g].high, _mm512_mullo_epi32(hi[g], scale_of<2 * p + 1>(words[g])));
       }
     };
     pair.template operator()<0>();
@@ -224,11 +234,12 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
 // The same for 2-15 tokens (batched decode, a short prefill): each qs line unpacked once for
 // all the tokens. y[g]: group g's first output of token 0.
 template <int kGroups>
-void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y, size_t ldy,
-                const int* rows) {
+void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
+                size_t ldy, const int* rows) {
   __m512 chains[kMaxDotTokens][kGroups][kChains];
   for (int64_t t = 0; t < a.tokens; ++t)
-    for (int g = 0; g < kGroups; ++g) std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
+    for (int g = 0; g < kGroups; ++g)
+      std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
   const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
   auto act = [&](int64_t t) { return reinterpret_cast<const BlockQ8_K*>(a.a + t * a.a_stride); };
   for (int64_t b = 0; b < nb; ++b) {
@@ -268,19 +279,21 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
       mins_of(words, m);
       const __m512i d_dmin = _mm512_loadu_si512(sb + kDAt);
       for (int64_t t = 0; t < a.tokens; ++t)
-        join_chain(chains[t][g][b % kChains], s1[t].sum(), m, a.pair_sums + (t * nb + b) * 8, d_dmin, act(t)[b].d);
+        join_chain(chains[t][g][b % kChains], s1[t].sum(), m, a.pair_sums + (t * nb + b) * 8,
+                   d_dmin, act(t)[b].d);
     }
   }
   for (int g = 0; g < kGroups; ++g) {
     const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
-    for (int64_t t = 0; t < a.tokens; ++t) _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
+    for (int64_t t = 0; t < a.tokens; ++t)
+      _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
   }
 }
 
 // group_dots over the tokens kMaxDotTokens at a time, the groups' weights still in cache.
 template <int kGroups>
-void dots_in_parts(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y, size_t ldy,
-                   const int* rows) {
+void dots_in_parts(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
+                   size_t ldy, const int* rows) {
   for (int64_t t0 = 0; t0 < a.tokens; t0 += kMaxDotTokens) {
     float* y_part[kGroups];
     for (int g = 0; g < kGroups; ++g) y_part[g] = y[g] + t0 * ldy;
@@ -292,8 +305,8 @@ void dots_in_parts(const std::byte* const* groups, int64_t nb, const DotTokens& 
 // Q4_0 GEMV does (matmul_q_amx.cpp, where it was measured).
 constexpr int kStreams = 4;
 
-void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
-                   float* y, size_t ldy) {
+void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
+                   int64_t tokens, float* y, size_t ldy) {
   if (tokens > kMaxVnniTokens) {
     amx_gemm_q4_k_packed(k, packed, rows, a_data, a_stride, tokens, y, ldy);
     return;
@@ -343,20 +356,24 @@ void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, 
       const std::byte* sb = base + b * kSuperblockBytes;
       BlockQ4_K& w = out[r * nb + b];
       std::memcpy(&w, sb + kDAt + r * 4, 4);
-      for (int v = 0; v < 3; ++v) std::memcpy(w.scales + 4 * v, sb + kScalesAt + (v * kRows + r) * 4, 4);
+      for (int v = 0; v < 3; ++v)
+        std::memcpy(w.scales + 4 * v, sb + kScalesAt + (v * kRows + r) * 4, 4);
     }
   // The qs, 16 chunks at a time: chunk c's lane r is row r's dword c, a transpose.
   for (int64_t b = 0; b < nb; ++b)
     for (int half = 0; half < 2; ++half) {
       __m512 chunks[kRows], rows_of_dwords[kRows];
       for (int i = 0; i < kRows; ++i)
-        chunks[i] = _mm512_castsi512_ps(_mm512_loadu_si512(base + b * kSuperblockBytes + kQsAt + (16 * half + i) * 64));
+        chunks[i] = _mm512_castsi512_ps(
+            _mm512_loadu_si512(base + b * kSuperblockBytes + kQsAt + (16 * half + i) * 64));
       transpose16(chunks, rows_of_dwords);
       for (int r = 0; r < rows; ++r)
         _mm512_storeu_si512(out[r * nb + b].qs + 64 * half, _mm512_castps_si512(rows_of_dwords[r]));
     }
 }
 
-const PackedKernels* amx_packed_k(DType weight) { return weight == DType::Q4_K ? &kPackedQ4K : nullptr; }
+const PackedKernels* amx_packed_k(DType weight) {
+  return weight == DType::Q4_K ? &kPackedQ4K : nullptr;
+}
 
 }  // namespace tern::cpu

@@ -43,7 +43,8 @@ constexpr int64_t kBlockQsBytes = int64_t{kChunks<W>} * 4 * kRows;
 
 template <class W>
 size_t group_bytes(int64_t nb) {
-  const auto bytes = static_cast<size_t>(nb * (kBlockQsBytes<W> + kRows * int64_t{sizeof(uint16_t)}));
+  const auto bytes =
+      static_cast<size_t>(nb * (kBlockQsBytes<W> + kRows * int64_t{sizeof(uint16_t)}));
   return (bytes + 63) / 64 * 64;  // every group 64-byte aligned
 }
 
@@ -77,8 +78,9 @@ void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
   auto* dst = static_cast<std::byte*>(out);
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < groups; ++g)
-    pack_group<W>(src + g * kRows * w_stride, w_stride, static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)),
-                  nb, dst + g * group_bytes<W>(nb));
+    pack_group<W>(src + g * kRows * w_stride, w_stride,
+                  static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)), nb,
+                  dst + g * group_bytes<W>(nb));
 }
 
 // ---- 1 to 26 tokens: VNNI dots, 16 rows per instruction --------------------------------------
@@ -99,7 +101,8 @@ struct TokenTerms {
 };
 
 template <class W>
-void prepare_terms(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb, TokenTerms& out) {
+void prepare_terms(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb,
+                   TokenTerms& out) {
   constexpr int32_t kBias = std::is_same_v<W, BlockQ4_0> ? 8 : 128;
   out.scale.resize(static_cast<size_t>(tokens * nb));
   out.offset.resize(static_cast<size_t>(tokens * nb));
@@ -118,7 +121,7 @@ struct DotTokens {
   const std::byte* a;  // the Q8_0 activation rows
   size_t a_stride;
   int64_t tokens;
-  const float* scale;     // TokenTerms, [tokens][nb]
+  const float* scale;  // TokenTerms, [tokens][nb]
   const int32_t* offset;
 };
 
@@ -135,7 +138,8 @@ inline void unsigned_weights(const std::byte* qs, __m512i u[8]) {
       u[c + 4] = _mm512_and_si512(x, high);
     }
   } else {
-    for (int c = 0; c < 8; ++c) u[c] = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * c), _mm512_set1_epi8(-128));
+    for (int c = 0; c < 8; ++c)
+      u[c] = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * c), _mm512_set1_epi8(-128));
   }
 }
 
@@ -144,7 +148,8 @@ inline void unsigned_weights(const std::byte* qs, __m512i u[8]) {
 template <class W, int kN>
 inline void block_sums(const __m512i (*u)[8], const int8_t* a_qs, int32_t offset, __m512i* sums) {
   __m512i first[kN], second[kN];
-  for (int n = 0; n < kN; ++n) first[n] = _mm512_set1_epi32(-offset), second[n] = _mm512_setzero_si512();
+  for (int n = 0; n < kN; ++n)
+    first[n] = _mm512_set1_epi32(-offset), second[n] = _mm512_setzero_si512();
   for (int c = 0; c < 4; ++c) {
     int32_t a0, a1;
     std::memcpy(&a0, a_qs + 4 * c, 4);
@@ -180,11 +185,12 @@ constexpr int kStreams = 4;
 // One group per stream (kGroups of them) against up to 15 tokens: each block's weights
 // unpacked once for all the tokens. y[g]: group g's first output of token 0.
 template <class W, int kGroups>
-void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y, size_t ldy,
-                const int* rows) {
+void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
+                size_t ldy, const int* rows) {
   __m512 chains[kMaxDotTokens][kGroups][kChains];
   for (int64_t t = 0; t < a.tokens; ++t)
-    for (int g = 0; g < kGroups; ++g) std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
+    for (int g = 0; g < kGroups; ++g)
+      std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
   // Two groups' weights at a time stay in registers (16 of 32) while each token's activation
   // dwords are broadcast once for both. Against one group at a time (matmul_bench, packed
   // 2048 × 2048, one thread, in cache): Q4_0 at 4 tokens 124 → 92 µs, at 12 280 → 225; Q8_0
@@ -198,7 +204,8 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
         const std::byte* qs = groups[g0 + n] + b * kBlockQsBytes<W>;
         for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_l2_ahead(qs + off);
         unsigned_weights<W>(qs, u[n]);
-        const auto* d = reinterpret_cast<const uint16_t*>(groups[g0 + n] + nb * kBlockQsBytes<W>) + b * kRows;
+        const auto* d =
+            reinterpret_cast<const uint16_t*>(groups[g0 + n] + nb * kBlockQsBytes<W>) + b * kRows;
         w_scale[n] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
       }
       for (int64_t t = 0; t < a.tokens; ++t) {
@@ -208,14 +215,16 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
         const __m512 a_scale = _mm512_set1_ps(a.scale[t * nb + b]);
         for (int n = 0; n < kPair; ++n) {
           __m512& chain = chains[t][g0 + n][b % kChains];
-          chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[n]), _mm512_mul_ps(w_scale[n], a_scale), chain);
+          chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[n]), _mm512_mul_ps(w_scale[n], a_scale),
+                                  chain);
         }
       }
     }
   }
   for (int g = 0; g < kGroups; ++g) {
     const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
-    for (int64_t t = 0; t < a.tokens; ++t) _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
+    for (int64_t t = 0; t < a.tokens; ++t)
+      _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
   }
 }
 
@@ -223,8 +232,8 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
 // groups rather than once per group, and a group's weights are unpacked as the dots take
 // them. The same bits as group_dots; in cache, one thread: 35 → 45 GiB/s for Q4_0.
 template <class W, int kGroups>
-void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
-                          const int* rows) {
+void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
+                          float* const* y, const int* rows) {
   __m512 chains[kGroups][kChains];
   for (int g = 0; g < kGroups; ++g) std::fill(chains[g], chains[g] + kChains, _mm512_setzero_ps());
   const auto* act = reinterpret_cast<const BlockQ8_0*>(a.a);
@@ -260,8 +269,10 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
     for (int g = 0; g < kGroups; ++g) {
       if constexpr (std::is_same_v<W, BlockQ4_0>) second[g] = _mm512_srai_epi32(second[g], 4);
       const __m512i sums = _mm512_add_epi32(first[g], second[g]);
-      const auto* d = reinterpret_cast<const uint16_t*>(groups[g] + nb * kBlockQsBytes<W>) + b * kRows;
-      const __m512 scale = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))), a_scale);
+      const auto* d =
+          reinterpret_cast<const uint16_t*>(groups[g] + nb * kBlockQsBytes<W>) + b * kRows;
+      const __m512 scale = _mm512_mul_ps(
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))), a_scale);
       __m512& chain = chains[g][b % kChains];
       chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, chain);
     }
@@ -303,7 +314,8 @@ const int8_t* signed_weights(const std::byte* group, int64_t nb, std::vector<int
         const __m512i x = _mm512_loadu_si512(group + (b * 4 + c) * 64);
         int8_t* out = scratch.data() + b * 512;
         _mm512_storeu_si512(out + 64 * c, _mm512_sub_epi8(_mm512_and_si512(x, low), eight));
-        _mm512_storeu_si512(out + 64 * (c + 4), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(x, 4), low), eight));
+        _mm512_storeu_si512(out + 64 * (c + 4),
+                            _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(x, 4), low), eight));
       }
     return scratch.data();
   }
@@ -317,7 +329,8 @@ struct PackedActivations {
   std::vector<float> d;
 };
 
-void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb, PackedActivations& out) {
+void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb,
+                      PackedActivations& out) {
   const int64_t tiles = (tokens + kRows - 1) / kRows;
   out.qs.resize(static_cast<size_t>(tiles * nb * kRows * kQK));
   out.d.resize(static_cast<size_t>(tiles * kRows * nb));
@@ -349,7 +362,8 @@ void finish_tile(__m512* chains, float* y, size_t ldy, int rows, int tokens) {
   for (int width = kChains / 2; width >= 1; width /= 2)
     for (int j = 0; j < width; ++j)
       for (int t = 0; t < kRows; ++t)
-        chains[j * kRows + t] = _mm512_add_ps(chains[j * kRows + t], chains[(j + width) * kRows + t]);
+        chains[j * kRows + t] =
+            _mm512_add_ps(chains[j * kRows + t], chains[(j + width) * kRows + t]);
   const auto live = static_cast<__mmask16>((1u << rows) - 1);
   for (int t = 0; t < tokens; ++t) _mm512_mask_storeu_ps(y + t * ldy, live, chains[t]);
 }
@@ -393,11 +407,12 @@ inline void store_block(int32_t (*c)[kRows * kRows]) {
 // through the tiles, then the chains' tree. The tiles of block b + 1 are issued before block
 // b's sums join their chains, so the tile unit works while the vector unit does.
 template <int kTiles>
-void output_tiles(const int8_t* wq, const uint16_t* wd, const TokenTile* a, int64_t nb, float* y, size_t ldy,
-                  int rows) {
+void output_tiles(const int8_t* wq, const uint16_t* wd, const TokenTile* a, int64_t nb, float* y,
+                  size_t ldy, int rows) {
   // Per tile [16 chains][16 tokens] of 16 rows: 16 KiB, in L1.
   thread_local __m512 chains[2][kChains * kRows];
-  for (int i = 0; i < kTiles; ++i) std::fill(chains[i], chains[i] + kChains * kRows, _mm512_setzero_ps());
+  for (int i = 0; i < kTiles; ++i)
+    std::fill(chains[i], chains[i] + kChains * kRows, _mm512_setzero_ps());
   // [stage][tile]: the int32 sums of one block.
   alignas(64) int32_t c[2][2][kRows * kRows];
   multiply_block<kTiles, 0>(wq, a, 0);
@@ -411,14 +426,16 @@ void output_tiles(const int8_t* wq, const uint16_t* wd, const TokenTile* a, int6
       }
     }
     // Block b's 256 sums of each tile join their chains: one FMA per token's 16 rows.
-    const __m512 w_scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wd + b * kRows)));
+    const __m512 w_scale =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wd + b * kRows)));
     for (int i = 0; i < kTiles; ++i) {
       const int32_t* sums = c[b % 2][i];
       const float* a_scales = a[i].d + b * kRows;
       __m512* chain = chains[i] + (b % kChains) * kRows;
       for (int t = 0; t < kRows; ++t) {
         const __m512 scale = _mm512_mul_ps(w_scale, _mm512_set1_ps(a_scales[t]));
-        chain[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(sums + t * kRows)), scale, chain[t]);
+        chain[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(sums + t * kRows)), scale,
+                                   chain[t]);
       }
     }
     if (b + 1 < nb) {
@@ -429,7 +446,8 @@ void output_tiles(const int8_t* wq, const uint16_t* wd, const TokenTile* a, int6
       }
     }
   }
-  for (int i = 0; i < kTiles; ++i) finish_tile(chains[i], y + i * kRows * ldy, ldy, rows, a[i].tokens);
+  for (int i = 0; i < kTiles; ++i)
+    finish_tile(chains[i], y + i * kRows * ldy, ldy, rows, a[i].tokens);
 }
 
 // ---- the drivers -------------------------------------------------------------------------------
@@ -437,11 +455,13 @@ void output_tiles(const int8_t* wq, const uint16_t* wd, const TokenTile* a, int6
 // The matmul as passes of the VNNI dots, a thread's groups consecutive. `group_at(g, scratch)`
 // gives group g's packed bytes: in place, or packed into `scratch`.
 template <class W, class GroupAt>
-void matmul_dots(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
-                 float* y, size_t ldy) {
+void matmul_dots(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride,
+                 int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQK, groups = (rows + kRows - 1) / kRows;
   const auto* abytes = static_cast<const std::byte*>(a_data);
-  auto rows_of = [=](int64_t g) { return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)); };
+  auto rows_of = [=](int64_t g) {
+    return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows));
+  };
   thread_local TokenTerms terms;
   prepare_terms<W>(abytes, a_stride, tokens, nb, terms);
   // Pointers, not the thread_local `terms`: in the parallel region that name would be the
@@ -459,8 +479,9 @@ void matmul_dots(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, 
       rows_in[s] = rows_of(at[s]);
     }
     for (int64_t t0 = 0; t0 < tokens; t0 += kMaxDotTokens) {
-      const DotTokens dot{abytes + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0),
-                          scale + t0 * nb, offset + t0 * nb};
+      const DotTokens dot{abytes + t0 * a_stride, a_stride,
+                          std::min<int64_t>(kMaxDotTokens, tokens - t0), scale + t0 * nb,
+                          offset + t0 * nb};
       for (int s = 0; s < count; ++s) out[s] = y + t0 * ldy + at[s] * kRows;
       if (count == kStreams) {
         if (tokens == 1) {
@@ -470,18 +491,21 @@ void matmul_dots(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, 
         }
         continue;
       }
-      for (int s = 0; s < count; ++s) group_dots<W, 1>(group + s, nb, dot, out + s, ldy, rows_in + s);
+      for (int s = 0; s < count; ++s)
+        group_dots<W, 1>(group + s, nb, dot, out + s, ldy, rows_in + s);
     }
   });
 }
 
 // The matmul on AMX tiles (27 tokens and more), a thread's groups consecutive.
 template <class W, class GroupAt>
-void matmul_tiles(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
-                  float* y, size_t ldy) {
+void matmul_tiles(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride,
+                  int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQK, groups = (rows + kRows - 1) / kRows;
   const auto* abytes = static_cast<const std::byte*>(a_data);
-  auto rows_of = [=](int64_t g) { return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)); };
+  auto rows_of = [=](int64_t g) {
+    return static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows));
+  };
   thread_local PackedActivations packed;
   pack_activations(abytes, a_stride, tokens, nb, packed);
   const int64_t token_tiles = (tokens + kRows - 1) / kRows;
@@ -515,8 +539,8 @@ void matmul_tiles(int64_t k, GroupAt group_at, int64_t rows, const void* a_data,
 // Every group through the kernel that fits the token count. Without tiles (kTiles false: a CPU
 // with AVX-512 VNNI and no AMX) every token count runs as passes of the dots.
 template <class W, bool kTiles, class GroupAt>
-void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
-                   float* y, size_t ldy) {
+void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data, size_t a_stride,
+                   int64_t tokens, float* y, size_t ldy) {
   if (kTiles && tokens > kMaxVnniTokens) {
     matmul_tiles<W>(k, group_at, rows, a_data, a_stride, tokens, y, ldy);
   } else {
@@ -525,28 +549,29 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
 }
 
 template <class W, bool kTiles>
-void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride, int64_t tokens,
-                   float* y, size_t ldy) {
+void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
+                   int64_t tokens, float* y, size_t ldy) {
   const auto* base = static_cast<const std::byte*>(packed);
   const size_t stride = group_bytes<W>(k / kQK);
   matmul_groups<W, kTiles>(
-      k, [=](int64_t g, std::vector<std::byte>&) { return base + g * stride; }, rows, a_data, a_stride, tokens, y,
-      ldy);
+      k, [=](int64_t g, std::vector<std::byte>&) { return base + g * stride; }, rows, a_data,
+      a_stride, tokens, y, ldy);
 }
 
 // Weights in the file's layout: each thread packs a group before using it (the same bits as
 // packed weights; the packing costs about what the weights' first unpacking would).
 template <class W, bool kTiles>
-void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
-          int64_t tokens, float* y, size_t ldy) {
+void gemm(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+          size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQK;
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   auto group_at = [=](int64_t g, std::vector<std::byte>& scratch) {
     // vectors of std::byte are not 64-byte aligned: over-allocate and align.
     scratch.resize(group_bytes<W>(nb) + 64);
-    auto* out = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
-    pack_group<W>(wbytes + g * kRows * w_stride, w_stride, static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)),
-                  nb, out);
+    auto* out =
+        reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+    pack_group<W>(wbytes + g * kRows * w_stride, w_stride,
+                  static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)), nb, out);
     return static_cast<const std::byte*>(out);
   };
   matmul_groups<W, kTiles>(k, group_at, rows, a_data, a_stride, tokens, y, ldy);
@@ -558,18 +583,24 @@ constexpr PackedKernels kPacked{kRows, packed_bytes<W>, pack<W>, matmul_packed<W
 template <bool kTiles>
 GemmTileFn gemm_of(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return gemm<BlockQ4_0, kTiles>;
-    case DType::Q8_0: return gemm<BlockQ8_0, kTiles>;
-    default: return nullptr;
+    case DType::Q4_0:
+      return gemm<BlockQ4_0, kTiles>;
+    case DType::Q8_0:
+      return gemm<BlockQ8_0, kTiles>;
+    default:
+      return nullptr;
   }
 }
 
 template <bool kTiles>
 const PackedKernels* packed_of(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return &kPacked<BlockQ4_0, kTiles>;
-    case DType::Q8_0: return &kPacked<BlockQ8_0, kTiles>;
-    default: return nullptr;
+    case DType::Q4_0:
+      return &kPacked<BlockQ4_0, kTiles>;
+    case DType::Q8_0:
+      return &kPacked<BlockQ8_0, kTiles>;
+    default:
+      return nullptr;
   }
 }
 

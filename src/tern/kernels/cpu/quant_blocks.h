@@ -8,8 +8,8 @@
 
 namespace tern::cpu {
 
-constexpr int kQK = 32;    // elements per block of the 32-element types
-constexpr int kQKK = 256;  // elements per super-block of the K types
+constexpr int kQK = 32;           // elements per block of the 32-element types
+constexpr int kQKK = 256;         // elements per super-block of the K types
 constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K / Q5_K
 
 // x = (q - 8) * d; element j in the low nibble of qs[j], element j + 16 in the high nibble.

@@ -10,7 +10,8 @@ namespace {
 
 // Element j in the low nibble of qs[j], element j + 16 in the high one.
 void pack_nibbles(const int* q, uint8_t* qs) {
-  for (int j = 0; j < kQK / 2; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0xf) | (q[j + 16] & 0xf) << 4);
+  for (int j = 0; j < kQK / 2; ++j)
+    qs[j] = static_cast<uint8_t>((q[j] & 0xf) | (q[j + 16] & 0xf) << 4);
 }
 // Bit 4 of element j is bit j of the little-endian word qh.
 void pack_high_bits(const int* q, uint8_t* qh) {

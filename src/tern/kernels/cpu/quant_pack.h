@@ -11,11 +11,11 @@
 
 namespace tern::cpu {
 
-void pack_q4_0(uint16_t d, const int* q, BlockQ4_0* b);                // q[32]
-void pack_q4_1(uint16_t d, uint16_t m, const int* q, BlockQ4_1* b);    // q[32]
-void pack_q5_0(uint16_t d, const int* q, BlockQ5_0* b);                // q[32]
-void pack_q5_1(uint16_t d, uint16_t m, const int* q, BlockQ5_1* b);    // q[32]
-void pack_q8_0(uint16_t d, const int* q, BlockQ8_0* b);                // q[32] in -127..127
+void pack_q4_0(uint16_t d, const int* q, BlockQ4_0* b);              // q[32]
+void pack_q4_1(uint16_t d, uint16_t m, const int* q, BlockQ4_1* b);  // q[32]
+void pack_q5_0(uint16_t d, const int* q, BlockQ5_0* b);              // q[32]
+void pack_q5_1(uint16_t d, uint16_t m, const int* q, BlockQ5_1* b);  // q[32]
+void pack_q8_0(uint16_t d, const int* q, BlockQ8_0* b);              // q[32] in -127..127
 // scales, mins: [8] in 0..63; q[256] in 0..15 (Q4_K) or 0..31 (Q5_K).
 void pack_q4_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, const int* q,
                BlockQ4_K* b);

@@ -32,7 +32,8 @@ void fit_scale_min(const float* x, int n, int nmax, float* scale_out, float* min
   float best_scale = (xmax - xmin) / static_cast<float>(nmax), best_offset = xmin;
   float best_sse = std::numeric_limits<float>::infinity();
   for (int step = -kSearchSteps; step <= kSearchSteps; ++step) {
-    const float iscale = (static_cast<float>(nmax) + kSearchStep * static_cast<float>(step)) / (xmax - xmin);
+    const float iscale =
+        (static_cast<float>(nmax) + kSearchStep * static_cast<float>(step)) / (xmax - xmin);
     float sl = 0, sll = 0, sx = 0, slx = 0;
     int q[kQK];
     for (int i = 0; i < n; ++i) {
@@ -213,8 +214,9 @@ void dequantize_row_q6_k(const void* vx, float* y, int64_t k) {
       const uint8_t* ql = x[i].ql + 64 * h;
       const uint8_t* qh = x[i].qh + 32 * h;
       for (int l = 0; l < 32; ++l) {
-        const int q[4] = {(ql[l] & 0xf) | ((qh[l] >> 0) & 3) << 4, (ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4,
-                          (ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4, (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4};
+        const int q[4] = {
+            (ql[l] & 0xf) | ((qh[l] >> 0) & 3) << 4, (ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4,
+            (ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4, (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4};
         for (int g = 0; g < 4; ++g) {
           const int e = 128 * h + 32 * g + l;
           y[e] = d * static_cast<float>(x[i].scales[e / 16]) * static_cast<float>(q[g] - 32);
@@ -232,7 +234,8 @@ void quantize_row_q8_k(const float* x, void* vy, int64_t k) {
     for (int j = 0; j < kQKK; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     y[i].d = amax / 127.0f;
-    for (int j = 0; j < kQKK; ++j) y[i].qs[j] = static_cast<int8_t>(clamp_int(nearest_int(x[j] * id), -127, 127));
+    for (int j = 0; j < kQKK; ++j)
+      y[i].qs[j] = static_cast<int8_t>(clamp_int(nearest_int(x[j] * id), -127, 127));
     for (int j = 0; j < kQKK / 16; ++j) {
       int sum = 0;
       for (int l = 0; l < 16; ++l) sum += y[i].qs[16 * j + l];
@@ -256,7 +259,8 @@ void dequantize_row_q2_k(const void* vx, float* y, int64_t k) {
       const int h = e / 128, g = (e % 128) / 32, l = e % 32;
       const uint8_t sc = x[i].scales[e / 16];
       const int q = (x[i].qs[32 * h + l] >> (2 * g)) & 3;
-      y[e] = d * static_cast<float>(sc & 0xf) * static_cast<float>(q) - dmin * static_cast<float>(sc >> 4);
+      y[e] = d * static_cast<float>(sc & 0xf) * static_cast<float>(q) -
+             dmin * static_cast<float>(sc >> 4);
     }
   }
 }
@@ -276,7 +280,8 @@ void dequantize_row_q3_k(const void* vx, float* y, int64_t k) {
     }
     for (int e = 0; e < kQKK; ++e) {
       const int h = e / 128, g = (e % 128) / 32, l = e % 32;
-      const int q = ((x[i].qs[32 * h + l] >> (2 * g)) & 3) - ((x[i].hmask[l] >> (4 * h + g)) & 1 ? 0 : 4);
+      const int q =
+          ((x[i].qs[32 * h + l] >> (2 * g)) & 3) - ((x[i].hmask[l] >> (4 * h + g)) & 1 ? 0 : 4);
       y[e] = d * static_cast<float>(scales[e / 16]) * static_cast<float>(q);
     }
   }

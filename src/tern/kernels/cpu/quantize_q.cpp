@@ -37,7 +37,8 @@ void quantize_symmetric(const float* x, uint16_t* d_out, int* q) {
   const float d = f16_to_f32(d16);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   *d_out = d16;
-  for (int j = 0; j < kQK; ++j) q[j] = clamp_int(nearest_int(x[j] * id) + kLevels / 2, 0, kLevels - 1);
+  for (int j = 0; j < kQK; ++j)
+    q[j] = clamp_int(nearest_int(x[j] * id) + kLevels / 2, 0, kLevels - 1);
 }
 
 // Asymmetric types: x ≈ q * d + m with m the block minimum.
@@ -122,8 +123,12 @@ void dequantize_row_q5_0(const void* vx, float* y, int64_t k) {
     const float d = f16_to_f32(x[i].d);
     const uint32_t qh = high_bits(x[i].qh);
     for (int j = 0; j < kQK / 2; ++j) {
-      y[i * kQK + j] = static_cast<float>((low_q4(x[i].qs, j) | static_cast<int>((qh >> j) & 1) << 4) - 16) * d;
-      y[i * kQK + j + 16] = static_cast<float>((high_q4(x[i].qs, j) | static_cast<int>((qh >> (j + 16)) & 1) << 4) - 16) * d;
+      y[i * kQK + j] =
+          static_cast<float>((low_q4(x[i].qs, j) | static_cast<int>((qh >> j) & 1) << 4) - 16) * d;
+      y[i * kQK + j + 16] =
+          static_cast<float>((high_q4(x[i].qs, j) | static_cast<int>((qh >> (j + 16)) & 1) << 4) -
+                             16) *
+          d;
     }
   }
 }
@@ -144,7 +149,8 @@ void dequantize_row_q5_1(const void* vx, float* y, int64_t k) {
     const uint32_t qh = high_bits(x[i].qh);
     for (int j = 0; j < kQK / 2; ++j) {
       y[i * kQK + j] = static_cast<float>(low_q4(x[i].qs, j) | ((qh >> j) & 1) << 4) * d + m;
-      y[i * kQK + j + 16] = static_cast<float>(high_q4(x[i].qs, j) | ((qh >> (j + 16)) & 1) << 4) * d + m;
+      y[i * kQK + j + 16] =
+          static_cast<float>(high_q4(x[i].qs, j) | ((qh >> (j + 16)) & 1) << 4) * d + m;
     }
   }
 }
@@ -193,7 +199,9 @@ void dequantize_row_q8_1(const void* vx, float* y, int64_t k) {
 }
 
 void quantize_row_f32(const float* x, void* y, int64_t k) { std::memcpy(y, x, k * sizeof(float)); }
-void dequantize_row_f32(const void* x, float* y, int64_t k) { std::memcpy(y, x, k * sizeof(float)); }
+void dequantize_row_f32(const void* x, float* y, int64_t k) {
+  std::memcpy(y, x, k * sizeof(float));
+}
 // The 16-bit types are plain conversions: the row converters of ops.h (SIMD, bit-identical
 // to their scalar twins) do them.
 void quantize_row_f16(const float* x, void* y, int64_t k) {
@@ -211,41 +219,71 @@ void dequantize_row_bf16(const void* x, float* y, int64_t k) {
 
 QuantizeFn find_quantize(DType dtype) {
   switch (dtype) {
-    case DType::F32: return quantize_row_f32;
-    case DType::F16: return quantize_row_f16;
-    case DType::BF16: return quantize_row_bf16;
-    case DType::Q4_0: return quantize_row_q4_0;
-    case DType::Q4_1: return quantize_row_q4_1;
-    case DType::Q5_0: return quantize_row_q5_0;
-    case DType::Q5_1: return quantize_row_q5_1;
-    case DType::Q8_0: return quantize_row_q8_0;
-    case DType::Q8_1: return quantize_row_q8_1;
-    case DType::Q4_K: return quantize_row_q4_k;
-    case DType::Q5_K: return quantize_row_q5_k;
-    case DType::Q6_K: return quantize_row_q6_k;
-    case DType::Q8_K: return quantize_row_q8_k;
-    default: return nullptr;
+    case DType::F32:
+      return quantize_row_f32;
+    case DType::F16:
+      return quantize_row_f16;
+    case DType::BF16:
+      return quantize_row_bf16;
+    case DType::Q4_0:
+      return quantize_row_q4_0;
+    case DType::Q4_1:
+      return quantize_row_q4_1;
+    case DType::Q5_0:
+      return quantize_row_q5_0;
+    case DType::Q5_1:
+      return quantize_row_q5_1;
+    case DType::Q8_0:
+      return quantize_row_q8_0;
+    case DType::Q8_1:
+      return quantize_row_q8_1;
+    case DType::Q4_K:
+      return quantize_row_q4_k;
+    case DType::Q5_K:
+      return quantize_row_q5_k;
+    case DType::Q6_K:
+      return quantize_row_q6_k;
+    case DType::Q8_K:
+      return quantize_row_q8_k;
+    default:
+      return nullptr;
   }
 }
 
 DequantizeFn find_dequantize(DType dtype) {
   switch (dtype) {
-    case DType::F32: return dequantize_row_f32;
-    case DType::F16: return dequantize_row_f16;
-    case DType::BF16: return dequantize_row_bf16;
-    case DType::Q4_0: return dequantize_row_q4_0;
-    case DType::Q4_1: return dequantize_row_q4_1;
-    case DType::Q5_0: return dequantize_row_q5_0;
-    case DType::Q5_1: return dequantize_row_q5_1;
-    case DType::Q8_0: return dequantize_row_q8_0;
-    case DType::Q8_1: return dequantize_row_q8_1;
-    case DType::Q2_K: return dequantize_row_q2_k;
-    case DType::Q3_K: return dequantize_row_q3_k;
-    case DType::Q4_K: return dequantize_row_q4_k;
-    case DType::Q5_K: return dequantize_row_q5_k;
-    case DType::Q6_K: return dequantize_row_q6_k;
-    case DType::Q8_K: return dequantize_row_q8_k;
-    default: return nullptr;
+    case DType::F32:
+      return dequantize_row_f32;
+    case DType::F16:
+      return dequantize_row_f16;
+    case DType::BF16:
+      return dequantize_row_bf16;
+    case DType::Q4_0:
+      return dequantize_row_q4_0;
+    case DType::Q4_1:
+      return dequantize_row_q4_1;
+    case DType::Q5_0:
+      return dequantize_row_q5_0;
+    case DType::Q5_1:
+      return dequantize_row_q5_1;
+    case DType::Q8_0:
+      return dequantize_row_q8_0;
+    case DType::Q8_1:
+      return dequantize_row_q8_1;
+    case DType::Q2_K:
+      return dequantize_row_q2_k;
+    case DType::Q3_K:
+      return dequantize_row_q3_k;
+    case DType::Q4_K:
+      return dequantize_row_q4_k;
+    case DType::Q5_K:
+      return dequantize_row_q5_k;
+    case DType::Q6_K:
+      return dequantize_row_q6_k;
+    case DType::Q8_K:
+      return dequantize_row_q8_k;
+    default:
+      return nullptr;
   }
 }
 

@@ -36,19 +36,20 @@ double llama3_scaled_inv_freq(double inv_freq, const RopeScaling& s) {
   if (wavelen > low_freq_wavelen) return inv_freq / s.factor;
   // Here high_freq_wavelen <= wavelen <= low_freq_wavelen; with equal factors the band is a
   // single wavelength and the interpolation weight is taken as 0 (as vLLM does).
-  const double smooth = s.high_freq_factor != s.low_freq_factor
-                            ? (original / wavelen - s.low_freq_factor) /
-                                  (s.high_freq_factor - s.low_freq_factor)
-                            : 0.0;
+  const double smooth =
+      s.high_freq_factor != s.low_freq_factor
+          ? (original / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor)
+          : 0.0;
   return (1.0 - smooth) * inv_freq / s.factor + smooth * inv_freq;
 }
 
 Rope::Rope(const RopeConfig& config) : config_(config) {
   if (config_.rotary_dim == 0) config_.rotary_dim = config_.head_dim;
   const RopeConfig& c = config_;
-  if (c.head_dim <= 0 || c.rotary_dim <= 0 || c.rotary_dim > c.head_dim ||
-      c.rotary_dim % 2 != 0 || c.rotary_dim > kMaxRotaryDim) {
-    throw Error(rope_where(c) + ": rotary_dim must be even, positive, at most head_dim and at most " +
+  if (c.head_dim <= 0 || c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0 ||
+      c.rotary_dim > kMaxRotaryDim) {
+    throw Error(rope_where(c) +
+                ": rotary_dim must be even, positive, at most head_dim and at most " +
                 std::to_string(kMaxRotaryDim));
   }
   if (!(c.theta > 0.0)) throw Error(rope_where(c) + ": rope_theta must be positive");
@@ -121,8 +122,7 @@ void Rope::apply(float* x, int n_heads, std::span<const int32_t> positions,
 }
 
 void Rope::apply_qk(float* q, int n_q_heads, float* k, int n_k_heads,
-                    std::span<const int32_t> positions, int64_t q_stride,
-                    int64_t k_stride) const {
+                    std::span<const int32_t> positions, int64_t q_stride, int64_t k_stride) const {
   if (q_stride == 0) q_stride = static_cast<int64_t>(n_q_heads) * config_.head_dim;
   if (k_stride == 0) k_stride = static_cast<int64_t>(n_k_heads) * config_.head_dim;
   const int64_t num_tokens = static_cast<int64_t>(positions.size());

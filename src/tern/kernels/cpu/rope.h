@@ -34,7 +34,7 @@ struct RopeScaling {
 
 struct RopeConfig {
   int head_dim = 0;
-  int rotary_dim = 0;  // dimensions rotated (the first ones of each head); 0 means head_dim
+  int rotary_dim = 0;      // dimensions rotated (the first ones of each head); 0 means head_dim
   double theta = 10000.0;  // rope_theta / rope_freq_base
   RopeLayout layout = RopeLayout::Neox;
   RopeScaling scaling;

@@ -2,10 +2,10 @@
 // Internal linkage, so each file compiles its own copy with its own flags.
 #pragma once
 
-#include "tern/kernels/cpu/avx512_intrinsics.h"
-
 #include <cstdint>
 #include <cstring>
+
+#include "tern/kernels/cpu/avx512_intrinsics.h"
 
 namespace tern::cpu {
 namespace {

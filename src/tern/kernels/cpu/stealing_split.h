@@ -19,8 +19,9 @@ namespace tern::cpu {
 class StealingSplit {
  public:
   // Steps [t · per_thread, (t + 1) · per_thread) are thread t's, for t < threads; the `extra`
-  // steps after them go to whoever asks first once its own are done. Steps < 2^32. Made before the parallel
-  // region: a thread that never shows up (a smaller team) has its share taken by the others.
+  // steps after them go to whoever asks first once its own are done. Steps < 2^32. Made before the
+  // parallel region: a thread that never shows up (a smaller team) has its share taken by the
+  // others.
   StealingSplit(int threads, int64_t per_thread, int64_t extra)
       : heap_(threads > kInlineThreads ? new Share[static_cast<size_t>(threads)] : nullptr),
         ranges_(heap_ ? heap_.get() : inline_),
@@ -29,7 +30,8 @@ class StealingSplit {
         extra_end_(threads * per_thread + extra),
         next_extra_(threads * per_thread) {
     for (int t = 0; t < threads; ++t)
-      ranges_[t].bounds.store(pack(t * per_thread, (t + 1) * per_thread), std::memory_order_relaxed);
+      ranges_[t].bounds.store(pack(t * per_thread, (t + 1) * per_thread),
+                              std::memory_order_relaxed);
   }
 
   // Steps [first, first + count) for `thread`: up to `want` consecutive ones from the front
@@ -77,7 +79,9 @@ class StealingSplit {
   struct alignas(64) Share {
     std::atomic<uint64_t> bounds{0};
   };
-  static uint64_t pack(int64_t f, int64_t b) { return static_cast<uint64_t>(b) << 32 | static_cast<uint32_t>(f); }
+  static uint64_t pack(int64_t f, int64_t b) {
+    return static_cast<uint64_t>(b) << 32 | static_cast<uint32_t>(f);
+  }
   static int64_t front(uint64_t v) { return static_cast<int64_t>(v & 0xffffffffu); }
   static int64_t back(uint64_t v) { return static_cast<int64_t>(v >> 32); }
 
@@ -101,7 +105,8 @@ class StealingSplit {
 template <int kStreams, class Read>
 void read_in_streams(int64_t items, Read read) {
   const int threads = omp_get_max_threads();
-  const int64_t stream_len = items / (threads * kStreams), in_streams = threads * kStreams * stream_len;
+  const int64_t stream_len = items / (threads * kStreams),
+                in_streams = threads * kStreams * stream_len;
   // Within a share, step j is item j / kStreams of stream j % kStreams.
   StealingSplit split(threads, kStreams * stream_len, items - in_streams);
   auto item_of = [=](int64_t step) {

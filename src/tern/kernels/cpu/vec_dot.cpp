@@ -28,7 +28,8 @@ uint64_t read_xcr0() {
 Isa detect_isa() {
   uint32_t a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::Scalar;
-  const bool osxsave = c & (1u << 27), avx = c & (1u << 28), fma = c & (1u << 12), f16c = c & (1u << 29);
+  const bool osxsave = c & (1u << 27), avx = c & (1u << 28), fma = c & (1u << 12),
+             f16c = c & (1u << 29);
   if (!osxsave || !avx) return Isa::Scalar;
   const uint64_t xcr0 = read_xcr0();
   if ((xcr0 & 0x6) != 0x6) return Isa::Scalar;  // XMM and YMM state
@@ -36,8 +37,9 @@ Isa detect_isa() {
   const bool avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
   if (!(avx2 && fma && f16c && bmi2)) return Isa::Scalar;
   const bool amx_int8 = (d & (1u << 24)) && (d & (1u << 25));  // AMX-TILE, AMX-INT8
-  const bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31)) &&  // F DQ BW VL
-                      (c & (1u << 11));                                                             // VNNI
+  const bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) &&
+                      (b & (1u << 31)) &&  // F DQ BW VL
+                      (c & (1u << 11));    // VNNI
   uint32_t a1 = 0, b1, c1, d1;
   __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
   const bool avx512_bf16 = a1 & (1u << 5);
@@ -53,10 +55,14 @@ Isa decide_best_isa() {
   if (const char* env = std::getenv("TERN_ISA"); env != nullptr && *env != '\0') {
     const std::string_view want(env);
     Isa forced = isa;
-    if (want == "scalar") forced = Isa::Scalar;
-    else if (want == "avx2") forced = Isa::Avx2;
-    else if (want == "avx512") forced = Isa::Avx512;
-    else if (want == "amx") forced = Isa::Amx;
+    if (want == "scalar")
+      forced = Isa::Scalar;
+    else if (want == "avx2")
+      forced = Isa::Avx2;
+    else if (want == "avx512")
+      forced = Isa::Avx512;
+    else if (want == "amx")
+      forced = Isa::Amx;
     // Only ever lower: an unknown value or a level above the CPU's leaves the detected one.
     if (static_cast<int>(forced) < static_cast<int>(isa)) isa = forced;
   }
@@ -71,14 +77,19 @@ DType activation_of(DType weight) {
     // F16 weights take f32 activations: then only the weights need widening (one conversion
     // per FMA rather than two), and the activations are not rounded.
     case DType::F32:
-    case DType::F16: return DType::F32;
-    case DType::BF16: return weight;
+    case DType::F16:
+      return DType::F32;
+    case DType::BF16:
+      return weight;
     case DType::Q4_0:
     case DType::Q5_0:
-    case DType::Q8_0: return DType::Q8_0;
+    case DType::Q8_0:
+      return DType::Q8_0;
     case DType::Q4_1:
-    case DType::Q5_1: return DType::Q8_1;
-    default: return DType::Q8_K;
+    case DType::Q5_1:
+      return DType::Q8_1;
+    default:
+      return DType::Q8_K;
   }
 }
 
@@ -89,11 +100,13 @@ VecDotFn simd_vec_dot(DType weight, Isa isa) {
   // AVX-512 VNNI; the AMX level adds tiles for many tokens).
   if (isa == Isa::Avx512 && (fn = amx_vec_dot_q(weight))) return fn;
   if (isa == Isa::Avx512 || isa == Isa::Amx) {
-    if ((fn = avx512_vec_dot_q(weight)) || (fn = avx512_vec_dot_k(weight)) || (fn = avx512_vec_dot_float(weight)))
+    if ((fn = avx512_vec_dot_q(weight)) || (fn = avx512_vec_dot_k(weight)) ||
+        (fn = avx512_vec_dot_float(weight)))
       return fn;
   }
   if (isa == Isa::Avx512 || isa == Isa::Avx2) {
-    if ((fn = avx2_vec_dot_q(weight)) || (fn = avx2_vec_dot_k(weight)) || (fn = avx2_vec_dot_float(weight)))
+    if ((fn = avx2_vec_dot_q(weight)) || (fn = avx2_vec_dot_k(weight)) ||
+        (fn = avx2_vec_dot_float(weight)))
       return fn;
   }
   return scalar_vec_dot(weight);
@@ -101,7 +114,8 @@ VecDotFn simd_vec_dot(DType weight, Isa isa) {
 
 // Likewise only where the level's vec_dot is the one these rows repeat.
 VecDotRowsFn simd_vec_dot_rows(DType weight, Isa isa) {
-  if ((isa == Isa::Avx512 || isa == Isa::Amx) && simd_vec_dot(weight, isa) == avx512_vec_dot_float(weight))
+  if ((isa == Isa::Avx512 || isa == Isa::Amx) &&
+      simd_vec_dot(weight, isa) == avx512_vec_dot_float(weight))
     return avx512_vec_dot_rows_float(weight);
   return nullptr;
 }
@@ -166,10 +180,14 @@ bool request_amx_permission() {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::Scalar: return "scalar";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
-    case Isa::Amx: return "amx";
+    case Isa::Scalar:
+      return "scalar";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
+    case Isa::Amx:
+      return "amx";
   }
   return "unknown";
 }

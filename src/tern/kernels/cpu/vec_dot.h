@@ -56,8 +56,8 @@ struct PackedKernels {
   void (*pack)(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out);
   // The whole matmul on the packed weights, any number of tokens, threads inside: every
   // element bit for bit the level's vec_dot of the original row.
-  void (*matmul)(int64_t k, const void* packed, int64_t rows, const void* a, size_t a_stride, int64_t tokens,
-                 float* y, size_t ldy);
+  void (*matmul)(int64_t k, const void* packed, int64_t rows, const void* a, size_t a_stride,
+                 int64_t tokens, float* y, size_t ldy);
 };
 
 struct TypeKernels {
@@ -66,7 +66,7 @@ struct TypeKernels {
   QuantizeRowFn quantize_activation;  // f32 row → activation row
   VecDotFn vec_dot;
   VecDotRowsFn vec_dot_rows = nullptr;  // nullptr: the GEMV calls vec_dot per row
-  GemmTileFn gemm_tile;  // nullptr: the matmul calls vec_dot per output element
+  GemmTileFn gemm_tile;                 // nullptr: the matmul calls vec_dot per output element
   // The whole matmul of T > 1 tokens in one call (called with every row and token), threads
   // inside: for kernels that prepare the activations once per call (matmul_q_amx.cpp,
   // gemm_k_amx.cpp). Same contract as gemm_tile; preferred to it where both are set.

@@ -17,15 +17,17 @@ float hsum(__m256 v) {
 }
 
 __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
-__m256 load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+__m256 load_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 __m256 load_bf16(const uint16_t* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
 
 // W, A: the weight and activation elements, LoadW / LoadA widen 8 of them, WToF32 / AToF32 one.
-template <typename W, typename A, __m256 (*LoadW)(const W*), __m256 (*LoadA)(const A*), float (*WToF32)(W),
-          float (*AToF32)(A)>
+template <typename W, typename A, __m256 (*LoadW)(const W*), __m256 (*LoadA)(const A*),
+          float (*WToF32)(W), float (*AToF32)(A)>
 float dot(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const W*>(vw);
   const auto* a = static_cast<const A*>(va);
@@ -51,10 +53,14 @@ float from_bf16(uint16_t h) { return bf16_to_f32(h); }
 
 VecDotFn avx2_vec_dot_float(DType weight) {
   switch (weight) {
-    case DType::F32: return dot<float, float, load_f32, load_f32, identity, identity>;
-    case DType::F16: return dot<uint16_t, float, load_f16, load_f32, from_f16, identity>;
-    case DType::BF16: return dot<uint16_t, uint16_t, load_bf16, load_bf16, from_bf16, from_bf16>;
-    default: return nullptr;
+    case DType::F32:
+      return dot<float, float, load_f32, load_f32, identity, identity>;
+    case DType::F16:
+      return dot<uint16_t, float, load_f16, load_f32, from_f16, identity>;
+    case DType::BF16:
+      return dot<uint16_t, uint16_t, load_bf16, load_bf16, from_bf16, from_bf16>;
+    default:
+      return nullptr;
   }
 }
 

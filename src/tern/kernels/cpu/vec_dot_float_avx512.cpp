@@ -28,7 +28,8 @@ float dot_f32(int64_t k, const void* vw, const void* va) {
     acc2 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 32), _mm512_loadu_ps(a + i + 32), acc2);
     acc3 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 48), _mm512_loadu_ps(a + i + 48), acc3);
   }
-  for (; i + 16 <= k; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(a + i), acc0);
+  for (; i + 16 <= k; i += 16)
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(a + i), acc0);
   if (i < k) {
     const __mmask16 m = tail_mask16(k - i);
     acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_maskz_loadu_ps(m, a + i), acc1);
@@ -36,7 +37,9 @@ float dot_f32(int64_t k, const void* vw, const void* va) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
 }
 
-__m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+__m512 load_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 __m512 load_f16_tail(const uint16_t* p, int64_t n) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask16(n), p));
 }
@@ -67,11 +70,13 @@ float dot_f16(int64_t k, const void* vw, const void* va) {
   // At most two chunks left, the last possibly short.
   if (i < k) {
     const int64_t n = std::min<int64_t>(16, k - i);
-    acc0 = _mm512_fmadd_ps(load_f16_tail(w + i, n), _mm512_maskz_loadu_ps(tail_mask16(n), a + i), acc0);
+    acc0 = _mm512_fmadd_ps(load_f16_tail(w + i, n), _mm512_maskz_loadu_ps(tail_mask16(n), a + i),
+                           acc0);
   }
   if (i + 16 < k) {
     const int64_t n = k - i - 16;
-    acc1 = _mm512_fmadd_ps(load_f16_tail(w + i + 16, n), _mm512_maskz_loadu_ps(tail_mask16(n), a + i + 16), acc1);
+    acc1 = _mm512_fmadd_ps(load_f16_tail(w + i + 16, n),
+                           _mm512_maskz_loadu_ps(tail_mask16(n), a + i + 16), acc1);
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
@@ -107,7 +112,9 @@ struct F32Kind {
   using Vec = __m512;
   static constexpr int64_t kWidth = 16;
   static Vec load(const Elem* p) { return _mm512_loadu_ps(p); }
-  static Vec load_tail(const Elem* p, int64_t n) { return _mm512_maskz_loadu_ps(tail_mask16(n), p); }
+  static Vec load_tail(const Elem* p, int64_t n) {
+    return _mm512_maskz_loadu_ps(tail_mask16(n), p);
+  }
   static __m512 step(__m512 acc, Vec w, Vec a) { return _mm512_fmadd_ps(w, a, acc); }
 };
 struct BF16Kind {
@@ -129,8 +136,8 @@ constexpr int kMicroRows = 2, kMicroTokens = 3;
 
 // w: R rows, a: C rows, y: [C, ldy].
 template <class Kind, int R, int C>
-void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* const* a, int64_t k, float* y,
-                size_t ldy) {
+void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* const* a, int64_t k,
+                float* y, size_t ldy) {
   constexpr int64_t kW = Kind::kWidth;
   using Vec = typename Kind::Vec;
   __m512 acc[4][R][C];
@@ -161,13 +168,14 @@ void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* 
   if (i < k) {
     for (int c = 0; c < C; ++c) {
       const Vec av = Kind::load_tail(a[c] + i, k - i);
-      for (int r = 0; r < R; ++r) acc[1][r][c] = Kind::step(acc[1][r][c], Kind::load_tail(w[r] + i, k - i), av);
+      for (int r = 0; r < R; ++r)
+        acc[1][r][c] = Kind::step(acc[1][r][c], Kind::load_tail(w[r] + i, k - i), av);
     }
   }
   for (int c = 0; c < C; ++c)
     for (int r = 0; r < R; ++r)
-      y[c * ldy + r] = _mm512_reduce_add_ps(
-          _mm512_add_ps(_mm512_add_ps(acc[0][r][c], acc[1][r][c]), _mm512_add_ps(acc[2][r][c], acc[3][r][c])));
+      y[c * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(
+          _mm512_add_ps(acc[0][r][c], acc[1][r][c]), _mm512_add_ps(acc[2][r][c], acc[3][r][c])));
 }
 
 // A family of micro-kernels: Policy::WElem / AElem (the weight and activation elements),
@@ -175,8 +183,8 @@ void gemm_micro(const typename Kind::Elem* const* w, const typename Kind::Elem* 
 // C <= kTokens (the ragged edges too), indexed [R - 1][C - 1].
 template <class Policy>
 struct MicroTable {
-  using Fn = void (*)(const typename Policy::WElem* const*, const typename Policy::AElem* const*, int64_t, float*,
-                      size_t);
+  using Fn = void (*)(const typename Policy::WElem* const*, const typename Policy::AElem* const*,
+                      int64_t, float*, size_t);
   template <int R, size_t... Cs>
   static constexpr std::array<Fn, sizeof...(Cs)> row(std::index_sequence<Cs...>) {
     return {Policy::template run<R, static_cast<int>(Cs) + 1>...};
@@ -192,8 +200,8 @@ struct MicroTable {
 // A tile through one family of micro-kernels. w: [rows, w_stride bytes], a: [tokens,
 // a_stride bytes], y: [tokens, ldy].
 template <class Policy>
-void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
-               int64_t tokens, float* y, size_t ldy) {
+void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+               size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   using WElem = typename Policy::WElem;
   using AElem = typename Policy::AElem;
   constexpr int kRows = Policy::kRows, kTokens = Policy::kTokens;
@@ -203,11 +211,13 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
   for (int64_t c0 = 0; c0 < tokens; c0 += kTokens) {
     const int cc = static_cast<int>(std::min<int64_t>(kTokens, tokens - c0));
     const AElem* a[kTokens];
-    for (int c = 0; c < cc; ++c) a[c] = reinterpret_cast<const AElem*>(abytes + (c0 + c) * a_stride);
+    for (int c = 0; c < cc; ++c)
+      a[c] = reinterpret_cast<const AElem*>(abytes + (c0 + c) * a_stride);
     for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
       const int rr = static_cast<int>(std::min<int64_t>(kRows, rows - r0));
       const WElem* w[kRows];
-      for (int r = 0; r < rr; ++r) w[r] = reinterpret_cast<const WElem*>(wbytes + (r0 + r) * w_stride);
+      for (int r = 0; r < rr; ++r)
+        w[r] = reinterpret_cast<const WElem*>(wbytes + (r0 + r) * w_stride);
       MicroTable<Policy>::kTable[rr - 1][cc - 1](w, a, k, y + c0 * ldy + r0, ldy);
     }
   }
@@ -230,7 +240,8 @@ struct SameTypeMicro {
 // feeds 4 FMAs and each activation chunk 3. 3 x 4 measured faster than 2 x 6 at K = 2048 and
 // 6144 (4 tokens' f32 rows stay in L1) and alike at K = 1024; 1 x 12 twice as slow.
 template <int R, int C>
-void gemm_micro_f16(const uint16_t* const* w, const float* const* a, int64_t k, float* y, size_t ldy) {
+void gemm_micro_f16(const uint16_t* const* w, const float* const* a, int64_t k, float* y,
+                    size_t ldy) {
   __m512 acc[2][R][C];
   for (int q = 0; q < 2; ++q)
     for (int r = 0; r < R; ++r)
@@ -262,7 +273,8 @@ void gemm_micro_f16(const uint16_t* const* w, const float* const* a, int64_t k, 
     }
   }
   for (int c = 0; c < C; ++c)
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r][c], acc[1][r][c]));
+    for (int r = 0; r < R; ++r)
+      y[c * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r][c], acc[1][r][c]));
 }
 
 struct F16Micro {
@@ -294,36 +306,49 @@ void dot_f16_rows(int64_t k, const void* const* w_rows, const void* a_row, float
     for (int q = 0; q < 2; ++q) {
       const __m512 av = _mm512_loadu_ps(a + i + 16 * q);
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) acc[q][r] = _mm512_fmadd_ps(load_f16(w[r] + i + 16 * q), av, acc[q][r]);
+      for (int r = 0; r < R; ++r)
+        acc[q][r] = _mm512_fmadd_ps(load_f16(w[r] + i + 16 * q), av, acc[q][r]);
     }
   }
-  for (int q = 0; q < 2 && i + 16 * q < k; ++q) {  // at most two chunks left, the last possibly short
+  for (int q = 0; q < 2 && i + 16 * q < k;
+       ++q) {  // at most two chunks left, the last possibly short
     const int64_t at = i + 16 * q, n = std::min<int64_t>(16, k - at);
     const __m512 av = _mm512_maskz_loadu_ps(tail_mask16(n), a + at);
-    for (int r = 0; r < R; ++r) acc[q][r] = _mm512_fmadd_ps(load_f16_tail(w[r] + at, n), av, acc[q][r]);
+    for (int r = 0; r < R; ++r)
+      acc[q][r] = _mm512_fmadd_ps(load_f16_tail(w[r] + at, n), av, acc[q][r]);
   }
   for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]));
 }
 
 }  // namespace
 
-VecDotRowsFn avx512_vec_dot_rows_float(DType weight) { return weight == DType::F16 ? dot_f16_rows : nullptr; }
+VecDotRowsFn avx512_vec_dot_rows_float(DType weight) {
+  return weight == DType::F16 ? dot_f16_rows : nullptr;
+}
 
 VecDotFn avx512_vec_dot_float(DType weight) {
   switch (weight) {
-    case DType::F32: return dot_f32;
-    case DType::F16: return dot_f16;
-    case DType::BF16: return dot_bf16;
-    default: return nullptr;
+    case DType::F32:
+      return dot_f32;
+    case DType::F16:
+      return dot_f16;
+    case DType::BF16:
+      return dot_bf16;
+    default:
+      return nullptr;
   }
 }
 
 GemmTileFn avx512_gemm_tile_float(DType weight) {
   switch (weight) {
-    case DType::F32: return gemm_tile<SameTypeMicro<F32Kind>>;
-    case DType::F16: return gemm_tile<F16Micro>;
-    case DType::BF16: return gemm_tile<SameTypeMicro<BF16Kind>>;
-    default: return nullptr;
+    case DType::F32:
+      return gemm_tile<SameTypeMicro<F32Kind>>;
+    case DType::F16:
+      return gemm_tile<F16Micro>;
+    case DType::BF16:
+      return gemm_tile<SameTypeMicro<BF16Kind>>;
+    default:
+      return nullptr;
   }
 }
 

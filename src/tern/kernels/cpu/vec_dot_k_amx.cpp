@@ -8,15 +8,15 @@
 //   Q6_K:        S_b  = Σ_e sc_s(e) · (q_e - 32) · a_e  (int8 scale of 16-element sub-block s)
 //                |S| ≤ 256 · 4096 · 128 = 2^27
 // then float chains (j = 0..15, from +0), the super-blocks b ≡ j (mod 16) in ascending order:
-//   Q4_K / Q5_K: chain_j = fma(S1_b, f16(d) · a.d, chain_j); chain_j = fnmadd(S2_b, f16(dmin) · a.d, chain_j)
-//   Q6_K:        chain_j = fma(S_b, f16(d) · a.d, chain_j)
+//   Q4_K / Q5_K: chain_j = fma(S1_b, f16(d) · a.d, chain_j); chain_j = fnmadd(S2_b, f16(dmin) ·
+//   a.d, chain_j) Q6_K:        chain_j = fma(S_b, f16(d) · a.d, chain_j)
 // and y = the 16 chains summed in the fixed tree of amx_chains.h.
 //
 // The GEMV (here) keeps the chains in the lanes of one register: per super-block the AVX-512
 // dot's exact int32 lanes, 16 super-blocks' lanes gathered into one register by block_sums16.
-// The GEMM (gemm_k_amx.cpp) gets the same integers from AMX: the weight w_e = sc · q (Q4_K, Q5_K: 0..1953) or
-// sc · (q - 32) (Q6_K: -4096..4096) does not fit int8, so it is split as w = 128 · hi + lo
-// with lo = w & 127 and hi = w >> 7 (both int8), and S1 = 128 · Σ hi · a + Σ lo · a, each sum
+// The GEMM (gemm_k_amx.cpp) gets the same integers from AMX: the weight w_e = sc · q (Q4_K, Q5_K:
+// 0..1953) or sc · (q - 32) (Q6_K: -4096..4096) does not fit int8, so it is split as w = 128 · hi +
+// lo with lo = w & 127 and hi = w >> 7 (both int8), and S1 = 128 · Σ hi · a + Σ lo · a, each sum
 // one AMX tile product over the super-block (exact int32). S2 is a 16 × 8 by 8 × 16 product
 // of small integers, done with VNNI in the epilogue.
 #include <algorithm>
@@ -47,26 +47,30 @@ inline void superblock_ints(const Block& w, const BlockQ8_K& a, __m512i& s1, __m
   const __m512i nibble_shift = halves16(0, 4);
   const __m512i sc_m = _mm512_broadcast_i32x4(unpack_scales_mins(w.scales));
   // [m0, m0, m1, m1, …]: one min per pair of 16-element bsums.
-  const __m256i mins_dup = _mm256_setr_epi16(zx(8), zx(8), zx(9), zx(9), zx(10), zx(10), zx(11), zx(11),  //
-                                             zx(12), zx(12), zx(13), zx(13), zx(14), zx(14), zx(15), zx(15));
+  const __m256i mins_dup =
+      _mm256_setr_epi16(zx(8), zx(8), zx(9), zx(9), zx(10), zx(10), zx(11), zx(11),  //
+                        zx(12), zx(12), zx(13), zx(13), zx(14), zx(14), zx(15), zx(15));
   const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
   s2 = _mm256_madd_epi16(bsums, _mm256_shuffle_epi8(_mm512_castsi512_si256(sc_m), mins_dup));
   __m512i qh;
-  if constexpr (kHighBit) qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh)));
+  if constexpr (kHighBit)
+    qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh)));
   __m512i sum = _mm512_setzero_si512();
   for (int j = 0; j < 4; ++j) {
-    const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * j)));
+    const __m512i bits =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * j)));
     __m512i q = _mm512_and_si512(_mm512_srlv_epi16(bits, nibble_shift), low4);
     if constexpr (kHighBit) {
       // Bit s of qh[l] is the fifth bit of element l of sub-block s.
-      const __mmask64 high =
-          _mm512_test_epi8_mask(qh, _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * j))),
-                                                       _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1))), 1));
+      const __mmask64 high = _mm512_test_epi8_mask(
+          qh, _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * j))),
+                                 _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1))), 1));
       q = _mm512_mask_add_epi8(q, high, q, _mm512_set1_epi8(0x10));
     }
     // q · a pairs fit int16 (≤ 2 · 31 · 128); scaled and summed in int32 by VNNI.
     const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512(a.qs + 64 * j));
-    sum = _mm512_dpwssd_epi32(sum, p, _mm512_shuffle_epi8(sc_m, halves16(zx(2 * j), zx(2 * j + 1))));
+    sum =
+        _mm512_dpwssd_epi32(sum, p, _mm512_shuffle_epi8(sc_m, halves16(zx(2 * j), zx(2 * j + 1))));
   }
   s1 = sum;
 }
@@ -80,25 +84,30 @@ inline void superblock_ints(const BlockQ6_K& w, const BlockQ8_K& a, __m512i& s, 
   // 0-1, 2-3, 4-5, 6-7: register A (elements 0-63) shifts pairs 0-1 / 2-3 of its halves up
   // to bits 4-5, register B (64-127) pairs 4-5 / 6-7.
   const __m512i shift_a = halves16(4, 2), shift_b = halves16(0, 2);
-  const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
+  const __m256i sc16 =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
   const __m512i sc = _mm512_zextsi256_si512(sc16);
   const __m512i neg32_sc =
       _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
-  const __m512i bsums = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)));
+  const __m512i bsums =
+      _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)));
   __m512i sum = _mm512_dpwssd_epi32(_mm512_setzero_si512(), bsums, neg32_sc);
   for (int half = 0; half < 2; ++half) {
     const __m512i ql = _mm512_loadu_si512(w.ql + 64 * half);
-    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half)));
-    const __m512i qa =
-        _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * half)));
+    const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                       _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
     const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                        _mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), bits45));
     // Each 128-bit lane of a `maddubs` result is one 16-element sub-block: its scale.
-    const __m512i idx_a = _mm512_setr_epi64(0, 0, 0x0001000100010001, 0x0001000100010001, 0x0002000200020002,
-                                            0x0002000200020002, 0x0003000300030003, 0x0003000300030003);
+    const __m512i idx_a =
+        _mm512_setr_epi64(0, 0, 0x0001000100010001, 0x0001000100010001, 0x0002000200020002,
+                          0x0002000200020002, 0x0003000300030003, 0x0003000300030003);
     const __m512i base = _mm512_set1_epi16(static_cast<int16_t>(8 * half));
     const __m512i sa = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_a, base), sc);
-    const __m512i sb = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_a, _mm512_add_epi16(base, _mm512_set1_epi16(4))), sc);
+    const __m512i sb = _mm512_permutexvar_epi16(
+        _mm512_add_epi16(idx_a, _mm512_add_epi16(base, _mm512_set1_epi16(4))), sc);
     const int8_t* y = a.qs + 128 * half;
     sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(qa, _mm512_loadu_si512(y)), sa);
     sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(qb, _mm512_loadu_si512(y + 64)), sb);
@@ -133,8 +142,10 @@ inline __m512i block_sums(const __m512i* d) {
       f = add_unpacked64(e0, e0);
     }
     // Lanes 0-3: blocks 0 2 4 6 (lanes q = 0, 1 summed), 4-7: 1 3 5 7 (q = 2, 3).
-    const __m512i g = _mm512_add_epi32(_mm512_shuffle_i32x4(f, f, 0x88), _mm512_shuffle_i32x4(f, f, 0xDD));
-    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0), g);
+    const __m512i g =
+        _mm512_add_epi32(_mm512_shuffle_i32x4(f, f, 0x88), _mm512_shuffle_i32x4(f, f, 0xDD));
+    return _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0), g);
   }
 }
 
@@ -163,29 +174,32 @@ inline void superblock_scales(const Block* w, const BlockQ8_K* a, int n, __m512&
       h = _mm512_zextsi128_si512(_mm_setr_epi32(bits(0), bits(1), bits(2), bits(3)));
       a_d = _mm512_zextps128_ps512(_mm_setr_ps(a_d_of(0), a_d_of(1), a_d_of(2), a_d_of(3)));
     } else if constexpr (R == 4) {
-      h = _mm512_zextsi256_si512(
-          _mm256_setr_epi32(bits(0), bits(1), bits(2), bits(3), bits(4), bits(5), bits(6), bits(7)));
-      a_d = _mm512_zextps256_ps512(_mm256_setr_ps(a_d_of(0), a_d_of(1), a_d_of(2), a_d_of(3), a_d_of(4), a_d_of(5),
-                                                  a_d_of(6), a_d_of(7)));
+      h = _mm512_zextsi256_si512(_mm256_setr_epi32(bits(0), bits(1), bits(2), bits(3), bits(4),
+                                                   bits(5), bits(6), bits(7)));
+      a_d = _mm512_zextps256_ps512(_mm256_setr_ps(a_d_of(0), a_d_of(1), a_d_of(2), a_d_of(3),
+                                                  a_d_of(4), a_d_of(5), a_d_of(6), a_d_of(7)));
     } else {
-      h = _mm512_setr_epi32(bits(0), bits(1), bits(2), bits(3), bits(4), bits(5), bits(6), bits(7), bits(8), bits(9),
-                            bits(10), bits(11), bits(12), bits(13), bits(14), bits(15));
-      a_d = _mm512_setr_ps(a_d_of(0), a_d_of(1), a_d_of(2), a_d_of(3), a_d_of(4), a_d_of(5), a_d_of(6), a_d_of(7),
-                           a_d_of(8), a_d_of(9), a_d_of(10), a_d_of(11), a_d_of(12), a_d_of(13), a_d_of(14),
-                           a_d_of(15));
+      h = _mm512_setr_epi32(bits(0), bits(1), bits(2), bits(3), bits(4), bits(5), bits(6), bits(7),
+                            bits(8), bits(9), bits(10), bits(11), bits(12), bits(13), bits(14),
+                            bits(15));
+      a_d = _mm512_setr_ps(a_d_of(0), a_d_of(1), a_d_of(2), a_d_of(3), a_d_of(4), a_d_of(5),
+                           a_d_of(6), a_d_of(7), a_d_of(8), a_d_of(9), a_d_of(10), a_d_of(11),
+                           a_d_of(12), a_d_of(13), a_d_of(14), a_d_of(15));
     }
     d = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)), a_d);
-    if constexpr (kHasMins<Block>) dmin = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))), a_d);
+    if constexpr (kHasMins<Block>)
+      dmin = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))), a_d);
     return;
   }
   const auto live = static_cast<__mmask16>((1u << n) - 1);
-  const __m512 a_d = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live,
-                                              _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-                                                                                   12, 13, 14, 15),
-                                                                 _mm512_set1_epi32(sizeof(BlockQ8_K))),
-                                              &a->d, 1);
-  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                         _mm512_set1_epi32(sizeof(Block)));
+  const __m512 a_d = _mm512_mask_i32gather_ps(
+      _mm512_setzero_ps(), live,
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(sizeof(BlockQ8_K))),
+      &a->d, 1);
+  const __m512i idx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(sizeof(Block)));
   if constexpr (kHasMins<Block>) {
     // d and dmin are the block's first 4 bytes.
     const __m512i h = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, w, 1);
@@ -206,7 +220,8 @@ inline __m512 lanes_up(__m512 v) {
   if constexpr (kLane == 0) {
     return v;
   } else {
-    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_setzero_si512(), kChains - kLane));
+    return _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(v), _mm512_setzero_si512(), kChains - kLane));
   }
 }
 
@@ -225,7 +240,8 @@ inline __m512 superblock_group(const Block* w, const BlockQ8_K* a, int n, __m512
       superblock_ints(w[2 * p + h], a[2 * p + h], x[h], m[h]);
     }
     s1[p] = fold_pair(x[0], x[1]);
-    if constexpr (kHasMins<Block>) s2[p] = _mm512_inserti64x4(_mm512_castsi256_si512(m[0]), m[1], 1);
+    if constexpr (kHasMins<Block>)
+      s2[p] = _mm512_inserti64x4(_mm512_castsi256_si512(m[0]), m[1], 1);
   }
   if (!kFull && 2 * p < n) {
     __m512i x;
@@ -291,7 +307,6 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
   return sum_chains(chains);
 }
 
-
 // The GEMV with every group inlined: measured 3-8% faster on rows of 4-12 super-blocks.
 template <class Block>
 __attribute__((flatten)) float vec_dot_flat(int64_t k, const void* w_row, const void* a_row) {
@@ -302,10 +317,14 @@ __attribute__((flatten)) float vec_dot_flat(int64_t k, const void* w_row, const 
 
 VecDotFn amx_vec_dot_k(DType weight) {
   switch (weight) {
-    case DType::Q4_K: return vec_dot_flat<BlockQ4_K>;
-    case DType::Q5_K: return vec_dot_flat<BlockQ5_K>;
-    case DType::Q6_K: return vec_dot_flat<BlockQ6_K>;
-    default: return nullptr;
+    case DType::Q4_K:
+      return vec_dot_flat<BlockQ4_K>;
+    case DType::Q5_K:
+      return vec_dot_flat<BlockQ5_K>;
+    case DType::Q6_K:
+      return vec_dot_flat<BlockQ6_K>;
+    default:
+      return nullptr;
   }
 }
 

@@ -209,7 +209,8 @@ void gemm_micro_q45_k(const Block* w, const BlockQ8_K* const* a, int64_t nb, flo
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       const float dmin = wdmin * a[c][i].d;
-      acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(mins_dot(a[c][i], mins16)), acc_m[c]);
+      acc_m[c] =
+          _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(mins_dot(a[c][i], mins16)), acc_m[c]);
     }
     const __m256i sc = _mm256_permute2x128_si256(sc_m, sc_m, 0x00);
     __m256i qh;
@@ -230,9 +231,10 @@ void gemm_micro_q45_k(const Block* w, const BlockQ8_K* const* a, int64_t nb, flo
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
         const int8_t* yq = a[c][i].qs + 64 * j;
-        const __m256i p_lo = _mm256_maddubs_epi16(q_lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq)));
-        const __m256i p_hi =
-            _mm256_maddubs_epi16(q_hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq + 32)));
+        const __m256i p_lo =
+            _mm256_maddubs_epi16(q_lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq)));
+        const __m256i p_hi = _mm256_maddubs_epi16(
+            q_hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq + 32)));
         sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(p_lo, s_lo));
         sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(p_hi, s_hi));
       }
@@ -249,16 +251,18 @@ void gemm_micro_q45_k(const Block* w, const BlockQ8_K* const* a, int64_t nb, flo
 template <bool kHighBit, typename Block>
 using MicroQ45K = void (*)(const Block*, const BlockQ8_K* const*, int64_t, float*, size_t);
 template <bool kHighBit, typename Block, size_t... Cs>
-constexpr std::array<MicroQ45K<kHighBit, Block>, sizeof...(Cs)> micro_table_q45_k(std::index_sequence<Cs...>) {
+constexpr std::array<MicroQ45K<kHighBit, Block>, sizeof...(Cs)> micro_table_q45_k(
+    std::index_sequence<Cs...>) {
   return {gemm_micro_q45_k<kHighBit, Block, static_cast<int>(Cs) + 1>...};
 }
 // [C - 1]: the micro-kernel for C tokens (the ragged edge too).
 template <bool kHighBit, typename Block>
-constexpr auto kMicroQ45K = micro_table_q45_k<kHighBit, Block>(std::make_index_sequence<kMicroTokens>());
+constexpr auto kMicroQ45K =
+    micro_table_q45_k<kHighBit, Block>(std::make_index_sequence<kMicroTokens>());
 
 template <bool kHighBit, typename Block>
-void gemm_tile_q45_k(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
-                     size_t a_stride, int64_t tokens, float* y, size_t ldy) {
+void gemm_tile_q45_k(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
+                     const void* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQKK;
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   const auto* abytes = static_cast<const std::byte*>(a_data);
@@ -266,10 +270,11 @@ void gemm_tile_q45_k(int64_t k, const void* w_data, size_t w_stride, int64_t row
   for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
     const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
     const BlockQ8_K* a[kMicroTokens];
-    for (int c = 0; c < cc; ++c) a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + c) * a_stride);
+    for (int c = 0; c < cc; ++c)
+      a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + c) * a_stride);
     for (int64_t r = 0; r < rows; ++r)
-      kMicroQ45K<kHighBit, Block>[cc - 1](reinterpret_cast<const Block*>(wbytes + r * w_stride), a, nb,
-                                          y + c0 * ldy + r, ldy);
+      kMicroQ45K<kHighBit, Block>[cc - 1](reinterpret_cast<const Block*>(wbytes + r * w_stride), a,
+                                          nb, y + c0 * ldy + r, ldy);
   }
 }
 

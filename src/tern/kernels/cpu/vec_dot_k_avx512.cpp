@@ -156,7 +156,8 @@ float dot_q6_k(int64_t k, const void* w_row, const void* a_row) {
 constexpr int kMicroRows = 2, kMicroTokens = 4;
 
 template <bool kHighBit, typename Block, int R, int C>
-void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t nb, float* y, size_t ldy) {
+void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t nb, float* y,
+                      size_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i sixteen = _mm512_set1_epi8(0x10);
   const __m512i nibble_shift = halves16(0, 4);
@@ -173,16 +174,18 @@ void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t 
   }
   for (int64_t i = 0; i < nb; ++i) {
     __m512i sc_m[R];
-    for (int r = 0; r < R; ++r) sc_m[r] = _mm512_broadcast_i32x4(unpack_scales_mins(w[r][i].scales));
-    // Σ dmin · (m·bsum)
+    for (int r = 0; r < R; ++r)
+      sc_m[r] = _mm512_broadcast_i32x4(unpack_scales_mins(w[r][i].scales));
+      // Σ dmin · (m·bsum)
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][i].bsums));
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        const __m256i mins =
-            _mm256_madd_epi16(bsums, _mm256_shuffle_epi8(_mm512_castsi512_si256(sc_m[r]), mins_dup));
-        const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(f16_to_f32(w[r][i].dmin)), _mm256_set1_ps(a[c][i].d));
+        const __m256i mins = _mm256_madd_epi16(
+            bsums, _mm256_shuffle_epi8(_mm512_castsi512_si256(sc_m[r]), mins_dup));
+        const __m256 dmin =
+            _mm256_mul_ps(_mm256_set1_ps(f16_to_f32(w[r][i].dmin)), _mm256_set1_ps(a[c][i].d));
         acc_m[r][c] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(mins), acc_m[r][c]);
       }
     }
@@ -193,15 +196,16 @@ void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t 
     __m512i qh[R];
     if constexpr (kHighBit) {
       for (int r = 0; r < R; ++r)
-        qh[r] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qh)));
+        qh[r] = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qh)));
     }
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       __m512i qv[R], scale[R];
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        const __m512i bits =
-            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qs + 32 * j)));
+        const __m512i bits = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qs + 32 * j)));
         qv[r] = _mm512_and_si512(_mm512_srlv_epi16(bits, nibble_shift), low4);
         if constexpr (kHighBit) {
           const __mmask64 high = _mm512_test_epi8_mask(
@@ -223,19 +227,22 @@ void gemm_micro_q45_k(const Block* const* w, const BlockQ8_K* const* a, int64_t 
     for (int c = 0; c < C; ++c) {
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        const __m512 d = _mm512_mul_ps(_mm512_set1_ps(f16_to_f32(w[r][i].d)), _mm512_set1_ps(a[c][i].d));
+        const __m512 d =
+            _mm512_mul_ps(_mm512_set1_ps(f16_to_f32(w[r][i].d)), _mm512_set1_ps(a[c][i].d));
         acc[r][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][c]), acc[r][c]);
       }
     }
   }
   for (int c = 0; c < C; ++c)
     for (int r = 0; r < R; ++r)
-      y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]) - _mm512_reduce_add_ps(_mm512_zextps256_ps512(acc_m[r][c]));
+      y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]) -
+                       _mm512_reduce_add_ps(_mm512_zextps256_ps512(acc_m[r][c]));
 }
 
 // Q6_K, as dot_q6_k: the same int32 lanes (the −32 offset from the bsums first), the same d.
 template <int R, int C>
-void gemm_micro_q6_k(const BlockQ6_K* const* w, const BlockQ8_K* const* a, int64_t nb, float* y, size_t ldy) {
+void gemm_micro_q6_k(const BlockQ6_K* const* w, const BlockQ8_K* const* a, int64_t nb, float* y,
+                     size_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i bits45 = _mm512_set1_epi8(0x30);
   const __m512i shift_a = halves16(4, 2);
@@ -257,14 +264,15 @@ void gemm_micro_q6_k(const BlockQ6_K* const* w, const BlockQ8_K* const* a, int64
     __m512i sc[R], sumi[R][C];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r][i].scales)));
+      const __m256i sc16 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r][i].scales)));
       sc[r] = _mm512_zextsi256_si512(sc16);
-      const __m512i neg32_sc =
-          _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
+      const __m512i neg32_sc = _mm512_zextsi256_si512(
+          _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
-        const __m512i bsums =
-            _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][i].bsums)));
+        const __m512i bsums = _mm512_zextsi256_si512(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][i].bsums)));
         sumi[r][c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), bsums, neg32_sc);
       }
     }
@@ -276,7 +284,8 @@ void gemm_micro_q6_k(const BlockQ6_K* const* w, const BlockQ8_K* const* a, int64
         const __m512i ql = _mm512_loadu_si512(w[r][i].ql + 64 * half);
         const __m512i qh = _mm512_broadcast_i64x4(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qh + 32 * half)));
-        qa[r] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
+        qa[r] = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                _mm512_and_si512(_mm512_sllv_epi16(qh, shift_a), bits45));
         qb[r] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
                                 _mm512_and_si512(_mm512_srlv_epi16(qh, shift_b), bits45));
         sa[r] = _mm512_permutexvar_epi16(scale_idx[2 * half], sc[r]);
@@ -297,7 +306,8 @@ void gemm_micro_q6_k(const BlockQ6_K* const* w, const BlockQ8_K* const* a, int64
     for (int c = 0; c < C; ++c) {
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        const __m512 d = _mm512_mul_ps(_mm512_set1_ps(f16_to_f32(w[r][i].d)), _mm512_set1_ps(a[c][i].d));
+        const __m512 d =
+            _mm512_mul_ps(_mm512_set1_ps(f16_to_f32(w[r][i].d)), _mm512_set1_ps(a[c][i].d));
         acc[r][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[r][c]), acc[r][c]);
       }
     }
@@ -313,9 +323,12 @@ struct Micro {
   using Fn = void (*)(const Block* const*, const BlockQ8_K* const*, int64_t, float*, size_t);
   template <int R, int C>
   static constexpr Fn kernel() {
-    if constexpr (std::is_same_v<Block, BlockQ4_K>) return gemm_micro_q45_k<false, Block, R, C>;
-    else if constexpr (std::is_same_v<Block, BlockQ5_K>) return gemm_micro_q45_k<true, Block, R, C>;
-    else return gemm_micro_q6_k<R, C>;
+    if constexpr (std::is_same_v<Block, BlockQ4_K>)
+      return gemm_micro_q45_k<false, Block, R, C>;
+    else if constexpr (std::is_same_v<Block, BlockQ5_K>)
+      return gemm_micro_q45_k<true, Block, R, C>;
+    else
+      return gemm_micro_q6_k<R, C>;
   }
   template <int R, size_t... Cs>
   static constexpr std::array<Fn, sizeof...(Cs)> row(std::index_sequence<Cs...>) {
@@ -331,8 +344,8 @@ struct Micro {
 };
 
 template <typename Block>
-void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
-               int64_t tokens, float* y, size_t ldy) {
+void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+               size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQKK;
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   const auto* abytes = static_cast<const std::byte*>(a_data);
@@ -340,11 +353,13 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
   for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
     const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
     const BlockQ8_K* a[kMicroTokens];
-    for (int c = 0; c < cc; ++c) a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + c) * a_stride);
+    for (int c = 0; c < cc; ++c)
+      a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + c) * a_stride);
     for (int64_t r0 = 0; r0 < rows; r0 += kMicroRows) {
       const int rr = static_cast<int>(std::min<int64_t>(kMicroRows, rows - r0));
       const Block* w[kMicroRows];
-      for (int r = 0; r < rr; ++r) w[r] = reinterpret_cast<const Block*>(wbytes + (r0 + r) * w_stride);
+      for (int r = 0; r < rr; ++r)
+        w[r] = reinterpret_cast<const Block*>(wbytes + (r0 + r) * w_stride);
       Micro<Block>::kTable[rr - 1][cc - 1](w, a, nb, y + c0 * ldy + r0, ldy);
     }
   }

@@ -31,8 +31,9 @@ constexpr int kChains = 16;  // = lanes of a register = tokens and rows of a til
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 inline __m512i load2x256(const void* lo, const void* hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
-                            _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
+      _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
 }
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
@@ -41,10 +42,11 @@ inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const
 // Blocks w[0], w[1] against a[0], a[1]: 8 int32 lanes per block, each the exact sum of 4
 // products (block 0 in lanes 0-7).
 inline __m512i pair_dot(const BlockQ4_0* w, const BlockQ8_0* a) {
-  const __m512i qs = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load128(w[0].qs)), 0xFF00, load128(w[1].qs));
+  const __m512i qs = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load128(w[0].qs)), 0xFF00,
+                                                 load128(w[1].qs));
   // Low nibbles are elements 0-15, high nibbles 16-31: shift the second copy of each qs down.
-  const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
-                                     _mm512_set1_epi8(0x0F));
+  const __m512i q = _mm512_and_si512(
+      _mm512_srlv_epi64(qs, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0F));
   const __m512i av = load2x256(a[0].qs, a[1].qs);
   // Σ (q - 8) a = Σ q a - Σ 8 a; vpdpbusd takes the unsigned q and the signed a.
   return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, av),
@@ -86,7 +88,8 @@ inline __m512 add_tail(__m512 chains, const W* w, const BlockQ8_0* a, int64_t b,
   if (rest == 0) return chains;
   alignas(64) int32_t sums[kChains] = {};
   for (int j = 0; j < rest; ++j) sums[j] = block_dot(w[b + j], a[b + j]);
-  const __m512 scale = _mm512_mul_ps(first_halves<sizeof(W)>(w + b, rest), first_halves<sizeof(BlockQ8_0)>(a + b, rest));
+  const __m512 scale = _mm512_mul_ps(first_halves<sizeof(W)>(w + b, rest),
+                                     first_halves<sizeof(BlockQ8_0)>(a + b, rest));
   return _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums)), scale, chains,
                                static_cast<__mmask16>((1u << rest) - 1));
 }
@@ -102,7 +105,8 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
     prefetch_ahead(w + b, kChains * sizeof(W));
     __m512i d[8];
     for (int p = 0; p < 8; ++p) d[p] = pair_dot(w + b + 2 * p, a + b + 2 * p);
-    const __m512 scale = _mm512_mul_ps(first_halves16<sizeof(W)>(w + b), first_halves16<sizeof(BlockQ8_0)>(a + b));
+    const __m512 scale =
+        _mm512_mul_ps(first_halves16<sizeof(W)>(w + b), first_halves16<sizeof(BlockQ8_0)>(a + b));
     chains = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sums16(d)), scale, chains);
   }
   return sum_chains(add_tail(chains, w, a, b, nb));
@@ -112,9 +116,12 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
 
 VecDotFn amx_vec_dot_q(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return vec_dot<BlockQ4_0>;
-    case DType::Q8_0: return vec_dot<BlockQ8_0>;
-    default: return nullptr;
+    case DType::Q4_0:
+      return vec_dot<BlockQ4_0>;
+    case DType::Q8_0:
+      return vec_dot<BlockQ8_0>;
+    default:
+      return nullptr;
   }
 }
 

@@ -42,10 +42,10 @@ inline __m256i fifth_bits(const uint8_t* qh) {
   std::memcpy(&bits, qh, sizeof bits);
   // Byte j takes qh byte j / 8 (vpshufb works per 128-bit lane, and every lane holds all four
   // bytes), then tests bit j % 8.
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(bits)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                       2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -80,8 +80,8 @@ inline __m256i block_dot(const BlockQ5_1& w, const BlockQ8_1& a) {
 // int8 * int8 can reach 2 * 128 * 128 per pair, past vpmaddubsw's int16: widen to int16 and
 // use vpmaddwd, exact for every input.
 inline __m256i block_dot(const BlockQ8_0& w, const BlockQ8_0& a) {
-  const __m256i lo = _mm256_madd_epi16(_mm256_cvtepi8_epi16(load128(w.qs)),
-                                       _mm256_cvtepi8_epi16(load128(a.qs)));
+  const __m256i lo =
+      _mm256_madd_epi16(_mm256_cvtepi8_epi16(load128(w.qs)), _mm256_cvtepi8_epi16(load128(a.qs)));
   const __m256i hi = _mm256_madd_epi16(_mm256_cvtepi8_epi16(load128(w.qs + 16)),
                                        _mm256_cvtepi8_epi16(load128(a.qs + 16)));
   return _mm256_add_epi32(lo, hi);
@@ -90,7 +90,8 @@ inline __m256i block_dot(const BlockQ8_0& w, const BlockQ8_0& a) {
 // The f16 in the low (kHigh: high) half of each int32 lane, as 8 floats.
 template <bool kHigh>
 inline __m256 halves_to_ps(__m256i g) {
-  const __m256i h = kHigh ? _mm256_srli_epi32(g, 16) : _mm256_and_si256(g, _mm256_set1_epi32(0xFFFF));
+  const __m256i h =
+      kHigh ? _mm256_srli_epi32(g, 16) : _mm256_and_si256(g, _mm256_set1_epi32(0xFFFF));
   const __m256i packed = _mm256_packus_epi32(h, h);  // per lane: h0..h3 h0..h3 | h4..h7 h4..h7
   return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
 }
@@ -117,7 +118,8 @@ inline __m256 first_halves8(const void* blocks) {
     }
     packed[i] = v;
   }
-  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(packed[1]), static_cast<int64_t>(packed[0])));
+  return _mm256_cvtph_ps(
+      _mm_set_epi64x(static_cast<int64_t>(packed[1]), static_cast<int64_t>(packed[0])));
 }
 // The first 32 bits of each of 8 blocks.
 template <int kStride>
@@ -131,7 +133,9 @@ inline __m256i first_words8(const void* blocks) {
 // Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
 // as the activation's are d then s, so one gather fetches both.
 template <class W>
-constexpr bool kHasMin = requires(W w) { w.m; };
+constexpr bool kHasMin = requires(W w) {
+  w.m;
+};
 
 // Blocks whose scales are converted together.
 constexpr int kGroup = 8;
@@ -139,7 +143,8 @@ constexpr int kGroup = 8;
 // The blocks after the last group of 8, then the horizontal sums: the end of every row's dot,
 // shared by the GEMV and the GEMM tiles so that both finish a row the same way.
 template <class W, class A>
-inline float finish_row(__m256 acc[2], __m256 acc_min, const W* w, const A* a, int64_t b, int64_t nb) {
+inline float finish_row(__m256 acc[2], __m256 acc_min, const W* w, const A* a, int64_t b,
+                        int64_t nb) {
   float tail_min = 0.0f;
   for (; b < nb; ++b) {
     const __m256 s = _mm256_set1_ps(f16(w[b].d) * f16(a[b].d));
@@ -226,15 +231,17 @@ inline BlockOperand token_block(const BlockQ8_0& a, __m256 scale) {
 // block_dot of the two sides.
 template <class W>
 inline __m256i element_dot(const BlockOperand& w, const BlockOperand& a) {
-  if constexpr (kSignedWeight<W>) return _mm256_add_epi32(_mm256_madd_epi16(w.x, a.x), _mm256_madd_epi16(w.y, a.y));
-  return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.x, a.x), a.y), _mm256_set1_epi16(1));
+  if constexpr (kSignedWeight<W>)
+    return _mm256_add_epi32(_mm256_madd_epi16(w.x, a.x), _mm256_madd_epi16(w.y, a.y));
+  return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.x, a.x), a.y),
+                           _mm256_set1_epi16(1));
 }
 
 // R rows x C tokens. w: R row pointers; prepared: C tokens' blocks ([groups * 8] each); a: the
 // C activation rows (for finish_row's tail blocks); y: [C, ldy].
 template <class W, int R, int C>
-void gemm_micro(const W* const* w, const BlockOperand* const* prepared, const BlockQ8_0* const* a, int64_t groups,
-                int64_t nb, float* y, size_t ldy) {
+void gemm_micro(const W* const* w, const BlockOperand* const* prepared, const BlockQ8_0* const* a,
+                int64_t groups, int64_t nb, float* y, size_t ldy) {
   __m256 acc[R][C][2];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
@@ -247,14 +254,16 @@ void gemm_micro(const W* const* w, const BlockOperand* const* prepared, const Bl
       BlockOperand wb[R];
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r)
-        wb[r] = weight_block(w[r][b + j], _mm256_permutevar8x32_ps(w_scales[r], _mm256_set1_epi32(j)));
+        wb[r] =
+            weight_block(w[r][b + j], _mm256_permutevar8x32_ps(w_scales[r], _mm256_set1_epi32(j)));
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
         const BlockOperand& ab = prepared[c][b + j];
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           const __m256 dot = _mm256_cvtepi32_ps(element_dot<W>(wb[r], ab));
-          acc[r][c][j & 1] = _mm256_fmadd_ps(dot, _mm256_mul_ps(wb[r].scale, ab.scale), acc[r][c][j & 1]);
+          acc[r][c][j & 1] =
+              _mm256_fmadd_ps(dot, _mm256_mul_ps(wb[r].scale, ab.scale), acc[r][c][j & 1]);
         }
       }
     }
@@ -265,8 +274,8 @@ void gemm_micro(const W* const* w, const BlockOperand* const* prepared, const Bl
 }
 
 template <class W>
-using MicroFn = void (*)(const W* const*, const BlockOperand* const*, const BlockQ8_0* const*, int64_t, int64_t,
-                         float*, size_t);
+using MicroFn = void (*)(const W* const*, const BlockOperand* const*, const BlockQ8_0* const*,
+                         int64_t, int64_t, float*, size_t);
 template <class W, int R, size_t... Cs>
 constexpr std::array<MicroFn<W>, sizeof...(Cs)> micro_row(std::index_sequence<Cs...>) {
   return {gemm_micro<W, R, static_cast<int>(Cs) + 1>...};
@@ -281,8 +290,8 @@ template <class W>
 constexpr auto kMicro = micro_table<W>(std::make_index_sequence<kMicroRows>());
 
 template <class W>
-void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
-               int64_t tokens, float* y, size_t ldy) {
+void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+               size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQK, groups = nb / kGroup, blocks = groups * kGroup;
   // Grows to the largest k seen, then is reused: [kMicroTokens, blocks].
   thread_local std::vector<BlockOperand> prepared_buffer;
@@ -302,7 +311,8 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
       for (int64_t g = 0; g < groups; ++g) {
         const __m256 a_scales = first_halves8<sizeof(BlockQ8_0)>(a[c] + g * kGroup);
         for (int j = 0; j < kGroup; ++j)
-          *out++ = token_block<W>(a[c][g * kGroup + j], _mm256_permutevar8x32_ps(a_scales, _mm256_set1_epi32(j)));
+          *out++ = token_block<W>(a[c][g * kGroup + j],
+                                  _mm256_permutevar8x32_ps(a_scales, _mm256_set1_epi32(j)));
       }
     }
     for (int64_t r0 = 0; r0 < rows; r0 += kMicroRows) {
@@ -318,21 +328,31 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
 
 VecDotFn avx2_vec_dot_q(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return vec_dot<BlockQ4_0, BlockQ8_0>;
-    case DType::Q4_1: return vec_dot<BlockQ4_1, BlockQ8_1>;
-    case DType::Q5_0: return vec_dot<BlockQ5_0, BlockQ8_0>;
-    case DType::Q5_1: return vec_dot<BlockQ5_1, BlockQ8_1>;
-    case DType::Q8_0: return vec_dot<BlockQ8_0, BlockQ8_0>;
-    default: return nullptr;
+    case DType::Q4_0:
+      return vec_dot<BlockQ4_0, BlockQ8_0>;
+    case DType::Q4_1:
+      return vec_dot<BlockQ4_1, BlockQ8_1>;
+    case DType::Q5_0:
+      return vec_dot<BlockQ5_0, BlockQ8_0>;
+    case DType::Q5_1:
+      return vec_dot<BlockQ5_1, BlockQ8_1>;
+    case DType::Q8_0:
+      return vec_dot<BlockQ8_0, BlockQ8_0>;
+    default:
+      return nullptr;
   }
 }
 
 GemmTileFn avx2_gemm_tile_q(DType weight) {
   switch (weight) {
-    case DType::Q4_0: return gemm_tile<BlockQ4_0>;
-    case DType::Q5_0: return gemm_tile<BlockQ5_0>;
-    case DType::Q8_0: return gemm_tile<BlockQ8_0>;
-    default: return nullptr;
+    case DType::Q4_0:
+      return gemm_tile<BlockQ4_0>;
+    case DType::Q5_0:
+      return gemm_tile<BlockQ5_0>;
+    case DType::Q8_0:
+      return gemm_tile<BlockQ8_0>;
+    default:
+      return nullptr;
   }
 }
 

@@ -26,8 +26,9 @@ namespace tern::cpu {
 namespace {
 
 inline __m512i load2x256(const void* lo, const void* hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
-                            _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
+      _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
 }
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
@@ -51,14 +52,16 @@ inline __m512i load_qs2(const uint8_t* qs0, const uint8_t* qs1) {
 // 16..31), then block 1's. Leaving the high nibbles in place saves a shift; their lanes' sums
 // are scaled by 1/16 in float instead, which is exact.
 inline __m512i nibbles_in_place2(const uint8_t* qs0, const uint8_t* qs1) {
-  const __m512i keep = _mm512_setr_epi64(0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0, 0xF0F0F0F0F0F0F0F0,
-                                         0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0, 0xF0F0F0F0F0F0F0F0);
+  const __m512i keep = _mm512_setr_epi64(0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0,
+                                         0xF0F0F0F0F0F0F0F0, 0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F,
+                                         0xF0F0F0F0F0F0F0F0, 0xF0F0F0F0F0F0F0F0);
   return _mm512_and_si512(load_qs2(qs0, qs1), keep);
 }
 // 64 bytes 0..15: block 0's elements 0..31, then block 1's (a fifth bit on top of a nibble
 // times 16 would not fit a byte, so Q5 types shift the high nibbles down).
 inline __m512i unpack_nibbles2(const uint8_t* qs0, const uint8_t* qs1) {
-  const __m512i x = _mm512_srlv_epi64(load_qs2(qs0, qs1), _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+  const __m512i x =
+      _mm512_srlv_epi64(load_qs2(qs0, qs1), _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
   return _mm512_and_si512(x, _mm512_set1_epi8(0x0F));
 }
 // Adds 16 to byte j where bit j of the two blocks' qh (block 1's in the high 32 bits) is set.
@@ -72,11 +75,13 @@ template <int kOffset>
 inline __m512i dot_u8_s8(__m512i q, __m512i a) {
   const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, a);
   if constexpr (kOffset == 0) return sum;
-  return _mm512_sub_epi32(sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset), a));
+  return _mm512_sub_epi32(
+      sum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset), a));
 }
 // The integer dots of blocks w[0], w[1] with a[0], a[1], as 8 int32 partial sums each.
 inline __m512i pair_dot(const BlockQ4_1* w, const BlockQ8_1* a) {
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles_in_place2(w[0].qs, w[1].qs), load2x256(a[0].qs, a[1].qs));
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles_in_place2(w[0].qs, w[1].qs),
+                             load2x256(a[0].qs, a[1].qs));
 }
 inline __m512i pair_dot(const BlockQ5_0* w, const BlockQ8_0* a) {
   const __m512i q = add_fifth_bits2(unpack_nibbles2(w[0].qs, w[1].qs), w[0].qh, w[1].qh);
@@ -100,7 +105,8 @@ template <int kOffset>
 inline __m256i dot_u8_s8(__m256i q, __m256i a) {
   const __m256i sum = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, a);
   if constexpr (kOffset == 0) return sum;
-  return _mm256_sub_epi32(sum, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(kOffset), a));
+  return _mm256_sub_epi32(
+      sum, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(kOffset), a));
 }
 inline __m256i block_dot(const BlockQ4_1& w, const BlockQ8_1& a) {
   return dot_u8_s8<0>(unpack_nibbles(w.qs), load256(a.qs));
@@ -115,7 +121,9 @@ inline __m256i block_dot(const BlockQ5_1& w, const BlockQ8_1& a) {
 // Blocks with a min (Q4_1, Q5_1) add m_w * s_a per block; their first 32 bits are d then m,
 // as the activation's are d then s.
 template <class W>
-constexpr bool kHasMin = requires(W w) { w.m; };
+constexpr bool kHasMin = requires(W w) {
+  w.m;
+};
 // Q4_1 keeps its high nibbles in place (pair_dot), its lanes 4..7 of each block weigh 1/16.
 template <class W>
 constexpr bool kInPlace = std::is_same_v<W, BlockQ4_1>;
@@ -133,7 +141,8 @@ inline __m512i pair_lanes_of() {
 // The blocks after the last group of 16, then the horizontal sum: the end of every row's dot,
 // shared by the GEMV and the GEMM tiles so that both finish a row the same way.
 template <class W, class A>
-inline float finish_row(const __m512 acc[2], __m512 acc_min, const W* w, const A* a, int64_t b, int64_t nb) {
+inline float finish_row(const __m512 acc[2], __m512 acc_min, const W* w, const A* a, int64_t b,
+                        int64_t nb) {
   __m256 acc_tail = _mm256_setzero_ps();
   float tail_min = 0.0f;
   for (; b < nb; ++b) {
@@ -164,7 +173,8 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
       const auto* wb = reinterpret_cast<const uint8_t*>(w + b);
       const auto* ab = reinterpret_cast<const uint8_t*>(a + b);
       scale = _mm512_mul_ps(first_halves16<sizeof(W)>(wb), first_halves16<sizeof(A)>(ab));
-      acc_min = _mm512_fmadd_ps(first_halves16<sizeof(W)>(wb + 2), first_halves16<sizeof(A)>(ab + 2), acc_min);
+      acc_min = _mm512_fmadd_ps(first_halves16<sizeof(W)>(wb + 2),
+                                first_halves16<sizeof(A)>(ab + 2), acc_min);
     } else {
       scale = _mm512_mul_ps(first_halves16<sizeof(W)>(w + b), first_halves16<sizeof(A)>(a + b));
     }
@@ -172,7 +182,8 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
 #pragma GCC unroll 8
     for (int j = 0; j < kGroup; j += 2) {
       const __m512i lanes = _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(j));
-      const __m512 s = kInPlace<W> ? _mm512_permutex2var_ps(scale, lanes, scale16) : _mm512_permutexvar_ps(lanes, scale);
+      const __m512 s = kInPlace<W> ? _mm512_permutex2var_ps(scale, lanes, scale16)
+                                   : _mm512_permutexvar_ps(lanes, scale);
       const __m512 dot = _mm512_cvtepi32_ps(pair_dot(w + b + j, a + b + j));
       acc[(j / 2) & 1] = _mm512_fmadd_ps(dot, s, acc[(j / 2) & 1]);
     }
@@ -207,7 +218,8 @@ struct PairOperand {
 
 // The activation side of a pair, prepared per token for every row of a tile.
 template <class W>
-inline void prepare_token_pair(const BlockQ8_0* a, __m512i lanes, __m512 a_scales, PairOperand* out) {
+inline void prepare_token_pair(const BlockQ8_0* a, __m512i lanes, __m512 a_scales,
+                               PairOperand* out) {
   const __m512i av = load2x256(a[0].qs, a[1].qs);
   out->scale = _mm512_permutexvar_ps(lanes, a_scales);  // low 4 bits: the block within the group
   out->q = av;
@@ -232,8 +244,8 @@ inline __m512i element_dot(const PairOperand& w, const PairOperand& a) {
 // R rows x C tokens. w: R row pointers; prepared: C tokens' pairs ([groups * 8] each);
 // a: the C activation rows (for finish_row's tail blocks); y: [C, ldy].
 template <class W, int R, int C>
-void gemm_micro(const W* const* w, const PairOperand* const* prepared, const BlockQ8_0* const* a, int64_t groups,
-                int64_t nb, float* y, size_t ldy) {
+void gemm_micro(const W* const* w, const PairOperand* const* prepared, const BlockQ8_0* const* a,
+                int64_t groups, int64_t nb, float* y, size_t ldy) {
   __m512 acc[R][C][2];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
@@ -254,7 +266,8 @@ void gemm_micro(const W* const* w, const PairOperand* const* prepared, const Blo
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           const __m512 dot = _mm512_cvtepi32_ps(element_dot(wp[r], ap));
-          acc[r][c][(j / 2) & 1] = _mm512_fmadd_ps(dot, _mm512_mul_ps(wp[r].scale, ap.scale), acc[r][c][(j / 2) & 1]);
+          acc[r][c][(j / 2) & 1] =
+              _mm512_fmadd_ps(dot, _mm512_mul_ps(wp[r].scale, ap.scale), acc[r][c][(j / 2) & 1]);
         }
       }
     }
@@ -265,8 +278,8 @@ void gemm_micro(const W* const* w, const PairOperand* const* prepared, const Blo
 }
 
 template <class W>
-using MicroFn = void (*)(const W* const*, const PairOperand* const*, const BlockQ8_0* const*, int64_t, int64_t, float*,
-                         size_t);
+using MicroFn = void (*)(const W* const*, const PairOperand* const*, const BlockQ8_0* const*,
+                         int64_t, int64_t, float*, size_t);
 // kMicro<W>[R - 1][C - 1]: the micro-kernel for R rows and C tokens (the ragged edges too).
 template <class W, int R, size_t... Cs>
 constexpr std::array<MicroFn<W>, sizeof...(Cs)> micro_row(std::index_sequence<Cs...>) {
@@ -281,8 +294,8 @@ template <class W>
 constexpr auto kMicro = micro_table<W>(std::make_index_sequence<kMicroRows<W>>());
 
 template <class W>
-void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data, size_t a_stride,
-               int64_t tokens, float* y, size_t ldy) {
+void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
+               size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t nb = k / kQK, groups = nb / kGroup, pairs = groups * (kGroup / 2);
   // Grows to the largest k seen, then is reused: [kMicroTokens<W>, pairs].
   thread_local std::vector<PairOperand> prepared_buffer;
@@ -303,7 +316,8 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
       for (int64_t g = 0; g < groups; ++g) {
         const __m512 a_scales = first_halves16<sizeof(BlockQ8_0)>(a[c] + g * kGroup);
         for (int j = 0; j < kGroup; j += 2)
-          prepare_token_pair<W>(a[c] + g * kGroup + j, _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(j)), a_scales,
+          prepare_token_pair<W>(a[c] + g * kGroup + j,
+                                _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(j)), a_scales,
                                 out++);
       }
     }
@@ -320,17 +334,23 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
 
 VecDotFn avx512_vec_dot_q(DType weight) {
   switch (weight) {
-    case DType::Q4_1: return vec_dot<BlockQ4_1, BlockQ8_1>;
-    case DType::Q5_0: return vec_dot<BlockQ5_0, BlockQ8_0>;
-    case DType::Q5_1: return vec_dot<BlockQ5_1, BlockQ8_1>;
-    default: return nullptr;
+    case DType::Q4_1:
+      return vec_dot<BlockQ4_1, BlockQ8_1>;
+    case DType::Q5_0:
+      return vec_dot<BlockQ5_0, BlockQ8_0>;
+    case DType::Q5_1:
+      return vec_dot<BlockQ5_1, BlockQ8_1>;
+    default:
+      return nullptr;
   }
 }
 
 GemmTileFn avx512_gemm_tile_q(DType weight) {
   switch (weight) {
-    case DType::Q5_0: return gemm_tile<BlockQ5_0>;
-    default: return nullptr;
+    case DType::Q5_0:
+      return gemm_tile<BlockQ5_0>;
+    default:
+      return nullptr;
   }
 }
 

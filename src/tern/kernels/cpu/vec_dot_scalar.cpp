@@ -54,7 +54,8 @@ float dot_q4_1(int64_t k, const void* vw, const void* va) {
   float sum = 0.0f;
   for (int64_t i = 0; i < k / kQK; ++i) {
     int sumi = 0;
-    for (int j = 0; j < kQK / 2; ++j) sumi += (w[i].qs[j] & 0xf) * a[i].qs[j] + (w[i].qs[j] >> 4) * a[i].qs[j + 16];
+    for (int j = 0; j < kQK / 2; ++j)
+      sumi += (w[i].qs[j] & 0xf) * a[i].qs[j] + (w[i].qs[j] >> 4) * a[i].qs[j + 16];
     sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d)) +
            f16_to_f32(w[i].m) * f16_to_f32(a[i].s);
   }
@@ -138,7 +139,8 @@ float dot_q6_k(int64_t k, const void* vw, const void* va) {
         const int e = 16 * j + l;  // element index in the super-block
         const int h = e / 128, g = (e % 128) / 32, r = e % 32;
         const uint8_t ql = w[i].ql[64 * h + 32 * (g % 2) + r];
-        const int q = ((g < 2 ? ql & 0xf : ql >> 4) | ((w[i].qh[32 * h + r] >> (2 * g)) & 3) << 4) - 32;
+        const int q =
+            ((g < 2 ? ql & 0xf : ql >> 4) | ((w[i].qh[32 * h + r] >> (2 * g)) & 3) << 4) - 32;
         dot += q * a[i].qs[e];
       }
       sumi += w[i].scales[j] * dot;
@@ -175,18 +177,30 @@ float dot_bf16(int64_t k, const void* vw, const void* va) {
 
 VecDotFn scalar_vec_dot(DType weight) {
   switch (weight) {
-    case DType::F32: return dot_f32;
-    case DType::F16: return dot_f16;
-    case DType::BF16: return dot_bf16;
-    case DType::Q4_0: return dot_q4_0;
-    case DType::Q4_1: return dot_q4_1;
-    case DType::Q5_0: return dot_q5_0;
-    case DType::Q5_1: return dot_q5_1;
-    case DType::Q8_0: return dot_q8_0;
-    case DType::Q4_K: return dot_k_affine<false>;
-    case DType::Q5_K: return dot_k_affine<true>;
-    case DType::Q6_K: return dot_q6_k;
-    default: return nullptr;
+    case DType::F32:
+      return dot_f32;
+    case DType::F16:
+      return dot_f16;
+    case DType::BF16:
+      return dot_bf16;
+    case DType::Q4_0:
+      return dot_q4_0;
+    case DType::Q4_1:
+      return dot_q4_1;
+    case DType::Q5_0:
+      return dot_q5_0;
+    case DType::Q5_1:
+      return dot_q5_1;
+    case DType::Q8_0:
+      return dot_q8_0;
+    case DType::Q4_K:
+      return dot_k_affine<false>;
+    case DType::Q5_K:
+      return dot_k_affine<true>;
+    case DType::Q6_K:
+      return dot_q6_k;
+    default:
+      return nullptr;
   }
 }
 
@@ -198,8 +212,10 @@ QuantizeRowFn scalar_quantize_activation(DType activation) {
     case DType::BF16:
     case DType::Q8_0:
     case DType::Q8_1:
-    case DType::Q8_K: return quantize_fn(activation);
-    default: return nullptr;
+    case DType::Q8_K:
+      return quantize_fn(activation);
+    default:
+      return nullptr;
   }
 }
 
