@@ -5,6 +5,8 @@
 #   make test-sanitize   only the ASan+UBSan suite and the short fuzz runs
 #   make bench           build and run the micro-benchmarks
 #   make fuzz            run each fuzzer for longer (FUZZ_SECONDS, default 300)
+#   make format          format every C++ file to .clang-format
+#   make format-check    fail when a C++ file is off .clang-format (CI runs it)
 
 BUILD ?= build
 SAN_BUILD ?= build-sanitize
@@ -16,7 +18,8 @@ export TERN_FIXTURES ?= $(abspath ../shared/fixtures)
 # wait would steal the cores their neighbours need (timing, never results, depends on it).
 TEST_ENV = OMP_WAIT_POLICY=passive
 
-.PHONY: all deps build build-sanitize demo test test-release test-sanitize bench fuzz format clean
+.PHONY: all deps build build-demo build-sanitize demo test test-release test-sanitize bench fuzz \
+        format format-check clean
 
 all: build
 
@@ -36,7 +39,11 @@ $(SAN_BUILD)/build.ninja:
 build-sanitize: deps $(SAN_BUILD)/build.ninja
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs only the tern binary, not the test suite and the benchmarks.
+build-demo: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target tern
+
+demo: build-demo
 	scripts/demo.sh $(BUILD)/tern
 
 test: test-release test-sanitize
@@ -47,16 +54,21 @@ test-release: build
 test-sanitize: build-sanitize
 	cd $(SAN_BUILD) && $(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
-	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SMOKE_SECONDS)
+	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SMOKE_SECONDS) $(JOBS)
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)
 
 fuzz: build-sanitize
-	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS)
+	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
-format:
-	clang-format -i $$(git ls-files '*.cpp' '*.h')
+CXX_FILES = $$(git ls-files '*.cpp' '*.h')
+
+format: deps
+	clang-format -i $(CXX_FILES)
+
+format-check: deps
+	clang-format --dry-run -Werror $(CXX_FILES)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ make pkg-config
   clang libclang-rt-14-dev          # libFuzzer and the sanitizer runtime
+  clang-format                      # make format / format-check (CI fails on drift)
   libomp-dev                        # OpenMP for the kernels (libgomp comes with g++)
   libpcre2-dev                      # tokenizer split patterns (Unicode classes, JIT)
   libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
