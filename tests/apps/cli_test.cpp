@@ -173,7 +173,7 @@ TEST(Cli, AMisspelledFlagNamesTheNearestOne) {
 TEST(Cli, TheModelIsAnArgumentOrDashM) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const std::string model = fixture("stories260K/stories260K.gguf");
-  for (const std::string& flag : {"-m", "--model"}) {
+  for (const std::string flag : {"-m", "--model"}) {
     const auto r = run_tern({"bench-model", flag, model, "-p", "8", "-n", "4", "-r", "1"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("tg4"), std::string::npos) << r.out;

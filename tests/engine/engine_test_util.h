@@ -11,6 +11,7 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "shared_tokenizer.h"
 #include "tern/engine/llm.h"
 #include "tern/models/model_loader.h"
 #include "tern/models/model_weights.h"
@@ -36,7 +37,7 @@ inline LoadedModel tiny_qwen3() {
                                                         {"num_key_value_heads", 2},
                                                         {"head_dim", 64}});
   m.weights = make_dummy_weights(m.config, DType::Q4_K, 11);
-  m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
+  m.tokenizer = testing::shared_tokenizer("qwen-tokenizer");
   m.description = "tiny qwen3 (dummy Q4_K)";
   return m;
 }

@@ -98,8 +98,9 @@ TEST(GeneratePrompts, ABadLineIsNamedAndNothingRuns) {
   for (const auto& [text, message] : cases) {
     const std::string in = dir.file("in.jsonl");
     std::ofstream(in) << text << '\n';
+    // A cache for 4 sequences, not the default 256: the limits checked are per sequence.
     const auto r = run_tern({"generate", "--model", fixture("stories260K/stories260K.gguf"),
-                             "--prompts", in, "--output", out});
+                             "--prompts", in, "--output", out, "--max-num-seqs", "4"});
     EXPECT_EQ(r.exit_code, 1) << text;
     EXPECT_NE(r.err.find(message), std::string::npos) << text << "\n" << r.err;
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "shared_tokenizer.h"
 #include "tern/core/utf8.h"
 
 namespace tern {
@@ -17,7 +18,7 @@ namespace {
 using Ids = std::vector<int32_t>;
 
 const Tokenizer& qwen() {
-  static const Tokenizer t = Tokenizer::load(testing::fixture("qwen-tokenizer"));
+  static const Tokenizer t = testing::shared_tokenizer("qwen-tokenizer");
   return t;
 }
 

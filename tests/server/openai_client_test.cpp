@@ -8,6 +8,7 @@
 
 #include "run_process.h"
 #include "server/server_test_util.h"
+#include "shared_tokenizer.h"
 
 namespace tern::testing {
 namespace {
@@ -85,7 +86,7 @@ TEST_F(OpenAIClient, NpmOpenAIPackageGetsToolCalls) {
   server::ServerOptions o = options();
   o.tool_call_parser = "hermes";
   o.enable_auto_tool_choice = true;
-  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   TestServer s(scripted_qwen3(scripted_tool_call_chain(tok)), server_engine(1024), o);
   expect_script_passes(s, "openai_tools_client.cjs", "openai tools client: ok");
 }

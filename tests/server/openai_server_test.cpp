@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "server/server_test_util.h"
+#include "shared_tokenizer.h"
 #include "tern/tokenizer/chat_template.h"
 
 namespace tern::testing {
@@ -243,7 +244,7 @@ TEST(OpenAIServer, ChatCompletionStreamedAndNot) {
   }
 
   // The prompt is the template's rendering, tokenized without a second BOS.
-  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   const std::string rendered = ChatTemplate::from_tokenizer(tok).render(messages, true);
   EXPECT_EQ(j["usage"]["prompt_tokens"], tok.encode(rendered, false).size());
   const HttpResult t = post(s.port(), "/tokenize", {{"messages", messages}});

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/engine_test_util.h"
+#include "shared_tokenizer.h"
 #include "tern/engine/llm.h"
 #include "tern/server/openai_server.h"
 
@@ -249,7 +250,7 @@ inline LoadedModel tiny_chat_qwen3() {
                                                         {"num_key_value_heads", 1},
                                                         {"head_dim", 32}});
   m.weights = make_dummy_weights(m.config, DType::F16, 5);
-  m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
+  m.tokenizer = testing::shared_tokenizer("qwen-tokenizer");
   m.description = "tiny chat qwen3 (dummy F16)";
   return m;
 }
@@ -277,7 +278,7 @@ inline LoadedModel scripted_qwen3(const std::vector<int32_t>& chain) {
                                                         {"head_dim", 32},
                                                         {"tie_word_embeddings", false}});
   m.weights = make_dummy_weights(m.config, DType::F32, 5);
-  m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
+  m.tokenizer = testing::shared_tokenizer("qwen-tokenizer");
   m.description = "scripted qwen3 (dummy F32)";
   // The weights are F32 and owned by ModelWeights: written in place before the engine packs
   // them.

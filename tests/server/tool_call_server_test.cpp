@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "server/server_test_util.h"
+#include "shared_tokenizer.h"
 #include "structured/schema_validator.h"
 #include "tern/core/error.h"
 #include "tern/tokenizer/chat_template.h"
@@ -32,7 +33,7 @@ struct ScriptedServer {
 };
 
 ScriptedServer scripted_server() {
-  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   ScriptedServer out;
   out.messages = json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
   const std::vector<int32_t> chain = scripted_tool_call_chain(tok);
@@ -233,7 +234,7 @@ TEST(ToolCallServer, EnforcedToolChoiceRefusals) {
 
 // scripted_qwen3's chain that answers a Qwen-template prompt with "<think>ok</think>Hi there".
 std::vector<int32_t> think_chain() {
-  const Tokenizer tok = Tokenizer::load(fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   std::vector<int32_t> chain = {tok.encode("<|im_start|>assistant\n", false, true).back()};
   for (int32_t id : tok.encode("<think>ok</think>Hi there", false, true)) chain.push_back(id);
   chain.push_back(*tok.eos_id());

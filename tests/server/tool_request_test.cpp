@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fixtures.h"
+#include "shared_tokenizer.h"
 #include "tern/server/api_error.h"
 #include "tern/server/openai_protocol.h"
 #include "tern/server/openai_responses.h"
@@ -215,7 +216,7 @@ CompletionOutput finished_output(const std::string& text, const std::string& fin
 
 TEST(ToolCallResponse, WholeResponseHasOpenAIToolCalls) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
-  const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   const ChatOutputOptions options{ReasoningFormat::Qwen3, ToolCallFormat::Hermes, true};
   ResponseFormatter f(Endpoint::ChatCompletions, "chatcmpl-1", 0, "m", tok, 1, 1, options);
   const std::string text =
@@ -245,7 +246,7 @@ TEST(ToolCallResponse, WholeResponseHasOpenAIToolCalls) {
 
 TEST(ToolCallResponse, StreamChunksAreOpenAIs) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
-  const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   ResponseFormatter f(Endpoint::ChatCompletions, "chatcmpl-1", 0, "m", tok, 1, 1,
                       {std::nullopt, ToolCallFormat::Hermes, true});
   const std::vector<std::string> pieces = {

@@ -13,6 +13,7 @@
 
 #include "engine/engine_test_util.h"
 #include "schema_validator.h"
+#include "shared_tokenizer.h"
 #include "spec/spec_test_util.h"
 #include "tern/structured/automaton.h"
 #include "tern/structured/gbnf.h"
@@ -182,7 +183,7 @@ LoadedModel random_qwen3_full_vocab() {
                                                         {"num_key_value_heads", 1},
                                                         {"head_dim", 32}});
   m.weights = make_dummy_weights(m.config, DType::Q8_0, 5);
-  m.tokenizer = Tokenizer::load(fixture("qwen-tokenizer"));
+  m.tokenizer = testing::shared_tokenizer("qwen-tokenizer");
   m.description = "random qwen3 body, full vocabulary";
   return m;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "shared_tokenizer.h"
 #include "tern/engine/sampler.h"
 #include "tern/structured/gbnf.h"
 #include "tern/structured/json_schema.h"
@@ -158,7 +159,7 @@ TEST(StructuredTokenMask, WaitsForTheEndOfReasoning) {
 // Where reasoning has ended decides where a constraint starts: the prompt's last think tag.
 TEST(StructuredTokenMask, ThePromptsLastThinkTagDecidesWhereTheConstraintStarts) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
-  const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   const std::vector<int32_t> open = tok.encode("<think>", false, true),
                              close = tok.encode("</think>", false, true);
   ASSERT_EQ(open.size(), 1u);
@@ -180,7 +181,7 @@ TEST(StructuredTokenMask, ThePromptsLastThinkTagDecidesWhereTheConstraintStarts)
 
 TEST(StructuredTokenMask, QwenVocabularyTrie) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
-  const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   StructuredOutputs so(tok, tok.eos_ids());
   auto trie = so.trie();
   EXPECT_EQ(trie->vocab_size(), tok.vocab_size());

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "fixtures.h"
+#include "shared_tokenizer.h"
 #include "tern/core/error.h"
 #include "tern/tokenizer/tokenizer.h"
 
@@ -121,7 +122,7 @@ TEST(ChatTemplate, SyntaxErrorsNameTheLine) {
 
 TEST(ChatTemplate, FromTokenizerWithoutTemplateThrows) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/vocab.json");
-  const Tokenizer tok = Tokenizer::load(testing::fixture("qwen-tokenizer"));
+  const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   EXPECT_NO_THROW(ChatTemplate::from_tokenizer(tok));
   EXPECT_THROW(ChatTemplate("{% if %}", "", ""), Error);
 }

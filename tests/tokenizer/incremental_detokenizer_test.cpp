@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "shared_tokenizer.h"
 #include "tern/core/error.h"
 #include "tern/core/utf8.h"
 #include "tokenizer/llama_cpp_vectors.h"
@@ -69,7 +70,7 @@ TEST(IncrementalDetokenizer, SentencePieceVectorsAndEmoji) {
 
 TEST(IncrementalDetokenizer, QwenVectorsAndEmoji) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/vocab.json");
-  check_vector_strings(Tokenizer::load(testing::fixture("qwen-tokenizer")), "qwen2");
+  check_vector_strings(testing::shared_tokenizer("qwen-tokenizer"), "qwen2");
 }
 
 TEST(IncrementalDetokenizer, Gpt2VectorsAndEmoji) {
