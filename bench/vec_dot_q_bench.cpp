@@ -15,7 +15,7 @@
 
 #include "tern/core/dtype.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 

@@ -23,8 +23,8 @@ uint64_t read_xcr0() {
   return static_cast<uint64_t>(edx) << 32 | eax;
 }
 
-// What the hardware and the OS (XSAVE state enabled in XCR0) allow; the *_avx2.cpp and
-// *_avx512.cpp files are compiled with exactly these feature sets.
+// What the hardware and the OS (XSAVE state enabled in XCR0) allow; the files of arch/x86/avx2/
+// and avx512/ are compiled with exactly these feature sets.
 Isa detect_isa() {
   uint32_t a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::Scalar;
