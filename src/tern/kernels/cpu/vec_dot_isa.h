@@ -32,12 +32,13 @@ GemmTileFn avx2_gemm_tile_k(DType weight);
 
 // The AMX level: Q4_0 and Q8_0 with their own arithmetic and GEMV (chains16/vec_dot_q.cpp), and
 // the whole-matmul GEMM and packed-weight kernels that agree with it bit for bit
-// (amx/matmul_q.cpp). Only the GEMM's tiles need AMX: the Avx512 level takes the rest.
+// (chains16/q_packed.h, amx/gemm_q.cpp). Only the GEMM's tiles need AMX: the Avx512 level
+// takes the rest.
 VecDotFn amx_vec_dot_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);
 const PackedKernels* amx_packed_q(DType weight);
 // The same matmuls without tiles, every token count as VNNI dots: the Avx512 level's Q4_0 and
-// Q8_0, which share the AMX level's arithmetic (amx/matmul_q.cpp).
+// Q8_0, which share the AMX level's arithmetic (chains16/matmul_q_packed.cpp).
 GemmTileFn vnni_gemm_q(DType weight);
 const PackedKernels* vnni_packed_q(DType weight);
 // Q4_K, Q5_K and Q6_K likewise (chains16/vec_dot_k.cpp: the arithmetic and GEMV; amx/gemm_k.cpp).

@@ -10,6 +10,25 @@
 namespace tern::cpu {
 namespace {
 
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+// Not tern::f16_to_f32: an inline function from a header, compiled here with ISA flags, may be
+// the copy the linker keeps for every other file too.
+inline float f16(uint16_t h) { return _cvtsh_ss(h); }
+
+// The sum of the lanes, in one fixed order: halves, then pairs, then the last two.
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float hsum(__m128 s) {
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
 // The hardware prefetcher alone leaves a GEMV streamed from memory short of the bandwidth
 // (no prefetch measured ~25% slower for the 32-element types; 4 KiB ahead ~10% slower than
 // 1.5 KiB): ask for the weights about 1.5 KiB ahead. Rows of a GEMV are contiguous, so reading

@@ -4,17 +4,11 @@
 #include <immintrin.h>
 
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
 namespace {
-
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
 __m256 load_f16(const uint16_t* p) {

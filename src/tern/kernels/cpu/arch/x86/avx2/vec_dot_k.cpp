@@ -29,18 +29,6 @@ inline __m256i broadcast_lane16(__m256i v, int s) {
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<int16_t>((2 * s + 1) << 8 | 2 * s)));
 }
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-inline float hsum(__m128 s) {
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // Σ_sub m · (bsum of the sub-block): the pairs of 16-element bsums are one 32-element
 // sub-block each; 4 int32 lanes.
 inline __m128i mins_dot(const BlockQ8_K& a, __m128i mins16) {

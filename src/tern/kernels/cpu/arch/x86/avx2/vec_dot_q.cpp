@@ -23,12 +23,6 @@
 namespace tern::cpu {
 namespace {
 
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-// Not tern::f16_to_f32: an inline function from a header, compiled here with ISA flags, may be
-// the copy the linker keeps for every other file too.
-inline float f16(uint16_t h) { return _cvtsh_ss(h); }
-
 // 32 bytes 0..15 in element order: qs's low nibbles are elements 0..15, its high ones 16..31.
 inline __m256i unpack_nibbles(const uint8_t* qs) {
   const __m128i x = load128(qs);
@@ -94,13 +88,6 @@ inline __m256 halves_to_ps(__m256i g) {
       kHigh ? _mm256_srli_epi32(g, 16) : _mm256_and_si256(g, _mm256_set1_epi32(0xFFFF));
   const __m256i packed = _mm256_packus_epi32(h, h);  // per lane: h0..h3 h0..h3 | h4..h7 h4..h7
   return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // The f16 at the start of each of 8 blocks `kStride` bytes apart, as 8 floats. Gathers cost

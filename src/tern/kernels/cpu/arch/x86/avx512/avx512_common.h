@@ -10,6 +10,13 @@
 namespace tern::cpu {
 namespace {
 
+// Two unaligned 32-byte loads as the low and high halves of one register.
+inline __m512i load2x256(const void* lo, const void* hi) {
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
+      _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
+}
+
 // The f16 at the start of each of 16 blocks `kStride` bytes apart, as 16 floats. Gathers cost
 // more here than scalar loads packed four to a register, stored and reloaded as one vector.
 template <int kStride>

@@ -1,6 +1,6 @@
 // AVX-512 VNNI dot kernels of the "q" family: Q4_1, Q5_0, Q5_1 weight rows against Q8_0 / Q8_1
 // activation rows (see vec_dot_isa.h, layouts in quant_blocks.h). Q4_0 and Q8_0 take the AMX
-// level's arithmetic on both AVX-512 levels (chains16/vec_dot_q.cpp, amx/matmul_q.cpp).
+// level's arithmetic on both AVX-512 levels (chains16/vec_dot_q.cpp, chains16/q_packed.h).
 //
 // Two blocks share a 512-bit register (one per 256-bit half), so one vpdpbusd does 64
 // products. vpdpbusd multiplies unsigned by signed bytes: the weights are unsigned already and
@@ -25,16 +25,6 @@
 namespace tern::cpu {
 namespace {
 
-inline __m512i load2x256(const void* lo, const void* hi) {
-  return _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
-      _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
-}
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-// Not tern::f16_to_f32: an inline function from a header, compiled here with ISA flags, may be
-// the copy the linker keeps for every other file too.
-inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);

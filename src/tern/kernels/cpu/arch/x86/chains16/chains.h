@@ -9,6 +9,9 @@
 namespace tern::cpu {
 namespace {
 
+// Float chains per output element = lanes of a register = rows and tokens of a tile.
+constexpr int kChains = 16;
+
 // The exact sums of 16 consecutive blocks, lane j = block j, from 8 registers of which
 // register p holds 8 int32 partial sums of block 2p in lanes 0-7 and of block 2p + 1 in
 // lanes 8-15.
@@ -38,6 +41,14 @@ inline float sum_chains(__m512 chains) {
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// sum_chains lane by lane: c[j] holds chain j of 16 outputs (rows or tokens), and the result's
+// lane i is output i's sum, in the same tree. Overwrites c.
+inline __m512 sum_chains16(__m512* c) {
+  for (int width = kChains / 2; width >= 1; width /= 2)
+    for (int j = 0; j < width; ++j) c[j] = _mm512_add_ps(c[j], c[j + width]);
+  return c[0];
 }
 
 }  // namespace

@@ -8,16 +8,15 @@
 #include <type_traits>
 
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
+#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
+#include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 namespace {
 
-constexpr int kChains = 16;  // = lanes of a register = rows and tokens of a tile
-constexpr int kChunk = 64;   // elements per AMX tile product (a tile row of 64 int8)
+constexpr int kChunk = 64;  // elements per AMX tile product (a tile row of 64 int8)
 constexpr int kChunks = kQKK / kChunk;
-
-inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 
 // int16 index vector: lanes 0-15 = lo, lanes 16-31 = hi.
 inline __m512i halves16(int lo, int hi) {

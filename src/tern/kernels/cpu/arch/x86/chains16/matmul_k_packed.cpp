@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
+#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
@@ -125,13 +126,6 @@ inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const int32_
       _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(d_dmin, 16))), scale);
   chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), d, chain);
   chain = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s2), dmin, chain);
-}
-
-// The tree of the 16 chains of 16 rows (chains16/chains.h's sum_chains, lane by lane).
-inline __m512 sum_chains16(__m512* c) {
-  for (int width = kChains / 2; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) c[j] = _mm512_add_ps(c[j], c[j + width]);
-  return c[0];
 }
 
 // A super-block's header lines (scales, d) and then, as each qs line is read, the lines
@@ -302,7 +296,7 @@ void dots_in_parts(const std::byte* const* groups, int64_t nb, const DotTokens& 
 }
 
 // A thread reads its groups as kStreams streams in step (read_in_streams), as the packed
-// Q4_0 GEMV does (amx/matmul_q.cpp, where it was measured).
+// Q4_0 GEMV does (chains16/q_packed.h, where it was measured).
 constexpr int kStreams = 4;
 
 void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,

@@ -14,11 +14,11 @@
 //
 // The GEMV (here) keeps the chains in the lanes of one register: per super-block the AVX-512
 // dot's exact int32 lanes, 16 super-blocks' lanes gathered into one register by block_sums16.
-// The GEMM (amx/gemm_k.cpp) gets the same integers from AMX: the weight w_e = sc · q (Q4_K, Q5_K:
-// 0..1953) or sc · (q - 32) (Q6_K: -4096..4096) does not fit int8, so it is split as w = 128 · hi +
-// lo with lo = w & 127 and hi = w >> 7 (both int8), and S1 = 128 · Σ hi · a + Σ lo · a, each sum
-// one AMX tile product over the super-block (exact int32). S2 is a 16 × 8 by 8 × 16 product
-// of small integers, done with VNNI in the epilogue.
+// The GEMM (amx/gemm_k.cpp) gets the same integers from AMX: the weight w_e = sc · q (Q4_K,
+// Q5_K: 0..1953) or sc · (q - 32) (Q6_K: -4096..4096) does not fit int8, so it is split as
+// w = 128 · hi + lo with lo = w & 127 and hi = w >> 7 (both int8), and S1 = 128 · Σ hi · a +
+// Σ lo · a, each sum one AMX tile product over the super-block (exact int32). S2 is a 16 × 8
+// by 8 × 16 product of small integers, done with VNNI in the epilogue.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The AMX level's arithmetic for Q4_0 and Q8_0 weights (Q8_0 activations), and its GEMV on
 // the file's rows (AVX-512 VNNI); the matmuls on packed weights and on AMX tiles that give
-// exactly its values are in amx/matmul_q.cpp.
+// exactly its values are in chains16/q_packed.h (on AMX tiles: amx/gemm_q.cpp).
 //
 // AMX multiplies 16 × 16 int8 matrices into exact int32 sums. To use it and stay batch
 // invariant, this level defines each output element by integers first:
@@ -26,16 +26,6 @@
 
 namespace tern::cpu {
 namespace {
-
-constexpr int kChains = 16;  // = lanes of a register = tokens and rows of a tile
-
-inline float f16(uint16_t h) { return _cvtsh_ss(h); }
-inline __m512i load2x256(const void* lo, const void* hi) {
-  return _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
-      _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
-}
-inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
 // ---- the GEMV --------------------------------------------------------------------------------
 
