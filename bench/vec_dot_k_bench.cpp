@@ -82,7 +82,7 @@ VecDotFn kernel(DType type, Isa isa) {
     case Isa::Avx512:
       return avx512_vec_dot_k(type);
     case Isa::Amx:
-      return amx_vec_dot_k(type);
+      return chains16_vec_dot_k(type);
     case Isa::Scalar:
       return scalar_vec_dot(type);
   }

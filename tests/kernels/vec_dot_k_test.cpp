@@ -27,7 +27,7 @@ VecDotFn simd_kernel(DType type, Isa isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
     case Isa::Amx:
-      return amx_vec_dot_k(type);
+      return chains16_vec_dot_k(type);
     default:
       return avx512_vec_dot_k(type);
   }
@@ -372,7 +372,7 @@ TEST(VecDotKFamily, OtherTypesHaveNoKernelHere) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_K}) {
     EXPECT_EQ(avx2_vec_dot_k(t), nullptr);
     EXPECT_EQ(avx512_vec_dot_k(t), nullptr);
-    EXPECT_EQ(amx_vec_dot_k(t), nullptr);
+    EXPECT_EQ(chains16_vec_dot_k(t), nullptr);
     EXPECT_EQ(amx_gemm_k(t), nullptr);
   }
 }

@@ -5,7 +5,7 @@
 
 namespace tern::cpu {
 
-GemmTileFn vnni_gemm_q(DType weight) { return gemm_of<false>(weight); }
-const PackedKernels* vnni_packed_q(DType weight) { return packed_of<false>(weight); }
+GemmTileFn chains16_gemm_q(DType weight) { return gemm_of<false>(weight); }
+const PackedKernels* chains16_packed_q(DType weight) { return packed_of<false>(weight); }
 
 }  // namespace tern::cpu

@@ -315,7 +315,7 @@ __attribute__((flatten)) float vec_dot_flat(int64_t k, const void* w_row, const 
 
 }  // namespace
 
-VecDotFn amx_vec_dot_k(DType weight) {
+VecDotFn chains16_vec_dot_k(DType weight) {
   switch (weight) {
     case DType::Q4_K:
       return vec_dot_flat<BlockQ4_K>;

@@ -104,7 +104,7 @@ float vec_dot(int64_t k, const void* w_row, const void* a_row) {
 
 }  // namespace
 
-VecDotFn amx_vec_dot_q(DType weight) {
+VecDotFn chains16_vec_dot_q(DType weight) {
   switch (weight) {
     case DType::Q4_0:
       return vec_dot<BlockQ4_0>;
