@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
-#include "tern/kernels/cpu/attention.h"
-#include "tern/kernels/cpu/ops.h"
-#include "tern/kernels/cpu/rope.h"
+#include "tern/kernels/cpu/ops/attention.h"
+#include "tern/kernels/cpu/ops/rope.h"
+#include "tern/kernels/cpu/ops/row_ops.h"
 
 namespace {
 

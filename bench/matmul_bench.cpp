@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/matmul.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -82,7 +82,7 @@ VecDotFn kernel(DType type, Isa isa) {
     case Isa::Avx512:
       return avx512_vec_dot_k(type);
     case Isa::Amx:
-      return amx_vec_dot_k(type);
+      return chains16_vec_dot_k(type);
     case Isa::Scalar:
       return scalar_vec_dot(type);
   }

@@ -15,7 +15,7 @@
 
 #include "tern/core/dtype.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -91,7 +91,7 @@ int register_all() {
                             {"avx2", avx2_vec_dot_q, Isa::Avx2},
                             {"avx512", avx512_vec_dot_q, Isa::Avx512},
                             // Q4_0 and Q8_0 on both AVX-512 levels (AVX-512 VNNI only)
-                            {"amx", amx_vec_dot_q, Isa::Avx512}};
+                            {"amx", chains16_vec_dot_q, Isa::Avx512}};
   for (DType type : types) {
     const std::string t(tern::dtype_name(type));
     const int64_t row_bytes = kCols / kQK * tern::dtype_traits(type).block_bytes;

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/quant/gptq.h"
 #include "tern/quant/weight_quantizer.h"
 

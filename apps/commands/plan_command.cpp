@@ -10,7 +10,7 @@
 #include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/engine/engine_config.h"
-#include "tern/kernels/cpu/kv_dtype.h"
+#include "tern/kernels/cpu/kv/kv_dtype.h"
 #include "tern/plan/decode_ceiling.h"
 #include "tern/plan/memory_bandwidth.h"
 #include "tern/plan/plan.h"

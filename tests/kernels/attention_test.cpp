@@ -1,4 +1,4 @@
-#include "tern/kernels/cpu/attention.h"
+#include "tern/kernels/cpu/ops/attention.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

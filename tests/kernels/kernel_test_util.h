@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tern/core/dtype.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 
 namespace tern::testing {
 

@@ -1,4 +1,4 @@
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/kv_quant.h"
+#include "tern/kernels/cpu/kv/kv_quant.h"
 
 namespace tern::cpu {
 namespace {

@@ -1,6 +1,6 @@
 // The 8-bit KV cache's conversions: FP8 codecs against a nearest-code search, the per-head
 // quantizer's scales and error, and each ISA's dequantizer against its scalar twin.
-#include "tern/kernels/cpu/kv_quant.h"
+#include "tern/kernels/cpu/kv/kv_quant.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tern/kernels/cpu/lanes16.h"
+#include "tern/kernels/cpu/ops/lanes16.h"
 
 #include <gtest/gtest.h>
 

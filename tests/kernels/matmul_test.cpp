@@ -13,7 +13,7 @@
 
 #include "kernels/kernel_test_util.h"
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {

@@ -1,5 +1,3 @@
-#include "tern/kernels/cpu/ops.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/ops/row_ops.h"
 
 namespace tern::cpu {
 namespace {

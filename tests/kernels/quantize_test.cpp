@@ -1,6 +1,6 @@
 // Quantizers and dequantizers: round-trip error per type on Gaussian data, and hand-built
 // blocks (bytes written from ggml's layout description) dequantizing to known values.
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "kernels/kernel_test_util.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 namespace {

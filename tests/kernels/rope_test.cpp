@@ -1,4 +1,4 @@
-#include "tern/kernels/cpu/rope.h"
+#include "tern/kernels/cpu/ops/rope.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The SIMD dot kernels of Q4_K, Q5_K and Q6_K against Q8_K activations, per ISA this CPU
-// runs, against both the scalar reference (vec_dot_scalar.cpp) and a reference written here
+// runs, against both the scalar reference (generic/vec_dot.cpp) and a reference written here
 // from the block layouts (int64 sums, double accumulation): random rows, quantized Gaussian
 // rows, hand-built edge blocks, and rows where every float step is exact so the kernels must
 // match to the bit.
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quant_blocks.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -27,7 +27,7 @@ VecDotFn simd_kernel(DType type, Isa isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
     case Isa::Amx:
-      return amx_vec_dot_k(type);
+      return chains16_vec_dot_k(type);
     default:
       return avx512_vec_dot_k(type);
   }
@@ -372,7 +372,7 @@ TEST(VecDotKFamily, OtherTypesHaveNoKernelHere) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_K}) {
     EXPECT_EQ(avx2_vec_dot_k(t), nullptr);
     EXPECT_EQ(avx512_vec_dot_k(t), nullptr);
-    EXPECT_EQ(amx_vec_dot_k(t), nullptr);
+    EXPECT_EQ(chains16_vec_dot_k(t), nullptr);
     EXPECT_EQ(amx_gemm_k(t), nullptr);
   }
 }

@@ -1,5 +1,5 @@
 // The SIMD dot kernels of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, for every ISA this CPU runs, against
-// the scalar reference (vec_dot_scalar.cpp) and a reference computed here in double from the
+// the scalar reference (generic/vec_dot.cpp) and a reference computed here in double from the
 // block layout formulas (quant_blocks.h): random rows of several lengths, and hand-built
 // extreme blocks whose result is an exact integer.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -143,14 +143,14 @@ TYPED_TEST(VecDotQTest, EveryIsaHasTheKernelAndDispatchPicksIt) {
   if (isa_supported(Isa::Avx2)) {
     EXPECT_EQ(type_kernels(type, Isa::Avx2).vec_dot, avx2_vec_dot_q(type));
   }
-  const VecDotFn amx = amx_vec_dot_q(type);
+  const VecDotFn amx = chains16_vec_dot_q(type);
   const bool shared = amx != nullptr;  // Q4_0 and Q8_0: one arithmetic on both AVX-512 levels
   EXPECT_EQ(shared, type == DType::Q4_0 || type == DType::Q8_0);
   if (isa_supported(Isa::Avx512)) {
     const TypeKernels& kern = type_kernels(type, Isa::Avx512);
     EXPECT_EQ(kern.vec_dot, shared ? amx : avx512_vec_dot_q(type));
-    EXPECT_EQ(kern.gemm, vnni_gemm_q(type));
-    EXPECT_EQ(kern.packed, vnni_packed_q(type));
+    EXPECT_EQ(kern.gemm, chains16_gemm_q(type));
+    EXPECT_EQ(kern.packed, chains16_packed_q(type));
     EXPECT_EQ(kern.gemm_tile, shared ? nullptr : avx512_gemm_tile_q(type));
   }
   if (isa_supported(Isa::Amx)) {

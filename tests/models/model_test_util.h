@@ -16,7 +16,7 @@
 #include "tern/core/half.h"
 #include "tern/formats/model_config.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/model_weights.h"
 
 namespace tern::testing {

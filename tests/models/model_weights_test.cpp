@@ -18,7 +18,7 @@
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/decoder.h"
 #include "tern/models/gguf_export.h"
 #include "tern/models/model_loader.h"

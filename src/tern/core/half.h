@@ -10,9 +10,9 @@
 #endif
 
 namespace tern {
-// Internal linkage: the kernels of each instruction set (*_avx2.cpp, *_avx512.cpp) are compiled
-// with their own flags, and an inline function with external linkage would let the linker keep
-// one TU's copy (say, with AVX-512 instructions) for all of them.
+// Internal linkage: the kernels of each instruction set (kernels/cpu/arch/x86/<level>/) are
+// compiled with their own flags, and an inline function with external linkage would let the linker
+// keep one TU's copy (say, with AVX-512 instructions) for all of them.
 namespace {
 
 inline float bits_to_f32(uint32_t bits) {

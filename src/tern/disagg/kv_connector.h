@@ -18,7 +18,7 @@
 
 #include "tern/disagg/kv_lease_table.h"
 #include "tern/disagg/kv_transfer_config.h"
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 
 namespace tern::disagg {
 

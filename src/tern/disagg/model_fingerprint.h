@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 
 namespace tern::disagg {

@@ -7,7 +7,7 @@
 
 #include "tern/disagg/kv_transfer_config.h"
 #include "tern/engine/scheduler.h"
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/spec/speculative_config.h"
 
 namespace tern {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tern/engine/scheduler.h"
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/step_context.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tern/eval/eval_windows.h"
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/step_context.h"
 

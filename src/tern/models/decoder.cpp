@@ -9,8 +9,8 @@
 #include <string>
 
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/attention.h"
-#include "tern/kernels/cpu/ops.h"
+#include "tern/kernels/cpu/ops/attention.h"
+#include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/models/decoder_buffers.h"
 

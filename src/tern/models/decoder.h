@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "tern/formats/model_config.h"
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/kernels/cpu/matmul.h"
-#include "tern/kernels/cpu/rope.h"
+#include "tern/kernels/cpu/ops/rope.h"
 #include "tern/models/model_weights.h"
 #include "tern/models/step_context.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/model_weights.h"
 #include "tern/quant/block_code.h"
 #include "tern/quant/gptq.h"

@@ -14,7 +14,7 @@
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/matmul.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/decoder_buffers.h"
 
 namespace tern {

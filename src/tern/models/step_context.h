@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/kernels/cpu/attention.h"
+#include "tern/kernels/cpu/ops/attention.h"
 
 namespace tern {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tern/formats/model_config.h"
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/plan/weight_plan.h"
 
 namespace tern::plan {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tern/kernels/cpu/kv_dtype.h"
+#include "tern/kernels/cpu/kv/kv_dtype.h"
 #include "tern/plan/decode_ceiling.h"
 #include "tern/plan/memory_plan.h"
 #include "tern/plan/plan_model.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quant_pack.h"
+#include "tern/kernels/cpu/quants/quant_pack.h"
 #include "tern/quant/block_fit.h"
 
 namespace tern::quant {

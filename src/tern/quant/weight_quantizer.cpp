@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/quant/block_code.h"
 
 namespace tern::quant {

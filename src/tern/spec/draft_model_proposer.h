@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/kernels/cpu/kv_cache.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
 #include "tern/models/step_context.h"

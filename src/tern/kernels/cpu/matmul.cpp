@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/quantize.h"
+#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot.h"
 

@@ -1,17 +1,17 @@
-// Run-time dispatch of the dot kernels: which ISA this CPU and OS support, and the table of
-// kernels per (weight type, ISA), falling back to a lower ISA where a level lacks a kernel.
+// Run-time dispatch of the dot kernels: which ISA this CPU and OS support, and the kernels of
+// a (weight type, ISA) from the table in kernel_table.cpp.
 #include "tern/kernels/cpu/vec_dot.h"
 
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "tern/core/error.h"
+#include "tern/kernels/cpu/kernel_table.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -23,8 +23,8 @@ uint64_t read_xcr0() {
   return static_cast<uint64_t>(edx) << 32 | eax;
 }
 
-// What the hardware and the OS (XSAVE state enabled in XCR0) allow; the *_avx2.cpp and
-// *_avx512.cpp files are compiled with exactly these feature sets.
+// What the hardware and the OS (XSAVE state enabled in XCR0) allow; the files of arch/x86/avx2/
+// and avx512/ are compiled with exactly these feature sets.
 Isa detect_isa() {
   uint32_t a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::Scalar;
@@ -69,106 +69,6 @@ Isa decide_best_isa() {
   return isa;
 }
 
-constexpr int kNumDTypes = static_cast<int>(DType::Q8_K) + 1;
-constexpr int kNumIsas = 4;
-
-DType activation_of(DType weight) {
-  switch (weight) {
-    // F16 weights take f32 activations: then only the weights need widening (one conversion
-    // per FMA rather than two), and the activations are not rounded.
-    case DType::F32:
-    case DType::F16:
-      return DType::F32;
-    case DType::BF16:
-      return weight;
-    case DType::Q4_0:
-    case DType::Q5_0:
-    case DType::Q8_0:
-      return DType::Q8_0;
-    case DType::Q4_1:
-    case DType::Q5_1:
-      return DType::Q8_1;
-    default:
-      return DType::Q8_K;
-  }
-}
-
-VecDotFn simd_vec_dot(DType weight, Isa isa) {
-  VecDotFn fn = nullptr;
-  if (isa == Isa::Amx && ((fn = amx_vec_dot_q(weight)) || (fn = amx_vec_dot_k(weight)))) return fn;
-  // Q4_0 and Q8_0 have one arithmetic on both AVX-512 levels (its GEMV and packed dots are
-  // AVX-512 VNNI; the AMX level adds tiles for many tokens).
-  if (isa == Isa::Avx512 && (fn = amx_vec_dot_q(weight))) return fn;
-  if (isa == Isa::Avx512 || isa == Isa::Amx) {
-    if ((fn = avx512_vec_dot_q(weight)) || (fn = avx512_vec_dot_k(weight)) ||
-        (fn = avx512_vec_dot_float(weight)))
-      return fn;
-  }
-  if (isa == Isa::Avx512 || isa == Isa::Avx2) {
-    if ((fn = avx2_vec_dot_q(weight)) || (fn = avx2_vec_dot_k(weight)) ||
-        (fn = avx2_vec_dot_float(weight)))
-      return fn;
-  }
-  return scalar_vec_dot(weight);
-}
-
-// Likewise only where the level's vec_dot is the one these rows repeat.
-VecDotRowsFn simd_vec_dot_rows(DType weight, Isa isa) {
-  if ((isa == Isa::Avx512 || isa == Isa::Amx) &&
-      simd_vec_dot(weight, isa) == avx512_vec_dot_float(weight))
-    return avx512_vec_dot_rows_float(weight);
-  return nullptr;
-}
-
-// Only where the tile's level is the one whose vec_dot the table holds: a tile must
-// reproduce exactly that vec_dot.
-GemmTileFn simd_gemm_tile(DType weight, Isa isa) {
-  if (isa == Isa::Amx) {
-    // The whole-matmul amx_gemm_q / amx_gemm_k instead.
-    if (amx_vec_dot_q(weight) != nullptr || amx_vec_dot_k(weight) != nullptr) return nullptr;
-    isa = Isa::Avx512;
-  }
-  if (isa == Isa::Avx512) {
-    if (amx_vec_dot_q(weight) != nullptr) return nullptr;  // vnni_gemm_q instead
-    if (avx512_vec_dot_q(weight) != nullptr) return avx512_gemm_tile_q(weight);
-    if (avx512_vec_dot_k(weight) != nullptr) return avx512_gemm_tile_k(weight);
-    if (avx512_vec_dot_float(weight) != nullptr) return avx512_gemm_tile_float(weight);
-    return nullptr;
-  }
-  if (isa == Isa::Avx2) {
-    if (avx2_vec_dot_q(weight) != nullptr) return avx2_gemm_tile_q(weight);
-    if (avx2_vec_dot_k(weight) != nullptr) return avx2_gemm_tile_k(weight);
-  }
-  return nullptr;
-}
-
-struct KernelTable {
-  // entries[isa][dtype]; vec_dot == nullptr marks a weight type without kernels.
-  std::array<std::array<TypeKernels, kNumDTypes>, kNumIsas> entries{};
-  KernelTable() {
-    for (int i = 0; i < kNumIsas; ++i) {
-      for (int t = 0; t < kNumDTypes; ++t) {
-        const auto weight = static_cast<DType>(t);
-        TypeKernels& e = entries[i][t];
-        e.weight = weight;
-        e.activation = activation_of(weight);
-        if (scalar_vec_dot(weight) == nullptr) continue;
-        e.quantize_activation = scalar_quantize_activation(e.activation);
-        e.vec_dot = simd_vec_dot(weight, static_cast<Isa>(i));
-        e.vec_dot_rows = simd_vec_dot_rows(weight, static_cast<Isa>(i));
-        e.gemm_tile = simd_gemm_tile(weight, static_cast<Isa>(i));
-        if (static_cast<Isa>(i) == Isa::Amx) {
-          e.gemm = amx_gemm_q(weight) ? amx_gemm_q(weight) : amx_gemm_k(weight);
-          e.packed = amx_packed_q(weight) ? amx_packed_q(weight) : amx_packed_k(weight);
-        } else if (static_cast<Isa>(i) == Isa::Avx512) {
-          e.gemm = vnni_gemm_q(weight);
-          e.packed = vnni_packed_q(weight);
-        }
-      }
-    }
-  }
-};
-
 }  // namespace
 
 bool request_amx_permission() {
@@ -203,13 +103,13 @@ bool isa_supported(Isa isa) {
 }
 
 const TypeKernels& type_kernels(DType weight, Isa isa) {
-  static const KernelTable table;
   if (!isa_supported(isa))
     throw Error(std::string("instruction set ") + isa_name(isa) + " is not supported by this CPU");
   const auto t = static_cast<int>(weight);
-  if (t < 0 || t >= kNumDTypes || table.entries[static_cast<int>(isa)][t].vec_dot == nullptr)
+  if (t < 0 || t > static_cast<int>(DType::Q8_K) ||
+      kernel_row(weight, isa).kernels.vec_dot == nullptr)
     throw Error("no matmul kernels for weight type " + std::string(dtype_name(weight)));
-  return table.entries[static_cast<int>(isa)][t];
+  return kernel_row(weight, isa).kernels;
 }
 
 }  // namespace tern::cpu

@@ -17,8 +17,8 @@ namespace tern::cpu {
 
 // Instruction-set levels with their own kernels; each SIMD level is tested against Scalar.
 // Amx is Avx512 plus AMX-INT8 tiles (and the OS's permission to use them); its kernels
-// define their own arithmetic for the types it covers (vec_dot_q_amx.cpp: Q4_0, Q8_0;
-// vec_dot_k_amx.cpp, gemm_k_amx.cpp: Q4_K, Q5_K, Q6_K) and fall back to
+// define their own arithmetic for the types it covers (chains16/vec_dot_q.cpp: Q4_0, Q8_0;
+// chains16/vec_dot_k.cpp, amx/gemm_k.cpp: Q4_K, Q5_K, Q6_K) and fall back to
 // Avx512's pair of vec_dot and GEMM tile for the others.
 enum class Isa { Scalar, Avx2, Avx512, Amx };
 const char* isa_name(Isa isa);
@@ -45,7 +45,7 @@ constexpr int kVecDotRows = 4;
 using VecDotRowsFn = void (*)(int64_t k, const void* const* w_rows, const void* a_row, float* out);
 
 // Kernels that read a weight matrix rearranged once at load, in a level's own layout, instead
-// of the file's rows (both AVX-512 levels' Q4_0 and Q8_0: groups of 16 rows, matmul_q_amx.cpp).
+// of the file's rows (both AVX-512 levels' Q4_0 and Q8_0: 16-row groups, chains16/q_layout.h).
 struct PackedKernels {
   // Rows per group of the layout: packed copies of matrices whose rows are multiples of it,
   // laid back to back, are the packed copy of the matrices stacked (a fused q/k/v).
@@ -68,8 +68,8 @@ struct TypeKernels {
   VecDotRowsFn vec_dot_rows = nullptr;  // nullptr: the GEMV calls vec_dot per row
   GemmTileFn gemm_tile;                 // nullptr: the matmul calls vec_dot per output element
   // The whole matmul of T > 1 tokens in one call (called with every row and token), threads
-  // inside: for kernels that prepare the activations once per call (matmul_q_amx.cpp,
-  // gemm_k_amx.cpp). Same contract as gemm_tile; preferred to it where both are set.
+  // inside: for kernels that prepare the activations once per call (chains16/q_packed.h,
+  // amx/gemm_k.cpp). Same contract as gemm_tile; preferred to it where both are set.
   GemmTileFn gemm = nullptr;
   const PackedKernels* packed = nullptr;  // nullptr: this level reads the file's rows in place
 };

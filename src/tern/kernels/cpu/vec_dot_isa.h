@@ -1,8 +1,8 @@
-// Where the dispatcher (vec_dot.cpp) finds each instruction set's kernels. Each family of
-// weight types has its own file per ISA: vec_dot_q_{avx2,avx512}.cpp for the 32-element
-// types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), vec_dot_k_{avx2,avx512}.cpp for Q4_K, Q5_K, Q6_K,
-// vec_dot_float_{avx2,avx512}.cpp for F32, F16, BF16. A getter returns nullptr for a type its
-// family does not cover; the dispatcher then falls back to the next lower ISA.
+// Where the dispatch table (kernel_table.cpp) finds each instruction set's kernels. Each family
+// of weight types has its own file per ISA: {avx2,avx512}/vec_dot_q.cpp for the 32-element
+// types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), {avx2,avx512}/vec_dot_k.cpp for Q4_K, Q5_K, Q6_K,
+// {avx2,avx512}/vec_dot_float.cpp for F32, F16, BF16. A getter returns nullptr for a type its
+// family does not cover; the table then keeps the next lower level's row.
 #pragma once
 
 #include "tern/core/dtype.h"
@@ -10,7 +10,7 @@
 
 namespace tern::cpu {
 
-// The scalar reference of every supported type (vec_dot_scalar.cpp).
+// The scalar reference of every supported type (generic/vec_dot.cpp).
 VecDotFn scalar_vec_dot(DType weight);
 QuantizeRowFn scalar_quantize_activation(DType activation);
 
@@ -30,20 +30,20 @@ GemmTileFn avx512_gemm_tile_float(DType weight);
 GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
 
-// The AMX level: Q4_0 and Q8_0 with their own arithmetic and GEMV (vec_dot_q_amx.cpp), and
-// the whole-matmul GEMM and packed-weight kernels that agree with it bit for bit
-// (matmul_q_amx.cpp). Only the GEMM's tiles need AMX: the Avx512 level takes the rest.
-VecDotFn amx_vec_dot_q(DType weight);
+// The 16-chain arithmetic (chains16/): Q4_0 and Q8_0 with their own GEMV
+// (chains16/vec_dot_q.cpp) on both AVX-512 levels, and matmuls on weights packed in groups of
+// 16 rows that agree with it bit for bit: every token count as VNNI dots on the Avx512 level
+// (chains16/matmul_q_packed.cpp), AMX tiles from 27 tokens on the Amx level (amx/gemm_q.cpp).
+VecDotFn chains16_vec_dot_q(DType weight);
+GemmTileFn chains16_gemm_q(DType weight);
+const PackedKernels* chains16_packed_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);
 const PackedKernels* amx_packed_q(DType weight);
-// The same matmuls without tiles, every token count as VNNI dots: the Avx512 level's Q4_0 and
-// Q8_0, which share the AMX level's arithmetic (matmul_q_amx.cpp).
-GemmTileFn vnni_gemm_q(DType weight);
-const PackedKernels* vnni_packed_q(DType weight);
-// Q4_K, Q5_K and Q6_K likewise (vec_dot_k_amx.cpp: the arithmetic and GEMV; gemm_k_amx.cpp).
-VecDotFn amx_vec_dot_k(DType weight);
+// Q4_K, Q5_K and Q6_K likewise, on the Amx level only (chains16/vec_dot_k.cpp: the arithmetic
+// and GEMV; amx/gemm_k.cpp: the GEMM on tiles).
+VecDotFn chains16_vec_dot_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
-// Q4_K's weights packed in groups of 16 rows and their matmul (matmul_k_packed_amx.cpp).
+// Q4_K's weights packed in groups of 16 rows and their matmul (chains16/matmul_k_packed.cpp).
 const PackedKernels* amx_packed_k(DType weight);
 // Asks Linux for the AMX tile state (arch_prctl); false where the OS refuses it.
 bool request_amx_permission();

@@ -1,0 +1,373 @@
+// The AMX level's Q4_K matmul on weights packed in groups of 16 rows. The GEMV on the file's
+// rows (chains16/vec_dot_k.cpp, where the arithmetic is defined) spends ~5 instructions per 64
+// products, a scale shuffle among them, and read 18 GiB/s per core from L2 where memory gives
+// each of two cores ~14: Qwen3 Q4_K_M decoded at ~76% of the bandwidth where Q4_0 reached
+// 82-91%. Here, with 16 rows in the lanes, one vpdpbusd takes 64 products against a broadcast
+// activation dword, and the scales multiply once per 32-element sub-block of 16 rows (33 GiB/s
+// per core from L2).
+//
+// A group's super-block b (16 rows; kSuperblockBytes = 16 · 144, the file's bytes reordered):
+//   scales [3 words][16 rows][4 bytes]    word v: bytes 4v..4v+3 of the row's 12 scale bytes
+//   d      [16 rows][4 bytes]             the row's (d, dmin) f16 pair
+//   qs     [32 chunks][16 rows][4 bytes]  chunk c: bytes 4c..4c+3 of the row's qs, which hold
+//                                         elements 64 (c / 8) + 4 (c % 8) .. +3 of sub-block
+//                                         2 (c / 8) in their low nibbles, and the same elements
+//                                         of sub-block 2 (c / 8) + 1 in their high ones
+// The last group's missing rows are zero. Up to 32 tokens take the VNNI dots below; beyond,
+// the AMX GEMM (amx/gemm_k.cpp) restores each tile's rows to the file's layout first.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
+#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
+#include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
+#include "tern/kernels/cpu/arch/x86/simd_common.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/stealing_split.h"
+#include "tern/kernels/cpu/vec_dot_isa.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr int kRows = kChains;  // rows of a group = lanes of a register = chains of an element
+constexpr int64_t kSuperblockBytes = kRows * int64_t{sizeof(BlockQ4_K)};
+constexpr int64_t kScalesAt = 0, kDAt = 3 * 64, kQsAt = kDAt + 64;
+static_assert(kQsAt + 32 * 64 == kSuperblockBytes);
+
+size_t packed_bytes(int64_t rows, int64_t k) {
+  return static_cast<size_t>((rows + kRows - 1) / kRows * (k / kQKK) * kSuperblockBytes);
+}
+
+void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
+  const int64_t nb = k / kQKK, groups = (rows + kRows - 1) / kRows;
+  const auto* src = static_cast<const std::byte*>(w);
+  auto* dst = static_cast<std::byte*>(out);
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g) {
+    std::byte* group = dst + g * nb * kSuperblockBytes;
+    std::memset(group, 0, static_cast<size_t>(nb * kSuperblockBytes));
+    const int n = static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows));
+    for (int r = 0; r < n; ++r) {
+      const auto* row = reinterpret_cast<const BlockQ4_K*>(src + (g * kRows + r) * w_stride);
+      for (int64_t b = 0; b < nb; ++b) {
+        std::byte* sb = group + b * kSuperblockBytes;
+        for (int c = 0; c < 32; ++c)
+          std::memcpy(sb + kQsAt + (c * kRows + r) * 4, row[b].qs + 4 * c, 4);
+        for (int v = 0; v < 3; ++v)
+          std::memcpy(sb + kScalesAt + (v * kRows + r) * 4, row[b].scales + 4 * v, 4);
+        std::memcpy(sb + kDAt + r * 4, &row[b], 4);  // d, dmin
+      }
+    }
+  }
+}
+
+// Sub-block j's 6-bit scale or min of the 16 rows (int32 lanes) from the scale words
+// (k_scales.h's unpack_k_scale_min, lane by lane). Sub-blocks 0-3: byte j of word kWord (0:
+// scales, 1: mins). 4-7: the low (scales) or high (mins, kNibble 4) nibble of word 2's byte
+// j - 4, and the top 2 bits of word kWord's byte j - 4 above it.
+template <int j, int kWord, int kNibble>
+inline __m512i six_bits(const __m512i* words) {
+  const __m512i six = _mm512_set1_epi32(63);
+  if constexpr (j < 4) {
+    return _mm512_and_si512(_mm512_srli_epi32(words[kWord], 8 * j), six);
+  } else {
+    // 0xE4: C ? A : B, bit by bit — the nibble's 4 bits from A, the rest from B.
+    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(words[2], 8 * (j - 4) + kNibble),
+                                     _mm512_srli_epi32(words[kWord], 8 * (j - 4) + 2),
+                                     _mm512_set1_epi32(0x0F), 0xE4) &
+           six;
+  }
+}
+template <int j>
+inline __m512i scale_of(const __m512i* words) {
+  return six_bits<j, 0, 0>(words);
+}
+template <int j>
+inline __m512i min_of(const __m512i* words) {
+  return six_bits<j, 1, 4>(words);
+}
+
+// What the dots take from a token's activation block b besides its qs: the pair sums of its
+// 16-element sums, bsum_2j + bsum_2j+1 for sub-block j. out: [tokens][nb][8].
+void prepare_pair_sums(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb,
+                       std::vector<int32_t>& out) {
+  out.resize(static_cast<size_t>(tokens * nb * 8));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(a_data + t * a_stride);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int j = 0; j < 8; ++j)
+        out[static_cast<size_t>((t * nb + b) * 8 + j)] = a[b].bsums[2 * j] + a[b].bsums[2 * j + 1];
+  }
+}
+
+// The 16 rows' mins of a super-block, m[j] for sub-block j.
+inline void mins_of(const __m512i* words, __m512i* m) {
+  m[0] = min_of<0>(words), m[1] = min_of<1>(words), m[2] = min_of<2>(words),
+  m[3] = min_of<3>(words);
+  m[4] = min_of<4>(words), m[5] = min_of<5>(words), m[6] = min_of<6>(words),
+  m[7] = min_of<7>(words);
+}
+
+// A super-block's two chain steps (chains16/vec_dot_k.cpp) for 16 rows: S1 joins by f16(d) · a.d,
+// then S2 = Σ_j m_j · pair_sums[j] leaves by f16(dmin) · a.d. d_dmin: the rows' (d, dmin).
+inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const int32_t* pair_sums,
+                       __m512i d_dmin, float a_d) {
+  __m512i s2 = _mm512_mullo_epi32(m[0], _mm512_set1_epi32(pair_sums[0]));
+  for (int j = 1; j < 8; ++j)
+    s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(m[j], _mm512_set1_epi32(pair_sums[j])));
+  const __m512 scale = _mm512_set1_ps(a_d);
+  const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_dmin)), scale);
+  const __m512 dmin =
+      _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(d_dmin, 16))), scale);
+  chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), d, chain);
+  chain = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s2), dmin, chain);
+}
+
+// A super-block's header lines (scales, d) and then, as each qs line is read, the lines
+// kPrefetchL2Bytes ahead: all 36 of a super-block at once measured slower than the file's
+// rows (a decode-shaped pass over Qwen3-0.6B's shapes, 2 threads: 21.8 GiB/s packed against
+// 23.3 in place; with the prefetches spread, 24.5-25.3).
+inline void prefetch_header(const std::byte* sb) {
+  for (int64_t off = 0; off < kQsAt; off += 64) prefetch_l2_ahead(sb + off);
+}
+inline __m512i load_qs(const std::byte* sb, int chunk) {
+  const std::byte* line = sb + kQsAt + chunk * 64;
+  prefetch_l2_ahead(line);
+  return _mm512_loadu_si512(line);
+}
+
+// S1 = Σ_j sc_j · Σ q · a over sub-block j of 16 rows: the low nibbles' sums (even j) as they
+// are, the high nibbles' (odd j), 16 times theirs, shifted back once at the end: every term a
+// multiple of 16, so exactly. |16 · S1| < 2^31 (chains16/vec_dot_k.cpp's bound on S1, times 16).
+struct S1Parts {
+  __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+  __m512i sum() const { return _mm512_add_epi32(low, _mm512_srai_epi32(high, 4)); }
+};
+
+constexpr int kMaxDotTokens = kMaxFewTokens;  // tokens per call of group_dots (chains on the stack)
+// Up to this many tokens the VNNI dots, kMaxDotTokens at a time; beyond, the AMX tiles.
+// matmul_bench, 2048 x 2048, 2 threads, µs, VNNI / AMX on restored rows: T = 16: 310 / 639,
+// 32: 586 / 696, 64: 1106 / 950.
+constexpr int64_t kMaxVnniTokens = 32;
+
+struct DotTokens {
+  const std::byte* a;  // the Q8_K activation rows
+  size_t a_stride;
+  int64_t tokens;
+  const int32_t* pair_sums;  // prepare_pair_sums
+
+  // Tokens t0 .. t0 + kMaxDotTokens - 1 (fewer at the end).
+  DotTokens part(int64_t t0, int64_t nb) const {
+    return {a + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0),
+            pair_sums + t0 * nb * 8};
+  }
+};
+
+// One group per stream (kGroups of them) against one token: each activation dword broadcast
+// once for all the groups. For each super-block and row the exact S1 and S2 of
+// chains16/vec_dot_k.cpp, then its two chain steps, chain b % 16.
+template <int kGroups>
+void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
+                          float* const* y, const int* rows) {
+  __m512 chains[kGroups][kChains];
+  for (int g = 0; g < kGroups; ++g) std::fill(chains[g], chains[g] + kChains, _mm512_setzero_ps());
+  const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
+  const auto* act = reinterpret_cast<const BlockQ8_K*>(a.a);
+  for (int64_t b = 0; b < nb; ++b) {
+    const std::byte* sb[kGroups];
+    __m512i words[kGroups][3];
+    for (int g = 0; g < kGroups; ++g) {
+      sb[g] = groups[g] + b * kSuperblockBytes;
+      prefetch_header(sb[g]);
+      for (int v = 0; v < 3; ++v) words[g][v] = _mm512_loadu_si512(sb[g] + kScalesAt + 64 * v);
+    }
+    S1Parts s1[kGroups];
+    auto pair = [&]<int p>() {
+      __m512i lo[kGroups], hi[kGroups];
+      for (int g = 0; g < kGroups; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
+      for (int c = 0; c < 8; ++c) {
+        int32_t a0, a1;
+        std::memcpy(&a0, act[b].qs + 64 * p + 4 * c, 4);
+        std::memcpy(&a1, act[b].qs + 64 * p + 32 + 4 * c, 4);
+        const __m512i lo_a = _mm512_set1_epi32(a0), hi_a = _mm512_set1_epi32(a1);
+        for (int g = 0; g < kGroups; ++g) {
+          const __m512i x = load_qs(sb[g], 8 * p + c);
+          lo[g] = _mm512_dpbusd_epi32(lo[g], _mm512_and_si512(x, low), lo_a);
+          hi[g] = _mm512_dpbusd_epi32(hi[g], _mm512_and_si512(x, high), hi_a);
+        }
+      }
+      for (int g = 0; g < kGroups; ++g) {
+        s1[g].low =
+            _mm512_add_epi32(s1[g].low, _mm512_mullo_epi32(lo[g], scale_of<2 * p>(words[g])));
+        s1[g].high =
+            _mm512_add_epi32(s1[g].high, _mm512_mullo_epi32(hi[g], scale_of<2 * p + 1>(words[g])));
+      }
+    };
+    pair.template operator()<0>();
+    pair.template operator()<1>();
+    pair.template operator()<2>();
+    pair.template operator()<3>();
+    for (int g = 0; g < kGroups; ++g) {
+      __m512i m[8];
+      mins_of(words[g], m);
+      join_chain(chains[g][b % kChains], s1[g].sum(), m, a.pair_sums + b * 8,
+                 _mm512_loadu_si512(sb[g] + kDAt), act[b].d);
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
+    _mm512_mask_storeu_ps(y[g], live, sum_chains16(chains[g]));
+  }
+}
+
+// The same for 2-15 tokens (batched decode, a short prefill): each qs line unpacked once for
+// all the tokens. y[g]: group g's first output of token 0.
+template <int kGroups>
+void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
+                size_t ldy, const int* rows) {
+  __m512 chains[kMaxDotTokens][kGroups][kChains];
+  for (int64_t t = 0; t < a.tokens; ++t)
+    for (int g = 0; g < kGroups; ++g)
+      std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
+  const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
+  auto act = [&](int64_t t) { return reinterpret_cast<const BlockQ8_K*>(a.a + t * a.a_stride); };
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int g = 0; g < kGroups; ++g) {
+      const std::byte* sb = groups[g] + b * kSuperblockBytes;
+      prefetch_header(sb);
+      __m512i words[3];
+      for (int v = 0; v < 3; ++v) words[v] = _mm512_loadu_si512(sb + kScalesAt + 64 * v);
+      S1Parts s1[kMaxDotTokens];
+      auto pair = [&]<int p>() {
+        __m512i lo_w[8], hi_w[8];
+        for (int c = 0; c < 8; ++c) {
+          const __m512i x = load_qs(sb, 8 * p + c);
+          lo_w[c] = _mm512_and_si512(x, low);
+          hi_w[c] = _mm512_and_si512(x, high);
+        }
+        const __m512i sc_lo = scale_of<2 * p>(words), sc_hi = scale_of<2 * p + 1>(words);
+        for (int64_t t = 0; t < a.tokens; ++t) {
+          const int8_t* qs = act(t)[b].qs + 64 * p;
+          __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+          for (int c = 0; c < 8; ++c) {
+            int32_t a0, a1;
+            std::memcpy(&a0, qs + 4 * c, 4);
+            std::memcpy(&a1, qs + 32 + 4 * c, 4);
+            lo = _mm512_dpbusd_epi32(lo, lo_w[c], _mm512_set1_epi32(a0));
+            hi = _mm512_dpbusd_epi32(hi, hi_w[c], _mm512_set1_epi32(a1));
+          }
+          s1[t].low = _mm512_add_epi32(s1[t].low, _mm512_mullo_epi32(lo, sc_lo));
+          s1[t].high = _mm512_add_epi32(s1[t].high, _mm512_mullo_epi32(hi, sc_hi));
+        }
+      };
+      pair.template operator()<0>();
+      pair.template operator()<1>();
+      pair.template operator()<2>();
+      pair.template operator()<3>();
+      __m512i m[8];
+      mins_of(words, m);
+      const __m512i d_dmin = _mm512_loadu_si512(sb + kDAt);
+      for (int64_t t = 0; t < a.tokens; ++t)
+        join_chain(chains[t][g][b % kChains], s1[t].sum(), m, a.pair_sums + (t * nb + b) * 8,
+                   d_dmin, act(t)[b].d);
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
+    for (int64_t t = 0; t < a.tokens; ++t)
+      _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
+  }
+}
+
+// group_dots over the tokens kMaxDotTokens at a time, the groups' weights still in cache.
+template <int kGroups>
+void dots_in_parts(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
+                   size_t ldy, const int* rows) {
+  for (int64_t t0 = 0; t0 < a.tokens; t0 += kMaxDotTokens) {
+    float* y_part[kGroups];
+    for (int g = 0; g < kGroups; ++g) y_part[g] = y[g] + t0 * ldy;
+    group_dots<kGroups>(groups, nb, a.part(t0, nb), y_part, ldy, rows);
+  }
+}
+
+// A thread reads its groups as kStreams streams in step (read_in_streams), as the packed
+// Q4_0 GEMV does (chains16/q_packed.h, where it was measured).
+constexpr int kStreams = 4;
+
+void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
+                   int64_t tokens, float* y, size_t ldy) {
+  if (tokens > kMaxVnniTokens) {
+    amx_gemm_q4_k_packed(k, packed, rows, a_data, a_stride, tokens, y, ldy);
+    return;
+  }
+  const int64_t nb = k / kQKK, groups = (rows + kRows - 1) / kRows;
+  const auto* base = static_cast<const std::byte*>(packed);
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  thread_local std::vector<int32_t> pair_sums;
+  prepare_pair_sums(abytes, a_stride, tokens, nb, pair_sums);
+  // Pointers, not the thread_local: in the parallel region that name is the workers' own.
+  const DotTokens dot{abytes, a_stride, tokens, pair_sums.data()};
+  read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
+    const std::byte* group[kStreams];
+    float* out[kStreams];
+    int rows_in[kStreams];
+    for (int s = 0; s < count; ++s) {
+      group[s] = base + at[s] * nb * kSuperblockBytes;
+      out[s] = y + at[s] * kRows;
+      rows_in[s] = static_cast<int>(std::min<int64_t>(kRows, rows - at[s] * kRows));
+    }
+    if (count == kStreams) {
+      if (tokens == 1) {
+        group_dots_one_token<kStreams>(group, nb, dot, out, rows_in);
+      } else {
+        dots_in_parts<kStreams>(group, nb, dot, out, ldy, rows_in);
+      }
+      return;
+    }
+    for (int s = 0; s < count; ++s) {
+      if (tokens == 1) {
+        group_dots_one_token<1>(group + s, nb, dot, out + s, rows_in + s);
+      } else {
+        dots_in_parts<1>(group + s, nb, dot, out + s, ldy, rows_in + s);
+      }
+    }
+  });
+}
+
+constexpr PackedKernels kPackedQ4K{kRows, packed_bytes, pack, matmul_packed};
+
+}  // namespace
+
+void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out) {
+  const std::byte* base = static_cast<const std::byte*>(packed) + group * nb * kSuperblockBytes;
+  for (int r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      const std::byte* sb = base + b * kSuperblockBytes;
+      BlockQ4_K& w = out[r * nb + b];
+      std::memcpy(&w, sb + kDAt + r * 4, 4);
+      for (int v = 0; v < 3; ++v)
+        std::memcpy(w.scales + 4 * v, sb + kScalesAt + (v * kRows + r) * 4, 4);
+    }
+  // The qs, 16 chunks at a time: chunk c's lane r is row r's dword c, a transpose.
+  for (int64_t b = 0; b < nb; ++b)
+    for (int half = 0; half < 2; ++half) {
+      __m512 chunks[kRows], rows_of_dwords[kRows];
+      for (int i = 0; i < kRows; ++i)
+        chunks[i] = _mm512_castsi512_ps(
+            _mm512_loadu_si512(base + b * kSuperblockBytes + kQsAt + (16 * half + i) * 64));
+      transpose16(chunks, rows_of_dwords);
+      for (int r = 0; r < rows; ++r)
+        _mm512_storeu_si512(out[r * nb + b].qs + 64 * half, _mm512_castps_si512(rows_of_dwords[r]));
+    }
+}
+
+const PackedKernels* amx_packed_k(DType weight) {
+  return weight == DType::Q4_K ? &kPackedQ4K : nullptr;
+}
+
+}  // namespace tern::cpu

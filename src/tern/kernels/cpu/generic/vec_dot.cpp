@@ -1,0 +1,222 @@
+// The scalar reference dots: they define the arithmetic every SIMD kernel reproduces. Per
+// block (or K-type sub-block) an exact integer dot, then one float multiply-add per block by
+// the product of the scales, accumulated in block order. SIMD kernels keep the integer parts
+// exact and may differ only in the order of the float accumulation.
+#include <type_traits>
+
+#include "tern/core/half.h"
+#include "tern/kernels/cpu/quants/k_scales.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/kernels/cpu/vec_dot_isa.h"
+
+namespace tern::cpu {
+namespace {
+
+// Quant j and j + 16 of a 32-element 4/5-bit block (j < 16). The loops below go over the 16
+// bytes rather than the 32 elements: GCC 12.2 at -O2 with AVX-512 miscompiles the
+// vectorized form of `j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4` over j < 32.
+uint32_t q5_high_bits(const uint8_t* qh) {
+  return qh[0] | qh[1] << 8 | qh[2] << 16 | static_cast<uint32_t>(qh[3]) << 24;
+}
+
+// Σ (q − offset) · a over one block of 5-bit quants (Q5_0: offset 16; Q5_1: 0, its min is
+// applied through the activation sum).
+template <typename Block>
+int q5_block_dot(const Block& w, const int8_t* a, int offset) {
+  const uint32_t qh = q5_high_bits(w.qh);
+  int sumi = 0;
+  for (int j = 0; j < kQK / 2; ++j) {
+    const int lo = (w.qs[j] & 0xf) | ((qh >> j) & 1) << 4;
+    const int hi = (w.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
+    sumi += (lo - offset) * a[j] + (hi - offset) * a[j + 16];
+  }
+  return sumi;
+}
+
+float dot_q4_0(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ4_0*>(vw);
+  const auto* a = static_cast<const BlockQ8_0*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQK / 2; ++j)
+      sumi += ((w[i].qs[j] & 0xf) - 8) * a[i].qs[j] + ((w[i].qs[j] >> 4) - 8) * a[i].qs[j + 16];
+    sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d));
+  }
+  return sum;
+}
+
+// The weight's offset m multiplies the sum of the activation block, which Q8_1 carries as s.
+float dot_q4_1(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ4_1*>(vw);
+  const auto* a = static_cast<const BlockQ8_1*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQK / 2; ++j)
+      sumi += (w[i].qs[j] & 0xf) * a[i].qs[j] + (w[i].qs[j] >> 4) * a[i].qs[j + 16];
+    sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d)) +
+           f16_to_f32(w[i].m) * f16_to_f32(a[i].s);
+  }
+  return sum;
+}
+
+float dot_q5_0(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ5_0*>(vw);
+  const auto* a = static_cast<const BlockQ8_0*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQK; ++i) {
+    const int sumi = q5_block_dot(w[i], a[i].qs, 16);
+    sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d));
+  }
+  return sum;
+}
+
+float dot_q5_1(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ5_1*>(vw);
+  const auto* a = static_cast<const BlockQ8_1*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQK; ++i) {
+    const int sumi = q5_block_dot(w[i], a[i].qs, 0);
+    sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d)) +
+           f16_to_f32(w[i].m) * f16_to_f32(a[i].s);
+  }
+  return sum;
+}
+
+float dot_q8_0(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ8_0*>(vw);
+  const auto* a = static_cast<const BlockQ8_0*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQK; ++j) sumi += w[i].qs[j] * a[i].qs[j];
+    sum += static_cast<float>(sumi) * (f16_to_f32(w[i].d) * f16_to_f32(a[i].d));
+  }
+  return sum;
+}
+
+// Q4_K / Q5_K: per super-block, the scaled integer dot and the mins term (mins times the
+// activation's sums, from bsums), each exact in int32, then two float multiply-adds.
+template <bool kFiveBit>
+float dot_k_affine(int64_t k, const void* vw, const void* va) {
+  using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
+  const auto* w = static_cast<const Block*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    int sumi = 0, summ = 0;
+    for (int j = 0; j < 8; ++j) {
+      int sc, m;
+      unpack_k_scale_min(w[i].scales, j, &sc, &m);
+      const uint8_t* qs = w[i].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      int dot = 0;
+      for (int l = 0; l < 32; ++l) {
+        int q = (qs[l] >> shift) & 0xf;
+        if constexpr (kFiveBit) q |= ((w[i].qh[l] >> j) & 1) << 4;
+        dot += q * a[i].qs[32 * j + l];
+      }
+      sumi += sc * dot;
+      summ += m * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+    }
+    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi) -
+           (a[i].d * f16_to_f32(w[i].dmin)) * static_cast<float>(summ);
+  }
+  return sum;
+}
+
+float dot_q6_k(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ6_K*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      int dot = 0;
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * j + l;  // element index in the super-block
+        const int h = e / 128, g = (e % 128) / 32, r = e % 32;
+        const uint8_t ql = w[i].ql[64 * h + 32 * (g % 2) + r];
+        const int q =
+            ((g < 2 ? ql & 0xf : ql >> 4) | ((w[i].qh[32 * h + r] >> (2 * g)) & 3) << 4) - 32;
+        dot += q * a[i].qs[e];
+      }
+      sumi += w[i].scales[j] * dot;
+    }
+    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
+float dot_f32(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const float*>(vw);
+  const auto* a = static_cast<const float*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k; ++i) sum += w[i] * a[i];
+  return sum;
+}
+// F16 weights take f32 activations: widening the weights is exact, so the products are.
+float dot_f16(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const uint16_t*>(vw);
+  const auto* a = static_cast<const float*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k; ++i) sum += f16_to_f32(w[i]) * a[i];
+  return sum;
+}
+float dot_bf16(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const uint16_t*>(vw);
+  const auto* a = static_cast<const uint16_t*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k; ++i) sum += bf16_to_f32(w[i]) * bf16_to_f32(a[i]);
+  return sum;
+}
+
+}  // namespace
+
+VecDotFn scalar_vec_dot(DType weight) {
+  switch (weight) {
+    case DType::F32:
+      return dot_f32;
+    case DType::F16:
+      return dot_f16;
+    case DType::BF16:
+      return dot_bf16;
+    case DType::Q4_0:
+      return dot_q4_0;
+    case DType::Q4_1:
+      return dot_q4_1;
+    case DType::Q5_0:
+      return dot_q5_0;
+    case DType::Q5_1:
+      return dot_q5_1;
+    case DType::Q8_0:
+      return dot_q8_0;
+    case DType::Q4_K:
+      return dot_k_affine<false>;
+    case DType::Q5_K:
+      return dot_k_affine<true>;
+    case DType::Q6_K:
+      return dot_q6_k;
+    default:
+      return nullptr;
+  }
+}
+
+// The activation formats are quantize.h's row quantizers: one definition of each format.
+QuantizeRowFn scalar_quantize_activation(DType activation) {
+  switch (activation) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q8_0:
+    case DType::Q8_1:
+    case DType::Q8_K:
+      return quantize_fn(activation);
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace tern::cpu

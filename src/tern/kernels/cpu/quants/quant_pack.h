@@ -1,0 +1,27 @@
+// Writing one block of ggml's layouts from quants already chosen: the one place that knows
+// where each quant's bits go, shared by the row quantizers (quantize.h) and the weight
+// quantizers that search scales against an importance matrix (quant/weight_quantizer.h).
+// Quants are given as stored: unsigned, offset included (Q4_0's q + 8 in 0..15, Q6_K's q + 32
+// in 0..63), except Q8_0's signed values.
+#pragma once
+
+#include <cstdint>
+
+#include "tern/kernels/cpu/quants/quant_blocks.h"
+
+namespace tern::cpu {
+
+void pack_q4_0(uint16_t d, const int* q, BlockQ4_0* b);              // q[32]
+void pack_q4_1(uint16_t d, uint16_t m, const int* q, BlockQ4_1* b);  // q[32]
+void pack_q5_0(uint16_t d, const int* q, BlockQ5_0* b);              // q[32]
+void pack_q5_1(uint16_t d, uint16_t m, const int* q, BlockQ5_1* b);  // q[32]
+void pack_q8_0(uint16_t d, const int* q, BlockQ8_0* b);              // q[32] in -127..127
+// scales, mins: [8] in 0..63; q[256] in 0..15 (Q4_K) or 0..31 (Q5_K).
+void pack_q4_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, const int* q,
+               BlockQ4_K* b);
+void pack_q5_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, const int* q,
+               BlockQ5_K* b);
+// scales: [16] in -128..127; q[256] in 0..63.
+void pack_q6_k(uint16_t d, const int* scales, const int* q, BlockQ6_K* b);
+
+}  // namespace tern::cpu

@@ -1,0 +1,69 @@
+// The dispatch table: its type × level matrix (printed, for whoever wants to know which file
+// runs), a level without kernels of its own inheriting the row below, and type_kernels
+// answering from it.
+#include "tern/kernels/cpu/kernel_table.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <string>
+
+#include "tern/kernels/cpu/vec_dot.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr Isa kIsas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
+
+bool same_kernels(const TypeKernels& a, const TypeKernels& b) {
+  return a.weight == b.weight && a.activation == b.activation &&
+         a.quantize_activation == b.quantize_activation && a.vec_dot == b.vec_dot &&
+         a.vec_dot_rows == b.vec_dot_rows && a.gemm_tile == b.gemm_tile && a.gemm == b.gemm &&
+         a.packed == b.packed;
+}
+
+TEST(KernelTable, PrintsTheTypeByLevelMatrix) {
+  const std::string matrix = kernel_matrix();
+  std::cout << matrix;
+  EXPECT_NE(matrix.find("Q4_K"), std::string::npos);
+  EXPECT_NE(matrix.find("avx512/vec_dot_k"), std::string::npos);
+  EXPECT_NE(matrix.find("chains16/vec_dot_q + amx/gemm_q"), std::string::npos);
+  EXPECT_EQ(matrix.find("Q2_K"), std::string::npos);  // no kernels: no line
+}
+
+TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
+  for (int t = 0; t <= static_cast<int>(DType::Q8_K); ++t) {
+    const auto weight = static_cast<DType>(t);
+    if (kernel_row(weight, Isa::Scalar).kernels.vec_dot == nullptr) continue;
+    EXPECT_EQ(kernel_row(weight, Isa::Scalar).from, Isa::Scalar);
+    for (int i = 1; i < 4; ++i) {
+      const KernelRow& row = kernel_row(weight, kIsas[i]);
+      const KernelRow& below = kernel_row(weight, kIsas[i - 1]);
+      ASSERT_NE(row.kernels.vec_dot, nullptr) << dtype_name(weight);
+      if (row.from != kIsas[i]) {
+        EXPECT_TRUE(same_kernels(row.kernels, below.kernels)) << dtype_name(weight);
+        EXPECT_EQ(row.from, below.from);
+      }
+    }
+  }
+  // Q4_K: its own kernels on every SIMD level.
+  EXPECT_EQ(kernel_row(DType::Q4_K, Isa::Avx512).from, Isa::Avx512);
+  EXPECT_EQ(kernel_row(DType::Q4_K, Isa::Amx).from, Isa::Amx);
+  // Q5_1 has no 16-chain kernels: Amx runs Avx512's.
+  EXPECT_EQ(kernel_row(DType::Q5_1, Isa::Amx).from, Isa::Avx512);
+}
+
+TEST(KernelTable, TypeKernelsIsTheTable) {
+  for (Isa isa : kIsas) {
+    if (!isa_supported(isa)) continue;
+    for (int t = 0; t <= static_cast<int>(DType::Q8_K); ++t) {
+      const auto weight = static_cast<DType>(t);
+      if (kernel_row(weight, isa).kernels.vec_dot == nullptr) continue;
+      EXPECT_EQ(&type_kernels(weight, isa), &kernel_row(weight, isa).kernels)
+          << dtype_name(weight) << " " << isa_name(isa);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu
