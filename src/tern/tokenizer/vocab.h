@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace tern {
@@ -35,11 +34,14 @@ struct Vocab {
   void build_index();
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  // Open addressing over token ids (a load of at most one half): a slot holds an id and the
+  // high bits of its text's hash, which turn most probes away without reading the text. A
+  // node-per-entry map made lookups the bulk of loading a 150k-token vocabulary.
+  struct Slot {
+    uint32_t tag = 0;
+    int32_t id = -1;  // -1: empty
   };
-  std::unordered_map<std::string, int32_t, Hash, std::equal_to<>> index_;
+  std::vector<Slot> index_;
 };
 
 }  // namespace tern
