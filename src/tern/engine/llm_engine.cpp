@@ -10,8 +10,8 @@
 #include "tern/engine/llm_engine_state.h"
 #include "tern/engine/output_text.h"
 #include "tern/engine/sampler.h"
-#include "tern/spec/draft_model_proposer.h"
-#include "tern/spec/ngram_proposer.h"
+#include "tern/spec_decode/draft_model_proposer.h"
+#include "tern/spec_decode/ngram_proposer.h"
 
 namespace tern {
 

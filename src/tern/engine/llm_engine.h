@@ -26,9 +26,9 @@
 #include "tern/engine/scheduler.h"
 #include "tern/engine/step_time_watch.h"
 #include "tern/models/decoder.h"
-#include "tern/spec/proposer.h"
-#include "tern/spec/rejection_sampler.h"
-#include "tern/spec/speculator.h"
+#include "tern/spec_decode/proposer.h"
+#include "tern/spec_decode/rejection_sampler.h"
+#include "tern/spec_decode/speculator.h"
 #include "tern/structured/structured_outputs.h"
 #include "tern/tokenizer/tokenizer.h"
 

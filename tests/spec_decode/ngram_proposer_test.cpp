@@ -1,6 +1,6 @@
 // N-gram prompt lookup: the longest suffix first, its latest earlier occurrence, the tokens
 // that followed it cut at k and at the end of the sequence.
-#include "tern/spec/ngram_proposer.h"
+#include "tern/spec_decode/ngram_proposer.h"
 
 #include <gtest/gtest.h>
 

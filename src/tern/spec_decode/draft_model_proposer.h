@@ -14,8 +14,8 @@
 #include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
 #include "tern/models/step_context.h"
-#include "tern/spec/proposer.h"
-#include "tern/spec/speculative_config.h"
+#include "tern/spec_decode/proposer.h"
+#include "tern/spec_decode/speculative_config.h"
 #include "tern/tokenizer/tokenizer.h"
 
 namespace tern {

@@ -10,7 +10,7 @@
 #include "tern/engine/block_manager.h"
 #include "tern/engine/sampler.h"
 #include "tern/engine/sequence.h"
-#include "tern/spec/forward_costs.h"
+#include "tern/spec_decode/forward_costs.h"
 
 namespace tern {
 

@@ -1,7 +1,7 @@
 // Why adaptive drafting drafts nothing, as the speculator reports it for the log: a draft as
 // costly as the target never pays, even when every draft is accepted (the draft being the
 // target itself); a cheap one drafts; nothing to propose and disable_by_batch_size are named.
-#include "tern/spec/speculator.h"
+#include "tern/spec_decode/speculator.h"
 
 #include <gtest/gtest.h>
 

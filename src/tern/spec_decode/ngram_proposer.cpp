@@ -1,6 +1,6 @@
 // NgramProposer: a backward scan for each suffix length, longest first. O(length × n) per
 // sequence and step, small beside a forward for the lengths tern serves.
-#include "tern/spec/ngram_proposer.h"
+#include "tern/spec_decode/ngram_proposer.h"
 
 #include <algorithm>
 

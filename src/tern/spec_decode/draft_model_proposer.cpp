@@ -1,7 +1,7 @@
 // DraftModelProposer: the catch-up forward, then one batched forward per draft position; each
 // request samples its draft from its row with its own sampler (the drafts so far recorded on
 // it, so penalties see them), then forgets the drafts again for the verifier to record.
-#include "tern/spec/draft_model_proposer.h"
+#include "tern/spec_decode/draft_model_proposer.h"
 
 #include <algorithm>
 #include <chrono>

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/spec/proposer.h"
+#include "tern/spec_decode/proposer.h"
 
 namespace tern {
 

@@ -1,12 +1,12 @@
 // Speculator: plan (adaptive or fixed K, probes), observe (acceptance, counters), calibrate.
-#include "tern/spec/speculator.h"
+#include "tern/spec_decode/speculator.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
 
 #include "tern/core/error.h"
-#include "tern/spec/draft_length_policy.h"
+#include "tern/spec_decode/draft_length_policy.h"
 
 namespace tern {
 namespace {

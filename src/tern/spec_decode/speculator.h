@@ -14,10 +14,10 @@
 
 #include "tern/engine/model_runner.h"
 #include "tern/engine/sequence.h"
-#include "tern/spec/draft_length_policy.h"
-#include "tern/spec/forward_costs.h"
-#include "tern/spec/proposer.h"
-#include "tern/spec/speculative_config.h"
+#include "tern/spec_decode/draft_length_policy.h"
+#include "tern/spec_decode/forward_costs.h"
+#include "tern/spec_decode/proposer.h"
+#include "tern/spec_decode/speculative_config.h"
 
 namespace tern {
 
