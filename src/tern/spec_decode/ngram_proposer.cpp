@@ -25,9 +25,12 @@ void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n,
   }
 }
 
-int32_t NgramProposer::max_drafts(Sequence& seq, int32_t k) {
+void NgramProposer::prepare(Sequence& seq, int32_t k) {
   ngram_lookup(seq.token_ids, min_n_, max_n_, k, seq.draft_token_ids);
-  return static_cast<int32_t>(seq.draft_token_ids.size());
+}
+
+int32_t NgramProposer::max_drafts(const Sequence& seq, int32_t k) const {
+  return std::min(k, static_cast<int32_t>(seq.draft_token_ids.size()));
 }
 
 void NgramProposer::propose(std::span<const DraftRequest> requests, std::span<const BlockCopy>) {
