@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "tern/spec/draft_length_policy.h"
-#include "tern/spec/ngram_proposer.h"
-#include "tern/spec/rejection_sampler.h"
+#include "tern/spec_decode/draft_length_policy.h"
+#include "tern/spec_decode/ngram_proposer.h"
+#include "tern/spec_decode/rejection_sampler.h"
 
 namespace {
 

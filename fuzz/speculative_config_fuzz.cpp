@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "tern/core/error.h"
-#include "tern/spec/speculative_config.h"
+#include "tern/spec_decode/speculative_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

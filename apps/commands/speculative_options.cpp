@@ -5,7 +5,7 @@
 
 #include "tern/core/error.h"
 #include "tern/hub/resolve_model.h"
-#include "tern/spec/draft_model_proposer.h"
+#include "tern/spec_decode/draft_model.h"
 
 namespace tern::cli {
 

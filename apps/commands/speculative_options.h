@@ -9,7 +9,7 @@
 
 #include "tern/engine/llm_engine.h"
 #include "tern/models/model_loader.h"
-#include "tern/spec/speculative_config.h"
+#include "tern/spec_decode/speculative_config.h"
 
 namespace CLI {
 class App;

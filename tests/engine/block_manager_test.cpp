@@ -163,12 +163,12 @@ TEST(BlockManager, TrimGivesBackTheBlocksOfRejectedDrafts) {
 TEST(BlockManager, APrefixHitKnowsWhichBlocksHoldTheDraftsKvToo) {
   BlockManager bm(4, 4, true);
   Sequence a = make_seq(0, iota_tokens(14));
-  compute_all(bm, a);               // blocks 0-2 full and cached
-  a.num_draft_computed_tokens = 9;  // the draft caught up through token 8: blocks 0-1 only
+  compute_all(bm, a);                  // blocks 0-2 full and cached
+  a.draft_kv.num_computed_tokens = 9;  // the draft caught up through token 8: blocks 0-1 only
   bm.mark_draft_computed(a);
-  EXPECT_EQ(a.num_draft_marked_blocks, 2);
+  EXPECT_EQ(a.draft_kv.num_marked_blocks, 2);
   bm.free(a);
-  EXPECT_EQ(a.num_draft_computed_tokens, 0);
+  EXPECT_EQ(a.draft_kv.num_computed_tokens, 0);
 
   Sequence b = make_seq(1, iota_tokens(14));
   std::vector<BlockCopy> copies;
@@ -176,10 +176,10 @@ TEST(BlockManager, APrefixHitKnowsWhichBlocksHoldTheDraftsKvToo) {
   ASSERT_EQ(hit.size(), 3u);
   ASSERT_TRUE(bm.allocate(b, 14, copies, hit));
   EXPECT_EQ(b.num_computed_tokens, 12);
-  EXPECT_EQ(b.num_draft_computed_tokens, 8);  // the draft must catch up from block 2
+  EXPECT_EQ(b.draft_kv.num_computed_tokens, 8);  // the draft must catch up from block 2
   Sequence child;
   bm.fork(b, child);
-  EXPECT_EQ(child.num_draft_computed_tokens, 8);
+  EXPECT_EQ(child.draft_kv.num_computed_tokens, 8);
   bm.free(b);
   bm.free(child);
   // Every block reused for other tokens forgets that it held the draft's K/V, so the same
@@ -195,7 +195,7 @@ TEST(BlockManager, APrefixHitKnowsWhichBlocksHoldTheDraftsKvToo) {
   const auto hit_c = bm.find_cached_prefix(c);
   ASSERT_EQ(hit_c.size(), 3u);
   ASSERT_TRUE(bm.allocate(c, 14, copies, hit_c));
-  EXPECT_EQ(c.num_draft_computed_tokens, 0);
+  EXPECT_EQ(c.draft_kv.num_computed_tokens, 0);
 }
 
 TEST(BlockManager, RejectsAnEmptyCache) {

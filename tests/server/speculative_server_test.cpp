@@ -5,7 +5,7 @@
 #include <future>
 
 #include "server/server_test_util.h"
-#include "spec/spec_test_util.h"
+#include "spec_decode/spec_test_util.h"
 
 namespace tern::testing {
 namespace {

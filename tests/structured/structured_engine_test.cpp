@@ -14,7 +14,7 @@
 #include "engine/engine_test_util.h"
 #include "schema_validator.h"
 #include "shared_tokenizer.h"
-#include "spec/spec_test_util.h"
+#include "spec_decode/spec_test_util.h"
 #include "tern/structured/automaton.h"
 #include "tern/structured/gbnf.h"
 #include "tern/structured/json_schema.h"

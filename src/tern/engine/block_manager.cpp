@@ -87,8 +87,7 @@ bool BlockManager::allocate(Sequence& seq, int64_t num_tokens, std::vector<Block
         with_draft < held &&
         blocks_[static_cast<size_t>(cached_prefix[static_cast<size_t>(with_draft)])].has_draft_kv)
       ++with_draft;
-    seq.num_draft_computed_tokens = with_draft * block_size_;
-    seq.num_draft_marked_blocks = with_draft;
+    seq.draft_kv = {with_draft * block_size_, with_draft};
   }
   if (copy_on_write) {
     int32_t& slot = seq.block_table[static_cast<size_t>(write_block)];
@@ -132,11 +131,11 @@ void BlockManager::trim_to_computed(Sequence& seq) {
 
 void BlockManager::mark_draft_computed(Sequence& seq) {
   const int64_t full = std::min<int64_t>(
-      std::min(seq.num_draft_computed_tokens, seq.num_computed_tokens) / block_size_,
+      std::min(seq.draft_kv.num_computed_tokens, seq.num_computed_tokens) / block_size_,
       static_cast<int64_t>(seq.block_table.size()));
-  for (int64_t i = seq.num_draft_marked_blocks; i < full; ++i)
+  for (int64_t i = seq.draft_kv.num_marked_blocks; i < full; ++i)
     blocks_[static_cast<size_t>(seq.block_table[static_cast<size_t>(i)])].has_draft_kv = true;
-  seq.num_draft_marked_blocks = std::max(seq.num_draft_marked_blocks, full);
+  seq.draft_kv.num_marked_blocks = std::max(seq.draft_kv.num_marked_blocks, full);
 }
 
 void BlockManager::free(Sequence& seq) {
@@ -148,8 +147,7 @@ void BlockManager::free(Sequence& seq) {
   seq.num_computed_tokens = 0;
   seq.num_keyed_blocks = 0;
   seq.draft_token_ids.clear();
-  seq.num_draft_computed_tokens = 0;
-  seq.num_draft_marked_blocks = 0;
+  seq.draft_kv = {};
 }
 
 void BlockManager::fork(const Sequence& parent, Sequence& child) {
@@ -160,8 +158,7 @@ void BlockManager::fork(const Sequence& parent, Sequence& child) {
   child.block_keys = parent.block_keys;
   child.num_keyed_blocks = parent.num_keyed_blocks;
   child.num_cached_tokens = parent.num_cached_tokens;
-  child.num_draft_computed_tokens = parent.num_draft_computed_tokens;
-  child.num_draft_marked_blocks = parent.num_draft_marked_blocks;
+  child.draft_kv = parent.draft_kv;
   for (int32_t b : child.block_table) blocks_[static_cast<size_t>(b)].ref_count++;
 }
 

@@ -18,12 +18,6 @@
 
 namespace tern {
 
-// Copy all layers' K/V of block `src` into block `dst` before the step's forward runs.
-struct BlockCopy {
-  int32_t src = 0;
-  int32_t dst = 0;
-};
-
 class BlockManager {
  public:
   // Throws tern::Error unless num_blocks >= 1 and block_size >= 1.
@@ -51,9 +45,9 @@ class BlockManager {
 
   // A draft model keeps its K/V in a cache of its own indexed by these same block ids. After
   // its forwards, marks the full blocks of `seq` whose every token has the draft's K/V too
-  // (seq.num_draft_computed_tokens, counting only computed tokens), so that a prefix-cache hit
-  // on them also spares the draft; allocate() gives a hit sequence the marked leading blocks
-  // as its num_draft_computed_tokens.
+  // (seq.draft_kv, counting only computed tokens), so that a prefix-cache hit on them also
+  // spares the draft; allocate() gives a hit sequence the marked leading blocks as its
+  // draft_kv.
   void mark_draft_computed(Sequence& seq);
 
   // Releases `seq`'s blocks (last block first into the LRU, so a prompt's tail is evicted

@@ -8,7 +8,7 @@
 #include "tern/disagg/kv_transfer_config.h"
 #include "tern/engine/scheduler.h"
 #include "tern/kernels/cpu/kv/kv_cache.h"
-#include "tern/spec/speculative_config.h"
+#include "tern/spec_decode/speculator.h"
 
 namespace tern {
 

@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "tern/core/error.h"
-#include "tern/spec/draft_model_proposer.h"
+#include "tern/spec_decode/speculator.h"
 
 namespace tern {
 

@@ -10,8 +10,6 @@
 #include "tern/engine/llm_engine_state.h"
 #include "tern/engine/output_text.h"
 #include "tern/engine/sampler.h"
-#include "tern/spec/draft_model_proposer.h"
-#include "tern/spec/ngram_proposer.h"
 
 namespace tern {
 
@@ -70,26 +68,19 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
     if (!contains(eos_ids_, id)) eos_ids_.push_back(id);
   const SpeculativeConfig& spec = config.speculative;
   if (!spec.enabled()) return;
-  std::unique_ptr<Proposer> proposer;
-  const int64_t vocab = decoder.config().vocab_size;
-  if (spec.method == SpeculativeMethod::kNgram) {
-    proposer =
-        std::make_unique<NgramProposer>(spec.prompt_lookup_min, spec.prompt_lookup_max, vocab);
-  } else {
-    if (!draft || !draft_tokenizer)
-      throw Error("speculative decoding with a draft model needs the draft loaded");
-    check_draft_vocabulary(tokenizer_, vocab, *draft_tokenizer, draft->config().vocab_size);
+  speculator_ = std::make_unique<Speculator>(
+      spec, make_proposer(spec, {&tokenizer_, decoder.config().vocab_size, draft, draft_tokenizer,
+                                 plan_.num_blocks, config.block_size, plan_.max_model_len,
+                                 config.kv_cache_dtype}));
+  if (spec.method == SpeculativeMethod::kDraftModel) {
     // One KV layout for both, so that only the models are compared.
     const cpu::KvCacheConfig& kv = runner_.cache().config();
     draft_is_target_ = &decoder == draft || disagg::model_fingerprint(decoder, kv) ==
                                                 disagg::model_fingerprint(*draft, kv);
-    proposer = std::make_unique<DraftModelProposer>(*draft, plan_.num_blocks, config.block_size,
-                                                    plan_.max_model_len, config.kv_cache_dtype);
   }
-  draft_vocab_size_ = proposer->draft_vocab_size();
-  speculator_ = std::make_unique<Speculator>(spec, std::move(proposer));
   drafts_wanted_ = [this](const Sequence& seq) { return completion_of_.at(&seq)->spec.planned; };
-  if (spec.adaptive) speculator_->calibrate(runner_, scheduler_.config().max_num_batched_tokens);
+  if (spec.adaptive)
+    speculator_->calibrate(decoder_, runner_.cache(), scheduler_.config().max_num_batched_tokens);
 }
 
 LLMEngine::~LLMEngine() = default;
@@ -233,11 +224,10 @@ std::vector<RequestOutput> LLMEngine::step() {
       continue;
     }
     const Sequence& seq = job.completion->seq;
-    verify_drafts(sampler, logits.subspan(job.row * vocab, (1 + job.num_drafts) * vocab),
-                  static_cast<int64_t>(vocab),
-                  std::span<const int32_t>(seq.draft_token_ids).first(job.num_drafts),
-                  speculator_->proposer().draft_probs(job.draft_request), draft_vocab_size_,
-                  results[i]);
+    speculator_->verify(sampler, logits.subspan(job.row * vocab, (1 + job.num_drafts) * vocab),
+                        static_cast<int64_t>(vocab),
+                        std::span<const int32_t>(seq.draft_token_ids).first(job.num_drafts),
+                        job.draft_request, results[i]);
   }
   // The target's cost of a step is its forward and its sampling: a verify processes K + 1 rows
   // of the distribution where plain decoding processes one.
@@ -273,36 +263,17 @@ void LLMEngine::erase_finished_requests() {
 }
 
 void LLMEngine::plan_drafts() {
-  const SpeculativeConfig& spec = speculator_->config();
   candidates_.clear();
-  int64_t other_tokens = 0;
   for (Sequence* seq : scheduler_.running()) {
-    seq->draft_token_ids.clear();
     Completion& c = *completion_of_.at(seq);
-    const int64_t uncomputed = seq->num_tokens() - seq->num_computed_tokens;
-    if (uncomputed != 1 || seq->num_output_tokens() == 0) {  // prefilling (n > 1 forks after it)
-      other_tokens += uncomputed;
-      continue;
-    }
-    // Never draft past max_tokens (the target adds one token of its own) or the context.
     const int64_t remaining =
         std::min<int64_t>(c.request->params.max_tokens - seq->num_output_tokens(),
                           plan_.max_model_len - seq->num_tokens() + 1);
-    int64_t limit = std::min<int64_t>(spec.num_speculative_tokens, remaining - 1);
-    if (spec.max_model_len > 0) limit = std::min(limit, spec.max_model_len - seq->num_tokens());
-    for (; c.draft_vocab_checked < seq->num_tokens(); ++c.draft_vocab_checked)
-      if (seq->token_ids[static_cast<size_t>(c.draft_vocab_checked)] >= draft_vocab_size_)
-        c.outside_draft_vocab = true;
-    if (c.outside_draft_vocab) limit = 0;
-    if (limit > 0) limit = speculator_->proposer().max_drafts(*seq, static_cast<int32_t>(limit));
-    candidates_.push_back(
-        {seq, &c.spec, static_cast<int32_t>(std::max<int64_t>(limit, 0)), remaining});
+    candidates_.push_back({seq, &c.spec, 0, remaining});
   }
-  for (const Sequence* seq : scheduler_.waiting()) other_tokens += seq->num_tokens();
-  const int64_t budget = scheduler_.config().max_num_batched_tokens;
-  other_tokens = std::clamp<int64_t>(
-      other_tokens, 0, std::max<int64_t>(0, budget - static_cast<int64_t>(candidates_.size())));
-  speculator_->plan(candidates_, other_tokens, scheduler_.num_running());
+  int64_t waiting_tokens = 0;
+  for (const Sequence* seq : scheduler_.waiting()) waiting_tokens += seq->num_tokens();
+  speculator_->plan(candidates_, waiting_tokens, scheduler_.config().max_num_batched_tokens);
 }
 
 void LLMEngine::propose_drafts(SchedulerStep& step) {
@@ -315,17 +286,10 @@ void LLMEngine::propose_drafts(SchedulerStep& step) {
     draft_requests_.push_back({chunk.seq, completion_of_.at(chunk.seq)->sampler.get(),
                                static_cast<int32_t>(chunk.num_draft_tokens)});
   }
-  // Every step, drafts or not: the proposer's own cache must copy the step's blocks too.
-  speculator_->proposer().propose(draft_requests_, step.copies);
-  for (ScheduledChunk& chunk : step.chunks) {
-    std::vector<int32_t>& drafts = chunk.seq->draft_token_ids;
-    const int64_t given =
-        std::min<int64_t>(chunk.num_draft_tokens, static_cast<int64_t>(drafts.size()));
-    drafts.resize(static_cast<size_t>(given));
-    step.num_tokens -= chunk.num_draft_tokens - given;
-    chunk.num_tokens -= chunk.num_draft_tokens - given;
-    chunk.num_draft_tokens = given;
-  }
+  speculator_->propose(draft_requests_, step.copies);
+  for (size_t i = 0; i < step.chunks.size(); ++i)
+    if (step.chunks[i].num_draft_tokens > 0)
+      step.cut_drafts(i, draft_requests_[draft_request_of_chunk_[i]].num_drafts);
 }
 
 std::vector<LLMEngine::Completion*> LLMEngine::fork_completions(Request& request) {

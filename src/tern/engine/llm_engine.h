@@ -26,9 +26,7 @@
 #include "tern/engine/scheduler.h"
 #include "tern/engine/step_time_watch.h"
 #include "tern/models/decoder.h"
-#include "tern/spec/proposer.h"
-#include "tern/spec/rejection_sampler.h"
-#include "tern/spec/speculator.h"
+#include "tern/spec_decode/speculator.h"
 #include "tern/structured/structured_outputs.h"
 #include "tern/tokenizer/tokenizer.h"
 
@@ -165,7 +163,6 @@ class LLMEngine {
   // Compiled constraints over this tokenizer; made by the first constrained request.
   std::unique_ptr<structured::StructuredOutputs> structured_;
   Scheduler::DraftsWanted drafts_wanted_;          // the plan, as the scheduler asks for it
-  int64_t draft_vocab_size_ = 0;                   // rows of the draft's logits
   bool draft_is_target_ = false;                   // see draft_is_target()
   std::vector<Speculator::Candidate> candidates_;  // this step's, reused
   std::vector<DraftRequest> draft_requests_;       // this step's, reused

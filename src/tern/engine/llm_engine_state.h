@@ -24,10 +24,6 @@ struct LLMEngine::Completion {
   std::optional<std::string> finish_reason;
   std::variant<std::monostate, int32_t, std::string> stop_reason;
   SpecSequenceState spec;
-  // A draft model with fewer vocabulary rows than the target cannot read an id past them: a
-  // sequence that holds one never drafts (checked as its tokens grow).
-  int64_t draft_vocab_checked = 0;
-  bool outside_draft_vocab = false;
 };
 
 struct LLMEngine::Request {

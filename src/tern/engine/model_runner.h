@@ -14,12 +14,6 @@
 
 namespace tern {
 
-// Seconds of one forward of `num_tokens` made-up tokens of one sequence over blocks 0, 1, … of
-// `cache` (capped to the cache), with the last row's logits or every row's (as a verify asks):
-// the drafting policy's first cost estimates. Overwrites those blocks, so call it only while
-// the cache holds nothing anyone will read.
-double time_forward(Decoder& decoder, cpu::KvCache& cache, int64_t num_tokens, bool all_logits);
-
 class ModelRunner {
  public:
   // A cache of `num_blocks` blocks of `block_size` tokens of `kv_dtype` in the decoder's shape;
@@ -31,11 +25,6 @@ class ModelRunner {
   // the chunks that sample, in chunk order: one row per sampling chunk, 1 + its drafts for a
   // verify ([rows, vocab]), valid until the next call.
   std::span<const float> execute(const SchedulerStep& step);
-
-  // time_forward() on this runner's decoder and cache.
-  double time_forward(int64_t num_tokens, bool all_logits) {
-    return tern::time_forward(decoder_, cache_, num_tokens, all_logits);
-  }
 
   const cpu::KvCache& cache() const { return cache_; }
   // The KV transfer of disaggregation reads and writes blocks that no step touches.

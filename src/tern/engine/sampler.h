@@ -60,7 +60,7 @@ class Sampler {
 
   int32_t num_sampled() const { return num_sampled_; }
 
-  // What speculative decoding (src/tern/spec/) needs to verify drafts against this
+  // What speculative decoding (src/tern/spec_decode/) needs to verify drafts against this
   // completion's own processing: the distribution a step would sample from, and a way to try
   // tokens on the completion's state before keeping them. None of these throw or allocate
   // beyond the per-thread scratch.

@@ -112,7 +112,8 @@ void Scheduler::accept_drafts(Sequence& seq, int64_t num_accepted) {
   seq.num_computed_tokens += num_accepted;
   seq.draft_token_ids.clear();
   // The draft model's K/V holds only where its drafts were accepted.
-  seq.num_draft_computed_tokens = std::min(seq.num_draft_computed_tokens, seq.num_computed_tokens);
+  seq.draft_kv.num_computed_tokens =
+      std::min(seq.draft_kv.num_computed_tokens, seq.num_computed_tokens);
   blocks_.trim_to_computed(seq);
   blocks_.cache_full_blocks(seq);
   blocks_.mark_draft_computed(seq);

@@ -37,6 +37,14 @@ struct SchedulerStep {
   std::vector<Sequence*> preempted;  // went back to the waiting queue this step
   int64_t num_tokens = 0;
   bool empty() const { return chunks.empty(); }
+  // The proposer gave chunk `i` only `num_drafts` of the drafts it has room for: the chunk and
+  // the step shrink to them (its blocks stay until accept_drafts trims them).
+  void cut_drafts(size_t i, int64_t num_drafts) {
+    const int64_t dropped = chunks[i].num_draft_tokens - num_drafts;
+    chunks[i].num_tokens -= dropped;
+    chunks[i].num_draft_tokens = num_drafts;
+    num_tokens -= dropped;
+  }
 };
 
 class Scheduler {

@@ -10,6 +10,20 @@ namespace tern {
 
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
+// Copy all layers' K/V of block `src` into block `dst` before the step's forward runs (copy on
+// write of a block that sequences share; a draft model's cache copies it too).
+struct BlockCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+};
+
+// What a draft model's paged cache, which uses the sequence's block table, holds of it
+// (speculative decoding; all zero without a draft model).
+struct DraftKvState {
+  int64_t num_computed_tokens = 0;  // leading tokens whose draft K/V is in the draft's cache
+  int64_t num_marked_blocks = 0;    // leading blocks marked as holding it (mark_draft_computed)
+};
+
 struct Sequence {
   int64_t seq_id = 0;
   std::vector<int32_t> token_ids;  // [num_tokens]: prompt then generated
@@ -23,13 +37,10 @@ struct Sequence {
   // of the tokens, which never change, so they outlive a preemption).
   std::vector<uint64_t> block_keys;
   int64_t num_keyed_blocks = 0;  // leading blocks of block_table already offered to the cache
-  // Speculative decoding. The drafts this step verifies after the last sampled token (not
-  // tokens of the sequence until accepted); and, for a draft model, whose paged cache uses
-  // this same block table, how many of the tokens have the draft's K/V there, and how many
-  // leading blocks were marked as holding it (BlockManager::mark_draft_computed).
+  // Speculative decoding: the drafts this step verifies after the last sampled token (not
+  // tokens of the sequence until accepted), whichever proposer gave them.
   std::vector<int32_t> draft_token_ids;
-  int64_t num_draft_computed_tokens = 0;
-  int64_t num_draft_marked_blocks = 0;
+  DraftKvState draft_kv;
   SequenceStatus status = SequenceStatus::kWaiting;
   int64_t num_cached_tokens = 0;  // prompt tokens the prefix cache supplied when first scheduled
   int32_t num_preemptions = 0;

@@ -3,7 +3,8 @@
 // activation of input column j (an importance matrix, importance_matrix.h), or the plain
 // squared error without one. What `tern quantize` and `--dtype` requantization write (GPTQ,
 // gptq.h, where an importance matrix has the input's whole second moments); the row
-// quantizers of kernels/cpu/quantize.h stay the fast ones, for activations and dummy weights.
+// quantizers of kernels/cpu/quants/quantize.h stay the fast ones, for activations and dummy
+// weights.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The 8-bit KV cache's conversions: a head row of f32 into 8-bit codes and one f16 scale as
 // the cache stores it (KvCache::write), and back to f32 for attention. Dequantizing is per ISA
-// (kv_dequant_{avx2,avx512}.cpp) with the scalar code here as the twin each is tested against;
-// all three give the same bits, since a code's value and the product with its scale are exact
-// or rounded once.
+// (arch/x86/{avx2,avx512}/kv_dequant.cpp) with the scalar code here as the twin each is tested
+// against; all three give the same bits, since a code's value and the product with its scale are
+// exact or rounded once.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +47,7 @@ inline KvDequantizeFn select_kv_dequantize(KvDtype dtype, KvDequantizeFn int8, K
                                      : nullptr;
 }
 
-// Per ISA, nullptr for a dtype the file does not cover (kv_dequant_{avx2,avx512}.cpp).
+// Per ISA, nullptr for a dtype the file does not cover (arch/x86/{avx2,avx512}/kv_dequant.cpp).
 KvDequantizeFn avx2_kv_dequantize(KvDtype dtype);
 KvDequantizeFn avx512_kv_dequantize(KvDtype dtype);
 

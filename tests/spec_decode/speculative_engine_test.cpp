@@ -13,10 +13,10 @@
 #include <numbers>
 #include <random>
 
-#include "spec/spec_test_util.h"
+#include "spec_decode/spec_test_util.h"
 #include "tern/core/error.h"
 #include "tern/engine/sequence_runner.h"
-#include "tern/spec/draft_model_proposer.h"
+#include "tern/spec_decode/draft_model_proposer.h"
 #include "tern/tokenizer/sentencepiece_model.h"
 
 namespace tern {

@@ -1,6 +1,6 @@
 // SpeculativeConfig from JSON: every key vLLM users write for the two methods tern has, each
 // checked for its type; anything else is refused by name rather than ignored.
-#include "tern/spec/speculative_config.h"
+#include "tern/spec_decode/speculative_config.h"
 
 #include <nlohmann/json.hpp>
 

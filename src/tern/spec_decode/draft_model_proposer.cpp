@@ -1,64 +1,20 @@
 // DraftModelProposer: the catch-up forward, then one batched forward per draft position; each
 // request samples its draft from its row with its own sampler (the drafts so far recorded on
 // it, so penalties see them), then forgets the drafts again for the verifier to record.
-#include "tern/spec/draft_model_proposer.h"
+#include "tern/spec_decode/draft_model_proposer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <string>
 
-#include "tern/core/error.h"
-#include "tern/engine/model_runner.h"
-#include "tern/formats/json_util.h"
+#include "tern/spec_decode/forward_timing.h"
 
 namespace tern {
 namespace {
 
 constexpr size_t kNoProbs = std::numeric_limits<size_t>::max();
 
-std::string token_text(const Tokenizer& tokenizer, int32_t id) {
-  return quote_name(tokenizer.vocab().tokens[static_cast<size_t>(id)]);
-}
-
 }  // namespace
-
-LoadedModel load_draft_model(const LoadOptions& target, const SpeculativeConfig& spec) {
-  LoadOptions o = target;
-  o.model = spec.model;
-  o.tokenizer.clear();
-  if (!spec.load_format.empty())
-    o.format = spec.load_format == "dummy" ? LoadFormat::Dummy : LoadFormat::Auto;
-  if (spec.dtype != "auto")
-    o.weight_recipe = parse_weight_recipe(spec.dtype);
-  else if (o.format != target.format)
-    o.weight_recipe.reset();
-  LoadedModel draft = load_model(o);
-  if (!draft.tokenizer && !target.tokenizer.empty())
-    draft.tokenizer = Tokenizer::load(target.tokenizer);
-  return draft;
-}
-
-void check_draft_vocabulary(const Tokenizer& target, int64_t target_rows, const Tokenizer& draft,
-                            int64_t draft_rows) {
-  const int32_t nt = target.vocab_size(), nd = draft.vocab_size();
-  for (int32_t id = 0; id < std::min(nt, nd); ++id)
-    if (target.vocab().tokens[static_cast<size_t>(id)] !=
-        draft.vocab().tokens[static_cast<size_t>(id)])
-      throw Error("the draft's vocabulary differs from the target's at id " + std::to_string(id) +
-                  ": the target has " + token_text(target, id) + ", the draft " +
-                  token_text(draft, id));
-  if (nt != nd) {
-    const int32_t id = std::min(nt, nd);
-    throw Error("the draft's vocabulary differs from the target's at id " + std::to_string(id) +
-                ": the target's tokenizer has " + std::to_string(nt) + " tokens, the draft's " +
-                std::to_string(nd) + " (" + (nt > nd ? "the target" : "the draft") + " has " +
-                token_text(nt > nd ? target : draft, id) + " there)");
-  }
-  if (target_rows < nt || draft_rows < nd)
-    throw Error("the " + std::string(target_rows < nt ? "target" : "draft") +
-                " model has fewer vocabulary rows than its tokenizer has tokens");
-}
 
 DraftModelProposer::DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size,
                                        int64_t max_model_len, cpu::KvDtype kv_dtype)
@@ -105,8 +61,9 @@ void DraftModelProposer::propose(std::span<const DraftRequest> requests,
       if (req.num_drafts <= j) continue;
       Sequence& seq = *req.seq;
       if (j == 0) {
-        tokens_.assign(seq.token_ids.begin() + seq.num_draft_computed_tokens, seq.token_ids.end());
-        batch_.add_sequence(tokens_, static_cast<int32_t>(seq.num_draft_computed_tokens),
+        tokens_.assign(seq.token_ids.begin() + seq.draft_kv.num_computed_tokens,
+                       seq.token_ids.end());
+        batch_.add_sequence(tokens_, static_cast<int32_t>(seq.draft_kv.num_computed_tokens),
                             seq.block_table, true);
       } else {
         const int32_t previous = seq.draft_token_ids.back();
@@ -143,7 +100,8 @@ void DraftModelProposer::propose(std::span<const DraftRequest> requests,
     for (auto it = seq.draft_token_ids.rbegin(); it != seq.draft_token_ids.rend(); ++it)
       req.sampler->forget(*it);
     // The forwards wrote the draft's K/V up to the position of draft K − 1.
-    if (req.num_drafts > 0) seq.num_draft_computed_tokens = seq.num_tokens() + req.num_drafts - 1;
+    if (req.num_drafts > 0)
+      seq.draft_kv.num_computed_tokens = seq.num_tokens() + req.num_drafts - 1;
   }
 }
 

@@ -1,6 +1,6 @@
 // NgramProposer: a backward scan for each suffix length, longest first. O(length × n) per
 // sequence and step, small beside a forward for the lengths tern serves.
-#include "tern/spec/ngram_proposer.h"
+#include "tern/spec_decode/ngram_proposer.h"
 
 #include <algorithm>
 
@@ -25,9 +25,12 @@ void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n,
   }
 }
 
-int32_t NgramProposer::max_drafts(Sequence& seq, int32_t k) {
+void NgramProposer::prepare(Sequence& seq, int32_t k) {
   ngram_lookup(seq.token_ids, min_n_, max_n_, k, seq.draft_token_ids);
-  return static_cast<int32_t>(seq.draft_token_ids.size());
+}
+
+int32_t NgramProposer::max_drafts(const Sequence& seq, int32_t k) const {
+  return std::min(k, static_cast<int32_t>(seq.draft_token_ids.size()));
 }
 
 void NgramProposer::propose(std::span<const DraftRequest> requests, std::span<const BlockCopy>) {

@@ -1,5 +1,5 @@
 // ForwardCosts: an exponential moving average per size bucket, interpolated between buckets.
-#include "tern/spec/forward_costs.h"
+#include "tern/spec_decode/forward_costs.h"
 
 #include <algorithm>
 #include <bit>

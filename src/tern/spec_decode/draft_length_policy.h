@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "tern/spec/forward_costs.h"
+#include "tern/spec_decode/forward_costs.h"
 
 namespace tern {
 

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/spec/proposer.h"
+#include "tern/spec_decode/proposer.h"
 
 namespace tern {
 
@@ -23,8 +23,10 @@ class NgramProposer final : public Proposer {
   NgramProposer(int32_t min_n, int32_t max_n, int64_t vocab_size)
       : min_n_(min_n), max_n_(max_n), vocab_size_(vocab_size) {}
 
-  int32_t max_drafts(Sequence& seq, int32_t k) override;
-  // The proposals max_drafts() kept, cut to what was scheduled.
+  // Looks the match up and keeps it in seq.draft_token_ids.
+  void prepare(Sequence& seq, int32_t k) override;
+  int32_t max_drafts(const Sequence& seq, int32_t k) const override;
+  // The matches prepare() kept, cut to what was scheduled.
   void propose(std::span<const DraftRequest> requests, std::span<const BlockCopy> copies) override;
   std::span<const float> draft_probs(size_t) const override { return {}; }
   int64_t draft_vocab_size() const override { return vocab_size_; }

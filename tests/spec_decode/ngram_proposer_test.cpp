@@ -1,6 +1,6 @@
 // N-gram prompt lookup: the longest suffix first, its latest earlier occurrence, the tokens
 // that followed it cut at k and at the end of the sequence.
-#include "tern/spec/ngram_proposer.h"
+#include "tern/spec_decode/ngram_proposer.h"
 
 #include <gtest/gtest.h>
 
@@ -43,6 +43,7 @@ TEST(NgramProposer, KeepsItsMatchAndCutsItToTheScheduledCount) {
   NgramProposer p(1, 3, 100);
   Sequence s;
   s.token_ids = {1, 2, 3, 4, 5, 1, 2};
+  p.prepare(s, 4);
   EXPECT_EQ(p.max_drafts(s, 4), 4);  // [5 1 2] never occurred; [1 2] did, followed by 3 4 5 1
   EXPECT_EQ(s.draft_token_ids, (std::vector<int32_t>{3, 4, 5, 1}));
   const DraftRequest r{&s, nullptr, 2};

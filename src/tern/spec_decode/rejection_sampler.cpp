@@ -1,6 +1,6 @@
 // verify_drafts: one pass over the K + 1 rows; the target's distribution of a row is computed
 // only when the request samples (greedy compares argmaxes).
-#include "tern/spec/rejection_sampler.h"
+#include "tern/spec_decode/rejection_sampler.h"
 
 #include <algorithm>
 

@@ -1,7 +1,9 @@
-// Speculative decoding as the engine's step sees it: before scheduling, plan how many drafts
-// each decoding sequence asks for (adaptive drafting, or K whenever it can); after scheduling,
-// let the proposer draft; after the verify, learn from what was accepted. It owns the
-// proposer, the measured costs and acceptance, and vLLM's spec-decode counters.
+// Speculative decoding as the engine's step sees it, and spec_decode/'s one header for the
+// engine: before scheduling, plan how many drafts each decoding sequence asks for (adaptive
+// drafting, or K whenever it can); after scheduling, let the proposer draft; verify the drafts
+// against the target's rows; learn from what was accepted. It owns the proposer, the measured
+// costs and acceptance, and vLLM's spec-decode counters. The config, the proposer factory and
+// the draft model's loading come with it, so the engine includes nothing else of spec_decode/.
 #pragma once
 
 #include <array>
@@ -12,14 +14,20 @@
 #include <string>
 #include <vector>
 
-#include "tern/engine/model_runner.h"
+#include "tern/engine/sampler.h"
 #include "tern/engine/sequence.h"
-#include "tern/spec/draft_length_policy.h"
-#include "tern/spec/forward_costs.h"
-#include "tern/spec/proposer.h"
-#include "tern/spec/speculative_config.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
+#include "tern/spec_decode/draft_length_policy.h"
+#include "tern/spec_decode/draft_model.h"
+#include "tern/spec_decode/forward_costs.h"
+#include "tern/spec_decode/make_proposer.h"
+#include "tern/spec_decode/proposer.h"
+#include "tern/spec_decode/rejection_sampler.h"
+#include "tern/spec_decode/speculative_config.h"
 
 namespace tern {
+
+class Decoder;
 
 // vLLM's spec_decode_* counters.
 struct SpecDecodeStats {
@@ -74,6 +82,10 @@ struct SpecSequenceState {
   int32_t probe_interval = 0;  // 0: the first interval
   bool probing = false;        // this step's drafts are a probe (the plan chose none)
   int64_t planned = 0;         // drafts it asks for this step
+  // A draft model with fewer vocabulary rows than the target cannot read an id past them: a
+  // sequence that holds one never drafts (checked as its tokens grow).
+  int64_t draft_vocab_checked = 0;
+  bool outside_draft_vocab = false;
 };
 
 class Speculator {
@@ -81,20 +93,38 @@ class Speculator {
   // Throws tern::Error for a disabled config.
   Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer> proposer);
 
-  // Times target forwards (through `runner`) and draft forwards of the sizes a verify and a
-  // draft step of up to K + 1 tokens per sequence take, so the first plans have costs to go
-  // by. The caches must hold nothing yet. `max_tokens`: the step budget.
-  void calibrate(ModelRunner& runner, int64_t max_tokens);
+  // Times forwards of the target (`target` over its `target_cache`) and of the draft of the
+  // sizes a verify and a draft step of up to K + 1 tokens per sequence take, so the first plans
+  // have costs to go by. The caches must hold nothing yet. `max_tokens`: the step budget.
+  void calibrate(Decoder& target, cpu::KvCache& target_cache, int64_t max_tokens);
 
   struct Candidate {
-    Sequence* seq = nullptr;  // decodes this step
+    Sequence* seq = nullptr;  // runs this step
     SpecSequenceState* state = nullptr;
-    int32_t limit = 0;      // drafts it may verify at most (tokens left, context)
-    int64_t remaining = 1;  // tokens it may still generate
+    int32_t limit = 0;      // drafts it may verify at most (plan() sets it)
+    int64_t remaining = 1;  // tokens it may still generate (max_tokens, context)
   };
-  // Sets each candidate's state->planned. `other_tokens`: the step's tokens besides the
-  // candidates' (prefill); `num_running`: sequences running (disable_by_batch_size).
-  void plan(std::span<Candidate> candidates, int64_t other_tokens, int64_t num_running);
+  // Before scheduling, over the running sequences: sets the state->planned of each that decodes
+  // (one uncomputed token after an output token) within its limit (K, `remaining`, the draft's
+  // max_model_len and vocabulary, what the proposer has prepared for it). `waiting_tokens`: the
+  // queued sequences' tokens; `max_num_batched_tokens`: the step budget.
+  void plan(std::span<Candidate> running, int64_t waiting_tokens, int64_t max_num_batched_tokens);
+  // plan()'s choice over decoding candidates whose limits are set: each one's state->planned.
+  // `other_tokens`: the step's tokens besides the candidates' (prefill); `num_running`:
+  // sequences running (disable_by_batch_size).
+  void choose_drafts(std::span<Candidate> candidates, int64_t other_tokens, int64_t num_running);
+
+  // After scheduling: the proposer drafts for `requests` (every step, so that a cache of its own
+  // copies the step's `copies` too); each request's num_drafts becomes what it gave, and
+  // seq.draft_token_ids holds exactly those.
+  void propose(std::span<DraftRequest> requests, std::span<const BlockCopy> copies);
+  // Verifies `drafts` (those of request `request` of the latest propose()) against
+  // target_logits, [1 + drafts.size(), vocab]. Const: requests verify in parallel.
+  void verify(Sampler& sampler, std::span<const float> target_logits, int64_t vocab,
+              std::span<const int32_t> drafts, size_t request, VerifiedTokens& out) const {
+    verify_drafts(sampler, target_logits, vocab, drafts, proposer_->draft_probs(request),
+                  proposer_->draft_vocab_size(), out);
+  }
 
   // A verify of `drafted` drafts accepted the first `accepted`.
   void observe(SpecSequenceState& state, int32_t drafted, int32_t accepted);
@@ -121,6 +151,7 @@ class Speculator {
   std::vector<double> alpha_;                     // this step's estimates, by candidate
   std::vector<size_t> order_;                     // candidates, most likely to accept first
   std::vector<DraftCandidate> sorted_;
+  std::vector<Candidate> decoding_;  // plan()'s candidates that decode
 };
 
 }  // namespace tern

@@ -3,7 +3,7 @@
 // same joint distribution of the first two tokens as plain sampling, for every sampling
 // parameter (temperature, top_k, top_p, min_p, penalties, min_tokens), for point-mass drafts
 // (n-gram) and for a draft with fewer vocabulary rows. Greedy accepts exactly the argmax run.
-#include "tern/spec/rejection_sampler.h"
+#include "tern/spec_decode/rejection_sampler.h"
 
 #include <gtest/gtest.h>
 

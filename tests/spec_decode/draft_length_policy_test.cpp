@@ -1,7 +1,7 @@
 // Adaptive drafting: the expected tokens of a run, the cost table's interpolation, and the
 // choices that follow: full K for a cheap good draft, none for a useless or a costly one, none
 // for a batch whose verify would cost more than it brings, and the best sequences first.
-#include "tern/spec/draft_length_policy.h"
+#include "tern/spec_decode/draft_length_policy.h"
 
 #include <gtest/gtest.h>
 

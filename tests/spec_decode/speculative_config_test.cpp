@@ -1,6 +1,6 @@
 // --speculative-config and its short form: vLLM's keys and defaults, and an error naming
 // every key or value tern would otherwise have to ignore.
-#include "tern/spec/speculative_config.h"
+#include "tern/spec_decode/speculative_config.h"
 
 #include <gtest/gtest.h>
 

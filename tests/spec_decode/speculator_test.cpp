@@ -1,7 +1,7 @@
 // Why adaptive drafting drafts nothing, as the speculator reports it for the log: a draft as
 // costly as the target never pays, even when every draft is accepted (the draft being the
 // target itself); a cheap one drafts; nothing to propose and disable_by_batch_size are named.
-#include "tern/spec/speculator.h"
+#include "tern/spec_decode/speculator.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@ ForwardCosts costs_scaled(double scale) {
 class PricedProposer : public Proposer {
  public:
   explicit PricedProposer(double scale) : costs_(costs_scaled(scale)) {}
-  int32_t max_drafts(Sequence&, int32_t k) override { return k; }
+  int32_t max_drafts(const Sequence&, int32_t k) const override { return k; }
   void propose(std::span<const DraftRequest>, std::span<const BlockCopy>) override {}
   std::span<const float> draft_probs(size_t) const override { return {}; }
   int64_t draft_vocab_size() const override { return 512; }
@@ -60,7 +60,7 @@ struct OneSequence {
 TEST(Speculator, ADraftAsCostlyAsTheTargetNeverDraftsAndSaysWhy) {
   Speculator s = priced(1.0);
   OneSequence one(4);
-  s.plan(one.candidates, 0, 1);
+  s.choose_drafts(one.candidates, 0, 1);
   EXPECT_EQ(one.state.planned, 0);
   const SpecIdle& idle = s.idle();
   EXPECT_EQ(idle.commonest_since({}), SpecIdle::Why::kNoGain);
@@ -78,7 +78,7 @@ TEST(Speculator, ADraftAsCostlyAsTheTargetNeverDraftsAndSaysWhy) {
   // Every draft accepted, many times over: the policy is right to stay out all the same, since
   // K drafts cost K target forwards and bring at most K tokens.
   for (int i = 0; i < 50; ++i) s.observe(one.state, 4, 4);
-  s.plan(one.candidates, 0, 1);
+  s.choose_drafts(one.candidates, 0, 1);
   EXPECT_EQ(one.state.planned, 0);
   EXPECT_TRUE(s.idle().acceptance_measured);
   EXPECT_GT(s.idle().acceptance, 0.99);
@@ -90,7 +90,7 @@ TEST(Speculator, ADraftAsCostlyAsTheTargetNeverDraftsAndSaysWhy) {
 TEST(Speculator, ACheapDraftDraftsAndLeavesNoReason) {
   Speculator s = priced(0.05);
   OneSequence one(4);
-  s.plan(one.candidates, 0, 1);
+  s.choose_drafts(one.candidates, 0, 1);
   EXPECT_EQ(one.state.planned, 4);
   EXPECT_EQ(s.idle().commonest_since({}), std::nullopt);
 }
@@ -98,12 +98,12 @@ TEST(Speculator, ACheapDraftDraftsAndLeavesNoReason) {
 TEST(Speculator, NothingToProposeAndBatchSizeAreTheirOwnReasons) {
   Speculator s = priced(0.05, 2);
   OneSequence none(0);  // its last token, or no n-gram match
-  s.plan(none.candidates, 0, 1);
+  s.choose_drafts(none.candidates, 0, 1);
   EXPECT_EQ(s.idle().commonest_since({}), SpecIdle::Why::kNoProposal);
   const SpecIdle before = s.idle();
   OneSequence one(4);
-  s.plan(one.candidates, 0, 2);
-  s.plan(one.candidates, 0, 3);
+  s.choose_drafts(one.candidates, 0, 2);
+  s.choose_drafts(one.candidates, 0, 3);
   EXPECT_EQ(one.state.planned, 0);
   EXPECT_EQ(s.idle().commonest_since({}), SpecIdle::Why::kBatchSize);
   EXPECT_EQ(s.idle().commonest_since(before), SpecIdle::Why::kBatchSize);
@@ -112,7 +112,7 @@ TEST(Speculator, NothingToProposeAndBatchSizeAreTheirOwnReasons) {
   // A step of prefill only counts for no reason.
   const SpecIdle after = s.idle();
   std::vector<Speculator::Candidate> no_candidates;
-  s.plan(no_candidates, 64, 2);
+  s.choose_drafts(no_candidates, 64, 2);
   EXPECT_EQ(s.idle().commonest_since(after), std::nullopt);
 }
 

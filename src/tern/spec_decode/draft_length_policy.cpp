@@ -1,6 +1,6 @@
 // choose_draft_length: every K up to max_k and every prefix of the candidates, O(max_k · B)
 // cost estimates per step.
-#include "tern/spec/draft_length_policy.h"
+#include "tern/spec_decode/draft_length_policy.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,10 +7,9 @@
 #include <cstdint>
 #include <span>
 
-#include "tern/engine/block_manager.h"
 #include "tern/engine/sampler.h"
 #include "tern/engine/sequence.h"
-#include "tern/spec/forward_costs.h"
+#include "tern/spec_decode/forward_costs.h"
 
 namespace tern {
 
@@ -25,9 +24,12 @@ class Proposer {
  public:
   virtual ~Proposer() = default;
 
-  // How many drafts it can give `seq` now, at most `k`. N-gram lookup searches now and keeps
-  // its proposal in seq.draft_token_ids; a draft model can always give k.
-  virtual int32_t max_drafts(Sequence& seq, int32_t k) = 0;
+  // Before scheduling, for a sequence that may draft up to `k` tokens: readies what
+  // max_drafts() and propose() work from. N-gram lookup searches now and keeps its match in
+  // seq.draft_token_ids; a draft model has nothing to ready (it drafts in propose()).
+  virtual void prepare(Sequence& /*seq*/, int32_t /*k*/) {}
+  // How many drafts it can give `seq` now, at most `k`, once prepare(seq, k) ran.
+  virtual int32_t max_drafts(const Sequence& seq, int32_t k) const = 0;
 
   // Sets seq->draft_token_ids of every request to at most num_drafts tokens. `copies` are the
   // blocks the step copies in the target's cache before its forward (copy on write): a

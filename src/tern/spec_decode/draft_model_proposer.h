@@ -12,25 +12,10 @@
 
 #include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
-#include "tern/models/model_loader.h"
 #include "tern/models/step_context.h"
-#include "tern/spec/proposer.h"
-#include "tern/spec/speculative_config.h"
-#include "tern/tokenizer/tokenizer.h"
+#include "tern/spec_decode/proposer.h"
 
 namespace tern {
-
-// Loads the draft that `spec` names (spec.model a local path: a GGUF, a folder, or a config for
-// dummy weights) the way the target was loaded, with the draft's own dtype and load format
-// ("" keeps the target's). Its tokenizer is its own; a draft without one (dummy weights from a
-// config) takes the target's --tokenizer. Throws tern::Error as load_model does.
-LoadedModel load_draft_model(const LoadOptions& target, const SpeculativeConfig& spec);
-
-// A draft must speak the target's vocabulary: the same token string at every id of the
-// tokenizers, and model rows (embedding, lm_head) that differ at most in padding past them.
-// Throws tern::Error naming the first id that differs.
-void check_draft_vocabulary(const Tokenizer& target, int64_t target_rows, const Tokenizer& draft,
-                            int64_t draft_rows);
 
 class DraftModelProposer final : public Proposer {
  public:
@@ -38,14 +23,14 @@ class DraftModelProposer final : public Proposer {
   DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size, int64_t max_model_len,
                      cpu::KvDtype kv_dtype);
 
-  int32_t max_drafts(Sequence&, int32_t k) override { return k; }
-  // After it, seq.num_draft_computed_tokens counts the draft's K/V through draft K − 1 (the
+  int32_t max_drafts(const Sequence&, int32_t k) const override { return k; }
+  // After it, seq.draft_kv.num_computed_tokens counts the draft's K/V through draft K − 1 (the
   // caller cuts it back to what the verify accepts).
   void propose(std::span<const DraftRequest> requests, std::span<const BlockCopy> copies) override;
   std::span<const float> draft_probs(size_t request) const override;
   int64_t draft_vocab_size() const override { return draft_.config().vocab_size; }
   int64_t lag(const Sequence& seq) const override {
-    return seq.num_tokens() - seq.num_draft_computed_tokens;
+    return seq.num_tokens() - seq.draft_kv.num_computed_tokens;
   }
   const ForwardCosts* costs() const override { return &costs_; }
 

@@ -1,12 +1,14 @@
-// Speculator: plan (adaptive or fixed K, probes), observe (acceptance, counters), calibrate.
-#include "tern/spec/speculator.h"
+// Speculator: plan (limits, then adaptive or fixed K, probes), propose, observe (acceptance,
+// counters), calibrate.
+#include "tern/spec_decode/speculator.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
 
 #include "tern/core/error.h"
-#include "tern/spec/draft_length_policy.h"
+#include "tern/spec_decode/draft_length_policy.h"
+#include "tern/spec_decode/forward_timing.h"
 
 namespace tern {
 namespace {
@@ -106,14 +108,14 @@ Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer
   stats_.accepted_per_position.assign(static_cast<size_t>(config_.num_speculative_tokens), 0);
 }
 
-void Speculator::calibrate(ModelRunner& runner, int64_t max_tokens) {
+void Speculator::calibrate(Decoder& target, cpu::KvCache& target_cache, int64_t max_tokens) {
   const int64_t k1 = config_.num_speculative_tokens + 1;
   std::vector<int64_t> sizes;
   for (int64_t n = 1; n <= k1; ++n) sizes.push_back(n);
   for (int64_t n : {2 * k1, 4 * k1, 8 * k1})
     if (n <= max_tokens) sizes.push_back(n);
-  (void)runner.time_forward(1, true);  // the first forward grows every buffer
-  for (int64_t n : sizes) target_costs_.record(n, runner.time_forward(n, true));
+  (void)time_forward(target, target_cache, 1, true);  // the first forward grows every buffer
+  for (int64_t n : sizes) target_costs_.record(n, time_forward(target, target_cache, n, true));
   if (proposer_->costs() == nullptr) return;
   proposer_->calibrate(1);
   for (int64_t n : sizes) proposer_->calibrate(n);
@@ -125,7 +127,43 @@ double Speculator::acceptance(const SpecSequenceState& s) const {
   return (s.accepted + kPriorWeight * prior) / (s.tested + kPriorWeight);
 }
 
-void Speculator::plan(std::span<Candidate> candidates, int64_t other_tokens, int64_t num_running) {
+void Speculator::plan(std::span<Candidate> running, int64_t waiting_tokens,
+                      int64_t max_num_batched_tokens) {
+  const int64_t draft_vocab = proposer_->draft_vocab_size();
+  decoding_.clear();
+  int64_t other_tokens = waiting_tokens;
+  for (Candidate& c : running) {
+    Sequence& seq = *c.seq;
+    seq.draft_token_ids.clear();
+    const int64_t uncomputed = seq.num_tokens() - seq.num_computed_tokens;
+    if (uncomputed != 1 || seq.num_output_tokens() == 0) {  // prefilling (n > 1 forks after it)
+      other_tokens += uncomputed;
+      continue;
+    }
+    // Never draft past max_tokens (the target adds one token of its own) or the context.
+    int64_t limit = std::min<int64_t>(config_.num_speculative_tokens, c.remaining - 1);
+    if (config_.max_model_len > 0)
+      limit = std::min(limit, config_.max_model_len - seq.num_tokens());
+    SpecSequenceState& s = *c.state;
+    for (; s.draft_vocab_checked < seq.num_tokens(); ++s.draft_vocab_checked)
+      if (seq.token_ids[static_cast<size_t>(s.draft_vocab_checked)] >= draft_vocab)
+        s.outside_draft_vocab = true;
+    if (s.outside_draft_vocab) limit = 0;
+    if (limit > 0) {
+      proposer_->prepare(seq, static_cast<int32_t>(limit));
+      limit = proposer_->max_drafts(seq, static_cast<int32_t>(limit));
+    }
+    c.limit = static_cast<int32_t>(std::max<int64_t>(limit, 0));
+    decoding_.push_back(c);
+  }
+  const int64_t others_at_most =
+      std::max<int64_t>(0, max_num_batched_tokens - static_cast<int64_t>(decoding_.size()));
+  choose_drafts(decoding_, std::clamp<int64_t>(other_tokens, 0, others_at_most),
+                static_cast<int64_t>(running.size()));
+}
+
+void Speculator::choose_drafts(std::span<Candidate> candidates, int64_t other_tokens,
+                               int64_t num_running) {
   for (Candidate& c : candidates) {
     c.state->planned = 0;
     c.state->probing = false;
@@ -183,6 +221,15 @@ void Speculator::plan(std::span<Candidate> candidates, int64_t other_tokens, int
       continue;
     c.state->planned = 1;
     c.state->probing = true;
+  }
+}
+
+void Speculator::propose(std::span<DraftRequest> requests, std::span<const BlockCopy> copies) {
+  proposer_->propose(requests, copies);
+  for (DraftRequest& r : requests) {
+    std::vector<int32_t>& drafts = r.seq->draft_token_ids;
+    r.num_drafts = std::min(r.num_drafts, static_cast<int32_t>(drafts.size()));
+    drafts.resize(static_cast<size_t>(r.num_drafts));
   }
 }
 
