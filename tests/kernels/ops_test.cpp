@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 namespace {
@@ -136,25 +138,36 @@ TEST(Ops, SoftmaxAndLogSoftmax) {
   EXPECT_EQ(log_masked, (std::vector<float>{-inf, -inf, -inf}));
 }
 
-// The SIMD row conversions against their scalar twins, over every f16 value and many f32 ones
-// (lengths with tails for both vector widths).
+// Every level's f16 row conversions this CPU runs against the scalar twins, over every f16
+// value and many f32 ones (lengths with tails for both vector widths).
 TEST(Ops, F16RowConversionsMatchScalar) {
   std::vector<uint16_t> all(0x10000 + 7);
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
-  std::vector<float> simd(all.size()), scalar(all.size());
-  f16_to_f32_row(all.data(), simd.data(), static_cast<int64_t>(all.size()));
-  f16_to_f32_row_scalar(all.data(), scalar.data(), static_cast<int64_t>(all.size()));
-  for (size_t i = 0; i < all.size(); ++i) {
-    ASSERT_EQ(f32_to_bits(simd[i]), f32_to_bits(scalar[i])) << i;
-  }
   std::vector<float> f(100003);
   for (size_t i = 0; i < f.size(); ++i) {
     f[i] = bits_to_f32(static_cast<uint32_t>(i * 2654435761u) & 0xbfffffffu);  // no nan
   }
-  std::vector<uint16_t> h_simd(f.size()), h_scalar(f.size());
-  f32_to_f16_row(f.data(), h_simd.data(), static_cast<int64_t>(f.size()));
+  std::vector<float> scalar(all.size());
+  f16_to_f32_row_scalar(all.data(), scalar.data(), static_cast<int64_t>(all.size()));
+  std::vector<uint16_t> h_scalar(f.size());
   f32_to_f16_row_scalar(f.data(), h_scalar.data(), static_cast<int64_t>(f.size()));
-  EXPECT_EQ(h_simd, h_scalar);
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    SCOPED_TRACE(isa_name(isa));
+    const F16RowKernels kernels = f16_row_kernels(isa);
+    std::vector<float> simd(all.size());
+    kernels.to_f32(all.data(), simd.data(), static_cast<int64_t>(all.size()));
+    for (size_t i = 0; i < all.size(); ++i) {
+      ASSERT_EQ(f32_to_bits(simd[i]), f32_to_bits(scalar[i])) << i;
+    }
+    std::vector<uint16_t> h_simd(f.size());
+    kernels.from_f32(f.data(), h_simd.data(), static_cast<int64_t>(f.size()));
+    EXPECT_EQ(h_simd, h_scalar);
+  }
+  // What the decoder calls is the best level's.
+  std::vector<float> best(all.size());
+  f16_to_f32_row(all.data(), best.data(), static_cast<int64_t>(all.size()));
+  EXPECT_EQ(0, std::memcmp(best.data(), scalar.data(), best.size() * sizeof(float)));
 }
 
 TEST(Ops, Bf16RowConversions) {

@@ -9,10 +9,7 @@
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/ops/lanes16.h"
-
-#if defined(__F16C__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 namespace {
@@ -152,42 +149,27 @@ void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16_scalar(x[i]);
 }
 
-// GCC 12 does not vectorise f16 conversions on its own, and attention converts a K and a V
-// row per key, so the vector forms are spelled out (the maskz forms: GCC 12 warns about the
-// plain ones' undefined pass-through). Both are exact or round to nearest even, like the
-// scalar code.
+F16RowKernels f16_row_kernels(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar:
+      return {f16_to_f32_row_scalar, f32_to_f16_row_scalar};
+    case Isa::Avx2:
+      return {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
+    case Isa::Avx512:
+    case Isa::Amx:
+      return {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
+  }
+  return {f16_to_f32_row_scalar, f32_to_f16_row_scalar};
+}
+
 void f16_to_f32_row(const uint16_t* x, float* out, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) {
-    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
-    _mm512_storeu_ps(out + i, _mm512_maskz_cvtph_ps(0xffff, h));
-  }
-#endif
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
-  }
-#endif
-  for (; i < n; ++i) out[i] = f16_to_f32(x[i]);
+  static const F16RowKernels kernels = f16_row_kernels(best_isa());
+  kernels.to_f32(x, out, n);
 }
 
 void f32_to_f16_row(const float* x, uint16_t* out, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) {
-    __m256i h = _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
-  }
-#endif
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
-  }
-#endif
-  for (; i < n; ++i) out[i] = f32_to_f16(x[i]);
+  static const F16RowKernels kernels = f16_row_kernels(best_isa());
+  kernels.from_f32(x, out, n);
 }
 
 void bf16_to_f32_row(const uint16_t* x, float* out, int64_t n) {

@@ -7,6 +7,8 @@
 
 namespace tern::cpu {
 
+enum class Isa;  // vec_dot.h
+
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight[:]; the sum of squares is taken in
 // double. out may alias x.
 // x, out: [rows, dim]; weight: [dim]
@@ -37,8 +39,8 @@ void softmax(float* x, int64_t rows, int64_t n);
 void log_softmax(float* x, int64_t rows, int64_t n);
 
 // Row conversions between f32 and the 16-bit types of weights and the KV cache. Conversion to
-// f32 is exact; to f16/bf16 rounds to nearest even. The SIMD paths (F16C / AVX-512, chosen at
-// compile time like tern/core/half.h) give bit-identical results to the scalar loops.
+// f32 is exact; to f16/bf16 rounds to nearest even. The f16 ones run the best level's kernels
+// (f16_row_kernels), which give bit-identical results to the scalar twins.
 void f16_to_f32_row(const uint16_t* x, float* out, int64_t n);
 void f32_to_f16_row(const float* x, uint16_t* out, int64_t n);
 void bf16_to_f32_row(const uint16_t* x, float* out, int64_t n);
@@ -47,5 +49,18 @@ void f32_to_bf16_row(const float* x, uint16_t* out, int64_t n);
 // The scalar twins of the row conversions (tests compare against them).
 void f16_to_f32_row_scalar(const uint16_t* x, float* out, int64_t n);
 void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n);
+
+// The f16 row conversions of one ISA level (the scalar twins for Scalar). Attention converts a
+// K and a V row per key, and GCC 12 does not vectorise f16 conversions on its own, so the
+// levels spell them out: arch/x86/avx2/f16_rows.cpp (F16C), arch/x86/avx512/f16_rows.cpp.
+struct F16RowKernels {
+  void (*to_f32)(const uint16_t* x, float* out, int64_t n);
+  void (*from_f32)(const float* x, uint16_t* out, int64_t n);
+};
+F16RowKernels f16_row_kernels(Isa isa);
+void avx2_f16_to_f32_row(const uint16_t* x, float* out, int64_t n);
+void avx2_f32_to_f16_row(const float* x, uint16_t* out, int64_t n);
+void avx512_f16_to_f32_row(const uint16_t* x, float* out, int64_t n);
+void avx512_f32_to_f16_row(const float* x, uint16_t* out, int64_t n);
 
 }  // namespace tern::cpu
