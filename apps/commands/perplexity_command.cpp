@@ -16,6 +16,7 @@
 #include "commands/commands.h"
 #include "commands/engine_options.h"
 #include "commands/model_options.h"
+#include "tern/core/clock.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
 #include "tern/eval/eval_windows.h"
@@ -63,10 +64,6 @@ json percentiles_json(const std::vector<Percentile>& ps) {
     out[label] = p.value;
   }
   return out;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 void print_plan(const char* what, const EvalWindows& windows, int64_t batch_size) {

@@ -17,6 +17,7 @@
 
 #include "commands/commands.h"
 #include "commands/model_options.h"
+#include "tern/core/clock.h"
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
 #include "tern/hub/resolve_model.h"
@@ -119,10 +120,6 @@ std::vector<std::pair<std::string, GgufValue>> carried_metadata(const GgufFile& 
     keys.emplace_back(key, value);
   }
   return keys;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void run(const QuantizeOptions& opt) {

@@ -25,7 +25,7 @@ namespace {
 using testing::FakeCache;
 using testing::kv_layout;
 
-constexpr char kFingerprint[] = "test-model:kv-f16";
+constexpr char kF16Fingerprint[] = "test-model:kv-f16";
 constexpr int kBigBlocks = 400;  // 400 × 256 KiB = 100 MiB: a pull that lasts long enough to be cut
 
 // Liveness bound for things that must happen (not a timing assertion: a hang fails, slowness not).
@@ -86,7 +86,7 @@ TEST(DisaggChild, Main) {
   if (std::string(role) == "producer") {
     KvTransferServer* server_ptr = nullptr;
     std::thread killer;
-    KvTransferServer server({"127.0.0.1", 0, kFingerprint}, [&](const PullRequest& r) {
+    KvTransferServer server({"127.0.0.1", 0, kF16Fingerprint}, [&](const PullRequest& r) {
       // Dies like a crashed instance (SIGKILL: no destructor, no goodbye) once data is moving.
       killer = std::thread([&] {
         while (server_ptr->stats().bytes_sent == 0)
@@ -108,7 +108,7 @@ TEST(DisaggChild, Main) {
   }
   if (std::string(role) == "consumer") {
     FakeCache dst(kBigBlocks, cache.sizes(), 0);
-    KvTransferClient client(kFingerprint);
+    KvTransferClient client(kF16Fingerprint);
     const auto dest = dest_of(dst, kBigBlocks);
     client.pull("127.0.0.1", std::atoi(std::getenv("TERN_DISAGG_PORT")),
                 PullRequest{"l", iota_ids(kBigBlocks)}, dest, 120);
@@ -118,7 +118,7 @@ TEST(DisaggChild, Main) {
 
 TEST(UcxFailure, ProducerNotListeningIsAQuickConnectError) {
   const int port = free_port();
-  KvTransferClient client(kFingerprint);
+  KvTransferClient client(kF16Fingerprint);
   FakeCache dst(1, {64}, 0);
   const auto dest = dest_of(dst, 1);
   const PullResult r = client.pull("127.0.0.1", port, PullRequest{"l", {0}}, dest, 60);
@@ -143,7 +143,7 @@ TEST(UcxFailure, PortInUseIsNamed) {
   const FakeCache src(1, {64}, 0);
   std::string message;
   try {
-    KvTransferServer server(KvTransferServerConfig{"127.0.0.1", port, kFingerprint},
+    KvTransferServer server(KvTransferServerConfig{"127.0.0.1", port, kF16Fingerprint},
                             grant_all(src, nullptr, nullptr, nullptr));
   } catch (const Error& e) {
     message = e.what();
@@ -157,7 +157,7 @@ TEST(UcxFailure, AnAddressOfAnotherMachineIsNamed) {
   const FakeCache src(1, {64}, 0);
   std::string message;
   try {  // 192.0.2.1: TEST-NET-1, documentation only, never an address of this machine
-    KvTransferServer server(KvTransferServerConfig{"192.0.2.1", 0, kFingerprint},
+    KvTransferServer server(KvTransferServerConfig{"192.0.2.1", 0, kF16Fingerprint},
                             grant_all(src, nullptr, nullptr, nullptr));
   } catch (const Error& e) {
     message = e.what();
@@ -173,13 +173,13 @@ TEST(UcxFailure, TimeoutWhileTheProducerIsStuck) {
   bool release = false;
   std::atomic<int> calls{0}, ok{0}, failed{0};
   auto grant = grant_all(src, &calls, &ok, &failed);
-  KvTransferServer server({"127.0.0.1", 0, kFingerprint}, [&](const PullRequest& r) {
+  KvTransferServer server({"127.0.0.1", 0, kF16Fingerprint}, [&](const PullRequest& r) {
     ++calls;
     std::unique_lock lock(m);
     if (calls == 1) cv.wait_for(lock, std::chrono::seconds(60), [&] { return release; });
     return grant(r);
   });
-  KvTransferClient client(kFingerprint);
+  KvTransferClient client(kF16Fingerprint);
   FakeCache dst(2, src.sizes(), 0);
   const auto dest = dest_of(dst, 2);
   PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"l", {0, 1}}, dest, 0.3);
@@ -211,7 +211,7 @@ TEST(UcxFailure, ProducerDiesMidTransfer) {
       << testing::read_file(port_file + ".log");
   const int port = std::stoi(testing::read_file(port_file));
   FakeCache dst(kBigBlocks, {65536, 65536, 65536, 65536}, 0);
-  KvTransferClient client(kFingerprint);
+  KvTransferClient client(kF16Fingerprint);
   const auto dest = dest_of(dst, kBigBlocks);
   const PullResult r =
       client.pull("127.0.0.1", port, PullRequest{"l", iota_ids(kBigBlocks)}, dest, 60);
@@ -230,7 +230,7 @@ TEST(UcxFailure, ConsumerDiesMidPullAndTheServerServesTheNext) {
   std::atomic<pid_t> child{0};
   std::atomic<int> calls{0}, ok{0}, failed{0};
   auto grant = grant_all(src, nullptr, &ok, &failed);
-  KvTransferServer server({"127.0.0.1", 0, kFingerprint}, [&](const PullRequest& r) {
+  KvTransferServer server({"127.0.0.1", 0, kF16Fingerprint}, [&](const PullRequest& r) {
     // Freeze the consumer before its data moves, so the kill below always lands mid-pull.
     while (child == 0) std::this_thread::yield();
     if (++calls == 1) ::kill(child, SIGSTOP);
@@ -249,7 +249,7 @@ TEST(UcxFailure, ConsumerDiesMidPullAndTheServerServesTheNext) {
   EXPECT_EQ(ok, 0);
   // The next consumer is served.
   FakeCache dst(8, src.sizes(), 0);
-  KvTransferClient client(kFingerprint);
+  KvTransferClient client(kF16Fingerprint);
   const auto dest = dest_of(dst, 8);
   const PullResult r =
       client.pull("127.0.0.1", server.port(), PullRequest{"l", iota_ids(8)}, dest, 60);
@@ -266,11 +266,12 @@ TEST(UcxFailure, ConsumerDiesMidPullAndTheServerServesTheNext) {
 TEST(UcxFailure, ServerDestroyedUnderABigPull) {
   FakeCache src(4, {65536, 65536, 65536, 65536}, 23);
   std::atomic<int> calls{0}, ok{0}, failed{0};
-  auto server = std::make_unique<KvTransferServer>(
-      KvTransferServerConfig{"127.0.0.1", 0, kFingerprint}, grant_all(src, &calls, &ok, &failed));
+  auto server =
+      std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", 0, kF16Fingerprint},
+                                         grant_all(src, &calls, &ok, &failed));
   const int port = server->port();
   FakeCache dst(kBigBlocks, src.sizes(), 0);
-  KvTransferClient client(kFingerprint);
+  KvTransferClient client(kF16Fingerprint);
   const auto dest = dest_of(dst, kBigBlocks);
   PullResult r;
   std::thread puller([&] {
@@ -291,17 +292,17 @@ TEST(UcxFailure, ServerDestroyedUnderABigPull) {
 TEST(UcxFailure, ReconnectsToAProducerRestartedOnTheSamePort) {
   FakeCache src(4, kv_layout(2, 8192, 0), 24);
   FakeCache dst(4, src.sizes(), 0);
-  KvTransferClient client(kFingerprint);
+  KvTransferClient client(kF16Fingerprint);
   const auto dest = dest_of(dst, 2);
   auto server =
-      std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", 0, kFingerprint},
+      std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", 0, kF16Fingerprint},
                                          grant_all(src, nullptr, nullptr, nullptr));
   const int port = server->port();
   PullResult r = client.pull("127.0.0.1", port, PullRequest{"l", {0, 1}}, dest, 60);
   ASSERT_TRUE(r.ok) << r.error;
   server.reset();
   server =
-      std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", port, kFingerprint},
+      std::make_unique<KvTransferServer>(KvTransferServerConfig{"127.0.0.1", port, kF16Fingerprint},
                                          grant_all(src, nullptr, nullptr, nullptr));
   r = client.pull("127.0.0.1", port, PullRequest{"l", {3, 2}}, dest, 60);
   EXPECT_TRUE(r.ok) << r.error;
@@ -348,7 +349,8 @@ struct RawPeer {
 TEST(UcxFailure, GarbageAndOversizedFramesAreRefusedAndTheServerKeepsServing) {
   FakeCache src(4, kv_layout(1, 4096, 0), 25);
   std::atomic<int> calls{0};
-  KvTransferServer server({"127.0.0.1", 0, kFingerprint}, grant_all(src, &calls, nullptr, nullptr));
+  KvTransferServer server({"127.0.0.1", 0, kF16Fingerprint},
+                          grant_all(src, &calls, nullptr, nullptr));
   // Raw TCP junk at the listening port (not even a UCX connection).
   {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -380,7 +382,7 @@ TEST(UcxFailure, GarbageAndOversizedFramesAreRefusedAndTheServerKeepsServing) {
   EXPECT_EQ(calls, 0);
   // A well-behaved consumer is still served.
   FakeCache dst(4, src.sizes(), 0);
-  KvTransferClient client(kFingerprint);
+  KvTransferClient client(kF16Fingerprint);
   const auto dest = dest_of(dst, 2);
   const PullResult r = client.pull("127.0.0.1", server.port(), PullRequest{"l", {2, 3}}, dest, 60);
   EXPECT_TRUE(r.ok) << r.error;

@@ -25,7 +25,7 @@ constexpr char kFingerprint[] = "test-model:kv-q8_0:L14";
 // The producer counts a send when UCX reports it complete, which may come a little after the
 // consumer has the bytes: wait (bounded, a liveness check) for its counters to settle.
 template <typename F>
-bool eventually(F done) {
+bool settles(F done) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!done()) {
     if (std::chrono::steady_clock::now() > until) return false;
@@ -118,7 +118,7 @@ TEST(UcxTransfer, FiveHundredBlocksOfFiftySixRanges) {
   KvTransferServer server({"127.0.0.1", 0, kFingerprint}, producer.handler());
   KvTransferClient client(kFingerprint);
   pull_and_check(client, server.port(), "lease-1", src, dst, shuffled_ids(600, 500, 11));
-  ASSERT_TRUE(eventually([&] { return producer.done_ok == 1; }));
+  ASSERT_TRUE(settles([&] { return producer.done_ok == 1; }));
   const auto s = server.stats();
   EXPECT_EQ(s.blocks_sent, 500u);
   EXPECT_EQ(s.bytes_sent, 500 * src.block_bytes());
@@ -150,7 +150,7 @@ TEST(UcxTransfer, ConcurrentClientsEachGetTheirOwnBlocks) {
     });
   for (auto& t : threads) t.join();
   for (const auto& f : failures) EXPECT_EQ(f, "");
-  ASSERT_TRUE(eventually([&] { return producer.done_ok + producer.done_failed == 3 * kClients; }));
+  ASSERT_TRUE(settles([&] { return producer.done_ok + producer.done_failed == 3 * kClients; }));
   const auto s = server.stats();
   EXPECT_EQ(s.pulls_served, 3u * kClients);
   EXPECT_EQ(producer.done_ok, 3 * kClients);
@@ -165,7 +165,7 @@ TEST(UcxTransfer, StatsCountBothSidesOverAReusedConnection) {
   KvTransferClient client(kFingerprint);
   pull_and_check(client, server.port(), "lease-1", src, dst, {1, 2, 3});
   pull_and_check(client, server.port(), "lease-1", src, dst, {9, 8});
-  ASSERT_TRUE(eventually([&] { return producer.done_ok + producer.done_failed == 2; }));
+  ASSERT_TRUE(settles([&] { return producer.done_ok + producer.done_failed == 2; }));
   const auto s = server.stats();
   EXPECT_EQ(s.pulls_served, 2u);
   EXPECT_EQ(s.blocks_sent, 5u);

@@ -13,8 +13,8 @@ TEST(ModelFingerprint, SameModelAndLayoutOnly) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer_config.json");
-  const LoadedModel a = testing::stories260k();
-  const LoadedModel b = testing::stories260k();
+  const LoadedModel a = tern::testing::stories260k();
+  const LoadedModel b = tern::testing::stories260k();
   const Decoder da(a.config, a.weights), db(b.config, b.weights);
   const std::string fa = model_fingerprint(da, da.kv_cache_config(8));
   EXPECT_EQ(fa.size(), 32u);
@@ -22,11 +22,11 @@ TEST(ModelFingerprint, SameModelAndLayoutOnly) {
   EXPECT_NE(fa, model_fingerprint(da, da.kv_cache_config(8, 16, cpu::KvDtype::Int8)));
   EXPECT_NE(fa, model_fingerprint(da, da.kv_cache_config(8, 32)));
 
-  const LoadedModel q = testing::tiny_qwen3();
+  const LoadedModel q = tern::testing::tiny_qwen3();
   const Decoder dq(q.config, q.weights);
   EXPECT_NE(fa, model_fingerprint(dq, dq.kv_cache_config(8)));
   // Same shapes, other weights (another dummy seed).
-  LoadedModel q2 = testing::tiny_qwen3();
+  LoadedModel q2 = tern::testing::tiny_qwen3();
   q2.weights = make_dummy_weights(q2.config, DType::Q4_K, 12);
   const Decoder dq2(q2.config, q2.weights);
   EXPECT_NE(model_fingerprint(dq, dq.kv_cache_config(8)),

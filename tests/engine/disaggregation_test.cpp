@@ -22,7 +22,7 @@ using testing::greedy;
 using testing::same_logprobs;
 using testing::stories260k;
 
-EngineConfig with_role(disagg::KvRole role, double lease_seconds = 30.0) {
+EngineConfig engine_with_role(disagg::KvRole role, double lease_seconds = 30.0) {
   EngineConfig c = testing::small_engine(64);
   c.kv_transfer.role = role;
   c.kv_transfer.port = 0;  // any free port: tests run side by side
@@ -104,8 +104,8 @@ SamplingParams seeded(int max_tokens) {
 
 TEST(Disaggregation, DecodeInstanceGivesTheOutputsOfOneInstance) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  LLM producer(stories260k(), with_role(disagg::KvRole::kProducer));
-  LLM consumer(stories260k(), with_role(disagg::KvRole::kConsumer));
+  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
+  LLM consumer(stories260k(), engine_with_role(disagg::KvRole::kConsumer));
   LLM reference(stories260k(), testing::small_engine(64));
   ASSERT_NE(producer.engine().kv_connector()->port(), 0);
   EXPECT_EQ(producer.engine().kv_connector()->fingerprint(),
@@ -148,8 +148,8 @@ TEST(Disaggregation, DecodeInstanceGivesTheOutputsOfOneInstance) {
 
 TEST(Disaggregation, PullsOnlyWhatThePrefixCacheLacks) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  LLM producer(stories260k(), with_role(disagg::KvRole::kProducer));
-  LLM consumer(stories260k(), with_role(disagg::KvRole::kConsumer));
+  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
+  LLM consumer(stories260k(), engine_with_role(disagg::KvRole::kConsumer));
   LLM reference(stories260k(), testing::small_engine(64));
   const std::vector<int32_t> first = prompt_of(70, 1);  // blocks 0-3 full, a partial block 4
   std::vector<int32_t> second(first.begin(), first.begin() + 48);  // shares blocks 0-2
@@ -172,8 +172,8 @@ TEST(Disaggregation, PullsOnlyWhatThePrefixCacheLacks) {
 
 TEST(Disaggregation, ExpiredAndUsedLeasesAreRefused) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  LLM producer(stories260k(), with_role(disagg::KvRole::kProducer, /*lease_seconds=*/0.3));
-  LLM consumer(stories260k(), with_role(disagg::KvRole::kConsumer));
+  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer, /*lease_seconds=*/0.3));
+  LLM consumer(stories260k(), engine_with_role(disagg::KvRole::kConsumer));
   const std::vector<int32_t> prompt = prompt_of(40, 2);
 
   const disagg::RemoteBlocks late = prefill_remotely(producer.engine(), "late", prompt);
@@ -211,10 +211,10 @@ TEST(Disaggregation, DeadProducerFailsTheRequestOrItIsPrefilledHere) {
   const std::vector<int32_t> prompt = prompt_of(50, 3);
   disagg::RemoteBlocks where;
   {
-    LLM producer(stories260k(), with_role(disagg::KvRole::kProducer));
+    LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
     where = prefill_remotely(producer.engine(), "p", prompt);
   }  // the prefill instance dies after answering, before the pull
-  LLM failing(stories260k(), with_role(disagg::KvRole::kConsumer));
+  LLM failing(stories260k(), engine_with_role(disagg::KvRole::kConsumer));
   const RequestOutput failed = decode_remotely(failing.engine(), "p", prompt, greedy(6), where);
   ASSERT_TRUE(failed.error.has_value());
   EXPECT_NE(failed.error->find(where.host + ":" + std::to_string(where.port)), std::string::npos)
@@ -222,7 +222,7 @@ TEST(Disaggregation, DeadProducerFailsTheRequestOrItIsPrefilledHere) {
   EXPECT_EQ(failing.engine().stats().kv_cache_usage, 0.0);
   EXPECT_EQ(failing.engine().stats().kv.pulls_failed, 1);
 
-  EngineConfig recompute = with_role(disagg::KvRole::kConsumer);
+  EngineConfig recompute = engine_with_role(disagg::KvRole::kConsumer);
   recompute.kv_transfer.load_failure_policy = disagg::KvLoadFailurePolicy::kRecompute;
   LLM recovering(stories260k(), recompute);
   LLM reference(stories260k(), testing::small_engine(64));
@@ -233,8 +233,8 @@ TEST(Disaggregation, DeadProducerFailsTheRequestOrItIsPrefilledHere) {
 
 TEST(Disaggregation, AnotherModelOrKvLayoutIsRefused) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  LLM producer(stories260k(), with_role(disagg::KvRole::kProducer));
-  EngineConfig int8 = with_role(disagg::KvRole::kConsumer);
+  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
+  EngineConfig int8 = engine_with_role(disagg::KvRole::kConsumer);
   int8.kv_cache_dtype = cpu::KvDtype::Int8;
   LLM consumer(stories260k(), int8);
   EXPECT_NE(producer.engine().kv_connector()->fingerprint(),
@@ -248,8 +248,8 @@ TEST(Disaggregation, AnotherModelOrKvLayoutIsRefused) {
 
 TEST(Disaggregation, AbortWhilePullingFreesTheBlocksWhenThePullEnds) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  LLM producer(stories260k(), with_role(disagg::KvRole::kProducer));
-  LLM consumer(stories260k(), with_role(disagg::KvRole::kConsumer));
+  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
+  LLM consumer(stories260k(), engine_with_role(disagg::KvRole::kConsumer));
   const std::vector<int32_t> prompt = prompt_of(300, 5);
   const disagg::RemoteBlocks where = prefill_remotely(producer.engine(), "a", prompt);
   disagg::KvTransferParams kv;
@@ -272,8 +272,8 @@ TEST(Disaggregation, AbortWhilePullingFreesTheBlocksWhenThePullEnds) {
 // until its connector wakes it (the server's engine thread) is woken by that pull's end.
 TEST(Disaggregation, APullWaitingForBlocksStartsWhenTheyAreFreed) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  LLM producer(stories260k(), with_role(disagg::KvRole::kProducer));
-  EngineConfig tiny = with_role(disagg::KvRole::kConsumer);
+  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
+  EngineConfig tiny = engine_with_role(disagg::KvRole::kConsumer);
   tiny.max_model_len = 160;
   const int64_t block_bytes = stories260k_block_bytes();
   tiny.kv_cache_memory = static_cast<uint64_t>(block_bytes) * 12 + 4096;
@@ -304,8 +304,8 @@ TEST(Disaggregation, APullWaitingForBlocksStartsWhenTheyAreFreed) {
 TEST(Disaggregation, RequestsTheRoleCannotServeAreRefused) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   LLM plain(stories260k(), testing::small_engine(64));
-  LLM consumer(stories260k(), with_role(disagg::KvRole::kConsumer));
-  LLM producer(stories260k(), with_role(disagg::KvRole::kProducer));
+  LLM consumer(stories260k(), engine_with_role(disagg::KvRole::kConsumer));
+  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
   disagg::KvTransferParams decode_later;
   decode_later.do_remote_decode = true;
   EXPECT_THROW(plain.engine().add_request("a", {5, 6, 7}, greedy(1), decode_later), Error);

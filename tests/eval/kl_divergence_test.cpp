@@ -19,7 +19,7 @@ namespace {
 using testing::base_file_bytes;
 using testing::story_text;
 
-constexpr int64_t kCtx = 64;
+constexpr int64_t kKlCtx = 64;
 
 // The message of the tern::Error `f` throws ("" if none).
 template <typename F>
@@ -38,7 +38,7 @@ class KlDivergence : public ::testing::Test {
     if (!std::filesystem::exists(testing::fixture("stories260K/stories260K.gguf"))) return;
     base_model_ = testing::stories260k();
     base_decoder_.emplace(base_model_->config, base_model_->weights);
-    windows_ = tokenize_eval_windows(*base_model_->tokenizer, story_text(120), kCtx);
+    windows_ = tokenize_eval_windows(*base_model_->tokenizer, story_text(120), kKlCtx);
     KldBaseWriter writer(dir_.file("base.kld"), windows_, base_model_->config.vocab_size);
     base_ppl_ = perplexity(*base_decoder_, windows_, 2048, cpu::KvDtype::F16, &writer);
     writer.finish();
@@ -56,11 +56,11 @@ TEST_F(KlDivergence, BaseFileHoldsTheWindowsAndExactLogProbs) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const KldBaseFile base = KldBaseFile::open(base_path());
   EXPECT_EQ(base.vocab_size(), 512);
-  EXPECT_EQ(base.windows().ctx, kCtx);
+  EXPECT_EQ(base.windows().ctx, kKlCtx);
   EXPECT_EQ(base.windows().bos, 1);
   EXPECT_EQ(base.windows().tokens, windows_.tokens);
   // Window 1, scored position 5: the base model's own log-softmax of that position's logits.
-  SequenceRunner runner(*base_decoder_, kCtx);
+  SequenceRunner runner(*base_decoder_, kKlCtx);
   std::vector<int32_t> prefix(windows_.window(1).begin(),
                               windows_.window(1).begin() + windows_.first_scored() + 6);
   prefix[0] = 1;
@@ -76,7 +76,7 @@ TEST_F(KlDivergence, BaseFileHoldsTheWindowsAndExactLogProbs) {
 TEST_F(KlDivergence, OfModelAgainstItselfIsZero) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const KldBaseFile base = KldBaseFile::open(base_path());
-  for (int64_t batch : {int64_t{2048}, kCtx, int64_t{24}}) {
+  for (int64_t batch : {int64_t{2048}, kKlCtx, int64_t{24}}) {
     SCOPED_TRACE("batch " + std::to_string(batch));
     const KlDivergenceResult r = kl_divergence(*base_decoder_, base, batch);
     ASSERT_EQ(r.count, windows_.num_scored());
@@ -120,7 +120,7 @@ TEST_F(KlDivergence, OfQ4_0RequantizationMatchesOwnComputation) {
   // A few positions by the test's own arithmetic: the Q4_0 model token by token, its
   // log-softmax in double, against the base file's row.
   const int64_t scored = windows_.scored_per_window();
-  SequenceRunner runner(q_decoder, kCtx);
+  SequenceRunner runner(q_decoder, kKlCtx);
   for (auto [w, k] :
        {std::pair<int64_t, int64_t>{0, 0}, {2, 17}, {windows_.num_windows() - 1, scored - 1}}) {
     SCOPED_TRACE("window " + std::to_string(w) + ", position " + std::to_string(k));
@@ -165,8 +165,8 @@ TEST_F(KlDivergence, LimitedToChunks) {
 TEST_F(KlDivergence, RefusesAVocabularyMismatch) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   // A well-formed file of a 600-token vocabulary (uniform rows).
-  std::vector<int32_t> tokens(2 * kCtx, 5);
-  auto bytes = base_file_bytes(600, kCtx, 2, 1, tokens, -std::log(600.0f));
+  std::vector<int32_t> tokens(2 * kKlCtx, 5);
+  auto bytes = base_file_bytes(600, kKlCtx, 2, 1, tokens, -std::log(600.0f));
   const KldBaseFile base(std::make_shared<const MappedFile>("other.kld", bytes));
   const std::string msg = error_of([&] { kl_divergence(*base_decoder_, base, 2048); });
   EXPECT_NE(msg.find("other.kld"), std::string::npos) << msg;
@@ -176,9 +176,9 @@ TEST_F(KlDivergence, RefusesAVocabularyMismatch) {
 
 TEST_F(KlDivergence, RefusesRowsThatAreNotDistributions) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  std::vector<int32_t> tokens(2 * kCtx, 5);
+  std::vector<int32_t> tokens(2 * kKlCtx, 5);
   for (float fill : {0.0f, NAN, 1.0f}) {  // Σp = 512; NaN; log p > 0
-    auto bytes = base_file_bytes(512, kCtx, 2, 1, tokens, fill);
+    auto bytes = base_file_bytes(512, kKlCtx, 2, 1, tokens, fill);
     const KldBaseFile base(std::make_shared<const MappedFile>("bad-rows.kld", bytes));
     const std::string msg = error_of([&] { kl_divergence(*base_decoder_, base, 2048); });
     EXPECT_NE(msg.find("bad-rows.kld: the log-probabilities of window 1"), std::string::npos)

@@ -424,7 +424,7 @@ TEST(GgufRoundTrip, WriteThroughFile) {
   std::filesystem::remove_all(dir);
 }
 
-void expect_error(const std::function<void()>& fn, const std::string& phrase) {
+void expect_gguf_error(const std::function<void()>& fn, const std::string& phrase) {
   try {
     fn();
     ADD_FAILURE() << "no error; expected one containing '" << phrase << "'";
@@ -438,41 +438,46 @@ TEST(GgufWriter, RejectsBadInput) {
   GgufWriter w;
   std::vector<std::byte> four(4);
   w.add_tensor("a", DType::F32, {1}, four);
-  expect_error([&] { w.add_tensor("a", DType::F32, {1}, four); }, "tensor 'a': added twice");
-  expect_error([&] { w.add_tensor("b", DType::F32, {2}, four); }, "data is 4 bytes, but 2 F32");
-  expect_error([&] { w.add_tensor("b", DType::U8, {4}, four); }, "U8 has no ggml type");
-  expect_error([&] { w.add_tensor("b", DType::F32, {}, four); }, "0 dimensions");
-  expect_error([&] { w.add_tensor("b", DType::F32, {1, 1, 1, 1, 1}, four); }, "5 dimensions");
-  expect_error([&] { w.add_tensor("b", DType::F32, {0, 1}, four); }, "dimension 0 is not positive");
-  expect_error(
+  expect_gguf_error([&] { w.add_tensor("a", DType::F32, {1}, four); }, "tensor 'a': added twice");
+  expect_gguf_error([&] { w.add_tensor("b", DType::F32, {2}, four); },
+                    "data is 4 bytes, but 2 F32");
+  expect_gguf_error([&] { w.add_tensor("b", DType::U8, {4}, four); }, "U8 has no ggml type");
+  expect_gguf_error([&] { w.add_tensor("b", DType::F32, {}, four); }, "0 dimensions");
+  expect_gguf_error([&] { w.add_tensor("b", DType::F32, {1, 1, 1, 1, 1}, four); }, "5 dimensions");
+  expect_gguf_error(
+      [&] {
+        w.add_tensor("b", DType::F32, {0, 1}, four);
+      },
+      "dimension 0 is not positive");
+  expect_gguf_error(
       [&] {
         w.add_tensor("b", DType::Q8_0, {1, 16}, four);
       },
       "row length 16 is not a multiple of the Q8_0 block size 32");
-  expect_error([&] { w.add_tensor("", DType::F32, {1}, four); }, "empty tensor name");
-  expect_error([&] { w.add_tensor(std::string(64, 'n'), DType::F32, {1}, four); },
-               "name is 64 bytes; ggml allows at most 63");
+  expect_gguf_error([&] { w.add_tensor("", DType::F32, {1}, four); }, "empty tensor name");
+  expect_gguf_error([&] { w.add_tensor(std::string(64, 'n'), DType::F32, {1}, four); },
+                    "name is 64 bytes; ggml allows at most 63");
   w.add_tensor(std::string(63, 'n'), DType::F32, {1}, four);
-  expect_error([&] { w.add_tensor("b\xFF", DType::F32, {1}, four); }, "not valid UTF-8");
-  expect_error([&] { w.set("general.alignment", GgufValue::u32(3)); }, "power of two");
-  expect_error([&] { w.set("general.alignment", GgufValue::u32(0)); }, "power of two");
-  expect_error([&] { w.set("general.alignment", GgufValue::u64(64)); }, "must be a uint32");
-  expect_error(
+  expect_gguf_error([&] { w.add_tensor("b\xFF", DType::F32, {1}, four); }, "not valid UTF-8");
+  expect_gguf_error([&] { w.set("general.alignment", GgufValue::u32(3)); }, "power of two");
+  expect_gguf_error([&] { w.set("general.alignment", GgufValue::u32(0)); }, "power of two");
+  expect_gguf_error([&] { w.set("general.alignment", GgufValue::u64(64)); }, "must be a uint32");
+  expect_gguf_error(
       [&] {
         w.set("k", GgufValue{GgufType::UINT8, uint64_t{300}});
       },
       "key 'k': value 300 does not fit a uint8");
-  expect_error([&] { w.set("k", GgufValue{GgufType::INT8, int64_t{-129}}); }, "does not fit");
-  expect_error(
+  expect_gguf_error([&] { w.set("k", GgufValue{GgufType::INT8, int64_t{-129}}); }, "does not fit");
+  expect_gguf_error(
       [&] {
         w.set("k", GgufValue{GgufType::STRING, uint64_t{1}});
       },
       "a string value holds an unsigned integer");
-  expect_error([&] { w.set("k", GgufValue::array(GgufType::INT32, {GgufValue::u32(1)})); },
-               "array item 0 is a uint32 in an array of int32");
-  expect_error([&] { w.set("k", nested(8)); }, "nested more than 8 deep");
-  expect_error([&] { w.set("", GgufValue::u8(1)); }, "empty metadata key");
-  expect_error([&] { w.set("\xC0\x80", GgufValue::u8(1)); }, "not valid UTF-8");
+  expect_gguf_error([&] { w.set("k", GgufValue::array(GgufType::INT32, {GgufValue::u32(1)})); },
+                    "array item 0 is a uint32 in an array of int32");
+  expect_gguf_error([&] { w.set("k", nested(8)); }, "nested more than 8 deep");
+  expect_gguf_error([&] { w.set("", GgufValue::u8(1)); }, "empty metadata key");
+  expect_gguf_error([&] { w.set("\xC0\x80", GgufValue::u8(1)); }, "not valid UTF-8");
   w.set("k", nested(7));  // 8 deep is the limit, and allowed
 }
 
@@ -518,20 +523,21 @@ TEST(GgufGetters, AcceptCompatibleTypes) {
 
 TEST(GgufGetters, RejectIncompatibleTypesNamingTheKey) {
   GgufFile f = getters_file();
-  expect_error([&] { f.get_string("u8"); }, "getters.gguf: key 'u8' is uint8, not a string");
-  expect_error([&] { f.get_int("str"); }, "key 'str' is string, not an integer");
-  expect_error([&] { f.get_int("f32"); }, "key 'f32' is float32, not an integer");
-  expect_error([&] { f.get_int("u64.big"); }, "key 'u64.big' is 18446744073709551615, too large");
-  expect_error([&] { f.get_float("str"); }, "key 'str' is string, not a number");
-  expect_error([&] { f.get_bool("u8"); }, "key 'u8' is uint8, not a bool");
-  expect_error([&] { f.get_string_array("u8s"); },
-               "key 'u8s' is array of uint8, not an array of strings");
-  expect_error([&] { f.get_string_array("str"); }, "key 'str' is string, not an array");
-  expect_error([&] { f.get_int_array("f32s"); },
-               "key 'f32s' is array of float32, not an array of integers");
-  expect_error([&] { f.get_float_array("strs"); },
-               "key 'strs' is array of string, not an array of numbers");
-  expect_error([&] { f.get_int_array("nested"); }, "key 'nested' is array of array");
+  expect_gguf_error([&] { f.get_string("u8"); }, "getters.gguf: key 'u8' is uint8, not a string");
+  expect_gguf_error([&] { f.get_int("str"); }, "key 'str' is string, not an integer");
+  expect_gguf_error([&] { f.get_int("f32"); }, "key 'f32' is float32, not an integer");
+  expect_gguf_error([&] { f.get_int("u64.big"); },
+                    "key 'u64.big' is 18446744073709551615, too large");
+  expect_gguf_error([&] { f.get_float("str"); }, "key 'str' is string, not a number");
+  expect_gguf_error([&] { f.get_bool("u8"); }, "key 'u8' is uint8, not a bool");
+  expect_gguf_error([&] { f.get_string_array("u8s"); },
+                    "key 'u8s' is array of uint8, not an array of strings");
+  expect_gguf_error([&] { f.get_string_array("str"); }, "key 'str' is string, not an array");
+  expect_gguf_error([&] { f.get_int_array("f32s"); },
+                    "key 'f32s' is array of float32, not an array of integers");
+  expect_gguf_error([&] { f.get_float_array("strs"); },
+                    "key 'strs' is array of string, not an array of numbers");
+  expect_gguf_error([&] { f.get_int_array("nested"); }, "key 'nested' is array of array");
 }
 
 TEST(GgufValue, Display) {

@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+void expect_config_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
   try {
     fn();
     ADD_FAILURE() << "no error thrown";
@@ -237,12 +237,13 @@ TEST(ModelConfig, GenerationConfigOverrides) {
   EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1, 2, 3}));
 
   std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": "x"})";
-  expect_error([&] { ModelConfig::from_hf_dir(dir.string()); },
-               {"generation_config.json: ", "'eos_token_id'"});
+  expect_config_error([&] { ModelConfig::from_hf_dir(dir.string()); },
+                      {"generation_config.json: ", "'eos_token_id'"});
   fs::remove(dir / "generation_config.json");
   EXPECT_EQ(ModelConfig::from_hf_dir(dir.string()).eos_token_ids, std::vector<int32_t>{151645});
   fs::remove(dir / "config.json");
-  expect_error([&] { ModelConfig::from_hf_dir(dir.string()); }, {dir.string(), "no config.json"});
+  expect_config_error([&] { ModelConfig::from_hf_dir(dir.string()); },
+                      {dir.string(), "no config.json"});
   fs::remove_all(dir);
 }
 
@@ -253,64 +254,68 @@ TEST(ModelConfig, Errors) {
     edit(j);
     return [j] { load(j); };
   };
-  expect_error(broken([](json& j) {
-                 j["architectures"] = {"MistralForCausalLM"};
-                 j["model_type"] = "mistral";
-               }),
-               {name, "unsupported architecture 'MistralForCausalLM'"});
-  expect_error(broken([](json& j) {
-                 j.erase("architectures");
-                 j["model_type"] = "gemma2";
-               }),
-               {name, "unsupported architecture 'gemma2'"});
-  expect_error(broken([](json& j) {
-                 j.erase("architectures");
-                 j.erase("model_type");
-               }),
-               {name, "neither 'architectures' nor 'model_type'"});
-  expect_error(broken([](json& j) { j["model_type"] = "llama"; }),
-               {"architectures says 'Qwen2ForCausalLM' but model_type says 'llama'"});
-  expect_error(broken([](json& j) { j.erase("num_hidden_layers"); }),
-               {name, "required field 'num_hidden_layers' is missing"});
-  expect_error(broken([](json& j) { j.erase("vocab_size"); }),
-               {name, "required field 'vocab_size' is missing"});
-  expect_error(broken([](json& j) { j["hidden_size"] = "896"; }),
-               {name, "field 'hidden_size' must be an integer"});
-  expect_error(broken([](json& j) { j["hidden_size"] = 896.5; }),
-               {name, "field 'hidden_size' must be an integer"});
-  expect_error(broken([](json& j) { j["tie_word_embeddings"] = 1; }),
-               {name, "field 'tie_word_embeddings' must be true or false"});
-  expect_error(broken([](json& j) { j["rms_norm_eps"] = "small"; }),
-               {name, "field 'rms_norm_eps' must be a number"});
-  expect_error(broken([](json& j) { j["num_key_value_heads"] = 4; }),
-               {name, "num_key_value_heads 4 does not divide num_attention_heads 14"});
-  expect_error(broken([](json& j) { j["num_attention_heads"] = 13; }),
-               {name, "hidden_size 896 is not divisible by num_attention_heads 13"});
-  expect_error(broken([](json& j) { j["intermediate_size"] = 0; }),
-               {name, "intermediate_size must be positive"});
-  expect_error(broken([](json& j) { j["num_hidden_layers"] = -3; }),
-               {name, "num_hidden_layers must be positive"});
-  expect_error(broken([](json& j) { j["head_dim"] = 63; }), {name, "head_dim 63 is odd"});
-  expect_error(broken([](json& j) { j["rms_norm_eps"] = 0; }), {name, "rms_norm_eps"});
-  expect_error(broken([](json& j) { j["eos_token_id"] = -1; }), {name, "'eos_token_id'"});
-  expect_error(broken([](json& j) { j["eos_token_id"] = {1, "x"}; }), {name, "'eos_token_id'"});
-  expect_error(broken([](json& j) { j["hidden_act"] = "gelu"; }), {name, "hidden_act 'gelu'"});
-  expect_error(broken([](json& j) { j["use_sliding_window"] = true; }), {name, "sliding"});
-  expect_error(broken([](json& j) {
-                 j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}};
-               }),
-               {name, "rope scaling type 'yarn' is not supported"});
-  expect_error(broken([](json& j) {
-                 j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-               }),
-               {name, "'rope_scaling.low_freq_factor' is missing"});
-  expect_error(broken([](json& j) {
-                 j["rope_scaling"] = {{"factor", 8.0}};
-               }),
-               {name, "has no rope_type"});
-  expect_error([&] { ModelConfig::from_hf_json("{\"vocab_size\": ", name); },
-               {name, "invalid JSON"});
-  expect_error([&] { ModelConfig::from_hf_json("[1]", name); }, {name, "not a JSON object"});
+  expect_config_error(broken([](json& j) {
+                        j["architectures"] = {"MistralForCausalLM"};
+                        j["model_type"] = "mistral";
+                      }),
+                      {name, "unsupported architecture 'MistralForCausalLM'"});
+  expect_config_error(broken([](json& j) {
+                        j.erase("architectures");
+                        j["model_type"] = "gemma2";
+                      }),
+                      {name, "unsupported architecture 'gemma2'"});
+  expect_config_error(broken([](json& j) {
+                        j.erase("architectures");
+                        j.erase("model_type");
+                      }),
+                      {name, "neither 'architectures' nor 'model_type'"});
+  expect_config_error(broken([](json& j) { j["model_type"] = "llama"; }),
+                      {"architectures says 'Qwen2ForCausalLM' but model_type says 'llama'"});
+  expect_config_error(broken([](json& j) { j.erase("num_hidden_layers"); }),
+                      {name, "required field 'num_hidden_layers' is missing"});
+  expect_config_error(broken([](json& j) { j.erase("vocab_size"); }),
+                      {name, "required field 'vocab_size' is missing"});
+  expect_config_error(broken([](json& j) { j["hidden_size"] = "896"; }),
+                      {name, "field 'hidden_size' must be an integer"});
+  expect_config_error(broken([](json& j) { j["hidden_size"] = 896.5; }),
+                      {name, "field 'hidden_size' must be an integer"});
+  expect_config_error(broken([](json& j) { j["tie_word_embeddings"] = 1; }),
+                      {name, "field 'tie_word_embeddings' must be true or false"});
+  expect_config_error(broken([](json& j) { j["rms_norm_eps"] = "small"; }),
+                      {name, "field 'rms_norm_eps' must be a number"});
+  expect_config_error(broken([](json& j) { j["num_key_value_heads"] = 4; }),
+                      {name, "num_key_value_heads 4 does not divide num_attention_heads 14"});
+  expect_config_error(broken([](json& j) { j["num_attention_heads"] = 13; }),
+                      {name, "hidden_size 896 is not divisible by num_attention_heads 13"});
+  expect_config_error(broken([](json& j) { j["intermediate_size"] = 0; }),
+                      {name, "intermediate_size must be positive"});
+  expect_config_error(broken([](json& j) { j["num_hidden_layers"] = -3; }),
+                      {name, "num_hidden_layers must be positive"});
+  expect_config_error(broken([](json& j) { j["head_dim"] = 63; }), {name, "head_dim 63 is odd"});
+  expect_config_error(broken([](json& j) { j["rms_norm_eps"] = 0; }), {name, "rms_norm_eps"});
+  expect_config_error(broken([](json& j) { j["eos_token_id"] = -1; }), {name, "'eos_token_id'"});
+  expect_config_error(broken([](json& j) {
+                        j["eos_token_id"] = {1, "x"};
+                      }),
+                      {name, "'eos_token_id'"});
+  expect_config_error(broken([](json& j) { j["hidden_act"] = "gelu"; }),
+                      {name, "hidden_act 'gelu'"});
+  expect_config_error(broken([](json& j) { j["use_sliding_window"] = true; }), {name, "sliding"});
+  expect_config_error(broken([](json& j) {
+                        j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}};
+                      }),
+                      {name, "rope scaling type 'yarn' is not supported"});
+  expect_config_error(broken([](json& j) {
+                        j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+                      }),
+                      {name, "'rope_scaling.low_freq_factor' is missing"});
+  expect_config_error(broken([](json& j) {
+                        j["rope_scaling"] = {{"factor", 8.0}};
+                      }),
+                      {name, "has no rope_type"});
+  expect_config_error([&] { ModelConfig::from_hf_json("{\"vocab_size\": ", name); },
+                      {name, "invalid JSON"});
+  expect_config_error([&] { ModelConfig::from_hf_json("[1]", name); }, {name, "not a JSON object"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,23 +471,24 @@ TEST(ModelConfigGguf, Errors) {
           GgufFile::parse(std::make_shared<const MappedFile>("bad.gguf", bytes)));
     };
   };
-  expect_error(
+  expect_config_error(
       broken([](GgufWriter& w) { w.set("general.architecture", GgufValue::string("gemma2")); }),
       {"bad.gguf: ", "unsupported architecture 'gemma2'"});
-  expect_error(
+  expect_config_error(
       broken([](GgufWriter& w) { w.set("general.architecture", GgufValue::string("llama")); }),
       {"bad.gguf: ", "'llama.context_length' is missing"});
-  expect_error(
+  expect_config_error(
       broken([](GgufWriter& w) { w.set("qwen3.attention.head_count_kv", GgufValue::u32(5)); }),
       {"bad.gguf: ", "num_key_value_heads 5 does not divide num_attention_heads 16"});
-  expect_error(
+  expect_config_error(
       broken([](GgufWriter& w) { w.set("qwen3.rope.scaling.type", GgufValue::string("yarn")); }),
       {"bad.gguf: ", "rope.scaling.type 'yarn' is not supported"});
-  expect_error(
+  expect_config_error(
       broken([](GgufWriter& w) { w.set("qwen3.rope.dimension_count", GgufValue::u32(64)); }),
       {"bad.gguf: ", "partial rotary"});
-  expect_error(broken([](GgufWriter& w) { w.set("qwen3.block_count", GgufValue::string("28")); }),
-               {"bad.gguf", "qwen3.block_count"});
+  expect_config_error(
+      broken([](GgufWriter& w) { w.set("qwen3.block_count", GgufValue::string("28")); }),
+      {"bad.gguf", "qwen3.block_count"});
 }
 
 }  // namespace

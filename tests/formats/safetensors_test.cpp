@@ -36,8 +36,8 @@ SafetensorsFile parse_bytes(const std::string& name, std::vector<std::byte> byte
 }
 
 // Expects parsing to throw tern::Error mentioning the file name and `phrase`.
-void expect_rejected(const std::string& name, std::vector<std::byte> bytes,
-                     const std::string& phrase) {
+void expect_safetensors_rejected(const std::string& name, std::vector<std::byte> bytes,
+                                 const std::string& phrase) {
   try {
     parse_bytes(name, std::move(bytes));
     ADD_FAILURE() << name << ": accepted, expected an error containing \"" << phrase << "\"";
@@ -203,7 +203,7 @@ TEST(Safetensors, TruncatedAtEveryLength) {
   for (size_t cut = 0; cut < full.size(); ++cut) {
     std::vector<std::byte> part(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
     SCOPED_TRACE("cut at " + std::to_string(cut));
-    expect_rejected("cut.safetensors", part, "truncated");
+    expect_safetensors_rejected("cut.safetensors", part, "truncated");
   }
 }
 
@@ -302,7 +302,7 @@ TEST(Safetensors, RejectsMalformedHeaders) {
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.file);
-    expect_rejected(c.file, std::move(c.bytes), c.phrase);
+    expect_safetensors_rejected(c.file, std::move(c.bytes), c.phrase);
   }
   // The error of a mapped file names its path.
   TempDir dir;

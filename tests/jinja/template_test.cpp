@@ -27,7 +27,7 @@ std::string render(const std::string& source, const Object& ctx = context()) {
 }
 
 // The message of the tern::Error that rendering (or parsing) `source` throws.
-std::string error_of(const std::string& source, TemplateOptions options = {}) {
+std::string template_error_of(const std::string& source, TemplateOptions options = {}) {
   try {
     Template(source, options).render(context());
   } catch (const Error& e) {
@@ -156,53 +156,56 @@ TEST(JinjaTemplate, PythonFloatFormatting) {
 }
 
 TEST(JinjaTemplate, SyntaxErrorsNameTheLine) {
-  EXPECT_EQ(error_of("line one\n{% if x %}\nno end"),
+  EXPECT_EQ(template_error_of("line one\n{% if x %}\nno end"),
             "template: line 3: unexpected end of template, expected 'elif' or 'else' or 'endif'");
-  EXPECT_EQ(error_of("{{ 1 +\n}}"), "template: line 2: unexpected '}}' in an expression");
-  EXPECT_EQ(error_of("a\n{{ 'open"), "template: line 2: string literal is never closed");
-  EXPECT_EQ(error_of("{% foo %}"), "template: line 1: unknown tag 'foo'");
-  EXPECT_EQ(error_of("{% break %}"), "template: line 1: 'break' outside of a for loop");
-  EXPECT_EQ(error_of("{# never closed"), "template: line 1: comment {# is never closed with #}");
+  EXPECT_EQ(template_error_of("{{ 1 +\n}}"), "template: line 2: unexpected '}}' in an expression");
+  EXPECT_EQ(template_error_of("a\n{{ 'open"), "template: line 2: string literal is never closed");
+  EXPECT_EQ(template_error_of("{% foo %}"), "template: line 1: unknown tag 'foo'");
+  EXPECT_EQ(template_error_of("{% break %}"), "template: line 1: 'break' outside of a for loop");
+  EXPECT_EQ(template_error_of("{# never closed"),
+            "template: line 1: comment {# is never closed with #}");
 }
 
 TEST(JinjaTemplate, UnsupportedFeaturesAreNamed) {
-  EXPECT_EQ(error_of("\n{% include 'x.jinja' %}"),
+  EXPECT_EQ(template_error_of("\n{% include 'x.jinja' %}"),
             "template: line 2: the 'include' tag is not supported by tern's template engine");
-  EXPECT_EQ(error_of("{{ xs | batch(2) }}"),
+  EXPECT_EQ(template_error_of("{{ xs | batch(2) }}"),
             "template: line 1: the 'batch' filter is not supported by tern's template engine");
-  EXPECT_EQ(error_of("{% for x in xs recursive %}{% endfor %}"),
+  EXPECT_EQ(template_error_of("{% for x in xs recursive %}{% endfor %}"),
             "template: line 1: recursive for loops are not supported by tern's template engine");
-  EXPECT_EQ(error_of("{{ 'a %s' % 1 }}"),
+  EXPECT_EQ(template_error_of("{{ 'a %s' % 1 }}"),
             "template: line 1: printf-style string formatting ('...' % value) is not supported");
-  EXPECT_EQ(error_of("{{ xs | nosuch }}"), "template: line 1: no filter named 'nosuch'");
-  EXPECT_EQ(error_of("{{ 1 is nosuch }}"), "template: line 1: no test named 'nosuch'");
+  EXPECT_EQ(template_error_of("{{ xs | nosuch }}"), "template: line 1: no filter named 'nosuch'");
+  EXPECT_EQ(template_error_of("{{ 1 is nosuch }}"), "template: line 1: no test named 'nosuch'");
 }
 
 TEST(JinjaTemplate, RuntimeErrorsLikeJinja2) {
-  EXPECT_EQ(error_of("ok\n{{ missing.attr }}"), "template: line 2: 'missing' is undefined");
-  EXPECT_EQ(error_of("{{ d.nokey.deeper }}"),
+  EXPECT_EQ(template_error_of("ok\n{{ missing.attr }}"),
+            "template: line 2: 'missing' is undefined");
+  EXPECT_EQ(template_error_of("{{ d.nokey.deeper }}"),
             "template: line 1: 'dict object' has no attribute 'nokey'");
-  EXPECT_EQ(error_of("{{ 'a' + 1 }}"),
+  EXPECT_EQ(template_error_of("{{ 'a' + 1 }}"),
             "template: line 1: can only concatenate str (not \"int\") to str");
-  EXPECT_EQ(error_of("{{ 1 / 0 }}"), "template: line 1: ZeroDivisionError: division by zero");
-  EXPECT_EQ(error_of("{{ xs.append(4) }}"),
+  EXPECT_EQ(template_error_of("{{ 1 / 0 }}"),
+            "template: line 1: ZeroDivisionError: division by zero");
+  EXPECT_EQ(template_error_of("{{ xs.append(4) }}"),
             "template: line 1: list.append() is not allowed: chat templates render in an immutable "
             "sandbox, as in transformers");
-  EXPECT_EQ(error_of("{% set x.y = 1 %}"),
+  EXPECT_EQ(template_error_of("{% set x.y = 1 %}"),
             "template: line 1: cannot set attribute 'y' of 'x': only namespace() objects take "
             "attribute assignment");
-  EXPECT_EQ(error_of("{{ 1 < 'a' }}"),
+  EXPECT_EQ(template_error_of("{{ 1 < 'a' }}"),
             "template: line 1: '<' not supported between instances of 'int' and 'str'");
-  EXPECT_EQ(error_of("{% for x in 5 %}{% endfor %}"),
+  EXPECT_EQ(template_error_of("{% for x in 5 %}{% endfor %}"),
             "template: line 1: 'int' object is not iterable");
-  EXPECT_EQ(error_of("{{ 9223372036854775807 + 1 }}"),
+  EXPECT_EQ(template_error_of("{{ 9223372036854775807 + 1 }}"),
             "template: line 1: integer overflow (tern's template integers are 64-bit)");
 }
 
 TEST(JinjaTemplate, RaiseExceptionSurfacesTheMessage) {
-  EXPECT_EQ(
-      error_of("{% if true %}\n  {{ raise_exception('Roles must alternate!') }}\n{% endif %}"),
-      "template: line 2: raise_exception: Roles must alternate!");
+  EXPECT_EQ(template_error_of(
+                "{% if true %}\n  {{ raise_exception('Roles must alternate!') }}\n{% endif %}"),
+            "template: line 2: raise_exception: Roles must alternate!");
 }
 
 TEST(JinjaTemplate, RunawayTemplatesHitLimits) {
@@ -210,19 +213,20 @@ TEST(JinjaTemplate, RunawayTemplatesHitLimits) {
   small.limits.max_output_bytes = 1000;
   small.limits.max_loop_iterations = 5000;
   small.limits.max_call_depth = 20;
-  EXPECT_EQ(error_of("{% for i in range(2000) %}xxxxxxxxxx{% endfor %}", small),
+  EXPECT_EQ(template_error_of("{% for i in range(2000) %}xxxxxxxxxx{% endfor %}", small),
             "template: line 1: the template wrote more than 1000 bytes");
   EXPECT_EQ(
-      error_of("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", small),
+      template_error_of(
+          "{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", small),
       "template: line 1: the template ran more than 5000 loop iterations");
-  EXPECT_EQ(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", small),
+  EXPECT_EQ(template_error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", small),
             "template: line 1: macro calls nest deeper than 20");
-  EXPECT_EQ(error_of("{{ 'ab' * 100000 }}", small),
+  EXPECT_EQ(template_error_of("{{ 'ab' * 100000 }}", small),
             "template: line 1: string repetition result is larger than the output limit");
   EXPECT_EQ(
-      error_of("{{ range(1000000) }}"),
+      template_error_of("{{ range(1000000) }}"),
       "template: line 1: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-  EXPECT_NE(error_of("{{ " + std::string(500, '(') + "1" + std::string(500, ')') + " }}")
+  EXPECT_NE(template_error_of("{{ " + std::string(500, '(') + "1" + std::string(500, ')') + " }}")
                 .find("nests deeper than"),
             std::string::npos);
 }

@@ -11,7 +11,7 @@
 namespace tern::cpu {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed) {
+std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> v(n);
@@ -57,7 +57,7 @@ TEST(Rope, NeoxByHand) {
 TEST(Rope, PositionZeroIsIdentity) {
   for (auto layout : {RopeLayout::Interleaved, RopeLayout::Neox}) {
     Rope rope(config(64, layout));
-    auto x = random_vector(3 * 64, 1);
+    auto x = random_floats(3 * 64, 1);
     auto y = x;
     const int32_t pos[] = {0};
     rope.apply(y.data(), 3, pos);
@@ -78,7 +78,7 @@ TEST(Rope, NeoxOnDeinterleavedEqualsInterleaved) {
     Rope inter(ci), neox(cn);
     const std::vector<int32_t> positions{0, 1, 7, 4095, 40000};
     const size_t t = positions.size();
-    auto x = random_vector(t * n_heads * head_dim, 2);
+    auto x = random_floats(t * n_heads * head_dim, 2);
     // de-interleave the rotated part of each head: d[i] = x[2i], d[half + i] = x[2i + 1]
     auto deinterleave = [&](const std::vector<float>& v) {
       std::vector<float> d = v;
@@ -151,7 +151,7 @@ TEST(Rope, LinearScalingAndFreqFactors) {
     EXPECT_DOUBLE_EQ(factors.inv_freq()[i], plain.inv_freq()[i] / (i + 1)) << i;
   }
   // Linear scaling at position 4p rotates like no scaling at position p.
-  auto x = random_vector(16, 3);
+  auto x = random_floats(16, 3);
   auto y = x;
   const int32_t p4[] = {40}, p1[] = {10};
   linear.apply(x.data(), 1, p4);
@@ -167,7 +167,7 @@ TEST(Rope, BatchInvariantAndFusedStride) {
   const std::vector<int32_t> positions{5, 0, 123, 77, 9, 1000, 3, 64, 8191, 2};  // >= 8: parallel
   const int64_t t = static_cast<int64_t>(positions.size());
   const int64_t stride = (nq + nk + nv) * hd;
-  auto qkv = random_vector(t * stride, 4);
+  auto qkv = random_floats(t * stride, 4);
   auto fused = qkv;
   rope.apply_qk(fused.data(), nq, fused.data() + nq * hd, nk, positions, stride, stride);
   for (int64_t i = 0; i < t; ++i) {
@@ -192,8 +192,8 @@ TEST(Rope, CosSinTableMatchesDirect) {
   Rope rope(c);
   const std::vector<int32_t> positions{3, 0, 9000, 17, 4, 5, 6, 7, 131071};
   const int64_t t = static_cast<int64_t>(positions.size());
-  auto q = random_vector(t * 4 * 64, 5);
-  auto k = random_vector(t * 2 * 64, 6);
+  auto q = random_floats(t * 4 * 64, 5);
+  auto k = random_floats(t * 2 * 64, 6);
   auto q2 = q, k2 = k;
   rope.apply_qk(q.data(), 4, k.data(), 2, positions);
   std::vector<float> table(t * rope.rotary_dim());

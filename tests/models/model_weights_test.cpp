@@ -44,7 +44,7 @@ std::vector<float> logits_of(const ModelConfig& c, const ModelWeights& w,
   return out;
 }
 
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+void expect_weights_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
   try {
     fn();
     ADD_FAILURE() << "no error thrown";
@@ -76,11 +76,12 @@ TEST(ModelWeights, ShapeErrorsNameTheTensor) {
   GgufFile g = GgufFile::open(fixture("stories260K/stories260K.gguf"));
   ModelConfig c = ModelConfig::from_gguf(g);
   c.intermediate_size = 128;
-  expect_error([&] { load_gguf_weights(g, c); },
-               {"stories260K.gguf", "'blk.0.ffn_gate.weight'", "[172, 64]", "expected [128, 64]"});
+  expect_weights_error(
+      [&] { load_gguf_weights(g, c); },
+      {"stories260K.gguf", "'blk.0.ffn_gate.weight'", "[172, 64]", "expected [128, 64]"});
   c = ModelConfig::from_gguf(g);
   c.qk_norm = true;
-  expect_error([&] { load_gguf_weights(g, c); }, {"'blk.0.attn_q_norm.weight' is missing"});
+  expect_weights_error([&] { load_gguf_weights(g, c); }, {"'blk.0.attn_q_norm.weight' is missing"});
 }
 
 TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
@@ -93,7 +94,8 @@ TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
   const ModelWeights q = quantize_weights(load_gguf_weights(g, c), DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_gate.dtype, DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_down.dtype, DType::F16);
-  expect_error([&] { make_dummy_weights(c, DType::Q2_K); }, {"Q2_K", "not one tern quantizes to"});
+  expect_weights_error([&] { make_dummy_weights(c, DType::Q2_K); },
+                       {"Q2_K", "not one tern quantizes to"});
 }
 
 const nlohmann::json kSmallQwen3 = {{"num_hidden_layers", 2},

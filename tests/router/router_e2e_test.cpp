@@ -11,7 +11,7 @@ namespace tern::testing {
 namespace {
 
 // An engine of tern serve --role prefill / decode, its KV transfer on any free port.
-EngineConfig with_role(disagg::KvRole role) {
+EngineConfig router_with_role(disagg::KvRole role) {
   EngineConfig c = server_engine(512);
   c.kv_transfer.role = role;
   c.kv_transfer.port = 0;
@@ -83,8 +83,8 @@ TEST(RouterEndToEnd, ReplicasThroughTheRouterMatchTheBackends) {
 // not, with concurrent clients; afterwards no block is held on either side.
 TEST(RouterEndToEnd, PrefillAndDecodeInstancesThroughTheRouterMatchOneInstance) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer));
-  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer));
+  TestServer p(stories260k(), router_with_role(disagg::KvRole::kProducer));
+  TestServer d(stories260k(), router_with_role(disagg::KvRole::kConsumer));
   TestServer one(stories260k(), server_engine(512));
   router::RouterOptions o;
   o.prefill_urls = {"http://127.0.0.1:" + std::to_string(p.port())};
@@ -151,8 +151,8 @@ TEST(RouterEndToEnd, ShortPromptsArePrefilledByTheDecodeInstance) {
   server::ServerOptions chat;  // stories260K has no chat template of its own
   chat.chat_template =
       "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:";
-  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer), chat);
-  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer), chat);
+  TestServer p(stories260k(), router_with_role(disagg::KvRole::kProducer), chat);
+  TestServer d(stories260k(), router_with_role(disagg::KvRole::kConsumer), chat);
   TestServer one(stories260k(), server_engine(512), chat);
   router::RouterOptions o;
   o.prefill_urls = {"http://127.0.0.1:" + std::to_string(p.port())};

@@ -18,7 +18,7 @@
 namespace tern::testing {
 namespace {
 
-EngineConfig with_role(disagg::KvRole role, double lease_seconds = 30.0) {
+EngineConfig server_with_role(disagg::KvRole role, double lease_seconds = 30.0) {
   EngineConfig c = server_engine(512);
   c.kv_transfer.role = role;
   c.kv_transfer.port = 0;
@@ -84,8 +84,8 @@ std::pair<std::string, std::vector<double>> text_and_logprobs(int port, const js
 
 TEST(DisaggregatedServer, PrefillAndDecodeInstancesGiveWhatOneInstanceGives) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer));
-  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer));
+  TestServer p(stories260k(), server_with_role(disagg::KvRole::kProducer));
+  TestServer d(stories260k(), server_with_role(disagg::KvRole::kConsumer));
   TestServer one(stories260k(), server_engine(512));
 
   // 16 at once: lengths across block boundaries, every fourth sharing a 64-token prefix
@@ -141,8 +141,8 @@ TEST(DisaggregatedServer, PrefillAndDecodeInstancesGiveWhatOneInstanceGives) {
 
 TEST(DisaggregatedServer, ExpiredLeaseFreesItsBlocksAndThePullFailsClearly) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer, /*lease_seconds=*/0.3));
-  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer));
+  TestServer p(stories260k(), server_with_role(disagg::KvRole::kProducer, /*lease_seconds=*/0.3));
+  TestServer d(stories260k(), server_with_role(disagg::KvRole::kConsumer));
   const json body = completion(prompt_of(60, 1), 4, std::nullopt);
   json decode = body;
   decode["kv_transfer_params"] = prefill(p.port(), body);
@@ -162,10 +162,10 @@ TEST(DisaggregatedServer, DeadPrefillInstanceFailsTheRequestOrItIsPrefilledHere)
   const json body = completion(prompt_of(70, 2), 6, std::nullopt);
   json decode = body;
   {
-    TestServer p(stories260k(), with_role(disagg::KvRole::kProducer));
+    TestServer p(stories260k(), server_with_role(disagg::KvRole::kProducer));
     decode["kv_transfer_params"] = prefill(p.port(), body);
   }
-  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer));
+  TestServer d(stories260k(), server_with_role(disagg::KvRole::kConsumer));
   const HttpResult failed = post(d.port(), "/v1/completions", decode);
   EXPECT_EQ(failed.status, 500) << failed.body;
   const std::string where = decode["kv_transfer_params"]["remote_host"].get<std::string>() + ":" +
@@ -175,7 +175,7 @@ TEST(DisaggregatedServer, DeadPrefillInstanceFailsTheRequestOrItIsPrefilledHere)
   EXPECT_EQ(metric(get(d.port(), "/metrics").body, gauge("tern:kv_transfer_pulls_failed_total")),
             1);
 
-  EngineConfig recompute = with_role(disagg::KvRole::kConsumer);
+  EngineConfig recompute = server_with_role(disagg::KvRole::kConsumer);
   recompute.kv_transfer.load_failure_policy = disagg::KvLoadFailurePolicy::kRecompute;
   TestServer r(stories260k(), recompute);
   TestServer one(stories260k(), server_engine(512));
@@ -185,8 +185,8 @@ TEST(DisaggregatedServer, DeadPrefillInstanceFailsTheRequestOrItIsPrefilledHere)
 
 TEST(DisaggregatedServer, GarbageOnTheTransferPortIsRefusedAndServingGoesOn) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer));
-  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer));
+  TestServer p(stories260k(), server_with_role(disagg::KvRole::kProducer));
+  TestServer d(stories260k(), server_with_role(disagg::KvRole::kConsumer));
   const json body = completion(prompt_of(40, 3), 4, std::nullopt);
   json decode = body;
   decode["kv_transfer_params"] = prefill(p.port(), body);
@@ -216,7 +216,7 @@ TEST(DisaggregatedServer, GarbageOnTheTransferPortIsRefusedAndServingGoesOn) {
 // back.
 TEST(DisaggregatedServer, DecodeInstanceThatDiesLeavesNoBlockHeldOnThePrefillSide) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  TestServer p(stories260k(), with_role(disagg::KvRole::kProducer, /*lease_seconds=*/1.0));
+  TestServer p(stories260k(), server_with_role(disagg::KvRole::kProducer, /*lease_seconds=*/1.0));
   ServeProcess decode({fixture("stories260K/stories260K.gguf"), "--max-model-len", "512",
                        "--kv-cache-memory", "32MiB", "--threads", "1", "--role", "decode",
                        "--served-model-name", "test-model"});
@@ -240,7 +240,7 @@ TEST(DisaggregatedServer, DecodeInstanceThatDiesLeavesNoBlockHeldOnThePrefillSid
 
 TEST(DisaggregatedServer, RequestsARoleCannotServeAre400s) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  TestServer d(stories260k(), with_role(disagg::KvRole::kConsumer));
+  TestServer d(stories260k(), server_with_role(disagg::KvRole::kConsumer));
   json body = completion(prompt_of(20, 4), 4, std::nullopt);
   body["kv_transfer_params"] = json{{"do_remote_decode", true}};
   HttpResult r = post(d.port(), "/v1/completions", body);

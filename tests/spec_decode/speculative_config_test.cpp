@@ -11,7 +11,7 @@
 namespace tern {
 namespace {
 
-std::string error_of(const std::string& json) {
+std::string config_error_of(const std::string& json) {
   try {
     parse_speculative_config(json);
   } catch (const Error& e) {
@@ -59,37 +59,40 @@ TEST(SpeculativeConfig, ParsesBothMethodsWithVllmsDefaults) {
 }
 
 TEST(SpeculativeConfig, RefusesWhatItWouldHaveToIgnoreByName) {
-  EXPECT_NE(error_of(R"({"model":"D","num_speculative_tokens":2,"quantization":"awq"})")
+  EXPECT_NE(config_error_of(R"({"model":"D","num_speculative_tokens":2,"quantization":"awq"})")
                 .find("'quantization'"),
             std::string::npos);
-  EXPECT_NE(
-      error_of(R"({"method":"eagle","model":"D","num_speculative_tokens":2})").find("\"eagle\""),
-      std::string::npos);
-  EXPECT_NE(error_of(R"({"model":"D"})").find("num_speculative_tokens"), std::string::npos);
-  EXPECT_NE(error_of(R"({"model":"D","num_speculative_tokens":33})").find("<= 32"),
+  EXPECT_NE(config_error_of(R"({"method":"eagle","model":"D","num_speculative_tokens":2})")
+                .find("\"eagle\""),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"model":"D","num_speculative_tokens":"4"})").find("must be an integer"),
+  EXPECT_NE(config_error_of(R"({"model":"D"})").find("num_speculative_tokens"), std::string::npos);
+  EXPECT_NE(config_error_of(R"({"model":"D","num_speculative_tokens":33})").find("<= 32"),
             std::string::npos);
   EXPECT_NE(
-      error_of(R"({"method":"draft_model","num_speculative_tokens":4})").find("needs a model"),
+      config_error_of(R"({"model":"D","num_speculative_tokens":"4"})").find("must be an integer"),
       std::string::npos);
-  EXPECT_NE(error_of(R"({"method":"ngram","model":"D","num_speculative_tokens":4})")
+  EXPECT_NE(config_error_of(R"({"method":"draft_model","num_speculative_tokens":4})")
+                .find("needs a model"),
+            std::string::npos);
+  EXPECT_NE(config_error_of(R"({"method":"ngram","model":"D","num_speculative_tokens":4})")
                 .find("takes no model"),
             std::string::npos);
   EXPECT_NE(
-      error_of(
+      config_error_of(
           R"({"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":5,"prompt_lookup_max":3})")
           .find("prompt_lookup_min"),
       std::string::npos);
-  EXPECT_NE(
-      error_of(R"({"model":"D","num_speculative_tokens":4,"prompt_lookup_max":3})").find("ngram"),
-      std::string::npos);
-  EXPECT_NE(error_of(R"({"model":"D","num_speculative_tokens":4,"draft_tensor_parallel_size":2})")
-                .find("draft_tensor_parallel_size"),
+  EXPECT_NE(config_error_of(R"({"model":"D","num_speculative_tokens":4,"prompt_lookup_max":3})")
+                .find("ngram"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"num_speculative_tokens":4})").find("give a method"), std::string::npos);
-  EXPECT_NE(error_of("[1]").find("JSON object"), std::string::npos);
-  EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
+  EXPECT_NE(
+      config_error_of(R"({"model":"D","num_speculative_tokens":4,"draft_tensor_parallel_size":2})")
+          .find("draft_tensor_parallel_size"),
+      std::string::npos);
+  EXPECT_NE(config_error_of(R"({"num_speculative_tokens":4})").find("give a method"),
+            std::string::npos);
+  EXPECT_NE(config_error_of("[1]").find("JSON object"), std::string::npos);
+  EXPECT_NE(config_error_of("{").find("not JSON"), std::string::npos);
 }
 
 TEST(SpeculativeConfig, ShortFormIsFinalizedTheSameWay) {

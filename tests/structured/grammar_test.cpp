@@ -20,7 +20,7 @@ using nlohmann::json;
 
 Automaton gbnf(const std::string& text) { return Automaton(flatten(parse_gbnf(text))); }
 Automaton regex(const std::string& text) { return Automaton(flatten(compile_regex(text))); }
-Automaton schema(const json& s) { return Automaton(flatten(compile_json_schema(s))); }
+Automaton grammar_of_schema(const json& s) { return Automaton(flatten(compile_json_schema(s))); }
 
 void expect_matches(Automaton& a, const std::vector<std::string>& yes,
                     const std::vector<std::string>& no) {
@@ -161,7 +161,7 @@ TEST(StructuredChoice, AlternationOfLiterals) {
 }
 
 TEST(StructuredJsonSchema, TypesAndObjects) {
-  Automaton a = schema(json::parse(R"({
+  Automaton a = grammar_of_schema(json::parse(R"({
     "type": "object",
     "properties": {
       "name": {"type": "string", "minLength": 1, "maxLength": 4},
@@ -187,30 +187,31 @@ TEST(StructuredJsonSchema, TypesAndObjects) {
 
 TEST(StructuredJsonSchema, AdditionalPropertiesRefsAnyOfConstFormats) {
   Automaton extra =
-      schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}},
+      grammar_of_schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}},
     "additionalProperties": {"type": "string"}})"));
   expect_matches(extra, {R"({"a": 1, "b": "x", "c": ""})", R"({"z": "x"})", "{}"},
                  {R"({"a": 1, "b": 2})"});
   Automaton tree =
-      schema(json::parse(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+      grammar_of_schema(json::parse(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
     "properties": {"v": {"const": 7}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
     "required": ["v"]}}})"));
   expect_matches(tree, {R"({"v": 7})", R"({"kids": [{"v": 7}, {"kids": [], "v": 7}], "v": 7})"},
                  {R"({"v": 8})", R"({"kids": [{}], "v": 7})"});
-  Automaton any =
-      schema(json::parse(R"({"anyOf": [{"type": "integer"}, {"type": "string", "format": "date"}],
+  Automaton any = grammar_of_schema(
+      json::parse(R"({"anyOf": [{"type": "integer"}, {"type": "string", "format": "date"}],
     "description": "either"})"));
   expect_matches(any, {"42", R"("2024-02-29")"}, {R"("2024-13-01")", "true"});
-  Automaton formats = schema(json::parse(R"({"type": "array", "items": {"oneOf": [
+  Automaton formats = grammar_of_schema(json::parse(R"({"type": "array", "items": {"oneOf": [
     {"type": "string", "format": "date-time"}, {"type": "string", "format": "uuid"},
     {"type": "string", "format": "ipv4"}, {"type": "string", "format": "time"}]}})"));
   expect_matches(
       formats,
       {R"(["2024-01-02T03:04:05Z", "123e4567-e89b-12d3-a456-426614174000", "10.0.255.1", "23:59:59.5+01:00"])"},
       {R"(["2024-01-02 03:04:05Z"])", R"(["256.1.1.1"])", R"(["123e4567"])"});
-  Automaton pattern = schema(json::parse(R"({"type": "string", "pattern": "^[a-z]+\\d$"})"));
+  Automaton pattern =
+      grammar_of_schema(json::parse(R"({"type": "string", "pattern": "^[a-z]+\\d$"})"));
   expect_matches(pattern, {R"("abc1")"}, {R"("abc")", R"("ABC1")"});
-  Automaton search = schema(json::parse(R"({"type": "string", "pattern": "x\"y"})"));
+  Automaton search = grammar_of_schema(json::parse(R"({"type": "string", "pattern": "x\"y"})"));
   expect_matches(search, {R"("ax\"yb")", R"("x\"y")"}, {R"("xy")"});
   Automaton obj = Automaton(flatten(json_object_grammar()));
   expect_matches(obj, {R"({"a": [1, {"b": null}]})", "{}"}, {"[]", "1", R"("s")"});

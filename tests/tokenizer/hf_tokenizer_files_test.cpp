@@ -40,7 +40,7 @@ class TempDir {
   fs::path path_;
 };
 
-std::string error_of(const std::string& dir) {
+std::string files_error_of(const std::string& dir) {
   try {
     load_hf_tokenizer_files(dir);
   } catch (const Error& e) {
@@ -286,7 +286,7 @@ TEST(HfTokenizerFiles, RejectsMalformedFolders) {
                                const std::string& config) {
     TempDir dir;
     write_small_folder(dir, vocab, merges, config);
-    std::string message = error_of(dir.str());
+    std::string message = files_error_of(dir.str());
     const size_t at = message.find(dir.str());
     if (at != std::string::npos) message.replace(at, dir.str().size(), "DIR");
     return message;
@@ -324,10 +324,10 @@ TEST(HfTokenizerFiles, RejectsMalformedFolders) {
   EXPECT_TRUE(has(m, "DIR: cannot tell the pre-tokenizer from the vocabulary")) << m;
 
   TempDir empty;
-  EXPECT_TRUE(has(error_of(empty.str()), ": no tokenizer.json, vocab.json + merges.txt"));
+  EXPECT_TRUE(has(files_error_of(empty.str()), ": no tokenizer.json, vocab.json + merges.txt"));
   TempDir no_merges;
   no_merges.write("vocab.json", kSmallVocab);
-  EXPECT_TRUE(has(error_of(no_merges.str()), "vocab.json is there but merges.txt is not"));
+  EXPECT_TRUE(has(files_error_of(no_merges.str()), "vocab.json is there but merges.txt is not"));
 }
 
 TEST(HfTokenizerFiles, RejectsMalformedTokenizerJson) {

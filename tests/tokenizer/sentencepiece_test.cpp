@@ -84,7 +84,7 @@ std::string small_model(const std::vector<std::pair<std::string, float>>& pieces
   return m.bytes;
 }
 
-std::string error_of(const std::string& bytes) {
+std::string load_error_of(const std::string& bytes) {
   try {
     parse(bytes);
   } catch (const Error& e) {
@@ -162,10 +162,10 @@ TEST(SentencePieceModel, NegativeIdsAreUnset) {
 }
 
 TEST(SentencePieceModel, RejectsUnigram) {
-  const std::string err = error_of(small_model({{"a", -1.0f}}, 1));
+  const std::string err = load_error_of(small_model({{"a", -1.0f}}, 1));
   EXPECT_NE(err.find("test.model"), std::string::npos) << err;
   EXPECT_NE(err.find("UNIGRAM"), std::string::npos) << err;
-  EXPECT_NE(error_of(Proto().string_field(1, piece("a", 0)).bytes).find("UNIGRAM"),
+  EXPECT_NE(load_error_of(Proto().string_field(1, piece("a", 0)).bytes).find("UNIGRAM"),
             std::string::npos)
       << "a model without trainer_spec is UNIGRAM by proto default";
 }
@@ -185,31 +185,31 @@ TEST(SentencePieceModel, RejectsMalformedInput) {
   }
   EXPECT_GT(errors, static_cast<int>(good.size()) / 2);
 
-  EXPECT_NE(error_of("\x0A\xFF").find("past the end"), std::string::npos);
-  EXPECT_NE(error_of(std::string("\x08") + std::string(11, '\xFF')).find("varint"),
+  EXPECT_NE(load_error_of("\x0A\xFF").find("past the end"), std::string::npos);
+  EXPECT_NE(load_error_of(std::string("\x08") + std::string(11, '\xFF')).find("varint"),
             std::string::npos);
-  EXPECT_NE(error_of("\x0B").find("wire type 3"), std::string::npos);
-  EXPECT_NE(error_of(std::string("\x00\x00", 2)).find("field number 0"), std::string::npos);
+  EXPECT_NE(load_error_of("\x0B").find("wire type 3"), std::string::npos);
+  EXPECT_NE(load_error_of(std::string("\x00\x00", 2)).find("field number 0"), std::string::npos);
   // pieces (field 1) as a varint
-  EXPECT_NE(error_of("\x08\x01").find("expected length-delimited"), std::string::npos);
+  EXPECT_NE(load_error_of("\x08\x01").find("expected length-delimited"), std::string::npos);
   // piece type 7, empty piece, invalid UTF-8 piece
   Proto bad_type;
   bad_type.string_field(1, piece("a", 0, 7));
-  EXPECT_NE(error_of(bad_type.bytes).find("unknown piece type 7"), std::string::npos);
+  EXPECT_NE(load_error_of(bad_type.bytes).find("unknown piece type 7"), std::string::npos);
   Proto empty;
   empty.string_field(1, piece("", 0));
-  EXPECT_NE(error_of(empty.bytes).find("empty piece"), std::string::npos);
+  EXPECT_NE(load_error_of(empty.bytes).find("empty piece"), std::string::npos);
   Proto invalid;
   invalid.string_field(1, piece("\xC3", 0));
-  EXPECT_NE(error_of(invalid.bytes).find("UTF-8"), std::string::npos);
+  EXPECT_NE(load_error_of(invalid.bytes).find("UTF-8"), std::string::npos);
   // bos_id beyond the vocabulary
   Proto far;
   far.string_field(1, piece("<unk>", 0, 2));
   Proto trainer;
   trainer.int_field(3, 2).int_field(41, 7);
   far.string_field(2, trainer.bytes);
-  EXPECT_NE(error_of(far.bytes).find("bos_id 7 is outside"), std::string::npos);
-  EXPECT_NE(error_of("").find("no pieces"), std::string::npos);
+  EXPECT_NE(load_error_of(far.bytes).find("bos_id 7 is outside"), std::string::npos);
+  EXPECT_NE(load_error_of("").find("no pieces"), std::string::npos);
 }
 
 // --- BPE ---

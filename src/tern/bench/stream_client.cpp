@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 
+#include "tern/core/clock.h"
 #include "tern/core/error.h"
 
 namespace tern::bench {
@@ -67,10 +68,6 @@ struct Transfer {
     if (headers != nullptr) curl_slist_free_all(headers);
   }
 };
-
-double seconds_since(Clock::time_point epoch) {
-  return std::chrono::duration<double>(Clock::now() - epoch).count();
-}
 
 size_t on_write(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);

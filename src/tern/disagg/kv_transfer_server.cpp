@@ -34,7 +34,7 @@ struct SendOp {
   int block;
 };
 
-struct Connection {
+struct Peer {
   ucp_ep_h ep = nullptr;
   bool closing = false;  // error seen or misbehaved: close once its sends have drained
   int pulls_in_flight = 0;
@@ -43,7 +43,7 @@ struct Connection {
 // One granted pull while its messages are in flight. Everything UCX reads from (reply bytes,
 // block headers, IOV arrays, the cache's memory) lives here until the last send completes.
 struct Pull {
-  Connection* conn = nullptr;
+  Peer* conn = nullptr;
   PullGrant grant;
   std::vector<std::byte> reply;
   std::vector<std::array<std::byte, kBlockHeaderBytes>> headers;  // [num_blocks]
@@ -69,8 +69,8 @@ struct KvTransferServer::Impl {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  std::list<Connection> connections;
-  std::map<ucp_ep_h, Connection*> by_ep;
+  std::list<Peer> connections;
+  std::map<ucp_ep_h, Peer*> by_ep;
   std::list<Pull> pulls;
   std::deque<ucp_conn_request_h> new_connections;
   std::deque<std::pair<ucp_ep_h, std::vector<std::byte>>> requests;
@@ -83,11 +83,10 @@ struct KvTransferServer::Impl {
   void run();
   void accept_connections();
   void serve_requests();
-  void serve(Connection& conn, std::span<const std::byte> bytes);
-  void reply_error(Connection& conn, uint64_t pull_id, ReplyStatus status,
-                   const std::string& message);
-  void start_pull(Connection& conn, uint64_t pull_id, PullGrant grant, size_t num_ids);
-  void send(Connection& conn, Pull* pull, int block, const void* header, size_t header_length,
+  void serve(Peer& conn, std::span<const std::byte> bytes);
+  void reply_error(Peer& conn, uint64_t pull_id, ReplyStatus status, const std::string& message);
+  void start_pull(Peer& conn, uint64_t pull_id, PullGrant grant, size_t num_ids);
+  void send(Peer& conn, Pull* pull, int block, const void* header, size_t header_length,
             const void* buffer, size_t count, ucp_datatype_t datatype, uint32_t flags);
   void send_done(Pull* pull, int block, ucs_status_t status);
   void finish(Pull* pull);
@@ -98,7 +97,7 @@ struct KvTransferServer::Impl {
     static_cast<Impl*>(arg)->new_connections.push_back(request);
   }
   static void on_ep_error(void* arg, ucp_ep_h, ucs_status_t) {
-    static_cast<Connection*>(arg)->closing = true;
+    static_cast<Peer*>(arg)->closing = true;
   }
   static ucs_status_t on_cancel(void* arg, const void*, size_t, void*, size_t,
                                 const ucp_am_recv_param_t* param) {
@@ -205,7 +204,7 @@ void KvTransferServer::Impl::accept_connections() {
   while (!new_connections.empty()) {
     ucp_conn_request_h request = new_connections.front();
     new_connections.pop_front();
-    Connection& conn = connections.emplace_back();
+    Peer& conn = connections.emplace_back();
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -253,7 +252,7 @@ void KvTransferServer::Impl::serve_requests() {
   }
 }
 
-void KvTransferServer::Impl::serve(Connection& conn, std::span<const std::byte> bytes) {
+void KvTransferServer::Impl::serve(Peer& conn, std::span<const std::byte> bytes) {
   RequestFrame request;
   try {
     request = decode_request(bytes);
@@ -282,7 +281,7 @@ void KvTransferServer::Impl::serve(Connection& conn, std::span<const std::byte> 
              request.block_ids.size());
 }
 
-void KvTransferServer::Impl::reply_error(Connection& conn, uint64_t pull_id, ReplyStatus status,
+void KvTransferServer::Impl::reply_error(Peer& conn, uint64_t pull_id, ReplyStatus status,
                                          const std::string& message) {
   ReplyFrame frame;
   frame.pull_id = pull_id;
@@ -299,7 +298,7 @@ void KvTransferServer::Impl::reply_error(Connection& conn, uint64_t pull_id, Rep
        UCP_AM_SEND_FLAG_EAGER);
 }
 
-void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, PullGrant grant,
+void KvTransferServer::Impl::start_pull(Peer& conn, uint64_t pull_id, PullGrant grant,
                                         size_t num_ids) {
   auto refuse = [&](const std::string& why) {
     ++pulls_refused;
@@ -363,7 +362,7 @@ void KvTransferServer::Impl::start_pull(Connection& conn, uint64_t pull_id, Pull
 }
 
 // Posts one active message; its completion (now or later) goes through send_done.
-void KvTransferServer::Impl::send(Connection& conn, Pull* pull, int block, const void* header,
+void KvTransferServer::Impl::send(Peer& conn, Pull* pull, int block, const void* header,
                                   size_t header_length, const void* buffer, size_t count,
                                   ucp_datatype_t datatype, uint32_t flags) {
   if (conn.closing) {

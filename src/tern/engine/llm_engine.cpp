@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include "tern/core/clock.h"
 #include "tern/core/error.h"
 #include "tern/disagg/model_fingerprint.h"
 #include "tern/engine/llm_engine_state.h"
@@ -35,10 +36,6 @@ KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const Engi
       drafting ? draft->kv_cache_config(1, config.block_size, config.kv_cache_dtype) : target;
   return plan_kv_cache(target, config, decoder.config().max_position_embeddings,
                        drafting ? &draft_shape : nullptr);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

@@ -24,7 +24,6 @@ namespace {
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 constexpr uint32_t kMaxDims = 4;
-constexpr uint64_t kDefaultAlignment = 32;
 // Each array item becomes a GgufValue (48 bytes), so a file of a few GB could otherwise ask for
 // a hundred GB of memory. Real vocabularies need about 1M items (tokens, scores, types, merges).
 constexpr uint64_t kMaxMetadataItems = uint64_t{1} << 24;
@@ -222,7 +221,7 @@ class GgufParser {
   }
 
   void read_alignment(GgufFile& out) {
-    out.alignment_ = kDefaultAlignment;
+    out.alignment_ = gguf_detail::kDefaultAlignment;
     const GgufValue* v = out.find("general.alignment");
     if (v == nullptr) return;
     context_ = "key 'general.alignment'";

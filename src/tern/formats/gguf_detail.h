@@ -9,6 +9,9 @@
 
 namespace tern::gguf_detail {
 
+// Tensor data alignment when general.alignment is not set.
+constexpr uint64_t kDefaultAlignment = 32;
+
 // True for the value type ids this reader knows (0..12).
 inline bool is_known_type(uint32_t type) {
   return type <= static_cast<uint32_t>(GgufType::FLOAT64);

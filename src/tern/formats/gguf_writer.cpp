@@ -19,7 +19,6 @@ namespace tern {
 namespace {
 
 using Bytes = std::vector<std::byte>;
-constexpr uint64_t kDefaultAlignment = 32;
 
 void put_le(Bytes& out, uint64_t v, size_t n) {
   for (size_t i = 0; i < n; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
@@ -224,7 +223,7 @@ void GgufWriter::check_tensor(const std::string& name, DType dtype,
 }
 
 void GgufWriter::serialize(const std::function<void(std::span<const std::byte>)>& sink) const {
-  uint64_t alignment = kDefaultAlignment;
+  uint64_t alignment = gguf_detail::kDefaultAlignment;
   for (const auto& [key, value] : metadata_)
     if (key == "general.alignment") alignment = static_cast<uint64_t>(*value.as_int());
 

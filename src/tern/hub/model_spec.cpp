@@ -30,14 +30,14 @@ bool is_repo_part(const std::string& part) {
   });
 }
 
+}  // namespace
+
 std::string list_or_none(const std::vector<std::string>& names) {
   if (names.empty()) return "none";
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
 }
-
-}  // namespace
 
 bool is_repo_id(const std::string& text) {
   const size_t slash = text.find('/');

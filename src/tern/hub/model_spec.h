@@ -43,6 +43,9 @@ bool is_tokenizer_file(const std::string& file);
 // listing the .gguf files when none or several match.
 std::string select_gguf_file(const std::string& repo, const std::vector<std::string>& files,
                              const std::string& quant);
+// "a, b, c", or "none" for an empty list (in error messages).
+std::string list_or_none(const std::vector<std::string>& names);
+
 // The model .gguf files of a listing (not llava's mmproj projectors), sorted.
 std::vector<std::string> gguf_files(const std::vector<std::string>& files);
 

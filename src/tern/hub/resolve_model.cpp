@@ -11,6 +11,7 @@
 #include "tern/core/error.h"
 #include "tern/hub/hub_cache.h"
 #include "tern/hub/hub_download.h"
+#include "tern/hub/model_spec.h"
 
 namespace tern::hub {
 
@@ -27,13 +28,6 @@ bool has(const std::vector<std::string>& files, const std::string& name) {
 bool is_top_level_safetensors(const std::string& f) {
   return f.find('/') == std::string::npos && f.size() > 12 &&
          f.compare(f.size() - 12, 12, ".safetensors") == 0;
-}
-
-std::string list_or_none(const std::vector<std::string>& names) {
-  if (names.empty()) return "none";
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 // The shard files an index's weight_map names, sorted and unique.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "tern/core/clock.h"
 #include "tern/router/router_context.h"
 #include "tern/server/api_error.h"
 
@@ -14,10 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::ordered_json;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // A backend call under way, counted in flight on its backend while this lives.
 struct Dispatched {

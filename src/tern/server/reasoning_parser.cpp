@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tern/server/partial_tag.h"
+
 namespace tern::server {
 namespace {
 
@@ -9,13 +11,6 @@ using std::string_view;
 
 constexpr string_view kThinkOpen = "<think>";
 constexpr string_view kThinkClose = "</think>";
-
-// How many characters at the end of `s` could be the start of `tag`.
-size_t partial_tag_length(string_view s, string_view tag) {
-  for (size_t k = std::min(s.size(), tag.size() - 1); k > 0; --k)
-    if (s.substr(s.size() - k) == tag.substr(0, k)) return k;
-  return 0;
-}
 
 bool may_become(string_view s, string_view tag) {
   return !s.empty() && s.size() < tag.size() && tag.starts_with(s);

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tern/server/partial_tag.h"
+
 namespace tern::server {
 namespace {
 
@@ -190,13 +192,6 @@ ParsedToolCall to_call(string_view s, const CallScan& c) {
   if (c.has_arguments)
     call.arguments = std::string(s.substr(c.arguments_begin, c.arguments_end - c.arguments_begin));
   return call;
-}
-
-// How many characters at the end of `s` could be the start of `tag` (and so are held back).
-size_t partial_tag_length(string_view s, string_view tag) {
-  for (size_t k = std::min(s.size(), tag.size() - 1); k > 0; --k)
-    if (s.substr(s.size() - k) == tag.substr(0, k)) return k;
-  return 0;
 }
 
 ToolCallParse all_content(string_view text) { return {std::string(text), {}}; }
