@@ -7,19 +7,10 @@
 #include <cstdint>
 #include <span>
 
-#include "tern/kernels/cpu/kv/kv_cache.h"
-#include "tern/kernels/cpu/ops/attention.h"
+#include "tern/backend/kv_types.h"
 #include "tern/models/model_weights.h"
 
 namespace tern {
-
-// The paged KV cache and a step's attention metadata are the CPU's types today (the engine
-// owns the cache); the decoder names them through these so it reads the same once a device
-// backend brings its own.
-using KvCache = cpu::KvCache;
-using KvCacheConfig = cpu::KvCacheConfig;
-using KvDtype = cpu::KvDtype;
-using AttentionBatch = cpu::AttentionBatch;
 
 // One decoder's ops on one device. An instance belongs to one Decoder (made for its config and
 // weights, which outlive it) and keeps that decoder's scratch: the matmul workspace, the step's
