@@ -1,6 +1,6 @@
 // What a Decoder allocates besides the weights and the KV cache, as a function of the batch:
-// Decoder::reserve grows its buffers to exactly these sizes, and `tern plan` counts them as
-// the engine's working memory, so the two cannot drift apart.
+// Decoder::reserve grows its buffers and the CPU backend's scratch to exactly these sizes, and
+// `tern plan` counts them as the engine's working memory, so the two cannot drift apart.
 #pragma once
 
 #include <cstdint>

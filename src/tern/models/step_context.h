@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/kernels/cpu/ops/attention.h"
+#include "tern/backend/kv_types.h"
 
 namespace tern {
 
@@ -16,7 +16,7 @@ struct StepContext {
   std::span<const int32_t> positions;     // [T]: position of each token in its sequence
   std::span<const int64_t> slot_mapping;  // [T]: cache slot of each token's K/V (-1: skip)
   // Block tables [S, max_blocks_per_seq], seq_of_token [T], context_lens [T] (position + 1).
-  cpu::AttentionBatch attention;
+  AttentionBatch attention;
   // [R]: indices into the T tokens whose logits forward() computes, in this order.
   std::span<const int32_t> logit_rows;
 

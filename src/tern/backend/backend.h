@@ -1,0 +1,76 @@
+// The seam between what a decoder computes and the device that computes it: the handful of ops a
+// forward is made of, each one call per layer (or per step) covering every token of the batch,
+// so the virtual dispatch is nothing next to the work. The CPU's implementation is
+// backend/cpu/cpu_backend.h; a CUDA or Metal one implements the same set.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tern/backend/kv_types.h"
+#include "tern/models/model_weights.h"
+
+namespace tern {
+
+// One decoder's ops on one device. An instance belongs to one Decoder (made for its config and
+// weights, which outlive it) and keeps that decoder's scratch: the matmul workspace, the step's
+// RoPE table, a fused matmul's output. Activations are f32 rows the caller owns; weights are
+// the ModelWeights' views. Hot-path calls never throw or allocate once reserve() has seen the
+// step's size. Not thread-safe: one engine loop drives it.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Grows the scratch for steps of up to `num_tokens` tokens and `num_logit_rows` logit rows.
+  virtual void reserve(int64_t num_tokens, int64_t num_logit_rows) = 0;
+  // Bytes of scratch held now (part of what `tern plan` counts as working memory).
+  virtual uint64_t scratch_bytes() const = 0;
+
+  // Throws tern::Error naming the first inconsistency of `batch` against `cache`.
+  virtual void check_attention(const AttentionBatch& batch, const KvCache& cache,
+                               int n_heads) const = 0;
+
+  // x: [T, hidden] ← the embedding rows of token_ids [T] (ids already checked).
+  virtual void embed(std::span<const int32_t> token_ids, float* x) = 0;
+
+  // The step's token positions [T], once per step: every layer's rope() rotates by them.
+  virtual void set_positions(std::span<const int32_t> positions) = 0;
+
+  // out[r, :] = x[r, :] / rms(x[r, :]) · weight. x, out: [rows, dim]; weight: [dim]. out may
+  // alias x.
+  virtual void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
+                        float* out) = 0;
+  // The same for the rows of x listed in `rows` (the final norm of the logit rows only).
+  // x: [T, dim]; rows: [R]; out: [R, dim]
+  virtual void rms_norm_rows(const float* x, std::span<const int32_t> rows, const float* weight,
+                             int64_t dim, float eps, float* out) = 0;
+
+  // y = x · wᵀ (+ bias). x: [t, w.cols]; y: [t, w.rows]; bias: [w.rows] or empty.
+  virtual void matmul(const WeightMatrix& w, std::span<const float> bias, const float* x, int64_t t,
+                      float* y) = 0;
+  // A layer's q, k and v from one input, biases included: a backend may share the input's
+  // quantization or run one fused matmul. x: [t, hidden]; q: [t, q_dim]; k, v: [t, kv_dim]
+  virtual void qkv(const LayerWeights& l, const float* x, int64_t t, float* q, float* k,
+                   float* v) = 0;
+  // The MLP's activation: out = silu(x · w_gateᵀ + b_gate) · (x · w_upᵀ + b_up).
+  // x: [t, hidden]; out: [t, intermediate]
+  virtual void gate_up_silu(const LayerWeights& l, const float* x, int64_t t, float* out) = 0;
+
+  // Rotates q and k in place by the positions of set_positions.
+  // q: [t, n_heads, head_dim]; k: [t, n_kv_heads, head_dim]
+  virtual void rope(float* q, int n_heads, float* k, int n_kv_heads, int64_t t) = 0;
+
+  // Stores each token's K and V of `layer` at its slot (-1: skip).
+  // k, v: [t, n_kv_heads, head_dim]; slot_mapping: [t]
+  virtual void write_kv(KvCache& cache, int layer, const float* k, const float* v,
+                        std::span<const int64_t> slot_mapping) = 0;
+  // Causal paged attention of every query token over its sequence's cached K/V.
+  // q, out: [t, n_heads, head_dim]
+  virtual void attention(const float* q, const KvCache& cache, int layer,
+                         const AttentionBatch& batch, int n_heads, float scale, float* out) = 0;
+
+  // The residual connection: x[i] += y[i]. x, y: [n]
+  virtual void add(float* x, const float* y, int64_t n) = 0;
+};
+
+}  // namespace tern

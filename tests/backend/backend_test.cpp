@@ -1,0 +1,162 @@
+// The backend seam: a decoder forward goes through the Backend and nothing else (a counting
+// backend wrapped around the CPU one sees each op once per layer per step, whatever the
+// batch), and through it gives the default decoder's logits bit for bit.
+#include "tern/backend/backend.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "fixtures.h"
+#include "models/model_test_util.h"
+#include "tern/backend/cpu/cpu_backend.h"
+#include "tern/engine/sequence_runner.h"
+#include "tern/models/decoder.h"
+
+namespace tern {
+namespace {
+
+enum Op {
+  kEmbed,
+  kPositions,
+  kRmsNorm,
+  kRmsNormRows,
+  kMatmul,
+  kQkv,
+  kGateUpSilu,
+  kRope,
+  kWriteKv,
+  kAttention,
+  kAdd,
+  kNumOps
+};
+
+// Forwards every op to `inner` and counts it.
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+
+  std::array<int, kNumOps> counts{};
+
+  void reserve(int64_t t, int64_t r) override { inner_->reserve(t, r); }
+  uint64_t scratch_bytes() const override { return inner_->scratch_bytes(); }
+  void check_attention(const AttentionBatch& batch, const KvCache& cache,
+                       int n_heads) const override {
+    inner_->check_attention(batch, cache, n_heads);
+  }
+  void embed(std::span<const int32_t> ids, float* x) override {
+    ++counts[kEmbed];
+    inner_->embed(ids, x);
+  }
+  void set_positions(std::span<const int32_t> positions) override {
+    ++counts[kPositions];
+    inner_->set_positions(positions);
+  }
+  void rms_norm(const float* x, const float* w, int64_t rows, int64_t dim, float eps,
+                float* out) override {
+    ++counts[kRmsNorm];
+    inner_->rms_norm(x, w, rows, dim, eps, out);
+  }
+  void rms_norm_rows(const float* x, std::span<const int32_t> rows, const float* w, int64_t dim,
+                     float eps, float* out) override {
+    ++counts[kRmsNormRows];
+    inner_->rms_norm_rows(x, rows, w, dim, eps, out);
+  }
+  void matmul(const WeightMatrix& w, std::span<const float> bias, const float* x, int64_t t,
+              float* y) override {
+    ++counts[kMatmul];
+    inner_->matmul(w, bias, x, t, y);
+  }
+  void qkv(const LayerWeights& l, const float* x, int64_t t, float* q, float* k,
+           float* v) override {
+    ++counts[kQkv];
+    inner_->qkv(l, x, t, q, k, v);
+  }
+  void gate_up_silu(const LayerWeights& l, const float* x, int64_t t, float* out) override {
+    ++counts[kGateUpSilu];
+    inner_->gate_up_silu(l, x, t, out);
+  }
+  void rope(float* q, int n_heads, float* k, int n_kv_heads, int64_t t) override {
+    ++counts[kRope];
+    inner_->rope(q, n_heads, k, n_kv_heads, t);
+  }
+  void write_kv(KvCache& cache, int layer, const float* k, const float* v,
+                std::span<const int64_t> slots) override {
+    ++counts[kWriteKv];
+    inner_->write_kv(cache, layer, k, v, slots);
+  }
+  void attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
+                 int n_heads, float scale, float* out) override {
+    ++counts[kAttention];
+    inner_->attention(q, cache, layer, batch, n_heads, scale, out);
+  }
+  void add(float* x, const float* y, int64_t n) override {
+    ++counts[kAdd];
+    inner_->add(x, y, n);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
+// A prefill of 7 tokens, a 3-token step, then two decodes; every step's logits in a row.
+std::vector<float> run(Decoder& decoder, std::array<int, kNumOps>* counts_per_step = nullptr,
+                       CountingBackend* counting = nullptr) {
+  SequenceRunner runner(decoder, 16);
+  std::vector<float> all;
+  const std::vector<std::vector<int32_t>> steps = {
+      {1, 5, 9, 200, 31, 77, 4}, {11, 12, 13}, {7}, {300}};
+  for (const std::vector<int32_t>& tokens : steps) {
+    if (counting != nullptr) counting->counts = {};
+    std::span<const float> logits = runner.feed(tokens, true);
+    all.insert(all.end(), logits.begin(), logits.end());
+    if (counting != nullptr) {
+      for (int op = 0; op < kNumOps; ++op)
+        EXPECT_EQ(counting->counts[op], (*counts_per_step)[op])
+            << "op " << op << " in a step of " << tokens.size() << " tokens";
+    }
+  }
+  return all;
+}
+
+TEST(Backend, DecoderCallsEachOpOncePerLayerPerStep) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c =
+      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 3},
+                                                          {"vocab_size", 512},
+                                                          {"hidden_size", 256},
+                                                          {"intermediate_size", 512},
+                                                          {"num_attention_heads", 4},
+                                                          {"num_key_value_heads", 2},
+                                                          {"head_dim", 64}});
+  ASSERT_TRUE(c.qk_norm);
+  const ModelWeights w = make_dummy_weights(c, DType::Q4_K, 5);
+  const int layers = static_cast<int>(c.num_layers);
+
+  auto owned = std::make_unique<CountingBackend>(make_cpu_backend(c, w));
+  CountingBackend* counting = owned.get();
+  Decoder seam(c, w, std::move(owned));
+  std::array<int, kNumOps> per_step{};
+  per_step[kEmbed] = 1;
+  per_step[kPositions] = 1;
+  per_step[kRmsNorm] = 4 * layers;     // attention and MLP input, q and k (qk_norm)
+  per_step[kRmsNormRows] = 1;          // the final norm
+  per_step[kMatmul] = 2 * layers + 1;  // o, down; lm_head
+  per_step[kQkv] = layers;
+  per_step[kGateUpSilu] = layers;
+  per_step[kRope] = layers;
+  per_step[kWriteKv] = layers;
+  per_step[kAttention] = layers;
+  per_step[kAdd] = 2 * layers;
+  const std::vector<float> through_counting = run(seam, &per_step, counting);
+
+  Decoder plain(c, w);
+  EXPECT_TRUE(testing::bitwise_equal(through_counting, run(plain)));
+  EXPECT_EQ(seam.buffer_bytes(), plain.buffer_bytes());
+}
+
+}  // namespace
+}  // namespace tern
