@@ -29,6 +29,9 @@ struct Expr {
   static Expr chars(std::vector<std::pair<uint32_t, uint32_t>> ranges, bool negated = false);
 };
 
+// A one-byte literal.
+inline Expr ch(char c) { return Expr::lit(std::string(1, c)); }
+
 // Rules by name; rule 0 is not special, `root` says which rule is the start.
 class Grammar {
  public:

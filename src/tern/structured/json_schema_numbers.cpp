@@ -132,7 +132,6 @@ Bounds read_bounds(const json& s, const std::string& path) {
 
 constexpr int64_t power_of_10(int n) { return n == 0 ? 1 : 10 * power_of_10(n - 1); }
 
-Expr ch(char c) { return Expr::lit(std::string(1, c)); }
 Expr digit_range(char lo, char hi) {
   return Expr::chars({{static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)}});
 }

@@ -17,7 +17,6 @@ namespace {
 // Pairs of states may_overlap explores before it gives up (and answers true).
 constexpr size_t kMaxOverlapPairs = 4096;
 
-Expr ch(char c) { return Expr::lit(std::string(1, c)); }
 Expr range(uint32_t lo, uint32_t hi) { return Expr::chars({{lo, hi}}); }
 Expr digits(int n) { return Expr::repeat(range('0', '9'), n, n); }
 
