@@ -59,6 +59,9 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
     cpu::KvCache& cache = runner_.cache();
     connector_ = std::make_unique<disagg::KvConnector>(
         config.kv_transfer, cache, disagg::model_fingerprint(decoder, cache.config()));
+    kv_transfer_ =
+        std::make_unique<KvTransferScheduling>(*connector_, config.block_size, &LLMEngine::now);
+    scheduler_.set_kv_connector(kv_transfer_.get());
   }
   eos_ids_ = tokenizer_.eos_ids();
   for (int32_t id : decoder.config().eos_token_ids)
@@ -157,95 +160,11 @@ void LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> 
   auto first = make_completion(*request, 0, prompt);
   first->seq.token_ids = std::move(prompt);
   first->seq.num_prompt_tokens = len;
-  // A one-token prompt has no KV to pull: its one token is computed here either way.
-  if (kv.remote_prefill && len > 1) {
-    awaiting_blocks_.push_back(first.get());
-  } else {
-    scheduler_.add(&first->seq);
-  }
+  // A prompt whose KV a prefill instance holds waits for its pull (see KvTransferScheduling).
+  if (kv_transfer_) kv_transfer_->add(first->seq, kv);
+  scheduler_.add(&first->seq);
   request->completions.push_back(std::move(first));
   requests_.emplace(request_id, std::move(request));
-}
-
-std::vector<RequestOutput> LLMEngine::step() {
-  std::vector<RequestOutput> outputs = std::move(aborted_);
-  aborted_.clear();
-  if (connector_) poll_transfers(outputs);
-  if (speculator_) plan_drafts();
-  SchedulerStep step = scheduler_.schedule(drafts_wanted_);
-  if (step.empty()) {
-    erase_finished_requests();
-    return outputs;
-  }
-  if (speculator_) propose_drafts(step);
-  int64_t context_tokens = 0;
-  for (const ScheduledChunk& chunk : step.chunks)
-    context_tokens += chunk.seq->num_computed_tokens + chunk.num_tokens;
-  const auto forward_start = std::chrono::steady_clock::now();
-  const std::span<const float> logits = runner_.execute(step);
-  step_times_.record(step.num_tokens, context_tokens, seconds_since(forward_start));
-  scheduler_.complete(step);
-  ++counters_.num_steps;
-
-  const double time = now();
-  const size_t vocab = static_cast<size_t>(runner_.vocab_size());
-  // Who samples from which logits rows: a plain row, or a verify's 1 + K rows (with the index
-  // of its draft request); a request whose prompt just finished brings its n - 1 forked
-  // completions, which sample from the prompt's row too.
-  std::vector<SampleJob>& jobs = sample_jobs_;
-  jobs.clear();
-  size_t row = 0;
-  for (size_t i = 0; i < step.chunks.size(); ++i) {
-    const ScheduledChunk& chunk = step.chunks[i];
-    Completion& completion = *completion_of_.at(chunk.seq);
-    Request& request = *completion.request;
-    if (request.metrics.first_scheduled_time < 0) request.metrics.first_scheduled_time = time;
-    if (!chunk.sample) continue;
-    if (!request.forked && request.params.n > 1)
-      for (Completion* child : fork_completions(request)) jobs.push_back({child, row, 0, 0});
-    const size_t drafts = static_cast<size_t>(chunk.num_draft_tokens);
-    jobs.push_back({&completion, row, drafts, drafts > 0 ? draft_request_of_chunk_[i] : 0});
-    row += 1 + drafts;
-  }
-  // Each completion draws from its own RNG, so sampling in parallel gives the same tokens as
-  // in order; with 64 rows of a 152k vocabulary it is worth the threads.
-  // Reused step after step: each result's token vector keeps its capacity.
-  std::vector<VerifiedTokens>& results = sampled_;
-  if (results.size() < jobs.size()) results.resize(jobs.size());
-#pragma omp parallel for schedule(dynamic, 1)
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const SampleJob& job = jobs[i];
-    Sampler& sampler = *job.completion->sampler;
-    if (job.num_drafts == 0) {
-      results[i].tokens.assign(1, sampler.sample(logits.subspan(job.row * vocab, vocab)));
-      continue;
-    }
-    const Sequence& seq = job.completion->seq;
-    speculator_->verify(sampler, logits.subspan(job.row * vocab, (1 + job.num_drafts) * vocab),
-                        static_cast<int64_t>(vocab),
-                        std::span<const int32_t>(seq.draft_token_ids).first(job.num_drafts),
-                        job.draft_request, results[i]);
-  }
-  // The target's cost of a step is its forward and its sampling: a verify processes K + 1 rows
-  // of the distribution where plain decoding processes one.
-  if (speculator_)
-    speculator_->record_target_forward(step.num_tokens, seconds_since(forward_start));
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    Completion& c = *jobs[i].completion;
-    // A stop inside an accepted run ends the completion there: what follows is dropped.
-    for (const SampledToken& token : results[i].tokens) {
-      update(c, token, time, outputs);
-      if (c.finish_reason) break;
-    }
-    if (jobs[i].num_drafts == 0) continue;
-    speculator_->observe(c.spec, static_cast<int32_t>(jobs[i].num_drafts), results[i].num_accepted);
-    if (!c.finish_reason) scheduler_.accept_drafts(c.seq, results[i].num_accepted);
-  }
-  erase_finished_requests();
-  // What finished freed blocks that waiting pulls may take now: an engine that sleeps until
-  // the connector wakes it must not leave them waiting.
-  if (connector_) start_remote_prefills();
-  return outputs;
 }
 
 void LLMEngine::erase_finished_requests() {
@@ -259,36 +178,6 @@ void LLMEngine::erase_finished_requests() {
   }
 }
 
-void LLMEngine::plan_drafts() {
-  candidates_.clear();
-  for (Sequence* seq : scheduler_.running()) {
-    Completion& c = *completion_of_.at(seq);
-    const int64_t remaining =
-        std::min<int64_t>(c.request->params.max_tokens - seq->num_output_tokens(),
-                          plan_.max_model_len - seq->num_tokens() + 1);
-    candidates_.push_back({seq, &c.spec, 0, remaining});
-  }
-  int64_t waiting_tokens = 0;
-  for (const Sequence* seq : scheduler_.waiting()) waiting_tokens += seq->num_tokens();
-  speculator_->plan(candidates_, waiting_tokens, scheduler_.config().max_num_batched_tokens);
-}
-
-void LLMEngine::propose_drafts(SchedulerStep& step) {
-  draft_requests_.clear();
-  draft_request_of_chunk_.assign(step.chunks.size(), 0);
-  for (size_t i = 0; i < step.chunks.size(); ++i) {
-    const ScheduledChunk& chunk = step.chunks[i];
-    if (chunk.num_draft_tokens == 0) continue;
-    draft_request_of_chunk_[i] = draft_requests_.size();
-    draft_requests_.push_back({chunk.seq, completion_of_.at(chunk.seq)->sampler.get(),
-                               static_cast<int32_t>(chunk.num_draft_tokens)});
-  }
-  speculator_->propose(draft_requests_, step.copies);
-  for (size_t i = 0; i < step.chunks.size(); ++i)
-    if (step.chunks[i].num_draft_tokens > 0)
-      step.cut_drafts(i, draft_requests_[draft_request_of_chunk_[i]].num_drafts);
-}
-
 std::vector<LLMEngine::Completion*> LLMEngine::fork_completions(Request& request) {
   request.forked = true;
   Completion& parent = *request.completions[0];
@@ -298,8 +187,7 @@ std::vector<LLMEngine::Completion*> LLMEngine::fork_completions(Request& request
   const Sequence* after = &parent.seq;
   for (int32_t i = 1; i < request.params.n; ++i) {
     auto child = make_completion(request, i, prompt);
-    blocks_.fork(parent.seq, child->seq);
-    scheduler_.add_running(&child->seq, after);
+    scheduler_.fork(parent.seq, &child->seq, after);
     after = &child->seq;
     children.push_back(child.get());
     request.completions.push_back(std::move(child));
@@ -307,135 +195,33 @@ std::vector<LLMEngine::Completion*> LLMEngine::fork_completions(Request& request
   return children;
 }
 
-CompletionOutput& LLMEngine::output_for(Completion& completion,
-                                        std::vector<RequestOutput>& outputs) {
-  Request& request = *completion.request;
-  auto it = std::find_if(outputs.begin(), outputs.end(),
-                         [&](const RequestOutput& o) { return o.request_id == request.id; });
-  if (it == outputs.end()) {
-    outputs.emplace_back();
-    it = outputs.end() - 1;
-    it->request_id = request.id;
-  }
-  for (CompletionOutput& out : it->outputs)
-    if (out.index == completion.index) return out;
-  it->outputs.emplace_back();
-  it->outputs.back().index = completion.index;
-  return it->outputs.back();
-}
-
-void LLMEngine::update(Completion& c, const SampledToken& sampled, double time,
-                       std::vector<RequestOutput>& outputs) {
-  Request& request = *c.request;
-  const SamplingParams& params = request.params;
-  const int32_t token = sampled.token;
-  c.seq.token_ids.push_back(token);
-  ++counters_.generation_tokens;
-  if (request.metrics.first_token_time < 0) {
-    request.metrics.first_token_time = time;
-    counters_.prompt_tokens += request.metrics.num_prompt_tokens;  // vLLM: when prefill ends
-  }
-  request.metrics.last_token_time = time;
-  request.metrics.num_generation_tokens++;
-  request.metrics.num_cached_tokens = request.completions[0]->seq.num_cached_tokens;
-
-  CompletionOutput& out = output_for(c, outputs);
-  out.new_token_ids.push_back(token);
-  if (params.logprobs) {
-    c.logprobs.push_back(sampled);
-    c.cumulative_logprob += sampled.logprob;
-    out.new_logprobs.push_back(sampled);
-  }
-
-  // vLLM's stop checks, in its order. The text of an EOS or stop-id token is left out unless
-  // include_stop_str_in_output.
-  std::optional<std::string> reason;
-  if (!params.ignore_eos && contains(eos_ids_, token)) {
-    reason = "stop";
-  } else if (contains(params.stop_token_ids, token)) {
-    reason = "stop";
-    c.stop_reason = token;
-  }
-  if (!reason || params.include_stop_str_in_output) {
-    CompletionText::Update update = c.text->append(token);
-    out.new_text += update.delta;
-    if (!reason && update.stop_string) {
-      reason = "stop";
-      c.stop_reason = *update.stop_string;
-    }
-  }
-  // A constraint whose grammar is complete and admits nothing more ends the completion (at this
-  // token: a verify has advanced the constraint over the whole accepted run already).
-  if (!reason && c.sampler->constraint_finished_after(c.seq.num_output_tokens())) reason = "stop";
-  if (!reason &&
-      (c.seq.num_output_tokens() >= params.max_tokens || c.seq.num_tokens() >= plan_.max_model_len))
-    reason = "length";
-  if (reason) {
-    out.new_text += c.text->finish();
-    finish(c, *reason, time);
-    out.finish_reason = c.finish_reason;
-    out.stop_reason = c.stop_reason;
-    out.token_ids.assign(c.seq.token_ids.begin() + c.seq.num_prompt_tokens, c.seq.token_ids.end());
-    out.text = c.text->text();
-    out.logprobs = c.logprobs;
-    out.cumulative_logprob = c.cumulative_logprob;
-  }
-  for (RequestOutput& o : outputs)
-    if (o.request_id == request.id) {
-      o.metrics = request.metrics;
-      o.finished = request.finished();
-      if (o.finished) o.kv_transfer_params = request.held_kv;
-    }
-}
-
-void LLMEngine::finish(Completion& c, std::string reason, double time) {
-  c.finish_reason = std::move(reason);
-  if (c.request->kv.do_remote_decode && *c.finish_reason != "abort")
-    hold_for_remote_decode(c, time);
-  scheduler_.remove(&c.seq);
-  Request& request = *c.request;
-  request.num_finished++;
-  if (request.finished()) request.metrics.finished_time = time;
-}
-
 bool LLMEngine::abort_request(const std::string& request_id) {
   const auto it = requests_.find(request_id);
   if (it == requests_.end()) return false;
   Request& request = *it->second;
   const double time = now();
-  for (auto& c : request.completions) {
-    if (c->finish_reason) continue;
-    // A request still waiting for its KV: its pull writes into its blocks until it ends.
-    if (auto it = std::find(awaiting_blocks_.begin(), awaiting_blocks_.end(), c.get());
-        it != awaiting_blocks_.end())
-      awaiting_blocks_.erase(it);
-    for (auto it = pulls_.begin(); it != pulls_.end(); ++it)
-      if (it->second == c.get()) {
-        Sequence& orphan = orphaned_pulls_[it->first];
-        orphan.block_table = std::exchange(c->seq.block_table, {});
-        pulls_.erase(it);
-        break;
-      }
-    CompletionOutput& out = output_for(*c, aborted_);
-    out.new_text += c->text->finish();
-    finish(*c, "abort", time);
-    request.forked = true;  // no completions are coming
-    out.finish_reason = c->finish_reason;
-    out.token_ids.assign(c->seq.token_ids.begin() + c->seq.num_prompt_tokens,
-                         c->seq.token_ids.end());
-    out.text = c->text->text();
-    out.logprobs = c->logprobs;
-    out.cumulative_logprob = c->cumulative_logprob;
-  }
-  request.metrics.finished_time = time;
-  for (RequestOutput& o : aborted_)
-    if (o.request_id == request_id) {
-      o.metrics = request.metrics;
-      o.finished = true;
-    }
+  for (auto& c : request.completions)
+    if (!c->finish_reason) finish(*c, "abort", time, aborted_);
   for (auto& c : request.completions) completion_of_.erase(&c->seq);
   requests_.erase(it);
   return true;
+}
+
+bool LLMEngine::has_work_to_step() const {
+  return scheduler_.num_running() > 0 || scheduler_.num_waiting() > 0 || !aborted_.empty();
+}
+
+bool LLMEngine::has_pending_transfers() const {
+  return kv_transfer_ &&
+         (kv_transfer_->has_pending() || scheduler_.num_waiting_for_remote_kv() > 0);
+}
+
+std::optional<double> LLMEngine::next_transfer_deadline() const {
+  return connector_ ? connector_->next_expiry() : std::nullopt;
+}
+
+void LLMEngine::set_transfer_wakeup(std::function<void()> wakeup) {
+  if (connector_) connector_->set_wakeup(std::move(wakeup));
 }
 
 EngineStats LLMEngine::stats() const {

@@ -4,8 +4,8 @@
 // the server drives it from its own thread through queues.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -19,6 +19,7 @@
 #include "tern/disagg/kv_transfer_params.h"
 #include "tern/engine/block_manager.h"
 #include "tern/engine/engine_config.h"
+#include "tern/engine/kv_transfer_scheduling.h"
 #include "tern/engine/model_runner.h"
 #include "tern/engine/request_output.h"
 #include "tern/engine/sampler.h"
@@ -125,31 +126,44 @@ class LLMEngine {
     size_t draft_request;
   };
 
+  // The stages of step(), in order.
+  // Disaggregation: frees the blocks of leases that ended, takes finished pulls (their
+  // sequences join the queue, or fail), starts the pulls free blocks allow.
+  void before_schedule(std::vector<RequestOutput>& outputs);
+  // Speculative decoding plans each decoding sequence's drafts; the scheduler plans the step.
+  SchedulerStep schedule();
+  // The proposer drafts for the chunks that made room for drafts (and its cache copies the
+  // step's blocks); chunks shrink to the drafts it gave.
+  void propose(SchedulerStep& step);
+  // The one forward of the step; returns its logits ([sampled rows, vocab]).
+  std::span<const float> execute(const SchedulerStep& step);
+  // Samples every sampling row (a verify's 1 + K rows), after forking the n - 1 more
+  // completions of prompts that just finished (they sample from the prompt's row).
+  void sample(const SchedulerStep& step, std::span<const float> logits);
+  // Appends the sampled tokens (of a verify, the accepted run), checks the stop conditions,
+  // and gives the verifier's acceptance to the scheduler and the speculator.
+  void update_from_output(std::vector<RequestOutput>& outputs);
+
+  void plan_drafts();
   // The n - 1 more completions of a request whose prompt is in the cache: they share its
   // blocks and join the running set.
   std::vector<Completion*> fork_completions(Request& request);
-  // Speculative decoding, before scheduling: the drafts each decoding sequence asks for.
-  void plan_drafts();
-  // After scheduling: the proposer drafts for the chunks that made room for drafts (and its
-  // cache copies the step's blocks); chunks shrink to the drafts it gave.
-  void propose_drafts(SchedulerStep& step);
   // Appends a sampled token, streams its text, and checks the stop conditions.
-  void update(Completion& completion, const SampledToken& sampled, double time,
+  void update(Completion& completion, const SampledToken& sampled,
               std::vector<RequestOutput>& outputs);
   CompletionOutput& output_for(Completion& completion, std::vector<RequestOutput>& outputs);
-  void finish(Completion& completion, std::string reason, double time);
+  // The one place a completion finishes (a stop, the length, an abort, a failed pull): the
+  // scheduler lets go of its sequence and its output gets the whole completion; `error`, for
+  // a request that failed, goes with the request's output.
+  void finish(Completion& completion, std::string reason, double time,
+              std::vector<RequestOutput>& outputs, std::optional<std::string> error = {});
+  // The request-wide fields of the request's output in `outputs`: metrics, finished, the
+  // lease a prefill for a decode instance holds, the error.
+  void report(const Request& request, std::vector<RequestOutput>& outputs,
+              std::optional<std::string> error = {});
   std::unique_ptr<Completion> make_completion(Request& request, int32_t index,
                                               std::span<const int32_t> prompt);
   void erase_finished_requests();
-  // Disaggregation, each step before scheduling: frees the blocks of leases that ended, takes
-  // finished pulls (their sequences join the queue, or fail), starts the pulls blocks allow.
-  void poll_transfers(std::vector<RequestOutput>& outputs);
-  void start_remote_prefills();
-  // A prefill for a decode instance finished: its blocks move to a lease.
-  void hold_for_remote_decode(Completion& completion, double time);
-  // Ends a request with an error (the output carries it), as an abort would.
-  void fail(Completion& completion, const std::string& error, double time,
-            std::vector<RequestOutput>& outputs);
 
   Decoder& decoder_;
   Tokenizer tokenizer_;
@@ -166,24 +180,19 @@ class LLMEngine {
   bool draft_is_target_ = false;                   // see draft_is_target()
   std::vector<Speculator::Candidate> candidates_;  // this step's, reused
   std::vector<DraftRequest> draft_requests_;       // this step's, reused
-  std::vector<size_t> draft_request_of_chunk_;
-  std::vector<SampleJob> sample_jobs_;   // this step's, reused
-  std::vector<VerifiedTokens> sampled_;  // [jobs]: what each job's rows gave, reused     // the
-                                         // chunk's index in draft_requests_
+  std::vector<size_t> draft_request_of_chunk_;     // the chunk's index in draft_requests_
+  std::vector<SampleJob> sample_jobs_;             // this step's, reused
+  std::vector<VerifiedTokens> sampled_;            // [jobs]: what each job's rows gave, reused
+  std::chrono::steady_clock::time_point forward_start_;  // this step's
+  double output_time_ = 0;  // this step's outputs' time (now() after the forward)
   std::mt19937_64 seed_rng_;
   int64_t next_seq_id_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
   std::unordered_map<const Sequence*, Completion*> completion_of_;
   std::vector<RequestOutput> aborted_;  // reported by the next step()
-  // Disaggregation. Producer: lease id → what holds the lease's blocks. Consumer: requests
-  // waiting for blocks to pull into (FCFS), pulls in flight by ticket, and the blocks of
-  // pulls whose requests were aborted (freed when the pull ends, since it writes into them).
+  // Disaggregation (null without it): the transfers, and the scheduler's view of them.
   std::unique_ptr<disagg::KvConnector> connector_;
-  std::unordered_map<std::string, Sequence> held_;
-  std::deque<Completion*> awaiting_blocks_;
-  std::unordered_map<uint64_t, Completion*> pulls_;
-  std::unordered_map<uint64_t, Sequence> orphaned_pulls_;
-  uint64_t next_pull_ticket_ = 0;
+  std::unique_ptr<KvTransferScheduling> kv_transfer_;
   EngineStats counters_;
   StepTimeWatch step_times_;
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "tern/core/error.h"
 
@@ -18,6 +19,15 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks)
 }
 
 void Scheduler::add(Sequence* seq) {
+  if (connector_ && connector_->num_new_matched_tokens(*seq, 0) > 0) {
+    seq->status = SequenceStatus::kWaitingForRemoteKv;
+    waiting_for_remote_kv_.push_back(seq);
+    return;
+  }
+  enqueue(seq);
+}
+
+void Scheduler::enqueue(Sequence* seq) {
   seq->status = SequenceStatus::kWaiting;
   waiting_.push_back(seq);
 }
@@ -26,6 +36,56 @@ void Scheduler::add_running(Sequence* seq, const Sequence* after) {
   seq->status = SequenceStatus::kRunning;
   auto it = std::find(running_.begin(), running_.end(), after);
   running_.insert(it == running_.end() ? it : it + 1, seq);
+}
+
+void Scheduler::fork(const Sequence& parent, Sequence* child, const Sequence* after) {
+  blocks_.fork(parent, *child);
+  add_running(child, after);
+}
+
+std::vector<KvLoadOutcome> Scheduler::update_from_connector() {
+  if (!connector_) return {};
+  KvConnectorEvents events = connector_->take_events();
+  for (Sequence& held : events.released) blocks_.free(held);
+  for (const KvLoadOutcome& load : events.finished_loads) {
+    Sequence* seq = load.seq;
+    switch (load.result) {
+      case KvLoadOutcome::Result::kLoaded:
+        seq->num_computed_tokens = load.num_loaded_tokens;
+        blocks_.cache_full_blocks(*seq);
+        enqueue(seq);
+        break;
+      case KvLoadOutcome::Result::kRecompute:
+        blocks_.free(*seq);  // what the load wrote is unkeyed: nobody finds it
+        enqueue(seq);
+        break;
+      case KvLoadOutcome::Result::kFailed:
+        blocks_.free(*seq);
+        break;
+    }
+  }
+  return std::move(events.finished_loads);
+}
+
+void Scheduler::start_remote_loads() {
+  while (!waiting_for_remote_kv_.empty()) {
+    Sequence* seq = waiting_for_remote_kv_.front();
+    // Only what the prefix cache lacks is loaded.
+    const std::vector<int32_t> cached = blocks_.find_cached_prefix(*seq);
+    const int64_t computed = static_cast<int64_t>(cached.size()) * blocks_.block_size();
+    const int64_t remote = connector_->num_new_matched_tokens(*seq, computed);
+    std::vector<BlockCopy> copies;  // fresh blocks and cached ones: nothing to copy
+    if (!blocks_.allocate(*seq, computed + remote, copies, cached)) return;  // wait for blocks
+    waiting_for_remote_kv_.pop_front();
+    seq->num_cached_tokens = computed;
+    blocks_.count_prefix_query(seq->num_tokens(), computed);
+    if (remote == 0) {
+      seq->num_computed_tokens = computed;
+      enqueue(seq);
+      continue;
+    }
+    connector_->update_state_after_alloc(*seq, computed);
+  }
 }
 
 void Scheduler::preempt(Sequence* seq, SchedulerStep& step) {
@@ -119,13 +179,19 @@ void Scheduler::accept_drafts(Sequence& seq, int64_t num_accepted) {
   blocks_.mark_draft_computed(seq);
 }
 
-void Scheduler::remove(Sequence* seq) {
+std::optional<disagg::RemoteBlocks> Scheduler::remove(Sequence* seq, bool aborted) {
   if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end())
     running_.erase(it);
   if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end())
     waiting_.erase(it);
+  if (auto it = std::find(waiting_for_remote_kv_.begin(), waiting_for_remote_kv_.end(), seq);
+      it != waiting_for_remote_kv_.end())
+    waiting_for_remote_kv_.erase(it);
+  std::optional<disagg::RemoteBlocks> held;
+  if (connector_) held = connector_->request_finished(*seq, aborted);
   blocks_.free(*seq);
   seq->status = SequenceStatus::kFinished;
+  return held;
 }
 
 }  // namespace tern

@@ -3,15 +3,19 @@
 // that is part way through prefill gets its next chunk), then waiting ones, first come first
 // served, fill what is left of the budget (chunked prefill). When the cache runs out of
 // blocks, the newest running sequence is preempted: its blocks are freed and it goes back to
-// the front of the queue, to be recomputed later (its prefix may still be cached).
+// the front of the queue, to be recomputed later (its prefix may still be cached). With a KV
+// connector, a sequence whose prompt's K/V a remote cache provides first waits for blocks and
+// for their load (kWaitingForRemoteKv), then joins the queue holding them.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "tern/engine/block_manager.h"
+#include "tern/engine/kv_connector_hooks.h"
 #include "tern/engine/sequence.h"
 
 namespace tern {
@@ -52,11 +56,28 @@ class Scheduler {
   // Throws tern::Error for a cap or budget < 1.
   Scheduler(const SchedulerConfig& config, BlockManager& blocks);
 
-  // Queues a sequence at the back (FCFS). The caller keeps it alive until it is removed. It
-  // may come holding blocks with num_computed_tokens of its tokens in them (a KV pull).
+  // Disaggregation: the connector whose remote caches provide K/V (see KvConnectorHooks); it
+  // must outlive this.
+  void set_kv_connector(KvConnectorHooks* connector) { connector_ = connector; }
+
+  // Queues a sequence at the back (FCFS), or, when the connector has K/V of it, at the back of
+  // those waiting for blocks to load it into. The caller keeps it alive until it is removed.
   void add(Sequence* seq);
   // Puts a sequence forked from a running one straight into the running set, right after it.
   void add_running(Sequence* seq, const Sequence* after);
+  // `child` shares every block of running `parent` (n > 1 completions) and runs right after
+  // `after` (the parent, or its previous child).
+  void fork(const Sequence& parent, Sequence* child, const Sequence* after);
+
+  // Disaggregation, before scheduling: frees the blocks the connector let go and takes the
+  // loads that ended; a loaded sequence joins the queue holding its blocks (as a prefix-cache
+  // hit would), one to recompute joins it holding none, and a failed one is left to the
+  // caller, who removes it. Returns the ended loads, in the order they ended.
+  std::vector<KvLoadOutcome> update_from_connector();
+  // Gives blocks to the sequences waiting for remote K/V, first come first served, as far as
+  // free blocks go, and starts their loads (one whose blocks the prefix cache holds already
+  // joins the queue). Called before scheduling and after finished sequences freed blocks.
+  void start_remote_loads();
 
   // How many drafts a decoding sequence would verify this step (speculative decoding).
   using DraftsWanted = std::function<int64_t(const Sequence&)>;
@@ -74,23 +95,32 @@ class Scheduler {
   // only rejected positions are freed, and newly full blocks enter the prefix cache.
   void accept_drafts(Sequence& seq, int64_t num_accepted);
 
-  // Takes a sequence out of the queues (finished or aborted) and frees its blocks.
-  void remove(Sequence* seq);
+  // Takes a sequence out of the queues (finished, or `aborted`) and frees its blocks, except
+  // those the connector still needs; returns where a remote instance finds the K/V the
+  // connector holds for it (a finished prompt of a prefill for a decode instance).
+  std::optional<disagg::RemoteBlocks> remove(Sequence* seq, bool aborted = false);
 
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
   const std::vector<Sequence*>& running() const { return running_; }  // oldest first
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  // Sequences waiting for blocks to load remote K/V into (their loads in flight not counted).
+  int64_t num_waiting_for_remote_kv() const {
+    return static_cast<int64_t>(waiting_for_remote_kv_.size());
+  }
   int64_t num_preemptions() const { return num_preemptions_; }
   const SchedulerConfig& config() const { return config_; }
 
  private:
   void preempt(Sequence* seq, SchedulerStep& step);
+  void enqueue(Sequence* seq);  // at the back of the waiting queue
 
   SchedulerConfig config_;
   BlockManager& blocks_;
   std::vector<Sequence*> running_;  // oldest first
   std::deque<Sequence*> waiting_;
+  KvConnectorHooks* connector_ = nullptr;
+  std::deque<Sequence*> waiting_for_remote_kv_;  // for blocks, FCFS; then the connector has them
   int64_t num_preemptions_ = 0;
 };
 

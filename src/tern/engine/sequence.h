@@ -8,7 +8,9 @@
 
 namespace tern {
 
-enum class SequenceStatus { kWaiting, kRunning, kFinished };
+// kWaitingForRemoteKv: a remote cache provides its prompt's K/V; it waits for blocks to load
+// them into, then for the load, before it joins the waiting queue.
+enum class SequenceStatus { kWaiting, kWaitingForRemoteKv, kRunning, kFinished };
 
 // Copy all layers' K/V of block `src` into block `dst` before the step's forward runs (copy on
 // write of a block that sequences share; a draft model's cache copies it too).
