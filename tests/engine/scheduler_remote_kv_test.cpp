@@ -51,13 +51,13 @@ struct FakeConnector final : KvConnectorHooks {
   }
 };
 
-struct Fixture {
+struct RemoteKvFixture {
   BlockManager blocks;
   Scheduler scheduler;
   FakeConnector connector;
   std::vector<std::unique_ptr<Sequence>> seqs;
 
-  explicit Fixture(int64_t num_blocks)
+  explicit RemoteKvFixture(int64_t num_blocks)
       : blocks(num_blocks, 4, true), scheduler(SchedulerConfig{}, blocks) {
     scheduler.set_kv_connector(&connector);
   }
@@ -80,7 +80,7 @@ struct Fixture {
 };
 
 TEST(SchedulerRemoteKv, ASequenceRunsOnlyOnceItsLoadEnded) {
-  Fixture f(16);
+  RemoteKvFixture f(16);
   Sequence* local = f.add(5, false);
   Sequence* remote = f.add(10, true, 100);
   EXPECT_EQ(remote->status, SequenceStatus::kWaitingForRemoteKv);
@@ -112,7 +112,7 @@ TEST(SchedulerRemoteKv, ASequenceRunsOnlyOnceItsLoadEnded) {
 }
 
 TEST(SchedulerRemoteKv, LoadsOnlyWhatThePrefixCacheLacks) {
-  Fixture f(16);
+  RemoteKvFixture f(16);
   Sequence* first = f.add(10, false);
   SchedulerStep s = f.scheduler.schedule();
   f.scheduler.complete(s);  // its two full blocks enter the prefix cache
@@ -132,7 +132,7 @@ TEST(SchedulerRemoteKv, LoadsOnlyWhatThePrefixCacheLacks) {
 }
 
 TEST(SchedulerRemoteKv, WaitsForBlocksFirstComeFirstServed) {
-  Fixture f(4);
+  RemoteKvFixture f(4);
   Sequence* big = f.add(13, false);
   f.scheduler.complete(f.scheduler.schedule());  // holds all 4 blocks
   Sequence* a = f.add(9, true, 100);
@@ -147,7 +147,7 @@ TEST(SchedulerRemoteKv, WaitsForBlocksFirstComeFirstServed) {
 }
 
 TEST(SchedulerRemoteKv, AnAbortedLoadsBlocksAreFreedWhenTheLoadEnds) {
-  Fixture f(8);
+  RemoteKvFixture f(8);
   Sequence* remote = f.add(9, true);
   f.before_schedule();
   EXPECT_EQ(f.blocks.num_free_blocks(), 6);
@@ -162,7 +162,7 @@ TEST(SchedulerRemoteKv, AnAbortedLoadsBlocksAreFreedWhenTheLoadEnds) {
 }
 
 TEST(SchedulerRemoteKv, AFailedLoadFreesItsBlocksAndARecomputeRequeues) {
-  Fixture f(8);
+  RemoteKvFixture f(8);
   Sequence* failed = f.add(9, true);
   Sequence* recomputed = f.add(5, true, 50);
   f.before_schedule();

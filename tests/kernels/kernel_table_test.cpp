@@ -8,12 +8,11 @@
 #include <iostream>
 #include <string>
 
+#include "kernels/kernel_test_util.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 namespace {
-
-constexpr Isa kIsas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
 
 bool same_kernels(const TypeKernels& a, const TypeKernels& b) {
   return a.weight == b.weight && a.activation == b.activation &&
@@ -37,10 +36,10 @@ TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
     if (kernel_row(weight, Isa::Scalar).kernels.vec_dot == nullptr) continue;
     EXPECT_EQ(kernel_row(weight, Isa::Scalar).from, Isa::Scalar);
     for (int i = 1; i < 4; ++i) {
-      const KernelRow& row = kernel_row(weight, kIsas[i]);
-      const KernelRow& below = kernel_row(weight, kIsas[i - 1]);
+      const KernelRow& row = kernel_row(weight, tern::testing::kAllIsas[i]);
+      const KernelRow& below = kernel_row(weight, tern::testing::kAllIsas[i - 1]);
       ASSERT_NE(row.kernels.vec_dot, nullptr) << dtype_name(weight);
-      if (row.from != kIsas[i]) {
+      if (row.from != tern::testing::kAllIsas[i]) {
         EXPECT_TRUE(same_kernels(row.kernels, below.kernels)) << dtype_name(weight);
         EXPECT_EQ(row.from, below.from);
       }
@@ -54,7 +53,7 @@ TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
 }
 
 TEST(KernelTable, TypeKernelsIsTheTable) {
-  for (Isa isa : kIsas) {
+  for (Isa isa : tern::testing::kAllIsas) {
     if (!isa_supported(isa)) continue;
     for (int t = 0; t <= static_cast<int>(DType::Q8_K); ++t) {
       const auto weight = static_cast<DType>(t);

@@ -8,8 +8,13 @@
 
 #include "tern/core/dtype.h"
 #include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::testing {
+
+// Every ISA level, whether or not this CPU runs it (tests skip the ones it does not).
+inline constexpr cpu::Isa kAllIsas[] = {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512,
+                                        cpu::Isa::Amx};
 
 inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng(seed);

@@ -40,8 +40,6 @@ Weights make_weights(DType dtype, int64_t n, int64_t k, uint32_t seed) {
   return w;
 }
 
-constexpr Isa kIsas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
-
 class ThreadCount {
  public:
   explicit ThreadCount(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
@@ -114,7 +112,7 @@ std::vector<TileCase> tile_cases() {
 // token counts on both sides of the AMX level's few-token kernel (below 16) and its tiles.
 TEST(Matmul, GemmTileIsVecDotPerElement) {
   const int64_t rows = 101;
-  for (Isa isa : kIsas) {
+  for (Isa isa : tern::testing::kAllIsas) {
     if (!isa_supported(isa)) continue;
     for (const TileCase& c : tile_cases()) {
       const TypeKernels& kern = type_kernels(c.dtype, isa);
@@ -235,7 +233,7 @@ void expect_packed_same_bits(const TileCase& c, int64_t rows, Isa isa) {
 }
 
 TEST(Matmul, PackedWeightsGiveTheSameBits) {
-  for (Isa isa : kIsas) {
+  for (Isa isa : tern::testing::kAllIsas) {
     if (!isa_supported(isa)) continue;
     for (const TileCase& c : tile_cases())
       for (int64_t rows : {1, 16, 37, 101}) expect_packed_same_bits(c, rows, isa);
@@ -243,7 +241,7 @@ TEST(Matmul, PackedWeightsGiveTheSameBits) {
 }
 
 TEST(Matmul, GemmTilesBatchInvariantAndMatchScalar) {
-  for (Isa isa : kIsas) {
+  for (Isa isa : tern::testing::kAllIsas) {
     if (!isa_supported(isa)) continue;
     for (const TileCase& c : tile_cases()) expect_tiles_batch_invariant(c, 101, isa);
     // Enough rows for the driver's largest tiles (smaller ones are taken when there are few).

@@ -17,18 +17,18 @@
 namespace tern {
 namespace {
 
-struct VectorCase {
+struct BpeCase {
   std::string text;
   std::vector<int32_t> ids;
 };
 
 // `.inp`: strings separated by "\n__ggml_vocab_test__\n" (the file ends with one); `.out`: one
 // line of ids per string.
-std::vector<VectorCase> read_vectors(const std::string& stem) {
+std::vector<BpeCase> read_vectors(const std::string& stem) {
   const std::string inp = read_text_file(testing::fixture(stem + ".inp"));
   const std::string out = read_text_file(testing::fixture(stem + ".out"));
   const std::string separator = "\n__ggml_vocab_test__\n";
-  std::vector<VectorCase> cases;
+  std::vector<BpeCase> cases;
   for (size_t pos = 0; pos < inp.size();) {
     const size_t end = inp.find(separator, pos);
     if (end == std::string::npos) break;
@@ -70,10 +70,10 @@ std::string decode(const Vocab& vocab, const std::vector<int32_t>& ids) {
 void expect_vectors(const std::string& dir, const std::string& stem) {
   const HfTokenizerFiles& files = folder(dir);
   const ByteLevelBpe bpe(files.vocab, files.merges, files.byte_level);
-  const std::vector<VectorCase> cases = read_vectors(stem);
+  const std::vector<BpeCase> cases = read_vectors(stem);
   ASSERT_EQ(cases.size(), 46u);
   int matched = 0;
-  for (const VectorCase& c : cases) {
+  for (const BpeCase& c : cases) {
     const std::vector<int32_t> ids = encode(bpe, c.text);
     EXPECT_EQ(ids, c.ids) << "text: '" << c.text << "'";
     matched += ids == c.ids;

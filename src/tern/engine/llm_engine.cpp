@@ -24,10 +24,6 @@ SchedulerConfig scheduler_config(const EngineConfig& config, int64_t max_model_l
   return s;
 }
 
-bool contains(const std::vector<int32_t>& ids, int32_t id) {
-  return std::find(ids.begin(), ids.end(), id) != ids.end();
-}
-
 KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const EngineConfig& config) {
   const cpu::KvCacheConfig target =
       decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
@@ -65,7 +61,7 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
   }
   eos_ids_ = tokenizer_.eos_ids();
   for (int32_t id : decoder.config().eos_token_ids)
-    if (!contains(eos_ids_, id)) eos_ids_.push_back(id);
+    if (!contains_token(eos_ids_, id)) eos_ids_.push_back(id);
   const SpeculativeConfig& spec = config.speculative;
   if (!spec.enabled()) return;
   speculator_ = std::make_unique<Speculator>(

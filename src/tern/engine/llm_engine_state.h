@@ -2,6 +2,8 @@
 // by the files that implement LLMEngine. Internal to src/tern/engine.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +14,11 @@
 #include "tern/engine/output_text.h"
 
 namespace tern {
+
+// `id` is one of `ids` (EOS and stop-token lists: a few entries).
+inline bool contains_token(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
 
 struct LLMEngine::Completion {
   Sequence seq;

@@ -6,22 +6,11 @@
 #include <cstdio>
 #include <utility>
 
+#include "tern/core/clock.h"
 #include "tern/engine/llm_engine.h"
 #include "tern/engine/llm_engine_state.h"
 
 namespace tern {
-
-namespace {
-
-bool contains(const std::vector<int32_t>& ids, int32_t id) {
-  return std::find(ids.begin(), ids.end(), id) != ids.end();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 std::vector<RequestOutput> LLMEngine::step() {
   std::vector<RequestOutput> outputs = std::exchange(aborted_, {});
@@ -213,9 +202,9 @@ void LLMEngine::update(Completion& c, const SampledToken& sampled,
   // vLLM's stop checks, in its order. The text of an EOS or stop-id token is left out unless
   // include_stop_str_in_output.
   std::optional<std::string> reason;
-  if (!params.ignore_eos && contains(eos_ids_, token)) {
+  if (!params.ignore_eos && contains_token(eos_ids_, token)) {
     reason = "stop";
-  } else if (contains(params.stop_token_ids, token)) {
+  } else if (contains_token(params.stop_token_ids, token)) {
     reason = "stop";
     c.stop_reason = token;
   }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 
+#include "tern/core/ascii.h"
 #include "tern/core/error.h"
 
 namespace tern::hub {
@@ -31,12 +32,6 @@ struct CurlDeleter {
 };
 using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
 using HeaderList = std::unique_ptr<curl_slist, CurlDeleter>;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -71,7 +66,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   }
   const size_t colon = line.find(':');
   if (colon != std::string_view::npos)
-    t->response.headers[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+    t->response.headers[ascii_lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
   return n;
 }
 

@@ -6,16 +6,11 @@
 #include <filesystem>
 #include <set>
 
+#include "tern/core/ascii.h"
 #include "tern/core/error.h"
 
 namespace tern::hub {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
@@ -71,7 +66,7 @@ ModelSpec parse_model_spec(const std::string& spec) {
   }
   const std::string repo = spec.substr(0, second);
   if (!is_repo_id(repo)) return out;
-  if (!ends_with(lower(spec), ".gguf"))
+  if (!ends_with(ascii_lower(spec), ".gguf"))
     throw Error(spec +
                 ": no such file or folder; as a Hugging Face model give ORG/NAME (safetensors), "
                 "ORG/NAME/FILE.gguf or ORG/NAME:QUANT");
@@ -104,7 +99,7 @@ std::vector<std::string> select_support_files(const std::vector<std::string>& fi
 std::vector<std::string> gguf_files(const std::vector<std::string>& files) {
   std::vector<std::string> out;
   for (const auto& f : files) {
-    const std::string base = lower(std::filesystem::path(f).filename().string());
+    const std::string base = ascii_lower(std::filesystem::path(f).filename().string());
     if (ends_with(base, ".gguf") && base.rfind("mmproj", 0) != 0) out.push_back(f);
   }
   std::sort(out.begin(), out.end());
@@ -114,10 +109,10 @@ std::vector<std::string> gguf_files(const std::vector<std::string>& files) {
 std::string select_gguf_file(const std::string& repo, const std::vector<std::string>& files,
                              const std::string& quant) {
   const std::vector<std::string> candidates = gguf_files(files);
-  const std::string tag = lower(quant);
+  const std::string tag = ascii_lower(quant);
   std::vector<std::string> matches;
   for (const auto& f : candidates) {
-    std::string stem = lower(std::filesystem::path(f).filename().string());
+    std::string stem = ascii_lower(std::filesystem::path(f).filename().string());
     stem.resize(stem.size() - 5);  // ".gguf"
     if (!ends_with(stem, tag)) continue;
     const size_t at = stem.size() - tag.size();

@@ -55,7 +55,7 @@ std::string encode_code_point(uint32_t cp) {
 
 namespace {
 
-constexpr int kMaxNesting = 200;
+constexpr int kMaxGbnfNesting = 200;
 
 bool is_name_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
@@ -130,7 +130,7 @@ class Parser {
   }
 
   Expr alternatives(int depth) {
-    if (depth > kMaxNesting) fail("groups nested too deeply");
+    if (depth > kMaxGbnfNesting) fail("groups nested too deeply");
     std::vector<Expr> alts;
     alts.push_back(sequence(depth));
     while (pos_ < s_.size() && s_[pos_] == '|') {

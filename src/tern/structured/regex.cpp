@@ -13,7 +13,7 @@ namespace {
 
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
 
-constexpr int kMaxNesting = 200;
+constexpr int kMaxRegexNesting = 200;
 
 Ranges digit() { return {{'0', '9'}}; }
 Ranges word() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
@@ -81,7 +81,7 @@ class RegexParser {
   }
 
   Expr alternatives(int depth) {
-    if (depth > kMaxNesting) fail("groups nested too deeply");
+    if (depth > kMaxRegexNesting) fail("groups nested too deeply");
     std::vector<Expr> alts;
     alts.push_back(sequence(depth));
     while (pos_ < s_.size() && s_[pos_] == '|') {
