@@ -44,15 +44,7 @@ std::vector<float> prefill_logits(const std::string& gguf,
 // A small qwen3 in F32 (rows of 256 and 512: whole K super-blocks) with a chat template and a
 // key that must travel to the quantized files.
 std::string write_f32_model(const TempDir& dir, bool tied = true) {
-  const ModelConfig c =
-      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
-                                                          {"vocab_size", 512},
-                                                          {"hidden_size", 256},
-                                                          {"intermediate_size", 512},
-                                                          {"num_attention_heads", 4},
-                                                          {"num_key_value_heads", 2},
-                                                          {"head_dim", 64},
-                                                          {"tie_word_embeddings", tied}});
+  const ModelConfig c = testing::tiny_qwen3_config(2, tied);
   const ModelWeights w = make_dummy_weights(c, DType::F32, 7);
   const std::string path = dir.file("f32.gguf");
   save_gguf(path, w, c, nullptr, "tiny-qwen3",
@@ -182,13 +174,7 @@ TEST(QuantizeCli, HuggingFaceFolderWithItsTokenizer) {
   TempDir dir("quantize-hf");
   std::ifstream in(fixture("model-configs/qwen3-0.6b/config.json"));
   nlohmann::json j = nlohmann::json::parse(in);
-  const nlohmann::json small = {{"num_hidden_layers", 2},
-                                {"vocab_size", 512},
-                                {"hidden_size", 256},
-                                {"intermediate_size", 512},
-                                {"num_attention_heads", 4},
-                                {"num_key_value_heads", 2},
-                                {"head_dim", 64}};
+  const nlohmann::json small = testing::tiny_qwen3_overrides(2);
   for (auto it = small.begin(); it != small.end(); ++it) j[it.key()] = it.value();
   const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "small qwen3");
   const std::string folder = (dir.path() / "hf").string();

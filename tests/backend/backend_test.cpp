@@ -124,14 +124,7 @@ std::vector<float> run(Decoder& decoder, std::array<int, kNumOps>* counts_per_st
 
 TEST(Backend, DecoderCallsEachOpOncePerLayerPerStep) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c =
-      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 3},
-                                                          {"vocab_size", 512},
-                                                          {"hidden_size", 256},
-                                                          {"intermediate_size", 512},
-                                                          {"num_attention_heads", 4},
-                                                          {"num_key_value_heads", 2},
-                                                          {"head_dim", 64}});
+  const ModelConfig c = testing::tiny_qwen3_config(3);
   ASSERT_TRUE(c.qk_norm);
   const ModelWeights w = make_dummy_weights(c, DType::Q4_K, 5);
   const int layers = static_cast<int>(c.num_layers);

@@ -29,13 +29,7 @@ inline LoadedModel stories260k() {
 // the batched integer GEMM runs; the real Qwen tokenizer (the model only uses its first ids).
 inline LoadedModel tiny_qwen3() {
   LoadedModel m;
-  m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
-                                                        {"vocab_size", 512},
-                                                        {"hidden_size", 256},
-                                                        {"intermediate_size", 512},
-                                                        {"num_attention_heads", 4},
-                                                        {"num_key_value_heads", 2},
-                                                        {"head_dim", 64}});
+  m.config = tiny_qwen3_config(2);
   m.weights = make_dummy_weights(m.config, DType::Q4_K, 11);
   m.tokenizer = testing::shared_tokenizer("qwen-tokenizer");
   m.description = "tiny qwen3 (dummy Q4_K)";

@@ -121,14 +121,7 @@ TEST(Decoder, QuantizedStories260KStaysCloseToF32) {
 TEST(Decoder, QuantizedKTypesStayCloseToF32) {
   // Stories260K's 64-wide rows are not whole 256-element super-blocks: a dummy model is.
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c =
-      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
-                                                          {"vocab_size", 512},
-                                                          {"hidden_size", 256},
-                                                          {"intermediate_size", 512},
-                                                          {"num_attention_heads", 4},
-                                                          {"num_key_value_heads", 2},
-                                                          {"head_dim", 64}});
+  const ModelConfig c = testing::tiny_qwen3_config(2);
   const ModelWeights f32 = make_dummy_weights(c, DType::F32, 7);
   const std::vector<int32_t> tokens = {1, 5, 9, 200, 33, 7, 480, 2};
   const std::vector<float> ref = prefill_logits(c, f32, tokens);
@@ -265,14 +258,7 @@ TEST(Decoder, PackedWeightsGiveTheSameLogits) {
 
 TEST(Decoder, BatchInvariantDummyQwen3Q4K) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c =
-      testing::shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 2},
-                                                          {"vocab_size", 512},
-                                                          {"hidden_size", 256},
-                                                          {"intermediate_size", 512},
-                                                          {"num_attention_heads", 4},
-                                                          {"num_key_value_heads", 2},
-                                                          {"head_dim", 64}});
+  const ModelConfig c = testing::tiny_qwen3_config(2);
   expect_batch_invariant(c, make_dummy_weights(c, DType::Q4_K, 3));
 }
 

@@ -46,6 +46,26 @@ inline ModelConfig shrunk_config(const std::string& fixture_dir, const nlohmann:
   return ModelConfig::from_hf_json(j.dump(), fixture_dir + " (shrunk)");
 }
 
+// Qwen3-0.6B's features (q/k norm, GQA, neox rope) at a size a test can build weights for and
+// the sanitizers run quickly: `layers` layers of 256 hidden, 4 q heads and 2 kv heads of 64,
+// ffn 512 (whole 256-element K-quant super-blocks), vocabulary 512. The overrides of its
+// config.json, for tests that write a Hugging Face folder:
+inline nlohmann::json tiny_qwen3_overrides(int64_t layers) {
+  return {{"num_hidden_layers", layers},
+          {"vocab_size", 512},
+          {"hidden_size", 256},
+          {"intermediate_size", 512},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"head_dim", 64}};
+}
+
+inline ModelConfig tiny_qwen3_config(int64_t layers, bool tied = true) {
+  nlohmann::json overrides = tiny_qwen3_overrides(layers);
+  if (!tied) overrides["tie_word_embeddings"] = false;
+  return shrunk_config("model-configs/qwen3-0.6b", overrides);
+}
+
 // rms(a - b) / rms(b): the relative error of a against the reference b.
 inline double relative_rms_error(std::span<const float> a, std::span<const float> b) {
   double num = 0, den = 0;

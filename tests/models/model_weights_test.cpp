@@ -98,13 +98,7 @@ TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
                        {"Q2_K", "not one tern quantizes to"});
 }
 
-const nlohmann::json kSmallQwen3 = {{"num_hidden_layers", 2},
-                                    {"vocab_size", 512},
-                                    {"hidden_size", 256},
-                                    {"intermediate_size", 512},
-                                    {"num_attention_heads", 4},
-                                    {"num_key_value_heads", 2},
-                                    {"head_dim", 64}};
+const nlohmann::json kSmallQwen3 = testing::tiny_qwen3_overrides(2);
 
 TEST(ModelWeights, HuggingFaceFolderMatchesTheSameWeightsInMemory) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");

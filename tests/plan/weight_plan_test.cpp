@@ -178,13 +178,7 @@ TEST(WeightPlan, AGgufsPlanIsItsTensorBytesAndWhatTheRecipeSays) {
 TEST(WeightPlan, AHuggingFaceFolderIsItsSafetensorsBytes) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   testing::TempDir dir("plan-hf");
-  const nlohmann::json overrides = {{"num_hidden_layers", 2},
-                                    {"vocab_size", 512},
-                                    {"hidden_size", 256},
-                                    {"intermediate_size", 512},
-                                    {"num_attention_heads", 4},
-                                    {"num_key_value_heads", 2},
-                                    {"head_dim", 64}};
+  const nlohmann::json overrides = testing::tiny_qwen3_overrides(2);
   const ModelConfig c = testing::shrunk_config("model-configs/qwen3-0.6b", overrides);
   std::ifstream in(testing::fixture("model-configs/qwen3-0.6b/config.json"));
   nlohmann::json j = nlohmann::json::parse(in);

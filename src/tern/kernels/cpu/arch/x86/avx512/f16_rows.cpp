@@ -1,8 +1,7 @@
-// f32 ⇄ f16 rows with AVX-512, 16 per step, then 8 with F16C (see avx2/f16_rows.cpp). The
-// maskz forms: GCC 12 warns about the plain ones' undefined pass-through.
+// f32 ⇄ f16 rows with AVX-512, 16 per step; the AVX2 form (avx2/f16_rows.cpp) takes the tail.
+// The maskz forms: GCC 12 warns about the plain ones' undefined pass-through.
 #include <immintrin.h>
 
-#include "tern/core/half.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
 
 namespace tern::cpu {
@@ -13,11 +12,7 @@ void avx512_f16_to_f32_row(const uint16_t* x, float* out, int64_t n) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
     _mm512_storeu_ps(out + i, _mm512_maskz_cvtph_ps(0xffff, h));
   }
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
-  }
-  for (; i < n; ++i) out[i] = f16_to_f32(x[i]);
+  avx2_f16_to_f32_row(x + i, out + i, n - i);
 }
 
 void avx512_f32_to_f16_row(const float* x, uint16_t* out, int64_t n) {
@@ -27,11 +22,7 @@ void avx512_f32_to_f16_row(const float* x, uint16_t* out, int64_t n) {
         _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
   }
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
-  }
-  for (; i < n; ++i) out[i] = f32_to_f16(x[i]);
+  avx2_f32_to_f16_row(x + i, out + i, n - i);
 }
 
 }  // namespace tern::cpu
