@@ -79,10 +79,10 @@ VecDotFn kernel(DType type, Isa isa) {
   switch (isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
-    case Isa::Avx512:
-      return avx512_vec_dot_k(type);
-    case Isa::Amx:
+    case Isa::Avx512:  // and Amx: both AVX-512 levels share the 16-chain GEMV
       return chains16_vec_dot_k(type);
+    case Isa::Amx:
+      return nullptr;
     case Isa::Scalar:
       return scalar_vec_dot(type);
   }

@@ -26,10 +26,8 @@ VecDotFn simd_kernel(DType type, Isa isa) {
   switch (isa) {
     case Isa::Avx2:
       return avx2_vec_dot_k(type);
-    case Isa::Amx:
+    default:  // both AVX-512 levels
       return chains16_vec_dot_k(type);
-    default:
-      return avx512_vec_dot_k(type);
   }
 }
 
@@ -358,21 +356,22 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   const DType t = std::get<0>(info.param);
   const std::string type = t == DType::Q4_K ? "Q4_K" : t == DType::Q5_K ? "Q5_K" : "Q6_K";
   const Isa isa = std::get<1>(info.param);
-  return type + (isa == Isa::Avx2 ? "_Avx2" : isa == Isa::Avx512 ? "_Avx512" : "_Amx");
+  return type + (isa == Isa::Avx2 ? "_Avx2" : "_Avx512");
 }
 
 INSTANTIATE_TEST_SUITE_P(KTypes, VecDotK,
                          ::testing::Combine(::testing::Values(DType::Q4_K, DType::Q5_K,
                                                               DType::Q6_K),
-                                            ::testing::Values(Isa::Avx2, Isa::Avx512, Isa::Amx)),
+                                            ::testing::Values(Isa::Avx2, Isa::Avx512)),
                          param_name);
 
 // The family's getters cover exactly the K types, so the dispatcher falls back for the rest.
 TEST(VecDotKFamily, OtherTypesHaveNoKernelHere) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_K}) {
     EXPECT_EQ(avx2_vec_dot_k(t), nullptr);
-    EXPECT_EQ(avx512_vec_dot_k(t), nullptr);
     EXPECT_EQ(chains16_vec_dot_k(t), nullptr);
+    EXPECT_EQ(chains16_packed_k(t), nullptr);
+    EXPECT_EQ(chains16_gemm_k(t), nullptr);
     EXPECT_EQ(amx_gemm_k(t), nullptr);
   }
 }

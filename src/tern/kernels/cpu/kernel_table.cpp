@@ -68,10 +68,14 @@ LevelKernels avx512_level(DType t) {
             .gemm = chains16_gemm_q(t),
             .packed = chains16_packed_q(t),
             .source = "chains16/vec_dot_q + matmul_q_packed"};
+  // Q4_K, Q5_K and Q6_K likewise, on their packed layouts.
+  if (const PackedKernels* packed = chains16_packed_k(t))
+    return {.vec_dot = chains16_vec_dot_k(t),
+            .gemm = chains16_gemm_k(t),
+            .packed = packed,
+            .source = "chains16/vec_dot_k + matmul_k_packed"};
   if (VecDotFn f = avx512_vec_dot_q(t))
     return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_q(t), .source = "avx512/vec_dot_q"};
-  if (VecDotFn f = avx512_vec_dot_k(t))
-    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_k(t), .source = "avx512/vec_dot_k"};
   if (VecDotFn f = avx512_vec_dot_float(t))
     return {.vec_dot = f,
             .vec_dot_rows = avx512_vec_dot_rows_float(t),

@@ -1,6 +1,6 @@
 // Where the dispatch table (kernel_table.cpp) finds each instruction set's kernels. Each family
 // of weight types has its own file per ISA: {avx2,avx512}/vec_dot_q.cpp for the 32-element
-// types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), {avx2,avx512}/vec_dot_k.cpp for Q4_K, Q5_K, Q6_K,
+// types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), avx2/vec_dot_k.cpp and chains16/ for Q4_K, Q5_K, Q6_K,
 // {avx2,avx512}/vec_dot_float.cpp for F32, F16, BF16. A getter returns nullptr for a type its
 // family does not cover; the table then keeps the next lower level's row.
 #pragma once
@@ -17,7 +17,6 @@ QuantizeRowFn scalar_quantize_activation(DType activation);
 VecDotFn avx2_vec_dot_q(DType weight);
 VecDotFn avx512_vec_dot_q(DType weight);
 VecDotFn avx2_vec_dot_k(DType weight);
-VecDotFn avx512_vec_dot_k(DType weight);
 VecDotFn avx2_vec_dot_float(DType weight);
 VecDotFn avx512_vec_dot_float(DType weight);
 // kVecDotRows rows at once, bit-identical to the same ISA's vec_dot; nullptr for a type without.
@@ -25,7 +24,6 @@ VecDotRowsFn avx512_vec_dot_rows_float(DType weight);
 
 // GEMM tiles (bit-identical to the same ISA's vec_dot); nullptr for a type without one.
 GemmTileFn avx512_gemm_tile_q(DType weight);
-GemmTileFn avx512_gemm_tile_k(DType weight);
 GemmTileFn avx512_gemm_tile_float(DType weight);
 GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
@@ -39,11 +37,14 @@ GemmTileFn chains16_gemm_q(DType weight);
 const PackedKernels* chains16_packed_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);
 const PackedKernels* amx_packed_q(DType weight);
-// Q4_K, Q5_K and Q6_K likewise, on the Amx level only (chains16/vec_dot_k.cpp: the arithmetic
-// and GEMV; amx/gemm_k.cpp: the GEMM on tiles).
+// Q4_K, Q5_K and Q6_K likewise (chains16/vec_dot_k.cpp: the arithmetic and GEMV; amx/gemm_k.cpp:
+// the GEMM on tiles, Amx level). Q4_K's weights packed in groups of 16 rows and their matmul
+// (chains16/matmul_k_packed.cpp): every token count as VNNI dots on the Avx512 level (weights
+// in the file's layout packed per call by its gemm), AMX tiles beyond 32 tokens on the Amx level.
 VecDotFn chains16_vec_dot_k(DType weight);
+GemmTileFn chains16_gemm_k(DType weight);
+const PackedKernels* chains16_packed_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
-// Q4_K's weights packed in groups of 16 rows and their matmul (chains16/matmul_k_packed.cpp).
 const PackedKernels* amx_packed_k(DType weight);
 // Asks Linux for the AMX tile state (arch_prctl); false where the OS refuses it.
 bool request_amx_permission();

@@ -11,6 +11,7 @@
 #include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 namespace {
@@ -68,6 +69,14 @@ constexpr int kMaxFewTokens = 15;
 // Q4_K weights packed for the GEMV (chains16/matmul_k_packed.cpp): group g's `rows` rows restored
 // to the file's layout, out: [rows][nb] blocks.
 void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out);
+// The matmuls on weights packed in groups of 16 rows, every token count as VNNI dots
+// (chains16/k_packed.h), and their GEMMs on the file's rows, which pack per call.
+const PackedKernels* chains16_packed_q4_k();
+GemmTileFn chains16_gemm_q4_k();
+const PackedKernels* chains16_packed_q5_k();
+GemmTileFn chains16_gemm_q5_k();
+const PackedKernels* chains16_packed_q6_k();
+GemmTileFn chains16_gemm_q6_k();
 // The GEMM (amx/gemm_k.cpp, ≥ 16 tokens) on such packed weights, each tile's rows restored
 // by the thread that multiplies them. Same contract as a GemmTileFn.
 void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data,

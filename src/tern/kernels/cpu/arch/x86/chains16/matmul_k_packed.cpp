@@ -15,53 +15,50 @@
 //                                         of sub-block 2 (c / 8) + 1 in their high ones
 // The last group's missing rows are zero. Up to 32 tokens take the VNNI dots below; beyond,
 // the AMX GEMM (amx/gemm_k.cpp) restores each tile's rows to the file's layout first.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
+#include <type_traits>
 
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
 #include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
+#include "tern/kernels/cpu/arch/x86/chains16/k_packed.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
 namespace {
 
-constexpr int kRows = kChains;  // rows of a group = lanes of a register = chains of an element
-constexpr int64_t kSuperblockBytes = kRows * int64_t{sizeof(BlockQ4_K)};
-constexpr int64_t kScalesAt = 0, kDAt = 3 * 64, kQsAt = kDAt + 64;
-static_assert(kQsAt + 32 * 64 == kSuperblockBytes);
+constexpr int kRows = kGroupRows;
+// A group's super-block: kSuperblockBytes<Block> = 16 · sizeof(Block), the file's bytes reordered.
+constexpr int64_t kScalesAt = 0, kDAt = 3 * 64, kQsAt = kDAt + 64, kQhAt = kQsAt + 32 * 64;
+template <class Block>
+constexpr bool kHighBit = std::is_same_v<Block, BlockQ5_K>;
+template <class Block>
+constexpr int64_t kSuperblockBytes = kHighBit<Block> ? kQhAt + 8 * 64 : kQhAt;
+static_assert(kSuperblockBytes<BlockQ4_K> == kRows * int64_t{sizeof(BlockQ4_K)});
+static_assert(kSuperblockBytes<BlockQ5_K> == kRows * int64_t{sizeof(BlockQ5_K)});
 
-size_t packed_bytes(int64_t rows, int64_t k) {
-  return static_cast<size_t>((rows + kRows - 1) / kRows * (k / kQKK) * kSuperblockBytes);
-}
-
-void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
-  const int64_t nb = k / kQKK, groups = (rows + kRows - 1) / kRows;
-  const auto* src = static_cast<const std::byte*>(w);
-  auto* dst = static_cast<std::byte*>(out);
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g) {
-    std::byte* group = dst + g * nb * kSuperblockBytes;
-    std::memset(group, 0, static_cast<size_t>(nb * kSuperblockBytes));
-    const int n = static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows));
-    for (int r = 0; r < n; ++r) {
-      const auto* row = reinterpret_cast<const BlockQ4_K*>(src + (g * kRows + r) * w_stride);
-      for (int64_t b = 0; b < nb; ++b) {
-        std::byte* sb = group + b * kSuperblockBytes;
-        for (int c = 0; c < 32; ++c)
-          std::memcpy(sb + kQsAt + (c * kRows + r) * 4, row[b].qs + 4 * c, 4);
-        for (int v = 0; v < 3; ++v)
-          std::memcpy(sb + kScalesAt + (v * kRows + r) * 4, row[b].scales + 4 * v, 4);
-        std::memcpy(sb + kDAt + r * 4, &row[b], 4);  // d, dmin
-      }
+// Rows [0, n) of a group from the file's layout; rows n..15 zero.
+template <class Block>
+void pack_group(const std::byte* w_data, size_t w_stride, int n, int64_t nb, std::byte* group) {
+  constexpr int64_t kBytes = kSuperblockBytes<Block>;
+  std::memset(group, 0, static_cast<size_t>(nb * kBytes));
+  for (int r = 0; r < n; ++r) {
+    const auto* row = reinterpret_cast<const Block*>(w_data + r * w_stride);
+    for (int64_t b = 0; b < nb; ++b) {
+      std::byte* sb = group + b * kBytes;
+      for (int c = 0; c < 32; ++c)
+        std::memcpy(sb + kQsAt + (c * kRows + r) * 4, row[b].qs + 4 * c, 4);
+      if constexpr (kHighBit<Block>)
+        for (int c = 0; c < 8; ++c)
+          std::memcpy(sb + kQhAt + (c * kRows + r) * 4, row[b].qh + 4 * c, 4);
+      for (int v = 0; v < 3; ++v)
+        std::memcpy(sb + kScalesAt + (v * kRows + r) * 4, row[b].scales + 4 * v, 4);
+      std::memcpy(sb + kDAt + r * 4, &row[b], 4);  // d, dmin
     }
   }
 }
@@ -92,16 +89,15 @@ inline __m512i min_of(const __m512i* words) {
   return six_bits<j, 1, 4>(words);
 }
 
-// What the dots take from a token's activation block b besides its qs: the pair sums of its
-// 16-element sums, bsum_2j + bsum_2j+1 for sub-block j. out: [tokens][nb][8].
+// What the dots take from a token's activation super-block b besides its qs: the pair sums of
+// its 16-element sums, bsum_2j + bsum_2j+1 for sub-block j. out: [tokens][nb][8].
 void prepare_pair_sums(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb,
-                       std::vector<int32_t>& out) {
-  out.resize(static_cast<size_t>(tokens * nb * 8));
+                       int32_t* out) {
   for (int64_t t = 0; t < tokens; ++t) {
     const auto* a = reinterpret_cast<const BlockQ8_K*>(a_data + t * a_stride);
     for (int64_t b = 0; b < nb; ++b)
       for (int j = 0; j < 8; ++j)
-        out[static_cast<size_t>((t * nb + b) * 8 + j)] = a[b].bsums[2 * j] + a[b].bsums[2 * j + 1];
+        out[(t * nb + b) * 8 + j] = a[b].bsums[2 * j] + a[b].bsums[2 * j + 1];
   }
 }
 
@@ -128,65 +124,67 @@ inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const int32_
   chain = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(s2), dmin, chain);
 }
 
-// A super-block's header lines (scales, d) and then, as each qs line is read, the lines
-// kPrefetchL2Bytes ahead: all 36 of a super-block at once measured slower than the file's
-// rows (a decode-shaped pass over Qwen3-0.6B's shapes, 2 threads: 21.8 GiB/s packed against
-// 23.3 in place; with the prefetches spread, 24.5-25.3).
-inline void prefetch_header(const std::byte* sb) {
-  for (int64_t off = 0; off < kQsAt; off += 64) prefetch_l2_ahead(sb + off);
-}
-inline __m512i load_qs(const std::byte* sb, int chunk) {
-  const std::byte* line = sb + kQsAt + chunk * 64;
-  prefetch_l2_ahead(line);
-  return _mm512_loadu_si512(line);
+inline void prefetch_header(const std::byte* sb) { prefetch_lines(sb, kQsAt); }
+
+// The 16 rows' quants of chunk c of sub-block pair p (c < 8): elements 64p + 4c .. +3 of
+// sub-block 2p (lo) and 64p + 32 + 4c .. +3 of sub-block 2p + 1 (hi). Q4_K's hi stays in the
+// high nibbles, 16 times the quants (one op fewer; S1Parts shifts it back); Q5_K's take their
+// fifth bit from bits 2p and 2p + 1 of qh chunk c.
+template <class Block, int p>
+inline void unpack_quants(const std::byte* sb, int c, __m512i& lo, __m512i& hi) {
+  const __m512i x = load_line(sb + kQsAt + (8 * p + c) * 64);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  if constexpr (kHighBit<Block>) {
+    const __m512i qh = _mm512_loadu_si512(sb + kQhAt + c * 64);  // in L1 after p = 0
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    auto to_bit4 = [](__m512i v, int bit) {  // bit `bit` of each byte moved to bit 4
+      return bit <= 4 ? _mm512_slli_epi32(v, 4 - bit) : _mm512_srli_epi32(v, bit - 4);
+    };
+    // 0xF8: A | (B & C).
+    lo = _mm512_ternarylogic_epi32(_mm512_and_si512(x, low4), to_bit4(qh, 2 * p), bit4, 0xF8);
+    hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi32(x, 4), low4),
+                                   to_bit4(qh, 2 * p + 1), bit4, 0xF8);
+  } else {
+    lo = _mm512_and_si512(x, low4);
+    hi = _mm512_and_si512(x, _mm512_set1_epi8(static_cast<char>(0xF0)));
+  }
 }
 
 // S1 = Σ_j sc_j · Σ q · a over sub-block j of 16 rows: the low nibbles' sums (even j) as they
-// are, the high nibbles' (odd j), 16 times theirs, shifted back once at the end: every term a
-// multiple of 16, so exactly. |16 · S1| < 2^31 (chains16/vec_dot_k.cpp's bound on S1, times 16).
+// are, the high nibbles' (odd j) as unpack_quants left them; Q4_K's are 16 times theirs,
+// shifted back once at the end: every term a multiple of 16, so exactly. |16 · S1| < 2^31
+// (chains16/vec_dot_k.cpp's bound on S1, times 16).
+template <class Block>
 struct S1Parts {
   __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
-  __m512i sum() const { return _mm512_add_epi32(low, _mm512_srai_epi32(high, 4)); }
+  __m512i sum() const {
+    return _mm512_add_epi32(low, kHighBit<Block> ? high : _mm512_srai_epi32(high, 4));
+  }
 };
 
-constexpr int kMaxDotTokens = kMaxFewTokens;  // tokens per call of group_dots (chains on the stack)
-// Up to this many tokens the VNNI dots, kMaxDotTokens at a time; beyond, the AMX tiles.
+// Up to this many tokens the Amx level takes the VNNI dots; beyond, the AMX tiles.
 // matmul_bench, 2048 x 2048, 2 threads, µs, VNNI / AMX on restored rows: T = 16: 310 / 639,
 // 32: 586 / 696, 64: 1106 / 950.
 constexpr int64_t kMaxVnniTokens = 32;
 
-struct DotTokens {
-  const std::byte* a;  // the Q8_K activation rows
-  size_t a_stride;
-  int64_t tokens;
-  const int32_t* pair_sums;  // prepare_pair_sums
-
-  // Tokens t0 .. t0 + kMaxDotTokens - 1 (fewer at the end).
-  DotTokens part(int64_t t0, int64_t nb) const {
-    return {a + t0 * a_stride, a_stride, std::min<int64_t>(kMaxDotTokens, tokens - t0),
-            pair_sums + t0 * nb * 8};
-  }
-};
-
 // One group per stream (kGroups of them) against one token: each activation dword broadcast
 // once for all the groups. For each super-block and row the exact S1 and S2 of
 // chains16/vec_dot_k.cpp, then its two chain steps, chain b % 16.
-template <int kGroups>
+template <class Block, int kGroups>
 void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
                           float* const* y, const int* rows) {
   __m512 chains[kGroups][kChains];
   for (int g = 0; g < kGroups; ++g) std::fill(chains[g], chains[g] + kChains, _mm512_setzero_ps());
-  const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
-  const auto* act = reinterpret_cast<const BlockQ8_K*>(a.a);
+  const BlockQ8_K* act = a.act(0);
   for (int64_t b = 0; b < nb; ++b) {
     const std::byte* sb[kGroups];
     __m512i words[kGroups][3];
     for (int g = 0; g < kGroups; ++g) {
-      sb[g] = groups[g] + b * kSuperblockBytes;
+      sb[g] = groups[g] + b * kSuperblockBytes<Block>;
       prefetch_header(sb[g]);
       for (int v = 0; v < 3; ++v) words[g][v] = _mm512_loadu_si512(sb[g] + kScalesAt + 64 * v);
     }
-    S1Parts s1[kGroups];
+    S1Parts<Block> s1[kGroups];
     auto pair = [&]<int p>() {
       __m512i lo[kGroups], hi[kGroups];
       for (int g = 0; g < kGroups; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
@@ -196,9 +194,10 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
         std::memcpy(&a1, act[b].qs + 64 * p + 32 + 4 * c, 4);
         const __m512i lo_a = _mm512_set1_epi32(a0), hi_a = _mm512_set1_epi32(a1);
         for (int g = 0; g < kGroups; ++g) {
-          const __m512i x = load_qs(sb[g], 8 * p + c);
-          lo[g] = _mm512_dpbusd_epi32(lo[g], _mm512_and_si512(x, low), lo_a);
-          hi[g] = _mm512_dpbusd_epi32(hi[g], _mm512_and_si512(x, high), hi_a);
+          __m512i lo_w, hi_w;
+          unpack_quants<Block, p>(sb[g], c, lo_w, hi_w);
+          lo[g] = _mm512_dpbusd_epi32(lo[g], lo_w, lo_a);
+          hi[g] = _mm512_dpbusd_epi32(hi[g], hi_w, hi_a);
         }
       }
       for (int g = 0; g < kGroups; ++g) {
@@ -215,7 +214,7 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
     for (int g = 0; g < kGroups; ++g) {
       __m512i m[8];
       mins_of(words[g], m);
-      join_chain(chains[g][b % kChains], s1[g].sum(), m, a.pair_sums + b * 8,
+      join_chain(chains[g][b % kChains], s1[g].sum(), m, a.terms + b * 8,
                  _mm512_loadu_si512(sb[g] + kDAt), act[b].d);
     }
   }
@@ -225,34 +224,28 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
   }
 }
 
-// The same for 2-15 tokens (batched decode, a short prefill): each qs line unpacked once for
+// The same for 2-15 tokens (batched decode, a prefill in parts): each qs line unpacked once for
 // all the tokens. y[g]: group g's first output of token 0.
-template <int kGroups>
+template <class Block, int kGroups>
 void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
                 size_t ldy, const int* rows) {
   __m512 chains[kMaxDotTokens][kGroups][kChains];
   for (int64_t t = 0; t < a.tokens; ++t)
     for (int g = 0; g < kGroups; ++g)
       std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
-  const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
-  auto act = [&](int64_t t) { return reinterpret_cast<const BlockQ8_K*>(a.a + t * a.a_stride); };
   for (int64_t b = 0; b < nb; ++b) {
     for (int g = 0; g < kGroups; ++g) {
-      const std::byte* sb = groups[g] + b * kSuperblockBytes;
+      const std::byte* sb = groups[g] + b * kSuperblockBytes<Block>;
       prefetch_header(sb);
       __m512i words[3];
       for (int v = 0; v < 3; ++v) words[v] = _mm512_loadu_si512(sb + kScalesAt + 64 * v);
-      S1Parts s1[kMaxDotTokens];
+      S1Parts<Block> s1[kMaxDotTokens];
       auto pair = [&]<int p>() {
         __m512i lo_w[8], hi_w[8];
-        for (int c = 0; c < 8; ++c) {
-          const __m512i x = load_qs(sb, 8 * p + c);
-          lo_w[c] = _mm512_and_si512(x, low);
-          hi_w[c] = _mm512_and_si512(x, high);
-        }
+        for (int c = 0; c < 8; ++c) unpack_quants<Block, p>(sb, c, lo_w[c], hi_w[c]);
         const __m512i sc_lo = scale_of<2 * p>(words), sc_hi = scale_of<2 * p + 1>(words);
         for (int64_t t = 0; t < a.tokens; ++t) {
-          const int8_t* qs = act(t)[b].qs + 64 * p;
+          const int8_t* qs = a.act(t)[b].qs + 64 * p;
           __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
           for (int c = 0; c < 8; ++c) {
             int32_t a0, a1;
@@ -273,8 +266,8 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
       mins_of(words, m);
       const __m512i d_dmin = _mm512_loadu_si512(sb + kDAt);
       for (int64_t t = 0; t < a.tokens; ++t)
-        join_chain(chains[t][g][b % kChains], s1[t].sum(), m, a.pair_sums + (t * nb + b) * 8,
-                   d_dmin, act(t)[b].d);
+        join_chain(chains[t][g][b % kChains], s1[t].sum(), m, a.terms + (t * nb + b) * 8, d_dmin,
+                   a.act(t)[b].d);
     }
   }
   for (int g = 0; g < kGroups; ++g) {
@@ -284,70 +277,57 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
   }
 }
 
-// group_dots over the tokens kMaxDotTokens at a time, the groups' weights still in cache.
-template <int kGroups>
-void dots_in_parts(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
-                   size_t ldy, const int* rows) {
-  for (int64_t t0 = 0; t0 < a.tokens; t0 += kMaxDotTokens) {
-    float* y_part[kGroups];
-    for (int g = 0; g < kGroups; ++g) y_part[g] = y[g] + t0 * ldy;
-    group_dots<kGroups>(groups, nb, a.part(t0, nb), y_part, ldy, rows);
+template <class B>
+struct WithMinsLayout {
+  using Block = B;
+  static constexpr int kTermsPerSuperblock = 8;
+  static size_t group_bytes(int64_t nb) {
+    return static_cast<size_t>(nb * kSuperblockBytes<Block>);
   }
-}
+  static void pack_group(const std::byte* w, size_t stride, int n, int64_t nb, std::byte* out) {
+    tern::cpu::pack_group<Block>(w, stride, n, nb, out);
+  }
+  static void prepare_terms(const std::byte* a, size_t a_stride, int64_t tokens, int64_t nb,
+                            int32_t* out) {
+    prepare_pair_sums(a, a_stride, tokens, nb, out);
+  }
+  template <int kGroups>
+  static void dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
+                             float* const* y, const int* rows) {
+    group_dots_one_token<Block, kGroups>(groups, nb, a, y, rows);
+  }
+  template <int kGroups>
+  static void dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
+                   size_t ldy, const int* rows) {
+    group_dots<Block, kGroups>(groups, nb, a, y, ldy, rows);
+  }
+};
+using Q4KLayout = WithMinsLayout<BlockQ4_K>;
+using Q5KLayout = WithMinsLayout<BlockQ5_K>;
 
-// A thread reads its groups as kStreams streams in step (read_in_streams), as the packed
-// Q4_0 GEMV does (chains16/q_packed.h, where it was measured).
-constexpr int kStreams = 4;
-
-void matmul_packed(int64_t k, const void* packed, int64_t rows, const void* a_data, size_t a_stride,
-                   int64_t tokens, float* y, size_t ldy) {
+// The Amx level: the AMX GEMM beyond kMaxVnniTokens.
+void matmul_packed_tiles(int64_t k, const void* packed, int64_t rows, const void* a_data,
+                         size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   if (tokens > kMaxVnniTokens) {
     amx_gemm_q4_k_packed(k, packed, rows, a_data, a_stride, tokens, y, ldy);
     return;
   }
-  const int64_t nb = k / kQKK, groups = (rows + kRows - 1) / kRows;
-  const auto* base = static_cast<const std::byte*>(packed);
-  const auto* abytes = static_cast<const std::byte*>(a_data);
-  thread_local std::vector<int32_t> pair_sums;
-  prepare_pair_sums(abytes, a_stride, tokens, nb, pair_sums);
-  // Pointers, not the thread_local: in the parallel region that name is the workers' own.
-  const DotTokens dot{abytes, a_stride, tokens, pair_sums.data()};
-  read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
-    const std::byte* group[kStreams];
-    float* out[kStreams];
-    int rows_in[kStreams];
-    for (int s = 0; s < count; ++s) {
-      group[s] = base + at[s] * nb * kSuperblockBytes;
-      out[s] = y + at[s] * kRows;
-      rows_in[s] = static_cast<int>(std::min<int64_t>(kRows, rows - at[s] * kRows));
-    }
-    if (count == kStreams) {
-      if (tokens == 1) {
-        group_dots_one_token<kStreams>(group, nb, dot, out, rows_in);
-      } else {
-        dots_in_parts<kStreams>(group, nb, dot, out, ldy, rows_in);
-      }
-      return;
-    }
-    for (int s = 0; s < count; ++s) {
-      if (tokens == 1) {
-        group_dots_one_token<1>(group + s, nb, dot, out + s, rows_in + s);
-      } else {
-        dots_in_parts<1>(group + s, nb, dot, out + s, ldy, rows_in + s);
-      }
-    }
-  });
+  matmul_packed<Q4KLayout>(k, packed, rows, a_data, a_stride, tokens, y, ldy);
 }
 
-constexpr PackedKernels kPackedQ4K{kRows, packed_bytes, pack, matmul_packed};
+template <class L>
+constexpr PackedKernels kPacked{kRows, packed_bytes<L>, pack<L>, matmul_packed<L>};
+constexpr PackedKernels kPackedQ4KTiles{kRows, packed_bytes<Q4KLayout>, pack<Q4KLayout>,
+                                        matmul_packed_tiles};
 
 }  // namespace
 
 void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out) {
-  const std::byte* base = static_cast<const std::byte*>(packed) + group * nb * kSuperblockBytes;
+  const std::byte* base =
+      static_cast<const std::byte*>(packed) + group * nb * kSuperblockBytes<BlockQ4_K>;
   for (int r = 0; r < rows; ++r)
     for (int64_t b = 0; b < nb; ++b) {
-      const std::byte* sb = base + b * kSuperblockBytes;
+      const std::byte* sb = base + b * kSuperblockBytes<BlockQ4_K>;
       BlockQ4_K& w = out[r * nb + b];
       std::memcpy(&w, sb + kDAt + r * 4, 4);
       for (int v = 0; v < 3; ++v)
@@ -358,8 +338,8 @@ void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, 
     for (int half = 0; half < 2; ++half) {
       __m512 chunks[kRows], rows_of_dwords[kRows];
       for (int i = 0; i < kRows; ++i)
-        chunks[i] = _mm512_castsi512_ps(
-            _mm512_loadu_si512(base + b * kSuperblockBytes + kQsAt + (16 * half + i) * 64));
+        chunks[i] = _mm512_castsi512_ps(_mm512_loadu_si512(base + b * kSuperblockBytes<BlockQ4_K> +
+                                                           kQsAt + (16 * half + i) * 64));
       transpose16(chunks, rows_of_dwords);
       for (int r = 0; r < rows; ++r)
         _mm512_storeu_si512(out[r * nb + b].qs + 64 * half, _mm512_castps_si512(rows_of_dwords[r]));
@@ -367,7 +347,11 @@ void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, 
 }
 
 const PackedKernels* amx_packed_k(DType weight) {
-  return weight == DType::Q4_K ? &kPackedQ4K : nullptr;
+  return weight == DType::Q4_K ? &kPackedQ4KTiles : nullptr;
 }
+const PackedKernels* chains16_packed_q4_k() { return &kPacked<Q4KLayout>; }
+GemmTileFn chains16_gemm_q4_k() { return gemm<Q4KLayout>; }
+const PackedKernels* chains16_packed_q5_k() { return &kPacked<Q5KLayout>; }
+GemmTileFn chains16_gemm_q5_k() { return gemm<Q5KLayout>; }
 
 }  // namespace tern::cpu

@@ -328,4 +328,30 @@ VecDotFn chains16_vec_dot_k(DType weight) {
   }
 }
 
+const PackedKernels* chains16_packed_k(DType weight) {
+  switch (weight) {
+    case DType::Q4_K:
+      return chains16_packed_q4_k();
+    case DType::Q5_K:
+      return chains16_packed_q5_k();
+    case DType::Q6_K:
+      return chains16_packed_q6_k();
+    default:
+      return nullptr;
+  }
+}
+
+GemmTileFn chains16_gemm_k(DType weight) {
+  switch (weight) {
+    case DType::Q4_K:
+      return chains16_gemm_q4_k();
+    case DType::Q5_K:
+      return chains16_gemm_q5_k();
+    case DType::Q6_K:
+      return chains16_gemm_q6_k();
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace tern::cpu
