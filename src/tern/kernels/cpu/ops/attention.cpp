@@ -36,32 +36,60 @@ constexpr int kMaxRun = 8;
 
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
-// A chunk's K rows are kept in blocks of 16 elements, the 16 keys' blocks side by side, so
-// that the 16 loads of a step of chunk_scores sit at fixed offsets from one pointer (with a
-// row stride the compiler spilled the 16 row pointers).
+// Where a chunk's K and V rows are read from, 16 floats at a time: load(j, d) is elements
+// d .. d + 15 of key j's row, at(j, d) element d alone. The rows either were converted to f32
+// in the item's buffers (KBlocks, F32Rows) or are read from the cache as it holds them
+// (F16Rows, BF16Rows, F32Rows), widened in registers; either way the same floats.
+//
+// A chunk's K rows converted are kept in blocks of 16 elements, the 16 keys' blocks side by
+// side, so that the 16 loads of a step of chunk_scores sit at fixed offsets from one pointer
+// (with a row stride the compiler spilled the 16 row pointers; rows read in place from one
+// cache block are one pointer and a stride).
 // k_blocks: [ceil(hd / 16), kKeyChunk, 16]; element d of key j at (d/16)·256 + j·16 + d%16
 constexpr int kBlockFloats = kKeyChunk * 16;
+struct KBlocks {
+  const float* blocks;
+  F32x16 load(int j, int d) const { return load16(blocks + d / 16 * kBlockFloats + j * 16); }
+};
+struct F32Rows {
+  const float* rows;
+  int64_t stride;  // floats from one key's row to the next
+  F32x16 load(int j, int d) const { return load16(rows + j * stride + d); }
+  float at(int j, int d) const { return rows[j * stride + d]; }
+};
+struct F16Rows {
+  const uint16_t* rows;
+  int64_t stride;
+  F32x16 load(int j, int d) const { return load16_f16(rows + j * stride + d); }
+  float at(int j, int d) const { return f16_to_f32(rows[j * stride + d]); }
+};
+struct BF16Rows {
+  const uint16_t* rows;
+  int64_t stride;
+  F32x16 load(int j, int d) const { return load16_bf16(rows + j * stride + d); }
+  float at(int j, int d) const { return bf16_to_f32(rows[j * stride + d]); }
+};
 
 // Scores of one query head against the 16 keys of a chunk: the products of element d go into
 // lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
-// tree (sum_lanes_of_16). Keys past the chunk's must be finite (they are zeroed), and the
-// elements past hd in the last block zero.
+// tree (sum_lanes_of_16). Keys past the chunk's are masked by the caller: their lanes may
+// hold anything. In the last block, the elements past hd must be zero (KBlocks' pad; rows
+// read in place are only read when hd is whole blocks).
 // q: [hd]
-inline F32x16 chunk_scores(const float* q, const float* k_blocks, int hd) {
+template <class KRows>
+inline F32x16 chunk_scores(const float* q, const KRows& k, int hd) {
   F32x16 acc[kKeyChunk] = {};
   const int full = hd / 16;
   for (int b = 0; b < full; ++b) {
     const F32x16 qd = load16(q + b * 16);
-    const float* kb = k_blocks + b * kBlockFloats;
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * load16(kb + j * 16);
+    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * k.load(j, b * 16);
   }
   if (full * 16 < hd) {
     // The tail of q against the zero pad: 0 · 0 adds nothing to the lanes past it.
     float tail[16] = {};
     std::copy(q + full * 16, q + hd, tail);
     const F32x16 qd = load16(tail);
-    const float* kb = k_blocks + full * kBlockFloats;
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * load16(kb + j * 16);
+    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * k.load(j, full * 16);
   }
   return sum_lanes_of_16(acc);
 }
@@ -69,9 +97,9 @@ inline F32x16 chunk_scores(const float* q, const float* k_blocks, int hd) {
 // o = o * alpha + sum_j p[j] * v[j], each element summed in key order. Eight vectors of o at a
 // time stay in registers across the keys (the same sums as one at a time, with 8 chains in
 // flight instead of 1).
-// o: [hd]; v: [n, stride]
-inline void scale_add_rows(float* o, float alpha, const float* p, const float* v, int n, int hd,
-                           int stride) {
+// o: [hd]; v: n rows
+template <class VRows>
+inline void scale_add_rows(float* o, float alpha, const float* p, const VRows& v, int n, int hd) {
   constexpr int kWide = 8;
   int d0 = 0;
   for (; d0 + kWide * 16 <= hd; d0 += kWide * 16) {
@@ -79,19 +107,18 @@ inline void scale_add_rows(float* o, float alpha, const float* p, const float* v
     for (int k = 0; k < kWide; ++k) acc[k] = load16(o + d0 + k * 16) * alpha;
     for (int j = 0; j < n; ++j) {
       const F32x16 pj = splat16(p[j]);
-      const float* vj = v + j * stride + d0;
-      for (int k = 0; k < kWide; ++k) acc[k] += pj * load16(vj + k * 16);
+      for (int k = 0; k < kWide; ++k) acc[k] += pj * v.load(j, d0 + k * 16);
     }
     for (int k = 0; k < kWide; ++k) store16(o + d0 + k * 16, acc[k]);
   }
   for (; d0 + 16 <= hd; d0 += 16) {
     F32x16 acc = load16(o + d0) * alpha;
-    for (int j = 0; j < n; ++j) acc += splat16(p[j]) * load16(v + j * stride + d0);
+    for (int j = 0; j < n; ++j) acc += splat16(p[j]) * v.load(j, d0);
     store16(o + d0, acc);
   }
   for (int d = d0; d < hd; ++d) {
     float acc = o[d] * alpha;
-    for (int j = 0; j < n; ++j) acc += p[j] * v[j * stride + d];
+    for (int j = 0; j < n; ++j) acc += p[j] * v.at(j, d);
     o[d] = acc;
   }
 }
@@ -130,12 +157,13 @@ struct Chain {
   F32x16 sum;
 };
 
-// Advances a chain by keys c0 .. c0+n-1 of a loaded chunk (n ≤ 16; the rows past n may hold
-// other keys): scores, online softmax, o = o·alpha + p·V.
-// q, o: [hd]; k_blocks: as chunk_scores takes them; v_rows: [16, stride]
-inline void attend_chunk(const float* q, float* o, Chain& chain, const float* k_blocks,
-                         const float* v_rows, int n, const Geometry& g, int stride) {
-  F32x16 s = chunk_scores(q, k_blocks, g.head_dim) * g.scale;
+// Advances a chain by keys c0 .. c0+n-1 of a chunk (n ≤ 16; the rows past n may hold other
+// keys, or anything): scores, online softmax, o = o·alpha + p·V.
+// q, o: [hd]
+template <class KRows, class VRows>
+inline void attend_chunk(const float* q, float* o, Chain& chain, const KRows& k, const VRows& v,
+                         int n, const Geometry& g) {
+  F32x16 s = chunk_scores(q, k, g.head_dim) * g.scale;
   s = lane_index16() < n ? s : splat16(kMinusInf);
   const float new_max = std::max(chain.max, max_lane(s));
   if (new_max == kMinusInf) return;  // all -inf so far
@@ -147,7 +175,7 @@ inline void attend_chunk(const float* q, float* o, Chain& chain, const float* k_
   chain.sum = chain.sum * alpha + p;
   alignas(64) float p_keys[kKeyChunk];
   store16(p_keys, p);
-  scale_add_rows(o, alpha, p_keys, v_rows, n, g.head_dim, stride);
+  scale_add_rows(o, alpha, p_keys, v, n, g.head_dim);
 }
 
 // A work item's queries: `count` consecutive tokens of the flat batch from `first`, all of one
@@ -214,6 +242,21 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
   };
   constexpr bool kScaled = D == KvDtype::Int8 || D == KvDtype::Fp8E4M3 || D == KvDtype::Fp8E5M2;
   auto scale_at = [&](int pos) { return slot_of(pos) * g.n_kv_heads + kvh; };
+  // The float dtypes' chunks are read where they lie when a chunk's keys are rows of one cache
+  // block, a stride apart, and whole blocks of 16 elements: no copy, widened in registers.
+  constexpr bool kFloatRows = D == KvDtype::F16 || D == KvDtype::BF16 || D == KvDtype::F32;
+  const bool in_place = kFloatRows && g.block_size % kKeyChunk == 0 && hd % 16 == 0;
+  const int64_t row_elems = static_cast<int64_t>(g.n_kv_heads) * hd;
+  auto attend_all = [&](int c0, const auto& k, const auto& v) {
+    for (int i = 0; i < run.count; ++i) {
+      if (ctx[i] <= c0) continue;
+      const int n = std::min(kKeyChunk, ctx[i] - c0);
+      for (int h = 0; h < nh; ++h) {
+        const int64_t offset = head_offset(i, h);
+        attend_chunk(q + offset, out + offset, chains[i][h], k, v, n, g);
+      }
+    }
+  };
   for (int c0 = 0; c0 < max_ctx; c0 += kKeyChunk) {
     const int n_loaded = std::min(kKeyChunk, max_ctx - c0);
     // The rows of a kv head are n_kv_heads rows apart and the blocks scattered, which the
@@ -224,6 +267,22 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
         __builtin_prefetch(cache.k + offset + b);
         __builtin_prefetch(cache.v + offset + b);
       }
+    }
+    if (in_place) {
+      // Keys c0 .. c0 + 15 share a block (c0 and the block size are multiples of 16); those
+      // past the context are read but masked, and so are never used.
+      const size_t offset = offset_of(c0);
+      if constexpr (D == KvDtype::F16) {
+        attend_all(c0, F16Rows{reinterpret_cast<const uint16_t*>(cache.k + offset), row_elems},
+                   F16Rows{reinterpret_cast<const uint16_t*>(cache.v + offset), row_elems});
+      } else if constexpr (D == KvDtype::BF16) {
+        attend_all(c0, BF16Rows{reinterpret_cast<const uint16_t*>(cache.k + offset), row_elems},
+                   BF16Rows{reinterpret_cast<const uint16_t*>(cache.v + offset), row_elems});
+      } else if constexpr (D == KvDtype::F32) {
+        attend_all(c0, F32Rows{reinterpret_cast<const float*>(cache.k + offset), row_elems},
+                   F32Rows{reinterpret_cast<const float*>(cache.v + offset), row_elems});
+      }
+      continue;
     }
     for (int j = 0; j < n_loaded; ++j) {
       const size_t offset = offset_of(c0 + j);
@@ -243,14 +302,7 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
     for (int j = n_loaded; j < kKeyChunk; ++j) {
       for (int b = 0; b < stride / 16; ++b) store16(k_blocks + b * kBlockFloats + j * 16, F32x16{});
     }
-    for (int i = 0; i < run.count; ++i) {
-      if (ctx[i] <= c0) continue;
-      const int n = std::min(kKeyChunk, ctx[i] - c0);
-      for (int h = 0; h < nh; ++h) {
-        const int64_t offset = head_offset(i, h);
-        attend_chunk(q + offset, out + offset, chains[i][h], k_blocks, v_rows, n, g, stride);
-      }
-    }
+    attend_all(c0, KBlocks{k_blocks}, F32Rows{v_rows, stride});
   }
   for (int i = 0; i < run.count; ++i) {
     if (ctx[i] == 0) continue;

@@ -5,8 +5,14 @@
 // lane-wise or a fixed shuffle.
 #pragma once
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <cstdint>
 #include <cstring>
+
+#include "tern/core/half.h"
 
 namespace tern::cpu {
 
@@ -21,6 +27,34 @@ inline F32x16 load16(const float* p) {
   return v;
 }
 inline void store16(float* p, F32x16 v) { std::memcpy(p, &v, sizeof v); }
+
+// 16 f16 or bf16 values widened to floats (exact either way).
+inline F32x16 load16_f16(const uint16_t* p) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<F32x16>(
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#elif defined(__F16C__)
+  const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+  F32x16 v;
+  std::memcpy(&v, &lo, sizeof lo);
+  std::memcpy(reinterpret_cast<char*>(&v) + sizeof lo, &hi, sizeof hi);
+  return v;
+#else
+  F32x16 v;
+  for (int i = 0; i < 16; ++i) v[i] = f16_to_f32(p[i]);
+  return v;
+#endif
+}
+inline F32x16 load16_bf16(const uint16_t* p) {
+  using U16x16 = uint16_t __attribute__((vector_size(32)));
+  U16x16 h;
+  std::memcpy(&h, p, sizeof h);
+  const I32x16 bits = __builtin_convertvector(h, I32x16) << 16;
+  F32x16 v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
 inline F32x16 splat16(float x) { return F32x16{} + x; }
 
 // The lane indices 0..15, for masks.
