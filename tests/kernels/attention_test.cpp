@@ -395,14 +395,19 @@ TEST(Attention, EveryKvDtypeIsBatchInvariant) {
 }
 
 // Key chunks follow absolute positions, not cache blocks: the same K/V in caches of different
-// block sizes give the same bits.
+// block sizes give the same bits, though blocks of 16 are read in place and blocks of 3
+// converted row by row.
 TEST(Attention, IndependentOfBlockSize) {
-  const std::vector<Token> tokens{{0, 70}, {0, 5}};
-  Fixture a({4, 2, 64, 16}, {71}, 10);
-  Fixture b({4, 2, 64, 3}, {71}, 10);  // same seed → same K/V values, other blocks
-  ASSERT_EQ(a.keys, b.keys);
-  auto q = random_q(tokens.size(), a.shape, 11);
-  EXPECT_EQ(run(a, tokens, q, 0.125f), run(b, tokens, q, 0.125f));
+  for (KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::F32, KvDtype::Int8, KvDtype::Fp8E4M3,
+                        KvDtype::Fp8E5M2}) {
+    SCOPED_TRACE(std::string(kv_dtype_name(dtype)));
+    const std::vector<Token> tokens{{0, 70}, {0, 5}};
+    Fixture a({4, 2, 64, 16, dtype}, {71}, 10);
+    Fixture b({4, 2, 64, 3, dtype}, {71}, 10);  // same seed → same K/V values, other blocks
+    ASSERT_EQ(a.keys, b.keys);
+    auto q = random_q(tokens.size(), a.shape, 11);
+    EXPECT_EQ(run(a, tokens, q, 0.125f), run(b, tokens, q, 0.125f));
+  }
 }
 
 TEST(Attention, CheckRejectsInconsistentBatches) {

@@ -70,6 +70,62 @@ struct BF16Rows {
   float at(int j, int d) const { return bf16_to_f32(rows[j * stride + d]); }
 };
 
+// The 8-bit dtypes' codes as floats, each row's scale left out (attend_chunk applies it per
+// key): int8 and E5M2 as their values, E4M3 as its value · 2⁻⁸ (its bits shifted into a
+// half's fields; kv_dequant's trick), the 2⁸ going into the key's scale.
+using I8x16 = int8_t __attribute__((vector_size(16)));
+using U8x16 = uint8_t __attribute__((vector_size(16)));
+template <KvDtype D>
+inline F32x16 codes16(const uint8_t* p) {
+#if defined(__AVX512F__)
+  // GCC scalarizes the vector extensions' byte conversions below.
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (D == KvDtype::Int8) {
+    return reinterpret_cast<F32x16>(
+        _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, c)));
+  } else {
+    const __m256i w = _mm256_cvtepu8_epi16(c);
+    __m256i h;
+    if constexpr (D == KvDtype::Fp8E5M2) {
+      h = _mm256_slli_epi16(w, 8);
+    } else {
+      h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7f)), 7),
+                          _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8));
+    }
+    return reinterpret_cast<F32x16>(_mm512_maskz_cvtph_ps(0xffff, h));
+  }
+#endif
+  if constexpr (D == KvDtype::Int8) {
+    I8x16 c;
+    std::memcpy(&c, p, sizeof c);
+    return __builtin_convertvector(c, F32x16);
+  } else {
+    U8x16 c8;
+    std::memcpy(&c8, p, sizeof c8);
+    const U16x16 c = __builtin_convertvector(c8, U16x16);
+    if constexpr (D == KvDtype::Fp8E5M2) {
+      return f16x16_to_f32(c << 8);
+    } else {
+      return f16x16_to_f32(((c & 0x7f) << 7) | ((c & 0x80) << 8));
+    }
+  }
+}
+template <KvDtype D>
+constexpr float kCodeScale = D == KvDtype::Fp8E4M3 ? 1.0f / 256 : 1.0f;
+
+template <KvDtype D>
+struct CodeRows {
+  const uint8_t* rows;
+  int64_t stride;
+  F32x16 load(int j, int d) const { return codes16<D>(rows + j * stride + d); }
+  float at(int j, int d) const {
+    const uint8_t code = rows[j * stride + d];
+    if constexpr (D == KvDtype::Int8) return static_cast<float>(static_cast<int8_t>(code));
+    if constexpr (D == KvDtype::Fp8E5M2) return fp8_e5m2_to_f32(code);
+    return fp8_e4m3_to_f32(code) * kCodeScale<D>;
+  }
+};
+
 // Scores of one query head against the 16 keys of a chunk: the products of element d go into
 // lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
 // tree (sum_lanes_of_16). Keys past the chunk's are masked by the caller: their lanes may
@@ -134,9 +190,10 @@ struct Geometry {
   KvDequantizeFn dequantize;  // the 8-bit dtypes' (this CPU's ISA); nullptr for the others
 };
 
-// One kv head's row of the cache as f32. `row_scale`: the row's f16 scale (8-bit dtypes).
+// One kv head's row of the cache as f32; the 8-bit dtypes' without the row's scale, as
+// codes16 gives them.
 template <KvDtype D>
-inline void load_row(const void* src, uint16_t row_scale, float* dst, const Geometry& g) {
+inline void load_row(const void* src, float* dst, const Geometry& g) {
   const int n = g.head_dim;
   if constexpr (D == KvDtype::F16) {
     f16_to_f32_row(static_cast<const uint16_t*>(src), dst, n);
@@ -146,7 +203,7 @@ inline void load_row(const void* src, uint16_t row_scale, float* dst, const Geom
     const float* s = static_cast<const float*>(src);
     std::copy(s, s + n, dst);
   } else {
-    g.dequantize(static_cast<const uint8_t*>(src), f16_to_f32(row_scale), dst, n);
+    g.dequantize(static_cast<const uint8_t*>(src), kCodeScale<D>, dst, n);
   }
 }
 
@@ -157,13 +214,23 @@ struct Chain {
   F32x16 sum;
 };
 
+// A chunk's per-key scales of the 8-bit dtypes' rows (kept out of the rows' sums: one multiply
+// per key instead of one per element).
+struct KeyScales {
+  alignas(64) float k[kKeyChunk];
+  alignas(64) float v[kKeyChunk];
+};
+
 // Advances a chain by keys c0 .. c0+n-1 of a chunk (n ≤ 16; the rows past n may hold other
-// keys, or anything): scores, online softmax, o = o·alpha + p·V.
+// keys, or anything): scores, online softmax, o = o·alpha + p·V. `scales`: the keys' K and V
+// row scales (8-bit dtypes), or nullptr.
 // q, o: [hd]
 template <class KRows, class VRows>
 inline void attend_chunk(const float* q, float* o, Chain& chain, const KRows& k, const VRows& v,
-                         int n, const Geometry& g) {
-  F32x16 s = chunk_scores(q, k, g.head_dim) * g.scale;
+                         int n, const Geometry& g, const KeyScales* scales) {
+  F32x16 s = chunk_scores(q, k, g.head_dim);
+  if (scales != nullptr) s = s * load16(scales->k);
+  s = s * g.scale;
   s = lane_index16() < n ? s : splat16(kMinusInf);
   const float new_max = std::max(chain.max, max_lane(s));
   if (new_max == kMinusInf) return;  // all -inf so far
@@ -174,7 +241,7 @@ inline void attend_chunk(const float* q, float* o, Chain& chain, const KRows& k,
   chain.max = new_max;
   chain.sum = chain.sum * alpha + p;
   alignas(64) float p_keys[kKeyChunk];
-  store16(p_keys, p);
+  store16(p_keys, scales != nullptr ? p * load16(scales->v) : p);
   scale_add_rows(o, alpha, p_keys, v, n, g.head_dim);
 }
 
@@ -240,20 +307,21 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
   auto offset_of = [&](int pos) {
     return static_cast<size_t>(slot_of(pos)) * row_bytes + head_bytes;
   };
-  constexpr bool kScaled = D == KvDtype::Int8 || D == KvDtype::Fp8E4M3 || D == KvDtype::Fp8E5M2;
   auto scale_at = [&](int pos) { return slot_of(pos) * g.n_kv_heads + kvh; };
-  // The float dtypes' chunks are read where they lie when a chunk's keys are rows of one cache
-  // block, a stride apart, and whole blocks of 16 elements: no copy, widened in registers.
-  constexpr bool kFloatRows = D == KvDtype::F16 || D == KvDtype::BF16 || D == KvDtype::F32;
-  const bool in_place = kFloatRows && g.block_size % kKeyChunk == 0 && hd % 16 == 0;
+  // A chunk is read where it lies when its keys are rows of one cache block, a stride apart,
+  // and whole blocks of 16 elements: no copy, widened in registers.
+  constexpr bool kScaled = D == KvDtype::Int8 || D == KvDtype::Fp8E4M3 || D == KvDtype::Fp8E5M2;
+  const bool in_place = g.block_size % kKeyChunk == 0 && hd % 16 == 0;
   const int64_t row_elems = static_cast<int64_t>(g.n_kv_heads) * hd;
+  KeyScales key_scales{};
+  const KeyScales* scales = kScaled ? &key_scales : nullptr;
   auto attend_all = [&](int c0, const auto& k, const auto& v) {
     for (int i = 0; i < run.count; ++i) {
       if (ctx[i] <= c0) continue;
       const int n = std::min(kKeyChunk, ctx[i] - c0);
       for (int h = 0; h < nh; ++h) {
         const int64_t offset = head_offset(i, h);
-        attend_chunk(q + offset, out + offset, chains[i][h], k, v, n, g);
+        attend_chunk(q + offset, out + offset, chains[i][h], k, v, n, g, scales);
       }
     }
   };
@@ -281,22 +349,29 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
       } else if constexpr (D == KvDtype::F32) {
         attend_all(c0, F32Rows{reinterpret_cast<const float*>(cache.k + offset), row_elems},
                    F32Rows{reinterpret_cast<const float*>(cache.v + offset), row_elems});
+      } else {
+        for (int j = 0; j < kKeyChunk; ++j) {  // past the context: anything, masked
+          const int64_t at = scale_at(c0) + int64_t{j} * g.n_kv_heads;
+          key_scales.k[j] = f16_to_f32(cache.k_scales[at]) / kCodeScale<D>;
+          key_scales.v[j] = f16_to_f32(cache.v_scales[at]) / kCodeScale<D>;
+        }
+        attend_all(c0, CodeRows<D>{reinterpret_cast<const uint8_t*>(cache.k + offset), row_elems},
+                   CodeRows<D>{reinterpret_cast<const uint8_t*>(cache.v + offset), row_elems});
       }
       continue;
     }
     for (int j = 0; j < n_loaded; ++j) {
       const size_t offset = offset_of(c0 + j);
-      uint16_t k_scale = 0, v_scale = 0;
       if constexpr (kScaled) {
         const int64_t at = scale_at(c0 + j);
-        k_scale = cache.k_scales[at];
-        v_scale = cache.v_scales[at];
+        key_scales.k[j] = f16_to_f32(cache.k_scales[at]) / kCodeScale<D>;
+        key_scales.v[j] = f16_to_f32(cache.v_scales[at]) / kCodeScale<D>;
       }
-      load_row<D>(cache.k + offset, k_scale, k_row, g);
+      load_row<D>(cache.k + offset, k_row, g);
       for (int b = 0; b < stride / 16; ++b) {
         store16(k_blocks + b * kBlockFloats + j * 16, load16(k_row + b * 16));
       }
-      load_row<D>(cache.v + offset, v_scale, v_rows + j * stride, g);
+      load_row<D>(cache.v + offset, v_rows + j * stride, g);
     }
     // Only the last chunk is short; its missing keys are scored (and masked), so zero them.
     for (int j = n_loaded; j < kKeyChunk; ++j) {

@@ -32,7 +32,7 @@ inline void store16(float* p, F32x16 v) { std::memcpy(p, &v, sizeof v); }
 inline F32x16 load16_f16(const uint16_t* p) {
 #if defined(__AVX512F__)
   return reinterpret_cast<F32x16>(
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+      _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
 #elif defined(__F16C__)
   const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
@@ -46,8 +46,18 @@ inline F32x16 load16_f16(const uint16_t* p) {
   return v;
 #endif
 }
+// 16 f16 bit patterns in a register widened to floats.
+using U16x16 = uint16_t __attribute__((vector_size(32)));
+inline F32x16 f16x16_to_f32(U16x16 h) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<F32x16>(_mm512_maskz_cvtph_ps(0xffff, reinterpret_cast<__m256i>(h)));
+#else
+  uint16_t bits[16];
+  std::memcpy(bits, &h, sizeof bits);
+  return load16_f16(bits);
+#endif
+}
 inline F32x16 load16_bf16(const uint16_t* p) {
-  using U16x16 = uint16_t __attribute__((vector_size(32)));
   U16x16 h;
   std::memcpy(&h, p, sizeof h);
   const I32x16 bits = __builtin_convertvector(h, I32x16) << 16;
