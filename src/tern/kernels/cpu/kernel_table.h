@@ -12,8 +12,8 @@ namespace tern::cpu {
 
 struct KernelRow {
   TypeKernels kernels;  // vec_dot == nullptr: tern has no kernels for the type
-  // Where the row's kernels live, relative to kernels/cpu/ ("avx512/vec_dot_k" is
-  // arch/x86/avx512/vec_dot_k.cpp); the level below's where the row is inherited.
+  // Where the row's kernels live, relative to kernels/cpu/ ("avx512/vec_dot_q" is
+  // arch/x86/avx512/vec_dot_q.cpp); the level below's where the row is inherited.
   const char* source = nullptr;
   Isa from = Isa::Scalar;  // the level whose kernels these are (== the row's level, or below)
 };

@@ -1,6 +1,7 @@
-// Helpers shared by the AMX level's K-type files (chains16/vec_dot_k.cpp: the arithmetic and its
-// GEMV; amx/gemm_k.cpp: the GEMM; chains16/matmul_k_packed.cpp: packed Q4_K) and only them.
-// Internal linkage, so each compiles its own copy.
+// Helpers shared by the K-type files of the 16-chain levels (chains16/vec_dot_k.cpp: the
+// arithmetic and its GEMV; k_packed.h, matmul_k_packed.cpp, matmul_q6_k_packed.cpp: the packed
+// matmuls; amx/gemm_k.cpp: the GEMM on tiles) and only them. Internal linkage, so each compiles
+// its own copy.
 #pragma once
 
 #include <cstddef>
@@ -62,10 +63,6 @@ constexpr int kMaxFewTokens = 15;
 
 }  // namespace
 
-// The GEMV's values for tokens ≤ kMaxFewTokens with each weight super-block unpacked once
-// (chains16/gemm_k_few_tokens.cpp), for the GEMM below its tile threshold. Block: Q4_K, Q5_K, Q6_K.
-//   w_data [rows] rows of k / 256 blocks, w_stride bytes apart; a_data [tokens] Q8_K rows
-//   a_stride bytes apart; y [tokens][ldy], rows 0..rows-1 of each written.
 // Q4_K weights packed for the GEMV (chains16/matmul_k_packed.cpp): group g's `rows` rows restored
 // to the file's layout, out: [rows][nb] blocks.
 void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out);
@@ -82,6 +79,10 @@ GemmTileFn chains16_gemm_q6_k();
 void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const void* a_data,
                           size_t a_stride, int64_t tokens, float* y, size_t ldy);
 
+// The GEMV's values for tokens ≤ kMaxFewTokens with each weight super-block unpacked once
+// (chains16/gemm_k_few_tokens.cpp), for the GEMM below its tile threshold. Block: Q4_K, Q5_K, Q6_K.
+//   w_data [rows] rows of k / 256 blocks, w_stride bytes apart; a_data [tokens] Q8_K rows
+//   a_stride bytes apart; y [tokens][ldy], rows 0..rows-1 of each written.
 template <class Block>
 void amx_gemm_k_few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t rows,
                            const std::byte* a_data, size_t a_stride, int64_t tokens, float* y,

@@ -1,20 +1,25 @@
-// The AMX level's Q4_K matmul on weights packed in groups of 16 rows. The GEMV on the file's
-// rows (chains16/vec_dot_k.cpp, where the arithmetic is defined) spends ~5 instructions per 64
-// products, a scale shuffle among them, and read 18 GiB/s per core from L2 where memory gives
-// each of two cores ~14: Qwen3 Q4_K_M decoded at ~76% of the bandwidth where Q4_0 reached
-// 82-91%. Here, with 16 rows in the lanes, one vpdpbusd takes 64 products against a broadcast
-// activation dword, and the scales multiply once per 32-element sub-block of 16 rows (33 GiB/s
-// per core from L2).
+// Q4_K's and Q5_K's matmuls on weights packed in groups of 16 rows (the driver is
+// chains16/k_packed.h). The GEMV on the file's rows (chains16/vec_dot_k.cpp, where the
+// arithmetic is defined) spends ~5 instructions per 64 products, a scale shuffle among them,
+// and read 18 GiB/s per core from L2 where memory gave each of two cores ~14 (the Intel AMX
+// machine): Qwen3 Q4_K_M decoded at ~76% of the bandwidth where Q4_0 reached 82-91%. Here,
+// with 16 rows in the lanes, one vpdpbusd takes 64 products against a broadcast activation
+// dword, and the scales multiply once per 32-element sub-block of 16 rows (33 GiB/s per core
+// from L2).
 //
-// A group's super-block b (16 rows; kSuperblockBytes = 16 · 144, the file's bytes reordered):
+// A group's super-block b (16 rows; kSuperblockBytes = 16 · sizeof(Block), the file's bytes
+// reordered):
 //   scales [3 words][16 rows][4 bytes]    word v: bytes 4v..4v+3 of the row's 12 scale bytes
 //   d      [16 rows][4 bytes]             the row's (d, dmin) f16 pair
 //   qs     [32 chunks][16 rows][4 bytes]  chunk c: bytes 4c..4c+3 of the row's qs, which hold
 //                                         elements 64 (c / 8) + 4 (c % 8) .. +3 of sub-block
 //                                         2 (c / 8) in their low nibbles, and the same elements
 //                                         of sub-block 2 (c / 8) + 1 in their high ones
-// The last group's missing rows are zero. Up to 32 tokens take the VNNI dots below; beyond,
-// the AMX GEMM (amx/gemm_k.cpp) restores each tile's rows to the file's layout first.
+//   qh     [8 chunks][16 rows][4 bytes]   Q5_K: chunk c: bytes 4c..4c+3 of the row's qh, bit s
+//                                         the fifth bit of the elements 4c..4c+3 of sub-block s
+// The last group's missing rows are zero. The Avx512 level takes the VNNI dots below for every
+// token count; the Amx level (Q4_K only) for up to 32 tokens, and beyond them the AMX GEMM
+// (amx/gemm_k.cpp), which restores each tile's rows to the file's layout first.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
