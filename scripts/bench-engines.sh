@@ -8,7 +8,7 @@
 # cache, both after an unmeasured warm-up run, -t threads, each run's figure the mean over -r
 # repetitions within it.
 #
-# usage: scripts/bench-engines.sh TERN_BIN FILE.gguf... 
+# usage: scripts/bench-engines.sh TERN_BIN FILE.gguf...
 #   env LLAMA_CPP=<llama.cpp build/bin>, IK_LLAMA_CPP=<ik_llama.cpp build/bin>, TERN_BASE=<another
 #   tern binary, e.g. main before a change> (each optional),
 #   ROUNDS (3), THREADS (2), PP (512), TG (64), REPS (3), RTR (1: ik_llama.cpp runs with -rtr 1,
