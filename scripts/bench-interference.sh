@@ -3,6 +3,7 @@
 # steady rate while long prompts arrive now and then, on the same two cores in every setup:
 #   whole      one instance, whole prefill (--no-enable-chunked-prefill), both cores
 #   chunkedN   one instance, chunked prefill at a budget of N tokens, both cores
+#   stepN      chunked512 with each step sized to about N ms as well (--max-step-ms N)
 #   pd         a prefill and a decode instance, one core each, behind tern router
 #   pdshared   the same two instances on both cores, two threads each, the prefill instance's
 #              compute at a lower CPU priority (--compute-nice PD_NICE, 19 unless set): decode
@@ -89,6 +90,9 @@ for setup in $setups; do
       bench whole http://127.0.0.1:8101 ;;
     chunked*)
       start 0,1 8101 --max-num-batched-tokens "${setup#chunked}"
+      bench "$setup" http://127.0.0.1:8101 ;;
+    step*)
+      start 0,1 8101 --max-num-batched-tokens 512 --max-step-ms "${setup#step}"
       bench "$setup" http://127.0.0.1:8101 ;;
     pd)
       start 0 8101 --kv-transfer-config '{"kv_connector":"UcxConnector","kv_role":"kv_producer","kv_port":14579}'

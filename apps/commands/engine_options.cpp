@@ -29,6 +29,12 @@ void EngineOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--max-num-batched-tokens", config.scheduler.max_num_batched_tokens,
                   "Tokens in one step at most (the chunked-prefill budget)")
       ->capture_default_str();
+  cmd->add_option("--max-step-ms", config.max_step_ms,
+                  "Size each step by time too: no more prompt tokens than the measured step "
+                  "costs say fit in this many ms, so that a long prompt's chunks do not stall the "
+                  "streams decoding beside it (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--no-enable-chunked-prefill", no_chunked_prefill,
                 "Prefill prompts whole (to measure what chunking does)");
   speculative.add_to(cmd);

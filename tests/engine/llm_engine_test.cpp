@@ -54,6 +54,30 @@ TEST(LLMEngine, BatchInvariantStories260K) {
   expect_batch_invariant(testing::stories260k, 64, 150, 24);
 }
 
+// --max-step-ms: with a limit no step fits, every step takes its floor (each running sequence's
+// token and one more), so prompts are cut into many more steps; with one every step fits, the
+// token budget alone decides. The outputs are the same either way.
+TEST(LLMEngine, StepsSizedByTimeCutPromptsAndKeepTheOutputs) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const int32_t vocab = static_cast<int32_t>(testing::stories260k().config.vocab_size);
+  const auto prompts = random_prompts(6, 120, vocab, 9);
+  const std::vector<SamplingParams> params(prompts.size(), greedy(8));
+  auto steps_and_outputs = [&](double max_step_ms) {
+    EngineConfig c = small_engine(64);  // the first step, before any cost is measured, fills it
+    c.max_step_ms = max_step_ms;
+    LLM llm(testing::stories260k(), c);
+    auto outputs = llm.generate(prompts, params);
+    return std::make_pair(llm.engine().stats().num_steps, std::move(outputs));
+  };
+  const auto [steps_off, off] = steps_and_outputs(0);
+  const auto [steps_tight, tight] = steps_and_outputs(1e-9);
+  const auto [steps_loose, loose] = steps_and_outputs(1e9);
+  expect_same_outputs(tight, off, "steps at their floor");
+  expect_same_outputs(loose, off, "steps within a loose limit");
+  EXPECT_GT(steps_tight, 3 * steps_off);
+  EXPECT_EQ(steps_loose, steps_off);
+}
+
 TEST(LLMEngine, BatchInvariantTinyQwen3) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer_config.json");

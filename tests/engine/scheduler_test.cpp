@@ -71,6 +71,19 @@ TEST(Scheduler, ChunksALongPromptAndPutsDecodesFirst) {
   EXPECT_EQ(b->num_computed_tokens, 25);
 }
 
+// A step's own budget (the engine's, sized by time) cuts the chunk, and never raises the cap.
+TEST(Scheduler, AStepBudgetBelowTheCapCutsTheChunk) {
+  Fixture f(64, 4, config(8, 10));
+  Sequence* a = f.add(25);
+  SchedulerStep s1 = f.scheduler.schedule(nullptr, 4);
+  ASSERT_EQ(s1.chunks.size(), 1u);
+  EXPECT_EQ(s1.chunks[0].seq, a);
+  EXPECT_EQ(s1.chunks[0].num_tokens, 4);
+  f.scheduler.complete(s1);
+  SchedulerStep s2 = f.scheduler.schedule(nullptr, 100);
+  EXPECT_EQ(s2.chunks[0].num_tokens, 10);  // the cap
+}
+
 TEST(Scheduler, WithoutChunkingAPromptWaitsForRoomInTheBudget) {
   Fixture f(64, 4, config(8, 10, /*chunked=*/false));
   f.add(3);

@@ -43,12 +43,16 @@ SpeculativeConfig draft_config(int32_t k, int32_t disable_by_batch_size = 0) {
   return c;
 }
 
-Speculator priced(double draft_scale, int32_t disable_by_batch_size = 0) {
-  Speculator s(draft_config(4, disable_by_batch_size),
-               std::make_unique<PricedProposer>(draft_scale));
-  for (int64_t n : {1, 2, 3, 4, 5, 8, 16, 32, 64}) s.record_target_forward(n, 0.020 + 0.0005 * n);
-  return s;
-}
+// The target's step costs (the engine's, which the speculator reads) and the speculator.
+struct Priced {
+  ForwardCosts target_costs;
+  Speculator s;
+  Priced(double draft_scale, int32_t disable_by_batch_size)
+      : s(draft_config(4, disable_by_batch_size), std::make_unique<PricedProposer>(draft_scale),
+          target_costs) {
+    for (int64_t n : {1, 2, 3, 4, 5, 8, 16, 32, 64}) target_costs.record(n, 0.020 + 0.0005 * n);
+  }
+};
 
 struct OneSequence {
   Sequence seq;
@@ -58,7 +62,8 @@ struct OneSequence {
 };
 
 TEST(Speculator, ADraftAsCostlyAsTheTargetNeverDraftsAndSaysWhy) {
-  Speculator s = priced(1.0);
+  Priced p(1.0, 0);
+  Speculator& s = p.s;
   OneSequence one(4);
   s.choose_drafts(one.candidates, 0, 1);
   EXPECT_EQ(one.state.planned, 0);
@@ -88,7 +93,8 @@ TEST(Speculator, ADraftAsCostlyAsTheTargetNeverDraftsAndSaysWhy) {
 }
 
 TEST(Speculator, ACheapDraftDraftsAndLeavesNoReason) {
-  Speculator s = priced(0.05);
+  Priced p(0.05, 0);
+  Speculator& s = p.s;
   OneSequence one(4);
   s.choose_drafts(one.candidates, 0, 1);
   EXPECT_EQ(one.state.planned, 4);
@@ -96,7 +102,8 @@ TEST(Speculator, ACheapDraftDraftsAndLeavesNoReason) {
 }
 
 TEST(Speculator, NothingToProposeAndBatchSizeAreTheirOwnReasons) {
-  Speculator s = priced(0.05, 2);
+  Priced p(0.05, 2);
+  Speculator& s = p.s;
   OneSequence none(0);  // its last token, or no n-gram match
   s.choose_drafts(none.candidates, 0, 1);
   EXPECT_EQ(s.idle().commonest_since({}), SpecIdle::Why::kNoProposal);

@@ -18,9 +18,12 @@ struct EngineConfig {
   std::optional<uint64_t> kv_cache_memory;  // --kv-cache-memory, bytes
   std::optional<double> kv_cache_fraction;  // --kv-cache-fraction of available memory
   bool enable_prefix_caching = true;        // --no-enable-prefix-caching turns it off
-  SchedulerConfig scheduler;      // --max-num-seqs, --max-num-batched-tokens, chunked prefill
-  uint64_t seed = 0;              // --seed: seeds of requests that bring none
-  SpeculativeConfig speculative;  // --speculative-config / --speculative-model
+  SchedulerConfig scheduler;  // --max-num-seqs, --max-num-batched-tokens, chunked prefill
+  // --max-step-ms: steps sized by time too: a step takes no more tokens than the measured
+  // forward costs say fit in it (at least one per running sequence and one more). 0: off.
+  double max_step_ms = 0;
+  uint64_t seed = 0;                                // --seed: seeds of requests that bring none
+  SpeculativeConfig speculative;                    // --speculative-config / --speculative-model
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;  // --kv-cache-dtype (a draft's cache too)
   disagg::KvTransferConfig kv_transfer;             // --kv-transfer-config / --role: disaggregation
 };

@@ -65,9 +65,11 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
   const SpeculativeConfig& spec = config.speculative;
   if (!spec.enabled()) return;
   speculator_ = std::make_unique<Speculator>(
-      spec, make_proposer(spec, {&tokenizer_, decoder.config().vocab_size, draft, draft_tokenizer,
-                                 plan_.num_blocks, config.block_size, plan_.max_model_len,
-                                 config.kv_cache_dtype}));
+      spec,
+      make_proposer(
+          spec, {&tokenizer_, decoder.config().vocab_size, draft, draft_tokenizer, plan_.num_blocks,
+                 config.block_size, plan_.max_model_len, config.kv_cache_dtype}),
+      step_costs_);
   if (spec.method == SpeculativeMethod::kDraftModel) {
     // One KV layout for both, so that only the models are compared.
     const cpu::KvCacheConfig& kv = runner_.cache().config();

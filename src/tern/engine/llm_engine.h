@@ -161,6 +161,9 @@ class LLMEngine {
   // lease a prefill for a decode instance holds, the error.
   void report(const Request& request, std::vector<RequestOutput>& outputs,
               std::optional<std::string> error = {});
+  // This step's token budget: max_num_batched_tokens, or with --max-step-ms what the
+  // measured step costs say fits in that time.
+  int64_t step_token_budget() const;
   std::unique_ptr<Completion> make_completion(Request& request, int32_t index,
                                               std::span<const int32_t> prompt);
   void erase_finished_requests();
@@ -173,6 +176,9 @@ class LLMEngine {
   BlockManager blocks_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  // Seconds of a step (forward and sampling) by its tokens: the speculator's prices, and with
+  // --max-step-ms the step budget's.
+  ForwardCosts step_costs_;
   std::unique_ptr<Speculator> speculator_;  // null without speculative decoding
   // Compiled constraints over this tokenizer; made by the first constrained request.
   std::unique_ptr<structured::StructuredOutputs> structured_;

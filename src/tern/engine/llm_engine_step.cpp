@@ -44,7 +44,28 @@ void LLMEngine::before_schedule(std::vector<RequestOutput>& outputs) {
 
 SchedulerStep LLMEngine::schedule() {
   if (speculator_) plan_drafts();
-  return scheduler_.schedule(drafts_wanted_);
+  return scheduler_.schedule(drafts_wanted_, step_token_budget());
+}
+
+int64_t LLMEngine::step_token_budget() const {
+  const int64_t most = scheduler_.config().max_num_batched_tokens;
+  if (config_.max_step_ms <= 0 || step_costs_.empty()) return most;
+  // Every running sequence's next token, and one more so that a prompt always advances: a
+  // step of decodes alone may take longer than the limit, but is not cut.
+  const int64_t least = std::min(most, scheduler_.num_running() + 1);
+  const double limit = config_.max_step_ms / 1e3;
+  // The largest budget whose estimate fits, by bisection: estimates grow with the tokens
+  // (measurement noise aside, which at worst leaves a budget smaller than it could be).
+  int64_t lo = least, hi = most;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (step_costs_.estimate(mid) <= limit) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
 }
 
 void LLMEngine::plan_drafts() {
@@ -133,10 +154,9 @@ void LLMEngine::sample(const SchedulerStep& step, std::span<const float> logits)
                         std::span<const int32_t>(seq.draft_token_ids).first(job.num_drafts),
                         job.draft_request, results[i]);
   }
-  // The target's cost of a step is its forward and its sampling: a verify processes K + 1 rows
-  // of the distribution where plain decoding processes one.
-  if (speculator_)
-    speculator_->record_target_forward(step.num_tokens, seconds_since(forward_start_));
+  // A step's cost is its forward and its sampling: a verify processes K + 1 rows of the
+  // distribution where plain decoding processes one.
+  step_costs_.record(step.num_tokens, seconds_since(forward_start_));
 }
 
 void LLMEngine::update_from_output(std::vector<RequestOutput>& outputs) {

@@ -97,9 +97,10 @@ void Scheduler::preempt(Sequence* seq, SchedulerStep& step) {
   ++num_preemptions_;
 }
 
-SchedulerStep Scheduler::schedule(const DraftsWanted& drafts_wanted) {
+SchedulerStep Scheduler::schedule(const DraftsWanted& drafts_wanted, int64_t max_tokens) {
   SchedulerStep step;
-  int64_t budget = config_.max_num_batched_tokens;
+  int64_t budget = max_tokens > 0 ? std::min(max_tokens, config_.max_num_batched_tokens)
+                                  : config_.max_num_batched_tokens;
 
   // Running sequences, oldest first. Preempting takes the newest, possibly this one.
   for (size_t i = 0; i < running_.size() && budget > 0;) {

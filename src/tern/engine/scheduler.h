@@ -84,8 +84,9 @@ class Scheduler {
 
   // One step's plan. With `drafts_wanted`, a running sequence that decodes asks for 1 + its
   // drafts of the budget and blocks for them; drafts the budget or the free blocks cannot
-  // hold are dropped before anyone is preempted for them.
-  SchedulerStep schedule(const DraftsWanted& drafts_wanted = nullptr);
+  // hold are dropped before anyone is preempted for them. `max_tokens` > 0: this step's token
+  // budget, when less than max_num_batched_tokens (a step sized by time, LLMEngine).
+  SchedulerStep schedule(const DraftsWanted& drafts_wanted = nullptr, int64_t max_tokens = 0);
   // After the forward of `step`: the chunks' tokens are computed (of a verify, only the token
   // before the drafts, until accept_drafts says how many drafts hold); full blocks enter the
   // prefix cache.

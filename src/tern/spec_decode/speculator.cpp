@@ -102,8 +102,9 @@ std::string SpecIdle::describe(Why why) const {
   return out;
 }
 
-Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer> proposer)
-    : config_(config), proposer_(std::move(proposer)) {
+Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer> proposer,
+                       ForwardCosts& target_costs)
+    : config_(config), proposer_(std::move(proposer)), target_costs_(target_costs) {
   if (!config_.enabled() || !proposer_) throw Error("internal: a speculator without a method");
   stats_.accepted_per_position.assign(static_cast<size_t>(config_.num_speculative_tokens), 0);
 }

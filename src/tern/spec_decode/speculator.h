@@ -91,7 +91,10 @@ struct SpecSequenceState {
 class Speculator {
  public:
   // Throws tern::Error for a disabled config.
-  Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer> proposer);
+  // `target_costs`: the engine's record of its steps' seconds (forward and sampling) by tokens,
+  // which calibrate fills first; it must outlive this.
+  Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer> proposer,
+             ForwardCosts& target_costs);
 
   // Times forwards of the target (`target` over its `target_cache`) and of the draft of the
   // sizes a verify and a draft step of up to K + 1 tokens per sequence take, so the first plans
@@ -128,11 +131,6 @@ class Speculator {
 
   // A verify of `drafted` drafts accepted the first `accepted`.
   void observe(SpecSequenceState& state, int32_t drafted, int32_t accepted);
-  // A target forward of `num_tokens` tokens took `seconds`.
-  void record_target_forward(int64_t num_tokens, double seconds) {
-    target_costs_.record(num_tokens, seconds);
-  }
-
   Proposer& proposer() { return *proposer_; }
   const SpeculativeConfig& config() const { return config_; }
   const SpecDecodeStats& stats() const { return stats_; }
@@ -144,7 +142,7 @@ class Speculator {
 
   SpeculativeConfig config_;
   std::unique_ptr<Proposer> proposer_;
-  ForwardCosts target_costs_;
+  ForwardCosts& target_costs_;
   SpecDecodeStats stats_;
   SpecIdle idle_;
   double all_accepted_ = 0.0, all_tested_ = 0.0;  // every sequence's, decayed: the prior
