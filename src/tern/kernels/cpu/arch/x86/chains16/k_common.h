@@ -1,5 +1,5 @@
 // Helpers shared by the K-type files of the 16-chain levels (chains16/vec_dot_k.cpp: the
-// arithmetic and its GEMV; k_packed.h, matmul_k_packed.cpp, matmul_q6_k_packed.cpp: the packed
+// arithmetic and its GEMV; matmul_k_packed.cpp, matmul_q6_k_packed.cpp: the packed
 // matmuls; amx/gemm_k.cpp: the GEMM on tiles) and only them. Internal linkage, so each compiles
 // its own copy.
 #pragma once
@@ -67,7 +67,7 @@ constexpr int kMaxFewTokens = 15;
 // to the file's layout, out: [rows][nb] blocks.
 void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out);
 // The matmuls on weights packed in groups of 16 rows, every token count as VNNI dots
-// (chains16/k_packed.h), and their GEMMs on the file's rows, which pack per call.
+// (chains16/packed_matmul.h), and their GEMMs on the file's rows, which pack per call.
 const PackedKernels* chains16_packed_q4_k();
 GemmTileFn chains16_gemm_q4_k();
 const PackedKernels* chains16_packed_q5_k();

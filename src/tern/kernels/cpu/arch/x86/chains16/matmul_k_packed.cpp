@@ -1,5 +1,5 @@
 // Q4_K's and Q5_K's matmuls on weights packed in groups of 16 rows (the driver is
-// chains16/k_packed.h). The GEMV on the file's rows (chains16/vec_dot_k.cpp, where the
+// chains16/packed_matmul.h). The GEMV on the file's rows (chains16/vec_dot_k.cpp, where the
 // arithmetic is defined) spends ~5 instructions per 64 products, a scale shuffle among them,
 // and read 18 GiB/s per core from L2 where memory gave each of two cores ~14 (the Intel AMX
 // machine): Qwen3 Q4_K_M decoded at ~76% of the bandwidth where Q4_0 reached 82-91%. Here,
@@ -29,7 +29,7 @@
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
 #include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
-#include "tern/kernels/cpu/arch/x86/chains16/k_packed.h"
+#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
@@ -94,17 +94,19 @@ inline __m512i min_of(const __m512i* words) {
   return six_bits<j, 1, 4>(words);
 }
 
-// What the dots take from a token's activation super-block b besides its qs: the pair sums of
-// its 16-element sums, bsum_2j + bsum_2j+1 for sub-block j. out: [tokens][nb][8].
-void prepare_pair_sums(const std::byte* a_data, size_t a_stride, int64_t tokens, int64_t nb,
-                       int32_t* out) {
-  for (int64_t t = 0; t < tokens; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(a_data + t * a_stride);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int j = 0; j < 8; ++j)
-        out[(t * nb + b) * 8 + j] = a[b].bsums[2 * j] + a[b].bsums[2 * j + 1];
-  }
+// What the dots take from a token's activation super-block besides its qs: the pair sums of
+// its 16-element sums, bsum_2j + bsum_2j+1 for sub-block j.
+struct PairSums {
+  int32_t of[8];
+};
+PairSums pair_sums(const BlockQ8_K& a) {
+  PairSums out;
+  for (int j = 0; j < 8; ++j) out.of[j] = a.bsums[2 * j] + a.bsums[2 * j + 1];
+  return out;
 }
+
+template <class B>
+struct WithMinsLayout;
 
 // The 16 rows' mins of a super-block, m[j] for sub-block j.
 inline void mins_of(const __m512i* words, __m512i* m) {
@@ -116,11 +118,11 @@ inline void mins_of(const __m512i* words, __m512i* m) {
 
 // A super-block's two chain steps (chains16/vec_dot_k.cpp) for 16 rows: S1 joins by f16(d) · a.d,
 // then S2 = Σ_j m_j · pair_sums[j] leaves by f16(dmin) · a.d. d_dmin: the rows' (d, dmin).
-inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const int32_t* pair_sums,
+inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const PairSums& pairs,
                        __m512i d_dmin, float a_d) {
-  __m512i s2 = _mm512_mullo_epi32(m[0], _mm512_set1_epi32(pair_sums[0]));
+  __m512i s2 = _mm512_mullo_epi32(m[0], _mm512_set1_epi32(pairs.of[0]));
   for (int j = 1; j < 8; ++j)
-    s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(m[j], _mm512_set1_epi32(pair_sums[j])));
+    s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(m[j], _mm512_set1_epi32(pairs.of[j])));
   const __m512 scale = _mm512_set1_ps(a_d);
   const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_dmin)), scale);
   const __m512 dmin =
@@ -176,10 +178,11 @@ constexpr int64_t kMaxVnniTokens = 32;
 // once for all the groups. For each super-block and row the exact S1 and S2 of
 // chains16/vec_dot_k.cpp, then its two chain steps, chain b % 16.
 template <class Block, int kGroups>
-void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
-                          float* const* y, const int* rows) {
-  __m512 chains[kGroups][kChains];
-  for (int g = 0; g < kGroups; ++g) std::fill(chains[g], chains[g] + kChains, _mm512_setzero_ps());
+void group_dots_one_token(const std::byte* const* groups, int64_t nb,
+                          const DotTokens<WithMinsLayout<Block>>& a, float* const* y,
+                          const int* rows) {
+  GroupChains<1, kGroups> chains;
+  chains.zero(1);
   const BlockQ8_K* act = a.act(0);
   for (int64_t b = 0; b < nb; ++b) {
     const std::byte* sb[kGroups];
@@ -219,25 +222,21 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
     for (int g = 0; g < kGroups; ++g) {
       __m512i m[8];
       mins_of(words[g], m);
-      join_chain(chains[g][b % kChains], s1[g].sum(), m, a.terms + b * 8,
+      join_chain(chains.c[0][g][b % kChains], s1[g].sum(), m, a.term(0, b),
                  _mm512_loadu_si512(sb[g] + kDAt), act[b].d);
     }
   }
-  for (int g = 0; g < kGroups; ++g) {
-    const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
-    _mm512_mask_storeu_ps(y[g], live, sum_chains16(chains[g]));
-  }
+  chains.store(1, y, 0, rows);
 }
 
 // The same for 2-15 tokens (batched decode, a prefill in parts): each qs line unpacked once for
 // all the tokens. y[g]: group g's first output of token 0.
 template <class Block, int kGroups>
-void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
-                size_t ldy, const int* rows) {
-  __m512 chains[kMaxDotTokens][kGroups][kChains];
-  for (int64_t t = 0; t < a.tokens; ++t)
-    for (int g = 0; g < kGroups; ++g)
-      std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
+void group_dots(const std::byte* const* groups, int64_t nb,
+                const DotTokens<WithMinsLayout<Block>>& a, float* const* y, size_t ldy,
+                const int* rows) {
+  GroupChains<kMaxDotTokens, kGroups> chains;
+  chains.zero(a.tokens);
   for (int64_t b = 0; b < nb; ++b) {
     for (int g = 0; g < kGroups; ++g) {
       const std::byte* sb = groups[g] + b * kSuperblockBytes<Block>;
@@ -271,39 +270,34 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, 
       mins_of(words, m);
       const __m512i d_dmin = _mm512_loadu_si512(sb + kDAt);
       for (int64_t t = 0; t < a.tokens; ++t)
-        join_chain(chains[t][g][b % kChains], s1[t].sum(), m, a.terms + (t * nb + b) * 8, d_dmin,
+        join_chain(chains.c[t][g][b % kChains], s1[t].sum(), m, a.term(t, b), d_dmin,
                    a.act(t)[b].d);
     }
   }
-  for (int g = 0; g < kGroups; ++g) {
-    const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
-    for (int64_t t = 0; t < a.tokens; ++t)
-      _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
-  }
+  chains.store(a.tokens, y, ldy, rows);
 }
 
 template <class B>
 struct WithMinsLayout {
   using Block = B;
-  static constexpr int kTermsPerSuperblock = 8;
+  using Act = BlockQ8_K;
+  using Term = PairSums;
+  static constexpr int64_t kBlockElems = kQKK;
+  static Term term(const BlockQ8_K& a) { return pair_sums(a); }
   static size_t group_bytes(int64_t nb) {
     return static_cast<size_t>(nb * kSuperblockBytes<Block>);
   }
   static void pack_group(const std::byte* w, size_t stride, int n, int64_t nb, std::byte* out) {
     tern::cpu::pack_group<Block>(w, stride, n, nb, out);
   }
-  static void prepare_terms(const std::byte* a, size_t a_stride, int64_t tokens, int64_t nb,
-                            int32_t* out) {
-    prepare_pair_sums(a, a_stride, tokens, nb, out);
-  }
   template <int kGroups>
-  static void dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
-                             float* const* y, const int* rows) {
+  static void dots_one_token(const std::byte* const* groups, int64_t nb,
+                             const DotTokens<WithMinsLayout>& a, float* const* y, const int* rows) {
     group_dots_one_token<Block, kGroups>(groups, nb, a, y, rows);
   }
   template <int kGroups>
-  static void dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
-                   size_t ldy, const int* rows) {
+  static void dots(const std::byte* const* groups, int64_t nb, const DotTokens<WithMinsLayout>& a,
+                   float* const* y, size_t ldy, const int* rows) {
     group_dots<Block, kGroups>(groups, nb, a, y, ldy, rows);
   }
 };
@@ -320,8 +314,6 @@ void matmul_packed_tiles(int64_t k, const void* packed, int64_t rows, const void
   matmul_packed<Q4KLayout>(k, packed, rows, a_data, a_stride, tokens, y, ldy);
 }
 
-template <class L>
-constexpr PackedKernels kPacked{kRows, packed_bytes<L>, pack<L>, matmul_packed<L>};
 constexpr PackedKernels kPackedQ4KTiles{kRows, packed_bytes<Q4KLayout>, pack<Q4KLayout>,
                                         matmul_packed_tiles};
 

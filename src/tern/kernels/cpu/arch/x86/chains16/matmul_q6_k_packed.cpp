@@ -1,5 +1,5 @@
 // Q6_K's matmul on weights packed in groups of 16 rows (the Avx512 level; the driver is
-// chains16/k_packed.h): the 16 rows in the lanes of a register, so one vpdpbusd takes 64
+// chains16/packed_matmul.h): the 16 rows in the lanes of a register, so one vpdpbusd takes 64
 // products against a broadcast activation dword and each sub-block's scale multiplies 16 rows
 // at once, where the GEMV on the file's rows (chains16/vec_dot_k.cpp, which defines the
 // arithmetic) shuffles scales per row.
@@ -21,7 +21,7 @@
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
 #include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
-#include "tern/kernels/cpu/arch/x86/chains16/k_packed.h"
+#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 
@@ -98,21 +98,21 @@ inline __m512 join_chain(__m512 chain, __m512i s, const std::byte* d16, float a_
 }
 
 struct Q6KLayout {
-  using Block = BlockQ6_K;
-  static constexpr int kTermsPerSuperblock = 0;  // the offsets come from the bsums as they are
+  using Act = BlockQ8_K;
+  struct Term {};  // the offsets come from the bsums as they are
+  static constexpr int64_t kBlockElems = kQKK;
+  static Term term(const BlockQ8_K&) { return {}; }
   static size_t group_bytes(int64_t nb) { return tern::cpu::group_bytes(nb); }
   static void pack_group(const std::byte* w, size_t stride, int n, int64_t nb, std::byte* out) {
     tern::cpu::pack_group(w, stride, n, nb, out);
   }
-  static void prepare_terms(const std::byte*, size_t, int64_t, int64_t, int32_t*) {}
 
   // One token, kGroups groups side by side: each activation dword broadcast once for all.
   template <int kGroups>
-  static void dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens& a,
-                             float* const* y, const int* rows) {
-    __m512 chains[kGroups][kChains];
-    for (int g = 0; g < kGroups; ++g)
-      std::fill(chains[g], chains[g] + kChains, _mm512_setzero_ps());
+  static void dots_one_token(const std::byte* const* groups, int64_t nb,
+                             const DotTokens<Q6KLayout>& a, float* const* y, const int* rows) {
+    GroupChains<1, kGroups> chains;
+    chains.zero(1);
     const BlockQ8_K* act = a.act(0);
     for (int64_t b = 0; b < nb; ++b) {
       const std::byte* sb[kGroups];
@@ -146,23 +146,18 @@ struct Q6KLayout {
         }
       for (int g = 0; g < kGroups; ++g) {
         const std::byte* d16 = groups[g] + nb * kSuperblockBytes + b * kDBytes;
-        chains[g][b % kChains] = join_chain(chains[g][b % kChains], s[g], d16, act[b].d);
+        chains.c[0][g][b % kChains] = join_chain(chains.c[0][g][b % kChains], s[g], d16, act[b].d);
       }
     }
-    for (int g = 0; g < kGroups; ++g) {
-      const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
-      _mm512_mask_storeu_ps(y[g], live, sum_chains16(chains[g]));
-    }
+    chains.store(1, y, 0, rows);
   }
 
   // 2..kMaxDotTokens tokens: each weight line unpacked once for all of them.
   template <int kGroups>
-  static void dots(const std::byte* const* groups, int64_t nb, const DotTokens& a, float* const* y,
-                   size_t ldy, const int* rows) {
-    __m512 chains[kMaxDotTokens][kGroups][kChains];
-    for (int64_t t = 0; t < a.tokens; ++t)
-      for (int g = 0; g < kGroups; ++g)
-        std::fill(chains[t][g], chains[t][g] + kChains, _mm512_setzero_ps());
+  static void dots(const std::byte* const* groups, int64_t nb, const DotTokens<Q6KLayout>& a,
+                   float* const* y, size_t ldy, const int* rows) {
+    GroupChains<kMaxDotTokens, kGroups> chains;
+    chains.zero(a.tokens);
     for (int64_t b = 0; b < nb; ++b) {
       for (int g = 0; g < kGroups; ++g) {
         const std::byte* sb = groups[g] + b * kSuperblockBytes;
@@ -189,24 +184,17 @@ struct Q6KLayout {
           }
         const std::byte* d16 = groups[g] + nb * kSuperblockBytes + b * kDBytes;
         for (int64_t t = 0; t < a.tokens; ++t)
-          chains[t][g][b % kChains] =
-              join_chain(chains[t][g][b % kChains], s[t], d16, a.act(t)[b].d);
+          chains.c[t][g][b % kChains] =
+              join_chain(chains.c[t][g][b % kChains], s[t], d16, a.act(t)[b].d);
       }
     }
-    for (int g = 0; g < kGroups; ++g) {
-      const auto live = static_cast<__mmask16>((1u << rows[g]) - 1);
-      for (int64_t t = 0; t < a.tokens; ++t)
-        _mm512_mask_storeu_ps(y[g] + t * ldy, live, sum_chains16(chains[t][g]));
-    }
+    chains.store(a.tokens, y, ldy, rows);
   }
 };
 
-constexpr PackedKernels kPackedQ6K{kRows, packed_bytes<Q6KLayout>, pack<Q6KLayout>,
-                                   matmul_packed<Q6KLayout>};
-
 }  // namespace
 
-const PackedKernels* chains16_packed_q6_k() { return &kPackedQ6K; }
+const PackedKernels* chains16_packed_q6_k() { return &kPacked<Q6KLayout>; }
 GemmTileFn chains16_gemm_q6_k() { return gemm<Q6KLayout>; }
 
 }  // namespace tern::cpu

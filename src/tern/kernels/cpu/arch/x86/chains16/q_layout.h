@@ -15,12 +15,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 namespace {
 
-constexpr int kRows = 16;  // rows of a group = lanes of a register = rows and tokens of a tile
+constexpr int kRows = kGroupRows;  // and the rows and tokens of an AMX tile
 
 // ---- the layout ------------------------------------------------------------------------------
 
@@ -34,11 +35,6 @@ size_t group_bytes(int64_t nb) {
   const auto bytes =
       static_cast<size_t>(nb * (kBlockQsBytes<W> + kRows * int64_t{sizeof(uint16_t)}));
   return (bytes + 63) / 64 * 64;  // every group 64-byte aligned
-}
-
-template <class W>
-size_t packed_bytes(int64_t rows, int64_t k) {
-  return static_cast<size_t>((rows + kRows - 1) / kRows) * group_bytes<W>(k / kQK);
 }
 
 // Rows [0, n) of a group from the file's layout; rows n..15 zero.
@@ -59,16 +55,5 @@ void pack_group(const std::byte* w_data, size_t w_stride, int n, int64_t nb, std
   }
 }
 
-template <class W>
-void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
-  const int64_t nb = k / kQK, groups = (rows + kRows - 1) / kRows;
-  const auto* src = static_cast<const std::byte*>(w);
-  auto* dst = static_cast<std::byte*>(out);
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g)
-    pack_group<W>(src + g * kRows * w_stride, w_stride,
-                  static_cast<int>(std::min<int64_t>(kRows, rows - g * kRows)), nb,
-                  dst + g * group_bytes<W>(nb));
-}
 }  // namespace
 }  // namespace tern::cpu
