@@ -2,7 +2,9 @@
 // in batched decode, or a 512-token prefill; compute bound) on a 2048 x 2048 weight; bytes/s
 // counts the weight bytes read once per call, FLOP/s counts 2 N K T. The F16 cases also run the
 // shapes of Qwen3-0.6B / 1.7B layers (N x K: attention 1024 x 1024, 0.6B's ffn gate/up
-// 3072 x 1024, 1.7B's ffn_down 2048 x 6144) as decode (T = 1) and prefill (T = 512).
+// 3072 x 1024, 1.7B's ffn_down 2048 x 6144) as decode (T = 1) and prefill (T = 512). The
+// matmul_in_l2 cases read a 256 x 2048 weight (under 600 KB, so it stays in one core's L2)
+// as a GEMV on one thread: the kernel's compute rate, which decode's bandwidth cannot exceed.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -93,6 +95,16 @@ int register_all() {
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
+    }
+  }
+  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (bool packed : {false, true}) {
+      if (packed && packed_weight_bytes(packed_weight_view(dtype, 256, kK, nullptr)) == 0) continue;
+      const std::string name = "matmul_in_l2/" + std::string(tern::dtype_name(dtype)) +
+                               (packed ? "/packed" : "") + "/256x2048/T:1/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), bm_matmul, dtype, 256, kK, 1, 1, packed)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   return 0;

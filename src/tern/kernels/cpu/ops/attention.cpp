@@ -29,10 +29,10 @@ static_assert(kKeyChunk == 16, "a chunk's scores are one F32x16");
 
 // q heads handled together against one loaded chunk; larger groups go round again.
 constexpr int kMaxGroup = 8;
-// Query tokens sharing one loaded chunk. Their outputs and the K/V chunk stay in L1 at 8
-// (8 tokens × 2 heads × 512 B of output + 16 KiB of K/V for Qwen3-0.6B); more tokens per run
-// also make fewer, longer items, which balance worse across threads.
-constexpr int kMaxRun = 8;
+// Query tokens sharing one loaded chunk: each chunk converted once for more of them.
+// attention_bench's 512-token prefill (Qwen3-0.6B's heads, 2 threads, three runs each, µs):
+// 8 tokens 11.2-11.6k, 16 9.5k, 32 8.1-8.6k, 64 8.4-8.6k.
+constexpr int kMaxRun = 32;
 
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
@@ -125,6 +125,21 @@ struct CodeRows {
     return fp8_e4m3_to_f32(code) * kCodeScale<D>;
   }
 };
+
+// The reader of rows as the cache holds them in dtype D, from `rows` (key 0's first element
+// of the head), `stride` elements from one key's row to the next.
+template <KvDtype D>
+auto cache_rows(const std::byte* rows, int64_t stride) {
+  if constexpr (D == KvDtype::F16) {
+    return F16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
+  } else if constexpr (D == KvDtype::BF16) {
+    return BF16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
+  } else if constexpr (D == KvDtype::F32) {
+    return F32Rows{reinterpret_cast<const float*>(rows), stride};
+  } else {
+    return CodeRows<D>{reinterpret_cast<const uint8_t*>(rows), stride};
+  }
+}
 
 // Scores of one query head against the 16 keys of a chunk: the products of element d go into
 // lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
@@ -345,24 +360,15 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
       // Keys c0 .. c0 + 15 share a block (c0 and the block size are multiples of 16); those
       // past the context are read but masked, and so are never used.
       const size_t offset = offset_of(c0);
-      if constexpr (D == KvDtype::F16) {
-        attend_all(c0, F16Rows{reinterpret_cast<const uint16_t*>(cache.k + offset), row_elems},
-                   F16Rows{reinterpret_cast<const uint16_t*>(cache.v + offset), row_elems});
-      } else if constexpr (D == KvDtype::BF16) {
-        attend_all(c0, BF16Rows{reinterpret_cast<const uint16_t*>(cache.k + offset), row_elems},
-                   BF16Rows{reinterpret_cast<const uint16_t*>(cache.v + offset), row_elems});
-      } else if constexpr (D == KvDtype::F32) {
-        attend_all(c0, F32Rows{reinterpret_cast<const float*>(cache.k + offset), row_elems},
-                   F32Rows{reinterpret_cast<const float*>(cache.v + offset), row_elems});
-      } else {
+      if constexpr (kScaled) {
         for (int j = 0; j < kKeyChunk; ++j) {  // past the context: anything, masked
           const int64_t at = scale_at(c0) + int64_t{j} * g.n_kv_heads;
           key_scales.k[j] = f16_to_f32(cache.k_scales[at]) / kCodeScale<D>;
           key_scales.v[j] = f16_to_f32(cache.v_scales[at]) / kCodeScale<D>;
         }
-        attend_all(c0, CodeRows<D>{reinterpret_cast<const uint8_t*>(cache.k + offset), row_elems},
-                   CodeRows<D>{reinterpret_cast<const uint8_t*>(cache.v + offset), row_elems});
       }
+      attend_all(c0, cache_rows<D>(cache.k + offset, row_elems),
+                 cache_rows<D>(cache.v + offset, row_elems));
       continue;
     }
     for (int j = 0; j < n_loaded; ++j) {
@@ -371,6 +377,17 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
         const int64_t at = scale_at(c0 + j);
         key_scales.k[j] = f16_to_f32(cache.k_scales[at]) / kCodeScale<D>;
         key_scales.v[j] = f16_to_f32(cache.v_scales[at]) / kCodeScale<D>;
+      }
+      if (hd % 16 == 0) {
+        // Widened 16 at a time in registers and stored where they go (row by row through
+        // load_row, a call per row, this was a fifth of a prefill's attention).
+        const auto k_src = cache_rows<D>(cache.k + offset, 0);
+        const auto v_src = cache_rows<D>(cache.v + offset, 0);
+        for (int b = 0; b < hd / 16; ++b) {
+          store16(k_blocks + b * kBlockFloats + j * 16, k_src.load(0, b * 16));
+          store16(v_rows + j * stride + b * 16, v_src.load(0, b * 16));
+        }
+        continue;
       }
       load_row<D>(cache.k + offset, k_row, g);
       for (int b = 0; b < stride / 16; ++b) {
