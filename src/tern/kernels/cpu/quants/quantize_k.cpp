@@ -230,8 +230,7 @@ void dequantize_row_q6_k(const void* vx, float* y, int64_t k) {
 void quantize_row_q8_k(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ8_K*>(vy);
   for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQKK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float amax = abs_max(x, kQKK);
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     y[i].d = amax / 127.0f;
     for (int j = 0; j < kQKK; ++j)

@@ -157,8 +157,7 @@ void dequantize_row_q5_1(const void* vx, float* y, int64_t k) {
 
 // Q8_0 and Q8_1: d = amax / 127, quants in [-127, 127]. Returns the sum of the quants.
 int quantize_q8_block(const float* x, uint16_t* d_out, int8_t* qs) {
-  float amax = 0.0f;
-  for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float amax = abs_max(x, kQK);
   const uint16_t d16 = f32_to_f16(amax / 127.0f);
   const float d = f16_to_f32(d16);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
