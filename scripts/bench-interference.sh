@@ -2,8 +2,9 @@
 # The interference experiment of prefill/decode disaggregation (issue 16): short streams at a
 # steady rate while long prompts arrive now and then, on the same two cores in every setup:
 #   whole      one instance, whole prefill (--no-enable-chunked-prefill), both cores
-#   chunkedN   one instance, chunked prefill at a budget of N tokens, both cores
-#   stepN      chunked512 with each step sized to about N ms as well (--max-step-ms N)
+#   chunkedN   one instance, chunked prefill at a budget of N tokens (--max-step-ms 0), both cores
+#   stepN      chunked512 with each step sized to about N ms as well (--max-step-ms N; tern
+#              serve's default, auto, is step200 here)
 #   pd         a prefill and a decode instance, one core each, behind tern router
 #   pdshared   the same two instances on both cores, two threads each, the prefill instance's
 #              compute at a lower CPU priority (--compute-nice PD_NICE, 19 unless set): decode
@@ -89,7 +90,7 @@ for setup in $setups; do
       start 0,1 8101 --no-enable-chunked-prefill
       bench whole http://127.0.0.1:8101 ;;
     chunked*)
-      start 0,1 8101 --max-num-batched-tokens "${setup#chunked}"
+      start 0,1 8101 --max-num-batched-tokens "${setup#chunked}" --max-step-ms 0
       bench "$setup" http://127.0.0.1:8101 ;;
     step*)
       start 0,1 8101 --max-num-batched-tokens 512 --max-step-ms "${setup#step}"

@@ -1,6 +1,10 @@
 #include "commands/engine_options.h"
 
 #include <CLI/CLI.hpp>
+#include <exception>
+#include <string>
+
+#include "tern/core/error.h"
 
 namespace tern::cli {
 
@@ -29,16 +33,35 @@ void EngineOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--max-num-batched-tokens", config.scheduler.max_num_batched_tokens,
                   "Tokens in one step at most (the chunked-prefill budget)")
       ->capture_default_str();
-  cmd->add_option("--max-step-ms", config.max_step_ms,
-                  "Size each step by time too: no more prompt tokens than the measured step "
-                  "costs say fit in this many ms, so that a long prompt's chunks do not stall the "
-                  "streams decoding beside it (0: off)")
-      ->check(CLI::NonNegativeNumber)
+  cmd->add_option("--max-step-ms", max_step_ms,
+                  "Size chunked prefill's steps by time too: no more prompt tokens than the "
+                  "measured step costs say fit in this many ms, so that a long prompt's chunks "
+                  "do not stall the streams decoding beside it (auto: 200 ms, or four one-token "
+                  "steps where those take longer; 0: off)")
       ->capture_default_str();
   cmd->add_flag("--no-enable-chunked-prefill", no_chunked_prefill,
                 "Prefill prompts whole (to measure what chunking does)");
   speculative.add_to(cmd);
 }
+
+namespace {
+
+// "auto" (off under whole prefill, which it could not act on), or milliseconds >= 0.
+double parse_max_step_ms(const std::string& text, bool whole_prefill) {
+  if (text == "auto") return whole_prefill ? 0 : kAutoMaxStepMs;
+  size_t end = 0;
+  double ms = -1;
+  try {
+    ms = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  if (end == 0 || end != text.size() || !(ms >= 0))
+    throw Error("--max-step-ms must be auto or a number of ms >= 0, got '" + text + "'");
+  return ms;
+}
+
+}  // namespace
 
 EngineConfig EngineOptions::engine_config() const {
   EngineConfig c = config;
@@ -47,6 +70,7 @@ EngineConfig EngineOptions::engine_config() const {
   c.kv_cache_dtype = cpu::parse_kv_cache_dtype(kv_cache_dtype);
   c.enable_prefix_caching = !no_prefix_caching;
   c.scheduler.enable_chunked_prefill = !no_chunked_prefill;
+  c.max_step_ms = parse_max_step_ms(max_step_ms, no_chunked_prefill);
   c.speculative = speculative.config();
   return c;
 }

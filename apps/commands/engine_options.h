@@ -23,13 +23,14 @@ struct EngineOptions {
   double kv_cache_fraction = 0.0;
   bool no_prefix_caching = false;
   bool no_chunked_prefill = false;
+  std::string max_step_ms = "0";  // "auto" or ms; `tern serve` sets "auto" before add_to
   SpeculativeOptions speculative;
 
   // --block-size, --max-model-len, --kv-cache-memory, --kv-cache-fraction, --kv-cache-dtype,
   // --no-enable-prefix-caching, --max-num-seqs, --max-num-batched-tokens,
-  // --no-enable-chunked-prefill, and the speculative-decoding flags.
+  // --max-step-ms, --no-enable-chunked-prefill, and the speculative-decoding flags.
   void add_to(CLI::App* cmd);
-  // Throws tern::Error for a malformed size, KV dtype or speculative config.
+  // Throws tern::Error for a malformed size, KV dtype, step time or speculative config.
   EngineConfig engine_config() const;
 };
 

@@ -176,6 +176,7 @@ void add_serve_command(CLI::App& app) {
                   "sharing cores with a decode instance leaves them to its steps")
       ->capture_default_str();
   opt->model.add_to(cmd);
+  opt->engine.max_step_ms = "auto";  // a server's streams decode beside arriving prompts
   opt->engine.add_to(cmd);
   cmd->callback([opt, lease] {
     opt->kv_lease_given = lease->count() > 0;

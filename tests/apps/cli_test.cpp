@@ -113,6 +113,32 @@ TEST(Cli, ErrorsAreOneLineAndExitCodeOne) {
   EXPECT_EQ(out_of_range.err.rfind("tern: ", 0), 0u) << out_of_range.err;
 }
 
+// --max-step-ms is auto or milliseconds; a limit under whole prefill, which could not act on
+// it, is refused rather than ignored.
+TEST(Cli, MaxStepMsIsAutoOrMilliseconds) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  auto generate = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "-m", model, "-p", "Once", "-n", "2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_tern(args);
+  };
+  auto r = generate({"--max-step-ms", "soon"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "tern: --max-step-ms must be auto or a number of ms >= 0, got 'soon'\n");
+  r = generate({"--max-step-ms", "-5"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = generate({"--max-step-ms", "100", "--no-enable-chunked-prefill"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--no-enable-chunked-prefill"), std::string::npos) << r.err;
+  for (const char* ok : {"auto", "50", "0"}) {
+    r = generate({"--max-step-ms", ok});
+    EXPECT_EQ(r.exit_code, 0) << ok << ": " << r.err;
+  }
+  r = generate({"--max-step-ms", "auto", "--no-enable-chunked-prefill"});  // auto: off
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // A file that is no model gets the same one line from every command that opens a model
 // (generate and serve said "invalid JSON: [json.exception.parse_error.101]").
 TEST(Cli, AFileThatIsNoModelIsNamedTheSameEverywhere) {

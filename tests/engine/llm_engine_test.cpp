@@ -72,8 +72,10 @@ TEST(LLMEngine, StepsSizedByTimeCutPromptsAndKeepTheOutputs) {
   const auto [steps_off, off] = steps_and_outputs(0);
   const auto [steps_tight, tight] = steps_and_outputs(1e-9);
   const auto [steps_loose, loose] = steps_and_outputs(1e9);
+  const auto [steps_auto, automatic] = steps_and_outputs(kAutoMaxStepMs);
   expect_same_outputs(tight, off, "steps at their floor");
   expect_same_outputs(loose, off, "steps within a loose limit");
+  expect_same_outputs(automatic, off, "steps within --max-step-ms auto");
   EXPECT_GT(steps_tight, 3 * steps_off);
   EXPECT_EQ(steps_loose, steps_off);
 }
@@ -305,6 +307,15 @@ TEST(LLMEngine, AbortFreesTheBlocksAndReportsAbort) {
       }
   EXPECT_TRUE(saw_abort);
   EXPECT_EQ(engine.stats().kv_cache_usage, 0.0);
+}
+
+// --max-step-ms auto is 200 ms, or four one-token steps where those take longer; a number is
+// itself.
+TEST(EngineConfig, StepTimeLimits) {
+  EXPECT_EQ(step_time_limit_ms(kAutoMaxStepMs, 10), 200);
+  EXPECT_EQ(step_time_limit_ms(kAutoMaxStepMs, 120), 480);
+  EXPECT_EQ(step_time_limit_ms(50, 120), 50);
+  EXPECT_EQ(step_time_limit_ms(0, 120), 0);
 }
 
 TEST(EngineConfig, ParsesMemorySizes) {

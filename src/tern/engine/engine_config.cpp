@@ -24,6 +24,11 @@ std::string gib(double bytes) {
 
 }  // namespace
 
+double step_time_limit_ms(double max_step_ms, double one_token_step_ms) {
+  if (max_step_ms != kAutoMaxStepMs) return max_step_ms;
+  return std::max(kAutoStepMs, 4 * one_token_step_ms);
+}
+
 uint64_t parse_byte_size(const std::string& text) {
   size_t end = 0;
   double value = 0;

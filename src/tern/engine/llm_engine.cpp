@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <utility>
 
 #include "tern/core/clock.h"
@@ -22,6 +23,16 @@ SchedulerConfig scheduler_config(const EngineConfig& config, int64_t max_model_l
   if (!s.enable_chunked_prefill)
     s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, max_model_len);
   return s;
+}
+
+const EngineConfig& checked(const EngineConfig& config) {
+  if (config.max_step_ms < 0 && config.max_step_ms != kAutoMaxStepMs)
+    throw Error("--max-step-ms must be auto or >= 0, got " + std::to_string(config.max_step_ms));
+  if (config.max_step_ms > 0 && !config.scheduler.enable_chunked_prefill)
+    throw Error(
+        "--max-step-ms sizes chunked prefill's steps; with --no-enable-chunked-prefill it "
+        "would do nothing");
+  return config;
 }
 
 KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const EngineConfig& config) {
@@ -44,7 +55,7 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
                      Decoder* draft, const Tokenizer* draft_tokenizer)
     : decoder_(decoder),
       tokenizer_(std::move(tokenizer)),
-      config_(config),
+      config_(checked(config)),
       plan_(plan_caches(decoder, draft, config)),
       blocks_(plan_.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(scheduler_config(config, plan_.max_model_len), blocks_),

@@ -49,11 +49,14 @@ SchedulerStep LLMEngine::schedule() {
 
 int64_t LLMEngine::step_token_budget() const {
   const int64_t most = scheduler_.config().max_num_batched_tokens;
-  if (config_.max_step_ms <= 0 || step_costs_.empty()) return most;
+  // Whole prefill takes a prompt in one step or not at all: a time limit would hold it back.
+  if (config_.max_step_ms == 0 || step_costs_.empty() ||
+      !scheduler_.config().enable_chunked_prefill)
+    return most;
+  const double limit = step_time_limit_ms(config_.max_step_ms, 1e3 * step_costs_.estimate(1)) / 1e3;
   // Every running sequence's next token, and one more so that a prompt always advances: a
   // step of decodes alone may take longer than the limit, but is not cut.
   const int64_t least = std::min(most, scheduler_.num_running() + 1);
-  const double limit = config_.max_step_ms / 1e3;
   // The largest budget whose estimate fits, by bisection: estimates grow with the tokens
   // (measurement noise aside, which at worst leaves a budget smaller than it could be).
   int64_t lo = least, hi = most;
