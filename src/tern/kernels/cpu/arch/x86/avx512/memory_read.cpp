@@ -1,5 +1,6 @@
-// read_memory's AVX-512 loop: each stream's next line loaded in turn, the line kPrefetchL2Bytes
-// ahead asked into L2 (as the packed GEMVs ask for their weights).
+// read_memory's AVX-512 loop: each stream's next line loaded in turn, the line
+// kPrefetchStreamBytes ahead asked for as the packed GEMVs ask for their weights
+// (prefetch_stream_ahead).
 #include "tern/kernels/cpu/memory_read.h"
 
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
@@ -13,14 +14,14 @@ uint64_t read_blocks_avx512(const std::byte* const* blocks, int count) {
   if (count == 4) {
     for (size_t off = 0; off < kReadBlockBytes; off += 64) {
       for (int s = 0; s < 4; ++s) {
-        prefetch_l2_ahead(blocks[s] + off);
+        prefetch_stream_ahead(blocks[s] + off);
         acc[s] = _mm512_add_epi64(acc[s], _mm512_load_si512(blocks[s] + off));
       }
     }
   } else {
     for (int s = 0; s < count; ++s)
       for (size_t off = 0; off < kReadBlockBytes; off += 64) {
-        prefetch_l2_ahead(blocks[s] + off);
+        prefetch_stream_ahead(blocks[s] + off);
         acc[s] = _mm512_add_epi64(acc[s], _mm512_load_si512(blocks[s] + off));
       }
   }

@@ -301,7 +301,7 @@ void dot_f16_rows(int64_t k, const void* const* w_rows, const void* a_row, float
     for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    for (int r = 0; r < R; ++r) prefetch_l2_ahead(w[r] + i);  // 64 bytes: this step's
+    for (int r = 0; r < R; ++r) prefetch_stream_ahead(w[r] + i);  // 64 bytes: this step's
 #pragma GCC unroll 2
     for (int q = 0; q < 2; ++q) {
       const __m512 av = _mm512_loadu_ps(a + i + 16 * q);

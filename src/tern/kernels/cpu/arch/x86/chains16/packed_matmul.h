@@ -189,15 +189,15 @@ void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
 template <class L>
 constexpr PackedKernels kPacked{kGroupRows, packed_bytes<L>, pack<L>, matmul_packed<L>};
 
-// The lines of a super-block's header (scales, d) into L2 at once, and each qs line
-// kPrefetchL2Bytes ahead as it is read: all of a super-block's lines at once measured slower
+// The lines of a super-block's header (scales, d) asked for at once, and each qs line
+// kPrefetchStreamBytes ahead as it is read: all of a super-block's lines at once measured slower
 // than the file's rows (a decode-shaped pass over Qwen3-0.6B's shapes, 2 threads, Q4_K: 21.8
 // GiB/s packed against 23.3 in place; with the prefetches spread, 24.5-25.3).
 inline void prefetch_lines(const std::byte* p, int64_t bytes) {
-  for (int64_t off = 0; off < bytes; off += 64) prefetch_l2_ahead(p + off);
+  for (int64_t off = 0; off < bytes; off += 64) prefetch_stream_ahead(p + off);
 }
 inline __m512i load_line(const std::byte* line) {
-  prefetch_l2_ahead(line);
+  prefetch_stream_ahead(line);
   return _mm512_loadu_si512(line);
 }
 

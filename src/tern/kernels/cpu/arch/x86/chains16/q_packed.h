@@ -99,7 +99,7 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<QLay
       __m512 w_scale[kPair];
       for (int n = 0; n < kPair; ++n) {
         const std::byte* qs = groups[g0 + n] + b * kBlockQsBytes<W>;
-        for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_l2_ahead(qs + off);
+        for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_stream_ahead(qs + off);
         unsigned_weights<W>(qs, u[n]);
         const auto* d =
             reinterpret_cast<const uint16_t*>(groups[g0 + n] + nb * kBlockQsBytes<W>) + b * kRows;
@@ -134,7 +134,7 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb,
     __m512i first[kGroups], second[kGroups];
     for (int g = 0; g < kGroups; ++g) {
       const std::byte* qs = groups[g] + b * kBlockQsBytes<W>;
-      for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_l2_ahead(qs + off);
+      for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_stream_ahead(qs + off);
       first[g] = _mm512_set1_epi32(-a.term(0, b).offset);
       second[g] = _mm512_setzero_si512();
     }
