@@ -380,7 +380,7 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
       }
       if (hd % 16 == 0) {
         // Widened 16 at a time in registers and stored where they go (row by row through
-        // load_row, a call per row, this was a fifth of a prefill's attention).
+        // load_row, a call per row, the calls were 13% of a one-thread prefill's attention).
         const auto k_src = cache_rows<D>(cache.k + offset, 0);
         const auto v_src = cache_rows<D>(cache.v + offset, 0);
         for (int b = 0; b < hd / 16; ++b) {
