@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "run_process.h"
+
 namespace tern::disagg::testing {
 
 // Range sizes of one block: `layers` × {K codes, V codes[, K scales, V scales]}.
@@ -104,27 +106,14 @@ class FakeCache {
 inline pid_t spawn_self(const std::string& filter,
                         const std::vector<std::pair<std::string, std::string>>& env,
                         const std::string& log_path) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    const std::string arg = "--gtest_filter=" + filter;
-    char* argv[] = {const_cast<char*>("tern_tests"), const_cast<char*>(arg.c_str()), nullptr};
-    ::execv("/proc/self/exe", argv);
-    ::_exit(127);
-  }
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const pid_t pid =
+      tern::testing::spawn_process({"/proc/self/exe", "--gtest_filter=" + filter}, fd, fd, env);
+  if (fd >= 0) ::close(fd);
   return pid;
 }
 
-inline int wait_exit_code(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using tern::testing::wait_exit_code;
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/engine_test_util.h"
+#include "run_process.h"
 #include "shared_tokenizer.h"
 #include "tern/engine/llm.h"
 #include "tern/server/openai_server.h"
@@ -61,15 +62,7 @@ class ServeProcess {
     log_fd_ = ::mkstemp(log_path_);
     std::vector<std::string> args = {TERN_BINARY, "serve", "--port", "0"};
     args.insert(args.end(), serve_args.begin(), serve_args.end());
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(log_fd_, 2);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    pid_ = tern::testing::spawn_process(args, -1, log_fd_);
     const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
     for (int i = 0; i < 6000 && port_ < 0; ++i) {
       std::ifstream in(log_path_);
