@@ -38,10 +38,15 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option(
       "--dtype", dtype,
       "Weight type: auto (the file's; dummy: the config's torch_dtype), f32, f16, bf16, "
-      "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (every matrix that type); or "
+      "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, int4_g32/64/128, int8_g32/64/128 "
+      "(every matrix that type; the int types are GPTQ's groups, s · (q − z)); or "
       "llama.cpp's mixtures q4_k_m, q4_k_s, q5_k_m, q5_k_s (per-tensor types as "
       "llama-quantize chooses them; --save-gguf writes them). Real weights are requantized");
   cmd->add_option("--weight-seed", weight_seed, "Seed of dummy weights");
+  cmd->add_option("--quantization,-q", quantization,
+                  "The method the checkpoint folder must be quantized by (vLLM's flag): gptq, "
+                  "awq or mlx; without it, what its config.json says")
+      ->check(CLI::IsMember({"gptq", "awq", "mlx"}));
   cmd->add_option("--threads,-t", threads, "Threads of the kernels (0: all cores)");
 }
 
@@ -85,6 +90,7 @@ LoadOptions ModelOptions::load_options() const {
                     : hub::resolve_model(tokenizer, {"main", hub::RepoFiles::Tokenizer});
   o.weight_recipe = parse_weight_recipe(dtype);
   o.seed = weight_seed;
+  if (!quantization.empty()) o.quantization = quant_method_from_name(quantization);
   return o;
 }
 

@@ -32,10 +32,11 @@ struct ModelOptions {
   std::string load_format = "auto";
   std::string dtype = "auto";
   uint64_t weight_seed = 0;
-  int threads = 0;  // 0: OpenMP's default (every core)
+  std::string quantization;  // vLLM's --quantization: "gptq", "awq", "mlx" ("" = any)
+  int threads = 0;           // 0: OpenMP's default (every core)
 
-  // Adds --tokenizer, --revision, --load-format, --dtype, --weight-seed, --threads (not the
-  // model itself).
+  // Adds --tokenizer, --revision, --load-format, --dtype, --weight-seed, --quantization,
+  // --threads (not the model itself).
   void add_to(CLI::App* cmd);
   // Checks the flags, sets the OpenMP thread count, and resolves Hugging Face names of the
   // model and tokenizer to local paths (downloading what the cache lacks). Throws tern::Error.

@@ -6,7 +6,7 @@ namespace tern {
 namespace {
 
 TEST(DType, GgmlIdsRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(DType::Q8_K); ++i) {
+  for (int i = 0; i < kNumDTypes; ++i) {
     auto dtype = static_cast<DType>(i);
     const auto& traits = dtype_traits(dtype);
     EXPECT_EQ(traits.dtype, dtype);

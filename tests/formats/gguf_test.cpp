@@ -314,7 +314,7 @@ void check_round_trip(uint32_t alignment) {
   for (const auto& [k, v] : kv) w.set(k, v);
 
   std::vector<Expected> expected;
-  for (int i = 0; i <= static_cast<int>(DType::Q8_K); ++i) {
+  for (int i = 0; i < kNumDTypes; ++i) {
     auto dtype = static_cast<DType>(i);
     const DTypeTraits& traits = dtype_traits(dtype);
     if (traits.ggml_type < 0) continue;

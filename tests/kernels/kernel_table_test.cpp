@@ -31,7 +31,7 @@ TEST(KernelTable, PrintsTheTypeByLevelMatrix) {
 }
 
 TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
-  for (int t = 0; t <= static_cast<int>(DType::Q8_K); ++t) {
+  for (int t = 0; t < kNumDTypes; ++t) {
     const auto weight = static_cast<DType>(t);
     if (kernel_row(weight, Isa::Scalar).kernels.vec_dot == nullptr) continue;
     EXPECT_EQ(kernel_row(weight, Isa::Scalar).from, Isa::Scalar);
@@ -55,7 +55,7 @@ TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
 TEST(KernelTable, TypeKernelsIsTheTable) {
   for (Isa isa : tern::testing::kAllIsas) {
     if (!isa_supported(isa)) continue;
-    for (int t = 0; t <= static_cast<int>(DType::Q8_K); ++t) {
+    for (int t = 0; t < kNumDTypes; ++t) {
       const auto weight = static_cast<DType>(t);
       if (kernel_row(weight, isa).kernels.vec_dot == nullptr) continue;
       EXPECT_EQ(&type_kernels(weight, isa), &kernel_row(weight, isa).kernels)

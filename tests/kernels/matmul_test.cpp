@@ -53,7 +53,7 @@ TEST(Matmul, BatchInvariance) {
   const int64_t t_max = 64;
   const std::vector<float> x = gaussian(t_max * kK, 11);
   for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
-                      DType::Q5_K, DType::Q4_K, DType::Q6_K}) {
+                      DType::Q5_K, DType::Q4_K, DType::Q6_K, DType::INT4_G128, DType::INT8_G64}) {
     const Weights w = make_weights(dtype, kN, kK, 5);
     Workspace ws;
     // Each row alone, one thread: the reference every other shape must reproduce bit for bit.
@@ -99,6 +99,12 @@ std::vector<TileCase> tile_cases() {
     // the chains apart; 12: its GEMV's group of 8 and group of 4.
     for (int64_t k : {int64_t{256}, int64_t{256 * 3}, int64_t{256 * 12}, int64_t{256 * 17}})
       cases.push_back({dtype, k});
+  // The affine groups: 21 and 48 blocks of 32 (chains used more than once, or not all); 5 and
+  // 20 groups of 128, 10 and 40 of 64.
+  for (DType dtype : {DType::INT4_G32, DType::INT8_G32})
+    for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}}) cases.push_back({dtype, k});
+  for (DType dtype : {DType::INT4_G64, DType::INT8_G64, DType::INT4_G128, DType::INT8_G128})
+    for (int64_t k : {int64_t{128 * 5}, int64_t{128 * 20}}) cases.push_back({dtype, k});
   // Float rows: 4-chunk steps, single chunks and a masked tail.
   for (DType dtype : {DType::F16, DType::F32, DType::BF16})
     for (int64_t k : {int64_t{32 * 21}, int64_t{32 * 48}, int64_t{149}})
@@ -259,9 +265,10 @@ TEST(Matmul, MatchesReference) {
   const struct {
     DType dtype;
     double bound;
-  } cases[] = {{DType::F32, 1e-6},    {DType::F16, 1e-6},    {DType::BF16, 6e-3},
-               {DType::Q8_0, 1.5e-2}, {DType::Q4_0, 1.5e-2}, {DType::Q5_1, 1.5e-2},
-               {DType::Q4_K, 1.5e-2}, {DType::Q6_K, 1.5e-2}};
+  } cases[] = {{DType::F32, 1e-6},       {DType::F16, 1e-6},    {DType::BF16, 6e-3},
+               {DType::Q8_0, 1.5e-2},    {DType::Q4_0, 1.5e-2}, {DType::Q5_1, 1.5e-2},
+               {DType::Q4_K, 1.5e-2},    {DType::Q6_K, 1.5e-2}, {DType::INT4_G128, 1.5e-2},
+               {DType::INT8_G32, 1.5e-2}};
   for (const auto& c : cases) {
     const Weights w = make_weights(c.dtype, kN, kK, 6);
     Workspace ws;

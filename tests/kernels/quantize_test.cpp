@@ -27,18 +27,21 @@ struct RoundTripBound {
 // ‖dequantize(quantize(x)) - x‖ / ‖x‖ on 4096 N(0, 1) values.
 TEST(Quantize, RoundTripErrorPerType) {
   const RoundTripBound bounds[] = {
-      {DType::F32, 0.0},      {DType::F16, 2.4e-4},  // measured 2.09e-4
-      {DType::BF16, 1.9e-3},                         // 1.66e-3
-      {DType::Q8_0, 6.2e-3},                         // 5.38e-3
-      {DType::Q8_1, 6.2e-3},                         // 5.38e-3
-      {DType::Q8_K, 7.9e-3},                         // 6.84e-3
-      {DType::Q6_K, 1.95e-2},  // 1.70e-2: the step is ~ 1.8σ/32 per 16 values, /√12
-      {DType::Q5_1, 4.35e-2},  // 3.78e-2
-      {DType::Q5_K, 4.05e-2},  // 3.53e-2
-      {DType::Q5_0, 4.95e-2},  // 4.32e-2
-      {DType::Q4_K, 8.15e-2},  // 7.11e-2: the step is ~ 4.1σ/15 per 32 values, /√12
-      {DType::Q4_1, 8.95e-2},  // 7.79e-2
-      {DType::Q4_0, 1.0e-1},   // 8.75e-2
+      {DType::F32, 0.0},           {DType::F16, 2.4e-4},  // measured 2.09e-4
+      {DType::BF16, 1.9e-3},                              // 1.66e-3
+      {DType::Q8_0, 6.2e-3},                              // 5.38e-3
+      {DType::Q8_1, 6.2e-3},                              // 5.38e-3
+      {DType::Q8_K, 7.9e-3},                              // 6.84e-3
+      {DType::Q6_K, 1.95e-2},       // 1.70e-2: the step is ~ 1.8σ/32 per 16 values, /√12
+      {DType::Q5_1, 4.35e-2},       // 3.78e-2
+      {DType::Q5_K, 4.05e-2},       // 3.53e-2
+      {DType::Q5_0, 4.95e-2},       // 4.32e-2
+      {DType::Q4_K, 8.15e-2},       // 7.11e-2: the step is ~ 4.1σ/15 per 32 values, /√12
+      {DType::Q4_1, 8.95e-2},       // 7.79e-2
+      {DType::Q4_0, 1.0e-1},        // 8.75e-2
+      {DType::INT8_G32, 5.5e-3},    // 4.74e-3: GPTQ's round to nearest, 0 in the range
+      {DType::INT4_G32, 9.2e-2},    // 8.03e-2
+      {DType::INT4_G128, 1.14e-1},  // 9.92e-2
   };
   const std::vector<float> x = gaussian(4096, 1);
   for (const RoundTripBound& b : bounds) {
@@ -56,7 +59,7 @@ TEST(Quantize, RoundTripErrorPerType) {
 // Rows with a large dynamic range between blocks, all-zero blocks and one-sided blocks.
 TEST(Quantize, EdgeRowsStayBounded) {
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
-                  DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+                  DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::INT4_G32, DType::INT8_G128}) {
     std::vector<float> x = gaussian(512, 2);
     for (int i = 0; i < 32; ++i) x[i] = 0.0f;                      // zero block
     for (int i = 32; i < 64; ++i) x[i] = 1.0f + std::fabs(x[i]);   // all positive
@@ -81,6 +84,49 @@ TEST(Quantize, HandBuiltQ4_0) {
   for (int j = 0; j < 16; ++j) {
     EXPECT_EQ(y[j], (j - 8) * 0.5f) << j;            // low nibbles: elements 0..15
     EXPECT_EQ(y[j + 16], (7 - j) * 0.5f) << j + 16;  // high nibbles: elements 16..31
+  }
+}
+
+// Codes, scale and bias where quant_blocks.h says: 4 bits in Q4_0's nibble order per 32
+// elements, x = fma(scale, q, bias).
+TEST(Quantize, HandBuiltAffineGroups) {
+  BlockAffine<4, 64> b4{};
+  b4.scale = 0.25f;
+  b4.bias = -1.5f;
+  for (int sub = 0; sub < 2; ++sub)
+    for (int j = 0; j < 16; ++j) b4.qs[16 * sub + j] = static_cast<uint8_t>(j | (15 - j) << 4);
+  const std::vector<float> y4 = dequantized(DType::INT4_G64, &b4, 64);
+  for (int sub = 0; sub < 2; ++sub)
+    for (int j = 0; j < 16; ++j) {
+      EXPECT_EQ(y4[32 * sub + j], 0.25f * j - 1.5f);
+      EXPECT_EQ(y4[32 * sub + 16 + j], 0.25f * (15 - j) - 1.5f);
+    }
+  BlockAffine<8, 32> b8{};
+  b8.scale = -0.5f;
+  b8.bias = 3.0f;
+  for (int j = 0; j < 32; ++j) b8.qs[j] = static_cast<uint8_t>(8 * j);
+  const std::vector<float> y8 = dequantized(DType::INT8_G32, &b8, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y8[j], -0.5f * (8 * j) + 3.0f);
+}
+
+// The quantizer makes what a GPTQ or AWQ checkpoint can hold: an f16 scale and an integer
+// zero point, bias = −scale · zero.
+TEST(Quantize, AffineGroupsAreF16ScalesAndIntegerZeros) {
+  const std::vector<float> x = gaussian(1024, 3);
+  for (DType t : {DType::INT4_G32, DType::INT4_G128, DType::INT8_G64}) {
+    const std::vector<uint8_t> q = quantized(t, x);
+    const AffineIntFormat f = *affine_int_format(t);
+    const size_t block_bytes = dtype_traits(t).block_bytes;
+    for (size_t g = 0; g < 1024 / static_cast<size_t>(f.group); ++g) {
+      float scale, bias;
+      std::memcpy(&scale, q.data() + g * block_bytes, 4);
+      std::memcpy(&bias, q.data() + g * block_bytes + 4, 4);
+      EXPECT_EQ(f16_to_f32(f32_to_f16(scale)), scale) << dtype_name(t);
+      const float zero = -bias / scale;
+      EXPECT_EQ(zero, std::nearbyint(zero)) << dtype_name(t);
+      EXPECT_GE(zero, 0.0f);
+      EXPECT_LE(zero, static_cast<float>((1 << f.bits) - 1));
+    }
   }
 }
 

@@ -21,9 +21,11 @@ namespace {
 using testing::dequantized;
 using testing::gaussian;
 
-const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
-                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kWeightTypes[] = {DType::F32,      DType::F16,       DType::BF16,     DType::Q4_0,
+                              DType::Q4_1,     DType::Q5_0,      DType::Q5_1,     DType::Q8_0,
+                              DType::Q4_K,     DType::Q5_K,      DType::Q6_K,     DType::INT4_G32,
+                              DType::INT4_G64, DType::INT4_G128, DType::INT8_G32, DType::INT8_G64,
+                              DType::INT8_G128};
 
 // Row lengths with odd block counts and tails, per block size.
 std::vector<int64_t> row_lengths(DType weight) {
@@ -32,6 +34,10 @@ std::vector<int64_t> row_lengths(DType weight) {
       return {1, 7, 16, 24, 33, 57, 100, 256, 1000, 2047, 4096};  // every tail shape of 16 and 32
     case 32:
       return {32, 96, 160, 256, 800, 4096};
+    case 64:
+      return {64, 192, 576, 4096};
+    case 128:
+      return {128, 384, 1152, 4096};
     default:
       return {256, 768, 1280, 4096};
   }
@@ -86,7 +92,8 @@ TEST(VecDot, ScalarMatchesDequantizedDot) {
 
 // Every ISA this CPU supports against the scalar reference, for every weight type: integer
 // parts are exact, so the results differ only by the order of float accumulation, bounded by
-// 1e-5 of Σ |w_i a_i| (a single wrong element of a 4096 row is ~2e-4 of it).
+// 1e-5 of Σ |w_i a_i| (a single wrong element of a 4096 row is ~2e-4 of it). The affine
+// groups' scalar dot is the 16-chain arithmetic itself: every level gives its bits.
 TEST(VecDot, EverySupportedIsaMatchesScalar) {
   for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
     if (!isa_supported(isa)) continue;
@@ -100,6 +107,10 @@ TEST(VecDot, EverySupportedIsaMatchesScalar) {
           const float got = kern.vec_dot(k, c.w.data(), c.a.data());
           EXPECT_NEAR(got, want, 1e-5 * c.magnitude + 1e-30)
               << isa_name(isa) << " " << dtype_name(weight) << " k=" << k << " seed=" << seed;
+          if (affine_int_format(weight)) {
+            EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+                << isa_name(isa) << " " << dtype_name(weight) << " k=" << k;
+          }
         }
       }
     }
@@ -166,6 +177,8 @@ TEST(VecDot, ActivationFormats) {
   EXPECT_EQ(type_kernels(DType::Q4_K, Isa::Scalar).activation, DType::Q8_K);
   EXPECT_EQ(type_kernels(DType::Q6_K, Isa::Scalar).activation, DType::Q8_K);
   EXPECT_EQ(type_kernels(DType::BF16, Isa::Scalar).activation, DType::BF16);
+  EXPECT_EQ(type_kernels(DType::INT4_G128, Isa::Scalar).activation, DType::Q8_0);
+  EXPECT_EQ(type_kernels(DType::INT8_G32, Isa::Scalar).activation, DType::Q8_0);
   EXPECT_EQ(type_kernels(DType::F16).weight, DType::F16);
   // F16 weights take f32 activations on every level, so one QuantizedActivations serves all.
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {

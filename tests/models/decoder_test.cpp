@@ -90,14 +90,7 @@ TEST(Decoder, LlamaTinyRandomFirstLogitsMatchFloat64Reference) {
   EXPECT_EQ(argmax(logits), ref["greedy_ids"][0].get<int32_t>());
 }
 
-// Logits of every position of `tokens` in one prefill: [tokens.size(), vocab].
-std::vector<float> prefill_logits(const ModelConfig& c, const ModelWeights& w,
-                                  const std::vector<int32_t>& tokens) {
-  Decoder decoder(c, w);
-  SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()));
-  std::span<const float> l = runner.feed(tokens, /*all_logits=*/true);
-  return {l.begin(), l.end()};
-}
+using testing::prefill_logits;
 
 TEST(Decoder, QuantizedStories260KStaysCloseToF32) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");

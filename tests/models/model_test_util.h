@@ -14,9 +14,11 @@
 
 #include "fixtures.h"
 #include "tern/core/half.h"
+#include "tern/engine/sequence_runner.h"
 #include "tern/formats/model_config.h"
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/models/decoder.h"
 #include "tern/models/model_weights.h"
 
 namespace tern::testing {
@@ -74,6 +76,15 @@ inline double relative_rms_error(std::span<const float> a, std::span<const float
     den += static_cast<double>(b[i]) * b[i];
   }
   return std::sqrt(num / den);
+}
+
+// Logits of every position of `tokens` in one prefill: [tokens.size(), vocab].
+inline std::vector<float> prefill_logits(const ModelConfig& c, const ModelWeights& w,
+                                         const std::vector<int32_t>& tokens) {
+  Decoder decoder(c, w);
+  SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()));
+  std::span<const float> l = runner.feed(tokens, /*all_logits=*/true);
+  return {l.begin(), l.end()};
 }
 
 inline bool bitwise_equal(std::span<const float> a, std::span<const float> b) {

@@ -68,7 +68,7 @@ TEST(QuantRecipe, Qwen3_0_6B_Q4_K_M) {
   expect_layers(c, r, kQwen3MoreBits, DType::Q6_K, kQwen3MoreBits, DType::Q6_K, DType::Q4_K);
   // Tied: the embedding is quantized as the output matrix it also is.
   EXPECT_EQ(embedding_type(c, r), DType::Q6_K);
-  EXPECT_EQ(static_cast<uint32_t>(r.file_type()), 15u);
+  EXPECT_EQ(static_cast<uint32_t>(*r.file_type()), 15u);
 }
 
 TEST(QuantRecipe, Qwen3_0_6B_Q5_K_M_And_S) {

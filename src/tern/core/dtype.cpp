@@ -7,19 +7,37 @@
 namespace tern {
 namespace {
 
-// Block sizes are ggml's (ggml-common.h): e.g. Q4_0 = f16 scale + 16 bytes of nibbles.
-constexpr std::array<DTypeTraits, 21> kTraits = {{
-    {DType::F32, "F32", 1, 4, 0, "F32"},     {DType::F16, "F16", 1, 2, 1, "F16"},
-    {DType::BF16, "BF16", 1, 2, 30, "BF16"}, {DType::F64, "F64", 1, 8, 28, "F64"},
-    {DType::I8, "I8", 1, 1, 24, "I8"},       {DType::I16, "I16", 1, 2, 25, "I16"},
-    {DType::I32, "I32", 1, 4, 26, "I32"},    {DType::I64, "I64", 1, 8, 27, "I64"},
-    {DType::U8, "U8", 1, 1, -1, "U8"},       {DType::Q4_0, "Q4_0", 32, 18, 2, ""},
-    {DType::Q4_1, "Q4_1", 32, 20, 3, ""},    {DType::Q5_0, "Q5_0", 32, 22, 6, ""},
-    {DType::Q5_1, "Q5_1", 32, 24, 7, ""},    {DType::Q8_0, "Q8_0", 32, 34, 8, ""},
-    {DType::Q8_1, "Q8_1", 32, 36, 9, ""},    {DType::Q2_K, "Q2_K", 256, 84, 10, ""},
-    {DType::Q3_K, "Q3_K", 256, 110, 11, ""}, {DType::Q4_K, "Q4_K", 256, 144, 12, ""},
-    {DType::Q5_K, "Q5_K", 256, 176, 13, ""}, {DType::Q6_K, "Q6_K", 256, 210, 14, ""},
+// Block sizes are ggml's (ggml-common.h): e.g. Q4_0 = f16 scale + 16 bytes of nibbles. The
+// INT*_G* blocks are an f32 scale, an f32 bias and the group's codes.
+constexpr std::array<DTypeTraits, kNumDTypes> kTraits = {{
+    {DType::F32, "F32", 1, 4, 0, "F32"},
+    {DType::F16, "F16", 1, 2, 1, "F16"},
+    {DType::BF16, "BF16", 1, 2, 30, "BF16"},
+    {DType::F64, "F64", 1, 8, 28, "F64"},
+    {DType::I8, "I8", 1, 1, 24, "I8"},
+    {DType::I16, "I16", 1, 2, 25, "I16"},
+    {DType::I32, "I32", 1, 4, 26, "I32"},
+    {DType::I64, "I64", 1, 8, 27, "I64"},
+    {DType::U8, "U8", 1, 1, -1, "U8"},
+    {DType::Q4_0, "Q4_0", 32, 18, 2, ""},
+    {DType::Q4_1, "Q4_1", 32, 20, 3, ""},
+    {DType::Q5_0, "Q5_0", 32, 22, 6, ""},
+    {DType::Q5_1, "Q5_1", 32, 24, 7, ""},
+    {DType::Q8_0, "Q8_0", 32, 34, 8, ""},
+    {DType::Q8_1, "Q8_1", 32, 36, 9, ""},
+    {DType::Q2_K, "Q2_K", 256, 84, 10, ""},
+    {DType::Q3_K, "Q3_K", 256, 110, 11, ""},
+    {DType::Q4_K, "Q4_K", 256, 144, 12, ""},
+    {DType::Q5_K, "Q5_K", 256, 176, 13, ""},
+    {DType::Q6_K, "Q6_K", 256, 210, 14, ""},
     {DType::Q8_K, "Q8_K", 256, 292, 15, ""},
+    {DType::U32, "U32", 1, 4, -1, "U32"},
+    {DType::INT4_G32, "INT4_G32", 32, 8 + 16, -1, ""},
+    {DType::INT4_G64, "INT4_G64", 64, 8 + 32, -1, ""},
+    {DType::INT4_G128, "INT4_G128", 128, 8 + 64, -1, ""},
+    {DType::INT8_G32, "INT8_G32", 32, 8 + 32, -1, ""},
+    {DType::INT8_G64, "INT8_G64", 64, 8 + 64, -1, ""},
+    {DType::INT8_G128, "INT8_G128", 128, 8 + 128, -1, ""},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -51,6 +69,34 @@ std::optional<DType> dtype_from_safetensors(std::string_view name) {
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const auto& t : kTraits)
     if (iequals(t.name, name)) return t.dtype;
+  return std::nullopt;
+}
+
+std::optional<AffineIntFormat> affine_int_format(DType dtype) {
+  switch (dtype) {
+    case DType::INT4_G32:
+      return AffineIntFormat{4, 32};
+    case DType::INT4_G64:
+      return AffineIntFormat{4, 64};
+    case DType::INT4_G128:
+      return AffineIntFormat{4, 128};
+    case DType::INT8_G32:
+      return AffineIntFormat{8, 32};
+    case DType::INT8_G64:
+      return AffineIntFormat{8, 64};
+    case DType::INT8_G128:
+      return AffineIntFormat{8, 128};
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<DType> affine_int_dtype(int bits, int group) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const auto dtype = static_cast<DType>(i);
+    const std::optional<AffineIntFormat> f = affine_int_format(dtype);
+    if (f && f->bits == bits && f->group == group) return dtype;
+  }
   return std::nullopt;
 }
 

@@ -1,5 +1,7 @@
 // Element types of weights and activations. Quantized types keep ggml's block layouts, so a
-// tensor of such a type is `nelements / block_elems` blocks of `block_bytes` bytes each.
+// tensor of such a type is `nelements / block_elems` blocks of `block_bytes` bytes each; the
+// INT4_G*/INT8_G* types are tern's own (the groups of GPTQ, AWQ and MLX checkpoints, which no
+// ggml type holds exactly).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,18 @@ enum class DType : uint8_t {
   Q5_K,
   Q6_K,
   Q8_K,
+  U32,
+  // x = scale · q + bias per group of 32, 64 or 128 elements, q unsigned (kernels/cpu/quants/
+  // quant_blocks.h: BlockAffine).
+  INT4_G32,
+  INT4_G64,
+  INT4_G128,
+  INT8_G32,
+  INT8_G64,
+  INT8_G128,
 };
+// One past the last enumerator: loops over every type go to it.
+inline constexpr int kNumDTypes = static_cast<int>(DType::INT8_G128) + 1;
 
 struct DTypeTraits {
   DType dtype;
@@ -47,6 +60,15 @@ inline std::string_view dtype_name(DType dtype) { return dtype_traits(dtype).nam
 std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
 std::optional<DType> dtype_from_safetensors(std::string_view name);
 std::optional<DType> dtype_from_name(std::string_view name);  // "Q8_0", "f16", … (any case)
+
+// The bits (4 or 8) and group size (32, 64 or 128) of an INT*_G* type; nullopt for others.
+struct AffineIntFormat {
+  int bits;
+  int group;
+};
+std::optional<AffineIntFormat> affine_int_format(DType dtype);
+// The INT*_G* type of `bits` and `group`; nullopt when tern has none.
+std::optional<DType> affine_int_dtype(int bits, int group);
 
 // ggml's name for a type id, including ones tern does not load ("IQ2_XXS"), for error messages.
 std::string_view ggml_type_name(uint32_t ggml_type);

@@ -9,117 +9,13 @@
 
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
+#include "tern/formats/json_fields.h"
 #include "tern/formats/json_util.h"
 
 namespace tern {
 namespace {
 
 using nlohmann::json;
-
-// Sizes above this are refused: no real model comes near, and products of two of them must
-// not overflow int64.
-constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
-
-// Typed access to the fields of one JSON object, with errors that name the file and field.
-class Fields {
- public:
-  Fields(const json& object, std::string_view name, std::string prefix = "")
-      : obj_(object), name_(name), prefix_(std::move(prefix)) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(std::string(name_) + ": " + what);
-  }
-
-  // Absent and null are the same: HF writes `"head_dim": null` for "not set".
-  const json* find(const char* key) const {
-    auto it = obj_.find(key);
-    if (it == obj_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
-  std::optional<int64_t> opt_int(const char* key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (v->is_number_unsigned()) {
-      if (v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail("field " + field(key) + " is too large (" + v->dump() + ")");
-      return static_cast<int64_t>(v->get<uint64_t>());
-    }
-    if (v->is_number_integer()) return v->get<int64_t>();
-    fail("field " + field(key) + " must be an integer, not " + v->type_name() + " " + v->dump());
-  }
-
-  int64_t req_int(const char* key) const {
-    auto v = opt_int(key);
-    if (!v) fail("required field " + field(key) + " is missing");
-    return *v;
-  }
-
-  std::optional<double> opt_double(const char* key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_number())
-      fail("field " + field(key) + " must be a number, not " + v->type_name() + " " + v->dump());
-    return v->get<double>();
-  }
-
-  double req_double(const char* key) const {
-    auto v = opt_double(key);
-    if (!v) fail("required field " + field(key) + " is missing");
-    return *v;
-  }
-
-  std::optional<bool> opt_bool(const char* key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_boolean())
-      fail("field " + field(key) + " must be true or false, not " + v->type_name() + " " +
-           v->dump());
-    return v->get<bool>();
-  }
-
-  std::optional<std::string> opt_string(const char* key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_string())
-      fail("field " + field(key) + " must be a string, not " + v->type_name() + " " + v->dump());
-    return v->get<std::string>();
-  }
-
-  std::optional<int32_t> opt_token_id(const char* key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    return token_id(key, *v);
-  }
-
-  // HF allows one id or a list of ids.
-  std::optional<std::vector<int32_t>> opt_token_ids(const char* key) const {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_array()) return std::vector<int32_t>{token_id(key, *v)};
-    std::vector<int32_t> ids;
-    for (const auto& item : *v) ids.push_back(token_id(key, item));
-    return ids;
-  }
-
-  std::string field(const char* key) const { return quote_name(prefix_ + key); }
-
- private:
-  int32_t token_id(const char* key, const json& v) const {
-    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-    bool ok = v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(kMax)
-              : v.is_number_integer() ? v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMax
-                                      : false;
-    if (!ok)
-      fail("field " + field(key) + " holds " + v.dump() +
-           ", not a token id or a list of token ids");
-    return static_cast<int32_t>(v.get<int64_t>());
-  }
-
-  const json& obj_;
-  std::string_view name_;
-  std::string prefix_;
-};
 
 std::optional<ModelArch> arch_from_hf(std::string_view s) {
   if (s == "LlamaForCausalLM" || s == "llama") return ModelArch::Llama;
@@ -131,7 +27,7 @@ std::optional<ModelArch> arch_from_hf(std::string_view s) {
 // rope_scaling (transformers 4.x) or rope_parameters (5.x): {"rope_type" (or legacy "type"),
 // "factor", …}.
 RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std::string& prefix) {
-  Fields f(obj, name, prefix);
+  JsonFields f(obj, name, prefix);
   RopeScaling rs;
   auto type = f.opt_string("rope_type");
   if (!type) type = f.opt_string("type");
@@ -190,7 +86,7 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
     throw Error(std::string(name) + ": invalid JSON: " + e.what());
   }
   if (!root.is_object()) throw Error(std::string(name) + ": not a JSON object");
-  Fields f(root, name);
+  JsonFields f(root, name);
   ModelConfig c;
 
   // Architecture: architectures[0] when given, else model_type; both must agree.
@@ -249,7 +145,7 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
   c.rope_theta = f.opt_double("rope_theta").value_or(10000.0);
   if (const json* params = f.find("rope_parameters")) {
     if (!params->is_object()) f.fail("field 'rope_parameters' must be an object");
-    Fields p(*params, name, "rope_parameters.");
+    JsonFields p(*params, name, "rope_parameters.");
     c.rope_theta = p.opt_double("rope_theta").value_or(c.rope_theta);
     if (p.find("rope_type") || p.find("type"))
       c.rope_scaling = parse_rope_scaling(*params, name, "rope_parameters.");
@@ -297,7 +193,7 @@ ModelConfig ModelConfig::from_hf_dir(const std::string& dir) {
       throw Error(name + ": invalid JSON: " + e.what());
     }
     if (!gen.is_object()) throw Error(name + ": not a JSON object");
-    Fields f(gen, name);
+    JsonFields f(gen, name);
     if (auto bos = f.opt_token_id("bos_token_id")) c.bos_token_id = bos;
     if (auto eos = f.opt_token_ids("eos_token_id")) c.eos_token_ids = *eos;
   }
@@ -318,7 +214,7 @@ void ModelConfig::validate(std::string_view name) const {
   };
   for (const auto& [field, value] : sizes) {
     if (value <= 0) fail(std::string(field) + " must be positive, not " + std::to_string(value));
-    if (value > kMaxSize)
+    if (value > kMaxConfigSize)
       fail(std::string(field) + " " + std::to_string(value) + " is absurdly large");
   }
   if (num_heads % num_kv_heads != 0)
@@ -329,7 +225,7 @@ void ModelConfig::validate(std::string_view name) const {
          std::to_string(num_heads));
   if (head_dim % 2 != 0)
     fail("head_dim " + std::to_string(head_dim) + " is odd; RoPE rotates pairs of dimensions");
-  if (q_dim() > kMaxSize) fail("num_attention_heads × head_dim is absurdly large");
+  if (q_dim() > kMaxConfigSize) fail("num_attention_heads × head_dim is absurdly large");
   if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps))
     fail("rms_norm_eps must be a positive number, not " + std::to_string(rms_norm_eps));
   if (!(rope_theta > 0) || !std::isfinite(rope_theta))

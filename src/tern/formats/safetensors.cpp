@@ -33,7 +33,7 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 
 std::string supported_dtypes() {
   std::string s;
-  for (int i = 0; i <= static_cast<int>(DType::Q8_K); ++i) {
+  for (int i = 0; i < kNumDTypes; ++i) {
     const auto& t = dtype_traits(static_cast<DType>(i));
     if (t.safetensors.empty()) continue;
     if (!s.empty()) s += ", ";

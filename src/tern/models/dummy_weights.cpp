@@ -69,12 +69,12 @@ std::span<const float> copy_vector(ModelWeights& w, std::span<const float> src) 
 
 // `m` as `dtype` through f32, by the weight quantizers with the importances of `name` when
 // `imatrix` has them (by GPTQ when it has the input's second moments too); copied when it
-// already is `dtype`.
+// already is `dtype`. An act-order matrix's columns are put back in the inputs' order.
 WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dtype,
                                 const ImportanceMatrix* imatrix, const std::string& name) {
   const auto row_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(m.cols)));
   std::span<std::byte> data = w.own_bytes(row_bytes * static_cast<size_t>(m.rows));
-  if (m.dtype == dtype) {
+  if (m.dtype == dtype && m.input_order == nullptr) {
     for (int64_t i = 0; i < m.rows; ++i)
       std::memcpy(data.data() + static_cast<size_t>(i) * row_bytes, m.row(i), row_bytes);
     return {dtype, m.rows, m.cols, data.data(), row_bytes};
@@ -90,10 +90,17 @@ WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dt
   }
 #pragma omp parallel
   {
-    std::vector<float> row(static_cast<size_t>(m.cols));
+    std::vector<float> row(static_cast<size_t>(m.cols)), gathered;
 #pragma omp for schedule(dynamic, 8)
     for (int64_t i = 0; i < m.rows; ++i) {
-      cpu::dequantize_row(m.dtype, m.row(i), row.data(), m.cols);
+      if (m.input_order == nullptr) {
+        cpu::dequantize_row(m.dtype, m.row(i), row.data(), m.cols);
+      } else {  // an act-order checkpoint's columns back in the inputs' order
+        gathered.resize(row.size());
+        cpu::dequantize_row(m.dtype, m.row(i), gathered.data(), m.cols);
+        for (int64_t j = 0; j < m.cols; ++j)
+          row[static_cast<size_t>(m.input_order[j])] = gathered[j];
+      }
       std::byte* out = data.data() + static_cast<size_t>(i) * row_bytes;
       if (gptq)
         quant::quantize_row_gptq(dtype, row.data(), out, m.cols, *gptq);

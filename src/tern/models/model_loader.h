@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tern/core/dtype.h"
+#include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/model_config.h"
 #include "tern/models/model_weights.h"
 #include "tern/quant/quant_recipe.h"
@@ -25,6 +26,9 @@ struct LoadOptions {
   // else F32); for real weights, nullopt keeps the file's types and anything else requantizes.
   std::optional<QuantRecipe> weight_recipe;
   uint64_t seed = 0;  // dummy weights
+  // vLLM's --quantization: the checkpoint must be quantized by this method (a folder's
+  // config.json says how it is; nullopt: whatever it says, or nothing).
+  std::optional<QuantMethod> quantization;
 };
 
 struct LoadedModel {

@@ -15,6 +15,7 @@
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/models/checkpoint_weights.h"
 #include "tern/models/decoder_buffers.h"
 
 namespace tern {
@@ -59,7 +60,8 @@ void pack_for_kernels(ModelWeights& w) {
     const WeightMatrix& first = **parts.begin();
     std::vector<MatrixShape> shapes;
     for (const WeightMatrix* m : parts) {
-      if (m->packed != nullptr) return;
+      // One matmul takes one gathering of the input.
+      if (m->packed != nullptr || m->input_order != first.input_order) return;
       shapes.push_back({m->dtype, m->rows, m->cols});
     }
     // tern plan sizes the fused matmul's output buffer by the same rule (decoder_buffers.h).
@@ -71,7 +73,8 @@ void pack_for_kernels(ModelWeights& w) {
       rows += m->rows;
     }
     std::byte* out = w.own_bytes(bytes).data();
-    fused = WeightMatrix{first.dtype, rows, first.cols, nullptr, first.row_bytes, out};
+    fused = WeightMatrix{first.dtype,     rows, first.cols,       nullptr,
+                         first.row_bytes, out,  first.input_order};
     for (WeightMatrix* m : parts) {
       pack_into(*m, out);
       out += cpu::packed_weight_bytes(view_of(*m));
@@ -139,9 +142,11 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 // Finds tensors by name in one file (or checkpoint) and checks them.
 class Binder {
  public:
-  using Find = std::function<const TensorInfo*(std::string_view)>;
-  Binder(std::string source, Find find, ModelWeights& w)
-      : source_(std::move(source)), find_(std::move(find)), w_(w) {}
+  using Find = FindTensor;
+  // `quantization`: how the checkpoint's quantized modules are stored (nullptr: none are).
+  Binder(std::string source, Find find, ModelWeights& w,
+         const CheckpointQuantization* quantization = nullptr)
+      : source_(std::move(source)), find_(std::move(find)), w_(w), quantization_(quantization) {}
 
   const TensorInfo* optional(const std::string& name) const { return find_(name); }
 
@@ -171,7 +176,14 @@ class Binder {
     return {t.dtype, rows, cols, t.data, static_cast<size_t>(*row_bytes)};
   }
 
+  // A quantized checkpoint's module (`name` less ".weight") is repacked from its own tensors.
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols, const char* what) const {
+    if (quantization_ != nullptr && name.ends_with(".weight")) {
+      const std::string module = name.substr(0, name.size() - std::string_view(".weight").size());
+      if (std::optional<WeightMatrix> m = read_quantized_matrix(*quantization_, find_, source_,
+                                                                module, rows, cols, w_, orders_))
+        return *m;
+    }
     return matrix(required(name), rows, cols, what);
   }
 
@@ -216,6 +228,8 @@ class Binder {
   std::string source_;
   Find find_;
   ModelWeights& w_;
+  const CheckpointQuantization* quantization_;
+  mutable InputOrders orders_;
 };
 
 // The tensor names of one format; `layer` builds a per-layer name.
@@ -270,10 +284,10 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
   w.token_embedding = b.matrix(n.embedding, c.vocab_size, h, "vocab_size × hidden_size");
   w.output_norm = b.vector(n.output_norm, h, "hidden_size");
   // Tied: the embedding is the head even when a checkpoint also stores a copy of it.
-  const TensorInfo* head = c.tie_word_embeddings ? nullptr : &b.required(n.lm_head);
-  w.tied_embeddings = head == nullptr;
-  w.lm_head =
-      head ? b.matrix(*head, c.vocab_size, h, "vocab_size × hidden_size") : w.token_embedding;
+  w.tied_embeddings = c.tie_word_embeddings;
+  w.lm_head = c.tie_word_embeddings
+                  ? w.token_embedding
+                  : b.matrix(n.lm_head, c.vocab_size, h, "vocab_size × hidden_size");
 
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int64_t i = 0; i < c.num_layers; ++i) {
@@ -321,12 +335,14 @@ ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config) 
   return w;
 }
 
-ModelWeights load_safetensors_weights(const SafetensorsModel& model, const ModelConfig& config) {
+ModelWeights load_safetensors_weights(const SafetensorsModel& model, const ModelConfig& config,
+                                      const CheckpointQuantization* quantization) {
   ModelWeights w;
   for (const SafetensorsFile& shard : model.shards())
     w.keep_alive(std::make_shared<SafetensorsFile>(shard));  // copies share the mapping
   Binder b(
-      model.path(), [&](std::string_view name) { return model.find_tensor(name); }, w);
+      model.path(), [&](std::string_view name) { return model.find_tensor(name); }, w,
+      quantization);
   bind_all(b, kHfNames, config, w);
   w.rope_layout = RopeLayout::Neox;  // transformers' rotate_half, for every architecture
   return w;

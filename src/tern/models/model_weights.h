@@ -22,6 +22,7 @@ class GgufFile;
 class ImportanceMatrix;
 class MappedFile;
 class SafetensorsModel;
+struct CheckpointQuantization;
 
 // A weight matrix of `rows` outputs by `cols` inputs, row-major; each row is whole blocks of
 // `dtype` and `row_bytes` long. Points into a mapping or into ModelWeights' own storage.
@@ -33,6 +34,9 @@ struct WeightMatrix {
   size_t row_bytes = 0;
   // The rows rearranged for the best ISA's kernels (pack_for_kernels), or nullptr.
   const std::byte* packed = nullptr;
+  // An act-order checkpoint's input permutation [cols] (cpu::WeightView::input_order), owned
+  // by the ModelWeights and shared by the matrices that have the same one; nullptr: none.
+  const int32_t* input_order = nullptr;
 
   bool empty() const { return data == nullptr; }
   const std::byte* row(int64_t i) const { return data + static_cast<size_t>(i) * row_bytes; }
@@ -111,7 +115,10 @@ ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config);
 
 // Hugging Face tensors (`model.embed_tokens.weight`, `model.layers.N.self_attn.q_proj.weight`,
 // …, `lm_head.weight`) in F32/F16/BF16, matrices in place, norms and biases widened to f32.
-ModelWeights load_safetensors_weights(const SafetensorsModel& model, const ModelConfig& config);
+// With `quantization` (a GPTQ, AWQ or MLX checkpoint), the modules it holds quantized are
+// repacked into tern's affine groups (models/checkpoint_weights.h); the others load as above.
+ModelWeights load_safetensors_weights(const SafetensorsModel& model, const ModelConfig& config,
+                                      const CheckpointQuantization* quantization = nullptr);
 
 // vLLM's `--load-format dummy`: random weights of the config's shapes, each matrix quantized
 // to the type `recipe` gives it (uniform: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,

@@ -33,6 +33,36 @@ void fit_affine_block(const float* x, const float* w, int qmax, BlockCode* out) 
   quantize_block(x, w, kQK, d, m, 0, qmax, out->q);
 }
 
+// The affine groups (INT4_G*, INT8_G*): x ≈ s · (q − z), f16 s and integer z in [0, qmax], as
+// GPTQ and AWQ store them: the weighted least-squares fit, its zero rounded, then the scale
+// refitted for that zero and the quants, where that lowers the error.
+void fit_zero_point_group(const float* x, const float* w, int n, int qmax, BlockCode* out) {
+  const AffineFit fit = fit_affine(x, w, n, qmax, false);
+  float scale = rounded_f16(fit.scale, &out->d16);
+  if (scale <= 0.0f) scale = rounded_f16(f16_to_f32(1), &out->d16);  // a constant group
+  int zero = std::clamp(static_cast<int>(std::lround(-fit.offset / scale)), 0, qmax);
+  float best = quantize_block(x, w, n, scale, -scale * static_cast<float>(zero), 0, qmax, out->q);
+  // Σ w (x − s (q − z))² is least at s = Σ w x (q − z) / Σ w (q − z)².
+  float sxa = 0.0f, saa = 0.0f;
+  for (int e = 0; e < n; ++e) {
+    const auto a = static_cast<float>(out->q[e] - zero);
+    sxa += w[e] * x[e] * a;
+    saa += w[e] * a * a;
+  }
+  if (saa > 0.0f && sxa > 0.0f) {
+    uint16_t s16;
+    const float s2 = rounded_f16(sxa / saa, &s16);
+    int q2[256];
+    const float err = quantize_block(x, w, n, s2, -s2 * static_cast<float>(zero), 0, qmax, q2);
+    if (err < best) {
+      best = err;
+      out->d16 = s16;
+      std::copy(q2, q2 + n, out->q);
+    }
+  }
+  out->lm[0] = zero;
+}
+
 // The super-block's error for (d, dmin) with the given 6-bit scales, quants to nearest.
 float k_affine_error(const float* x, const float* w, int qmax, float d, float dmin, const int* ls,
                      const int* lm, int* q) {
@@ -196,6 +226,8 @@ BlockFormat block_format(DType dtype) {
     case DType::Q6_K:
       return {kQKK, -32, 31};
     default:
+      if (const std::optional<AffineIntFormat> f = affine_int_format(dtype))
+        return {f->group, 0, (1 << f->bits) - 1};
       return {};
   }
 }
@@ -215,8 +247,10 @@ void fit_block(DType dtype, const float* x, const float* w, BlockCode* code) {
     case DType::Q4_K:
     case DType::Q5_K:
       return fit_k_affine(x, w, f.qmax, code);
-    default:
+    case DType::Q6_K:
       return fit_q6_k(x, w, code);
+    default:
+      return fit_zero_point_group(x, w, f.elems, f.qmax, code);
   }
 }
 
@@ -239,6 +273,15 @@ void block_grid(DType dtype, const BlockCode& code, float* step, float* offset) 
         step[e] = d * static_cast<float>(code.ls[e / 16]);
         offset[e] = 0.0f;
         break;
+      case DType::INT4_G32:
+      case DType::INT4_G64:
+      case DType::INT4_G128:
+      case DType::INT8_G32:
+      case DType::INT8_G64:
+      case DType::INT8_G128:
+        step[e] = d;
+        offset[e] = -d * static_cast<float>(code.lm[0]);
+        break;
       default:
         step[e] = d;
         offset[e] = 0.0f;
@@ -251,6 +294,17 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
   // Stored quants are unsigned (bias added) except Q8_0's.
   int biased[kQKK];
   const BlockFormat f = block_format(dtype);
+  if (affine_int_format(dtype)) {
+    const float scale = f16_to_f32(code.d16);
+    cpu::with_affine_block<bool>(dtype, [&]<class B>() {
+      auto& block = *static_cast<B*>(y);
+      block.scale = scale;
+      block.bias = -scale * static_cast<float>(code.lm[0]);
+      for (int e = 0; e < f.elems; ++e) cpu::set_affine_code(block, e, code.q[e]);
+      return true;
+    });
+    return;
+  }
   const int bias = dtype == DType::Q8_0 ? 0 : -f.qmin;
   for (int e = 0; e < f.elems; ++e) biased[e] = code.q[e] + bias;
   switch (dtype) {

@@ -206,7 +206,7 @@ void check_weight_type(DType dtype) {
     throw Error(
         "weight type " + std::string(dtype_name(dtype)) +
         " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
-        "Q5_K, Q6_K)");
+        "Q5_K, Q6_K, INT4_G32/64/128, INT8_G32/64/128)");
 }
 }  // namespace
 
@@ -214,7 +214,11 @@ QuantRecipe QuantRecipe::uniform(DType dtype) {
   check_weight_type(dtype);
   QuantRecipe r;
   r.uniform_ = dtype;
-  r.file_type_ = uniform_file_type(dtype);
+  // tern's own types (the affine groups of GPTQ, AWQ and MLX) have no GGUF file type.
+  if (dtype_traits(dtype).ggml_type >= 0)
+    r.file_type_ = uniform_file_type(dtype);
+  else
+    r.file_type_ = std::nullopt;
   return r;
 }
 
@@ -246,17 +250,18 @@ DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& ten
   if (token_embedding_type_ && tensor.name == "token_embd.weight")
     return fitting_type(*token_embedding_type_, tensor.cols);
   if (uniform_) return fitting_type(*uniform_, tensor.cols);
-  const DType base = file_type_base(file_type_);
+  const FileType mixture = *file_type_;  // every recipe but a uniform one has a file type
+  const DType base = file_type_base(mixture);
   // F32 / F16 / BF16 files convert every matrix to their type, with no mixture and no fallback.
   if (!is_quantized(base)) return base;
-  return fitting_type(mixture_type(file_type_, base, model, tensor, kind_of(tensor.name)),
+  return fitting_type(mixture_type(mixture, base, model, tensor, kind_of(tensor.name)),
                       tensor.cols);
 }
 
-FileType QuantRecipe::file_type() const { return file_type_; }
+std::optional<FileType> QuantRecipe::file_type() const { return file_type_; }
 
 std::string QuantRecipe::name() const {
-  return std::string(uniform_ ? dtype_name(*uniform_) : file_type_name(file_type_));
+  return std::string(uniform_ ? dtype_name(*uniform_) : file_type_name(*file_type_));
 }
 
 std::optional<QuantRecipe> parse_weight_recipe(const std::string& name) {
@@ -269,7 +274,8 @@ std::optional<QuantRecipe> parse_weight_recipe(const std::string& name) {
   if (name == "bfloat16") return QuantRecipe::uniform(DType::BF16);
   throw Error("--dtype '" + name +
               "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
-              "q5_k, q6_k) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s)");
+              "q5_k, q6_k, int4_g32, int4_g64, int4_g128, int8_g32, int8_g64, int8_g128) or a "
+              "llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s)");
 }
 
 }  // namespace tern

@@ -87,14 +87,14 @@ class QuantRecipe {
   // The type of `tensor` in `model`, fallbacks for its row length applied. Throws tern::Error
   // for a layer outside [0, num_layers) on a tensor whose choice depends on it.
   DType weight_type(const RecipeModel& model, const RecipeTensor& tensor) const;
-  // `general.file_type` of the result.
-  FileType file_type() const;
+  // `general.file_type` of the result; nullopt for a uniform type GGUF has none of (INT4_G128).
+  std::optional<FileType> file_type() const;
   bool is_uniform() const { return uniform_.has_value(); }
   std::string name() const;  // "Q4_K_M" for a mixture, "Q4_K" for uniform Q4_K
 
  private:
   std::optional<DType> uniform_;
-  FileType file_type_ = FileType::AllF32;
+  std::optional<FileType> file_type_ = FileType::AllF32;
   std::optional<DType> output_type_, token_embedding_type_;
 };
 

@@ -16,7 +16,7 @@ namespace tern {
 namespace {
 
 cpu::WeightView view(const WeightMatrix& m) {
-  return {m.dtype, m.rows, m.cols, m.data, m.row_bytes, m.packed};
+  return {m.dtype, m.rows, m.cols, m.data, m.row_bytes, m.packed, m.input_order};
 }
 
 cpu::RopeConfig rope_config(const ModelConfig& c, const ModelWeights& w) {
@@ -51,9 +51,11 @@ void add_bias(float* y, std::span<const float> bias, int64_t rows) {
   }
 }
 
+// a and b can share one quantization of their input.
 bool same_activation(const WeightMatrix& a, const WeightMatrix& b) {
-  return a.dtype == b.dtype ||
-         cpu::type_kernels(a.dtype).activation == cpu::type_kernels(b.dtype).activation;
+  return a.input_order == b.input_order &&
+         (a.dtype == b.dtype ||
+          cpu::type_kernels(a.dtype).activation == cpu::type_kernels(b.dtype).activation);
 }
 
 class CpuBackend final : public Backend {
@@ -138,7 +140,8 @@ class CpuBackend final : public Backend {
       }
     } else if (same_activation(l.wq, l.wk) && same_activation(l.wq, l.wv)) {
       // q, k and v share one quantization of their input when their formats agree.
-      const cpu::QuantizedActivations a = cpu::quantize_activations(l.wq.dtype, x, t, h, ws_);
+      const cpu::QuantizedActivations a =
+          cpu::quantize_activations(l.wq.dtype, x, t, h, ws_, l.wq.input_order);
       cpu::matmul(view(l.wq), a, q);
       cpu::matmul(view(l.wk), a, k);
       cpu::matmul(view(l.wv), a, v);
@@ -162,7 +165,8 @@ class CpuBackend final : public Backend {
       return;
     }
     if (same_activation(l.w_gate, l.w_up)) {
-      const cpu::QuantizedActivations a = cpu::quantize_activations(l.w_gate.dtype, x, t, h, ws_);
+      const cpu::QuantizedActivations a =
+          cpu::quantize_activations(l.w_gate.dtype, x, t, h, ws_, l.w_gate.input_order);
       cpu::matmul(view(l.w_gate), a, out);
       cpu::matmul(view(l.w_up), a, up_.data());
     } else {

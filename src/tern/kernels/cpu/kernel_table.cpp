@@ -11,7 +11,6 @@
 namespace tern::cpu {
 namespace {
 
-constexpr int kNumDTypes = static_cast<int>(DType::Q8_K) + 1;
 constexpr int kNumIsas = 4;
 
 DType activation_of(DType weight) {
@@ -26,6 +25,14 @@ DType activation_of(DType weight) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
+      return DType::Q8_0;
+    // The affine groups take Q8_0's 32-element blocks, which divide every group size.
+    case DType::INT4_G32:
+    case DType::INT4_G64:
+    case DType::INT4_G128:
+    case DType::INT8_G32:
+    case DType::INT8_G64:
+    case DType::INT8_G128:
       return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1:
@@ -74,6 +81,12 @@ LevelKernels avx512_level(DType t) {
             .gemm = chains16_gemm_k(t),
             .packed = packed,
             .source = "chains16/vec_dot_k + matmul_k_packed"};
+  // The affine groups' scalar dot is already the 16-chain arithmetic the VNNI passes give.
+  if (const PackedKernels* packed = chains16_packed_affine(t))
+    return {.vec_dot = scalar_vec_dot_affine(t),
+            .gemm = chains16_gemm_affine(t),
+            .packed = packed,
+            .source = "generic/vec_dot_affine + matmul_affine_packed"};
   if (VecDotFn f = avx512_vec_dot_q(t))
     return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_q(t), .source = "avx512/vec_dot_q"};
   if (VecDotFn f = avx512_vec_dot_float(t))

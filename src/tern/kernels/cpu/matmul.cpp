@@ -84,17 +84,28 @@ size_t activation_bytes(DType weight, int64_t t, int64_t k) {
 }
 
 QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k,
-                                          Workspace& ws) {
+                                          Workspace& ws, const int32_t* input_order) {
   const TypeKernels& kern = type_kernels(weight);
   const size_t row_bytes = row_bytes_of(kern.activation, k);
   auto* data = static_cast<std::byte*>(ws.reserve(activation_bytes(weight, t, k)));
+  auto quantize_row = [&](int64_t i) {
+    const float* row = x + i * k;
+    if (input_order != nullptr) {
+      // Grows to the widest row once per thread, then stays.
+      thread_local std::vector<float> gathered;
+      gathered.resize(static_cast<size_t>(k));
+      for (int64_t j = 0; j < k; ++j) gathered[static_cast<size_t>(j)] = row[input_order[j]];
+      row = gathered.data();
+    }
+    kern.quantize_activation(row, data + i * row_bytes, k);
+  };
   if (t == 1) {
-    kern.quantize_activation(x, data, k);
+    quantize_row(0);
   } else {
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < t; ++i) kern.quantize_activation(x + i * k, data + i * row_bytes, k);
+    for (int64_t i = 0; i < t; ++i) quantize_row(i);
   }
-  return QuantizedActivations{kern.activation, t, k, data, row_bytes};
+  return QuantizedActivations{kern.activation, t, k, data, row_bytes, input_order};
 }
 
 void matmul(const WeightView& w, const QuantizedActivations& a, float* y) {
@@ -107,6 +118,8 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
     throw Error("matmul: activations are " + std::to_string(a.k) + " x " +
                 std::string(dtype_name(a.format)) + ", weight wants " + std::to_string(w.cols) +
                 " x " + std::string(dtype_name(kern.activation)));
+  if (a.input_order != w.input_order)
+    throw Error("matmul: the activations were gathered in another input order than the weight's");
   const VecDotFn dot = kern.vec_dot;
   const int64_t n = w.rows, k = w.cols, t = a.t;
   const auto* wdata = static_cast<const std::byte*>(w.data);
@@ -169,7 +182,7 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
 }
 
 void matmul(const WeightView& w, const float* x, int64_t t, float* y, Workspace& ws) {
-  matmul(w, quantize_activations(w.dtype, x, t, w.cols, ws), y);
+  matmul(w, quantize_activations(w.dtype, x, t, w.cols, ws, w.input_order), y);
 }
 
 void matmul_reference(const WeightView& w, const float* x, int64_t t, float* y) {
@@ -179,7 +192,10 @@ void matmul_reference(const WeightView& w, const float* x, int64_t t, float* y) 
                    w.cols);
     for (int64_t i = 0; i < t; ++i) {
       double sum = 0.0;
-      for (int64_t j = 0; j < w.cols; ++j) sum += static_cast<double>(row[j]) * x[i * w.cols + j];
+      for (int64_t j = 0; j < w.cols; ++j) {
+        const int64_t input = w.input_order != nullptr ? w.input_order[j] : j;
+        sum += static_cast<double>(row[j]) * x[i * w.cols + input];
+      }
       y[i * w.rows + r] = static_cast<float>(sum);
     }
   }

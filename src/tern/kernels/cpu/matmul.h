@@ -25,6 +25,10 @@ struct WeightView {
   // by pack_weights), or nullptr. matmul reads it instead of `data` where the level it runs
   // with has packed kernels.
   const void* packed = nullptr;
+  // Act-order checkpoints (GPTQ desc_act): the weight's input j is x[input_order[j]], a
+  // permutation of [0, K) that put each quantization group's inputs side by side; nullptr: x
+  // as it is. The activations are gathered once, as they are quantized.
+  const int32_t* input_order = nullptr;
 };
 
 // Bytes of `w`'s packed copy for the best ISA's kernels; 0 when they read its rows in place.
@@ -60,18 +64,21 @@ struct QuantizedActivations {
   int64_t k = 0;               // elements per row
   const void* data = nullptr;  // [t, row_bytes]
   size_t row_bytes = 0;
+  const int32_t* input_order = nullptr;  // the order the rows were gathered in (WeightView's)
 };
 
 // Bytes of the workspace quantize_activations takes for t rows of k elements of the input of
 // a `weight` matrix: t rows of its activation format. Throws as quantize_activations does.
 size_t activation_bytes(DType weight, int64_t t, int64_t k);
 
-// x: [t, k] floats. Throws tern::Error when the weight type has no kernels or k is not a
-// whole number of its blocks.
+// x: [t, k] floats, each row taken in `input_order` (a WeightView's; nullptr: as it is).
+// Throws tern::Error when the weight type has no kernels or k is not a whole number of its
+// blocks.
 QuantizedActivations quantize_activations(DType weight, const float* x, int64_t t, int64_t k,
-                                          Workspace& ws);
+                                          Workspace& ws, const int32_t* input_order = nullptr);
 
-// y: [a.t, w.rows]. Every weight whose activation format is a.format takes the same `a`.
+// y: [a.t, w.rows]. Every weight whose activation format is a.format and whose input order is
+// a.input_order takes the same `a`.
 // With the kernels of the best ISA, or of `isa` (tests: every level this CPU runs).
 void matmul(const WeightView& w, const QuantizedActivations& a, float* y);
 void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa isa);

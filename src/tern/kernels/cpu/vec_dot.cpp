@@ -106,8 +106,7 @@ const TypeKernels& type_kernels(DType weight, Isa isa) {
   if (!isa_supported(isa))
     throw Error(std::string("instruction set ") + isa_name(isa) + " is not supported by this CPU");
   const auto t = static_cast<int>(weight);
-  if (t < 0 || t > static_cast<int>(DType::Q8_K) ||
-      kernel_row(weight, isa).kernels.vec_dot == nullptr)
+  if (t < 0 || t >= kNumDTypes || kernel_row(weight, isa).kernels.vec_dot == nullptr)
     throw Error("no matmul kernels for weight type " + std::string(dtype_name(weight)));
   return kernel_row(weight, isa).kernels;
 }

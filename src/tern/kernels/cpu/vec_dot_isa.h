@@ -12,6 +12,8 @@ namespace tern::cpu {
 
 // The scalar reference of every supported type (generic/vec_dot.cpp).
 VecDotFn scalar_vec_dot(DType weight);
+// The INT4_G* and INT8_G* types' (generic/vec_dot_affine.cpp), which scalar_vec_dot returns.
+VecDotFn scalar_vec_dot_affine(DType weight);
 QuantizeRowFn scalar_quantize_activation(DType activation);
 
 VecDotFn avx2_vec_dot_q(DType weight);
@@ -33,6 +35,11 @@ GemmTileFn avx2_gemm_tile_k(DType weight);
 // 16 rows that agree with it bit for bit: every token count as VNNI dots on the Avx512 level
 // (chains16/matmul_q_packed.cpp), AMX tiles from 27 tokens on the Amx level (amx/gemm_q.cpp).
 VecDotFn chains16_vec_dot_q(DType weight);
+// The affine groups (INT4_G*, INT8_G*) on both AVX-512 levels: scalar_vec_dot_affine is their
+// vec_dot (its arithmetic is the 16-chain form), and these VNNI passes every matmul
+// (chains16/matmul_affine_packed.cpp).
+GemmTileFn chains16_gemm_affine(DType weight);
+const PackedKernels* chains16_packed_affine(DType weight);
 GemmTileFn chains16_gemm_q(DType weight);
 const PackedKernels* chains16_packed_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);

@@ -200,7 +200,7 @@ VecDotFn scalar_vec_dot(DType weight) {
     case DType::Q6_K:
       return dot_q6_k;
     default:
-      return nullptr;
+      return scalar_vec_dot_affine(weight);
   }
 }
 

@@ -45,6 +45,44 @@ struct BlockQ8_1 {
   uint16_t s;
   int8_t qs[kQK];
 };
+// tern's affine groups (INT4_G*, INT8_G*: the groups of GPTQ, AWQ and MLX checkpoints, which
+// the loader repacks into them): x = fma(scale, q, bias) over kGroup elements, q unsigned in
+// kBits bits. A checkpoint's s · (q − z) is bias = −s · z, exact in f32 for an f16 s and an
+// integer z < 256, and MLX's f16/bf16 scale and bias are exact in f32: no group loses a bit.
+// 4 bits: each 32 elements of the group as Q4_0's qs (element j in the low nibble of byte j,
+// element j + 16 in its high nibble); 8 bits: a byte per element.
+template <int kBits, int kGroup>
+struct BlockAffine {
+  static constexpr int kBitsPerCode = kBits;
+  static constexpr int kElems = kGroup;
+  float scale;
+  float bias;
+  uint8_t qs[kGroup * kBits / 8];
+};
+
+// Code i (< kGroup) of an affine block.
+template <int kBits, int kGroup>
+inline int affine_code(const BlockAffine<kBits, kGroup>& b, int i) {
+  if constexpr (kBits == 8) {
+    return b.qs[i];
+  } else {
+    const int sub = i / kQK, j = i % kQK;
+    const uint8_t byte = b.qs[sub * (kQK / 2) + j % (kQK / 2)];
+    return j < kQK / 2 ? byte & 0x0F : byte >> 4;
+  }
+}
+template <int kBits, int kGroup>
+inline void set_affine_code(BlockAffine<kBits, kGroup>& b, int i, int q) {
+  if constexpr (kBits == 8) {
+    b.qs[i] = static_cast<uint8_t>(q);
+  } else {
+    const int sub = i / kQK, j = i % kQK;
+    uint8_t& byte = b.qs[sub * (kQK / 2) + j % (kQK / 2)];
+    byte = j < kQK / 2 ? static_cast<uint8_t>((byte & 0xF0) | q)
+                       : static_cast<uint8_t>((byte & 0x0F) | q << 4);
+  }
+}
+
 struct BlockQ2_K {
   uint8_t scales[kQKK / 16];
   uint8_t qs[kQKK / 4];
@@ -89,5 +127,30 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockAffine<4, 32>) == 24 && sizeof(BlockAffine<4, 64>) == 40 &&
+              sizeof(BlockAffine<4, 128>) == 72 && sizeof(BlockAffine<8, 32>) == 40 &&
+              sizeof(BlockAffine<8, 64>) == 72 && sizeof(BlockAffine<8, 128>) == 136);
+
+// f.template operator()<BlockAffine<bits, group>>() for an INT*_G* type, R{} for any other:
+// one switch from the type to the block for every function templated on it.
+template <class R, class F>
+R with_affine_block(DType t, F&& f) {
+  switch (t) {
+    case DType::INT4_G32:
+      return f.template operator()<BlockAffine<4, 32>>();
+    case DType::INT4_G64:
+      return f.template operator()<BlockAffine<4, 64>>();
+    case DType::INT4_G128:
+      return f.template operator()<BlockAffine<4, 128>>();
+    case DType::INT8_G32:
+      return f.template operator()<BlockAffine<8, 32>>();
+    case DType::INT8_G64:
+      return f.template operator()<BlockAffine<8, 64>>();
+    case DType::INT8_G128:
+      return f.template operator()<BlockAffine<8, 128>>();
+    default:
+      return R{};
+  }
+}
 
 }  // namespace tern::cpu

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/kernels/cpu/quants/quantize.h"
+
 namespace tern::cpu {
 
 // Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 leaves the rounded integer
@@ -38,6 +40,10 @@ inline float abs_max(const float* x, int n) {
   for (int l = 0; l < 16; ++l) amax = std::max(amax, lanes[l]);
   return amax;
 }
+
+// The INT*_G* types (quantize_affine.cpp); nullptr for other types.
+QuantizeFn affine_quantize_fn(DType dtype);
+DequantizeFn affine_dequantize_fn(DType dtype);
 
 void quantize_row_q4_k(const float* x, void* y, int64_t k);
 void quantize_row_q5_k(const float* x, void* y, int64_t k);

@@ -245,7 +245,7 @@ QuantizeFn find_quantize(DType dtype) {
     case DType::Q8_K:
       return quantize_row_q8_k;
     default:
-      return nullptr;
+      return affine_quantize_fn(dtype);
   }
 }
 
@@ -282,7 +282,7 @@ DequantizeFn find_dequantize(DType dtype) {
     case DType::Q8_K:
       return dequantize_row_q8_k;
     default:
-      return nullptr;
+      return affine_dequantize_fn(dtype);
   }
 }
 

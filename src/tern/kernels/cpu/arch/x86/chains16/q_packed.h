@@ -1,9 +1,11 @@
-// The 16-chain Q4_0 and Q8_0 matmuls on weights packed in groups of 16 rows (chains16/q_layout.h),
-// shared by the AVX-512 level (chains16/matmul_q_packed.cpp: VNNI dots for every token count)
-// and the AMX level (amx/gemm_q.cpp: the same dots up to kMaxVnniTokens, AMX tiles beyond).
-// The driver is chains16/packed_matmul.h; each output element is exactly what the GEMV
-// (chains16/vec_dot_q.cpp, where the arithmetic is defined) gives for its row. Internal
-// linkage, so each of the two files compiles its own copy.
+// The 16-chain matmuls of 32-element blocks against Q8_0 activations on weights packed in groups
+// of 16 rows: the dots every such layout shares, and Q4_0's and Q8_0's layout
+// (chains16/q_layout.h), used by the AVX-512 level (chains16/matmul_q_packed.cpp: VNNI dots for
+// every token count) and the AMX level (amx/gemm_q.cpp: the same dots up to kMaxVnniTokens, AMX
+// tiles beyond); the affine groups' layout is chains16/matmul_affine_packed.cpp's. The driver is
+// chains16/packed_matmul.h; each output element is exactly what the GEMV (chains16/vec_dot_q.cpp
+// and generic/vec_dot_affine.cpp, where the arithmetic is defined) gives for its row. Internal
+// linkage, so each file compiles its own copy.
 #pragma once
 
 #include <cstddef>
@@ -28,23 +30,22 @@ namespace {
 // 24 / 26 / 32 tokens, the tiles 117-125 for all of 16-32.
 constexpr int64_t kMaxVnniTokens = 26;
 
-// What the dots take from a token's activation block besides its qs (read in place): the
-// scale as a float and the integer term the unsigned weights add, Q4_0's (q = w + 8) 8 · Σ a
-// and Q8_0's (w ^ 0x80 = w + 128) 128 · Σ a.
-struct ActTerm {
-  float scale;
-  int32_t offset;
+// How a layout's 32-element blocks hold their codes in a packed group: as Q4_0's nibbles (4
+// chunks of 4 bytes, elements 4c..4c+3 low and 16 + 4c.. high) or a byte each (8 chunks), and
+// the xor that makes a byte the unsigned operand of vpdpbusd (Q8_0's signed weights: 0x80).
+template <bool kNibbles_, char kFlip_>
+struct BlockCodes {
+  static constexpr bool kNibbles = kNibbles_;
+  static constexpr char kFlip = kFlip_;
+  static constexpr int64_t kQsBytes = (kNibbles ? 4 : 8) * 64;  // one block of a group's 16 rows
 };
 
-template <class W>
-struct QLayout;
-
 // A block's 16 rows as 8 registers of unsigned bytes, register c holding elements 4c..4c+3.
-// Q4_0's high nibbles (registers 4-7) stay in place, 16 times their value: one AND instead of
-// a shift and an AND, and block_sums divides their sum by 16 again, exactly.
-template <class W>
+// The high nibbles (registers 4-7) stay in place, 16 times their value: one AND instead of a
+// shift and an AND, and block_sums divides their sum by 16 again, exactly.
+template <class C>
 inline void unsigned_weights(const std::byte* qs, __m512i u[8]) {
-  if constexpr (std::is_same_v<W, BlockQ4_0>) {
+  if constexpr (C::kNibbles) {
     const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
     for (int c = 0; c < 4; ++c) {
       const __m512i x = _mm512_loadu_si512(qs + 64 * c);
@@ -52,14 +53,16 @@ inline void unsigned_weights(const std::byte* qs, __m512i u[8]) {
       u[c + 4] = _mm512_and_si512(x, high);
     }
   } else {
-    for (int c = 0; c < 8; ++c)
-      u[c] = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * c), _mm512_set1_epi8(-128));
+    for (int c = 0; c < 8; ++c) {
+      u[c] = _mm512_loadu_si512(qs + 64 * c);
+      if constexpr (C::kFlip != 0) u[c] = _mm512_xor_si512(u[c], _mm512_set1_epi8(C::kFlip));
+    }
   }
 }
 
 // The 16 rows' exact sums of kN groups against one activation block: Σ u · a less the offset.
 // Each activation dword is broadcast once for the kN groups.
-template <class W, int kN>
+template <class C, int kN>
 inline void block_sums(const __m512i (*u)[8], const int8_t* a_qs, int32_t offset, __m512i* sums) {
   __m512i first[kN], second[kN];
   for (int n = 0; n < kN; ++n)
@@ -75,17 +78,25 @@ inline void block_sums(const __m512i (*u)[8], const int8_t* a_qs, int32_t offset
     }
   }
   for (int n = 0; n < kN; ++n) {
-    // Q4_0's second half is 16 · Σ h · a: every term a multiple of 16, so the shift is exact.
-    if constexpr (std::is_same_v<W, BlockQ4_0>) second[n] = _mm512_srai_epi32(second[n], 4);
+    // The high nibbles' sum is 16 · Σ h · a: every term a multiple of 16, so the shift is exact.
+    if constexpr (C::kNibbles) second[n] = _mm512_srai_epi32(second[n], 4);
     sums[n] = _mm512_add_epi32(first[n], second[n]);
   }
 }
 
+// The dots of a layout L of 32-element blocks against Q8_0 activations (Q4_0, Q8_0 and the
+// affine groups). Besides packed_matmul.h's members, L gives
+//   L::Codes                         its BlockCodes
+//   L::Scales, L::scales(group, nb, b)   what block b of a group's 16 rows is scaled by
+//   L::offset(term)                  the integer the unsigned codes add to a block's sum
+//   L::step(chain, sums, scales, term)   the block's 16 exact sums into the rows' chain
+
 // One group per stream (kGroups of them) against up to 15 tokens: each block's weights
 // unpacked once for all the tokens. y[g]: group g's first output of token 0.
-template <class W, int kGroups>
-void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<QLayout<W>>& a,
-                float* const* y, size_t ldy, const int* rows) {
+template <class L, int kGroups>
+void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<L>& a, float* const* y,
+                size_t ldy, const int* rows) {
+  using C = typename L::Codes;
   GroupChains<kMaxDotTokens, kGroups> chains;
   chains.zero(a.tokens);
   // Two groups' weights at a time stay in registers (16 of 32) while each token's activation
@@ -96,24 +107,20 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<QLay
   for (int64_t b = 0; b < nb; ++b) {
     for (int g0 = 0; g0 < kGroups; g0 += kPair) {
       __m512i u[kPair][8];
-      __m512 w_scale[kPair];
+      typename L::Scales scales[kPair];
       for (int n = 0; n < kPair; ++n) {
-        const std::byte* qs = groups[g0 + n] + b * kBlockQsBytes<W>;
-        for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_stream_ahead(qs + off);
-        unsigned_weights<W>(qs, u[n]);
-        const auto* d =
-            reinterpret_cast<const uint16_t*>(groups[g0 + n] + nb * kBlockQsBytes<W>) + b * kRows;
-        w_scale[n] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
+        const std::byte* qs = groups[g0 + n] + b * C::kQsBytes;
+        for (int64_t off = 0; off < C::kQsBytes; off += 64) prefetch_stream_ahead(qs + off);
+        unsigned_weights<C>(qs, u[n]);
+        scales[n] = L::scales(groups[g0 + n], nb, b);
       }
       for (int64_t t = 0; t < a.tokens; ++t) {
-        const ActTerm& term = a.term(t, b);
+        const typename L::Term& term = a.term(t, b);
         __m512i sums[kPair];
-        block_sums<W, kPair>(u, a.act(t)[b].qs, term.offset, sums);
-        const __m512 a_scale = _mm512_set1_ps(term.scale);
+        block_sums<C, kPair>(u, a.act(t)[b].qs, L::offset(term), sums);
         for (int n = 0; n < kPair; ++n) {
           __m512& chain = chains.c[t][g0 + n][b % kChains];
-          chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[n]), _mm512_mul_ps(w_scale[n], a_scale),
-                                  chain);
+          chain = L::step(chain, sums[n], scales[n], term);
         }
       }
     }
@@ -124,18 +131,20 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<QLay
 // The same for one token (a decode): each activation dword is broadcast once for all the
 // groups rather than once per group, and a group's weights are unpacked as the dots take
 // them. The same bits as group_dots; in cache, one thread: 35 → 45 GiB/s for Q4_0.
-template <class W, int kGroups>
-void group_dots_one_token(const std::byte* const* groups, int64_t nb,
-                          const DotTokens<QLayout<W>>& a, float* const* y, const int* rows) {
+template <class L, int kGroups>
+void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens<L>& a,
+                          float* const* y, const int* rows) {
+  using C = typename L::Codes;
   GroupChains<1, kGroups> chains;
   chains.zero(1);
   const BlockQ8_0* act = a.act(0);
   for (int64_t b = 0; b < nb; ++b) {
+    const typename L::Term& term = a.term(0, b);
     __m512i first[kGroups], second[kGroups];
     for (int g = 0; g < kGroups; ++g) {
-      const std::byte* qs = groups[g] + b * kBlockQsBytes<W>;
-      for (int64_t off = 0; off < kBlockQsBytes<W>; off += 64) prefetch_stream_ahead(qs + off);
-      first[g] = _mm512_set1_epi32(-a.term(0, b).offset);
+      const std::byte* qs = groups[g] + b * C::kQsBytes;
+      for (int64_t off = 0; off < C::kQsBytes; off += 64) prefetch_stream_ahead(qs + off);
+      first[g] = _mm512_set1_epi32(-L::offset(term));
       second[g] = _mm512_setzero_si512();
     }
     for (int c = 0; c < 4; ++c) {
@@ -144,59 +153,85 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb,
       std::memcpy(&a1, act[b].qs + 4 * c + 16, 4);
       const __m512i lo_a = _mm512_set1_epi32(a0), hi_a = _mm512_set1_epi32(a1);
       for (int g = 0; g < kGroups; ++g) {
-        const std::byte* qs = groups[g] + b * kBlockQsBytes<W>;
+        const std::byte* qs = groups[g] + b * C::kQsBytes;
         __m512i lo, hi;
-        if constexpr (std::is_same_v<W, BlockQ4_0>) {
+        if constexpr (C::kNibbles) {
           const __m512i x = _mm512_loadu_si512(qs + 64 * c);
           lo = _mm512_and_si512(x, _mm512_set1_epi8(0x0F));
           hi = _mm512_and_si512(x, _mm512_set1_epi8(static_cast<char>(0xF0)));
         } else {
-          lo = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * c), _mm512_set1_epi8(-128));
-          hi = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * (c + 4)), _mm512_set1_epi8(-128));
+          lo = _mm512_loadu_si512(qs + 64 * c);
+          hi = _mm512_loadu_si512(qs + 64 * (c + 4));
+          if constexpr (C::kFlip != 0) {
+            lo = _mm512_xor_si512(lo, _mm512_set1_epi8(C::kFlip));
+            hi = _mm512_xor_si512(hi, _mm512_set1_epi8(C::kFlip));
+          }
         }
         first[g] = _mm512_dpbusd_epi32(first[g], lo, lo_a);
         second[g] = _mm512_dpbusd_epi32(second[g], hi, hi_a);
       }
     }
-    const __m512 a_scale = _mm512_set1_ps(a.term(0, b).scale);
     for (int g = 0; g < kGroups; ++g) {
-      if constexpr (std::is_same_v<W, BlockQ4_0>) second[g] = _mm512_srai_epi32(second[g], 4);
-      const __m512i sums = _mm512_add_epi32(first[g], second[g]);
-      const auto* d =
-          reinterpret_cast<const uint16_t*>(groups[g] + nb * kBlockQsBytes<W>) + b * kRows;
-      const __m512 scale = _mm512_mul_ps(
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))), a_scale);
+      if constexpr (C::kNibbles) second[g] = _mm512_srai_epi32(second[g], 4);
       __m512& chain = chains.c[0][g][b % kChains];
-      chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, chain);
+      chain =
+          L::step(chain, _mm512_add_epi32(first[g], second[g]), L::scales(groups[g], nb, b), term);
     }
   }
   chains.store(1, y, 0, rows);
 }
 
-template <class W>
-struct QLayout {
+// The members every layout of 32-element blocks against Q8_0 shares: the driver's dots are the
+// ones above.
+template <class L>
+struct Q8Dots {
   using Act = BlockQ8_0;
-  using Term = ActTerm;
   static constexpr int64_t kBlockElems = kQK;
+  template <int kGroups>
+  static void dots_one_token(const std::byte* const* groups, int64_t nb, const DotTokens<L>& a,
+                             float* const* y, const int* rows) {
+    group_dots_one_token<L, kGroups>(groups, nb, a, y, rows);
+  }
+  template <int kGroups>
+  static void dots(const std::byte* const* groups, int64_t nb, const DotTokens<L>& a,
+                   float* const* y, size_t ldy, const int* rows) {
+    group_dots<L, kGroups>(groups, nb, a, y, ldy, rows);
+  }
+};
+
+// What Q4_0's and Q8_0's dots take from a token's activation block besides its qs (read in
+// place): the scale as a float and the integer term the unsigned weights add, Q4_0's (q = w +
+// 8) 8 · Σ a and Q8_0's (w ^ 0x80 = w + 128) 128 · Σ a.
+struct ActTerm {
+  float scale;
+  int32_t offset;
+};
+
+// Q4_0 and Q8_0: per block, chain = fma(isum, w_scale · a_scale, chain).
+template <class W>
+struct QLayout : Q8Dots<QLayout<W>> {
+  using Term = ActTerm;
+  using Codes = BlockCodes<std::is_same_v<W, BlockQ4_0>, std::is_same_v<W, BlockQ4_0> ? 0 : -128>;
+  using Scales = __m512;
+  static_assert(Codes::kQsBytes == kBlockQsBytes<W>);
   static Term term(const BlockQ8_0& a) {
     constexpr int32_t kBias = std::is_same_v<W, BlockQ4_0> ? 8 : 128;
     int32_t sum = 0;
     for (int j = 0; j < kQK; ++j) sum += a.qs[j];
     return {_cvtsh_ss(a.d), kBias * sum};
   }
+  static int32_t offset(const Term& term) { return term.offset; }
+  static Scales scales(const std::byte* group, int64_t nb, int64_t b) {
+    const auto* d = reinterpret_cast<const uint16_t*>(group + nb * kBlockQsBytes<W>) + b * kRows;
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
+  }
+  static __m512 step(__m512 chain, __m512i sums, Scales w_scale, const Term& term) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
+                           _mm512_mul_ps(w_scale, _mm512_set1_ps(term.scale)), chain);
+  }
   static size_t group_bytes(int64_t nb) { return tern::cpu::group_bytes<W>(nb); }
   static void pack_group(const std::byte* w, size_t stride, int n, int64_t nb, std::byte* out) {
     tern::cpu::pack_group<W>(w, stride, n, nb, out);
-  }
-  template <int kGroups>
-  static void dots_one_token(const std::byte* const* groups, int64_t nb,
-                             const DotTokens<QLayout>& a, float* const* y, const int* rows) {
-    group_dots_one_token<W, kGroups>(groups, nb, a, y, rows);
-  }
-  template <int kGroups>
-  static void dots(const std::byte* const* groups, int64_t nb, const DotTokens<QLayout>& a,
-                   float* const* y, size_t ldy, const int* rows) {
-    group_dots<W, kGroups>(groups, nb, a, y, ldy, rows);
   }
 };
 
