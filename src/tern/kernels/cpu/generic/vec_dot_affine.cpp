@@ -1,11 +1,13 @@
 // The scalar reference dot of tern's affine groups (INT4_G*, INT8_G*) against Q8_0 activations.
 // It defines the arithmetic in the 16-chain form (chains16/chains.h), so the AVX-512 kernels
-// reproduce it bit for bit rather than within a tolerance:
-//   for each 32-element activation block b, in the weight group g it falls in:
-//     isum_b  = Σ q · a,  asum_b = Σ a                       (exact integers)
-//     t_b     = fma(bias_g, asum_b, scale_g · isum_b)          (the group's affine map)
-//     chain_j = fma(t_b, d_b, chain_j)  for j = b mod 16       (d_b the activation's scale)
+// reproduce it bit for bit rather than within a tolerance. For each weight group g (scale s_g,
+// bias β_g) and its 32-element activation blocks b (scale d_b):
+//   isum_b = Σ q · a,  asum_b = Σ a                            (exact integers)
+//   u_g    = Σ_b isum_b · d_b,  A_g = Σ_b asum_b · d_b         (fma after fma, in block order)
+//   chain_j = fma(β_g, A_g, fma(s_g, u_g, chain_j))  for j = g mod 16
 //   y = the 16 chains summed in a fixed tree: j + (j + 8), then + 4, + 2, + 1.
+// Two float steps per group, not per block: the group's scale and bias apply once to the sums
+// of all its blocks (A_g depends only on the activations, so a matmul makes it once per token).
 #include <cmath>
 
 #include "tern/core/half.h"
@@ -21,17 +23,22 @@ float dot_affine(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const B*>(vw);
   const auto* a = static_cast<const BlockQ8_0*>(va);
   float chains[16] = {};
-  for (int64_t b = 0; b < k / kQK; ++b) {
-    const B& g = w[b / kBlocksPerGroup];
-    const int first = static_cast<int>(b % kBlocksPerGroup) * kQK;
-    int32_t isum = 0, asum = 0;
-    for (int j = 0; j < kQK; ++j) {
-      isum += affine_code(g, first + j) * a[b].qs[j];
-      asum += a[b].qs[j];
+  for (int64_t g = 0; g < k / B::kElems; ++g) {
+    float u = 0.0f, group_sum = 0.0f;
+    for (int sub = 0; sub < kBlocksPerGroup; ++sub) {
+      const BlockQ8_0& ab = a[g * kBlocksPerGroup + sub];
+      int32_t isum = 0, asum = 0;
+      for (int j = 0; j < kQK; ++j) {
+        isum += affine_code(w[g], sub * kQK + j) * ab.qs[j];
+        asum += ab.qs[j];
+      }
+      const float d = f16_to_f32(ab.d);
+      u = std::fma(static_cast<float>(isum), d, u);
+      group_sum = std::fma(static_cast<float>(asum), d, group_sum);
     }
-    const float scaled = g.scale * static_cast<float>(isum);
-    const float t = std::fma(g.bias, static_cast<float>(asum), scaled);
-    chains[b % 16] = std::fma(t, f16_to_f32(a[b].d), chains[b % 16]);
+    float& chain = chains[g % 16];
+    chain = std::fma(w[g].scale, u, chain);
+    chain = std::fma(w[g].bias, group_sum, chain);
   }
   for (int width = 8; width >= 1; width /= 2)
     for (int j = 0; j < width; ++j) chains[j] += chains[j + width];

@@ -5,7 +5,8 @@
 //   L::Act                            the activations' block type (BlockQ8_0, BlockQ8_K)
 //   L::kBlockElems                    elements of a weight block, and of an activation block
 //   L::Term, L::term(const Act&)      what the dots take from each activation block besides its
-//                                     qs, made once per call for every token and block
+//                                     qs, made once per call for every token and block (or
+//                                     L::row_terms(row, nb, out), for terms of several blocks)
 //   L::group_bytes(nb)                bytes of a group of nb blocks (a multiple of 64)
 //   L::pack_group(w, stride, n, nb, out)   rows [0, n) of a group from the file's layout, the
 //                                     rest zero
@@ -93,7 +94,12 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
   terms.resize(static_cast<size_t>(tokens * nb));
   for (int64_t t = 0; t < tokens; ++t) {
     const auto* act = reinterpret_cast<const typename L::Act*>(abytes + t * a_stride);
-    for (int64_t b = 0; b < nb; ++b) terms[static_cast<size_t>(t * nb + b)] = L::term(act[b]);
+    typename L::Term* row = terms.data() + t * nb;
+    if constexpr (requires { L::row_terms(act, nb, row); }) {
+      L::row_terms(act, nb, row);  // terms that depend on several blocks of the row
+    } else {
+      for (int64_t b = 0; b < nb; ++b) row[b] = L::term(act[b]);
+    }
   }
   // Pointers, not the thread_local: in the parallel region that name is the workers' own.
   const DotTokens<L> dot{abytes, a_stride, tokens, terms.data(), nb};

@@ -87,9 +87,13 @@ inline void block_sums(const __m512i (*u)[8], const int8_t* a_qs, int32_t offset
 // The dots of a layout L of 32-element blocks against Q8_0 activations (Q4_0, Q8_0 and the
 // affine groups). Besides packed_matmul.h's members, L gives
 //   L::Codes                         its BlockCodes
+//   L::qs(group, nb, b)              where block b's codes of a group's 16 rows lie
 //   L::Scales, L::scales(group, nb, b)   what block b of a group's 16 rows is scaled by
 //   L::offset(term)                  the integer the unsigned codes add to a block's sum
-//   L::step(chain, sums, scales, term)   the block's 16 exact sums into the rows' chain
+//   L::Acc                           what a token's 16 rows carry from block to block besides
+//                                    their chains (value-initialised)
+//   L::chain_of(b)                   the chain block b's sums go into
+//   L::step(chain, acc, sums, scales, term, b)   block b's 16 exact sums into the rows' chain
 
 // One group per stream (kGroups of them) against up to 15 tokens: each block's weights
 // unpacked once for all the tokens. y[g]: group g's first output of token 0.
@@ -99,6 +103,7 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<L>& 
   using C = typename L::Codes;
   GroupChains<kMaxDotTokens, kGroups> chains;
   chains.zero(a.tokens);
+  typename L::Acc acc[kMaxDotTokens][kGroups] = {};
   // Two groups' weights at a time stay in registers (16 of 32) while each token's activation
   // dwords are broadcast once for both. Against one group at a time (matmul_bench, packed
   // 2048 × 2048, one thread, in cache): Q4_0 at 4 tokens 124 → 92 µs, at 12 280 → 225; Q8_0
@@ -109,7 +114,7 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<L>& 
       __m512i u[kPair][8];
       typename L::Scales scales[kPair];
       for (int n = 0; n < kPair; ++n) {
-        const std::byte* qs = groups[g0 + n] + b * C::kQsBytes;
+        const std::byte* qs = L::qs(groups[g0 + n], nb, b);
         for (int64_t off = 0; off < C::kQsBytes; off += 64) prefetch_stream_ahead(qs + off);
         unsigned_weights<C>(qs, u[n]);
         scales[n] = L::scales(groups[g0 + n], nb, b);
@@ -119,8 +124,8 @@ void group_dots(const std::byte* const* groups, int64_t nb, const DotTokens<L>& 
         __m512i sums[kPair];
         block_sums<C, kPair>(u, a.act(t)[b].qs, L::offset(term), sums);
         for (int n = 0; n < kPair; ++n) {
-          __m512& chain = chains.c[t][g0 + n][b % kChains];
-          chain = L::step(chain, sums[n], scales[n], term);
+          __m512& chain = chains.c[t][g0 + n][L::chain_of(b)];
+          chain = L::step(chain, acc[t][g0 + n], sums[n], scales[n], term, b);
         }
       }
     }
@@ -137,12 +142,13 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
   using C = typename L::Codes;
   GroupChains<1, kGroups> chains;
   chains.zero(1);
+  typename L::Acc acc[kGroups] = {};
   const BlockQ8_0* act = a.act(0);
   for (int64_t b = 0; b < nb; ++b) {
     const typename L::Term& term = a.term(0, b);
     __m512i first[kGroups], second[kGroups];
     for (int g = 0; g < kGroups; ++g) {
-      const std::byte* qs = groups[g] + b * C::kQsBytes;
+      const std::byte* qs = L::qs(groups[g], nb, b);
       for (int64_t off = 0; off < C::kQsBytes; off += 64) prefetch_stream_ahead(qs + off);
       first[g] = _mm512_set1_epi32(-L::offset(term));
       second[g] = _mm512_setzero_si512();
@@ -153,7 +159,7 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
       std::memcpy(&a1, act[b].qs + 4 * c + 16, 4);
       const __m512i lo_a = _mm512_set1_epi32(a0), hi_a = _mm512_set1_epi32(a1);
       for (int g = 0; g < kGroups; ++g) {
-        const std::byte* qs = groups[g] + b * C::kQsBytes;
+        const std::byte* qs = L::qs(groups[g], nb, b);
         __m512i lo, hi;
         if constexpr (C::kNibbles) {
           const __m512i x = _mm512_loadu_si512(qs + 64 * c);
@@ -173,9 +179,9 @@ void group_dots_one_token(const std::byte* const* groups, int64_t nb, const DotT
     }
     for (int g = 0; g < kGroups; ++g) {
       if constexpr (C::kNibbles) second[g] = _mm512_srai_epi32(second[g], 4);
-      __m512& chain = chains.c[0][g][b % kChains];
-      chain =
-          L::step(chain, _mm512_add_epi32(first[g], second[g]), L::scales(groups[g], nb, b), term);
+      __m512& chain = chains.c[0][g][L::chain_of(b)];
+      chain = L::step(chain, acc[g], _mm512_add_epi32(first[g], second[g]),
+                      L::scales(groups[g], nb, b), term, b);
     }
   }
   chains.store(1, y, 0, rows);
@@ -221,11 +227,16 @@ struct QLayout : Q8Dots<QLayout<W>> {
     return {_cvtsh_ss(a.d), kBias * sum};
   }
   static int32_t offset(const Term& term) { return term.offset; }
+  static const std::byte* qs(const std::byte* group, int64_t, int64_t b) {
+    return group + b * kBlockQsBytes<W>;
+  }
+  struct Acc {};
+  static int64_t chain_of(int64_t b) { return b % kChains; }
   static Scales scales(const std::byte* group, int64_t nb, int64_t b) {
     const auto* d = reinterpret_cast<const uint16_t*>(group + nb * kBlockQsBytes<W>) + b * kRows;
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
   }
-  static __m512 step(__m512 chain, __m512i sums, Scales w_scale, const Term& term) {
+  static __m512 step(__m512 chain, Acc&, __m512i sums, Scales w_scale, const Term& term, int64_t) {
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
                            _mm512_mul_ps(w_scale, _mm512_set1_ps(term.scale)), chain);
   }
