@@ -3,29 +3,29 @@
 // rules define. The checkpoints are written here from known codes, scales and zeros by the
 // test's own packers, which follow the formats' writers (AutoGPTQ's and GPTQModel's pack,
 // AutoAWQ's GEMM pack, mlx.core.quantize) and share nothing with the loader.
+#include "tern/models/checkpoint_weights.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "fixtures.h"
+#include "models/model_test_util.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/core/mapped_file.h"
 #include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/quants/quantize.h"
-#include "tern/models/checkpoint_weights.h"
 #include "tern/models/model_loader.h"
-
-#include "fixtures.h"
-#include "models/model_test_util.h"
 
 namespace tern {
 namespace {
@@ -134,10 +134,8 @@ TEST(CheckpointQuantization, RefusesWhatItDoesNotLoadNamingTheField) {
                  "zero_point");
   expect_refused(R"({"quantization_config": {"quant_method": "compressed-tensors"}})",
                  "'compressed-tensors'");
-  expect_refused(R"({"quantization_config": {"quant_method": "bitsandbytes"}})",
-                 "'bitsandbytes'");
-  expect_refused(R"({"quantization": {"group_size": 32, "bits": 4, "mode": "mxfp4"}})",
-                 "'mxfp4'");
+  expect_refused(R"({"quantization_config": {"quant_method": "bitsandbytes"}})", "'bitsandbytes'");
+  expect_refused(R"({"quantization": {"group_size": 32, "bits": 4, "mode": "mxfp4"}})", "'mxfp4'");
   expect_refused(R"({"quantization": {"group_size": 64, "bits": 2}})", "bits' is 2");
   expect_refused(R"({"quantization": {"group_size": 64, "bits": 4, "lm_head": 3}})",
                  "'quantization.lm_head'");
@@ -181,7 +179,8 @@ Known random_known(int bits, int group, int64_t rows, int64_t cols, uint32_t see
   std::uniform_real_distribution<float> s(1e-3f, 2e-2f), b(-0.2f, 0.2f);
   for (int64_t i = 0; i < rows * m.groups(); ++i) {
     m.scale.push_back(bf16 ? bf16_to_f32(f32_to_bf16(s(rng))) : f16_to_f32(f32_to_f16(s(rng))));
-    m.zero.push_back(zero_lo + static_cast<int>(rng() % static_cast<unsigned>(zero_hi - zero_lo + 1)));
+    m.zero.push_back(zero_lo +
+                     static_cast<int>(rng() % static_cast<unsigned>(zero_hi - zero_lo + 1)));
     m.bias.push_back(bf16 ? bf16_to_f32(f32_to_bf16(b(rng))) : f16_to_f32(f32_to_f16(b(rng))));
   }
   return m;
@@ -251,8 +250,9 @@ void write_awq(SafetensorsWriter& st, const std::string& module, const Known& m)
                                          << (4 * i);
     return words;
   };
-  st.add_tensor(module + ".qweight", DType::I32, {m.cols, m.rows / 8},
-                bytes_of(pack(m.cols, [&](int64_t k, int64_t n) { return m.code[n * m.cols + k]; })));
+  st.add_tensor(
+      module + ".qweight", DType::I32, {m.cols, m.rows / 8},
+      bytes_of(pack(m.cols, [&](int64_t k, int64_t n) { return m.code[n * m.cols + k]; })));
   st.add_tensor(
       module + ".qzeros", DType::I32, {m.groups(), m.rows / 8},
       bytes_of(pack(m.groups(), [&](int64_t g, int64_t n) { return m.zero[n * m.groups() + g]; })));
@@ -287,8 +287,8 @@ struct Loaded {
 
 Loaded load(const SafetensorsWriter& st, const CheckpointQuantization& q, int64_t rows,
             int64_t cols) {
-  const SafetensorsFile file = SafetensorsFile::parse(
-      std::make_shared<const MappedFile>("ckpt.safetensors", st.to_bytes()));
+  const SafetensorsFile file =
+      SafetensorsFile::parse(std::make_shared<const MappedFile>("ckpt.safetensors", st.to_bytes()));
   Loaded l;
   InputOrders orders;
   const std::optional<WeightMatrix> m = read_quantized_matrix(
@@ -302,11 +302,14 @@ Loaded load(const SafetensorsWriter& st, const CheckpointQuantization& q, int64_
 // Every weight of the repacked matrix, dequantized by tern, is the value the format defines.
 void expect_exact(const WeightMatrix& got, const Known& m, bool mlx, const std::string& what) {
   ASSERT_EQ(got.dtype, *affine_int_dtype(m.bits, m.group)) << what;
-  EXPECT_EQ(got.input_order != nullptr, !m.g_idx.empty() && [&] {
-    for (int64_t k = 0; k < m.cols; ++k)
-      if (m.g_idx[k] != k / m.group) return true;
-    return false;
-  }()) << what;
+  EXPECT_EQ(
+      got.input_order != nullptr, !m.g_idx.empty() &&
+                                      [&] {
+                                        for (int64_t k = 0; k < m.cols; ++k)
+                                          if (m.g_idx[k] != k / m.group) return true;
+                                        return false;
+                                      }())
+      << what;
   std::vector<float> row(static_cast<size_t>(m.cols));
   int mismatches = 0;
   for (int64_t r = 0; r < m.rows; ++r) {
@@ -373,19 +376,22 @@ TEST(CheckpointWeights, MlxGroupsAreExact) {
 
 // q, k and v quantized with one input's act order share one permutation, so one gathering.
 TEST(CheckpointWeights, EqualInputOrdersAreShared) {
-  Known a = random_known(4, 32, 16, 128, 1, false, 1, 15), b = random_known(4, 32, 8, 128, 2, false, 1, 15);
+  Known a = random_known(4, 32, 16, 128, 1, false, 1, 15),
+        b = random_known(4, 32, 8, 128, 2, false, 1, 15);
   act_order(a, 3);
   act_order(b, 3);
   SafetensorsWriter st;
   write_gptq(st, "a", a, true);
   write_gptq(st, "b", b, true);
-  const SafetensorsFile file = SafetensorsFile::parse(
-      std::make_shared<const MappedFile>("ckpt.safetensors", st.to_bytes()));
+  const SafetensorsFile file =
+      SafetensorsFile::parse(std::make_shared<const MappedFile>("ckpt.safetensors", st.to_bytes()));
   const FindTensor find = [&](std::string_view name) { return file.find_tensor(name); };
   ModelWeights w;
   InputOrders orders;
-  const WeightMatrix ma = *read_quantized_matrix(gptq(4, 32, true), find, "ckpt", "a", 16, 128, w, orders);
-  const WeightMatrix mb = *read_quantized_matrix(gptq(4, 32, true), find, "ckpt", "b", 8, 128, w, orders);
+  const WeightMatrix ma =
+      *read_quantized_matrix(gptq(4, 32, true), find, "ckpt", "a", 16, 128, w, orders);
+  const WeightMatrix mb =
+      *read_quantized_matrix(gptq(4, 32, true), find, "ckpt", "b", 8, 128, w, orders);
   ASSERT_NE(ma.input_order, nullptr);
   EXPECT_EQ(ma.input_order, mb.input_order);
   // A float module beside them is not the reader's.
@@ -412,16 +418,17 @@ TEST(CheckpointWeights, RefusesMalformedTensors) {
     return [&, drop](SafetensorsWriter& st) {
       SafetensorsWriter all;
       write_gptq(all, "layer.proj", m, true);
-      const SafetensorsFile f = SafetensorsFile::parse(
-          std::make_shared<const MappedFile>("all", all.to_bytes()));
+      const SafetensorsFile f =
+          SafetensorsFile::parse(std::make_shared<const MappedFile>("all", all.to_bytes()));
       for (const TensorInfo& t : f.tensors())
-        if (t.name != drop)
-          st.add_tensor(t.name, t.dtype, t.shape, std::span(t.data, t.nbytes));
+        if (t.name != drop) st.add_tensor(t.name, t.dtype, t.shape, std::span(t.data, t.nbytes));
     };
   };
   const CheckpointQuantization q4 = gptq(4, 32, true);
-  expect_refused_matrix(without("layer.proj.qzeros"), q4, 16, 128, "'layer.proj.qzeros' is missing");
-  expect_refused_matrix(without("layer.proj.scales"), q4, 16, 128, "'layer.proj.scales' is missing");
+  expect_refused_matrix(without("layer.proj.qzeros"), q4, 16, 128,
+                        "'layer.proj.qzeros' is missing");
+  expect_refused_matrix(without("layer.proj.scales"), q4, 16, 128,
+                        "'layer.proj.scales' is missing");
   // The config says other shapes than the tensors have.
   expect_refused_matrix([&](SafetensorsWriter& st) { write_gptq(st, "layer.proj", m, true); }, q4,
                         16, 256, "'layer.proj.qweight' has shape [16, 16], expected [32, 16]");
@@ -437,11 +444,11 @@ TEST(CheckpointWeights, RefusesMalformedTensors) {
   bad.g_idx.assign(128, 0);
   for (int64_t k = 0; k < 128; ++k) bad.g_idx[k] = static_cast<int32_t>(k / 32);
   bad.g_idx[5] = 4;
-  expect_refused_matrix([&](SafetensorsWriter& st) { write_gptq(st, "layer.proj", bad, true); },
-                        q4, 16, 128, "gives input 5 group 4, outside [0, 4)");
+  expect_refused_matrix([&](SafetensorsWriter& st) { write_gptq(st, "layer.proj", bad, true); }, q4,
+                        16, 128, "gives input 5 group 4, outside [0, 4)");
   bad.g_idx[5] = 1;
-  expect_refused_matrix([&](SafetensorsWriter& st) { write_gptq(st, "layer.proj", bad, true); },
-                        q4, 16, 128, "puts 31 inputs in group 0");
+  expect_refused_matrix([&](SafetensorsWriter& st) { write_gptq(st, "layer.proj", bad, true); }, q4,
+                        16, 128, "puts 31 inputs in group 0");
   // A qweight of floats.
   expect_refused_matrix(
       [&](SafetensorsWriter& st) {
@@ -484,7 +491,8 @@ Known quantize_known(const WeightMatrix& f32, int bits, int group, bool mlx,
     for (int64_t g = 0; g < m.groups(); ++g) {
       float lo = 0.0f, hi = 0.0f;
       for (int64_t k = 0; k < m.cols; ++k)
-        if (m.group_of(k) == g) lo = std::min(lo, w[r * m.cols + k]), hi = std::max(hi, w[r * m.cols + k]);
+        if (m.group_of(k) == g)
+          lo = std::min(lo, w[r * m.cols + k]), hi = std::max(hi, w[r * m.cols + k]);
       const float scale = f16_to_f32(f32_to_f16((hi - lo) / static_cast<float>(max_q)));
       const int zero = std::clamp(static_cast<int>(std::lround(-lo / scale)), 0, max_q);
       const float bias = mlx ? f16_to_f32(f32_to_f16(lo)) : 0.0f;
@@ -552,9 +560,9 @@ void write_checkpoint(const testing::TempDir& dir, const ModelConfig& c, const M
     matrix("model.embed_tokens", f32.token_embedding, reference.token_embedding);
     reference.lm_head = reference.token_embedding;
   } else {
-    st.add_tensor("model.embed_tokens.weight", DType::F32, {c.vocab_size, c.hidden_size},
-                  std::span(f32.token_embedding.data,
-                            static_cast<size_t>(c.vocab_size * c.hidden_size) * 4));
+    st.add_tensor(
+        "model.embed_tokens.weight", DType::F32, {c.vocab_size, c.hidden_size},
+        std::span(f32.token_embedding.data, static_cast<size_t>(c.vocab_size * c.hidden_size) * 4));
   }
   for (size_t i = 0; i < f32.layers.size(); ++i) {
     const LayerWeights& l = f32.layers[i];
@@ -586,15 +594,40 @@ TEST(CheckpointWeights, WholeModelsComputeTheirDequantizedWeights) {
   const std::vector<int32_t> tokens = {1, 5, 9, 200, 33, 7, 480, 2};
   const std::vector<float> original = testing::prefill_logits(c, f32, tokens);
   const std::vector<Variant> variants = {
-      {"gptq-4bit-g128", QuantMethod::Gptq, 4, 128, true, false,
+      {"gptq-4bit-g128",
+       QuantMethod::Gptq,
+       4,
+       128,
+       true,
+       false,
        {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"desc_act", false}}},
-      {"gptq-4bit-g32-act-order", QuantMethod::Gptq, 4, 32, true, true,
+      {"gptq-4bit-g32-act-order",
+       QuantMethod::Gptq,
+       4,
+       32,
+       true,
+       true,
        {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 32}, {"desc_act", true}}},
-      {"gptq-v2-8bit-g64", QuantMethod::Gptq, 8, 64, false, false,
-       {{"quant_method", "gptq"}, {"bits", 8}, {"group_size", 64},
+      {"gptq-v2-8bit-g64",
+       QuantMethod::Gptq,
+       8,
+       64,
+       false,
+       false,
+       {{"quant_method", "gptq"},
+        {"bits", 8},
+        {"group_size", 64},
         {"checkpoint_format", "gptq_v2"}}},
-      {"awq-4bit-g128", QuantMethod::Awq, 4, 128, false, false,
-       {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"version", "gemm"},
+      {"awq-4bit-g128",
+       QuantMethod::Awq,
+       4,
+       128,
+       false,
+       false,
+       {{"quant_method", "awq"},
+        {"bits", 4},
+        {"group_size", 128},
+        {"version", "gemm"},
         {"zero_point", true}}},
       {"mlx-4bit-g64", QuantMethod::Mlx, 4, 64, false, false, {{"group_size", 64}, {"bits", 4}}},
   };
@@ -611,9 +644,10 @@ TEST(CheckpointWeights, WholeModelsComputeTheirDequantizedWeights) {
     const std::vector<float> want = testing::prefill_logits(c, reference, tokens);
     const double err = testing::relative_rms_error(got, want);
     const double weights_err = testing::relative_rms_error(want, original);
-    std::printf("%s: relative RMS logit error %.5f against its dequantized weights, %.5f of "
-                "those against the float model\n",
-                v.name.c_str(), err, weights_err);
+    std::printf(
+        "%s: relative RMS logit error %.5f against its dequantized weights, %.5f of "
+        "those against the float model\n",
+        v.name.c_str(), err, weights_err);
     EXPECT_LT(err, 0.016) << v.name;
     if (v.bits == 4) EXPECT_LT(err, weights_err / 4) << v.name;
     // And the method is checked when asked for, as vLLM's --quantization.

@@ -66,8 +66,9 @@ CheckpointQuantization parse_gptq(const JsonFields& f) {
   if (f.opt_bool("is_marlin_format").value_or(false))
     f.fail("field " + f.field("is_marlin_format") +
            " is true: Marlin's repacked layout is not GPTQ's, and tern reads GPTQ's");
-  require_value(f, "checkpoint_format", {"gptq", "gptq_v2"},
-                "tern reads GPTQ's own layouts (\"gptq\", \"gptq_v2\"), not kernel-specific repacks");
+  require_value(
+      f, "checkpoint_format", {"gptq", "gptq_v2"},
+      "tern reads GPTQ's own layouts (\"gptq\", \"gptq_v2\"), not kernel-specific repacks");
   q.zeros_minus_one = f.opt_string("checkpoint_format").value_or("gptq") == "gptq";
   require_value(f, "pack_dtype", {"int32"}, "tern reads GPTQ tensors packed in int32");
   if (const json* dynamic = f.find("dynamic"); dynamic != nullptr && !dynamic->empty())

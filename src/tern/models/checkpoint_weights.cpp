@@ -97,7 +97,8 @@ void fill_rows(std::byte* out, size_t row_bytes, int64_t rows, int64_t cols, con
       const int64_t input = order != nullptr ? order[j] : j;
       for (int64_t r = r0; r < r1; ++r) {
         auto* blocks = reinterpret_cast<B*>(out + static_cast<size_t>(r) * row_bytes);
-        cpu::set_affine_code(blocks[j / B::kElems], static_cast<int>(j % B::kElems), code(r, input));
+        cpu::set_affine_code(blocks[j / B::kElems], static_cast<int>(j % B::kElems),
+                             code(r, input));
       }
     }
   }
@@ -156,13 +157,11 @@ WeightMatrix read_gptq_or_awq(const CheckpointQuantization& q, const ModuleTenso
   const uint32_t mask = (1u << bits) - 1;
   const char* format = awq ? "AWQ" : "GPTQ";
   if (cols % group != 0)
-    m.fail("module '" + m.module() + "' has " +
-           std::to_string(cols) + " inputs, which the group size " + std::to_string(group) +
-           " does not divide");
+    m.fail("module '" + m.module() + "' has " + std::to_string(cols) +
+           " inputs, which the group size " + std::to_string(group) + " does not divide");
   if (cols % per_word != 0 || rows % per_word != 0)
-    m.fail("module '" + m.module() + "' is " +
-           std::to_string(rows) + " × " + std::to_string(cols) + ", not whole " +
-           std::to_string(per_word) + "-code words of " + format);
+    m.fail("module '" + m.module() + "' is " + std::to_string(rows) + " × " + std::to_string(cols) +
+           ", not whole " + std::to_string(per_word) + "-code words of " + format);
   const int64_t groups = cols / group;
   const TensorInfo& qzeros = m.required("qzeros", "every GPTQ and AWQ module has its zero points");
   const TensorInfo& scales = m.required("scales", "every GPTQ and AWQ module has its scales");
@@ -189,7 +188,9 @@ WeightMatrix read_gptq_or_awq(const CheckpointQuantization& q, const ModuleTenso
     return std::pair{scale, -scale * static_cast<float>(zero)};  // exact: see quant_blocks.h
   };
   if (awq) {
-    auto code = [&](int64_t row, int64_t input) { return packed_along_outputs(qweight, input, row); };
+    auto code = [&](int64_t row, int64_t input) {
+      return packed_along_outputs(qweight, input, row);
+    };
     return make_matrix({bits, group}, rows, cols, order, code, scale_bias, w);
   }
   auto code = [&](int64_t row, int64_t input) {

@@ -48,8 +48,8 @@ void dequantize_row_affine(const void* x, float* y, int64_t k) {
 }  // namespace
 
 QuantizeFn affine_quantize_fn(DType dtype) {
-  return with_affine_block<QuantizeFn>(dtype,
-                                       []<class B>() -> QuantizeFn { return quantize_row_affine<B>; });
+  return with_affine_block<QuantizeFn>(
+      dtype, []<class B>() -> QuantizeFn { return quantize_row_affine<B>; });
 }
 
 DequantizeFn affine_dequantize_fn(DType dtype) {

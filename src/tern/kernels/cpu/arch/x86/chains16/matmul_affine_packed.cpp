@@ -11,9 +11,9 @@
 // so a group streams from one place, scales and codes alike (with the scales apart at the end,
 // as Q4_0's, decode of Qwen3-1.7B's shape ran at 0.85× Q4_K's). The codes are unsigned
 // already, so vpdpbusd takes them as they are and the bias carries the zero point.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cmath>
 #include <cstring>
 
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
@@ -98,8 +98,8 @@ struct AffineLayout : Q8Dots<AffineLayout<B>> {
         scales[r] = row[g].scale;
         scales[kGroupRows + r] = row[g].bias;
         for (int sub = 0; sub < kBlocksPerGroup; ++sub) {
-          auto* qs = reinterpret_cast<uint32_t*>(const_cast<std::byte*>(
-              AffineLayout::qs(out, nb, g * kBlocksPerGroup + sub)));
+          auto* qs = reinterpret_cast<uint32_t*>(
+              const_cast<std::byte*>(AffineLayout::qs(out, nb, g * kBlocksPerGroup + sub)));
           for (int c = 0; c < kChunks; ++c)
             std::memcpy(&qs[c * kGroupRows + r], row[g].qs + sub * kSubBytes + 4 * c, 4);
         }
@@ -111,8 +111,8 @@ struct AffineLayout : Q8Dots<AffineLayout<B>> {
 }  // namespace
 
 GemmTileFn chains16_gemm_affine(DType weight) {
-  return with_affine_block<GemmTileFn>(weight,
-                                       []<class B>() -> GemmTileFn { return gemm<AffineLayout<B>>; });
+  return with_affine_block<GemmTileFn>(
+      weight, []<class B>() -> GemmTileFn { return gemm<AffineLayout<B>>; });
 }
 
 const PackedKernels* chains16_packed_affine(DType weight) {

@@ -8,8 +8,8 @@
 // 4 activation bytes broadcast — and the weights stream from one place, where the file's rows
 // would be 16 streams whose scales must be gathered. This is the Amx level's arrangement, which
 // its tiles read; the Avx512 level moves each pair of blocks' d before their qs (QLayout in
-// chains16/q_packed.h), so that the scales stream with the codes. Q8_0's 8 chunks of a block are, as they
-// lie, the B tile AMX multiplies (8 rows of 16 columns × 4 bytes); Q4_0's 4 chunks hold
+// chains16/q_packed.h), so that the scales stream with the codes. Q8_0's 8 chunks of a block are,
+// as they lie, the B tile AMX multiplies (8 rows of 16 columns × 4 bytes); Q4_0's 4 chunks hold
 // elements 4c..4c+3 in their low nibbles and 16 + 4c.. in their high ones.
 #pragma once
 

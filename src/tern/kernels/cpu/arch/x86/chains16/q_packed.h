@@ -225,7 +225,7 @@ struct QLayout : Q8Dots<QLayout<W, kScalesInline>> {
   using Codes = BlockCodes<std::is_same_v<W, BlockQ4_0>, std::is_same_v<W, BlockQ4_0> ? 0 : -128>;
   using Scales = __m512;
   static_assert(Codes::kQsBytes == kBlockQsBytes<W>);
-  static constexpr int64_t kScaleBytes = kRows * sizeof(uint16_t);              // one block's
+  static constexpr int64_t kScaleBytes = kRows * sizeof(uint16_t);               // one block's
   static constexpr int64_t kPairBytes = 2 * kScaleBytes + 2 * kBlockQsBytes<W>;  // inline
   static Term term(const BlockQ8_0& a) {
     constexpr int32_t kBias = std::is_same_v<W, BlockQ4_0> ? 8 : 128;
@@ -265,8 +265,8 @@ struct QLayout : Q8Dots<QLayout<W, kScalesInline>> {
       for (int64_t b = 0; b < nb; ++b) {
         tern::cpu::pack_group<W>(w + b * sizeof(W), stride, n, 1, block.data());
         std::memcpy(const_cast<std::byte*>(qs(out, nb, b)), block.data(), kBlockQsBytes<W>);
-        std::memcpy(out + b / 2 * kPairBytes + b % 2 * kScaleBytes,
-                    block.data() + kBlockQsBytes<W>, kScaleBytes);
+        std::memcpy(out + b / 2 * kPairBytes + b % 2 * kScaleBytes, block.data() + kBlockQsBytes<W>,
+                    kScaleBytes);
       }
     }
   }
