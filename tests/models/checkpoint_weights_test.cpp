@@ -19,6 +19,7 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "run_process.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/core/mapped_file.h"
@@ -653,6 +654,16 @@ TEST(CheckpointWeights, WholeModelsComputeTheirDequantizedWeights) {
     // And the method is checked when asked for, as vLLM's --quantization.
     options.quantization = v.method == QuantMethod::Awq ? QuantMethod::Gptq : QuantMethod::Awq;
     EXPECT_THROW(load_model(options), Error) << v.name;
+    // The command line runs it, and says what it read.
+    const std::string method(quant_method_name(v.method));
+    const testing::ProcessResult run = testing::run_tern(
+        {"bench-model", dir.path().string(), "-q", method, "-p", "8", "-n", "4", "-r", "1"});
+    EXPECT_EQ(run.exit_code, 0) << v.name << ": " << run.err;
+    EXPECT_NE(run.out.find("safetensors, " + method), std::string::npos) << run.out;
+    const testing::ProcessResult wrong = testing::run_tern(
+        {"bench-model", dir.path().string(), "-q", method == "mlx" ? "gptq" : "mlx", "-n", "1"});
+    EXPECT_NE(wrong.exit_code, 0) << v.name;
+    EXPECT_NE(wrong.err.find("--quantization"), std::string::npos) << wrong.err;
   }
 }
 
