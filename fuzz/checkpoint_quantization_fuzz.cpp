@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tern::ModelWeights w;
     tern::InputOrders orders;
     const std::optional<tern::WeightMatrix> m = tern::read_quantized_matrix(
-        *q, [&](std::string_view name) { return file.find_tensor(name); }, "model.safetensors",
-        "m", rows, cols, w, orders);
+        *q, [&](std::string_view name) { return file.find_tensor(name); }, "model.safetensors", "m",
+        rows, cols, w, orders);
     if (!m) return 0;
     if (m->rows != rows || m->cols != cols || !tern::affine_int_format(m->dtype)) __builtin_trap();
     if (m->input_order != nullptr) {

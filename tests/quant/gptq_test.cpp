@@ -123,8 +123,9 @@ TEST(Gptq, LowersTheOutputErrorOnCorrelatedInputs) {
   for (int64_t j = 0; j < k; ++j)
     importance[static_cast<size_t>(j)] = h[static_cast<size_t>(j * k + j)];
   const GptqFactor f = GptqFactor::of(h, k);
-  const DType types[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                         DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  const DType types[] = {DType::Q8_0,     DType::Q4_0,      DType::Q4_1,    DType::Q5_0,
+                         DType::Q5_1,     DType::Q4_K,      DType::Q5_K,    DType::Q6_K,
+                         DType::INT4_G32, DType::INT4_G128, DType::INT8_G64};
   for (DType t : types) {
     double e_weighted = 0.0, e_gptq = 0.0;
     for (uint32_t row = 0; row < 8; ++row) {

@@ -273,18 +273,9 @@ void block_grid(DType dtype, const BlockCode& code, float* step, float* offset) 
         step[e] = d * static_cast<float>(code.ls[e / 16]);
         offset[e] = 0.0f;
         break;
-      case DType::INT4_G32:
-      case DType::INT4_G64:
-      case DType::INT4_G128:
-      case DType::INT8_G32:
-      case DType::INT8_G64:
-      case DType::INT8_G128:
+      default:  // Q8_0, Q4_0, Q5_0; the affine groups' zero point is lm[0]
         step[e] = d;
-        offset[e] = -d * static_cast<float>(code.lm[0]);
-        break;
-      default:
-        step[e] = d;
-        offset[e] = 0.0f;
+        offset[e] = affine_int_format(dtype) ? -d * static_cast<float>(code.lm[0]) : 0.0f;
         break;
     }
   }

@@ -12,14 +12,15 @@
 namespace tern::quant {
 
 struct BlockCode {
-  uint16_t d16 = 0;  // the f16 scale (the K types' super-block scale)
+  uint16_t d16 = 0;  // the f16 scale (the K types' super-block scale; the affine groups' s)
   uint16_t m16 = 0;  // Q4_1 / Q5_1's f16 offset, the K types' f16 dmin
   int ls[16] = {};   // sub-block scales: Q4_K / Q5_K's 8 6-bit ones, Q6_K's 16 int8 ones
-  int lm[8] = {};    // Q4_K / Q5_K's 6-bit sub-block mins
+  int lm[8] = {};    // Q4_K / Q5_K's 6-bit sub-block mins; lm[0]: the affine groups' zero point
   int q[256] = {};   // the quants, in [qmin, qmax] (no storage bias)
 };
 
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32), Q4_K, Q5_K, Q6_K (blocks of 256); elems 0 for
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32), Q4_K, Q5_K, Q6_K (blocks of 256), the affine
+// groups INT4_G* / INT8_G* (one group a block, s · (q − z)); elems 0 for
 // every other type. The functions below take only these types.
 struct BlockFormat {
   int elems = 0;

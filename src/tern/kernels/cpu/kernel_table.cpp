@@ -26,19 +26,12 @@ DType activation_of(DType weight) {
     case DType::Q5_0:
     case DType::Q8_0:
       return DType::Q8_0;
-    // The affine groups take Q8_0's 32-element blocks, which divide every group size.
-    case DType::INT4_G32:
-    case DType::INT4_G64:
-    case DType::INT4_G128:
-    case DType::INT8_G32:
-    case DType::INT8_G64:
-    case DType::INT8_G128:
-      return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1:
       return DType::Q8_1;
     default:
-      return DType::Q8_K;
+      // The affine groups take Q8_0's 32-element blocks, which divide every group size.
+      return affine_int_format(weight) ? DType::Q8_0 : DType::Q8_K;
   }
 }
 
