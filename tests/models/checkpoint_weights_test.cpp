@@ -399,6 +399,41 @@ TEST(CheckpointWeights, EqualInputOrdersAreShared) {
   EXPECT_FALSE(read_quantized_matrix(gptq(4, 32, true), find, "ckpt", "c", 8, 128, w, orders));
 }
 
+// For tern plan: a module's tensors become one matrix of its type and logical shape, with the
+// bytes of the repacked rows; its bias and the float tensors stay as they are.
+TEST(CheckpointWeights, RepackedTensorsForPlanning) {
+  const Known m = random_known(4, 64, 32, 256, 5, false, 1, 15);
+  SafetensorsWriter st;
+  write_gptq(st, "model.layers.0.self_attn.q_proj", m, true);
+  const std::vector<float> bias(32, 0.5f), norm(256, 1.0f);
+  st.add_tensor("model.layers.0.self_attn.q_proj.bias", DType::F32, {32}, bytes_of(bias));
+  st.add_tensor("model.norm.weight", DType::F32, {256}, bytes_of(norm));
+  const SafetensorsFile file =
+      SafetensorsFile::parse(std::make_shared<const MappedFile>("ckpt.safetensors", st.to_bytes()));
+  const std::vector<TensorInfo> t = as_repacked_tensors(gptq(4, 64, true), file.tensors());
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(t[0].dtype, DType::INT4_G64);
+  EXPECT_EQ(t[0].shape, (std::vector<int64_t>{32, 256}));
+  EXPECT_EQ(t[0].nbytes, *dtype_bytes(DType::INT4_G64, 32 * 256));
+  EXPECT_EQ(t[1].name, "model.layers.0.self_attn.q_proj.bias");
+  EXPECT_EQ(t[2].name, "model.norm.weight");
+  // MLX and AWQ: the shapes come out the same.
+  for (QuantMethod method : {QuantMethod::Awq, QuantMethod::Mlx}) {
+    SafetensorsWriter other;
+    if (method == QuantMethod::Awq) write_awq(other, "m", m);
+    if (method == QuantMethod::Mlx) write_mlx(other, "m", m, DType::F16);
+    const SafetensorsFile f = SafetensorsFile::parse(
+        std::make_shared<const MappedFile>("ckpt.safetensors", other.to_bytes()));
+    CheckpointQuantization q = gptq(4, 64, false);
+    q.method = method;
+    const std::vector<TensorInfo> r = as_repacked_tensors(q, f.tensors());
+    ASSERT_EQ(r.size(), 1u) << quant_method_name(method);
+    EXPECT_EQ(r[0].name, "m.weight");
+    EXPECT_EQ(r[0].shape, (std::vector<int64_t>{32, 256})) << quant_method_name(method);
+  }
+}
+
 // Malformed checkpoints are refused naming the file and the tensor.
 TEST(CheckpointWeights, RefusesMalformedTensors) {
   const Known m = random_known(4, 32, 16, 128, 4, false, 1, 15);
@@ -660,6 +695,12 @@ TEST(CheckpointWeights, WholeModelsComputeTheirDequantizedWeights) {
         {"bench-model", dir.path().string(), "-q", method, "-p", "8", "-n", "4", "-r", "1"});
     EXPECT_EQ(run.exit_code, 0) << v.name << ": " << run.err;
     EXPECT_NE(run.out.find("safetensors, " + method), std::string::npos) << run.out;
+    // tern plan sizes the matrices as tern repacks them.
+    const testing::ProcessResult plan = testing::run_tern({"plan", dir.path().string()});
+    EXPECT_EQ(plan.exit_code, 0) << v.name << ": " << plan.err;
+    EXPECT_NE(plan.out.find(std::string(dtype_name(*affine_int_dtype(v.bits, v.group)))),
+              std::string::npos)
+        << plan.out;
     const testing::ProcessResult wrong = testing::run_tern(
         {"bench-model", dir.path().string(), "-q", method == "mlx" ? "gptq" : "mlx", "-n", "1"});
     EXPECT_NE(wrong.exit_code, 0) << v.name;

@@ -100,6 +100,18 @@ d ::= [0-9]{2} | "." )");
   expect_matches(uni, {"αβω"}, {"a", "Ω"});
 }
 
+// Nested optionals and counted repetitions are chains of tail calls hundreds deep: their
+// expansion keeps its stacks flat, and must not recurse once per call either (gbnf_fuzz found
+// this grammar overflowing the thread's stack under ASan).
+TEST(StructuredGbnf, DeepChainsOfTailCalls) {
+  const std::string deep = "root ::= [α-ω]{203}" + std::string(41, '?') + "[α-ω]{203}" +
+                           std::string(45, '?') + "{545}" + std::string(12, '?');
+  Automaton a = gbnf(deep);
+  std::string run;  // `[α-ω]{203}?` is none or 203 of them
+  for (int i = 0; i < 203; ++i) run += "α";
+  expect_matches(a, {"", run}, {"a", "αβ"});
+}
+
 TEST(StructuredGbnf, ErrorsNameTheProblem) {
   auto message = [](const std::string& g) {
     try {

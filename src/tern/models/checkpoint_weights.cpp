@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "tern/core/error.h"
@@ -256,6 +258,64 @@ std::optional<WeightMatrix> read_quantized_matrix(const CheckpointQuantization& 
   const TensorInfo* qweight = m.optional("qweight");
   if (qweight == nullptr) return std::nullopt;
   return read_gptq_or_awq(q, m, *qweight, rows, cols, w, orders);
+}
+
+std::vector<TensorInfo> as_repacked_tensors(const CheckpointQuantization& q,
+                                            const std::vector<TensorInfo>& tensors) {
+  const bool mlx = q.method == QuantMethod::Mlx;
+  std::map<std::string, const TensorInfo*, std::less<>> by_name;
+  for (const TensorInfo& t : tensors) by_name[t.name] = &t;
+  auto find = [&](const std::string& name) -> const TensorInfo* {
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
+  };
+  // The module of each quantized matrix, and its logical shape.
+  std::map<std::string, TensorInfo> repacked;
+  for (const TensorInfo& t : tensors) {
+    const std::string_view marker = mlx ? ".scales" : ".qweight";
+    if (!std::string_view(t.name).ends_with(marker) || t.shape.size() != 2) continue;
+    const std::string module = t.name.substr(0, t.name.size() - marker.size());
+    const TensorInfo* codes = mlx ? find(module + ".weight") : &t;
+    if (codes == nullptr || codes->shape.size() != 2) continue;
+    const std::optional<AffineIntFormat> f = mlx ? q.format_of(module) : q.format_of("");
+    if (!f) continue;
+    const int64_t per_word = 32 / f->bits;
+    int64_t rows = 0, cols = 0;
+    if (mlx) {
+      rows = codes->shape[0], cols = codes->shape[1] * per_word;
+    } else if (q.method == QuantMethod::Awq) {
+      rows = codes->shape[1] * per_word, cols = codes->shape[0];
+    } else {
+      rows = codes->shape[1], cols = codes->shape[0] * per_word;
+    }
+    const DType dtype = *affine_int_dtype(f->bits, f->group);
+    const std::optional<uint64_t> bytes =
+        dtype_bytes(dtype, static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols));
+    if (rows <= 0 || cols <= 0 || !bytes) continue;
+    TensorInfo m;
+    m.name = module + ".weight";
+    m.dtype = dtype;
+    m.shape = {rows, cols};
+    m.nbytes = *bytes;
+    repacked[module] = m;
+  }
+  std::vector<TensorInfo> out;
+  std::set<std::string> emitted;
+  // The tensors a quantized module is made of (a module's bias stays what it is).
+  const std::set<std::string_view> parts =
+      mlx ? std::set<std::string_view>{"weight", "scales", "biases"}
+          : std::set<std::string_view>{"qweight", "qzeros", "scales", "g_idx"};
+  for (const TensorInfo& t : tensors) {
+    const size_t dot = t.name.rfind('.');
+    const std::string module = dot == std::string::npos ? t.name : t.name.substr(0, dot);
+    auto it = repacked.find(module);
+    if (it == repacked.end() || !parts.contains(std::string_view(t.name).substr(dot + 1))) {
+      out.push_back(t);
+    } else if (emitted.insert(module).second) {
+      out.push_back(it->second);  // in the place of the module's first tensor
+    }
+  }
+  return out;
 }
 
 }  // namespace tern

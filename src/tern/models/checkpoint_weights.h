@@ -52,4 +52,12 @@ std::optional<WeightMatrix> read_quantized_matrix(const CheckpointQuantization& 
                                                   int64_t cols, ModelWeights& w,
                                                   InputOrders& orders);
 
+// `tensors` as tern holds them once loaded: each quantized module's tensors (qweight, qzeros,
+// scales, g_idx; MLX's weight, scales, biases) become one `module.weight` of its INT*_G* type
+// and logical shape [outputs, inputs], its bytes those of the repacked rows; the rest stay. For
+// `tern plan`, which reads headers only: no data is touched, and a module whose tensors do not
+// fit together is left as it is (loading it would say what is wrong).
+std::vector<TensorInfo> as_repacked_tensors(const CheckpointQuantization& q,
+                                            const std::vector<TensorInfo>& tensors);
+
 }  // namespace tern

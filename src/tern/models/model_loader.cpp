@@ -27,25 +27,24 @@ std::string weight_types(const ModelWeights& w) {
   return s;
 }
 
-// How the folder's checkpoint is quantized (config.json, or AutoGPTQ's quantize_config.json),
-// checked against --quantization.
-std::optional<CheckpointQuantization> checkpoint_quantization(const fs::path& dir,
-                                                              std::optional<QuantMethod> wanted) {
-  const fs::path config = dir / "config.json", older = dir / "quantize_config.json";
+}  // namespace
+
+std::optional<CheckpointQuantization> folder_quantization(const std::string& dir,
+                                                          std::optional<QuantMethod> wanted) {
+  const fs::path config = fs::path(dir) / "config.json",
+                 older = fs::path(dir) / "quantize_config.json";
   const bool has_older = fs::is_regular_file(older);
   std::optional<CheckpointQuantization> q = parse_checkpoint_quantization(
       read_text_file(config.string()), config.string(),
       has_older ? read_text_file(older.string()) : std::string(), older.string());
   if (wanted && (!q || q->method != *wanted))
-    throw Error(dir.string() + ": --quantization " + std::string(quant_method_name(*wanted)) +
+    throw Error(dir + ": --quantization " + std::string(quant_method_name(*wanted)) +
                 " was asked for, but " +
                 (q ? "the checkpoint is quantized by " + std::string(quant_method_name(q->method))
                    : std::string("the checkpoint is not quantized (its config.json has no "
                                  "quantization_config)")));
   return q;
 }
-
-}  // namespace
 
 DType torch_dtype_weight_type(const std::string& torch_dtype) {
   if (torch_dtype == "bfloat16") return DType::BF16;
@@ -88,7 +87,8 @@ LoadedModel load_model(const LoadOptions& opt) {
     m.weights = load_gguf_weights(*gguf_file, m.config);
     source = "GGUF";
   } else if (dir) {
-    const std::optional<CheckpointQuantization> q = checkpoint_quantization(path, opt.quantization);
+    const std::optional<CheckpointQuantization> q =
+        folder_quantization(opt.model, opt.quantization);
     m.weights =
         load_safetensors_weights(SafetensorsModel::open(opt.model), m.config, q ? &*q : nullptr);
     source = q ? "safetensors, " + std::string(quant_method_name(q->method)) : "safetensors";

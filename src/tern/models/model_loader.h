@@ -42,6 +42,12 @@ struct LoadedModel {
 // found (the GGUF's, the folder's, or --tokenizer); its absence is not an error here.
 LoadedModel load_model(const LoadOptions& options);
 
+// How the checkpoint folder `dir` is quantized (its config.json, or AutoGPTQ's
+// quantize_config.json); nullopt when it is not. Throws tern::Error for a setting tern does not
+// read, and when `wanted` (--quantization) is given and the checkpoint says otherwise.
+std::optional<CheckpointQuantization> folder_quantization(
+    const std::string& dir, std::optional<QuantMethod> wanted = std::nullopt);
+
 // The matrix type of dummy weights under `--dtype auto`: a config's torch_dtype ("bfloat16" →
 // BF16, "float16" → F16, anything else F32).
 DType torch_dtype_weight_type(const std::string& torch_dtype);

@@ -10,6 +10,7 @@
 #include "tern/hub/hub_model_info.h"
 #include "tern/hub/model_spec.h"
 #include "tern/hub/resolve_model.h"
+#include "tern/models/checkpoint_weights.h"
 #include "tern/models/model_loader.h"
 #include "tern/models/model_path.h"
 
@@ -35,6 +36,11 @@ PlanModel open_local(const std::string& spec, const std::string& path) {
       if (has_weights) {
         m.format = "safetensors";
         m.tensors = without_data(SafetensorsModel::open(path).tensors());
+        // A GPTQ, AWQ or MLX checkpoint: its matrices as tern repacks them.
+        if (const std::optional<CheckpointQuantization> q = folder_quantization(path)) {
+          m.format = "safetensors, " + std::string(quant_method_name(q->method));
+          m.tensors = as_repacked_tensors(*q, m.tensors);
+        }
       } else {
         m.format = "config.json";
       }

@@ -26,24 +26,35 @@ Automaton::Automaton(FlatGrammar grammar) : g_(std::move(grammar)) {
 }
 
 void Automaton::expand(Stack& stack, StackSet& out) const {
-  if (out.size() >= kMaxStacks || stack.size() > kMaxStackDepth) return;
-  while (!stack.empty()) {
-    const int32_t p = stack.back();
-    const FlatGrammar::Element& e = g_.elements[static_cast<size_t>(p)];
-    if (e.kind == Kind::kBytes) break;
-    stack.pop_back();
-    if (e.kind == Kind::kEnd) continue;
-    // A call.
-    if (g_.elements[static_cast<size_t>(p + 1)].kind != Kind::kEnd) stack.push_back(p + 1);
-    const auto& alts = g_.alternatives[static_cast<size_t>(e.arg)];
-    for (size_t i = 0; i < alts.size(); ++i) {
-      Stack s = stack;
-      s.push_back(alts[i]);
-      expand(s, out);
+  // Depth first over the callees' alternatives, in order, with the pending stacks in a vector
+  // rather than on the call stack: a chain of tail calls (nested `?` and `{m,n}`) keeps a
+  // stack flat however deep it goes, and recursing once per call overflowed the thread's stack.
+  std::vector<Stack> pending;
+  pending.push_back(std::move(stack));
+  while (!pending.empty() && out.size() < kMaxStacks) {
+    Stack s = std::move(pending.back());
+    pending.pop_back();
+    if (s.size() > kMaxStackDepth) continue;
+    bool called = false;
+    while (!s.empty()) {
+      const int32_t p = s.back();
+      const FlatGrammar::Element& e = g_.elements[static_cast<size_t>(p)];
+      if (e.kind == Kind::kBytes) break;
+      s.pop_back();
+      if (e.kind == Kind::kEnd) continue;
+      // A call: the alternatives pushed last first, so the first is expanded first.
+      if (g_.elements[static_cast<size_t>(p + 1)].kind != Kind::kEnd) s.push_back(p + 1);
+      const auto& alts = g_.alternatives[static_cast<size_t>(e.arg)];
+      for (size_t i = alts.size(); i-- > 0;) {
+        Stack t = s;
+        t.push_back(alts[i]);
+        pending.push_back(std::move(t));
+      }
+      called = true;
+      break;
     }
-    return;
+    if (!called) out.push_back(std::move(s));
   }
-  out.push_back(stack);
 }
 
 int32_t Automaton::intern(StackSet set) {

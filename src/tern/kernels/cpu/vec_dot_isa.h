@@ -19,6 +19,9 @@ QuantizeRowFn scalar_quantize_activation(DType activation);
 VecDotFn avx2_vec_dot_q(DType weight);
 VecDotFn avx512_vec_dot_q(DType weight);
 VecDotFn avx2_vec_dot_k(DType weight);
+// The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
+// (avx2/vec_dot_affine.cpp).
+VecDotFn avx2_vec_dot_affine(DType weight);
 VecDotFn avx2_vec_dot_float(DType weight);
 VecDotFn avx512_vec_dot_float(DType weight);
 // kVecDotRows rows at once, bit-identical to the same ISA's vec_dot; nullptr for a type without.
