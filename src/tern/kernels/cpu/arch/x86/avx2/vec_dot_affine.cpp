@@ -37,8 +37,8 @@ inline int32_t block_isum(const B& w, int sub, __m256i a) {
     const __m256i x = load256(w.qs + sub * kQK);
     const __m256i low = _mm256_and_si256(x, low_mask);
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low_mask);
-    return hsum_epi32(_mm256_add_epi32(dot_nibbles(low, a),
-                                       _mm256_slli_epi32(dot_nibbles(high, a), 4)));
+    return hsum_epi32(
+        _mm256_add_epi32(dot_nibbles(low, a), _mm256_slli_epi32(dot_nibbles(high, a), 4)));
   }
 }
 
