@@ -168,24 +168,28 @@ TEST(QuantizeCli, RefusesWhatItShould) {
   EXPECT_NE(r.err.find("not an importance matrix"), std::string::npos) << r.err;
 }
 
-TEST(QuantizeCli, HuggingFaceFolderWithItsTokenizer) {
-  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  TERN_REQUIRE_FIXTURE("tok512/tok512.model");
-  TempDir dir("quantize-hf");
+// A small qwen3 as a Hugging Face folder (BF16 matrices) in dir/hf, with stories260K's 512-piece
+// SentencePiece model, which fits its 512-token vocabulary.
+std::string write_hf_model(const TempDir& dir) {
   std::ifstream in(fixture("model-configs/qwen3-0.6b/config.json"));
   nlohmann::json j = nlohmann::json::parse(in);
   const nlohmann::json small = testing::tiny_qwen3_overrides(2);
   for (auto it = small.begin(); it != small.end(); ++it) j[it.key()] = it.value();
   const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "small qwen3");
   const std::string folder = (dir.path() / "hf").string();
-  {
-    // write_hf_folder writes into a TempDir's own folder: give it one of its own.
-    TempDir hf("quantize-hf-folder");
-    testing::write_hf_folder(hf, j, c, make_dummy_weights(c, DType::F32, 3), DType::BF16);
-    // stories260K's 512-piece SentencePiece model fits the 512-token vocabulary.
-    std::filesystem::copy_file(fixture("tok512/tok512.model"), hf.file("tokenizer.model"));
-    std::filesystem::copy(hf.path(), folder, std::filesystem::copy_options::recursive);
-  }
+  // write_hf_folder writes into a TempDir's own folder: give it one of its own.
+  TempDir hf("quantize-hf-folder");
+  testing::write_hf_folder(hf, j, c, make_dummy_weights(c, DType::F32, 3), DType::BF16);
+  std::filesystem::copy_file(fixture("tok512/tok512.model"), hf.file("tokenizer.model"));
+  std::filesystem::copy(hf.path(), folder, std::filesystem::copy_options::recursive);
+  return folder;
+}
+
+TEST(QuantizeCli, HuggingFaceFolderWithItsTokenizer) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TERN_REQUIRE_FIXTURE("tok512/tok512.model");
+  TempDir dir("quantize-hf");
+  const std::string folder = write_hf_model(dir);
   const auto r = run_tern({"quantize", folder, dir.file("q8.gguf"), "q8_0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const GgufFile g = GgufFile::open(dir.file("q8.gguf"));
@@ -290,6 +294,89 @@ TEST(QuantizeCli, ImatrixWithHessianQuantizesByGptq) {
   const double gptq =
       testing::relative_rms_error(prefill_logits(dir.file("q4_0.hessian.gguf"), tokens), ref);
   EXPECT_LT(gptq, 0.8 * weighted);
+}
+
+// --output-format gptq, awq and mlx: a folder vLLM or mlx-lm would read, that tern loads and
+// runs with the input's tokenizer, near the input's logits.
+TEST(QuantizeCli, WritesGptqAwqAndMlxCheckpoints) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TERN_REQUIRE_FIXTURE("tok512/tok512.model");
+  TempDir dir("quantize-ckpt");
+  const std::string folder = write_hf_model(dir);
+  write_calibration_text(dir);
+  auto r = run_tern({"imatrix", "-m", folder, "-f", dir.file("calib.txt"), "--ctx", "64", "-o",
+                     dir.file("hessian.gguf"), "--hessian"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct Case {
+    std::vector<std::string> flags;
+    const char* method;
+    DType dtype;
+    double max_error;  // relative RMS logit error against the input (dummy weights)
+  };
+  const std::vector<Case> cases = {
+      {{"--output-format", "gptq", "--desc-act", "--imatrix", dir.file("hessian.gguf")},
+       "gptq",
+       DType::INT4_G128,
+       0.25},
+      {{"--output-format", "gptq", "--bits", "8", "--group-size", "32", "--sym"},
+       "gptq",
+       DType::INT8_G32,
+       0.03},
+      {{"--output-format", "awq", "--group-size", "64", "--imatrix", dir.file("hessian.gguf")},
+       "awq",
+       DType::INT4_G64,
+       0.25},
+      {{"--output-format", "mlx"}, "mlx", DType::INT4_G64, 0.25},
+  };
+  const std::vector<float> reference = prefill_logits(folder);
+  for (const Case& k : cases) {
+    const std::string out = dir.file(std::string("out-") + k.method);
+    std::vector<std::string> args = {"quantize", folder, out};
+    args.insert(args.end(), k.flags.begin(), k.flags.end());
+    r = run_tern(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(std::string("folder: ") + out + "/"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::exists(out + "/tokenizer.model")) << out;
+    LoadOptions load;
+    load.model = out;
+    const LoadedModel m = load_model(load);
+    EXPECT_EQ(m.description.find(std::string("safetensors, ") + k.method) != std::string::npos,
+              true)
+        << m.description;
+    EXPECT_EQ(m.weights.layers[0].w_up.dtype, k.dtype) << k.method;
+    EXPECT_LT(testing::relative_rms_error(prefill_logits(out), reference), k.max_error) << k.method;
+    const auto gen = run_tern({"generate", "-m", out, "-p", "Once upon a time", "-n", "4"});
+    EXPECT_EQ(gen.exit_code, 0) << gen.err;
+  }
+}
+
+TEST(QuantizeCli, RefusesCheckpointSettingsItCannotWrite) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  TempDir dir("quantize-ckpt-refused");
+  const std::string f32 = write_f32_model(dir);
+  const std::string out = dir.file("out");
+  const std::vector<std::pair<std::vector<std::string>, const char*>> cases = {
+      {{"q4_0", "--output-format", "gptq"}, "takes no TYPE"},
+      {{"--output-format", "gguf"}, "TYPE is required"},
+      {{"--output-format", "exl2"}, "one of gguf, gptq, awq, mlx"},
+      {{"--output-format", "gptq", "--bits", "3"}, "4- and 8-bit"},
+      {{"--output-format", "awq", "--bits", "8"}, "AWQ's GEMM checkpoints are 4-bit"},
+      {{"--output-format", "mlx", "--group-size", "100"}, "32, 64, 128"},
+      {{"--output-format", "mlx", "--sym"}, "--sym is GPTQ's"},
+      {{"--output-format", "awq", "--desc-act"}, "no g_idx"},
+      {{"--output-format", "awq"}, "needs the inputs' statistics"},
+      {{"--output-format", "gptq", "--desc-act"}, "second moments"},
+      {{"--output-format", "gptq", "--pure"}, "--pure is for GGUF output"},
+      {{"q4_0", "--bits", "4"}, "are for --output-format"},
+  };
+  for (const auto& [flags, phrase] : cases) {
+    std::vector<std::string> args = {"quantize", f32, out};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_tern(args);
+    EXPECT_NE(r.exit_code, 0) << phrase;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << phrase;
+  }
 }
 
 }  // namespace

@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
 #include "tern/core/error.h"
+#include "tern/core/half.h"
 #include "tern/quant/weight_quantizer.h"
 
 namespace tern::quant {
@@ -140,6 +142,52 @@ TEST(Gptq, LowersTheOutputErrorOnCorrelatedInputs) {
     // quantizer's (inputs of 8 factors and a little noise: the later columns can cancel
     // almost all of an earlier one's error).
     EXPECT_LT(e_gptq, 0.1 * e_weighted) << dtype_name(t);
+  }
+}
+
+// GPTQ's act-order quantizes the columns whose H_jj is largest first (ties in column order), on
+// H's rows and columns taken in that order; the affine groups' rules hold in every fit.
+TEST(Gptq, ActOrderAndTheAffineRules) {
+  constexpr int64_t k = 256;
+  const std::vector<float> h = correlated_second_moments(k, 1024, 17);
+  const std::vector<int32_t> order = act_order(h, k);
+  for (int64_t i = 1; i < k; ++i) {
+    const float a = h[static_cast<size_t>(order[i - 1] * (k + 1))];
+    const float b = h[static_cast<size_t>(order[i] * (k + 1))];
+    EXPECT_TRUE(a > b || (a == b && order[i - 1] < order[i])) << i;
+  }
+  const std::vector<float> p = permuted_moments(h, order);
+  EXPECT_EQ(p[3 * k + 7], h[static_cast<size_t>(order[3] * k + order[7])]);
+  EXPECT_THROW(act_order(std::vector<float>(10, 1.0f), 3), Error);
+
+  // Every rule's groups, by GPTQ: scales f16, offsets what the rule allows.
+  const GptqFactor f = GptqFactor::of(h, k);
+  const std::vector<float> x = gaussian(k, 33);
+  for (const AffineRule rule : {AffineRule::ZeroPoint, AffineRule::ZeroPointFromOne,
+                                AffineRule::SymmetricZero, AffineRule::HalfBias}) {
+    for (const DType t : {DType::INT4_G64, DType::INT8_G32}) {
+      std::vector<uint8_t> y(*dtype_bytes(t, k));
+      quantize_row_gptq(t, x.data(), y.data(), k, f, rule);
+      const int qmax = affine_int_format(t)->bits == 4 ? 15 : 255;
+      const int group = affine_int_format(t)->group;
+      for (int64_t g = 0; g < k / group; ++g) {
+        // A group's scale and offset: the first two floats of its block.
+        float sb[2];
+        std::memcpy(sb, y.data() + g * *dtype_bytes(t, static_cast<uint64_t>(group)), 8);
+        const float scale = sb[0], bias = sb[1];
+        EXPECT_EQ(f16_to_f32(f32_to_f16(scale)), scale);
+        EXPECT_GT(scale, 0.0f);
+        if (rule == AffineRule::HalfBias) {
+          EXPECT_EQ(f16_to_f32(f32_to_f16(bias)), bias);
+          continue;
+        }
+        const long z = std::lround(-bias / scale);
+        EXPECT_EQ(-scale * static_cast<float>(z), bias);
+        EXPECT_LE(z, qmax);
+        EXPECT_GE(z, rule == AffineRule::ZeroPointFromOne ? 1 : 0);
+        if (rule == AffineRule::SymmetricZero) EXPECT_EQ(z, (qmax + 1) / 2);
+      }
+    }
   }
 }
 

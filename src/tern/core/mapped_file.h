@@ -44,5 +44,8 @@ class MappedFile {
 
 // Reads a whole (small) text file, e.g. a config.json. Throws tern::Error naming the path.
 std::string read_text_file(const std::string& path);
+// Writes `path` through a temporary file renamed into place, so that a reader sees the whole
+// file or none. Throws tern::Error naming the path.
+void write_file_atomically(const std::string& path, std::span<const std::byte> bytes);
 
 }  // namespace tern

@@ -133,7 +133,50 @@ CheckpointQuantization parse_mlx(const json& object, std::string_view name,
   return q;
 }
 
+json quantization_object(const CheckpointQuantization& q) {
+  switch (q.method) {
+    case QuantMethod::Gptq:
+      return {{"quant_method", "gptq"},
+              {"bits", q.bits},
+              {"group_size", q.group_size},
+              {"desc_act", q.desc_act},
+              {"sym", q.sym},
+              {"static_groups", false},
+              {"lm_head", false},
+              {"checkpoint_format", q.zeros_minus_one ? "gptq" : "gptq_v2"}};
+    case QuantMethod::Awq:
+      return {{"quant_method", "awq"}, {"bits", q.bits},    {"group_size", q.group_size},
+              {"zero_point", true},    {"version", "gemm"}, {"modules_to_not_convert", nullptr}};
+    case QuantMethod::Mlx: {
+      json m = {{"group_size", q.group_size}, {"bits", q.bits}};
+      for (const auto& [module, format] : q.mlx_modules)
+        m[module] =
+            format ? json{{"group_size", format->group}, {"bits", format->bits}} : json(false);
+      return m;
+    }
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string with_checkpoint_quantization(std::string_view config_json, std::string_view name,
+                                         const CheckpointQuantization& q,
+                                         std::string_view torch_dtype) {
+  json root = parse_object(config_json, name);
+  root.erase("quantization");
+  root.erase("quantization_config");
+  root["torch_dtype"] = std::string(torch_dtype);
+  if (q.method == QuantMethod::Mlx) root["quantization"] = quantization_object(q);
+  root["quantization_config"] = quantization_object(q);
+  return root.dump(2) + "\n";
+}
+
+std::string gptq_quantize_config_json(const CheckpointQuantization& q) {
+  json config = quantization_object(q);
+  config.erase("lm_head");
+  return config.dump(2) + "\n";
+}
 
 std::string_view quant_method_name(QuantMethod method) {
   switch (method) {

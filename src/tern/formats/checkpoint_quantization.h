@@ -49,4 +49,17 @@ std::optional<CheckpointQuantization> parse_checkpoint_quantization(
     std::string_view config_json, std::string_view name, std::string_view quantize_config_json = {},
     std::string_view quantize_config_name = {});
 
+// The text of `config_json` (a Hugging Face config.json) with `q` recorded as its writers
+// record it: GPTQ and AWQ a `quantization_config` object (GPTQ's as AutoGPTQ saves it: bits,
+// group_size, desc_act, sym, static_groups, lm_head, checkpoint_format; AWQ's as AutoAWQ:
+// bits, group_size, zero_point, version "gemm"); MLX `quantization` {group_size, bits, and a
+// module's own format or false} and the same again as `quantization_config`, as mlx-lm saves
+// them. Any earlier record is replaced, and torch_dtype becomes `torch_dtype`. parse_checkpoint_
+// quantization reads the result back as `q`.
+std::string with_checkpoint_quantization(std::string_view config_json, std::string_view name,
+                                         const CheckpointQuantization& q,
+                                         std::string_view torch_dtype);
+// GPTQ's quantize_config.json, which AutoGPTQ's loaders before transformers read.
+std::string gptq_quantize_config_json(const CheckpointQuantization& q);
+
 }  // namespace tern

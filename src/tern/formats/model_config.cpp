@@ -176,6 +176,52 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
   return c;
 }
 
+std::string ModelConfig::to_hf_json() const {
+  json j;
+  static constexpr const char* kArchitectures[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
+                                                   "Qwen3ForCausalLM"};
+  j["architectures"] = {kArchitectures[static_cast<int>(arch)]};
+  j["model_type"] = std::string(model_arch_name(arch));
+  j["vocab_size"] = vocab_size;
+  j["hidden_size"] = hidden_size;
+  j["intermediate_size"] = intermediate_size;
+  j["num_hidden_layers"] = num_layers;
+  j["num_attention_heads"] = num_heads;
+  j["num_key_value_heads"] = num_kv_heads;
+  j["head_dim"] = head_dim;
+  j["max_position_embeddings"] = max_position_embeddings;
+  j["rms_norm_eps"] = rms_norm_eps;
+  j["rope_theta"] = rope_theta;
+  j["hidden_act"] = "silu";
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  if (arch != ModelArch::Qwen2) j["attention_bias"] = attention_bias;
+  if (arch == ModelArch::Llama) j["mlp_bias"] = mlp_bias;
+  switch (rope_scaling.type) {
+    case RopeScalingType::None:
+      j["rope_scaling"] = nullptr;
+      break;
+    case RopeScalingType::Linear:
+      j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", rope_scaling.factor}};
+      if (rope_scaling.original_max_position_embeddings > 0)
+        j["rope_scaling"]["original_max_position_embeddings"] =
+            rope_scaling.original_max_position_embeddings;
+      break;
+    case RopeScalingType::Llama3:
+      j["rope_scaling"] = {
+          {"rope_type", "llama3"},
+          {"factor", rope_scaling.factor},
+          {"low_freq_factor", rope_scaling.low_freq_factor},
+          {"high_freq_factor", rope_scaling.high_freq_factor},
+          {"original_max_position_embeddings", rope_scaling.original_max_position_embeddings}};
+      break;
+  }
+  if (bos_token_id) j["bos_token_id"] = *bos_token_id;
+  if (eos_token_ids.size() == 1) j["eos_token_id"] = eos_token_ids[0];
+  if (eos_token_ids.size() > 1) j["eos_token_id"] = eos_token_ids;
+  if (!torch_dtype.empty()) j["torch_dtype"] = torch_dtype;
+  return j.dump(2) + "\n";
+}
+
 ModelConfig ModelConfig::from_hf_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path config_path = fs::path(dir) / "config.json";

@@ -77,6 +77,11 @@ struct ModelConfig {
   // theta, a sane rope scaling. Throws tern::Error prefixed with `name`.
   void validate(std::string_view name) const;
 
+  // A Hugging Face config.json that from_hf_json reads back as this config (architectures,
+  // model_type, the sizes, RoPE and its scaling, biases, token ids, torch_dtype), for a
+  // checkpoint written from a model read elsewhere (a GGUF file).
+  std::string to_hf_json() const;
+
   int64_t q_dim() const { return num_heads * head_dim; }      // width of q_proj's output
   int64_t kv_dim() const { return num_kv_heads * head_dim; }  // width of k_proj / v_proj
 };

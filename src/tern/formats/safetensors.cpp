@@ -60,28 +60,6 @@ std::optional<uint64_t> as_u64(const json& v) {
   return std::nullopt;
 }
 
-void write_file_atomically(const std::string& path, std::span<const std::byte> bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(path + ": write failed: " + std::strerror(errno));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(path + ": cannot rename " + tmp + " into place: " + ec.message());
-  }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------

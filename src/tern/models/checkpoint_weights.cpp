@@ -177,10 +177,9 @@ WeightMatrix read_gptq_or_awq(const CheckpointQuantization& q, const ModuleTenso
   const int32_t* order =
       awq ? nullptr : gptq_input_order(m, m.optional("g_idx"), cols, group, w, orders);
 
-  // AWQ's word holds output j of its 8 at nibble kAwqNibble[j].
-  static constexpr int kAwqNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   auto packed_along_outputs = [=](const TensorInfo& t, int64_t i, int64_t row) {
-    const int shift = (awq ? kAwqNibble[row % per_word] : static_cast<int>(row % per_word)) * bits;
+    const int shift =
+        (awq ? kAwqNibbleOfOutput[row % per_word] : static_cast<int>(row % per_word)) * bits;
     return static_cast<int>((word_at(t, i * (rows / per_word) + row / per_word) >> shift) & mask);
   };
   const int zero_offset = q.zeros_minus_one ? 1 : 0;

@@ -29,6 +29,9 @@
 
 namespace tern {
 
+// AWQ's word holds output j of its 8 at nibble kAwqNibbleOfOutput[j].
+inline constexpr int kAwqNibbleOfOutput[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
 using FindTensor = std::function<const TensorInfo*(std::string_view)>;
 
 // The input permutations of one model's act-order matrices, each kept once: q, k and v (or gate

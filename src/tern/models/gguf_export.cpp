@@ -12,6 +12,12 @@
 
 namespace tern {
 
+size_t interleaved_row(size_t r, size_t head_dim) {
+  const size_t head = r / head_dim, in = r % head_dim, half = head_dim / 2;
+  const size_t j = in / half, i = in % half;
+  return head * head_dim + 2 * i + j;
+}
+
 uint32_t gguf_file_type(DType dtype) { return static_cast<uint32_t>(uniform_file_type(dtype)); }
 
 std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
@@ -41,14 +47,6 @@ namespace {
 
 std::span<const std::byte> bytes_of(const WeightMatrix& m) {
   return {m.data, m.row_bytes * static_cast<size_t>(m.rows)};
-}
-
-// Neox → interleaved, per head of `head_dim` rows: row j·d/2 + i moves to 2i + j (the
-// permutation llama.cpp's converter applies to llama's q_proj / k_proj).
-size_t interleaved_row(size_t r, size_t head_dim) {
-  const size_t head = r / head_dim, in = r % head_dim, half = head_dim / 2;
-  const size_t j = in / half, i = in % half;
-  return head * head_dim + 2 * i + j;
 }
 
 std::vector<std::byte> permute_rows(const WeightMatrix& m, size_t head_dim) {

@@ -17,6 +17,7 @@
 #include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/checkpoint_weights.h"
 #include "tern/models/decoder_buffers.h"
+#include "tern/models/tensor_names.h"
 
 namespace tern {
 
@@ -232,53 +233,6 @@ class Binder {
   mutable InputOrders orders_;
 };
 
-// The tensor names of one format; `layer` builds a per-layer name.
-struct TensorNames {
-  std::string embedding, output_norm, lm_head;
-  std::function<std::string(int64_t, std::string_view)> layer;
-  // Per-layer suffixes, in the order of LayerWeights' fields.
-  const char *attn_norm, *q, *k, *v, *o, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *ffn_norm, *gate,
-      *up, *down, *b_gate, *b_up, *b_down;
-};
-
-const TensorNames kGgufNames{
-    "token_embd.weight",  "output_norm.weight",
-    "output.weight",      [](int64_t i, std::string_view s) { return gguf_tensor_name(i, s); },
-    "attn_norm.weight",   "attn_q.weight",
-    "attn_k.weight",      "attn_v.weight",
-    "attn_output.weight", "attn_q.bias",
-    "attn_k.bias",        "attn_v.bias",
-    "attn_output.bias",   "attn_q_norm.weight",
-    "attn_k_norm.weight", "ffn_norm.weight",
-    "ffn_gate.weight",    "ffn_up.weight",
-    "ffn_down.weight",    "ffn_gate.bias",
-    "ffn_up.bias",        "ffn_down.bias"};
-
-const TensorNames kHfNames{"model.embed_tokens.weight",
-                           "model.norm.weight",
-                           "lm_head.weight",
-                           [](int64_t i, std::string_view s) {
-                             return "model.layers." + std::to_string(i) + "." + std::string(s);
-                           },
-                           "input_layernorm.weight",
-                           "self_attn.q_proj.weight",
-                           "self_attn.k_proj.weight",
-                           "self_attn.v_proj.weight",
-                           "self_attn.o_proj.weight",
-                           "self_attn.q_proj.bias",
-                           "self_attn.k_proj.bias",
-                           "self_attn.v_proj.bias",
-                           "self_attn.o_proj.bias",
-                           "self_attn.q_norm.weight",
-                           "self_attn.k_norm.weight",
-                           "post_attention_layernorm.weight",
-                           "mlp.gate_proj.weight",
-                           "mlp.up_proj.weight",
-                           "mlp.down_proj.weight",
-                           "mlp.gate_proj.bias",
-                           "mlp.up_proj.bias",
-                           "mlp.down_proj.bias"};
-
 void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, ModelWeights& w) {
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
   w.token_embedding = b.matrix(n.embedding, c.vocab_size, h, "vocab_size × hidden_size");
@@ -323,7 +277,7 @@ ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config) 
   w.keep_mapping(gguf.mapped_file());
   Binder b(
       gguf.path(), [&](std::string_view name) { return gguf.find_tensor(name); }, w);
-  bind_all(b, kGgufNames, config, w);
+  bind_all(b, kGgufTensorNames, config, w);
   // llama.cpp's converter permutes llama's q/k rows to pair adjacent elements; qwen is
   // converted as is (neox).
   w.rope_layout = config.arch == ModelArch::Llama ? RopeLayout::Interleaved : RopeLayout::Neox;
@@ -343,7 +297,7 @@ ModelWeights load_safetensors_weights(const SafetensorsModel& model, const Model
   Binder b(
       model.path(), [&](std::string_view name) { return model.find_tensor(name); }, w,
       quantization);
-  bind_all(b, kHfNames, config, w);
+  bind_all(b, kHfTensorNames, config, w);
   w.rope_layout = RopeLayout::Neox;  // transformers' rotate_half, for every architecture
   return w;
 }

@@ -14,6 +14,7 @@
 
 #include "tern/core/dtype.h"
 #include "tern/formats/model_config.h"
+#include "tern/quant/block_code.h"
 #include "tern/quant/quant_recipe.h"
 
 namespace tern {
@@ -136,6 +137,18 @@ struct QuantizeOptions {
   // minimise the error weighted by it (quant/weight_quantizer.h). nullptr, or a matrix without
   // an entry: the plain squared error.
   const ImportanceMatrix* imatrix = nullptr;
+  // What the affine groups' scale and offset may be (quant/block_code.h): the constraint of the
+  // checkpoint format they will be written to.
+  quant::AffineRule affine_rule = quant::AffineRule::ZeroPoint;
+  // GPTQ's act-order (desc_act) for the layers' matrices quantized by GPTQ (quant/gptq.h): the
+  // columns quantized in order of decreasing E[x_j²], each run of that order a group; such a
+  // matrix keeps its groups' inputs ascending and carries the permutation
+  // (WeightMatrix::input_order), as an act-order checkpoint loads. Affine groups only.
+  bool act_order = false;
+  // AWQ's activation-aware scaling (quant/awq.h) of each layer before it is quantized, from
+  // `imatrix`'s importances (required); the layer's matrices are then quantized by the weighted
+  // fit under the scaled inputs' importances, never by GPTQ.
+  bool awq = false;
   // After each matrix: its GGUF name, its type before and after, matrices done and in all.
   std::function<void(const std::string& name, DType from, DType to, int64_t done, int64_t total)>
       on_matrix;

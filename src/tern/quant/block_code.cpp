@@ -33,34 +33,66 @@ void fit_affine_block(const float* x, const float* w, int qmax, BlockCode* out) 
   quantize_block(x, w, kQK, d, m, 0, qmax, out->q);
 }
 
-// The affine groups (INT4_G*, INT8_G*): x ≈ s · (q − z), f16 s and integer z in [0, qmax], as
-// GPTQ and AWQ store them: the weighted least-squares fit, its zero rounded, then the scale
-// refitted for that zero and the quants, where that lowers the error.
-void fit_zero_point_group(const float* x, const float* w, int n, int qmax, BlockCode* out) {
-  const AffineFit fit = fit_affine(x, w, n, qmax, false);
-  float scale = rounded_f16(fit.scale, &out->d16);
-  if (scale <= 0.0f) scale = rounded_f16(f16_to_f32(1), &out->d16);  // a constant group
-  int zero = std::clamp(static_cast<int>(std::lround(-fit.offset / scale)), 0, qmax);
-  float best = quantize_block(x, w, n, scale, -scale * static_cast<float>(zero), 0, qmax, out->q);
-  // Σ w (x − s (q − z))² is least at s = Σ w x (q − z) / Σ w (q − z)².
+// The least-squares scale for fixed quants and zero: Σ w (x − s (q − z))² is least at
+// s = Σ w x (q − z) / Σ w (q − z)². Taken (rounded to f16) where it lowers the error, the quants
+// rounded again under it.
+void refit_zero_point_scale(const float* x, const float* w, int n, int qmax, int zero, float* best,
+                            BlockCode* out) {
   float sxa = 0.0f, saa = 0.0f;
   for (int e = 0; e < n; ++e) {
     const auto a = static_cast<float>(out->q[e] - zero);
     sxa += w[e] * x[e] * a;
     saa += w[e] * a * a;
   }
-  if (saa > 0.0f && sxa > 0.0f) {
-    uint16_t s16;
-    const float s2 = rounded_f16(sxa / saa, &s16);
-    int q2[256];
-    const float err = quantize_block(x, w, n, s2, -s2 * static_cast<float>(zero), 0, qmax, q2);
-    if (err < best) {
-      best = err;
-      out->d16 = s16;
-      std::copy(q2, q2 + n, out->q);
-    }
+  if (!(saa > 0.0f && sxa > 0.0f)) return;
+  uint16_t s16;
+  const float s2 = rounded_f16(sxa / saa, &s16);
+  int q2[256];
+  const float err = quantize_block(x, w, n, s2, -s2 * static_cast<float>(zero), 0, qmax, q2);
+  if (err < *best) {
+    *best = err;
+    out->d16 = s16;
+    out->bias = -s2 * static_cast<float>(zero);
+    std::copy(q2, q2 + n, out->q);
   }
-  out->lm[0] = zero;
+}
+
+// The affine groups (INT4_G*, INT8_G*) as GPTQ and AWQ store them: x ≈ s · (q − z), f16 s and
+// integer z in [min_zero, qmax]: the weighted least-squares fit, its zero rounded, then the
+// scale refitted for that zero and the quants, where that lowers the error.
+void fit_zero_point_group(const float* x, const float* w, int n, int qmax, int min_zero,
+                          BlockCode* out) {
+  const AffineFit fit = fit_affine(x, w, n, qmax, false);
+  float scale = rounded_f16(fit.scale, &out->d16);
+  if (scale <= 0.0f) scale = rounded_f16(f16_to_f32(1), &out->d16);  // a constant group
+  const int zero = std::clamp(static_cast<int>(std::lround(-fit.offset / scale)), min_zero, qmax);
+  out->bias = -scale * static_cast<float>(zero);
+  float best = quantize_block(x, w, n, scale, out->bias, 0, qmax, out->q);
+  refit_zero_point_scale(x, w, n, qmax, zero, &best, out);
+}
+
+// GPTQ's symmetric groups: z = (qmax + 1) / 2, so x ≈ s · (q − z) with q − z in
+// [−z, qmax − z]. The scale stays positive (as GPTQ's is): a fit that would take the larger
+// negative side by a negative scale is refitted on the symmetric range ±(qmax − z).
+void fit_symmetric_zero_group(const float* x, const float* w, int n, int qmax, BlockCode* out) {
+  const int zero = (qmax + 1) / 2;
+  float s = fit_symmetric(x, w, n, -zero, qmax - zero);
+  if (s < 0.0f) s = std::abs(fit_symmetric(x, w, n, zero - qmax, qmax - zero));
+  float scale = rounded_f16(s, &out->d16);
+  if (scale <= 0.0f) scale = rounded_f16(f16_to_f32(1), &out->d16);  // an all-zero group
+  out->bias = -scale * static_cast<float>(zero);
+  float best = quantize_block(x, w, n, scale, out->bias, 0, qmax, out->q);
+  refit_zero_point_scale(x, w, n, qmax, zero, &best, out);
+}
+
+// MLX's groups: x ≈ s · q + b, s and b both stored as f16.
+void fit_half_bias_group(const float* x, const float* w, int n, int qmax, BlockCode* out) {
+  const AffineFit fit = fit_affine(x, w, n, qmax, false);
+  float scale = rounded_f16(fit.scale, &out->d16);
+  if (scale <= 0.0f) scale = rounded_f16(f16_to_f32(1), &out->d16);  // a constant group
+  uint16_t b16;
+  out->bias = rounded_f16(fit.offset, &b16);
+  quantize_block(x, w, n, scale, out->bias, 0, qmax, out->q);
 }
 
 // The super-block's error for (d, dmin) with the given 6-bit scales, quants to nearest.
@@ -234,7 +266,7 @@ BlockFormat block_format(DType dtype) {
 
 bool has_block_code(DType dtype) { return block_format(dtype).elems > 0; }
 
-void fit_block(DType dtype, const float* x, const float* w, BlockCode* code) {
+void fit_block(DType dtype, const float* x, const float* w, BlockCode* code, AffineRule rule) {
   const BlockFormat f = block_format(dtype);
   switch (dtype) {
     case DType::Q8_0:
@@ -250,7 +282,16 @@ void fit_block(DType dtype, const float* x, const float* w, BlockCode* code) {
     case DType::Q6_K:
       return fit_q6_k(x, w, code);
     default:
-      return fit_zero_point_group(x, w, f.elems, f.qmax, code);
+      switch (rule) {
+        case AffineRule::ZeroPoint:
+          return fit_zero_point_group(x, w, f.elems, f.qmax, 0, code);
+        case AffineRule::ZeroPointFromOne:
+          return fit_zero_point_group(x, w, f.elems, f.qmax, 1, code);
+        case AffineRule::SymmetricZero:
+          return fit_symmetric_zero_group(x, w, f.elems, f.qmax, code);
+        case AffineRule::HalfBias:
+          return fit_half_bias_group(x, w, f.elems, f.qmax, code);
+      }
   }
 }
 
@@ -273,9 +314,9 @@ void block_grid(DType dtype, const BlockCode& code, float* step, float* offset) 
         step[e] = d * static_cast<float>(code.ls[e / 16]);
         offset[e] = 0.0f;
         break;
-      default:  // Q8_0, Q4_0, Q5_0; the affine groups' zero point is lm[0]
+      default:  // Q8_0, Q4_0, Q5_0, the affine groups
         step[e] = d;
-        offset[e] = affine_int_format(dtype) ? -d * static_cast<float>(code.lm[0]) : 0.0f;
+        offset[e] = affine_int_format(dtype) ? code.bias : 0.0f;
         break;
     }
   }
@@ -290,7 +331,7 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
     cpu::with_affine_block<bool>(dtype, [&]<class B>() {
       auto& block = *static_cast<B*>(y);
       block.scale = scale;
-      block.bias = -scale * static_cast<float>(code.lm[0]);
+      block.bias = code.bias;
       for (int e = 0; e < f.elems; ++e) cpu::set_affine_code(block, e, code.q[e]);
       return true;
     });

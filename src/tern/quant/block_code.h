@@ -15,12 +15,23 @@ struct BlockCode {
   uint16_t d16 = 0;  // the f16 scale (the K types' super-block scale; the affine groups' s)
   uint16_t m16 = 0;  // Q4_1 / Q5_1's f16 offset, the K types' f16 dmin
   int ls[16] = {};   // sub-block scales: Q4_K / Q5_K's 8 6-bit ones, Q6_K's 16 int8 ones
-  int lm[8] = {};    // Q4_K / Q5_K's 6-bit sub-block mins; lm[0]: the affine groups' zero point
+  int lm[8] = {};    // Q4_K / Q5_K's 6-bit sub-block mins
+  float bias = 0;    // the affine groups' offset b (x = s · q + b): −s · z, or MLX's f16 bias
   int q[256] = {};   // the quants, in [qmin, qmax] (no storage bias)
 };
 
+// What the checkpoint format an affine group is written to lets its scale s (always f16) and
+// offset b be:
+//   ZeroPoint        b = −s · z, z an integer in [0, qmax] (AWQ, GPTQ's gptq_v2);
+//   ZeroPointFromOne z in [1, qmax] (GPTQ's v1 checkpoints store z − 1 in `bits` bits, so a
+//                    zero of 0 cannot be written);
+//   SymmetricZero    z = (qmax + 1) / 2 (GPTQ's sym: the codes centred on the middle one);
+//   HalfBias         b any f16 value (MLX: w = s · q + b, the bias stored as f16).
+// The other types ignore it.
+enum class AffineRule { ZeroPoint, ZeroPointFromOne, SymmetricZero, HalfBias };
+
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32), Q4_K, Q5_K, Q6_K (blocks of 256), the affine
-// groups INT4_G* / INT8_G* (one group a block, s · (q − z)); elems 0 for
+// groups INT4_G* / INT8_G* (one group a block, s · q + b); elems 0 for
 // every other type. The functions below take only these types.
 struct BlockFormat {
   int elems = 0;
@@ -30,8 +41,9 @@ BlockFormat block_format(DType dtype);
 bool has_block_code(DType dtype);
 
 // x, w: [elems]; w ≥ 0, not all 0. The scales minimising Σ w (x − x̂)² (block_fit.h's
-// searches), and the quants rounded to nearest under them.
-void fit_block(DType dtype, const float* x, const float* w, BlockCode* code);
+// searches) within `rule`, and the quants rounded to nearest under them.
+void fit_block(DType dtype, const float* x, const float* w, BlockCode* code,
+               AffineRule rule = AffineRule::ZeroPoint);
 // step, offset: [elems], element e decoding as step[e] · q[e] + offset[e].
 void block_grid(DType dtype, const BlockCode& code, float* step, float* offset);
 // Writes the block in ggml's layout (dtype_bytes(dtype, elems) bytes).

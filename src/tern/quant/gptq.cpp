@@ -172,7 +172,8 @@ GptqFactor GptqFactor::of(std::span<const float> second_moments, int64_t cols, d
   return f;
 }
 
-void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const GptqFactor& factor) {
+void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const GptqFactor& factor,
+                       AffineRule rule) {
   const BlockFormat format = block_format(dtype);
   if (format.elems == 0)
     throw Error("GPTQ: no block quantizer for type " + std::string(dtype_name(dtype)));
@@ -192,7 +193,7 @@ void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const Gp
       const float u = factor.row(s + e)[s + e];
       w[e] = 1.0f / (u * u);
     }
-    fit_block(dtype, r.data() + s, w, &code);
+    fit_block(dtype, r.data() + s, w, &code, rule);
     block_grid(dtype, code, step, offset);
     for (int e = 0; e < format.elems; ++e) {
       const int64_t j = s + e;
@@ -205,6 +206,28 @@ void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const Gp
     pack_block(dtype, code,
                static_cast<uint8_t*>(y) + static_cast<size_t>(s / format.elems) * block_bytes);
   }
+}
+
+std::vector<int32_t> act_order(std::span<const float> second_moments, int64_t cols) {
+  if (cols <= 0 || static_cast<int64_t>(second_moments.size()) != cols * cols)
+    throw Error("act-order: " + std::to_string(second_moments.size()) + " second moments for " +
+                std::to_string(cols) + " columns");
+  std::vector<int32_t> order(static_cast<size_t>(cols));
+  for (int64_t j = 0; j < cols; ++j) order[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+  auto diag = [&](int32_t j) { return second_moments[static_cast<size_t>(j) * (cols + 1)]; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return diag(a) > diag(b); });
+  return order;
+}
+
+std::vector<float> permuted_moments(std::span<const float> second_moments,
+                                    std::span<const int32_t> order) {
+  const size_t n = order.size();
+  std::vector<float> out(n * n);
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = 0; b < n; ++b)
+      out[a * n + b] = second_moments[static_cast<size_t>(order[a]) * n + order[b]];
+  return out;
 }
 
 }  // namespace tern::quant

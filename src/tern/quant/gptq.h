@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tern/core/dtype.h"
+#include "tern/quant/block_code.h"
 
 namespace tern::quant {
 
@@ -33,7 +34,17 @@ class GptqFactor {
 };
 
 // x: [k] floats, k = factor.cols(), whole blocks of `dtype` (a type with a block code:
-// block_code.h); y: dtype_bytes(dtype, k) bytes. Throws tern::Error for another k.
-void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const GptqFactor& factor);
+// block_code.h); y: dtype_bytes(dtype, k) bytes; `rule` the affine groups' constraint. Throws
+// tern::Error for another k.
+void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const GptqFactor& factor,
+                       AffineRule rule = AffineRule::ZeroPoint);
+
+// GPTQ's act-order (desc_act): the columns in order of decreasing H_jj (ties in column order),
+// so that the inputs whose errors cost most are quantized first, while the most columns remain
+// to absorb their errors. order[i] is the column quantized i-th; groups are runs of this order.
+std::vector<int32_t> act_order(std::span<const float> second_moments, int64_t cols);
+// H with its rows and columns in `order` (H'_ab = H_order[a],order[b]).
+std::vector<float> permuted_moments(std::span<const float> second_moments,
+                                    std::span<const int32_t> order);
 
 }  // namespace tern::quant

@@ -34,7 +34,7 @@ void check_row(DType dtype, int64_t k) {
 }
 
 void quantize_checked(DType dtype, const float* x, void* y, int64_t k, const float* importance,
-                      std::vector<float>& w) {
+                      AffineRule rule, std::vector<float>& w) {
   switch (dtype) {
     case DType::F32:
     case DType::F16:
@@ -50,7 +50,7 @@ void quantize_checked(DType dtype, const float* x, void* y, int64_t k, const flo
       static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(format.elems)));
   BlockCode code;
   for (int64_t s = 0; s < k; s += format.elems) {
-    fit_block(dtype, x + s, w.data() + s, &code);
+    fit_block(dtype, x + s, w.data() + s, &code, rule);
     pack_block(dtype, code,
                static_cast<uint8_t*>(y) + static_cast<size_t>(s / format.elems) * block_bytes);
   }
@@ -63,14 +63,15 @@ bool has_weight_quantizer(DType dtype) {
          has_block_code(dtype);
 }
 
-void quantize_weight_row(DType dtype, const float* x, void* y, int64_t k, const float* importance) {
+void quantize_weight_row(DType dtype, const float* x, void* y, int64_t k, const float* importance,
+                         AffineRule rule) {
   check_row(dtype, k);
   std::vector<float> w;
-  quantize_checked(dtype, x, y, k, importance, w);
+  quantize_checked(dtype, x, y, k, importance, rule, w);
 }
 
 void quantize_weight_rows(DType dtype, const float* x, void* y, int64_t rows, int64_t k,
-                          const float* importance) {
+                          const float* importance, AffineRule rule) {
   check_row(dtype, k);
   const auto row_bytes = static_cast<int64_t>(*dtype_bytes(dtype, static_cast<uint64_t>(k)));
 #pragma omp parallel
@@ -79,7 +80,7 @@ void quantize_weight_rows(DType dtype, const float* x, void* y, int64_t rows, in
 #pragma omp for schedule(dynamic, 8)
     for (int64_t r = 0; r < rows; ++r)
       quantize_checked(dtype, x + r * k, static_cast<uint8_t*>(y) + r * row_bytes, k, importance,
-                       w);
+                       rule, w);
   }
 }
 

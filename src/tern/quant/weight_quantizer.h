@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "tern/core/dtype.h"
+#include "tern/quant/block_code.h"
 
 namespace tern::quant {
 
@@ -18,11 +19,13 @@ bool has_weight_quantizer(DType dtype);
 
 // x: [k] floats, k whole blocks of `dtype`; y: dtype_bytes(dtype, k) bytes. importance: [k]
 // non-negative values (nullptr: all 1); a block whose importances are all 0 is fitted with
-// equal ones. Throws tern::Error for another type or a row that is not whole blocks.
-void quantize_weight_row(DType dtype, const float* x, void* y, int64_t k, const float* importance);
+// equal ones. `rule`: the affine groups' constraint (block_code.h). Throws tern::Error for
+// another type or a row that is not whole blocks.
+void quantize_weight_row(DType dtype, const float* x, void* y, int64_t k, const float* importance,
+                         AffineRule rule = AffineRule::ZeroPoint);
 // Rows in parallel (OpenMP), each as quantize_weight_row with the same importance [k].
 void quantize_weight_rows(DType dtype, const float* x, void* y, int64_t rows, int64_t k,
-                          const float* importance);
+                          const float* importance, AffineRule rule = AffineRule::ZeroPoint);
 
 // Σ_j importance_j (x_j − ŵ_j)² of a quantized row y (importance nullptr: all 1).
 double weighted_error(DType dtype, const float* x, const void* y, int64_t k,

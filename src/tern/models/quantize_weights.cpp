@@ -1,0 +1,322 @@
+// Requantized copies of loaded weights (model_weights.h's quantize_weights): each matrix
+// through f32 by the weight quantizers; by GPTQ where an importance matrix has the input's
+// second moments, with GPTQ's act-order when asked; after AWQ's scaling of each layer when
+// asked. Rows are quantized in parallel, and the result never depends on the threads.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "tern/core/error.h"
+#include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/models/checkpoint_weights.h"
+#include "tern/models/model_weights.h"
+#include "tern/quant/awq.h"
+#include "tern/quant/gptq.h"
+#include "tern/quant/importance_matrix.h"
+#include "tern/quant/weight_quantizer.h"
+
+namespace tern {
+namespace {
+
+std::span<const float> copy_vector(ModelWeights& w, std::span<const float> src) {
+  if (src.empty()) return {};
+  std::span<float> v = w.own_floats(src.size());
+  std::memcpy(v.data(), src.data(), src.size_bytes());
+  return v;
+}
+
+// Row i of m in f32, in the inputs' order (an act-order matrix's columns put back).
+void dequantized_row(const WeightMatrix& m, int64_t i, float* out, std::vector<float>& scratch) {
+  if (m.input_order == nullptr) return cpu::dequantize_row(m.dtype, m.row(i), out, m.cols);
+  scratch.resize(static_cast<size_t>(m.cols));
+  cpu::dequantize_row(m.dtype, m.row(i), scratch.data(), m.cols);
+  for (int64_t j = 0; j < m.cols; ++j) out[m.input_order[j]] = scratch[static_cast<size_t>(j)];
+}
+
+// GPTQ's act-order for one matrix: `quantized`, the order its columns are quantized in
+// (quant::act_order), whose runs of `group` are the groups; and `stored`, the order they are
+// kept in: each group's inputs ascending, as a checkpoint's g_idx gives them on load
+// (models/checkpoint_weights.h), so that weights quantized here and the checkpoint written from
+// them compute alike. stored[p] = quantized[from[p]], p and from[p] in the same group.
+struct ActOrder {
+  std::vector<int32_t> quantized, stored, from;
+
+  static ActOrder of(std::span<const float> moments, int64_t cols, int group) {
+    ActOrder a;
+    a.quantized = quant::act_order(moments, cols);
+    std::vector<int32_t> position(static_cast<size_t>(cols));
+    for (int64_t i = 0; i < cols; ++i)
+      position[static_cast<size_t>(a.quantized[i])] = static_cast<int32_t>(i);
+    a.stored = a.quantized;
+    for (int64_t g = 0; g < cols; g += group)
+      std::sort(a.stored.begin() + g, a.stored.begin() + g + group);
+    a.from.resize(static_cast<size_t>(cols));
+    for (int64_t p = 0; p < cols; ++p)
+      a.from[static_cast<size_t>(p)] = position[static_cast<size_t>(a.stored[p])];
+    return a;
+  }
+};
+
+// The groups of a row quantized in act-order, their codes moved to the stored order.
+void store_act_order(DType dtype, const std::byte* quantized, std::byte* out,
+                     std::span<const int32_t> from) {
+  cpu::with_affine_block<bool>(dtype, [&]<class B>() {
+    const auto* in = reinterpret_cast<const B*>(quantized);
+    auto* blocks = reinterpret_cast<B*>(out);
+    const auto groups = static_cast<int64_t>(from.size()) / B::kElems;
+    for (int64_t g = 0; g < groups; ++g) {
+      blocks[g] = in[g];  // scale and bias; every code is set below
+      for (int e = 0; e < B::kElems; ++e) {
+        const int32_t source = from[static_cast<size_t>(g * B::kElems + e)];
+        cpu::set_affine_code(blocks[g], e,
+                             cpu::affine_code(in[source / B::kElems], source % B::kElems));
+      }
+    }
+    return true;
+  });
+}
+
+// `m` as `dtype` through f32, by the weight quantizers with the importances of `name` when
+// `imatrix` has them (by GPTQ when it has the input's second moments too; in act-order when
+// `act_order`); copied when it already is `dtype`.
+WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dtype,
+                                const ImportanceMatrix* imatrix, const std::string& name,
+                                quant::AffineRule rule, bool act_order, InputOrders& orders) {
+  const auto row_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(m.cols)));
+  std::span<std::byte> data = w.own_bytes(row_bytes * static_cast<size_t>(m.rows));
+  if (m.dtype == dtype && m.input_order == nullptr) {
+    for (int64_t i = 0; i < m.rows; ++i)
+      std::memcpy(data.data() + static_cast<size_t>(i) * row_bytes, m.row(i), row_bytes);
+    return {dtype, m.rows, m.cols, data.data(), row_bytes};
+  }
+  const std::vector<float> importance =
+      imatrix != nullptr ? imatrix->importance(name) : std::vector<float>{};
+  const float* imp = importance.empty() ? nullptr : importance.data();
+  // With the input's whole second-moment matrix, GPTQ (which needs a type of blocks).
+  std::optional<quant::GptqFactor> gptq;
+  std::optional<ActOrder> order;
+  if (imatrix != nullptr && quant::has_block_code(dtype)) {
+    const std::vector<float> moments = imatrix->second_moments(name);
+    if (!moments.empty() && act_order) {
+      if (!affine_int_format(dtype))
+        throw Error(name + ": act-order is for the affine groups of GPTQ checkpoints, not " +
+                    std::string(dtype_name(dtype)));
+      order = ActOrder::of(moments, m.cols, quant::block_format(dtype).elems);
+      gptq = quant::GptqFactor::of(quant::permuted_moments(moments, order->quantized), m.cols);
+    } else if (!moments.empty()) {
+      gptq = quant::GptqFactor::of(moments, m.cols);
+    }
+  }
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(m.cols)), scratch, gathered;
+    std::vector<std::byte> quantized;
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t i = 0; i < m.rows; ++i) {
+      dequantized_row(m, i, row.data(), scratch);
+      std::byte* out = data.data() + static_cast<size_t>(i) * row_bytes;
+      if (order) {
+        gathered.resize(row.size());
+        for (size_t j = 0; j < row.size(); ++j)
+          gathered[j] = row[static_cast<size_t>(order->quantized[j])];
+        quantized.resize(row_bytes);
+        quant::quantize_row_gptq(dtype, gathered.data(), quantized.data(), m.cols, *gptq, rule);
+        store_act_order(dtype, quantized.data(), out, order->from);
+      } else if (gptq) {
+        quant::quantize_row_gptq(dtype, row.data(), out, m.cols, *gptq, rule);
+      } else {
+        quant::quantize_weight_row(dtype, row.data(), out, m.cols, imp, rule);
+      }
+    }
+  }
+  WeightMatrix out{dtype, m.rows, m.cols, data.data(), row_bytes};
+  if (order) {
+    const bool identity = std::is_sorted(order->stored.begin(), order->stored.end());
+    out.input_order = identity ? nullptr : orders.intern(std::move(order->stored), w);
+  }
+  return out;
+}
+
+// A layer's matrices and the vectors AWQ's scaling changes, as f32 copies in the inputs' order.
+struct FloatLayer {
+  std::vector<float> wq, wk, wv, wo, w_gate, w_up, w_down;
+  std::vector<float> attn_norm, ffn_norm, bv, b_up;
+
+  static std::vector<float> of(const WeightMatrix& m) {
+    std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
+#pragma omp parallel
+    {
+      std::vector<float> scratch;
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < m.rows; ++i) dequantized_row(m, i, out.data() + i * m.cols, scratch);
+    }
+    return out;
+  }
+  static quant::FloatMatrix matrix(std::vector<float>& v, const WeightMatrix& like) {
+    return {v.data(), like.rows, like.cols};
+  }
+  static WeightMatrix view(const std::vector<float>& v, const WeightMatrix& like) {
+    return {DType::F32, like.rows, like.cols, reinterpret_cast<const std::byte*>(v.data()),
+            static_cast<size_t>(like.cols) * sizeof(float)};
+  }
+};
+
+// AWQ's scaling of layer `i` (quant/awq.h) at its four points: the attention norm before q, k
+// and v; v's rows before o (when they are as many as o's inputs: no grouped heads); the MLP norm
+// before gate and up; up's rows before down. A point the importance matrix has no entry for is
+// left. `scaled` receives the importances of the scaled inputs (E[x_j²] / s_j²).
+void awq_scale_layer(const LayerWeights& l, int64_t i, FloatLayer& f,
+                     const ImportanceMatrix& imatrix, DType dtype, quant::AffineRule rule,
+                     ImportanceMatrix& scaled) {
+  auto n = [i](const char* what) { return gguf_tensor_name(i, what); };
+  auto scale = [&](quant::AwqScalingPoint point, std::initializer_list<const char*> readers) {
+    const std::vector<float> importance = imatrix.importance(n(*readers.begin()));
+    if (importance.empty()) return;
+    point.importance = importance;
+    const std::vector<float> s = quant::search_awq_scales(point, dtype, rule);
+    quant::apply_awq_scales(point, s);
+    for (const char* reader : readers) {
+      ImportanceEntry e;
+      e.count = 1;
+      e.sum_squares.resize(s.size());
+      const std::vector<float> own = imatrix.importance(n(reader));
+      for (size_t j = 0; j < s.size(); ++j)
+        e.sum_squares[j] =
+            (own.empty() ? importance[j] : own[j]) / (static_cast<double>(s[j]) * s[j]);
+      scaled.entries[n(reader)] = std::move(e);
+    }
+  };
+  scale({f.attn_norm,
+         {},
+         {},
+         {FloatLayer::matrix(f.wq, l.wq), FloatLayer::matrix(f.wk, l.wk),
+          FloatLayer::matrix(f.wv, l.wv)},
+         {}},
+        {"attn_q.weight", "attn_k.weight", "attn_v.weight"});
+  if (l.wv.rows == l.wo.cols)
+    scale({{}, FloatLayer::matrix(f.wv, l.wv), f.bv, {FloatLayer::matrix(f.wo, l.wo)}, {}},
+          {"attn_output.weight"});
+  scale({f.ffn_norm,
+         {},
+         {},
+         {FloatLayer::matrix(f.w_gate, l.w_gate), FloatLayer::matrix(f.w_up, l.w_up)},
+         {}},
+        {"ffn_gate.weight", "ffn_up.weight"});
+  scale({{},
+         FloatLayer::matrix(f.w_up, l.w_up),
+         f.b_up,
+         {FloatLayer::matrix(f.w_down, l.w_down)},
+         {}},
+        {"ffn_down.weight"});
+}
+
+}  // namespace
+
+ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config,
+                              const QuantRecipe& recipe, const QuantizeOptions& options) {
+  if (options.awq && options.imatrix == nullptr)
+    throw Error("AWQ's scaling needs an importance matrix (the inputs' statistics)");
+  ModelWeights w;
+  InputOrders orders;
+  RecipeModel model = RecipeModel::of(config);
+  model.num_layers = static_cast<int64_t>(src.layers.size());
+  model.tied_embeddings = src.tied_embeddings;
+  const int64_t total = 1 + (src.tied_embeddings ? 0 : 1) + 7 * model.num_layers;
+  int64_t done = 0;
+  auto requantize = [&](const std::string& name, int64_t layer, const WeightMatrix& m,
+                        const ImportanceMatrix* imatrix) {
+    const DType dtype = recipe.weight_type(model, {name, layer, m.cols});
+    WeightMatrix out = requantized_matrix(w, m, dtype, imatrix, name, options.affine_rule,
+                                          options.act_order && layer >= 0, orders);
+    if (options.on_matrix) options.on_matrix(name, m.dtype, dtype, ++done, total);
+    return out;
+  };
+  w.token_embedding = requantize("token_embd.weight", -1, src.token_embedding, options.imatrix);
+  w.tied_embeddings = src.tied_embeddings;
+  w.lm_head = src.tied_embeddings ? w.token_embedding
+                                  : requantize("output.weight", -1, src.lm_head, options.imatrix);
+  w.output_norm = copy_vector(w, src.output_norm);
+  w.rope_layout = src.rope_layout;
+  w.rope_freq_factors = copy_vector(w, src.rope_freq_factors);
+  w.layers.resize(src.layers.size());
+  for (size_t i = 0; i < src.layers.size(); ++i) {
+    const LayerWeights& s = src.layers[i];
+    LayerWeights& l = w.layers[i];
+    const auto layer = static_cast<int64_t>(i);
+    auto n = [layer](const char* what) { return gguf_tensor_name(layer, what); };
+    // Under AWQ the matrices and vectors it scales come from f32 copies, and the importances
+    // from those of the scaled inputs.
+    std::optional<FloatLayer> f;
+    ImportanceMatrix scaled;
+    const ImportanceMatrix* imatrix = options.imatrix;
+    LayerWeights from = s;
+    if (options.awq) {
+      f.emplace();
+      for (auto [v, m] : {std::pair{&f->wq, &s.wq},
+                          {&f->wk, &s.wk},
+                          {&f->wv, &s.wv},
+                          {&f->wo, &s.wo},
+                          {&f->w_gate, &s.w_gate},
+                          {&f->w_up, &s.w_up},
+                          {&f->w_down, &s.w_down}})
+        *v = FloatLayer::of(*m);
+      f->attn_norm.assign(s.attn_norm.begin(), s.attn_norm.end());
+      f->ffn_norm.assign(s.ffn_norm.begin(), s.ffn_norm.end());
+      f->bv.assign(s.bv.begin(), s.bv.end());
+      f->b_up.assign(s.b_up.begin(), s.b_up.end());
+      const DType dtype = recipe.weight_type(model, {n("attn_q.weight"), layer, s.wq.cols});
+      awq_scale_layer(s, layer, *f, *options.imatrix, dtype, options.affine_rule, scaled);
+      for (const char* what :
+           {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+            "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"})
+        if (!scaled.entries.contains(n(what)))
+          if (auto it = options.imatrix->entries.find(n(what));
+              it != options.imatrix->entries.end())
+            scaled.entries[n(what)] = {it->second.sum_squares, {}, it->second.count};
+      imatrix = &scaled;
+      from.wq = FloatLayer::view(f->wq, s.wq);
+      from.wk = FloatLayer::view(f->wk, s.wk);
+      from.wv = FloatLayer::view(f->wv, s.wv);
+      from.wo = FloatLayer::view(f->wo, s.wo);
+      from.w_gate = FloatLayer::view(f->w_gate, s.w_gate);
+      from.w_up = FloatLayer::view(f->w_up, s.w_up);
+      from.w_down = FloatLayer::view(f->w_down, s.w_down);
+      from.attn_norm = f->attn_norm;
+      from.ffn_norm = f->ffn_norm;
+      from.bv = f->bv;
+      from.b_up = f->b_up;
+    }
+    l.attn_norm = copy_vector(w, from.attn_norm);
+    l.wq = requantize(n("attn_q.weight"), layer, from.wq, imatrix);
+    l.wk = requantize(n("attn_k.weight"), layer, from.wk, imatrix);
+    l.wv = requantize(n("attn_v.weight"), layer, from.wv, imatrix);
+    l.wo = requantize(n("attn_output.weight"), layer, from.wo, imatrix);
+    l.bq = copy_vector(w, from.bq);
+    l.bk = copy_vector(w, from.bk);
+    l.bv = copy_vector(w, from.bv);
+    l.bo = copy_vector(w, from.bo);
+    l.q_norm = copy_vector(w, from.q_norm);
+    l.k_norm = copy_vector(w, from.k_norm);
+    l.ffn_norm = copy_vector(w, from.ffn_norm);
+    l.w_gate = requantize(n("ffn_gate.weight"), layer, from.w_gate, imatrix);
+    l.w_up = requantize(n("ffn_up.weight"), layer, from.w_up, imatrix);
+    l.w_down = requantize(n("ffn_down.weight"), layer, from.w_down, imatrix);
+    l.b_gate = copy_vector(w, from.b_gate);
+    l.b_up = copy_vector(w, from.b_up);
+    l.b_down = copy_vector(w, from.b_down);
+  }
+  w.file_type = recipe.file_type();
+  return w;
+}
+
+ModelWeights quantize_weights(const ModelWeights& src, DType dtype) {
+  // A uniform type asks nothing of the model but its layer count.
+  ModelConfig config;
+  config.num_layers = static_cast<int64_t>(src.layers.size());
+  config.tie_word_embeddings = src.tied_embeddings;
+  return quantize_weights(src, config, QuantRecipe::uniform(dtype));
+}
+
+}  // namespace tern
