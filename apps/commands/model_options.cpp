@@ -4,9 +4,11 @@
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
+#include "tern/core/clock.h"
 #include "tern/core/error.h"
 #include "tern/hub/resolve_model.h"
 #include "tern/models/model_path.h"
@@ -63,7 +65,11 @@ LoadedModel load_model_announced(const LoadOptions& load) {
   std::fprintf(stderr, "loading %s (%.1f MiB%s)\n", load.model.c_str(),
                static_cast<double>(bytes) / (1 << 20),
                load.format == LoadFormat::Dummy ? ", dummy weights" : "");
-  return load_model(load);
+  const auto start = std::chrono::steady_clock::now();
+  LoadedModel model = load_model(load);
+  // Reading, repacking (a GPTQ/AWQ/MLX checkpoint's groups) and packing for the kernels.
+  std::fprintf(stderr, "loaded in %.2f s\n", seconds_since(start));
+  return model;
 }
 
 void check_threads(int threads) {

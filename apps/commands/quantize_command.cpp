@@ -223,6 +223,7 @@ void run(const QuantizeOptions& opt) {
     throw Error(opt.output +
                 ": is the input; quantizing in place would overwrite it while reading it");
   const LoadedModel model = load_model(load);
+  if (checkpoint) check_checkpoint_shapes(model.config, *checkpoint);
   const MatrixTotals before = matrix_totals(model.weights);
   if (before.quantized) {
     if (!opt.allow_requantize)

@@ -377,6 +377,13 @@ TEST(QuantizeCli, RefusesCheckpointSettingsItCannotWrite) {
     EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(out)) << phrase;
   }
+  // Before the minutes of quantization, not after: a module GPTQ cannot hold.
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const auto r = run_tern(
+      {"quantize", fixture("stories260K/stories260K.gguf"), out, "--output-format", "gptq"});
+  EXPECT_NE(r.err.find("self_attn.q_proj has 64 inputs, which --group-size 128 does not divide"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -337,6 +337,28 @@ void write_text(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+void check_checkpoint_shapes(const ModelConfig& c, const CheckpointQuantization& q) {
+  if (q.method == QuantMethod::Mlx) return;
+  const std::string format = q.method == QuantMethod::Gptq ? "GPTQ" : "AWQ";
+  const int64_t per_word = 32 / q.bits;
+  const int64_t h = c.hidden_size, qd = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
+  const std::pair<const char*, std::pair<int64_t, int64_t>> modules[] = {
+      {"self_attn.q_proj", {qd, h}}, {"self_attn.k_proj", {kv, h}}, {"self_attn.v_proj", {kv, h}},
+      {"self_attn.o_proj", {h, qd}}, {"mlp.gate_proj", {ff, h}},    {"mlp.up_proj", {ff, h}},
+      {"mlp.down_proj", {h, ff}}};
+  for (const auto& [module, shape] : modules) {
+    const auto [rows, cols] = shape;
+    const std::string name = "model.layers.*." + std::string(module);
+    if (cols % q.group_size != 0)
+      throw Error(name + " has " + std::to_string(cols) + " inputs, which --group-size " +
+                  std::to_string(q.group_size) + " does not divide; " + format +
+                  " quantizes every linear layer (a smaller group size may fit)");
+    if (rows % per_word != 0)
+      throw Error(name + " has " + std::to_string(rows) + " outputs, not whole " +
+                  std::to_string(per_word) + "-code words of " + format + "'s zero points");
+  }
+}
+
 std::vector<std::string> tokenizer_files(const std::string& dir) {
   std::vector<std::string> found;
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",

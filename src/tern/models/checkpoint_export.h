@@ -30,6 +30,12 @@ struct CheckpointFolder {
 // The tokenizer and generation files of a Hugging Face folder that travel with its weights.
 std::vector<std::string> tokenizer_files(const std::string& dir);
 
+// Throws tern::Error naming the first linear module of `config` that `q` cannot hold: GPTQ and
+// AWQ quantize every one, so each one's inputs must be whole groups and whole words of codes and
+// its outputs whole words of zero points. (MLX leaves such a module float.) For a check before
+// the quantization, which takes minutes, rather than after it.
+void check_checkpoint_shapes(const ModelConfig& config, const CheckpointQuantization& q);
+
 // Writes `dir` (created; earlier weight files in it removed). The layers' matrices must be the
 // format's INT type with groups the format can store: GPTQ and AWQ an integer zero point
 // (GPTQ v1: at least 1; sym: the middle code), MLX an f16 bias; act-order matrices only for

@@ -139,12 +139,35 @@ WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dt
   return out;
 }
 
+// A layer's matrices with their GGUF names, and its vectors, in LayerWeights' order.
+constexpr std::pair<WeightMatrix LayerWeights::*, const char*> kLayerMatrices[] = {
+    {&LayerWeights::wq, "attn_q.weight"},       {&LayerWeights::wk, "attn_k.weight"},
+    {&LayerWeights::wv, "attn_v.weight"},       {&LayerWeights::wo, "attn_output.weight"},
+    {&LayerWeights::w_gate, "ffn_gate.weight"}, {&LayerWeights::w_up, "ffn_up.weight"},
+    {&LayerWeights::w_down, "ffn_down.weight"}};
+constexpr std::span<const float> LayerWeights::*kLayerVectors[] = {
+    &LayerWeights::attn_norm, &LayerWeights::bq,     &LayerWeights::bk,     &LayerWeights::bv,
+    &LayerWeights::bo,        &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::ffn_norm,
+    &LayerWeights::b_gate,    &LayerWeights::b_up,   &LayerWeights::b_down};
+
 // A layer's matrices and the vectors AWQ's scaling changes, as f32 copies in the inputs' order.
 struct FloatLayer {
   std::vector<float> wq, wk, wv, wo, w_gate, w_up, w_down;
   std::vector<float> attn_norm, ffn_norm, bv, b_up;
 
-  static std::vector<float> of(const WeightMatrix& m) {
+  // The copy of LayerWeights' matrix `field`.
+  static std::vector<float> FloatLayer::*of(WeightMatrix LayerWeights::*field) {
+    static const std::pair<WeightMatrix LayerWeights::*, std::vector<float> FloatLayer::*>
+        kCopies[] = {
+            {&LayerWeights::wq, &FloatLayer::wq},         {&LayerWeights::wk, &FloatLayer::wk},
+            {&LayerWeights::wv, &FloatLayer::wv},         {&LayerWeights::wo, &FloatLayer::wo},
+            {&LayerWeights::w_gate, &FloatLayer::w_gate}, {&LayerWeights::w_up, &FloatLayer::w_up},
+            {&LayerWeights::w_down, &FloatLayer::w_down}};
+    for (const auto& [matrix, copy] : kCopies)
+      if (matrix == field) return copy;
+    throw Error("no f32 copy of that matrix");
+  }
+  static std::vector<float> copy(const WeightMatrix& m) {
     std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
 #pragma omp parallel
     {
@@ -254,58 +277,30 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
     LayerWeights from = s;
     if (options.awq) {
       f.emplace();
-      for (auto [v, m] : {std::pair{&f->wq, &s.wq},
-                          {&f->wk, &s.wk},
-                          {&f->wv, &s.wv},
-                          {&f->wo, &s.wo},
-                          {&f->w_gate, &s.w_gate},
-                          {&f->w_up, &s.w_up},
-                          {&f->w_down, &s.w_down}})
-        *v = FloatLayer::of(*m);
+      for (const auto& [field, name] : kLayerMatrices)
+        (*f).*FloatLayer::of(field) = FloatLayer::copy(s.*field);
       f->attn_norm.assign(s.attn_norm.begin(), s.attn_norm.end());
       f->ffn_norm.assign(s.ffn_norm.begin(), s.ffn_norm.end());
       f->bv.assign(s.bv.begin(), s.bv.end());
       f->b_up.assign(s.b_up.begin(), s.b_up.end());
       const DType dtype = recipe.weight_type(model, {n("attn_q.weight"), layer, s.wq.cols});
       awq_scale_layer(s, layer, *f, *options.imatrix, dtype, options.affine_rule, scaled);
-      for (const char* what :
-           {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
-            "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"})
-        if (!scaled.entries.contains(n(what)))
-          if (auto it = options.imatrix->entries.find(n(what));
+      for (const auto& [field, name] : kLayerMatrices) {
+        if (!scaled.entries.contains(n(name)))
+          if (auto it = options.imatrix->entries.find(n(name));
               it != options.imatrix->entries.end())
-            scaled.entries[n(what)] = {it->second.sum_squares, {}, it->second.count};
+            scaled.entries[n(name)] = {it->second.sum_squares, {}, it->second.count};
+        from.*field = FloatLayer::view((*f).*FloatLayer::of(field), s.*field);
+      }
       imatrix = &scaled;
-      from.wq = FloatLayer::view(f->wq, s.wq);
-      from.wk = FloatLayer::view(f->wk, s.wk);
-      from.wv = FloatLayer::view(f->wv, s.wv);
-      from.wo = FloatLayer::view(f->wo, s.wo);
-      from.w_gate = FloatLayer::view(f->w_gate, s.w_gate);
-      from.w_up = FloatLayer::view(f->w_up, s.w_up);
-      from.w_down = FloatLayer::view(f->w_down, s.w_down);
       from.attn_norm = f->attn_norm;
       from.ffn_norm = f->ffn_norm;
       from.bv = f->bv;
       from.b_up = f->b_up;
     }
-    l.attn_norm = copy_vector(w, from.attn_norm);
-    l.wq = requantize(n("attn_q.weight"), layer, from.wq, imatrix);
-    l.wk = requantize(n("attn_k.weight"), layer, from.wk, imatrix);
-    l.wv = requantize(n("attn_v.weight"), layer, from.wv, imatrix);
-    l.wo = requantize(n("attn_output.weight"), layer, from.wo, imatrix);
-    l.bq = copy_vector(w, from.bq);
-    l.bk = copy_vector(w, from.bk);
-    l.bv = copy_vector(w, from.bv);
-    l.bo = copy_vector(w, from.bo);
-    l.q_norm = copy_vector(w, from.q_norm);
-    l.k_norm = copy_vector(w, from.k_norm);
-    l.ffn_norm = copy_vector(w, from.ffn_norm);
-    l.w_gate = requantize(n("ffn_gate.weight"), layer, from.w_gate, imatrix);
-    l.w_up = requantize(n("ffn_up.weight"), layer, from.w_up, imatrix);
-    l.w_down = requantize(n("ffn_down.weight"), layer, from.w_down, imatrix);
-    l.b_gate = copy_vector(w, from.b_gate);
-    l.b_up = copy_vector(w, from.b_up);
-    l.b_down = copy_vector(w, from.b_down);
+    for (const auto& [field, name] : kLayerMatrices)
+      l.*field = requantize(n(name), layer, from.*field, imatrix);
+    for (const auto field : kLayerVectors) l.*field = copy_vector(w, from.*field);
   }
   w.file_type = recipe.file_type();
   return w;

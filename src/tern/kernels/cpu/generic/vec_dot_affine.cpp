@@ -8,9 +8,7 @@
 //   y = the 16 chains summed in a fixed tree: j + (j + 8), then + 4, + 2, + 1.
 // Two float steps per group, not per block: the group's scale and bias apply once to the sums
 // of all its blocks (A_g depends only on the activations, so a matmul makes it once per token).
-#include <cmath>
-
-#include "tern/core/half.h"
+#include "tern/kernels/cpu/quants/affine_group_dot.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -18,31 +16,15 @@ namespace tern::cpu {
 namespace {
 
 template <class B>
-float dot_affine(int64_t k, const void* vw, const void* va) {
-  constexpr int kBlocksPerGroup = B::kElems / kQK;
-  const auto* w = static_cast<const B*>(vw);
-  const auto* a = static_cast<const BlockQ8_0*>(va);
-  float chains[16] = {};
-  for (int64_t g = 0; g < k / B::kElems; ++g) {
-    float u = 0.0f, group_sum = 0.0f;
-    for (int sub = 0; sub < kBlocksPerGroup; ++sub) {
-      const BlockQ8_0& ab = a[g * kBlocksPerGroup + sub];
-      int32_t isum = 0, asum = 0;
-      for (int j = 0; j < kQK; ++j) {
-        isum += affine_code(w[g], sub * kQK + j) * ab.qs[j];
-        asum += ab.qs[j];
-      }
-      const float d = f16_to_f32(ab.d);
-      u = std::fma(static_cast<float>(isum), d, u);
-      group_sum = std::fma(static_cast<float>(asum), d, group_sum);
+float dot_affine(int64_t k, const void* w, const void* a) {
+  return affine_group_dot<B>(k, w, a, [](const B& wg, int sub, const BlockQ8_0& ab) {
+    AffineBlockSums s{0, 0};
+    for (int j = 0; j < kQK; ++j) {
+      s.isum += affine_code(wg, sub * kQK + j) * ab.qs[j];
+      s.asum += ab.qs[j];
     }
-    float& chain = chains[g % 16];
-    chain = std::fma(w[g].scale, u, chain);
-    chain = std::fma(w[g].bias, group_sum, chain);
-  }
-  for (int width = 8; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) chains[j] += chains[j + width];
-  return chains[0];
+    return s;
+  });
 }
 
 }  // namespace

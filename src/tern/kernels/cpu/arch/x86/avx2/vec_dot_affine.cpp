@@ -1,12 +1,12 @@
 // The AVX2 dot of tern's affine groups (INT4_G*, INT8_G*) against Q8_0 activations: each
-// 32-element block's integer sums by vpmaddubsw, exact, and then generic/vec_dot_affine.cpp's
-// float steps in its order, so the result is the scalar twin's bit for bit.
+// 32-element block's integer sums by vpmaddubsw, exact, and then the scalar twin's float steps
+// (quants/affine_group_dot.h), so the result is the scalar twin's bit for bit.
 #include <immintrin.h>
 
-#include <cmath>
 #include <cstdint>
 
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
+#include "tern/kernels/cpu/quants/affine_group_dot.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
@@ -43,30 +43,12 @@ inline int32_t block_isum(const B& w, int sub, __m256i a) {
 }
 
 template <class B>
-float dot_affine(int64_t k, const void* vw, const void* va) {
-  constexpr int kBlocksPerGroup = B::kElems / kQK;
-  const auto* w = static_cast<const B*>(vw);
-  const auto* a = static_cast<const BlockQ8_0*>(va);
+float dot_affine(int64_t k, const void* w, const void* a) {
   const __m256i ones = _mm256_set1_epi8(1);
-  float chains[16] = {};
-  for (int64_t g = 0; g < k / B::kElems; ++g) {
-    float u = 0.0f, group_sum = 0.0f;
-    for (int sub = 0; sub < kBlocksPerGroup; ++sub) {
-      const BlockQ8_0& ab = a[g * kBlocksPerGroup + sub];
-      const __m256i av = load256(ab.qs);
-      const int32_t isum = block_isum(w[g], sub, av);
-      const int32_t asum = hsum_epi32(dot_nibbles(ones, av));
-      const float d = f16(ab.d);
-      u = std::fma(static_cast<float>(isum), d, u);
-      group_sum = std::fma(static_cast<float>(asum), d, group_sum);
-    }
-    float& chain = chains[g % 16];
-    chain = std::fma(w[g].scale, u, chain);
-    chain = std::fma(w[g].bias, group_sum, chain);
-  }
-  for (int width = 8; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) chains[j] += chains[j + width];
-  return chains[0];
+  return affine_group_dot<B>(k, w, a, [&](const B& wg, int sub, const BlockQ8_0& ab) {
+    const __m256i av = load256(ab.qs);
+    return AffineBlockSums{block_isum(wg, sub, av), hsum_epi32(dot_nibbles(ones, av))};
+  });
 }
 
 }  // namespace
