@@ -2,6 +2,8 @@
 // config.json, a NUL byte, two bytes each of the module's output and input widths (/ 32), then
 // a safetensors file. Any input gives a repacked matrix or a tern::Error; an accepted matrix
 // is of the settings' type and shape, and its act-order permutation is one of the inputs.
+// Accepted settings written back into the config (what `tern quantize --output-format` does)
+// read back as the same settings.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +32,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         tern::parse_checkpoint_quantization(std::string_view(text, config_size), "config.json");
     if (!q) return 0;
     if (q->bits != 4 && q->bits != 8) __builtin_trap();
+    const std::optional<tern::CheckpointQuantization> again = tern::parse_checkpoint_quantization(
+        tern::with_checkpoint_quantization(std::string_view(text, config_size), "config.json", *q,
+                                           "float16"),
+        "written");
+    if (!again || again->method != q->method || again->bits != q->bits ||
+        again->group_size != q->group_size || again->desc_act != q->desc_act ||
+        again->sym != q->sym || again->zeros_minus_one != q->zeros_minus_one ||
+        again->mlx_modules.size() != q->mlx_modules.size())
+      __builtin_trap();
     const std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(widths + 4),
                                        reinterpret_cast<const std::byte*>(data + size));
     const tern::SafetensorsFile file = tern::SafetensorsFile::parse(

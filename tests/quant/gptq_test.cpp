@@ -159,6 +159,23 @@ TEST(Gptq, ActOrderAndTheAffineRules) {
   const std::vector<float> p = permuted_moments(h, order);
   EXPECT_EQ(p[3 * k + 7], h[static_cast<size_t>(order[3] * k + order[7])]);
   EXPECT_THROW(act_order(std::vector<float>(10, 1.0f), 3), Error);
+  // On correlated inputs whose columns span two orders of magnitude, quantizing the large ones
+  // first lowers the output error (measured: 0.51 of it in order, INT4_G64).
+  {
+    const GptqFactor in_order = GptqFactor::of(h, k), acted = GptqFactor::of(p, k);
+    double e_order = 0.0, e_act = 0.0;
+    for (uint32_t row = 0; row < 8; ++row) {
+      const std::vector<float> x = gaussian(k, 100 + row);
+      std::vector<float> xp(k);
+      for (int64_t j = 0; j < k; ++j) xp[static_cast<size_t>(j)] = x[static_cast<size_t>(order[j])];
+      std::vector<uint8_t> a(*dtype_bytes(DType::INT4_G64, k)), b(a.size());
+      quantize_row_gptq(DType::INT4_G64, x.data(), a.data(), k, in_order);
+      quantize_row_gptq(DType::INT4_G64, xp.data(), b.data(), k, acted);
+      e_order += output_error(DType::INT4_G64, x, a, h);
+      e_act += output_error(DType::INT4_G64, xp, b, p);
+    }
+    EXPECT_LT(e_act, 0.8 * e_order);
+  }
 
   // Every rule's groups, by GPTQ: scales f16, offsets what the rule allows.
   const GptqFactor f = GptqFactor::of(h, k);

@@ -32,6 +32,7 @@ GemmTileFn avx512_gemm_tile_q(DType weight);
 GemmTileFn avx512_gemm_tile_float(DType weight);
 GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
+GemmTileFn avx2_gemm_tile_affine(DType weight);
 
 // The 16-chain arithmetic (chains16/): Q4_0 and Q8_0 with their own GEMV
 // (chains16/vec_dot_q.cpp) on both AVX-512 levels, and matmuls on weights packed in groups of
