@@ -19,38 +19,37 @@ struct AffineBlockSums {
   int32_t asum;  // Σ a
 };
 
-// out[t] for t < tokens ≤ kMaxTokens: the dot of the row w against activation row a[t].
-// block_sums(w[g], sub, b, sums) fills sums[t] for every token: the sums of block `sub` of group
+// out[t] for t < kTokens: the dot of the row w against activation row a[t]. block_sums(w[g],
+// sub, b, isum, asum) fills isum[t] and asum[t] for every token: the sums of block `sub` of group
 // w[g] against activation block b of token t, so that a level can unpack a weight block once for
-// all the tokens.
-template <class B, int kMaxTokens, class BlockSums>
-inline void affine_group_dots(int64_t k, const B* w, const BlockQ8_0* const* a, int tokens,
+// all the tokens (and the float steps of the tokens run side by side, in vector lanes).
+template <class B, int kTokens, class BlockSums>
+inline void affine_group_dots(int64_t k, const B* w, const BlockQ8_0* const* a,
                               const BlockSums& block_sums, float* out) {
   constexpr int kBlocksPerGroup = B::kElems / kQK;
-  float chains[kMaxTokens][16] = {};
-  AffineBlockSums sums[kMaxTokens];
+  float chains[16][kTokens] = {};
+  int32_t isum[kTokens], asum[kTokens];
   for (int64_t g = 0; g < k / B::kElems; ++g) {
-    float u[kMaxTokens] = {}, group_sum[kMaxTokens] = {};
+    float u[kTokens] = {}, group_sum[kTokens] = {};
     for (int sub = 0; sub < kBlocksPerGroup; ++sub) {
       const int64_t b = g * kBlocksPerGroup + sub;
-      block_sums(w[g], sub, b, sums);
-      for (int t = 0; t < tokens; ++t) {
+      block_sums(w[g], sub, b, isum, asum);
+      for (int t = 0; t < kTokens; ++t) {
         const float d = f16_to_f32(a[t][b].d);
-        u[t] = std::fma(static_cast<float>(sums[t].isum), d, u[t]);
-        group_sum[t] = std::fma(static_cast<float>(sums[t].asum), d, group_sum[t]);
+        u[t] = std::fma(static_cast<float>(isum[t]), d, u[t]);
+        group_sum[t] = std::fma(static_cast<float>(asum[t]), d, group_sum[t]);
       }
     }
-    for (int t = 0; t < tokens; ++t) {
-      float& chain = chains[t][g % 16];
-      chain = std::fma(w[g].scale, u[t], chain);
-      chain = std::fma(w[g].bias, group_sum[t], chain);
+    float* chain = chains[g % 16];
+    for (int t = 0; t < kTokens; ++t) {
+      chain[t] = std::fma(w[g].scale, u[t], chain[t]);
+      chain[t] = std::fma(w[g].bias, group_sum[t], chain[t]);
     }
   }
-  for (int t = 0; t < tokens; ++t) {
-    for (int width = 8; width >= 1; width /= 2)
-      for (int j = 0; j < width; ++j) chains[t][j] += chains[t][j + width];
-    out[t] = chains[t][0];
-  }
+  for (int width = 8; width >= 1; width /= 2)
+    for (int j = 0; j < width; ++j)
+      for (int t = 0; t < kTokens; ++t) chains[j][t] += chains[j + width][t];
+  for (int t = 0; t < kTokens; ++t) out[t] = chains[0][t];
 }
 
 // One activation row: block_sums(w[g], sub, activation block) → its sums.
@@ -60,9 +59,11 @@ inline float affine_group_dot(int64_t k, const void* vw, const void* va,
   const auto* a = static_cast<const BlockQ8_0*>(va);
   float out;
   affine_group_dots<B, 1>(
-      k, static_cast<const B*>(vw), &a, 1,
-      [&](const B& wg, int sub, int64_t b, AffineBlockSums* sums) {
-        sums[0] = block_sums(wg, sub, a[b]);
+      k, static_cast<const B*>(vw), &a,
+      [&](const B& wg, int sub, int64_t b, int32_t* isum, int32_t* asum) {
+        const AffineBlockSums s = block_sums(wg, sub, a[b]);
+        isum[0] = s.isum;
+        asum[0] = s.asum;
       },
       &out);
   return out;

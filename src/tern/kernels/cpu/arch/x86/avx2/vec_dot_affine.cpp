@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
@@ -47,13 +48,19 @@ struct BlockCodes {
       high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low_mask);
     }
   }
-  // Σ q · a.
-  int32_t dot(__m256i a) const {
-    if constexpr (B::kBitsPerCode == 4) return hsum_epi32(dot_nibbles(low, a));
-    return hsum_epi32(
-        _mm256_add_epi32(dot_nibbles(low, a), _mm256_slli_epi32(dot_nibbles(high, a), 4)));
+  // Σ q · a in 8 lanes of partial sums.
+  __m256i products(__m256i a) const {
+    if constexpr (B::kBitsPerCode == 4) return dot_nibbles(low, a);
+    return _mm256_add_epi32(dot_nibbles(low, a), _mm256_slli_epi32(dot_nibbles(high, a), 4));
   }
+  int32_t dot(__m256i a) const { return hsum_epi32(products(a)); }
 };
+
+// The lane sums of four vectors at once, [Σa, Σb, Σc, Σd] (exact: integers).
+inline __m128i hsum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
 
 inline int32_t block_sum(__m256i a) { return hsum_epi32(dot_nibbles(_mm256_set1_epi8(1), a)); }
 
@@ -71,7 +78,7 @@ template <class B>
 void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, const void* a_data,
                size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const int64_t blocks = k / kQK;
-  // Σ a of each activation block, once per token for all rows: [kTileTokens, blocks].
+  // Σ a of each activation block, once per token for all rows: [blocks, kTileTokens].
   thread_local std::vector<int32_t> asums;
   if (asums.size() < static_cast<size_t>(kTileTokens * blocks))
     asums.resize(static_cast<size_t>(kTileTokens * blocks));
@@ -79,22 +86,26 @@ void gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows, con
   const auto* abytes = static_cast<const std::byte*>(a_data);
   for (int64_t t0 = 0; t0 < tokens; t0 += kTileTokens) {
     const int nt = static_cast<int>(std::min<int64_t>(kTileTokens, tokens - t0));
+    // A last tile of fewer tokens repeats its first one (its results are not written).
     const BlockQ8_0* a[kTileTokens];
-    for (int t = 0; t < nt; ++t) {
-      a[t] = reinterpret_cast<const BlockQ8_0*>(abytes + (t0 + t) * a_stride);
+    for (int t = 0; t < kTileTokens; ++t) {
+      a[t] = reinterpret_cast<const BlockQ8_0*>(abytes + (t0 + (t < nt ? t : 0)) * a_stride);
       for (int64_t b = 0; b < blocks; ++b)
-        asums[static_cast<size_t>(t * blocks + b)] = block_sum(load256(a[t][b].qs));
+        asums[static_cast<size_t>(b * kTileTokens + t)] = block_sum(load256(a[t][b].qs));
     }
     for (int64_t r = 0; r < rows; ++r) {
       const auto* w = reinterpret_cast<const B*>(wbytes + r * w_stride);
       float out[kTileTokens];
       affine_group_dots<B, kTileTokens>(
-          k, w, a, nt,
-          [&](const B& wg, int sub, int64_t b, AffineBlockSums* sums) {
+          k, w, a,
+          [&](const B& wg, int sub, int64_t b, int32_t* isum, int32_t* asum) {
             const BlockCodes<B> codes(wg, sub);
-            for (int t = 0; t < nt; ++t)
-              sums[t] = {codes.dot(load256(a[t][b].qs)),
-                         asums[static_cast<size_t>(t * blocks + b)]};
+            const __m128i sums = hsum4_epi32(
+                codes.products(load256(a[0][b].qs)), codes.products(load256(a[1][b].qs)),
+                codes.products(load256(a[2][b].qs)), codes.products(load256(a[3][b].qs)));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(isum), sums);
+            std::memcpy(asum, &asums[static_cast<size_t>(b * kTileTokens)],
+                        sizeof(int32_t) * kTileTokens);
           },
           out);
       for (int t = 0; t < nt; ++t) y[(t0 + t) * static_cast<int64_t>(ldy) + r] = out[t];
