@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "tern/core/error.h"
 #include "tern/core/half.h"
@@ -76,31 +77,42 @@ class ModuleTensors {
 // rows × cols of B: code(row, input) the checkpoint's code, scale_bias(row, group) its
 // group's (scale, bias), position j of a row being input order[j] (j without an order); the
 // groups of a row are in the order of its (possibly permuted) inputs.
+// `rows_outer`: a row's codes lie together (MLX), so each row is read in turn; else (GPTQ, AWQ)
+// neighbouring outputs' words are neighbours, and 16 rows are read input by input, so that a
+// tile's rows read each cache line once. The tile's codes are gathered first, then packed a
+// block at a time.
 template <class B, class Code, class ScaleBias>
 void fill_rows(std::byte* out, size_t row_bytes, int64_t rows, int64_t cols, const int32_t* order,
-               const Code& code, const ScaleBias& scale_bias) {
+               bool rows_outer, const Code& code, const ScaleBias& scale_bias) {
   const int64_t groups = cols / B::kElems;
-  // 16 rows at a time, inputs outermost: GPTQ's and AWQ's words hold neighbouring outputs, so
-  // a tile's rows read each cache line of them once.
   constexpr int64_t kTile = 16;
-#pragma omp parallel for schedule(dynamic, 4)
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    const int64_t r1 = std::min(rows, r0 + kTile);
-    for (int64_t r = r0; r < r1; ++r) {
-      auto* blocks = reinterpret_cast<B*>(out + static_cast<size_t>(r) * row_bytes);
-      for (int64_t g = 0; g < groups; ++g) {
-        std::memset(blocks[g].qs, 0, sizeof blocks[g].qs);
-        const auto [scale, bias] = scale_bias(r, g);
-        blocks[g].scale = scale;
-        blocks[g].bias = bias;
+#pragma omp parallel
+  {
+    std::vector<uint8_t> codes(static_cast<size_t>(kTile * cols));
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile);
+      if (rows_outer) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < cols; ++j)
+            codes[static_cast<size_t>((r - r0) * cols + j)] =
+                static_cast<uint8_t>(code(r, order != nullptr ? order[j] : j));
+      } else {
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t input = order != nullptr ? order[j] : j;
+          for (int64_t r = r0; r < r1; ++r)
+            codes[static_cast<size_t>((r - r0) * cols + j)] = static_cast<uint8_t>(code(r, input));
+        }
       }
-    }
-    for (int64_t j = 0; j < cols; ++j) {
-      const int64_t input = order != nullptr ? order[j] : j;
       for (int64_t r = r0; r < r1; ++r) {
         auto* blocks = reinterpret_cast<B*>(out + static_cast<size_t>(r) * row_bytes);
-        cpu::set_affine_code(blocks[j / B::kElems], static_cast<int>(j % B::kElems),
-                             code(r, input));
+        for (int64_t g = 0; g < groups; ++g) {
+          const auto [scale, bias] = scale_bias(r, g);
+          blocks[g].scale = scale;
+          blocks[g].bias = bias;
+          cpu::set_affine_codes(blocks[g],
+                                &codes[static_cast<size_t>((r - r0) * cols + g * B::kElems)]);
+        }
       }
     }
   }
@@ -108,12 +120,13 @@ void fill_rows(std::byte* out, size_t row_bytes, int64_t rows, int64_t cols, con
 
 template <class Code, class ScaleBias>
 WeightMatrix make_matrix(const AffineIntFormat& f, int64_t rows, int64_t cols, const int32_t* order,
-                         const Code& code, const ScaleBias& scale_bias, ModelWeights& w) {
+                         bool rows_outer, const Code& code, const ScaleBias& scale_bias,
+                         ModelWeights& w) {
   const DType dtype = *affine_int_dtype(f.bits, f.group);
   const auto row_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(cols)));
   std::byte* out = w.own_bytes(row_bytes * static_cast<size_t>(rows)).data();
   cpu::with_affine_block<bool>(dtype, [&]<class B>() {
-    fill_rows<B>(out, row_bytes, rows, cols, order, code, scale_bias);
+    fill_rows<B>(out, row_bytes, rows, cols, order, rows_outer, code, scale_bias);
     return true;
   });
   WeightMatrix m{dtype, rows, cols, out, row_bytes};
@@ -192,13 +205,13 @@ WeightMatrix read_gptq_or_awq(const CheckpointQuantization& q, const ModuleTenso
     auto code = [&](int64_t row, int64_t input) {
       return packed_along_outputs(qweight, input, row);
     };
-    return make_matrix({bits, group}, rows, cols, order, code, scale_bias, w);
+    return make_matrix({bits, group}, rows, cols, order, false, code, scale_bias, w);
   }
   auto code = [&](int64_t row, int64_t input) {
     const uint32_t word = word_at(qweight, input / per_word * rows + row);
     return static_cast<int>((word >> (input % per_word * bits)) & mask);
   };
-  return make_matrix({bits, group}, rows, cols, order, code, scale_bias, w);
+  return make_matrix({bits, group}, rows, cols, order, false, code, scale_bias, w);
 }
 
 WeightMatrix read_mlx(const CheckpointQuantization& q, const ModuleTensors& m,
@@ -229,7 +242,7 @@ WeightMatrix read_mlx(const CheckpointQuantization& q, const ModuleTensors& m,
   auto scale_bias = [&](int64_t row, int64_t g) {
     return std::pair{float_at(scales, row * groups + g), float_at(biases, row * groups + g)};
   };
-  return make_matrix(*format, rows, cols, nullptr, code, scale_bias, w);
+  return make_matrix(*format, rows, cols, nullptr, true, code, scale_bias, w);
 }
 
 }  // namespace

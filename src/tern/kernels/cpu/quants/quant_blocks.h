@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "tern/core/dtype.h"
 
@@ -80,6 +81,19 @@ inline void set_affine_code(BlockAffine<kBits, kGroup>& b, int i, int q) {
     uint8_t& byte = b.qs[sub * (kQK / 2) + j % (kQK / 2)];
     byte = j < kQK / 2 ? static_cast<uint8_t>((byte & 0xF0) | q)
                        : static_cast<uint8_t>((byte & 0x0F) | q << 4);
+  }
+}
+
+// All kGroup codes of an affine block at once, codes[i] < 2^kBits.
+template <int kBits, int kGroup>
+inline void set_affine_codes(BlockAffine<kBits, kGroup>& b, const uint8_t* codes) {
+  if constexpr (kBits == 8) {
+    std::memcpy(b.qs, codes, kGroup);
+  } else {
+    for (int sub = 0; sub < kGroup / kQK; ++sub)
+      for (int j = 0; j < kQK / 2; ++j)
+        b.qs[sub * (kQK / 2) + j] =
+            static_cast<uint8_t>(codes[sub * kQK + j] | codes[sub * kQK + kQK / 2 + j] << 4);
   }
 }
 
