@@ -160,7 +160,8 @@ CheckpointQuantization checkpoint_settings(const QuantizeOptions& opt, QuantMeth
     throw Error("--desc-act is GPTQ's act-order; " + format + " has no g_idx to store it");
   q.sym = opt.sym;
   q.desc_act = opt.desc_act;
-  q.zeros_minus_one = true;  // AutoGPTQ's v1 layout, which every GPTQ loader reads
+  // GPTQ: AutoGPTQ's v1 zeros, which every GPTQ loader reads.
+  q.zeros_minus_one = method == QuantMethod::Gptq;
   return q;
 }
 

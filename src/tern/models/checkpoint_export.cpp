@@ -9,7 +9,6 @@
 
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/formats/json_util.h"
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/quants/quantize.h"
