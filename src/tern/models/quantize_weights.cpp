@@ -145,44 +145,54 @@ constexpr std::pair<WeightMatrix LayerWeights::*, const char*> kLayerMatrices[] 
     {&LayerWeights::wv, "attn_v.weight"},       {&LayerWeights::wo, "attn_output.weight"},
     {&LayerWeights::w_gate, "ffn_gate.weight"}, {&LayerWeights::w_up, "ffn_up.weight"},
     {&LayerWeights::w_down, "ffn_down.weight"}};
+enum LayerMatrix { kQ, kK, kV, kO, kGate, kUp, kDown, kNumLayerMatrices };
 constexpr std::span<const float> LayerWeights::*kLayerVectors[] = {
     &LayerWeights::attn_norm, &LayerWeights::bq,     &LayerWeights::bk,     &LayerWeights::bv,
     &LayerWeights::bo,        &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::ffn_norm,
     &LayerWeights::b_gate,    &LayerWeights::b_up,   &LayerWeights::b_down};
 
-// A layer's matrices and the vectors AWQ's scaling changes, as f32 copies in the inputs' order.
+// A layer's matrices (in kLayerMatrices' order) and the vectors AWQ's scaling changes, as f32
+// copies in the inputs' order.
 struct FloatLayer {
-  std::vector<float> wq, wk, wv, wo, w_gate, w_up, w_down;
+  std::vector<float> matrices[kNumLayerMatrices];
   std::vector<float> attn_norm, ffn_norm, bv, b_up;
+  const LayerWeights& source;
 
-  // The copy of LayerWeights' matrix `field`.
-  static std::vector<float> FloatLayer::*of(WeightMatrix LayerWeights::*field) {
-    static const std::pair<WeightMatrix LayerWeights::*, std::vector<float> FloatLayer::*>
-        kCopies[] = {
-            {&LayerWeights::wq, &FloatLayer::wq},         {&LayerWeights::wk, &FloatLayer::wk},
-            {&LayerWeights::wv, &FloatLayer::wv},         {&LayerWeights::wo, &FloatLayer::wo},
-            {&LayerWeights::w_gate, &FloatLayer::w_gate}, {&LayerWeights::w_up, &FloatLayer::w_up},
-            {&LayerWeights::w_down, &FloatLayer::w_down}};
-    for (const auto& [matrix, copy] : kCopies)
-      if (matrix == field) return copy;
-    throw Error("no f32 copy of that matrix");
-  }
-  static std::vector<float> copy(const WeightMatrix& m) {
-    std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
+  explicit FloatLayer(const LayerWeights& l)
+      : attn_norm(l.attn_norm.begin(), l.attn_norm.end()),
+        ffn_norm(l.ffn_norm.begin(), l.ffn_norm.end()),
+        bv(l.bv.begin(), l.bv.end()),
+        b_up(l.b_up.begin(), l.b_up.end()),
+        source(l) {
+    for (int i = 0; i < kNumLayerMatrices; ++i) {
+      const WeightMatrix& m = l.*kLayerMatrices[i].first;
+      matrices[i].resize(static_cast<size_t>(m.rows * m.cols));
 #pragma omp parallel
-    {
-      std::vector<float> scratch;
+      {
+        std::vector<float> scratch;
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < m.rows; ++i) dequantized_row(m, i, out.data() + i * m.cols, scratch);
+        for (int64_t r = 0; r < m.rows; ++r)
+          dequantized_row(m, r, matrices[i].data() + r * m.cols, scratch);
+      }
     }
-    return out;
   }
-  static quant::FloatMatrix matrix(std::vector<float>& v, const WeightMatrix& like) {
-    return {v.data(), like.rows, like.cols};
+  quant::FloatMatrix matrix(LayerMatrix i) {
+    const WeightMatrix& m = source.*kLayerMatrices[i].first;
+    return {matrices[i].data(), m.rows, m.cols};
   }
-  static WeightMatrix view(const std::vector<float>& v, const WeightMatrix& like) {
-    return {DType::F32, like.rows, like.cols, reinterpret_cast<const std::byte*>(v.data()),
-            static_cast<size_t>(like.cols) * sizeof(float)};
+  // The scaled layer: `source` with these matrices and vectors in place of its own.
+  LayerWeights weights() const {
+    LayerWeights l = source;
+    for (int i = 0; i < kNumLayerMatrices; ++i) {
+      WeightMatrix& m = l.*kLayerMatrices[i].first;
+      m = {DType::F32, m.rows, m.cols, reinterpret_cast<const std::byte*>(matrices[i].data()),
+           static_cast<size_t>(m.cols) * sizeof(float)};
+    }
+    l.attn_norm = attn_norm;
+    l.ffn_norm = ffn_norm;
+    l.bv = bv;
+    l.b_up = b_up;
+    return l;
   }
 };
 
@@ -190,9 +200,8 @@ struct FloatLayer {
 // and v; v's rows before o (when they are as many as o's inputs: no grouped heads); the MLP norm
 // before gate and up; up's rows before down. A point the importance matrix has no entry for is
 // left. `scaled` receives the importances of the scaled inputs (E[x_j²] / s_j²).
-void awq_scale_layer(const LayerWeights& l, int64_t i, FloatLayer& f,
-                     const ImportanceMatrix& imatrix, DType dtype, quant::AffineRule rule,
-                     ImportanceMatrix& scaled) {
+void awq_scale_layer(int64_t i, FloatLayer& f, const ImportanceMatrix& imatrix, DType dtype,
+                     quant::AffineRule rule, ImportanceMatrix& scaled) {
   auto n = [i](const char* what) { return gguf_tensor_name(i, what); };
   auto scale = [&](quant::AwqScalingPoint point, std::initializer_list<const char*> readers) {
     const std::vector<float> importance = imatrix.importance(n(*readers.begin()));
@@ -211,28 +220,13 @@ void awq_scale_layer(const LayerWeights& l, int64_t i, FloatLayer& f,
       scaled.entries[n(reader)] = std::move(e);
     }
   };
-  scale({f.attn_norm,
-         {},
-         {},
-         {FloatLayer::matrix(f.wq, l.wq), FloatLayer::matrix(f.wk, l.wk),
-          FloatLayer::matrix(f.wv, l.wv)},
-         {}},
+  scale({f.attn_norm, {}, {}, {f.matrix(kQ), f.matrix(kK), f.matrix(kV)}, {}},
         {"attn_q.weight", "attn_k.weight", "attn_v.weight"});
-  if (l.wv.rows == l.wo.cols)
-    scale({{}, FloatLayer::matrix(f.wv, l.wv), f.bv, {FloatLayer::matrix(f.wo, l.wo)}, {}},
-          {"attn_output.weight"});
-  scale({f.ffn_norm,
-         {},
-         {},
-         {FloatLayer::matrix(f.w_gate, l.w_gate), FloatLayer::matrix(f.w_up, l.w_up)},
-         {}},
+  if (f.source.wv.rows == f.source.wo.cols)
+    scale({{}, f.matrix(kV), f.bv, {f.matrix(kO)}, {}}, {"attn_output.weight"});
+  scale({f.ffn_norm, {}, {}, {f.matrix(kGate), f.matrix(kUp)}, {}},
         {"ffn_gate.weight", "ffn_up.weight"});
-  scale({{},
-         FloatLayer::matrix(f.w_up, l.w_up),
-         f.b_up,
-         {FloatLayer::matrix(f.w_down, l.w_down)},
-         {}},
-        {"ffn_down.weight"});
+  scale({{}, f.matrix(kUp), f.b_up, {f.matrix(kDown)}, {}}, {"ffn_down.weight"});
 }
 
 }  // namespace
@@ -276,27 +270,16 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
     const ImportanceMatrix* imatrix = options.imatrix;
     LayerWeights from = s;
     if (options.awq) {
-      f.emplace();
-      for (const auto& [field, name] : kLayerMatrices)
-        (*f).*FloatLayer::of(field) = FloatLayer::copy(s.*field);
-      f->attn_norm.assign(s.attn_norm.begin(), s.attn_norm.end());
-      f->ffn_norm.assign(s.ffn_norm.begin(), s.ffn_norm.end());
-      f->bv.assign(s.bv.begin(), s.bv.end());
-      f->b_up.assign(s.b_up.begin(), s.b_up.end());
+      f.emplace(s);
       const DType dtype = recipe.weight_type(model, {n("attn_q.weight"), layer, s.wq.cols});
-      awq_scale_layer(s, layer, *f, *options.imatrix, dtype, options.affine_rule, scaled);
-      for (const auto& [field, name] : kLayerMatrices) {
+      awq_scale_layer(layer, *f, *options.imatrix, dtype, options.affine_rule, scaled);
+      for (const auto& [field, name] : kLayerMatrices)
         if (!scaled.entries.contains(n(name)))
           if (auto it = options.imatrix->entries.find(n(name));
               it != options.imatrix->entries.end())
             scaled.entries[n(name)] = {it->second.sum_squares, {}, it->second.count};
-        from.*field = FloatLayer::view((*f).*FloatLayer::of(field), s.*field);
-      }
       imatrix = &scaled;
-      from.attn_norm = f->attn_norm;
-      from.ffn_norm = f->ffn_norm;
-      from.bv = f->bv;
-      from.b_up = f->b_up;
+      from = f->weights();
     }
     for (const auto& [field, name] : kLayerMatrices)
       l.*field = requantize(n(name), layer, from.*field, imatrix);
