@@ -19,6 +19,10 @@ packages=(
   python3-jinja2                    # renders expected chat templates in test-data scripts
   libcurl4-openssl-dev              # Hugging Face hub downloads
   libucx-dev                        # KV-cache transfer between prefill and decode instances (UCX)
+  libzmq3-dev libmsgpack-dev        # KV cache events (vLLM's wire format, for llm-d's routers)
+  python3-zmq python3-msgpack       # the tests' subscriber of those events
+  python3-prometheus-client         # the tests' endpoint picker parses /metrics with it
+  python3-yaml                      # the tests read the Kubernetes manifests of deploy/
 )
 
 missing=()

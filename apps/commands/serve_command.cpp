@@ -18,6 +18,7 @@
 #include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/engine/llm.h"
+#include "tern/kv_events/kv_events_config.h"
 #include "tern/server/compute_priority.h"
 #include "tern/server/openai_server.h"
 
@@ -32,6 +33,7 @@ struct ServeOptions {
   std::string chat_template_path;
   bool disable_log_stats = false;
   std::string kv_transfer_config;  // vLLM's --kv-transfer-config JSON
+  std::string kv_events_config;    // vLLM's --kv-events-config JSON
   std::string role;                // --role prefill | decode | both
   double kv_lease_seconds = 30.0;
   bool kv_lease_given = false;  // --kv-lease-seconds was on the command line
@@ -83,6 +85,8 @@ void run(ServeOptions opt) {
   if (opt.server.max_request_body == 0) throw Error("--max-request-body must be at least 1 byte");
   server::check_compute_nice(opt.server.compute_nice);
   opt.server.log_stats_interval = opt.disable_log_stats ? 0.0 : 10.0;  // vLLM's interval
+  if (!opt.kv_events_config.empty())
+    opt.server.kv_events = kv_events::parse_kv_events_config(opt.kv_events_config);
 
   EngineConfig config = opt.engine.engine_config();
   config.kv_transfer = kv_transfer_config(opt);
@@ -109,6 +113,10 @@ void run(ServeOptions opt) {
                  disagg::kv_role_name(kv->config().role), kv->engine_id().c_str(),
                  kv->fingerprint().c_str(), serves.c_str());
   }
+  if (const kv_events::KvEventsConfig& e = opt.server.kv_events; e.enabled)
+    std::fprintf(stderr, "kv events: published on %s, topic \"%s\"%s\n", e.endpoint.c_str(),
+                 e.topic.c_str(),
+                 e.replay_endpoint.empty() ? "" : (", replay on " + e.replay_endpoint).c_str());
   std::fprintf(stderr,
                "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld, ready "
                "in %.1f s)\n",
@@ -158,12 +166,29 @@ void add_serve_command(CLI::App& app) {
                 "Accept tool_choice \"auto\" (the default with tools); needs --tool-call-parser");
   cmd->add_option("--reasoning-parser", opt->server.reasoning_parser,
                   "Splits <think>...</think> into reasoning_content: qwen3 or deepseek_r1");
+  cmd->add_option_function<std::string>(
+         "--metrics-compat",
+         [opt](const std::string& names) {
+           const std::optional<server::MetricNames> parsed = server::parse_metric_names(names);
+           if (!parsed)
+             throw CLI::ValidationError("--metrics-compat",
+                                        "'" + names + "' is not one of both, vllm, tern");
+           opt->server.metric_names = *parsed;
+         },
+         "Names on /metrics: vllm (vLLM's, for the endpoint picker, llm-d, KEDA), tern, or "
+         "both (default); what only tern measures is tern: always")
+      ->type_name("both|vllm|tern");
   cmd->add_flag("--disable-log-stats", opt->disable_log_stats,
                 "No log line every 10 s of throughput, KV cache and speculative decoding");
   cmd->add_option("--kv-transfer-config", opt->kv_transfer_config,
                   "Prefill/decode disaggregation, vLLM's JSON: {\"kv_connector\":\"UcxConnector\","
                   "\"kv_role\":\"kv_producer|kv_consumer|kv_both\",\"kv_ip\":\"127.0.0.1\","
                   "\"kv_port\":14579}");
+  cmd->add_option(
+      "--kv-events-config", opt->kv_events_config,
+      "Publish the prefix cache's events for llm-d's routers, vLLM's JSON: "
+      "{\"enable_kv_cache_events\":true,\"publisher\":\"zmq\",\"endpoint\":"
+      "\"tcp://*:5557\",\"topic\":\"kv@POD_IP@MODEL\",\"replay_endpoint\":\"tcp://*:5558\"}");
   cmd->add_option("--role", opt->role,
                   "prefill | decode | both: --kv-transfer-config's kv_role, transfer side on "
                   "127.0.0.1:14579");

@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "tern/router/router_metrics.h"
@@ -68,9 +69,82 @@ TEST(ServerMetrics, BucketBoundsAreVllmsText) {
   EXPECT_NE(page.find("tern:kv_cache_usage_perc{model_name=\"m\"} 0.1\n"), std::string::npos);
   EXPECT_NE(page.find("tern:request_prompt_tokens_bucket{model_name=\"m\",le=\"10\"} 1\n"),
             std::string::npos);
-  // The sum of an observed 0.1 + 0.2 is the one number that needs 17 digits to read back.
+  // The sum of an observed 0.1 + 0.2 is the one number that needs 17 digits to read back
+  // (three times: vllm:inter_token_latency_seconds, its older name, and tern's).
   std::vector<std::string> long_ones = long_numbers(page);
-  EXPECT_EQ(long_ones, std::vector<std::string>{"0.30000000000000004"}) << page;
+  EXPECT_EQ(long_ones, std::vector<std::string>(3, "0.30000000000000004")) << page;
+}
+
+// What the Gateway API Inference Extension's endpoint picker, llm-d's autoscaler and
+// production-stack read, by vLLM's names: every family with its # TYPE, every sample with
+// model_name.
+TEST(ServerMetrics, VllmsNamesForTheStackThatReadsThem) {
+  ServerMetrics metrics(2048, MetricNames::Vllm);
+  RequestMetrics m;
+  m.arrival_time = 0.0;
+  m.first_scheduled_time = 0.01;
+  m.first_token_time = 0.1;
+  m.last_token_time = 0.5;
+  m.finished_time = 0.5;
+  m.num_prompt_tokens = 30;
+  m.num_generation_tokens = 5;
+  metrics.observe_finished(m, "length");
+  EngineStats stats;
+  stats.num_running = 3;
+  stats.num_waiting = 2;
+  stats.kv_cache_usage = 0.25;
+  stats.num_blocks = 614;
+  stats.block_size = 16;
+  stats.prefix_caching = true;
+  stats.prefix_cache_queries = 40;
+  stats.prefix_cache_hits = 16;
+  const std::string page = metrics.render("qwen", stats);
+  const std::pair<const char*, const char*> families[] = {
+      {"vllm:num_requests_waiting", "gauge"},
+      {"vllm:num_requests_running", "gauge"},
+      {"vllm:kv_cache_usage_perc", "gauge"},
+      {"vllm:gpu_cache_usage_perc", "gauge"},
+      {"vllm:cache_config_info", "gauge"},
+      {"vllm:prefix_cache_queries_total", "counter"},
+      {"vllm:prefix_cache_hits_total", "counter"},
+      {"vllm:request_success_total", "counter"},
+      {"vllm:time_to_first_token_seconds", "histogram"},
+      {"vllm:time_per_output_token_seconds", "histogram"},
+      {"vllm:inter_token_latency_seconds", "histogram"},
+      {"vllm:request_time_per_output_token_seconds", "histogram"},
+      {"vllm:request_prompt_tokens", "histogram"},
+      {"vllm:request_generation_tokens", "histogram"},
+      {"tern:kv_cache_capacity_tokens", "gauge"},  // tern's own: no vLLM name
+  };
+  for (const auto& [name, type] : families)
+    EXPECT_NE(page.find("# TYPE " + std::string(name) + " " + type + "\n"), std::string::npos)
+        << name;
+  EXPECT_EQ(page.find("tern:num_requests"), std::string::npos) << "vllm only";
+  EXPECT_NE(page.find("vllm:num_requests_waiting{model_name=\"qwen\"} 2\n"), std::string::npos);
+  EXPECT_NE(page.find("vllm:kv_cache_usage_perc{model_name=\"qwen\"} 0.25\n"), std::string::npos);
+  EXPECT_NE(page.find("vllm:cache_config_info{model_name=\"qwen\",block_size=\"16\",cache_dtype="
+                      "\"f16\",enable_prefix_caching=\"True\",num_gpu_blocks=\"614\"} 1\n"),
+            std::string::npos)
+      << page;
+  // One request of 5 tokens over 0.4 s after its first: 0.1 s per output token.
+  EXPECT_NE(page.find("vllm:request_time_per_output_token_seconds_sum{model_name=\"qwen\"} 0.1\n"),
+            std::string::npos);
+  EXPECT_NE(
+      page.find("vllm:request_success_total{model_name=\"qwen\",finished_reason=\"length\"} 1"),
+      std::string::npos);
+  // Every sample line carries the model's name.
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] != '#')
+      EXPECT_NE(line.find("model_name=\"qwen\""), std::string::npos) << line;
+
+  const std::string tern_page = ServerMetrics(2048, MetricNames::Tern).render("qwen", stats);
+  EXPECT_EQ(tern_page.find("vllm:"), std::string::npos);
+  EXPECT_NE(tern_page.find("# TYPE tern:num_requests_waiting gauge"), std::string::npos);
+  EXPECT_EQ(parse_metric_names("vllm"), MetricNames::Vllm);
+  EXPECT_EQ(parse_metric_names("both"), MetricNames::Both);
+  EXPECT_EQ(parse_metric_names("tern"), MetricNames::Tern);
+  EXPECT_FALSE(parse_metric_names("prometheus"));
 }
 
 TEST(RouterMetrics, BucketBoundsAreVllmsText) {

@@ -104,6 +104,7 @@ void BlockManager::cache_full_blocks(Sequence& seq) {
   if (!prefix_caching_) return;
   const int64_t full = std::min<int64_t>(seq.num_computed_tokens / block_size_,
                                          static_cast<int64_t>(seq.block_table.size()));
+  kv_events::BlockStored* stored = nullptr;  // the event of this call, once a block is stored
   for (int64_t i = seq.num_keyed_blocks; i < full; ++i) {
     const int32_t b = seq.block_table[static_cast<size_t>(i)];
     Block& block = blocks_[static_cast<size_t>(b)];
@@ -116,8 +117,39 @@ void BlockManager::cache_full_blocks(Sequence& seq) {
     block.tokens.assign(seq.token_ids.begin() + i * block_size_,
                         seq.token_ids.begin() + (i + 1) * block_size_);
     cached_.emplace(key, b);
+    if (!record_events_) continue;
+    // One event holds a chain: a block whose parent is not the event's last starts another.
+    if (!stored || stored->block_hashes.back() != block.parent_key) {
+      kv_events::BlockStored next;
+      if (i > 0) next.parent_block_hash = block.parent_key;
+      next.block_size = block_size_;
+      stored = &std::get<kv_events::BlockStored>(events_.emplace_back(std::move(next)));
+    }
+    stored->block_hashes.push_back(key);
+    stored->token_ids.insert(stored->token_ids.end(), block.tokens.begin(), block.tokens.end());
   }
   seq.num_keyed_blocks = std::max(seq.num_keyed_blocks, full);
+}
+
+bool BlockManager::reset_prefix_cache() {
+  if (num_free_ != num_blocks()) return false;
+  for (Block& block : blocks_) {
+    block.has_key = false;
+    block.tokens.clear();
+    block.has_draft_kv = false;
+  }
+  cached_.clear();
+  if (record_events_) events_.emplace_back(kv_events::AllBlocksCleared{});
+  return true;
+}
+
+std::vector<BlockManager::CachedBlock> BlockManager::cached_blocks() const {
+  std::vector<CachedBlock> out;
+  for (const auto& [key, b] : cached_) {
+    const Block& block = blocks_[static_cast<size_t>(b)];
+    out.push_back({key, block.parent_key, block.tokens});
+  }
+  return out;
 }
 
 void BlockManager::trim_to_computed(Sequence& seq) {
@@ -168,7 +200,17 @@ int32_t BlockManager::pop_free_block() {
   Block& block = blocks_[static_cast<size_t>(b)];
   if (block.has_key) {  // evicted from the prefix cache
     const auto it = cached_.find(block.key);
-    if (it != cached_.end() && it->second == b) cached_.erase(it);
+    if (it != cached_.end() && it->second == b) {
+      cached_.erase(it);
+      if (record_events_) {
+        auto* removed =
+            events_.empty() ? nullptr : std::get_if<kv_events::BlockRemoved>(&events_.back());
+        if (!removed)
+          removed =
+              &std::get<kv_events::BlockRemoved>(events_.emplace_back(kv_events::BlockRemoved{}));
+        removed->block_hashes.push_back(block.key);
+      }
+    }
     block.has_key = false;
     block.tokens.clear();
   }

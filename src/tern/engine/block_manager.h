@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tern/engine/sequence.h"
+#include "tern/kv_events/kv_cache_event.h"
 
 namespace tern {
 
@@ -56,6 +58,24 @@ class BlockManager {
 
   // `child` shares every block of `parent` (tokens, computed count and keys are copied too).
   void fork(const Sequence& parent, Sequence& child);
+
+  // Empties the prefix cache: every cached block forgets its key. Only when no sequence holds a
+  // block (as vLLM's reset_prefix_cache): false, changing nothing, otherwise.
+  bool reset_prefix_cache();
+
+  // KV cache events: once on, every block the prefix cache takes in (cache_full_blocks) or
+  // loses (evicted for new use, reset) is recorded in order until take_events() hands them
+  // over. Stores of one call are one BlockStored, evictions in a row one BlockRemoved.
+  void record_events(bool on) { record_events_ = on; }
+  std::vector<kv_events::KvCacheEvent> take_events() { return std::exchange(events_, {}); }
+
+  // The keys of the blocks the prefix cache holds now, with their parents and tokens (what a
+  // router rebuilds from the events), for tests.
+  struct CachedBlock {
+    uint64_t key, parent_key;
+    std::vector<int32_t> tokens;
+  };
+  std::vector<CachedBlock> cached_blocks() const;
 
   // Blocks needed to hold `num_tokens` tokens.
   int64_t blocks_for(int64_t num_tokens) const {
@@ -110,6 +130,8 @@ class BlockManager {
   int64_t num_free_ = 0;
   std::unordered_map<uint64_t, int32_t> cached_;  // key → block
   int64_t prefix_queries_ = 0, prefix_hits_ = 0;
+  bool record_events_ = false;
+  std::vector<kv_events::KvCacheEvent> events_;
 };
 
 }  // namespace tern

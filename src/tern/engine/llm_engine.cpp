@@ -240,6 +240,7 @@ EngineStats LLMEngine::stats() const {
   s.kv_cache_usage = blocks_.usage();
   s.num_blocks = blocks_.num_blocks();
   s.block_size = config_.block_size;
+  s.prefix_caching = blocks_.prefix_caching();
   s.kv_cache_dtype = config_.kv_cache_dtype;
   s.kv_cache_bytes_per_token = plan_.bytes_per_token;
   s.prefix_cache_queries = blocks_.prefix_queries();

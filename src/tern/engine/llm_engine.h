@@ -40,6 +40,7 @@ struct EngineStats {
   double kv_cache_usage = 0.0;  // fraction of blocks held
   int64_t num_blocks = 0;
   int32_t block_size = 0;
+  bool prefix_caching = false;
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;
   int64_t kv_cache_bytes_per_token = 0;  // the target's cache (and the draft's, when drafting)
   int64_t prefix_cache_queries = 0;      // tokens
@@ -101,6 +102,16 @@ class LLMEngine {
   const disagg::KvConnector* kv_connector() const { return connector_.get(); }
   int64_t num_unfinished_requests() const { return static_cast<int64_t>(requests_.size()); }
   EngineStats stats() const;
+
+  // KV cache events for a router's prefix index (kv_events/): once on, what the prefix cache
+  // took in and lost, in order, since the last take_kv_events().
+  void record_kv_events(bool on) { blocks_.record_events(on); }
+  std::vector<kv_events::KvCacheEvent> take_kv_events() { return blocks_.take_events(); }
+  // Empties the prefix cache (vLLM's reset_prefix_cache): only while no request holds blocks;
+  // false otherwise, changing nothing.
+  bool reset_prefix_cache() { return blocks_.reset_prefix_cache(); }
+  // The prefix cache's blocks now (BlockManager::cached_blocks), for tests.
+  std::vector<BlockManager::CachedBlock> cached_blocks() const { return blocks_.cached_blocks(); }
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const Decoder& decoder() const { return decoder_; }

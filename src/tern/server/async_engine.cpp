@@ -14,9 +14,10 @@
 namespace tern::server {
 
 AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval,
-                         int compute_nice)
+                         int compute_nice, kv_events::ZmqEventPublisher* kv_events)
     : engine_(engine),
       metrics_(metrics),
+      kv_events_(kv_events),
       stats_(engine.stats()),
       stats_logger_(log_stats_interval) {
   // From now on the kernels' OpenMP regions run on the engine thread, which gets a thread pool
@@ -25,6 +26,7 @@ AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_s
   // every region of a step wakes them (a 1B-parameter decode: 34,000 context switches for 256
   // tokens instead of 142). Give this thread's pool back first.
   omp_pause_resource_all(omp_pause_soft);
+  engine_.record_kv_events(kv_events_ != nullptr);
   engine_.set_transfer_wakeup([this] {
     std::lock_guard lock(mutex_);
     transfer_event_ = true;
@@ -82,6 +84,17 @@ void AsyncEngine::shutdown() {
   }
   if (thread_.joinable()) thread_.join();
   engine_.set_transfer_wakeup(nullptr);
+}
+
+bool AsyncEngine::reset_prefix_cache() {
+  std::future<bool> done;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return false;
+    done = prefix_cache_resets_.emplace_back().get_future();
+    wake_.notify_one();
+  }
+  return done.get();
 }
 
 EngineStats AsyncEngine::stats() const {
@@ -165,9 +178,19 @@ void AsyncEngine::fail_all(const std::string& message) {
   routes_.clear();
 }
 
+void AsyncEngine::publish_kv_events() {
+  if (!kv_events_) return;
+  std::vector<kv_events::KvCacheEvent> events = engine_.take_kv_events();
+  if (events.empty()) return;
+  const double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  kv_events_->publish({unix_now, std::move(events), 0});
+}
+
 void AsyncEngine::loop() {
   std::vector<Submission> submissions;
   std::vector<std::string> aborts;
+  std::vector<std::promise<bool>> resets;
   bool stopping = false;
   for (;;) {
     {
@@ -176,7 +199,7 @@ void AsyncEngine::loop() {
       // the connector wakes it (or the next lease expires).
       const auto ready = [&] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || transfer_event_ ||
-               engine_.has_work_to_step();
+               !prefix_cache_resets_.empty() || engine_.has_work_to_step();
       };
       if (const std::optional<double> deadline = engine_.next_transfer_deadline()) {
         const auto until = std::chrono::steady_clock::time_point(
@@ -189,8 +212,13 @@ void AsyncEngine::loop() {
       transfer_event_ = false;
       submissions.swap(submissions_);
       aborts.swap(aborts_);
+      resets.swap(prefix_cache_resets_);
       stopping = stopping_;
     }
+    // Between steps, before the new submissions can take blocks.
+    for (std::promise<bool>& reset : resets) reset.set_value(engine_.reset_prefix_cache());
+    resets.clear();
+    publish_kv_events();
     for (Submission& s : submissions) add(s);
     submissions.clear();
     // An aborted request leaves the engine at once; the next step() reports it.
@@ -206,6 +234,7 @@ void AsyncEngine::loop() {
         // The stats first: a client that has its last chunk and then scrapes /metrics must
         // find the step that produced it counted.
         const EngineStats stats = engine_.stats();
+        publish_kv_events();
         {
           std::lock_guard lock(mutex_);
           stats_ = stats;

@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tern/engine/llm_engine.h"
+#include "tern/kv_events/zmq_event_publisher.h"
 #include "tern/server/request_channel.h"
 #include "tern/server/server_metrics.h"
 #include "tern/server/stats_logger.h"
@@ -33,9 +35,10 @@ class AsyncEngine {
   // `engine` and `metrics` must outlive this; the engine is only touched by the engine thread
   // from now on. Every `log_stats_interval` seconds of activity it logs the engine's stats
   // (StatsLogger; <= 0: never). The engine thread and its OpenMP team run at nice value
-  // `compute_nice` (compute_priority.h; throws tern::Error when it cannot be set).
+  // `compute_nice` (compute_priority.h; throws tern::Error when it cannot be set). With
+  // `kv_events` (outliving this too), every step's KV cache events are handed to it.
   AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval = 0.0,
-              int compute_nice = 0);
+              int compute_nice = 0, kv_events::ZmqEventPublisher* kv_events = nullptr);
   ~AsyncEngine();
   AsyncEngine(const AsyncEngine&) = delete;
   AsyncEngine& operator=(const AsyncEngine&) = delete;
@@ -49,6 +52,10 @@ class AsyncEngine {
   // Aborts everything in flight (their channels get the abort), rejects new submissions and
   // joins the engine thread. Idempotent.
   void shutdown();
+
+  // Empties the prefix cache between two steps (LLMEngine::reset_prefix_cache): false while
+  // requests hold blocks. Waits for the engine thread.
+  bool reset_prefix_cache();
 
   // The engine's counters as of its last step.
   EngineStats stats() const;
@@ -71,14 +78,17 @@ class AsyncEngine {
   void add(Submission& submission);
   void route(RequestOutput& output);
   void fail_all(const std::string& message);
+  void publish_kv_events();
 
   LLMEngine& engine_;
   ServerMetrics& metrics_;
+  kv_events::ZmqEventPublisher* kv_events_;
 
   mutable std::mutex mutex_;  // guards the fields below it
   std::condition_variable wake_;
   std::vector<Submission> submissions_;
   std::vector<std::string> aborts_;
+  std::vector<std::promise<bool>> prefix_cache_resets_;
   bool stopping_ = false;
   bool transfer_event_ = false;  // a KV pull finished or a lease ended: step to take it
   EngineStats stats_;

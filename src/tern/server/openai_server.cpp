@@ -37,11 +37,33 @@ struct Route {
 };
 
 constexpr Route kRoutes[] = {
-    {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"},
-    {"GET", "/v1/models"},       {"GET", "/health"},
-    {"GET", "/version"},         {"POST", "/tokenize"},
-    {"POST", "/detokenize"},     {"GET", "/metrics"},
+    {"POST", "/v1/completions"},
+    {"POST", "/v1/chat/completions"},
+    {"POST", "/v1/completions/render"},
+    {"POST", "/v1/chat/completions/render"},
+    {"GET", "/v1/models"},
+    {"GET", "/health"},
+    {"GET", "/version"},
+    {"POST", "/tokenize"},
+    {"POST", "/detokenize"},
+    {"GET", "/metrics"},
+    {"POST", "/reset_prefix_cache"},
 };
+
+// The routes the API key guards: /v1, as vLLM, and what changes the engine's state.
+bool needs_api_key(const std::string& path) {
+  return path.rfind("/v1/", 0) == 0 || path == "/reset_prefix_cache";
+}
+
+std::unique_ptr<kv_events::ZmqEventPublisher> make_kv_event_publisher(
+    const kv_events::KvEventsConfig& config, const LLMEngine& engine) {
+  if (!config.enabled) return nullptr;
+  if (!engine.config().enable_prefix_caching)
+    throw Error(
+        "--kv-events-config: the events are the prefix cache's, which is off "
+        "(--no-enable-prefix-caching)");
+  return std::make_unique<kv_events::ZmqEventPublisher>(config);
+}
 
 const Route* find_route(const std::string& path) {
   for (const Route& r : kRoutes)
@@ -59,6 +81,7 @@ struct OpenAIServer::Impl {
   LLM& llm;
   ServerContext ctx;
   ServerMetrics metrics;
+  std::unique_ptr<kv_events::ZmqEventPublisher> kv_event_publisher;  // outlives `engine`
   AsyncEngine engine;
   HttpServer http;
   int port = -1;
@@ -68,8 +91,10 @@ struct OpenAIServer::Impl {
   Impl(LLM& l, ServerOptions options)
       : llm(l),
         ctx(l.tokenizer()),
-        metrics(l.engine().max_model_len()),
-        engine(l.engine(), metrics, options.log_stats_interval, options.compute_nice) {
+        metrics(l.engine().max_model_len(), options.metric_names),
+        kv_event_publisher(make_kv_event_publisher(options.kv_events, l.engine())),
+        engine(l.engine(), metrics, options.log_stats_interval, options.compute_nice,
+               kv_event_publisher.get()) {
     ctx.options = std::move(options);
     ctx.metrics = &metrics;
     ctx.engine = &engine;
@@ -135,6 +160,7 @@ struct OpenAIServer::Impl {
   void setup_http();
   void tokenize(const httplib::Request& req, httplib::Response& res);
   void detokenize(const httplib::Request& req, httplib::Response& res);
+  void render(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
   void models(httplib::Response& res);
 };
 
@@ -186,6 +212,25 @@ void OpenAIServer::Impl::detokenize(const httplib::Request& req, httplib::Respon
   set_json(res, {{"prompt", ctx.tokenizer.decode(ids)}});
 }
 
+// vLLM's render routes (what llm-d's endpoint picker calls to learn a request's tokens for
+// prefix-aware routing): the request checked exactly as generation checks it, and the prompt
+// tokens generation would run, as vLLM's GenerateRequest objects (a list for completions, one
+// per prompt; one object for chat). tern renders only the prompt: no sampling_params.
+void OpenAIServer::Impl::render(Endpoint endpoint, const httplib::Request& req,
+                                httplib::Response& res) {
+  const GenerationRequest g = endpoint == Endpoint::ChatCompletions
+                                  ? parse_chat_request(req.body, ctx.model)
+                                  : parse_completion_request(req.body, ctx.model);
+  const std::string id = new_response_id(endpoint);
+  json rendered = json::array();
+  for (size_t i = 0; i < g.prompts.size(); ++i)
+    rendered.push_back({{"request_id", id + "-" + std::to_string(i)},
+                        {"token_ids", g.prompts[i]},
+                        {"features", nullptr},
+                        {"model", ctx.options.served_model_name}});
+  set_json(res, endpoint == Endpoint::ChatCompletions ? rendered.at(0) : rendered);
+}
+
 void OpenAIServer::Impl::models(httplib::Response& res) {
   const json card = {{"id", ctx.options.served_model_name},
                      {"object", "model"},
@@ -207,11 +252,11 @@ void OpenAIServer::Impl::setup_http() {
   http.set_write_timeout(30, 0);
   http.set_read_timeout(30, 0);
 
-  // Authentication: only /v1 routes, as vLLM does (health and metrics stay open to probes).
+  // Authentication: /v1 routes, as vLLM does, and the cache reset (health and metrics stay
+  // open to probes and scrapers).
   http.set_request_filter([this](const httplib::Request& req, httplib::Response& res) {
     const std::string& key = ctx.options.api_key;
-    if (key.empty() || req.path.rfind("/v1/", 0) != 0)
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (key.empty() || !needs_api_key(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + key)
       return httplib::Server::HandlerResponse::Unhandled;
     set_error(res, 401, "Unauthorized");
@@ -264,6 +309,13 @@ void OpenAIServer::Impl::setup_http() {
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_generation(ctx, Endpoint::ChatCompletions, req, res);
   });
+  http.Post("/v1/completions/render", [this](const httplib::Request& req, httplib::Response& res) {
+    render(Endpoint::Completions, req, res);
+  });
+  http.Post("/v1/chat/completions/render",
+            [this](const httplib::Request& req, httplib::Response& res) {
+              render(Endpoint::ChatCompletions, req, res);
+            });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { models(res); });
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   http.Get("/version", [](const httplib::Request&, httplib::Response& res) {
@@ -273,6 +325,14 @@ void OpenAIServer::Impl::setup_http() {
             [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
   http.Post("/detokenize",
             [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
+  // vLLM's route (which it serves in its dev mode): 200 when the cache was emptied, 409 while
+  // requests hold blocks.
+  http.Post("/reset_prefix_cache", [this](const httplib::Request&, httplib::Response& res) {
+    if (!engine.reset_prefix_cache())
+      set_error(res, 409,
+                "the prefix cache cannot be reset while requests hold KV blocks; retry when "
+                "the server is idle");
+  });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.render(ctx.options.served_model_name, engine.stats()),
                     "text/plain; version=0.0.4; charset=utf-8");

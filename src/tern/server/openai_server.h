@@ -9,6 +9,8 @@
 #include <string>
 
 #include "tern/engine/llm.h"
+#include "tern/kv_events/kv_events_config.h"
+#include "tern/server/server_metrics.h"
 
 namespace tern::server {
 
@@ -33,6 +35,10 @@ struct ServerOptions {
   std::string tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::string reasoning_parser;
+  // vLLM's metric names, tern's or both on /metrics (serve --metrics-compat).
+  MetricNames metric_names = MetricNames::Both;
+  // vLLM's --kv-events-config: the prefix cache's events published over ZMQ (kv_events/).
+  kv_events::KvEventsConfig kv_events;
 };
 
 class OpenAIServer {

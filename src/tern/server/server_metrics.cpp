@@ -93,36 +93,149 @@ std::vector<double> one_two_five_buckets(int64_t max_value) {
     }
 }
 
-ServerMetrics::ServerMetrics(int64_t max_model_len)
-    : time_to_first_token_(kTimeToFirstTokenBuckets),
-      inter_token_latency_(kInterTokenLatencyBuckets),
-      e2e_latency_(kRequestLatencyBuckets),
-      queue_time_(kRequestLatencyBuckets),
-      prompt_tokens_(one_two_five_buckets(max_model_len)),
-      generation_tokens_(one_two_five_buckets(max_model_len)),
-      kv_transfer_seconds_(kTimeToFirstTokenBuckets) {
-  for (const char* reason : {"stop", "length", "abort"}) finished_[reason] = 0;
+std::optional<MetricNames> parse_metric_names(const std::string& name) {
+  if (name == "both") return MetricNames::Both;
+  if (name == "vllm") return MetricNames::Vllm;
+  if (name == "tern") return MetricNames::Tern;
+  return std::nullopt;
+}
+
+ServerMetrics::ServerMetrics(int64_t max_model_len, MetricNames names)
+    : names_(names),
+      recorded_{Histogram(kTimeToFirstTokenBuckets),
+                Histogram(kInterTokenLatencyBuckets),
+                Histogram(kRequestLatencyBuckets),
+                Histogram(kRequestLatencyBuckets),
+                Histogram(kInterTokenLatencyBuckets),
+                Histogram(one_two_five_buckets(max_model_len)),
+                Histogram(one_two_five_buckets(max_model_len)),
+                Histogram(kTimeToFirstTokenBuckets),
+                {}} {
+  for (const char* reason : {"stop", "length", "abort"}) recorded_.finished[reason] = 0;
 }
 
 void ServerMetrics::observe_inter_token_latency(double seconds) {
   std::lock_guard lock(mutex_);
-  inter_token_latency_.observe(seconds);
+  recorded_.inter_token_latency.observe(seconds);
 }
 
 void ServerMetrics::observe_finished(const RequestMetrics& m, const std::string& finished_reason) {
   std::lock_guard lock(mutex_);
-  ++finished_[finished_reason];
-  if (m.first_token_time >= 0) time_to_first_token_.observe(m.first_token_time - m.arrival_time);
-  if (m.first_scheduled_time >= 0) queue_time_.observe(m.first_scheduled_time - m.arrival_time);
-  if (m.finished_time >= 0) e2e_latency_.observe(m.finished_time - m.arrival_time);
-  if (m.kv_transfer_seconds >= 0) kv_transfer_seconds_.observe(m.kv_transfer_seconds);
-  prompt_tokens_.observe(static_cast<double>(m.num_prompt_tokens));
-  generation_tokens_.observe(static_cast<double>(m.num_generation_tokens));
+  Recorded& r = recorded_;
+  ++r.finished[finished_reason];
+  if (m.first_token_time >= 0) r.time_to_first_token.observe(m.first_token_time - m.arrival_time);
+  if (m.first_scheduled_time >= 0) r.queue_time.observe(m.first_scheduled_time - m.arrival_time);
+  if (m.finished_time >= 0) r.e2e_latency.observe(m.finished_time - m.arrival_time);
+  if (m.first_token_time >= 0 && m.last_token_time >= 0 && m.num_generation_tokens > 1)
+    r.time_per_output_token.observe((m.last_token_time - m.first_token_time) /
+                                    static_cast<double>(m.num_generation_tokens - 1));
+  if (m.kv_transfer_seconds >= 0) r.kv_transfer_seconds.observe(m.kv_transfer_seconds);
+  r.prompt_tokens.observe(static_cast<double>(m.num_prompt_tokens));
+  r.generation_tokens.observe(static_cast<double>(m.num_generation_tokens));
 }
 
 std::string ServerMetrics::render(const std::string& model_name, const EngineStats& s) const {
+  const Recorded recorded = [&] {
+    std::lock_guard lock(mutex_);
+    return recorded_;
+  }();
   const std::string labels = "model_name=\"" + label_value(model_name) + "\"";
   std::string out;
+  if (names_ != MetricNames::Tern) render_shared(out, "vllm:", labels, s, recorded);
+  if (names_ != MetricNames::Vllm) render_shared(out, "tern:", labels, s, recorded);
+  render_tern_only(out, labels, s, recorded);
+  return out;
+}
+
+void ServerMetrics::render_shared(std::string& out, const std::string& prefix,
+                                  const std::string& labels, const EngineStats& s,
+                                  const Recorded& r) {
+  const bool vllm = prefix == "vllm:";
+  auto gauge = [&](const char* name, const char* help, double v) {
+    header(out, prefix + name, "gauge", help);
+    sample(out, prefix + name, labels, v);
+  };
+  auto counter = [&](const char* name, const char* help, double v) {
+    header(out, prefix + name, "counter", help);
+    sample(out, prefix + name, labels, v);
+  };
+  auto histogram = [&](const char* name, const char* help, const Histogram& h) {
+    header(out, prefix + name, "histogram", help);
+    h.render(out, prefix + name, labels);
+  };
+  gauge("num_requests_running", "Number of requests in model execution batches.",
+        static_cast<double>(s.num_running));
+  gauge("num_requests_waiting", "Number of requests waiting to be processed.",
+        static_cast<double>(s.num_waiting));
+  gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
+  // vLLM 0.9's name of the same fraction; production-stack's router still reads it.
+  if (vllm)
+    gauge("gpu_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (vLLM's older name).",
+          s.kv_cache_usage);
+  // vLLM's cache_config_info: the configuration as labels, value 1. The endpoint picker reads
+  // block_size and num_gpu_blocks (the device's blocks; tern's one cache).
+  const std::string dtype(cpu::kv_dtype_name(s.kv_cache_dtype));
+  header(out, prefix + "cache_config_info", "gauge", "Information of the KV cache configuration.");
+  sample(out, prefix + "cache_config_info",
+         vllm ? labels + ",block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
+                    dtype + "\",enable_prefix_caching=\"" + (s.prefix_caching ? "True" : "False") +
+                    "\",num_gpu_blocks=\"" + std::to_string(s.num_blocks) + "\""
+              : labels + ",block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
+                    dtype + "\",num_blocks=\"" + std::to_string(s.num_blocks) +
+                    "\",bytes_per_token=\"" + std::to_string(s.kv_cache_bytes_per_token) + "\"",
+         1.0);
+  counter("prompt_tokens_total", "Number of prefill tokens processed.",
+          static_cast<double>(s.prompt_tokens));
+  counter("generation_tokens_total", "Number of generation tokens processed.",
+          static_cast<double>(s.generation_tokens));
+  counter("prefix_cache_queries_total",
+          "Prefix cache queries, in terms of number of queried tokens.",
+          static_cast<double>(s.prefix_cache_queries));
+  counter("prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+          static_cast<double>(s.prefix_cache_hits));
+  counter("num_preemptions_total", "Cumulative number of preemption from the engine.",
+          static_cast<double>(s.num_preemptions));
+  if (s.speculative) {
+    counter("spec_decode_num_drafts_total", "Number of spec decoding drafts.",
+            static_cast<double>(s.spec.num_drafts));
+    counter("spec_decode_num_draft_tokens_total", "Number of draft tokens.",
+            static_cast<double>(s.spec.num_draft_tokens));
+    counter("spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+            static_cast<double>(s.spec.num_accepted_tokens));
+    const std::string name = prefix + "spec_decode_num_accepted_tokens_per_pos_total";
+    header(out, name, "counter", "Accepted tokens per draft position.");
+    for (size_t i = 0; i < s.spec.accepted_per_position.size(); ++i)
+      sample(out, name, labels + ",position=\"" + std::to_string(i) + "\"",
+             static_cast<double>(s.spec.accepted_per_position[i]));
+  }
+
+  header(out, prefix + "request_success_total", "counter",
+         "Count of successfully processed requests.");
+  for (const auto& [reason, count] : r.finished)
+    sample(out, prefix + "request_success_total",
+           labels + ",finished_reason=\"" + label_value(reason) + "\"", static_cast<double>(count));
+  histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+            r.time_to_first_token);
+  histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+            r.inter_token_latency);
+  // vLLM's older name of the inter-token latency, which autoscalers' queries still use.
+  if (vllm)
+    histogram("time_per_output_token_seconds",
+              "Histogram of time per output token in seconds (the inter-token latency).",
+              r.inter_token_latency);
+  histogram("request_time_per_output_token_seconds",
+            "Histogram of time_per_output_token_seconds per request.", r.time_per_output_token);
+  histogram("e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+            r.e2e_latency);
+  histogram("request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+            r.queue_time);
+  histogram("request_prompt_tokens", "Number of prefill tokens processed.", r.prompt_tokens);
+  histogram("request_generation_tokens", "Number of generation tokens processed.",
+            r.generation_tokens);
+}
+
+void ServerMetrics::render_tern_only(std::string& out, const std::string& labels,
+                                     const EngineStats& s, const Recorded& r) {
   auto gauge = [&](const char* name, const char* help, double v) {
     header(out, name, "gauge", help);
     sample(out, name, labels, v);
@@ -131,94 +244,34 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSta
     header(out, name, "counter", help);
     sample(out, name, labels, v);
   };
-  gauge("tern:num_requests_running", "Number of sequences in model execution batches.",
-        static_cast<double>(s.num_running));
-  gauge("tern:num_requests_waiting", "Number of sequences waiting to be processed.",
-        static_cast<double>(s.num_waiting));
-  gauge("tern:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
-  // vLLM's cache_config_info: the configuration as labels, value 1.
-  header(out, "tern:cache_config_info", "gauge", "Information of the KV cache configuration.");
-  sample(out, "tern:cache_config_info",
-         labels + ",block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
-             std::string(cpu::kv_dtype_name(s.kv_cache_dtype)) + "\",num_blocks=\"" +
-             std::to_string(s.num_blocks) + "\",bytes_per_token=\"" +
-             std::to_string(s.kv_cache_bytes_per_token) + "\"",
-         1.0);
   gauge("tern:kv_cache_capacity_tokens", "Tokens the KV cache holds when full.",
         static_cast<double>(s.num_blocks) * s.block_size);
-  counter("tern:prompt_tokens_total", "Number of prefill tokens processed.",
-          static_cast<double>(s.prompt_tokens));
-  counter("tern:generation_tokens_total", "Number of generation tokens processed.",
-          static_cast<double>(s.generation_tokens));
-  counter("tern:prefix_cache_queries_total",
-          "Prefix cache queries, in terms of number of queried tokens.",
-          static_cast<double>(s.prefix_cache_queries));
-  counter("tern:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
-          static_cast<double>(s.prefix_cache_hits));
-  counter("tern:num_preemptions_total", "Cumulative number of preemption from the engine.",
-          static_cast<double>(s.num_preemptions));
-  if (s.speculative) {
-    counter("tern:spec_decode_num_drafts_total", "Number of spec decoding drafts.",
-            static_cast<double>(s.spec.num_drafts));
-    counter("tern:spec_decode_num_draft_tokens_total", "Number of draft tokens.",
-            static_cast<double>(s.spec.num_draft_tokens));
-    counter("tern:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
-            static_cast<double>(s.spec.num_accepted_tokens));
-    const std::string name = "tern:spec_decode_num_accepted_tokens_per_pos_total";
-    header(out, name, "counter", "Accepted tokens per draft position.");
-    for (size_t i = 0; i < s.spec.accepted_per_position.size(); ++i)
-      sample(out, name, labels + ",position=\"" + std::to_string(i) + "\"",
-             static_cast<double>(s.spec.accepted_per_position[i]));
-  }
-  if (s.kv_transfer) {
-    gauge("tern:kv_transfer_leases_held", "Prefilled prompts whose blocks wait for a pull.",
-          static_cast<double>(s.kv.leases.held));
-    counter("tern:kv_transfer_leases_expired_total",
-            "Leases that expired before a pull (their blocks were freed).",
-            static_cast<double>(s.kv.leases.expired));
-    counter("tern:kv_transfer_leases_granted_total", "Leases granted to prefilled prompts.",
-            static_cast<double>(s.kv.leases.granted));
-    counter("tern:kv_transfer_sent_bytes_total", "KV bytes sent to decode instances.",
-            static_cast<double>(s.kv.bytes_sent));
-    counter("tern:kv_transfer_sent_blocks_total", "KV blocks sent to decode instances.",
-            static_cast<double>(s.kv.blocks_sent));
-    counter("tern:kv_transfer_received_bytes_total", "KV bytes pulled from prefill instances.",
-            static_cast<double>(s.kv.bytes_received));
-    counter("tern:kv_transfer_received_blocks_total", "KV blocks pulled from prefill instances.",
-            static_cast<double>(s.kv.blocks_received));
-    counter("tern:kv_transfer_pulls_failed_total", "Pulls of this instance that failed.",
-            static_cast<double>(s.kv.pulls_failed));
-    counter("tern:kv_transfer_pulls_refused_total",
-            "Pulls refused by this instance (unknown, expired or used lease; bad block).",
-            static_cast<double>(s.kv.pulls_refused));
-    counter("tern:kv_transfer_bad_frames_total", "Malformed frames on the transfer port.",
-            static_cast<double>(s.kv.bad_frames));
-  }
-
-  std::lock_guard lock(mutex_);
-  header(out, "tern:request_success_total", "counter", "Count of successfully processed requests.");
-  for (const auto& [reason, count] : finished_)
-    sample(out, "tern:request_success_total",
-           labels + ",finished_reason=\"" + label_value(reason) + "\"", static_cast<double>(count));
-  auto histogram = [&](const char* name, const char* help, const Histogram& h) {
-    header(out, name, "histogram", help);
-    h.render(out, name, labels);
-  };
-  histogram("tern:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-            time_to_first_token_);
-  histogram("tern:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-            inter_token_latency_);
-  histogram("tern:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-            e2e_latency_);
-  histogram("tern:request_queue_time_seconds",
-            "Histogram of time spent in WAITING phase for request.", queue_time_);
-  histogram("tern:request_prompt_tokens", "Number of prefill tokens processed.", prompt_tokens_);
-  histogram("tern:request_generation_tokens", "Number of generation tokens processed.",
-            generation_tokens_);
-  if (s.kv_transfer)
-    histogram("tern:kv_transfer_seconds", "Histogram of the pulls of prompts' KV in seconds.",
-              kv_transfer_seconds_);
-  return out;
+  if (!s.kv_transfer) return;
+  gauge("tern:kv_transfer_leases_held", "Prefilled prompts whose blocks wait for a pull.",
+        static_cast<double>(s.kv.leases.held));
+  counter("tern:kv_transfer_leases_expired_total",
+          "Leases that expired before a pull (their blocks were freed).",
+          static_cast<double>(s.kv.leases.expired));
+  counter("tern:kv_transfer_leases_granted_total", "Leases granted to prefilled prompts.",
+          static_cast<double>(s.kv.leases.granted));
+  counter("tern:kv_transfer_sent_bytes_total", "KV bytes sent to decode instances.",
+          static_cast<double>(s.kv.bytes_sent));
+  counter("tern:kv_transfer_sent_blocks_total", "KV blocks sent to decode instances.",
+          static_cast<double>(s.kv.blocks_sent));
+  counter("tern:kv_transfer_received_bytes_total", "KV bytes pulled from prefill instances.",
+          static_cast<double>(s.kv.bytes_received));
+  counter("tern:kv_transfer_received_blocks_total", "KV blocks pulled from prefill instances.",
+          static_cast<double>(s.kv.blocks_received));
+  counter("tern:kv_transfer_pulls_failed_total", "Pulls of this instance that failed.",
+          static_cast<double>(s.kv.pulls_failed));
+  counter("tern:kv_transfer_pulls_refused_total",
+          "Pulls refused by this instance (unknown, expired or used lease; bad block).",
+          static_cast<double>(s.kv.pulls_refused));
+  counter("tern:kv_transfer_bad_frames_total", "Malformed frames on the transfer port.",
+          static_cast<double>(s.kv.bad_frames));
+  header(out, "tern:kv_transfer_seconds", "histogram",
+         "Histogram of the pulls of prompts' KV in seconds.");
+  r.kv_transfer_seconds.render(out, "tern:kv_transfer_seconds", labels);
 }
 
 std::string prometheus_number(double v) { return number(v); }

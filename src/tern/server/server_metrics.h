@@ -1,12 +1,13 @@
-// The server's Prometheus metrics, named as vLLM's with a `tern:` prefix and a model_name label,
-// so dashboards and scrapers built for vLLM read tern unchanged. The engine thread records a
-// request's latencies as its outputs come; /metrics renders them with the engine's gauges and
-// counters (EngineStats) in the Prometheus text format.
+// The server's Prometheus metrics, with vLLM's meanings, names and model_name label, so the
+// routers, autoscalers and dashboards built for vLLM read tern unchanged. The engine thread
+// records a request's latencies as its outputs come; /metrics renders them with the engine's
+// gauges and counters (EngineStats) in the Prometheus text format.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,24 +33,47 @@ class Histogram {
 // vLLM's 1-2-5 series (1, 2, 5, 10, 20, 50, …) up to `max_value`, for token-count histograms.
 std::vector<double> one_two_five_buckets(int64_t max_value);
 
+// The names /metrics gives what vLLM also measures (serve --metrics-compat): vLLM's own
+// (`vllm:num_requests_waiting`, …), which the Gateway API Inference Extension's endpoint
+// picker, llm-d, production-stack and KEDA's queries read by name; `tern:` and the same
+// rest; or both. What only tern measures (KV transfer, cache capacity) is `tern:` always.
+enum class MetricNames { Both, Vllm, Tern };
+// "both", "vllm" or "tern"; nullopt for anything else.
+std::optional<MetricNames> parse_metric_names(const std::string& name);
+
 class ServerMetrics {
  public:
-  explicit ServerMetrics(int64_t max_model_len);
+  explicit ServerMetrics(int64_t max_model_len, MetricNames names = MetricNames::Both);
 
   // Seconds between two tokens of one request.
   void observe_inter_token_latency(double seconds);
   // A request that ended (finished_reason: stop, length or abort) with its engine timestamps.
   void observe_finished(const RequestMetrics& metrics, const std::string& finished_reason);
 
-  // The whole /metrics page. `model_name` is the served model name.
+  // The whole /metrics page. `model_name` is the served model name. The recorded histograms
+  // are copied under the lock and formatted after it, so a scrape (the endpoint picker polls
+  // every 50 ms) holds the engine thread up for a copy of a few hundred numbers at most.
   std::string render(const std::string& model_name, const EngineStats& stats) const;
 
  private:
+  struct Recorded {
+    Histogram time_to_first_token, inter_token_latency, e2e_latency, queue_time;
+    Histogram time_per_output_token;  // per request: its decode time / (generated tokens - 1)
+    Histogram prompt_tokens, generation_tokens;
+    Histogram kv_transfer_seconds;            // a decode instance's pulls of prompts' KV
+    std::map<std::string, int64_t> finished;  // by finished_reason
+  };
+  // What vLLM measures too, under `prefix` (vllm: adds vLLM's older names that readers still
+  // use: gpu_cache_usage_perc, time_per_output_token_seconds).
+  static void render_shared(std::string& out, const std::string& prefix, const std::string& labels,
+                            const EngineStats& stats, const Recorded& recorded);
+  // What only tern measures, under tern:.
+  static void render_tern_only(std::string& out, const std::string& labels,
+                               const EngineStats& stats, const Recorded& recorded);
+
+  MetricNames names_;
   mutable std::mutex mutex_;
-  Histogram time_to_first_token_, inter_token_latency_, e2e_latency_, queue_time_;
-  Histogram prompt_tokens_, generation_tokens_;
-  Histogram kv_transfer_seconds_;            // a decode instance's pulls of prompts' KV
-  std::map<std::string, int64_t> finished_;  // by finished_reason
+  Recorded recorded_;  // guarded by mutex_
 };
 
 // Pieces of the Prometheus text format, shared with tern router's /metrics: a sample's number,
