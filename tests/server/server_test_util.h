@@ -46,6 +46,8 @@ class TestServer {
   }
   int port() const { return port_; }
   server::OpenAIServer& server() { return *server_; }
+  // Read-only while the server runs: its engine thread owns the engine.
+  const LLM& llm() const { return llm_; }
 
  private:
   LLM llm_;

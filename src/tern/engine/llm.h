@@ -43,6 +43,7 @@ class LLM {
                                       const SamplingParams& params, const Progress& progress = {});
 
   LLMEngine& engine() { return *engine_; }
+  const LLMEngine& engine() const { return *engine_; }
   const LoadedModel& model() const { return model_; }
   const Tokenizer& tokenizer() const { return engine_->tokenizer(); }
 

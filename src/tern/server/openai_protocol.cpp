@@ -310,9 +310,17 @@ GenerationRequest parse_completion_request(const std::string& text, const ModelC
   return parse_completion_request(parse_body(text), model, nullptr);
 }
 
-GenerationRequest parse_completion_request(const json& body, const ModelContext& model,
+GenerationRequest parse_completion_request(const json& given, const ModelContext& model,
                                            const SamplingParams* defaults) {
-  check_request_fields(body, Endpoint::Completions);
+  check_request_fields(given, Endpoint::Completions);
+  // max_completion_tokens is chat's name of max_tokens; llm-d's P/D sidecar caps the prefill
+  // leg of every API with both. It wins, as in chat.
+  std::optional<json> capped;
+  if (const json* m = field(given, "max_completion_tokens")) {
+    capped = given;
+    (*capped)["max_tokens"] = *m;
+  }
+  const json& body = capped ? *capped : given;
   check_model(body, model);
   GenerationRequest r;
   r.endpoint = Endpoint::Completions;

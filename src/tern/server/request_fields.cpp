@@ -47,7 +47,8 @@ constexpr std::array kCommon = {
     "grammar",
     "json_schema",
 };
-constexpr std::array kCompletions = {"prompt", "logprobs", "echo", "best_of"};
+constexpr std::array kCompletions = {"prompt", "logprobs", "echo", "best_of",
+                                     "max_completion_tokens"};
 constexpr std::array kChat = {"messages",
                               "logprobs",
                               "top_logprobs",
