@@ -58,6 +58,39 @@ void sample(std::string& out, const std::string& name, const std::string& labels
 
 }  // namespace
 
+// The families of one page under one prefix: each family's # HELP and # TYPE lines, then its
+// samples, every one with the page's labels (model_name) and its own.
+class MetricsPage {
+ public:
+  MetricsPage(std::string& out, std::string prefix, const std::string& labels)
+      : out_(out), prefix_(std::move(prefix)), labels_(labels) {}
+
+  const std::string& prefix() const { return prefix_; }
+  void family(const char* name, const char* type, const char* help) {
+    header(out_, prefix_ + name, type, help);
+  }
+  // A sample of the family `name`; `more_labels` ("le=\"1\"", …) after the page's.
+  void sample(const char* name, const std::string& more_labels, double v) {
+    tern::server::sample(out_, prefix_ + name,
+                         more_labels.empty() ? labels_ : labels_ + "," + more_labels, v);
+  }
+  void gauge(const char* name, const char* help, double v) { single(name, "gauge", help, v); }
+  void counter(const char* name, const char* help, double v) { single(name, "counter", help, v); }
+  void histogram(const char* name, const char* help, const Histogram& h) {
+    family(name, "histogram", help);
+    h.render(out_, prefix_ + name, labels_);
+  }
+
+ private:
+  void single(const char* name, const char* type, const char* help, double v) {
+    family(name, type, help);
+    sample(name, {}, v);
+  }
+  std::string& out_;
+  std::string prefix_;
+  const std::string& labels_;
+};
+
 Histogram::Histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
 
@@ -141,137 +174,117 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineSta
   }();
   const std::string labels = "model_name=\"" + label_value(model_name) + "\"";
   std::string out;
-  if (names_ != MetricNames::Tern) render_shared(out, "vllm:", labels, s, recorded);
-  if (names_ != MetricNames::Vllm) render_shared(out, "tern:", labels, s, recorded);
-  render_tern_only(out, labels, s, recorded);
+  if (names_ != MetricNames::Tern) {
+    MetricsPage vllm(out, "vllm:", labels);
+    render_shared(vllm, s, recorded);
+  }
+  MetricsPage tern(out, "tern:", labels);
+  if (names_ != MetricNames::Vllm) render_shared(tern, s, recorded);
+  render_tern_only(tern, s, recorded);
   return out;
 }
 
-void ServerMetrics::render_shared(std::string& out, const std::string& prefix,
-                                  const std::string& labels, const EngineStats& s,
-                                  const Recorded& r) {
-  const bool vllm = prefix == "vllm:";
-  auto gauge = [&](const char* name, const char* help, double v) {
-    header(out, prefix + name, "gauge", help);
-    sample(out, prefix + name, labels, v);
-  };
-  auto counter = [&](const char* name, const char* help, double v) {
-    header(out, prefix + name, "counter", help);
-    sample(out, prefix + name, labels, v);
-  };
-  auto histogram = [&](const char* name, const char* help, const Histogram& h) {
-    header(out, prefix + name, "histogram", help);
-    h.render(out, prefix + name, labels);
-  };
-  gauge("num_requests_running", "Number of requests in model execution batches.",
-        static_cast<double>(s.num_running));
-  gauge("num_requests_waiting", "Number of requests waiting to be processed.",
-        static_cast<double>(s.num_waiting));
-  gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
+void ServerMetrics::render_shared(MetricsPage& page, const EngineStats& s, const Recorded& r) {
+  const bool vllm = page.prefix() == "vllm:";
+  page.gauge("num_requests_running", "Number of requests in model execution batches.",
+             static_cast<double>(s.num_running));
+  page.gauge("num_requests_waiting", "Number of requests waiting to be processed.",
+             static_cast<double>(s.num_waiting));
+  page.gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
   // vLLM 0.9's name of the same fraction; production-stack's router still reads it.
   if (vllm)
-    gauge("gpu_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (vLLM's older name).",
-          s.kv_cache_usage);
+    page.gauge("gpu_cache_usage_perc",
+               "KV-cache usage. 1 means 100 percent usage (vLLM's older name).", s.kv_cache_usage);
   // vLLM's cache_config_info: the configuration as labels, value 1. The endpoint picker reads
   // block_size and num_gpu_blocks (the device's blocks; tern's one cache).
-  const std::string dtype(cpu::kv_dtype_name(s.kv_cache_dtype));
-  header(out, prefix + "cache_config_info", "gauge", "Information of the KV cache configuration.");
-  sample(out, prefix + "cache_config_info",
-         vllm ? labels + ",block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
-                    dtype + "\",enable_prefix_caching=\"" + (s.prefix_caching ? "True" : "False") +
-                    "\",num_gpu_blocks=\"" + std::to_string(s.num_blocks) + "\""
-              : labels + ",block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
-                    dtype + "\",num_blocks=\"" + std::to_string(s.num_blocks) +
-                    "\",bytes_per_token=\"" + std::to_string(s.kv_cache_bytes_per_token) + "\"",
-         1.0);
-  counter("prompt_tokens_total", "Number of prefill tokens processed.",
-          static_cast<double>(s.prompt_tokens));
-  counter("generation_tokens_total", "Number of generation tokens processed.",
-          static_cast<double>(s.generation_tokens));
-  counter("prefix_cache_queries_total",
-          "Prefix cache queries, in terms of number of queried tokens.",
-          static_cast<double>(s.prefix_cache_queries));
-  counter("prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
-          static_cast<double>(s.prefix_cache_hits));
-  counter("num_preemptions_total", "Cumulative number of preemption from the engine.",
-          static_cast<double>(s.num_preemptions));
+  const std::string config = "block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
+                             std::string(cpu::kv_dtype_name(s.kv_cache_dtype)) + "\",";
+  page.family("cache_config_info", "gauge", "Information of the KV cache configuration.");
+  page.sample("cache_config_info",
+              vllm
+                  ? config + "enable_prefix_caching=\"" + (s.prefix_caching ? "True" : "False") +
+                        "\",num_gpu_blocks=\"" + std::to_string(s.num_blocks) + "\""
+                  : config + "num_blocks=\"" + std::to_string(s.num_blocks) +
+                        "\",bytes_per_token=\"" + std::to_string(s.kv_cache_bytes_per_token) + "\"",
+              1.0);
+  page.counter("prompt_tokens_total", "Number of prefill tokens processed.",
+               static_cast<double>(s.prompt_tokens));
+  page.counter("generation_tokens_total", "Number of generation tokens processed.",
+               static_cast<double>(s.generation_tokens));
+  page.counter("prefix_cache_queries_total",
+               "Prefix cache queries, in terms of number of queried tokens.",
+               static_cast<double>(s.prefix_cache_queries));
+  page.counter("prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+               static_cast<double>(s.prefix_cache_hits));
+  page.counter("num_preemptions_total", "Cumulative number of preemption from the engine.",
+               static_cast<double>(s.num_preemptions));
   if (s.speculative) {
-    counter("spec_decode_num_drafts_total", "Number of spec decoding drafts.",
-            static_cast<double>(s.spec.num_drafts));
-    counter("spec_decode_num_draft_tokens_total", "Number of draft tokens.",
-            static_cast<double>(s.spec.num_draft_tokens));
-    counter("spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
-            static_cast<double>(s.spec.num_accepted_tokens));
-    const std::string name = prefix + "spec_decode_num_accepted_tokens_per_pos_total";
-    header(out, name, "counter", "Accepted tokens per draft position.");
+    page.counter("spec_decode_num_drafts_total", "Number of spec decoding drafts.",
+                 static_cast<double>(s.spec.num_drafts));
+    page.counter("spec_decode_num_draft_tokens_total", "Number of draft tokens.",
+                 static_cast<double>(s.spec.num_draft_tokens));
+    page.counter("spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+                 static_cast<double>(s.spec.num_accepted_tokens));
+    const char* per_position = "spec_decode_num_accepted_tokens_per_pos_total";
+    page.family(per_position, "counter", "Accepted tokens per draft position.");
     for (size_t i = 0; i < s.spec.accepted_per_position.size(); ++i)
-      sample(out, name, labels + ",position=\"" + std::to_string(i) + "\"",
-             static_cast<double>(s.spec.accepted_per_position[i]));
+      page.sample(per_position, "position=\"" + std::to_string(i) + "\"",
+                  static_cast<double>(s.spec.accepted_per_position[i]));
   }
 
-  header(out, prefix + "request_success_total", "counter",
-         "Count of successfully processed requests.");
+  page.family("request_success_total", "counter", "Count of successfully processed requests.");
   for (const auto& [reason, count] : r.finished)
-    sample(out, prefix + "request_success_total",
-           labels + ",finished_reason=\"" + label_value(reason) + "\"", static_cast<double>(count));
-  histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-            r.time_to_first_token);
-  histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-            r.inter_token_latency);
+    page.sample("request_success_total", "finished_reason=\"" + label_value(reason) + "\"",
+                static_cast<double>(count));
+  page.histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                 r.time_to_first_token);
+  page.histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                 r.inter_token_latency);
   // vLLM's older name of the inter-token latency, which autoscalers' queries still use.
   if (vllm)
-    histogram("time_per_output_token_seconds",
-              "Histogram of time per output token in seconds (the inter-token latency).",
-              r.inter_token_latency);
-  histogram("request_time_per_output_token_seconds",
-            "Histogram of time_per_output_token_seconds per request.", r.time_per_output_token);
-  histogram("e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-            r.e2e_latency);
-  histogram("request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
-            r.queue_time);
-  histogram("request_prompt_tokens", "Number of prefill tokens processed.", r.prompt_tokens);
-  histogram("request_generation_tokens", "Number of generation tokens processed.",
-            r.generation_tokens);
+    page.histogram("time_per_output_token_seconds",
+                   "Histogram of time per output token in seconds (the inter-token latency).",
+                   r.inter_token_latency);
+  page.histogram("request_time_per_output_token_seconds",
+                 "Histogram of time_per_output_token_seconds per request.",
+                 r.time_per_output_token);
+  page.histogram("e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+                 r.e2e_latency);
+  page.histogram("request_queue_time_seconds",
+                 "Histogram of time spent in WAITING phase for request.", r.queue_time);
+  page.histogram("request_prompt_tokens", "Number of prefill tokens processed.", r.prompt_tokens);
+  page.histogram("request_generation_tokens", "Number of generation tokens processed.",
+                 r.generation_tokens);
 }
 
-void ServerMetrics::render_tern_only(std::string& out, const std::string& labels,
-                                     const EngineStats& s, const Recorded& r) {
-  auto gauge = [&](const char* name, const char* help, double v) {
-    header(out, name, "gauge", help);
-    sample(out, name, labels, v);
-  };
-  auto counter = [&](const char* name, const char* help, double v) {
-    header(out, name, "counter", help);
-    sample(out, name, labels, v);
-  };
-  gauge("tern:kv_cache_capacity_tokens", "Tokens the KV cache holds when full.",
-        static_cast<double>(s.num_blocks) * s.block_size);
+void ServerMetrics::render_tern_only(MetricsPage& page, const EngineStats& s, const Recorded& r) {
+  page.gauge("kv_cache_capacity_tokens", "Tokens the KV cache holds when full.",
+             static_cast<double>(s.num_blocks) * s.block_size);
   if (!s.kv_transfer) return;
-  gauge("tern:kv_transfer_leases_held", "Prefilled prompts whose blocks wait for a pull.",
-        static_cast<double>(s.kv.leases.held));
-  counter("tern:kv_transfer_leases_expired_total",
-          "Leases that expired before a pull (their blocks were freed).",
-          static_cast<double>(s.kv.leases.expired));
-  counter("tern:kv_transfer_leases_granted_total", "Leases granted to prefilled prompts.",
-          static_cast<double>(s.kv.leases.granted));
-  counter("tern:kv_transfer_sent_bytes_total", "KV bytes sent to decode instances.",
-          static_cast<double>(s.kv.bytes_sent));
-  counter("tern:kv_transfer_sent_blocks_total", "KV blocks sent to decode instances.",
-          static_cast<double>(s.kv.blocks_sent));
-  counter("tern:kv_transfer_received_bytes_total", "KV bytes pulled from prefill instances.",
-          static_cast<double>(s.kv.bytes_received));
-  counter("tern:kv_transfer_received_blocks_total", "KV blocks pulled from prefill instances.",
-          static_cast<double>(s.kv.blocks_received));
-  counter("tern:kv_transfer_pulls_failed_total", "Pulls of this instance that failed.",
-          static_cast<double>(s.kv.pulls_failed));
-  counter("tern:kv_transfer_pulls_refused_total",
-          "Pulls refused by this instance (unknown, expired or used lease; bad block).",
-          static_cast<double>(s.kv.pulls_refused));
-  counter("tern:kv_transfer_bad_frames_total", "Malformed frames on the transfer port.",
-          static_cast<double>(s.kv.bad_frames));
-  header(out, "tern:kv_transfer_seconds", "histogram",
-         "Histogram of the pulls of prompts' KV in seconds.");
-  r.kv_transfer_seconds.render(out, "tern:kv_transfer_seconds", labels);
+  page.gauge("kv_transfer_leases_held", "Prefilled prompts whose blocks wait for a pull.",
+             static_cast<double>(s.kv.leases.held));
+  page.counter("kv_transfer_leases_expired_total",
+               "Leases that expired before a pull (their blocks were freed).",
+               static_cast<double>(s.kv.leases.expired));
+  page.counter("kv_transfer_leases_granted_total", "Leases granted to prefilled prompts.",
+               static_cast<double>(s.kv.leases.granted));
+  page.counter("kv_transfer_sent_bytes_total", "KV bytes sent to decode instances.",
+               static_cast<double>(s.kv.bytes_sent));
+  page.counter("kv_transfer_sent_blocks_total", "KV blocks sent to decode instances.",
+               static_cast<double>(s.kv.blocks_sent));
+  page.counter("kv_transfer_received_bytes_total", "KV bytes pulled from prefill instances.",
+               static_cast<double>(s.kv.bytes_received));
+  page.counter("kv_transfer_received_blocks_total", "KV blocks pulled from prefill instances.",
+               static_cast<double>(s.kv.blocks_received));
+  page.counter("kv_transfer_pulls_failed_total", "Pulls of this instance that failed.",
+               static_cast<double>(s.kv.pulls_failed));
+  page.counter("kv_transfer_pulls_refused_total",
+               "Pulls refused by this instance (unknown, expired or used lease; bad block).",
+               static_cast<double>(s.kv.pulls_refused));
+  page.counter("kv_transfer_bad_frames_total", "Malformed frames on the transfer port.",
+               static_cast<double>(s.kv.bad_frames));
+  page.histogram("kv_transfer_seconds", "Histogram of the pulls of prompts' KV in seconds.",
+                 r.kv_transfer_seconds);
 }
 
 std::string prometheus_number(double v) { return number(v); }

@@ -41,6 +41,8 @@ enum class MetricNames { Both, Vllm, Tern };
 // "both", "vllm" or "tern"; nullopt for anything else.
 std::optional<MetricNames> parse_metric_names(const std::string& name);
 
+class MetricsPage;  // server_metrics.cpp: one prefix's families of the page
+
 class ServerMetrics {
  public:
   explicit ServerMetrics(int64_t max_model_len, MetricNames names = MetricNames::Both);
@@ -63,13 +65,12 @@ class ServerMetrics {
     Histogram kv_transfer_seconds;            // a decode instance's pulls of prompts' KV
     std::map<std::string, int64_t> finished;  // by finished_reason
   };
-  // What vLLM measures too, under `prefix` (vllm: adds vLLM's older names that readers still
-  // use: gpu_cache_usage_perc, time_per_output_token_seconds).
-  static void render_shared(std::string& out, const std::string& prefix, const std::string& labels,
-                            const EngineStats& stats, const Recorded& recorded);
-  // What only tern measures, under tern:.
-  static void render_tern_only(std::string& out, const std::string& labels,
-                               const EngineStats& stats, const Recorded& recorded);
+  // What vLLM measures too, under the page's prefix (vllm: adds vLLM's older names that
+  // readers still use: gpu_cache_usage_perc, time_per_output_token_seconds).
+  static void render_shared(MetricsPage& page, const EngineStats& stats, const Recorded& recorded);
+  // What only tern measures (a tern: page).
+  static void render_tern_only(MetricsPage& page, const EngineStats& stats,
+                               const Recorded& recorded);
 
   MetricNames names_;
   mutable std::mutex mutex_;
