@@ -155,8 +155,10 @@ void ZmqEventPublisher::send(const std::string& payload) {
   const uint64_t seq = next_seq_++;
   const std::string seq_bytes = be64(seq);
   send_frames(pub_, {&config_.topic, &seq_bytes, &payload});
-  kept_.emplace_back(seq, payload);
-  while (static_cast<int64_t>(kept_.size()) > config_.buffer_steps) kept_.pop_front();
+  if (replay_) {
+    kept_.emplace_back(seq, payload);
+    while (static_cast<int64_t>(kept_.size()) > config_.buffer_steps) kept_.pop_front();
+  }
   std::lock_guard lock(mutex_);
   ++published_;
 }
