@@ -1,15 +1,19 @@
 # The front door. Each target does everything from a fresh clone: installs missing Debian
 # packages, configures, builds, runs.
 #   make demo            build and run tern on the fixture models
-#   make test            build and pass the whole suite (release, then ASan+UBSan with fuzzers)
+#   make test            build and pass the whole suite (release, then ASan+UBSan with fuzzers,
+#                        then the aarch64 build under emulation)
 #   make test-sanitize   only the ASan+UBSan suite and the short fuzz runs
 #   make bench           build and run the micro-benchmarks
 #   make fuzz            run each fuzzer for longer (FUZZ_SECONDS, default 300)
+#   make build-arm64     cross-build tern for aarch64 (build-arm64/tern)
+#   make test-arm64      run it under qemu-aarch64-static against the x86-64 build's outputs
 #   make format          format every C++ file to .clang-format
 #   make format-check    fail when a C++ file is off .clang-format (CI runs it)
 
 BUILD ?= build
 SAN_BUILD ?= build-sanitize
+ARM64_BUILD ?= build-arm64
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 15
@@ -19,7 +23,7 @@ export TERN_FIXTURES ?= $(abspath ../shared/fixtures)
 TEST_ENV = OMP_WAIT_POLICY=passive
 
 .PHONY: all deps build build-demo build-sanitize demo test test-release test-sanitize bench fuzz \
-        format format-check clean
+        deps-arm64 build-arm64 test-arm64 format format-check clean
 
 all: build
 
@@ -46,7 +50,7 @@ build-demo: deps $(BUILD)/build.ninja
 demo: build-demo
 	scripts/demo.sh $(BUILD)/tern
 
-test: test-release test-sanitize
+test: test-release test-sanitize test-arm64
 
 test-release: build
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
@@ -62,6 +66,19 @@ bench: build
 fuzz: build-sanitize
 	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
+deps-arm64:
+	@scripts/install-arm64-deps.sh
+
+$(ARM64_BUILD)/build.ninja:
+	cmake -S . -B $(ARM64_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DTERN_TESTS=OFF -DTERN_BENCH=OFF
+
+build-arm64: deps deps-arm64 $(ARM64_BUILD)/build.ninja
+	cmake --build $(ARM64_BUILD) -j $(JOBS) --target tern
+
+test-arm64: build-arm64 build-demo
+	scripts/test-arm64.sh $(ARM64_BUILD)/tern $(BUILD)/tern
+
 CXX_FILES = $$(git ls-files '*.cpp' '*.h')
 
 format: deps
@@ -71,4 +88,4 @@ format-check: deps
 	clang-format --dry-run -Werror $(CXX_FILES)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(ARM64_BUILD)

@@ -51,6 +51,9 @@ LevelKernels scalar_level(DType t) {
   return {.vec_dot = scalar_vec_dot(t), .source = "generic/vec_dot"};
 }
 
+// The x86 levels: their kernels are built on x86-64 only (elsewhere the levels supply
+// nothing, and detect_isa never reports them).
+#if defined(__x86_64__)
 LevelKernels avx2_level(DType t) {
   if (VecDotFn f = avx2_vec_dot_q(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_q(t), .source = "avx2/vec_dot_q"};
@@ -107,6 +110,12 @@ LevelKernels amx_level(DType t) {
             .source = "chains16/vec_dot_k + amx/gemm_k"};
   return {};
 }
+
+#else
+LevelKernels avx2_level(DType) { return {}; }
+LevelKernels avx512_level(DType) { return {}; }
+LevelKernels amx_level(DType) { return {}; }
+#endif
 
 LevelKernels level_kernels(Isa isa, DType t) {
   switch (isa) {

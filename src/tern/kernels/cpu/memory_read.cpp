@@ -35,7 +35,12 @@ uint64_t read_memory(const void* data, size_t bytes) {
 }
 
 uint64_t read_memory(const void* data, size_t bytes, Isa isa) {
+#if defined(__x86_64__)
   const auto read_blocks = isa >= Isa::Avx512 ? read_blocks_avx512 : read_blocks_scalar;
+#else
+  const auto read_blocks = read_blocks_scalar;
+  (void)isa;
+#endif
   const auto* base = static_cast<const std::byte*>(data);
   const auto items = static_cast<int64_t>(bytes / kReadBlockBytes);
   // One sum per thread, a cache line apart; added up afterwards (wrapping: any order agrees).

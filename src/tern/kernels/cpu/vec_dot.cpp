@@ -2,7 +2,9 @@
 // a (weight type, ISA) from the table in kernel_table.cpp.
 #include "tern/kernels/cpu/vec_dot.h"
 
+#if defined(__x86_64__)
 #include <cpuid.h>
+#endif
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 namespace tern::cpu {
 namespace {
 
+#if defined(__x86_64__)
 uint64_t read_xcr0() {
   uint32_t eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
@@ -49,6 +52,10 @@ Isa detect_isa() {
   if (amx_int8 && tile_state && request_amx_permission()) return Isa::Amx;
   return Isa::Avx512;
 }
+#else
+// Only x86's levels exist so far: elsewhere (aarch64) every kernel is the scalar twin.
+Isa detect_isa() { return Isa::Scalar; }
+#endif
 
 Isa decide_best_isa() {
   Isa isa = detect_isa();
@@ -72,10 +79,14 @@ Isa decide_best_isa() {
 }  // namespace
 
 bool request_amx_permission() {
+#if defined(__x86_64__)
   // ARCH_REQ_XCOMP_PERM with XFEATURE_XTILEDATA: without it the first tile instruction
   // faults. Granted per process, once.
   constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 const char* isa_name(Isa isa) {
