@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   tern::cli::add_imatrix_command(app);
   tern::cli::add_plan_command(app);
   tern::cli::add_router_command(app);
+  tern::cli::add_kernels_command(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: offline throughput, a serving load");
   bench->require_subcommand(1);
   tern::cli::add_bench_throughput_command(*bench);

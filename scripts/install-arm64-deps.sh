@@ -10,6 +10,7 @@ packages=(
   libc6:arm64 libstdc++6:arm64 libgomp1:arm64   # what the emulated binary loads at run time
   libpcre2-dev:arm64 libutf8proc-dev:arm64 libxxhash-dev:arm64 libcpp-httplib-dev:arm64
   libcurl4-openssl-dev:arm64 libucx-dev:arm64 libzmq3-dev:arm64 libmsgpack-dev:arm64
+  libgtest-dev:arm64   # the kernel tests that run emulated
 )
 
 sudo_cmd=()

@@ -25,8 +25,13 @@ TEST(KernelTable, PrintsTheTypeByLevelMatrix) {
   const std::string matrix = kernel_matrix();
   std::cout << matrix;
   EXPECT_NE(matrix.find("Q4_K"), std::string::npos);
+#if defined(__x86_64__)
   EXPECT_NE(matrix.find("chains16/vec_dot_k + matmul_k_packed"), std::string::npos);
   EXPECT_NE(matrix.find("chains16/vec_dot_q + amx/gemm_q"), std::string::npos);
+#elif defined(__aarch64__)
+  EXPECT_NE(matrix.find("dotprod/vec_dot_q + i8mm/gemm_tile_q"), std::string::npos);
+  EXPECT_EQ(matrix.find("avx2"), std::string::npos);  // this build's levels only
+#endif
   EXPECT_EQ(matrix.find("Q2_K"), std::string::npos);  // no kernels: no line
 }
 
@@ -35,25 +40,50 @@ TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
     const auto weight = static_cast<DType>(t);
     if (kernel_row(weight, Isa::Scalar).kernels.vec_dot == nullptr) continue;
     EXPECT_EQ(kernel_row(weight, Isa::Scalar).from, Isa::Scalar);
-    for (int i = 1; i < 4; ++i) {
-      const KernelRow& row = kernel_row(weight, tern::testing::kAllIsas[i]);
-      const KernelRow& below = kernel_row(weight, tern::testing::kAllIsas[i - 1]);
+    for (Isa isa : tern::testing::simd_levels()) {
+      const KernelRow& row = kernel_row(weight, isa);
+      const KernelRow& below = kernel_row(weight, isa_parent(isa));
       ASSERT_NE(row.kernels.vec_dot, nullptr) << dtype_name(weight);
-      if (row.from != tern::testing::kAllIsas[i]) {
+      if (row.from != isa) {
         EXPECT_TRUE(same_kernels(row.kernels, below.kernels)) << dtype_name(weight);
         EXPECT_EQ(row.from, below.from);
       }
     }
   }
+#if defined(__x86_64__)
   // Q4_K: its own kernels on every SIMD level.
   EXPECT_EQ(kernel_row(DType::Q4_K, Isa::Avx512).from, Isa::Avx512);
   EXPECT_EQ(kernel_row(DType::Q4_K, Isa::Amx).from, Isa::Amx);
   // Q5_1 has no 16-chain kernels: Amx runs Avx512's.
   EXPECT_EQ(kernel_row(DType::Q5_1, Isa::Amx).from, Isa::Avx512);
+#elif defined(__aarch64__)
+  // Q4_K: its own kernels on Neon and Dotprod; I8mm (tiles for Q4_0 and Q8_0 only) runs
+  // Dotprod's. Q5_1 has no ARM kernels: every level runs the scalar twin.
+  EXPECT_EQ(kernel_row(DType::Q4_K, Isa::Neon).from, Isa::Neon);
+  EXPECT_EQ(kernel_row(DType::Q4_K, Isa::I8mm).from, Isa::Dotprod);
+  EXPECT_EQ(kernel_row(DType::Q4_0, Isa::I8mm).from, Isa::I8mm);
+  EXPECT_EQ(kernel_row(DType::Q5_1, Isa::I8mm).from, Isa::Scalar);
+#endif
+}
+
+TEST(KernelTable, EachArchitectureHasItsOwnChainOfLevels) {
+  for (Isa isa : isa_levels()) {
+    EXPECT_TRUE(isa_includes(isa, Isa::Scalar)) << isa_name(isa);
+    EXPECT_TRUE(isa_includes(isa, isa)) << isa_name(isa);
+  }
+  EXPECT_EQ(isa_levels().front(), Isa::Scalar);
+  EXPECT_TRUE(isa_includes(Isa::Amx, Isa::Avx2));
+  EXPECT_TRUE(isa_includes(Isa::I8mm, Isa::Neon));
+  EXPECT_FALSE(isa_includes(Isa::Neon, Isa::Avx2));
+  EXPECT_FALSE(isa_includes(Isa::Avx512, Isa::Amx));
+  EXPECT_FALSE(isa_includes(Isa::I8mm, Isa::Avx512));
+  // A level of the other architecture is never supported, so type_kernels refuses it.
+  const Isa foreign = isa_levels().back() == Isa::Amx ? Isa::Neon : Isa::Avx2;
+  EXPECT_FALSE(isa_supported(foreign));
 }
 
 TEST(KernelTable, TypeKernelsIsTheTable) {
-  for (Isa isa : tern::testing::kAllIsas) {
+  for (Isa isa : isa_levels()) {
     if (!isa_supported(isa)) continue;
     for (int t = 0; t < kNumDTypes; ++t) {
       const auto weight = static_cast<DType>(t);

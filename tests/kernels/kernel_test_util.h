@@ -12,9 +12,12 @@
 
 namespace tern::testing {
 
-// Every ISA level, whether or not this CPU runs it (tests skip the ones it does not).
-inline constexpr cpu::Isa kAllIsas[] = {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512,
-                                        cpu::Isa::Amx};
+// This build's ISA levels above Scalar (x86-64's or aarch64's), whether or not this CPU runs
+// them: tests skip the ones it does not.
+inline std::vector<cpu::Isa> simd_levels() {
+  const std::vector<cpu::Isa>& all = cpu::isa_levels();
+  return {all.begin() + 1, all.end()};
+}
 
 inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng(seed);

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/kernel_test_util.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 
@@ -187,7 +188,7 @@ TEST(KvQuant, DequantizersMatchTheScalarTwinBitForBit) {
       while (dtype != KvDtype::Int8 && !finite_code(dtype, c));
     }
     const KvDequantizeFn scalar = kv_dequantize_fn(dtype, Isa::Scalar);
-    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+    for (Isa isa : testing::simd_levels()) {
       if (!isa_supported(isa)) continue;
       const KvDequantizeFn fn = kv_dequantize_fn(dtype, isa);
       for (int n : {1, 7, 8, 15, 16, 17, 64, 72, 128, 200}) {

@@ -151,7 +151,7 @@ TEST(Ops, F16RowConversionsMatchScalar) {
   f16_to_f32_row_scalar(all.data(), scalar.data(), static_cast<int64_t>(all.size()));
   std::vector<uint16_t> h_scalar(f.size());
   f32_to_f16_row_scalar(f.data(), h_scalar.data(), static_cast<int64_t>(f.size()));
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : isa_levels()) {
     if (!isa_supported(isa)) continue;
     SCOPED_TRACE(isa_name(isa));
     const F16RowKernels kernels = f16_row_kernels(isa);

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/kernel_test_util.h"
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/quants/quantize.h"
@@ -21,15 +22,6 @@
 
 namespace tern::cpu {
 namespace {
-
-VecDotFn simd_kernel(DType type, Isa isa) {
-  switch (isa) {
-    case Isa::Avx2:
-      return avx2_vec_dot_k(type);
-    default:  // both AVX-512 levels
-      return chains16_vec_dot_k(type);
-  }
-}
 
 size_t block_bytes(DType type) {
   switch (type) {
@@ -179,7 +171,7 @@ class VecDotK : public ::testing::TestWithParam<Param> {
   void SetUp() override {
     std::tie(type_, isa_) = GetParam();
     if (!isa_supported(isa_)) GTEST_SKIP() << "this CPU does not run the ISA";
-    fn_ = simd_kernel(type_, isa_);
+    fn_ = type_kernels(type_, isa_).vec_dot;
     scalar_ = scalar_vec_dot(type_);
     ASSERT_NE(fn_, nullptr);
     ASSERT_NE(scalar_, nullptr);
@@ -356,16 +348,17 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   const DType t = std::get<0>(info.param);
   const std::string type = t == DType::Q4_K ? "Q4_K" : t == DType::Q5_K ? "Q5_K" : "Q6_K";
   const Isa isa = std::get<1>(info.param);
-  return type + (isa == Isa::Avx2 ? "_Avx2" : "_Avx512");
+  return type + "_" + isa_name(isa);
 }
 
 INSTANTIATE_TEST_SUITE_P(KTypes, VecDotK,
                          ::testing::Combine(::testing::Values(DType::Q4_K, DType::Q5_K,
                                                               DType::Q6_K),
-                                            ::testing::Values(Isa::Avx2, Isa::Avx512)),
+                                            ::testing::ValuesIn(testing::simd_levels())),
                          param_name);
 
 // The family's getters cover exactly the K types, so the dispatcher falls back for the rest.
+#if defined(__x86_64__)
 TEST(VecDotKFamily, OtherTypesHaveNoKernelHere) {
   for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_K}) {
     EXPECT_EQ(avx2_vec_dot_k(t), nullptr);
@@ -375,6 +368,7 @@ TEST(VecDotKFamily, OtherTypesHaveNoKernelHere) {
     EXPECT_EQ(amx_gemm_k(t), nullptr);
   }
 }
+#endif
 
 }  // namespace
 }  // namespace tern::cpu

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/kernel_test_util.h"
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
@@ -90,14 +91,12 @@ struct IsaKernel {
   VecDotFn fn;
 };
 
-// The kernels of `weight` for every SIMD level this CPU runs.
+// The kernels of `weight` for every SIMD level this CPU runs (a level without its own for the
+// type runs its parent's).
 std::vector<IsaKernel> simd_kernels(DType weight) {
   std::vector<IsaKernel> out;
-  if (isa_supported(Isa::Avx2)) out.push_back({"avx2", avx2_vec_dot_q(weight)});
-  // Both AVX-512 levels share the AMX level's dot for the types it covers (Q4_0, Q8_0).
-  if (isa_supported(Isa::Avx512))
-    out.push_back({"avx512", type_kernels(weight, Isa::Avx512).vec_dot});
-  if (isa_supported(Isa::Amx)) out.push_back({"amx", type_kernels(weight, Isa::Amx).vec_dot});
+  for (Isa isa : testing::simd_levels())
+    if (isa_supported(isa)) out.push_back({isa_name(isa), type_kernels(weight, isa).vec_dot});
   return out;
 }
 
@@ -137,6 +136,7 @@ class VecDotQTest : public ::testing::Test {};
 using BlockTypes = ::testing::Types<BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0>;
 TYPED_TEST_SUITE(VecDotQTest, BlockTypes);
 
+#if defined(__x86_64__)
 TYPED_TEST(VecDotQTest, EveryIsaHasTheKernelAndDispatchPicksIt) {
   const DType type = dtype_of<TypeParam>();
   for (const IsaKernel& isa : simd_kernels(type)) EXPECT_NE(isa.fn, nullptr) << isa.name;
@@ -160,6 +160,7 @@ TYPED_TEST(VecDotQTest, EveryIsaHasTheKernelAndDispatchPicksIt) {
     EXPECT_EQ(kern.packed, amx_packed_q(type));
   }
 }
+#endif
 
 TYPED_TEST(VecDotQTest, RandomRowsMatchTheReference) {
   using W = TypeParam;
@@ -282,12 +283,14 @@ TYPED_TEST(VecDotQTest, ZeroScalesGiveZero) {
   }
 }
 
+#if defined(__x86_64__)
 TEST(VecDotQ, OtherTypesAreNotThisFamilys) {
   for (DType t : {DType::F32, DType::F16, DType::Q4_K, DType::Q6_K, DType::Q8_1}) {
     EXPECT_EQ(avx2_vec_dot_q(t), nullptr);
     EXPECT_EQ(avx512_vec_dot_q(t), nullptr);
   }
 }
+#endif
 
 }  // namespace
 }  // namespace tern::cpu

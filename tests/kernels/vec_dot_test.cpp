@@ -95,7 +95,7 @@ TEST(VecDot, ScalarMatchesDequantizedDot) {
 // 1e-5 of Σ |w_i a_i| (a single wrong element of a 4096 row is ~2e-4 of it). The affine
 // groups' scalar dot is the 16-chain arithmetic itself: every level gives its bits.
 TEST(VecDot, EverySupportedIsaMatchesScalar) {
-  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+  for (Isa isa : testing::simd_levels()) {
     if (!isa_supported(isa)) continue;
     for (DType weight : kWeightTypes) {
       const TypeKernels& kern = type_kernels(weight, isa);
@@ -120,7 +120,7 @@ TEST(VecDot, EverySupportedIsaMatchesScalar) {
 // A level's rows-at-once kernel gives each row exactly its vec_dot.
 TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
   int checked = 0;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+  for (Isa isa : testing::simd_levels()) {
     if (!isa_supported(isa)) continue;
     for (DType weight : kWeightTypes) {
       const TypeKernels& kern = type_kernels(weight, isa);
@@ -150,7 +150,7 @@ TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
 
 // Zero rows (all-zero scales) and rows of one repeated extreme value, through every ISA.
 TEST(VecDot, DegenerateRows) {
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+  for (Isa isa : isa_levels()) {
     if (!isa_supported(isa)) continue;
     for (DType weight : kWeightTypes) {
       const TypeKernels& kern = type_kernels(weight, isa);
@@ -181,7 +181,7 @@ TEST(VecDot, ActivationFormats) {
   EXPECT_EQ(type_kernels(DType::INT8_G32, Isa::Scalar).activation, DType::Q8_0);
   EXPECT_EQ(type_kernels(DType::F16).weight, DType::F16);
   // F16 weights take f32 activations on every level, so one QuantizedActivations serves all.
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+  for (Isa isa : isa_levels()) {
     if (!isa_supported(isa)) continue;
     EXPECT_EQ(type_kernels(DType::F16, isa).activation, DType::F32) << isa_name(isa);
   }
@@ -194,7 +194,7 @@ TEST(VecDot, Dispatch) {
   EXPECT_THROW(type_kernels(DType::Q2_K, Isa::Scalar), Error);
   EXPECT_THROW(type_kernels(DType::Q8_K, Isa::Scalar), Error);  // an activation format only
   EXPECT_THROW(type_kernels(DType::I32, Isa::Scalar), Error);
-  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+  for (Isa isa : testing::simd_levels()) {
     if (!isa_supported(isa)) {
       EXPECT_THROW(type_kernels(DType::F32, isa), Error);
     }

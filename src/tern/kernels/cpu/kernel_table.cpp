@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <vector>
 
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
 namespace {
-
-constexpr int kNumIsas = 4;
 
 DType activation_of(DType weight) {
   switch (weight) {
@@ -117,6 +116,37 @@ LevelKernels avx512_level(DType) { return {}; }
 LevelKernels amx_level(DType) { return {}; }
 #endif
 
+// The ARM levels (built on aarch64 only): each reproduces the 16-chain arithmetic of the
+// AVX-512 level for the types it covers (generic/vec_dot_16lane.cpp states it), so a type
+// one level covers, every level above covers too with the same values.
+#if defined(__aarch64__)
+LevelKernels neon_level(DType t) {
+  if (VecDotFn f = neon_vec_dot_q(t)) return {.vec_dot = f, .source = "neon/vec_dot_q"};
+  if (VecDotFn f = neon_vec_dot_k(t)) return {.vec_dot = f, .source = "neon/vec_dot_k"};
+  if (VecDotFn f = neon_vec_dot_float(t)) return {.vec_dot = f, .source = "neon/vec_dot_float"};
+  return {};
+}
+
+LevelKernels dotprod_level(DType t) {
+  if (VecDotFn f = dotprod_vec_dot_q(t)) return {.vec_dot = f, .source = "dotprod/vec_dot_q"};
+  if (VecDotFn f = dotprod_vec_dot_k(t)) return {.vec_dot = f, .source = "dotprod/vec_dot_k"};
+  return {};
+}
+
+// smmla's GEMM tiles, with Dotprod's GEMV (a tile needs two tokens to pay).
+LevelKernels i8mm_level(DType t) {
+  if (GemmTileFn tile = i8mm_gemm_tile_q(t))
+    return {.vec_dot = dotprod_vec_dot_q(t),
+            .gemm_tile = tile,
+            .source = "dotprod/vec_dot_q + i8mm/gemm_tile_q"};
+  return {};
+}
+#else
+LevelKernels neon_level(DType) { return {}; }
+LevelKernels dotprod_level(DType) { return {}; }
+LevelKernels i8mm_level(DType) { return {}; }
+#endif
+
 LevelKernels level_kernels(Isa isa, DType t) {
   switch (isa) {
     case Isa::Scalar:
@@ -127,6 +157,12 @@ LevelKernels level_kernels(Isa isa, DType t) {
       return avx512_level(t);
     case Isa::Amx:
       return amx_level(t);
+    case Isa::Neon:
+      return neon_level(t);
+    case Isa::Dotprod:
+      return dotprod_level(t);
+    case Isa::I8mm:
+      return i8mm_level(t);
   }
   return {};
 }
@@ -150,7 +186,8 @@ struct KernelTable {
         const LevelKernels own = level_kernels(static_cast<Isa>(i), weight);
         KernelRow& row = rows[i][t];
         if (own.vec_dot == nullptr) {
-          row = rows[i - 1][t];  // Scalar always supplies one
+          // Scalar always supplies one, and every parent comes before its children.
+          row = rows[static_cast<int>(isa_parent(static_cast<Isa>(i)))][t];
           continue;
         }
         const DType activation = activation_of(weight);
@@ -181,29 +218,29 @@ const KernelRow& kernel_row(DType weight, Isa isa) {
 }
 
 std::string kernel_matrix() {
-  std::array<std::array<std::string, kNumIsas + 1>, kNumDTypes + 1> cells;
+  const std::vector<Isa>& levels = isa_levels();
+  const size_t columns = levels.size() + 1;
+  std::vector<std::vector<std::string>> cells(1, std::vector<std::string>(columns));
   cells[0][0] = "type";
-  for (int i = 0; i < kNumIsas; ++i) cells[0][i + 1] = isa_name(static_cast<Isa>(i));
-  int lines = 1;
+  for (size_t c = 1; c < columns; ++c) cells[0][c] = isa_name(levels[c - 1]);
   for (int t = 0; t < kNumDTypes; ++t) {
     const auto weight = static_cast<DType>(t);
     if (kernel_row(weight, Isa::Scalar).kernels.vec_dot == nullptr) continue;
-    cells[lines][0] = dtype_name(weight);
-    for (int i = 0; i < kNumIsas; ++i) {
-      const KernelRow& row = kernel_row(weight, static_cast<Isa>(i));
-      std::string& cell = cells[lines][i + 1];
-      cell = row.from == static_cast<Isa>(i) ? row.source : std::string("= ") + isa_name(row.from);
+    std::vector<std::string>& line = cells.emplace_back(columns);
+    line[0] = dtype_name(weight);
+    for (size_t c = 1; c < columns; ++c) {
+      const KernelRow& row = kernel_row(weight, levels[c - 1]);
+      line[c] = row.from == levels[c - 1] ? row.source : std::string("= ") + isa_name(row.from);
     }
-    ++lines;
   }
-  std::array<size_t, kNumIsas + 1> width{};
-  for (int l = 0; l < lines; ++l)
-    for (int c = 0; c <= kNumIsas; ++c) width[c] = std::max(width[c], cells[l][c].size());
+  std::vector<size_t> width(columns);
+  for (const auto& line : cells)
+    for (size_t c = 0; c < columns; ++c) width[c] = std::max(width[c], line[c].size());
   std::string out;
-  for (int l = 0; l < lines; ++l) {
-    for (int c = 0; c <= kNumIsas; ++c) {
-      out += cells[l][c];
-      if (c < kNumIsas) out += std::string(width[c] - cells[l][c].size() + 2, ' ');
+  for (const auto& line : cells) {
+    for (size_t c = 0; c < columns; ++c) {
+      out += line[c];
+      if (c + 1 < columns) out += std::string(width[c] - line[c].size() + 2, ' ');
     }
     out += '\n';
   }

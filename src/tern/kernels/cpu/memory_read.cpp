@@ -36,7 +36,7 @@ uint64_t read_memory(const void* data, size_t bytes) {
 
 uint64_t read_memory(const void* data, size_t bytes, Isa isa) {
 #if defined(__x86_64__)
-  const auto read_blocks = isa >= Isa::Avx512 ? read_blocks_avx512 : read_blocks_scalar;
+  const auto read_blocks = isa_includes(isa, Isa::Avx512) ? read_blocks_avx512 : read_blocks_scalar;
 #else
   const auto read_blocks = read_blocks_scalar;
   (void)isa;

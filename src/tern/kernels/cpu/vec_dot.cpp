@@ -4,6 +4,9 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -52,28 +55,29 @@ Isa detect_isa() {
   if (amx_int8 && tile_state && request_amx_permission()) return Isa::Amx;
   return Isa::Avx512;
 }
+#elif defined(__aarch64__)
+// What the kernel reports the CPU has (under qemu-user: what the emulated -cpu model has).
+// The files of arch/arm/dotprod/ and i8mm/ are compiled with exactly these features.
+Isa detect_isa() {
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  if (!(hwcap & HWCAP_ASIMD)) return Isa::Scalar;
+  if (!(hwcap & HWCAP_ASIMDDP)) return Isa::Neon;
+  if (!(hwcap2 & HWCAP2_I8MM)) return Isa::Dotprod;
+  return Isa::I8mm;
+}
 #else
-// Only x86's levels exist so far: elsewhere (aarch64) every kernel is the scalar twin.
 Isa detect_isa() { return Isa::Scalar; }
 #endif
 
 Isa decide_best_isa() {
-  Isa isa = detect_isa();
-  if (const char* env = std::getenv("TERN_ISA"); env != nullptr && *env != '\0') {
-    const std::string_view want(env);
-    Isa forced = isa;
-    if (want == "scalar")
-      forced = Isa::Scalar;
-    else if (want == "avx2")
-      forced = Isa::Avx2;
-    else if (want == "avx512")
-      forced = Isa::Avx512;
-    else if (want == "amx")
-      forced = Isa::Amx;
-    // Only ever lower: an unknown value or a level above the CPU's leaves the detected one.
-    if (static_cast<int>(forced) < static_cast<int>(isa)) isa = forced;
-  }
-  return isa;
+  const Isa detected = detect_isa();
+  const char* env = std::getenv("TERN_ISA");
+  if (env == nullptr || *env == '\0') return detected;
+  // Only ever lower: an unknown name, another architecture's level or a level above the
+  // CPU's leaves the detected one.
+  for (Isa level : isa_levels())
+    if (std::string_view(env) == isa_name(level) && isa_includes(detected, level)) return level;
+  return detected;
 }
 
 }  // namespace
@@ -99,8 +103,50 @@ const char* isa_name(Isa isa) {
       return "avx512";
     case Isa::Amx:
       return "amx";
+    case Isa::Neon:
+      return "neon";
+    case Isa::Dotprod:
+      return "dotprod";
+    case Isa::I8mm:
+      return "i8mm";
   }
   return "unknown";
+}
+
+Isa isa_parent(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar:
+    case Isa::Avx2:
+    case Isa::Neon:
+      return Isa::Scalar;
+    case Isa::Avx512:
+      return Isa::Avx2;
+    case Isa::Amx:
+      return Isa::Avx512;
+    case Isa::Dotprod:
+      return Isa::Neon;
+    case Isa::I8mm:
+      return Isa::Dotprod;
+  }
+  return Isa::Scalar;
+}
+
+bool isa_includes(Isa isa, Isa level) {
+  for (;; isa = isa_parent(isa)) {
+    if (isa == level) return true;
+    if (isa == Isa::Scalar) return false;
+  }
+}
+
+const std::vector<Isa>& isa_levels() {
+#if defined(__x86_64__)
+  static const std::vector<Isa> levels = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx};
+#elif defined(__aarch64__)
+  static const std::vector<Isa> levels = {Isa::Scalar, Isa::Neon, Isa::Dotprod, Isa::I8mm};
+#else
+  static const std::vector<Isa> levels = {Isa::Scalar};
+#endif
+  return levels;
 }
 
 Isa best_isa() {
@@ -110,7 +156,7 @@ Isa best_isa() {
 
 bool isa_supported(Isa isa) {
   static const Isa detected = detect_isa();
-  return static_cast<int>(isa) <= static_cast<int>(detected);
+  return isa_includes(detected, isa);
 }
 
 const TypeKernels& type_kernels(DType weight, Isa isa) {

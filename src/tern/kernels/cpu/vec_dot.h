@@ -10,20 +10,34 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "tern/core/dtype.h"
 
 namespace tern::cpu {
 
 // Instruction-set levels with their own kernels; each SIMD level is tested against Scalar.
-// Amx is Avx512 plus AMX-INT8 tiles (and the OS's permission to use them); its kernels
-// define their own arithmetic for the types it covers (chains16/vec_dot_q.cpp: Q4_0, Q8_0;
-// chains16/vec_dot_k.cpp, amx/gemm_k.cpp: Q4_K, Q5_K, Q6_K) and fall back to
-// Avx512's pair of vec_dot and GEMM tile for the others.
-enum class Isa { Scalar, Avx2, Avx512, Amx };
+// The levels form one chain per architecture, each level building on its parent: a type a
+// level has no kernels for runs its parent's.
+//   x86-64:  Scalar → Avx2 → Avx512 → Amx. Amx is Avx512 plus AMX-INT8 tiles (and the OS's
+//            permission to use them).
+//   aarch64: Scalar → Neon → Dotprod → I8mm. Neon is ARMv8's Advanced SIMD (every aarch64
+//            Linux CPU has it), Dotprod adds sdot (asimddp), I8mm adds smmla.
+// The 16-chain arithmetic (generic/vec_dot_16lane.cpp: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, and
+// 16-lane sums for F32 and F16) is what both AVX-512 levels compute and every ARM level
+// reproduces bit for bit, so outputs on ARM equal those on an AVX-512 x86 machine.
+enum class Isa { Scalar, Avx2, Avx512, Amx, Neon, Dotprod, I8mm };
+inline constexpr int kNumIsas = 7;
 const char* isa_name(Isa isa);
-// The best level this CPU runs (CPUID + OS support), honouring TERN_ISA=scalar|avx2|avx512
-// (or amx) to force a lower one. Decided once per process.
+// The level `isa` builds on (Scalar's is Scalar).
+Isa isa_parent(Isa isa);
+// True when `isa` is `level` or builds on it (Amx includes Avx2; I8mm includes Neon).
+bool isa_includes(Isa isa, Isa level);
+// This build's levels from Scalar up: x86-64's or aarch64's chain (Scalar alone elsewhere).
+const std::vector<Isa>& isa_levels();
+// The best level this CPU runs (CPUID + OS support on x86-64, the kernel's HWCAPs on aarch64),
+// honouring TERN_ISA=<level name> to force a lower one of the same chain. Decided once per
+// process.
 Isa best_isa();
 bool isa_supported(Isa isa);
 

@@ -138,8 +138,8 @@ KvDequantizeFn kv_dequantize_fn(KvDtype dtype, Isa isa) {
     throw Error(std::string("instruction set ") + isa_name(isa) + " is not supported by this CPU");
   KvDequantizeFn fn = nullptr;
 #if defined(__x86_64__)
-  if (isa >= Isa::Avx512) fn = avx512_kv_dequantize(dtype);
-  if (fn == nullptr && isa >= Isa::Avx2) fn = avx2_kv_dequantize(dtype);
+  if (isa_includes(isa, Isa::Avx512)) fn = avx512_kv_dequantize(dtype);
+  if (fn == nullptr && isa_includes(isa, Isa::Avx2)) fn = avx2_kv_dequantize(dtype);
 #endif
   return fn != nullptr ? fn : scalar_kv_dequantize(dtype);
 }

@@ -11,6 +11,7 @@
 #include "tern/kernels/cpu/ops/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -141,8 +142,8 @@ auto cache_rows(const std::byte* rows, int64_t stride) {
   }
 }
 
-// Scores of one query head against the 16 keys of a chunk: the products of element d go into
-// lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
+// Scores of one query head against the 16 keys of a chunk: the products of element d go (fused)
+// into lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
 // tree (sum_lanes_of_16). Keys past the chunk's are masked by the caller: their lanes may
 // hold anything. In the last block, the elements past hd must be zero (KBlocks' pad; rows
 // read in place are only read when hd is whole blocks).
@@ -153,22 +154,21 @@ inline F32x16 chunk_scores(const float* q, const KRows& k, int hd) {
   const int full = hd / 16;
   for (int b = 0; b < full; ++b) {
     const F32x16 qd = load16(q + b * 16);
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * k.load(j, b * 16);
+    for (int j = 0; j < kKeyChunk; ++j) acc[j] = fma16(qd, k.load(j, b * 16), acc[j]);
   }
   if (full * 16 < hd) {
     // The tail of q against the zero pad: 0 · 0 adds nothing to the lanes past it.
     float tail[16] = {};
     std::copy(q + full * 16, q + hd, tail);
     const F32x16 qd = load16(tail);
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] += qd * k.load(j, full * 16);
+    for (int j = 0; j < kKeyChunk; ++j) acc[j] = fma16(qd, k.load(j, full * 16), acc[j]);
   }
   return sum_lanes_of_16(acc);
 }
 
-// o = o * alpha + sum_j p[j] * v[j], each element summed in key order. Eight vectors of o at a
-// time stay in registers across the keys (the same sums as one at a time, with 8 chains in
-// flight instead of 1).
-// o: [hd]; v: n rows
+// o = o * alpha + sum_j p[j] * v[j], each element summed in key order by fused multiply-adds. Eight
+// vectors of o at a time stay in registers across the keys (the same sums as one at a time, with 8
+// chains in flight instead of 1). o: [hd]; v: n rows
 template <class VRows>
 inline void scale_add_rows(float* o, float alpha, const float* p, const VRows& v, int n, int hd) {
   constexpr int kWide = 8;
@@ -178,18 +178,18 @@ inline void scale_add_rows(float* o, float alpha, const float* p, const VRows& v
     for (int k = 0; k < kWide; ++k) acc[k] = load16(o + d0 + k * 16) * alpha;
     for (int j = 0; j < n; ++j) {
       const F32x16 pj = splat16(p[j]);
-      for (int k = 0; k < kWide; ++k) acc[k] += pj * v.load(j, d0 + k * 16);
+      for (int k = 0; k < kWide; ++k) acc[k] = fma16(pj, v.load(j, d0 + k * 16), acc[k]);
     }
     for (int k = 0; k < kWide; ++k) store16(o + d0 + k * 16, acc[k]);
   }
   for (; d0 + 16 <= hd; d0 += 16) {
     F32x16 acc = load16(o + d0) * alpha;
-    for (int j = 0; j < n; ++j) acc += splat16(p[j]) * v.load(j, d0);
+    for (int j = 0; j < n; ++j) acc = fma16(splat16(p[j]), v.load(j, d0), acc);
     store16(o + d0, acc);
   }
   for (int d = d0; d < hd; ++d) {
     float acc = o[d] * alpha;
-    for (int j = 0; j < n; ++j) acc += p[j] * v.at(j, d);
+    for (int j = 0; j < n; ++j) acc = std::fma(p[j], v.at(j, d), acc);
     o[d] = acc;
   }
 }
@@ -254,7 +254,7 @@ inline void attend_chunk(const float* q, float* o, Chain& chain, const KRows& k,
   const float alpha = new_max == chain.max ? 1.0f : exp16(splat16(chain.max - new_max))[0];
   const F32x16 p = exp16(s - new_max);
   chain.max = new_max;
-  chain.sum = chain.sum * alpha + p;
+  chain.sum = fma16(chain.sum, splat16(alpha), p);
   alignas(64) float p_keys[kKeyChunk];
   store16(p_keys, scales != nullptr ? p * load16(scales->v) : p);
   scale_add_rows(o, alpha, p_keys, v, n, g.head_dim);

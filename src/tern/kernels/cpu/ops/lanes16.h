@@ -7,8 +7,11 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -66,6 +69,31 @@ inline F32x16 load16_bf16(const uint16_t* p) {
   return v;
 }
 inline F32x16 splat16(float x) { return F32x16{} + x; }
+
+// a · b + c lane by lane with one rounding (a fused multiply-add): the same bits on every
+// machine. The build never fuses `a * b + c` itself (-ffp-contract=off), so code that wants
+// the fused form, for speed or accuracy, says so here.
+inline F32x16 fma16(F32x16 a, F32x16 b, F32x16 c) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<F32x16>(_mm512_fmadd_ps(
+      reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+#elif defined(__FMA__)
+  __m256 a2[2], b2[2], c2[2];
+  std::memcpy(a2, &a, sizeof a), std::memcpy(b2, &b, sizeof b), std::memcpy(c2, &c, sizeof c);
+  for (int h = 0; h < 2; ++h) c2[h] = _mm256_fmadd_ps(a2[h], b2[h], c2[h]);
+  std::memcpy(&c, c2, sizeof c);
+  return c;
+#elif defined(__aarch64__)
+  float32x4_t a4[4], b4[4], c4[4];
+  std::memcpy(a4, &a, sizeof a), std::memcpy(b4, &b, sizeof b), std::memcpy(c4, &c, sizeof c);
+  for (int q = 0; q < 4; ++q) c4[q] = vfmaq_f32(c4[q], a4[q], b4[q]);
+  std::memcpy(&c, c4, sizeof c);
+  return c;
+#else
+  for (int i = 0; i < 16; ++i) c[i] = std::fma(a[i], b[i], c[i]);
+  return c;
+#endif
+}
 
 // The lane indices 0..15, for masks.
 inline I32x16 lane_index16() {
@@ -145,18 +173,13 @@ inline F32x16 exp16(F32x16 x) {
   // comparisons are false for NaN, which flows through to the result.
   F32x16 xc = x < -110.0f ? splat16(-110.0f) : x;
   xc = xc > 89.0f ? splat16(89.0f) : xc;
-  const F32x16 t = xc * kLog2e + kRound;
+  const F32x16 t = fma16(xc, splat16(kLog2e), splat16(kRound));
   const F32x16 n = t - kRound;
-  F32x16 r = xc - n * kLn2Hi;
-  r = r - n * kLn2Lo;
+  F32x16 r = fma16(-n, splat16(kLn2Hi), xc);
+  r = fma16(-n, splat16(kLn2Lo), r);
   F32x16 p = splat16(1.0f / 5040);
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = fma16(p, r, splat16(c));
   I32x16 t_bits;
   std::memcpy(&t_bits, &t, sizeof t_bits);
   const I32x16 ni = t_bits - 0x4b400000;  // the bits of kRound

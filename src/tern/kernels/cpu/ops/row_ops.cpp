@@ -151,15 +151,8 @@ void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n) {
 
 F16RowKernels f16_row_kernels(Isa isa) {
 #if defined(__x86_64__)  // elsewhere (aarch64) every level runs the scalar rows
-  switch (isa) {
-    case Isa::Scalar:
-      break;
-    case Isa::Avx2:
-      return {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
-    case Isa::Avx512:
-    case Isa::Amx:
-      return {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
-  }
+  if (isa_includes(isa, Isa::Avx512)) return {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
+  if (isa_includes(isa, Isa::Avx2)) return {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
 #else
   (void)isa;
 #endif
