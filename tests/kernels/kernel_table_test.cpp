@@ -57,10 +57,11 @@ TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
   // Q5_1 has no 16-chain kernels: Amx runs Avx512's.
   EXPECT_EQ(kernel_row(DType::Q5_1, Isa::Amx).from, Isa::Avx512);
 #elif defined(__aarch64__)
-  // Q4_K: its own kernels on Neon and Dotprod; I8mm (tiles for Q4_0 and Q8_0 only) runs
-  // Dotprod's. Q5_1 has no ARM kernels: every level runs the scalar twin.
+  // Q4_K: its own kernels on every ARM level (I8mm: Dotprod's vec_dot with smmla's tiles); F32
+  // only Neon's. Q5_1 has no ARM kernels: every level runs the scalar twin.
   EXPECT_EQ(kernel_row(DType::Q4_K, Isa::Neon).from, Isa::Neon);
-  EXPECT_EQ(kernel_row(DType::Q4_K, Isa::I8mm).from, Isa::Dotprod);
+  EXPECT_EQ(kernel_row(DType::Q4_K, Isa::I8mm).from, Isa::I8mm);
+  EXPECT_EQ(kernel_row(DType::F32, Isa::I8mm).from, Isa::Neon);
   EXPECT_EQ(kernel_row(DType::Q4_0, Isa::I8mm).from, Isa::I8mm);
   EXPECT_EQ(kernel_row(DType::Q5_1, Isa::I8mm).from, Isa::Scalar);
 #endif

@@ -19,8 +19,8 @@
 namespace tern::cpu {
 namespace {
 
-constexpr DType kLanes16Types[] = {DType::F32,  DType::F16,  DType::Q4_0, DType::Q8_0,
-                                   DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kLanes16Types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
+                                   DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // The levels whose kernels for kLanes16Types are the 16-chain arithmetic.
 bool keeps_lanes16(Isa isa) {
@@ -33,7 +33,7 @@ bool keeps_lanes16(Isa isa) {
 // lengths that end mid-chunk too.
 std::vector<int64_t> lanes16_row_lengths(DType t) {
   std::vector<int64_t> ks;
-  if (t == DType::F32 || t == DType::F16) {
+  if (t == DType::F32 || t == DType::F16 || t == DType::BF16) {
     for (int64_t k = 1; k <= 300; k += 7) ks.push_back(k);
     for (int64_t k : {512, 1000, 2048, 4096 + 48}) ks.push_back(k);
     return ks;

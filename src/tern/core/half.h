@@ -1,5 +1,6 @@
-// IEEE half (f16) and bfloat16 conversions. F16C instructions when the build targets them,
-// else exact bit manipulation (round to nearest even), so results never depend on the path.
+// IEEE half (f16) and bfloat16 conversions. F16C instructions when the build targets them
+// (aarch64's fcvt always), else exact bit manipulation (round to nearest even), so results
+// never depend on the path.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,8 @@
 
 #if defined(__F16C__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace tern {
@@ -66,6 +69,8 @@ inline uint16_t f32_to_f16_scalar(float f) {
 inline float f16_to_f32(uint16_t h) {
 #if defined(__F16C__)
   return _cvtsh_ss(h);
+#elif defined(__aarch64__)
+  return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 #else
   return f16_to_f32_scalar(h);
 #endif
@@ -74,6 +79,8 @@ inline float f16_to_f32(uint16_t h) {
 inline uint16_t f32_to_f16(float f) {
 #if defined(__F16C__)
   return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#elif defined(__aarch64__)
+  return vget_lane_u16(vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(f))), 0);
 #else
   return f32_to_f16_scalar(f);
 #endif

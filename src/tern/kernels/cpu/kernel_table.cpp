@@ -139,6 +139,10 @@ LevelKernels i8mm_level(DType t) {
     return {.vec_dot = dotprod_vec_dot_q(t),
             .gemm_tile = tile,
             .source = "dotprod/vec_dot_q + i8mm/gemm_tile_q"};
+  if (GemmTileFn tile = i8mm_gemm_tile_k(t))
+    return {.vec_dot = dotprod_vec_dot_k(t),
+            .gemm_tile = tile,
+            .source = "dotprod/vec_dot_k + i8mm/gemm_tile_k"};
   return {};
 }
 #else

@@ -24,7 +24,7 @@ namespace tern::cpu {
 //   aarch64: Scalar → Neon → Dotprod → I8mm. Neon is ARMv8's Advanced SIMD (every aarch64
 //            Linux CPU has it), Dotprod adds sdot (asimddp), I8mm adds smmla.
 // The 16-chain arithmetic (generic/vec_dot_16lane.cpp: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, and
-// 16-lane sums for F32 and F16) is what both AVX-512 levels compute and every ARM level
+// 16-lane sums for F32, F16 and BF16) is what both AVX-512 levels compute and every ARM level
 // reproduces bit for bit, so outputs on ARM equal those on an AVX-512 x86 machine.
 enum class Isa { Scalar, Avx2, Avx512, Amx, Neon, Dotprod, I8mm };
 inline constexpr int kNumIsas = 7;

@@ -14,7 +14,7 @@ namespace tern::cpu {
 // The scalar reference of every supported type (generic/vec_dot.cpp).
 VecDotFn scalar_vec_dot(DType weight);
 // The 16-chain arithmetic of the AVX-512 levels written in plain C++ (generic/
-// vec_dot_16lane.cpp): Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F32 and F16; nullptr for other types. The
+// vec_dot_16lane.cpp): Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F32, F16 and BF16; nullptr for others. The
 // AVX-512 and ARM kernels of these types equal it bit for bit, which the tests check on both.
 VecDotFn lanes16_vec_dot(DType weight);
 // The INT4_G* and INT8_G* types' (generic/vec_dot_affine.cpp), which scalar_vec_dot returns.
@@ -63,15 +63,16 @@ const PackedKernels* chains16_packed_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
 const PackedKernels* amx_packed_k(DType weight);
 // The ARM levels (arch/arm/): each of these equals lanes16_vec_dot bit for bit. neon/: Q4_0,
-// Q8_0 (vec_dot_q), Q4_K, Q5_K, Q6_K (vec_dot_k), F32, F16 (vec_dot_float) with widening
-// multiplies; dotprod/: the integer types with sdot; i8mm/: GEMM tiles of Q4_0 and Q8_0 with
-// smmla (2 rows × 2 tokens per instruction).
+// Q8_0 (vec_dot_q), Q4_K, Q5_K, Q6_K (vec_dot_k), F32, F16, BF16 (vec_dot_float) with widening
+// multiplies; dotprod/: the integer types with sdot; i8mm/: GEMM tiles of Q4_0, Q8_0 and the
+// K types with smmla (2 rows × 2 tokens per instruction).
 VecDotFn neon_vec_dot_q(DType weight);
 VecDotFn neon_vec_dot_k(DType weight);
 VecDotFn neon_vec_dot_float(DType weight);
 VecDotFn dotprod_vec_dot_q(DType weight);
 VecDotFn dotprod_vec_dot_k(DType weight);
 GemmTileFn i8mm_gemm_tile_q(DType weight);
+GemmTileFn i8mm_gemm_tile_k(DType weight);
 
 // Asks Linux for the AMX tile state (arch_prctl); false where the OS refuses it.
 bool request_amx_permission();

@@ -9,8 +9,8 @@
 //   Q4_0, Q8_0: chain = fma(isum_b, f16(w.d) · f16(a.d), chain)
 //   Q4_K, Q5_K: chain = fma(S1_b, f16(d) · a.d, chain); chain = fma(−S2_b, f16(dmin) · a.d, chain)
 //   Q6_K:       chain = fma(S_b, f16(d) · a.d, chain)
-// The float types: 16-element chunks of the row into 16-lane accumulators by fused multiply-add,
-// zeros past the end of the row, the accumulators added lane by lane and the lanes summed in
+// The float types: chunks of the row into 16-lane accumulators by fused multiply-adds, zeros
+// past the end of the row, the accumulators added lane by lane and the lanes summed in
 // the same tree (each file's comment below says which chunk feeds which accumulator).
 #include <cmath>
 #include <cstdint>
@@ -156,6 +156,36 @@ float dot_f32(int64_t k, const void* vw, const void* va) {
   return add(add(acc[0], acc[1]), add(acc[2], acc[3])).sum();
 }
 
+// BF16 (both sides bf16; vdpbf16ps's arithmetic): lane l of an accumulator takes elements
+// 2l and 2l + 1 of a 32-element chunk, the odd one's product first, then the even one's, each
+// by a fused multiply-add (a product of two bf16 values is exact in f32, so this is its exact
+// product added with one rounding). While 128 elements remain, chunk c of them feeds
+// accumulator c; then whole chunks feed accumulator 0 and the short last one (zeros past the
+// end) accumulator 1; the tree of (acc0 + acc1) + (acc2 + acc3). vdpbf16ps also flushes
+// subnormal inputs and results to zero, which this does not: the two differ only where a
+// product or a partial sum falls below 2^-126.
+void fma_bf16_chunk(Lanes& acc, const uint16_t* w, const uint16_t* a, int64_t i, int64_t k) {
+  auto at = [k, i](const uint16_t* x, int64_t e) {
+    return i + e < k ? bf16_to_f32(x[i + e]) : 0.0f;
+  };
+  for (int l = 0; l < kLanes; ++l) {
+    acc.v[l] = std::fma(at(w, 2 * l + 1), at(a, 2 * l + 1), acc.v[l]);
+    acc.v[l] = std::fma(at(w, 2 * l), at(a, 2 * l), acc.v[l]);
+  }
+}
+
+float dot_bf16(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const uint16_t*>(vw);
+  const auto* a = static_cast<const uint16_t*>(va);
+  Lanes acc[4];
+  int64_t i = 0;
+  for (; i + 128 <= k; i += 128)
+    for (int c = 0; c < 4; ++c) fma_bf16_chunk(acc[c], w, a, i + 32 * c, k);
+  for (; i + 32 <= k; i += 32) fma_bf16_chunk(acc[0], w, a, i, k);
+  if (i < k) fma_bf16_chunk(acc[1], w, a, i, k);
+  return add(add(acc[0], acc[1]), add(acc[2], acc[3])).sum();
+}
+
 // F16 (weights widened, exactly): two accumulators, chunk j of the row feeding accumulator
 // j % 2, the last chunk possibly short; the result is the tree of acc0 + acc1.
 float dot_f16(int64_t k, const void* vw, const void* va) {
@@ -175,6 +205,8 @@ VecDotFn lanes16_vec_dot(DType weight) {
       return dot_f32;
     case DType::F16:
       return dot_f16;
+    case DType::BF16:
+      return dot_bf16;
     case DType::Q4_0:
       return dot_q<BlockQ4_0>;
     case DType::Q8_0:

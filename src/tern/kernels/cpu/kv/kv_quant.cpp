@@ -140,6 +140,8 @@ KvDequantizeFn kv_dequantize_fn(KvDtype dtype, Isa isa) {
 #if defined(__x86_64__)
   if (isa_includes(isa, Isa::Avx512)) fn = avx512_kv_dequantize(dtype);
   if (fn == nullptr && isa_includes(isa, Isa::Avx2)) fn = avx2_kv_dequantize(dtype);
+#elif defined(__aarch64__)
+  if (isa_includes(isa, Isa::Neon)) fn = neon_kv_dequantize(dtype);
 #endif
   return fn != nullptr ? fn : scalar_kv_dequantize(dtype);
 }

@@ -31,7 +31,8 @@ void quantize_kv_head(KvDtype dtype, const float* x, int n, uint8_t* codes, uint
 // codes: [n]; out: [n]
 using KvDequantizeFn = void (*)(const uint8_t* codes, float scale, float* out, int n);
 
-// The dequantizer of `dtype` (Int8, Fp8E4M3, Fp8E5M2) at `isa` (Amx uses Avx512's); throws
+// The dequantizer of `dtype` (Int8, Fp8E4M3, Fp8E5M2) at `isa` (Amx uses Avx512's, Dotprod
+// and I8mm Neon's); throws
 // tern::Error for another dtype or an ISA this CPU lacks.
 KvDequantizeFn kv_dequantize_fn(KvDtype dtype, Isa isa);
 inline KvDequantizeFn kv_dequantize_fn(KvDtype dtype) {
@@ -47,8 +48,10 @@ inline KvDequantizeFn select_kv_dequantize(KvDtype dtype, KvDequantizeFn int8, K
                                      : nullptr;
 }
 
-// Per ISA, nullptr for a dtype the file does not cover (arch/x86/{avx2,avx512}/kv_dequant.cpp).
+// Per ISA, nullptr for a dtype the file does not cover (arch/x86/{avx2,avx512}/kv_dequant.cpp,
+// arch/arm/neon/kv_dequant.cpp: every ARM level).
 KvDequantizeFn avx2_kv_dequantize(KvDtype dtype);
 KvDequantizeFn avx512_kv_dequantize(KvDtype dtype);
+KvDequantizeFn neon_kv_dequantize(KvDtype dtype);
 
 }  // namespace tern::cpu

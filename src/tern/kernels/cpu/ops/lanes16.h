@@ -43,6 +43,12 @@ inline F32x16 load16_f16(const uint16_t* p) {
   std::memcpy(&v, &lo, sizeof lo);
   std::memcpy(reinterpret_cast<char*>(&v) + sizeof lo, &hi, sizeof hi);
   return v;
+#elif defined(__aarch64__)
+  float32x4_t q[4];
+  for (int i = 0; i < 4; ++i) q[i] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4 * i)));
+  F32x16 v;
+  std::memcpy(&v, q, sizeof v);
+  return v;
 #else
   F32x16 v;
   for (int i = 0; i < 16; ++i) v[i] = f16_to_f32(p[i]);

@@ -150,9 +150,11 @@ void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n) {
 }
 
 F16RowKernels f16_row_kernels(Isa isa) {
-#if defined(__x86_64__)  // elsewhere (aarch64) every level runs the scalar rows
+#if defined(__x86_64__)
   if (isa_includes(isa, Isa::Avx512)) return {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
   if (isa_includes(isa, Isa::Avx2)) return {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
+#elif defined(__aarch64__)
+  if (isa_includes(isa, Isa::Neon)) return {neon_f16_to_f32_row, neon_f32_to_f16_row};
 #else
   (void)isa;
 #endif

@@ -26,29 +26,48 @@ inline uint8x16_t high_bit(uint8x16_t qh, int bit) {
   return vandq_u8(vtstq_u8(qh, vdupq_n_u8(static_cast<uint8_t>(1u << bit))), vdupq_n_u8(0x10));
 }
 
+// Q4_K / Q5_K sub-blocks 2p (q[0], q[1]: its elements 0-15 and 16-31) and 2p + 1 (q[2], q[3])
+// as int8 quants (0..31): the two share 32 bytes of qs, low nibbles and high ones.
+template <class Block>
+inline void k_affine_pair(const Block& w, int p, int8x16_t q[4]) {
+  const uint8x16_t low4 = vdupq_n_u8(0x0f);
+  const uint8x16_t b0 = vld1q_u8(w.qs + 32 * p), b1 = vld1q_u8(w.qs + 32 * p + 16);
+  uint8x16_t u[4] = {vandq_u8(b0, low4), vandq_u8(b1, low4), vshrq_n_u8(b0, 4), vshrq_n_u8(b1, 4)};
+  if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+    const uint8x16_t qh[2] = {vld1q_u8(w.qh), vld1q_u8(w.qh + 16)};
+    for (int i = 0; i < 4; ++i) u[i] = vorrq_u8(u[i], high_bit(qh[i % 2], 2 * p + i / 2));
+  }
+  for (int i = 0; i < 4; ++i) q[i] = vreinterpretq_s8_u8(u[i]);
+}
+
+// The 16 quants of Q6_K sub-block s (elements 16s .. 16s + 15), less 32, as int8.
+inline int8x16_t q6_k_sub_block(const BlockQ6_K& w, int s) {
+  // Element e = 128h + 32g + r: low bits in ql[64h + 32(g % 2) + r] (low nibble for g < 2),
+  // high bits 2g, 2g + 1 of qh[32h + r].
+  const int h = s / 8, g = s % 8 / 2, r0 = 16 * (s % 2);
+  const uint8x16_t bits = vld1q_u8(w.ql + 64 * h + 32 * (g % 2) + r0);
+  const uint8x16_t nibble = g < 2 ? vandq_u8(bits, vdupq_n_u8(0x0f)) : vshrq_n_u8(bits, 4);
+  const uint8x16_t top =
+      vandq_u8(vshlq_u8(vld1q_u8(w.qh + 32 * h + r0), vdupq_n_s8(static_cast<int8_t>(-2 * g))),
+               vdupq_n_u8(0x03));
+  return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(nibble, vshlq_n_u8(top, 4))), vdupq_n_s8(32));
+}
+
 // Q4_K / Q5_K: S1 = Σ_j sc_j Σ_l q·a over the 8 sub-blocks of 32, S2 = Σ_j m_j (bsum_2j +
 // bsum_2j+1).
 template <class Dot, class Block>
 inline void superblock_sums(const Block& w, const BlockQ8_K& a, int32_t& s1, int32_t& s2) {
   int sc[8], m[8];
   for (int j = 0; j < 8; ++j) unpack_k_scale_min(w.scales, j, &sc[j], &m[j]);
-  uint8x16_t qh0, qh1;
-  if constexpr (std::is_same_v<Block, BlockQ5_K>) qh0 = vld1q_u8(w.qh), qh1 = vld1q_u8(w.qh + 16);
-  const uint8x16_t low4 = vdupq_n_u8(0x0f);
   int32x4_t dots[8];
-  for (int p = 0; p < 4; ++p) {  // sub-blocks 2p (low nibbles) and 2p + 1 (high) share 32 bytes
-    const uint8x16_t b0 = vld1q_u8(w.qs + 32 * p), b1 = vld1q_u8(w.qs + 32 * p + 16);
-    uint8x16_t lo0 = vandq_u8(b0, low4), lo1 = vandq_u8(b1, low4);
-    uint8x16_t hi0 = vshrq_n_u8(b0, 4), hi1 = vshrq_n_u8(b1, 4);
-    if constexpr (std::is_same_v<Block, BlockQ5_K>) {
-      lo0 = vorrq_u8(lo0, high_bit(qh0, 2 * p)), lo1 = vorrq_u8(lo1, high_bit(qh1, 2 * p));
-      hi0 = vorrq_u8(hi0, high_bit(qh0, 2 * p + 1)), hi1 = vorrq_u8(hi1, high_bit(qh1, 2 * p + 1));
-    }
+  for (int p = 0; p < 4; ++p) {
+    int8x16_t q[4];
+    k_affine_pair(w, p, q);
     const int8_t* y = a.qs + 64 * p;
-    dots[2 * p] = Dot::dot(Dot::dot(vdupq_n_s32(0), vreinterpretq_s8_u8(lo0), vld1q_s8(y)),
-                           vreinterpretq_s8_u8(lo1), vld1q_s8(y + 16));
-    dots[2 * p + 1] = Dot::dot(Dot::dot(vdupq_n_s32(0), vreinterpretq_s8_u8(hi0), vld1q_s8(y + 32)),
-                               vreinterpretq_s8_u8(hi1), vld1q_s8(y + 48));
+    for (int half = 0; half < 2; ++half) {
+      const int32x4_t lo = Dot::dot(vdupq_n_s32(0), q[2 * half], vld1q_s8(y + 32 * half));
+      dots[2 * p + half] = Dot::dot(lo, q[2 * half + 1], vld1q_s8(y + 32 * half + 16));
+    }
   }
   const int32x4_t scaled =
       vaddq_s32(vmulq_s32(totals4(dots[0], dots[1], dots[2], dots[3]), lanes_of(sc)),
@@ -65,24 +84,8 @@ inline void superblock_sums(const Block& w, const BlockQ8_K& a, int32_t& s1, int
 template <class Dot>
 inline void superblock_sums(const BlockQ6_K& w, const BlockQ8_K& a, int32_t& s, int32_t&) {
   int32x4_t dots[16];
-  const uint8x16_t low4 = vdupq_n_u8(0x0f), low2 = vdupq_n_u8(0x03);
-  const int8x16_t offset = vdupq_n_s8(32);
-  for (int h = 0; h < 2; ++h) {  // 128 elements each: element 128h + 32g + r, r < 32
-    const uint8x16_t qh[2] = {vld1q_u8(w.qh + 32 * h), vld1q_u8(w.qh + 32 * h + 16)};
-    for (int g = 0; g < 4; ++g) {
-      const uint8_t* ql = w.ql + 64 * h + 32 * (g % 2);
-      for (int half = 0; half < 2; ++half) {  // r < 16, r ≥ 16: one sub-block each
-        const uint8x16_t bits = vld1q_u8(ql + 16 * half);
-        const uint8x16_t nibble = g < 2 ? vandq_u8(bits, low4) : vshrq_n_u8(bits, 4);
-        const uint8x16_t top =
-            vandq_u8(vshlq_u8(qh[half], vdupq_n_s8(static_cast<int8_t>(-2 * g))), low2);
-        const int8x16_t q =
-            vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(nibble, vshlq_n_u8(top, 4))), offset);
-        const int e = 128 * h + 32 * g + 16 * half;
-        dots[e / 16] = Dot::dot(vdupq_n_s32(0), q, vld1q_s8(a.qs + e));
-      }
-    }
-  }
+  for (int sub = 0; sub < 16; ++sub)
+    dots[sub] = Dot::dot(vdupq_n_s32(0), q6_k_sub_block(w, sub), vld1q_s8(a.qs + 16 * sub));
   const int8x16_t sc8 = vld1q_s8(w.scales);
   const int16x8_t sc_lo = vmovl_s8(vget_low_s8(sc8)), sc_hi = vmovl_high_s8(sc8);
   int32x4_t sum =

@@ -1,7 +1,9 @@
-// F32 and F16 (f32 activations) on NEON, in the arithmetic of the AVX-512 level
+// F32, F16 (f32 activations) and BF16 on NEON, in the arithmetic of the AVX-512 level
 // (generic/vec_dot_16lane.cpp states it): 16-lane accumulators as four float32x4 each, fed by
 // fused multiply-adds in the same chunk order, zeros past the row's end, the same tree at the
-// end. F16 weights widen exactly (fcvtl), so the products are those of the f32 values.
+// end. F16 weights widen exactly (fcvtl), so the products are those of the f32 values; bf16
+// values widen by a shift, and each lane takes its pair's odd product, then its even one, as
+// vdpbf16ps does (without its flush of subnormals to zero).
 #include <arm_neon.h>
 
 #include <cstdint>
@@ -75,6 +77,41 @@ float dot_f16(int64_t k, const void* vw, const void* va) {
   return sum_chains(add(acc[0], acc[1]).r);
 }
 
+// Elements 8q .. 8q + 7 of a bf16 chunk as f32: the even ones (lanes 2l) and the odd ones.
+inline void load_bf16_pairs(const uint16_t* p, float32x4_t& even, float32x4_t& odd) {
+  const uint16x4x2_t pairs = vld2_u16(p);
+  even = vreinterpretq_f32_u32(vshll_n_u16(pairs.val[0], 16));
+  odd = vreinterpretq_f32_u32(vshll_n_u16(pairs.val[1], 16));
+}
+
+// The 32-element bf16 chunk at w, a into acc; n < 32 elements when short, the rest zeros.
+inline void fma_bf16_chunk(Acc16& acc, const uint16_t* w, const uint16_t* a, int64_t n = 32) {
+  uint16_t wt[32] = {}, at[32] = {};
+  if (n < 32) {
+    std::memcpy(wt, w, static_cast<size_t>(n) * sizeof(uint16_t));
+    std::memcpy(at, a, static_cast<size_t>(n) * sizeof(uint16_t));
+    w = wt, a = at;
+  }
+  for (int q = 0; q < 4; ++q) {
+    float32x4_t w_even, w_odd, a_even, a_odd;
+    load_bf16_pairs(w + 8 * q, w_even, w_odd);
+    load_bf16_pairs(a + 8 * q, a_even, a_odd);
+    acc.r[q] = vfmaq_f32(vfmaq_f32(acc.r[q], w_odd, a_odd), w_even, a_even);
+  }
+}
+
+float dot_bf16(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const uint16_t*>(vw);
+  const auto* a = static_cast<const uint16_t*>(va);
+  Acc16 acc[4];
+  int64_t i = 0;
+  for (; i + 128 <= k; i += 128)
+    for (int c = 0; c < 4; ++c) fma_bf16_chunk(acc[c], w + i + 32 * c, a + i + 32 * c);
+  for (; i + 32 <= k; i += 32) fma_bf16_chunk(acc[0], w + i, a + i);
+  if (i < k) fma_bf16_chunk(acc[1], w + i, a + i, k - i);
+  return sum_chains(add(add(acc[0], acc[1]), add(acc[2], acc[3])).r);
+}
+
 }  // namespace
 
 VecDotFn neon_vec_dot_float(DType weight) {
@@ -83,6 +120,8 @@ VecDotFn neon_vec_dot_float(DType weight) {
       return dot_f32;
     case DType::F16:
       return dot_f16;
+    case DType::BF16:
+      return dot_bf16;
     default:
       return nullptr;
   }
