@@ -5,6 +5,8 @@
 #                        then the aarch64 build under emulation)
 #   make test-sanitize   only the ASan+UBSan suite and the short fuzz runs
 #   make bench           build and run the micro-benchmarks
+#   make results         run `tern bench suite` and write docs/RESULTS.md and its plots
+#                        (LLAMA_CPP=<llama.cpp build/bin> adds llama.cpp's figures)
 #   make fuzz            run each fuzzer for longer (FUZZ_SECONDS, default 300)
 #   make build-arm64     cross-build tern for aarch64 (build-arm64/tern)
 #   make test-arm64      run it and its kernel tests under qemu-aarch64-static on three emulated
@@ -23,7 +25,7 @@ export TERN_FIXTURES ?= $(abspath ../shared/fixtures)
 # wait would steal the cores their neighbours need (timing, never results, depends on it).
 TEST_ENV = OMP_WAIT_POLICY=passive
 
-.PHONY: all deps build build-demo build-sanitize demo test test-release test-sanitize bench fuzz \
+.PHONY: all deps build build-demo build-sanitize demo test test-release test-sanitize bench results fuzz \
         deps-arm64 build-arm64 test-arm64 format format-check clean
 
 all: build
@@ -69,6 +71,9 @@ test-sanitize: build-sanitize
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)
+
+results: build-demo
+	scripts/results.sh $(BUILD)
 
 fuzz: build-sanitize
 	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)

@@ -64,10 +64,12 @@ int main(int argc, char** argv) {
   tern::cli::add_plan_command(app);
   tern::cli::add_router_command(app);
   tern::cli::add_kernels_command(app);
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: offline throughput, a serving load");
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Benchmarks: offline throughput, a serving load, the experiment suite");
   bench->require_subcommand(1);
   tern::cli::add_bench_throughput_command(*bench);
   tern::cli::add_bench_serve_command(*bench);
+  tern::cli::add_bench_suite_command(*bench);
   app.add_subcommand("version", "Print tern's version")->callback([] {
     std::printf("%s\n", kVersionLine.c_str());
   });

@@ -21,5 +21,6 @@ void add_kernels_command(CLI::App& app);
 // Subcommands of `tern bench`.
 void add_bench_throughput_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);
+void add_bench_suite_command(CLI::App& bench);
 
 }  // namespace tern::cli
