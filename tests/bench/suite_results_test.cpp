@@ -160,7 +160,7 @@ TEST(SuiteResults, MarkdownHasEveryColumnTheCommandsAndTheHeadlines) {
                     "decoding at α = 0.95.\n"),
             std::string::npos);
   EXPECT_NE(md.find("- under a mixed load, chunked prefill cuts the streams' worst gap from 4000 "
-                    "ms to 400 ms (10.0×), ITL p99 from 900.0 to 120.0 ms.\n"),
+                    "ms to 400 ms (10.0×), ITL p99 900.0 → 120.0 ms.\n"),
             std::string::npos);
   // Every column of the weights table, and a row with nulls shown as dashes.
   EXPECT_NE(md.find("| configuration | engine | size (MiB) | decode tok/s | ceiling tok/s | % of "

@@ -189,6 +189,7 @@ SuiteConfig parse_suite_config(const json& doc, const fs::path& base_dir) {
     r.integer("prompt_tokens", s.prompt_tokens, 1, 1 << 16);
     r.integer("decode_tokens", s.decode_tokens, 1, 1 << 16);
     r.integer("reps", s.reps, 1, 100);
+    r.integer("rounds", s.rounds, 1, 100);
     r.read();
     if (s.group_size != 32 && s.group_size != 64 && s.group_size != 128)
       throw Error("config.weights.group_size: " + std::to_string(s.group_size) +
@@ -263,6 +264,7 @@ SuiteConfig parse_suite_config(const json& doc, const fs::path& base_dir) {
     r.integer("prompt_tokens", s.prompt_tokens, 1, 1 << 16);
     r.integer("decode_tokens", s.decode_tokens, 1, 1 << 16);
     r.integer("reps", s.reps, 1, 100);
+    r.integer("rounds", s.rounds, 1, 100);
     r.read();
   });
   top.read();
@@ -286,7 +288,8 @@ nlohmann::ordered_json suite_config_json(const SuiteConfig& c) {
                                      {"group_size", w.group_size},
                                      {"prompt_tokens", w.prompt_tokens},
                                      {"decode_tokens", w.decode_tokens},
-                                     {"reps", w.reps}});
+                                     {"reps", w.reps},
+                                     {"rounds", w.rounds}});
   const SpeculativeSection& sp = c.speculative;
   j["speculative"] = section(sp.enabled, {{"type", sp.type},
                                           {"methods", sp.methods},
@@ -323,7 +326,8 @@ nlohmann::ordered_json suite_config_json(const SuiteConfig& c) {
                                      {"types", sh.types},
                                      {"prompt_tokens", sh.prompt_tokens},
                                      {"decode_tokens", sh.decode_tokens},
-                                     {"reps", sh.reps}});
+                                     {"reps", sh.reps},
+                                     {"rounds", sh.rounds}});
   return j;
 }
 

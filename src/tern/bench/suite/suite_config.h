@@ -21,7 +21,8 @@ struct WeightsSection {
   int group_size = 64;
   int prompt_tokens = 256;  // prefill (and TTFT) of one prompt this long
   int decode_tokens = 64;
-  int reps = 3;
+  int reps = 3;    // measured runs inside one bench-model / llama-bench (their mean)
+  int rounds = 3;  // the engines alternate this many times; the row is their median
 };
 
 // Speculative decoding on one quantized target: plain decoding, then each method, the runs
@@ -49,7 +50,8 @@ struct KvCacheSection {
 };
 
 // Short streams at a steady rate while long prompts arrive, through `tern serve` with whole
-// prefill, chunked prefill, and a prefill and a decode instance behind `tern router` (P + D).
+// prefill, chunked prefill (tern serve's default: chunks of at most chunk_tokens, steps sized
+// to about 200 ms), and a prefill and a decode instance behind `tern router` (P + D).
 struct MixedLoadSection {
   bool enabled = true;
   std::string type = "q4_0";
@@ -84,7 +86,8 @@ struct ShapesSection {
   std::vector<std::string> types{"q4_0", "q4_k_m"};
   int prompt_tokens = 128;
   int decode_tokens = 32;
-  int reps = 2;
+  int reps = 1;
+  int rounds = 3;
 };
 
 struct SuiteConfig {

@@ -72,7 +72,8 @@ const char* section_heading(const std::string& section) {
 
 const char* section_intro(const std::string& section) {
   if (section == "weights")
-    return "Each weight type made from the same model by `tern quantize`. Decode: tokens/s of one "
+    return "Each weight type made from the same model by `tern quantize`; the engines alternate, "
+           "medians of the rounds (`rounds` in the config). Decode: tokens/s of one "
            "sequence; the ceiling is `tern plan`'s (bytes read per token against the measured "
            "bandwidth). Prefill: one forward of the whole prompt. TTFT: that prefill's time, what "
            "a lone request waits for its first token.";
@@ -86,12 +87,15 @@ const char* section_intro(const std::string& section) {
     return "Short streams at a steady rate while long prompts arrive (`tern bench serve "
            "--long-num-prompts`): the streams' inter-token latency, their worst gap (a long "
            "prefill shows as one), and the long prompts' time to first token. Whole: one "
-           "instance, every prompt prefilled in one step; chunked: prefill in chunks beside the "
-           "decodes; P + D: a prefill and a decode instance (one thread each) behind `tern "
+           "instance, every prompt prefilled in one step; chunked: `tern serve`'s default, prefill "
+           "in "
+           "chunks beside the decodes, each step sized to about 200 ms; P + D: a prefill and a "
+           "decode instance (one thread each) behind `tern "
            "router`, the KV cache moving over UCX.";
   if (section == "serving")
     return "`tern bench serve` with all requests at once, at most `concurrency` in flight.";
-  return "Dummy weights of real shapes, written to GGUF once and read by each engine.";
+  return "Dummy weights of real shapes, written to GGUF once and read by each engine; the "
+         "engines alternate, medians of the rounds.";
 }
 
 std::string format_value(const json& v, const char* format) {
@@ -263,8 +267,8 @@ Headlines headlines(const SuiteResults& r) {
     if (a > 0 && b > 0)
       h.chunked_prefill = "under a mixed load, chunked prefill cuts the streams' worst gap from " +
                           fmt("%.0f", a) + " ms to " + fmt("%.0f", b) + " ms (" +
-                          fmt("%.1f×", a / b) + "), ITL p99 from " +
-                          fmt("%.1f", number_or_nan(whole->metrics, "itl_p99_ms")) + " to " +
+                          fmt("%.1f×", a / b) + "), ITL p99 " +
+                          fmt("%.1f", number_or_nan(whole->metrics, "itl_p99_ms")) + " → " +
                           fmt("%.1f", number_or_nan(chunked->metrics, "itl_p99_ms")) + " ms";
   }
   return h;
@@ -275,8 +279,14 @@ std::string results_markdown(const SuiteResults& r, const std::vector<std::strin
   md += "Measured by `tern bench suite` on " + r.date + ", tern " + r.commit + ", " + r.cpu + " (" +
         std::to_string(r.cores) + " cores, " + std::to_string(r.threads) +
         " threads), memory read bandwidth " + fmt("%.1f", r.bandwidth_bytes_per_s / 1e9) +
-        " GB/s (measured by `tern plan`). The engines ran one after another; each figure is "
-        "from one run of the suite.\n\n";
+        " GB/s (the best of three measurements by `tern plan`, the ceiling of every row). The "
+        "configurations and engines ran one after another on an otherwise idle machine; each "
+        "figure is from this one run (speculation's: the median of its runs), so read "
+        "differences under about 10% as noise.\n\n"
+        "Rerun it with `make results` (`LLAMA_CPP=<llama.cpp's build/bin>` adds llama.cpp's "
+        "figures), or any matrix with `tern bench suite --config FILE --out DIR`; `tern bench "
+        "suite --render DIR/results.json` draws the page and plots again. Under each table are "
+        "the commands its rows came from.\n\n";
   const Headlines h = headlines(r);
   if (!h.quantization.empty() || !h.speculation.empty() || !h.chunked_prefill.empty()) {
     md += "## Headlines\n\n";

@@ -292,22 +292,40 @@ class Runner {
     row.metrics["ttft_ms"] = nullable(1e3 * prompt_tokens / pp);
   }
 
-  // A file at batch 1 by tern and by each other engine that reads it (GGUF only).
+  // A file at batch 1 by tern and by each other engine that reads it (GGUF only), the engines
+  // alternating for `rounds` rounds; each figure the median of its rounds.
   void speed_rows(const std::string& section, const std::string& name, const fs::path& file,
-                  const std::vector<std::string>& prepare, int p, int n, int reps) {
-    SuiteRow& row = add_row(section, name, "tern");
-    row.commands = prepare;
-    const json pl = plan(file, &row);
-    const auto [pp, tg] = bench_model(file, p, n, reps, &row);
-    fill_speed_row(row, pl, pp, tg, p);
-    if (file.extension() != ".gguf") return;
-    for (const auto& [engine, dir, extra] : other_engines()) {
-      SuiteRow& other = add_row(section, name, engine);
-      other.commands = prepare;
-      other_engine(engine + ", " + name, [&] {
-        const auto [opp, otg] = llama_bench(dir, file, p, n, reps, &other, extra);
-        fill_speed_row(other, pl, opp, otg, p);
-      });
+                  const std::vector<std::string>& prepare, int p, int n, int reps, int rounds) {
+    const bool gguf = file.extension() == ".gguf";
+    std::vector<std::tuple<std::string, fs::path, Argv>> engines{{"tern", {}, {}}};
+    if (gguf)
+      for (const auto& other : other_engines()) engines.push_back(other);
+    std::vector<SuiteRow> rows;
+    for (const auto& engine : engines)
+      rows.push_back({section, name, std::get<0>(engine), prepare, empty_metrics(section)});
+    const json pl = plan(file, &rows[0]);
+    std::vector<std::vector<double>> pp(engines.size()), tg(engines.size());
+    std::vector<bool> failed(engines.size(), false);
+    for (int round = 0; round < rounds; ++round)
+      for (size_t e = 0; e < engines.size(); ++e) {
+        SuiteRow* record = round == 0 ? &rows[e] : nullptr;
+        if (e == 0) {
+          const auto [a, b] = bench_model(file, p, n, reps, record);
+          pp[0].push_back(a), tg[0].push_back(b);
+          continue;
+        }
+        if (failed[e]) continue;
+        const auto& [engine, dir, extra] = engines[e];
+        failed[e] = true;
+        other_engine(engine + ", " + name, [&, &dir = dir, &extra = extra] {
+          const auto [a, b] = llama_bench(dir, file, p, n, reps, record, extra);
+          pp[e].push_back(a), tg[e].push_back(b);
+          failed[e] = false;
+        });
+      }
+    for (size_t e = 0; e < engines.size(); ++e) {
+      fill_speed_row(rows[e], pl, median(pp[e]), median(tg[e]), p);
+      r_.rows.push_back(std::move(rows[e]));
     }
   }
 
@@ -319,7 +337,7 @@ class Runner {
       SuiteRow scratch;
       const fs::path file = weights_file(type, &scratch);
       speed_rows("weights", type_label(type, s.group_size), file, scratch.commands, s.prompt_tokens,
-                 s.decode_tokens, s.reps);
+                 s.decode_tokens, s.reps, s.rounds);
     }
   }
 
@@ -557,9 +575,10 @@ class Runner {
                     "--metric-percentiles", "50,99"};
     const fs::path log_file = logs_ / "mixed_load.log";
     for (const std::string& setup : s.setups) {
-      const std::string name = setup == "chunked" ? "chunked " + str(s.chunk_tokens)
-                               : setup == "pd"    ? "P + D (1 + 1 threads)"
-                                                  : "whole";
+      const std::string name = setup == "chunked"
+                                   ? "chunked (≤ " + str(s.chunk_tokens) + " tokens, ~200 ms steps)"
+                               : setup == "pd" ? "P + D (1 + 1 threads)"
+                                               : "whole";
       SuiteRow& row = add_row("mixed_load", name, "tern");
       row.commands = scratch.commands;
       json result;
@@ -705,7 +724,7 @@ class Runner {
         SuiteRow scratch;
         const fs::path file = shape_file(config, type, &scratch);
         speed_rows("shapes", config.filename().string() + " " + type_label(type, 0), file,
-                   scratch.commands, s.prompt_tokens, s.decode_tokens, s.reps);
+                   scratch.commands, s.prompt_tokens, s.decode_tokens, s.reps, s.rounds);
       }
   }
 
