@@ -262,7 +262,7 @@ TEST(SuitePlots, EachPlotIsValidSvgWithTheExpectedSeries) {
   const std::string& throughput = plots[0].second;
   EXPECT_NE(throughput.find(">tern<"), std::string::npos);
   EXPECT_NE(throughput.find(">llama.cpp<"), std::string::npos);
-  EXPECT_NE(throughput.find(">ceiling (tern plan)<"), std::string::npos);
+  EXPECT_NE(throughput.find(">ceiling (bandwidth / bytes a token reads)<"), std::string::npos);
   EXPECT_NE(throughput.find("<title>llama.cpp: 75</title>"), std::string::npos);
   EXPECT_NE(throughput.find(">Q4_0<"), std::string::npos);
   const std::string& speculation = plots[1].second;

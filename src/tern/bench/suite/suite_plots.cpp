@@ -43,8 +43,8 @@ std::string throughput_plot(const SuiteResults& r) {
     return static_cast<size_t>(std::find(chart.categories.begin(), chart.categories.end(), name) -
                                chart.categories.begin());
   };
-  BarSeries ceiling{"ceiling (tern plan)", std::vector<double>(chart.categories.size(), kNaN),
-                    "#c7c7c7"};
+  BarSeries ceiling{"ceiling (bandwidth / bytes a token reads)",
+                    std::vector<double>(chart.categories.size(), kNaN), "#c7c7c7"};
   for (size_t e = 0; e < engines.size(); ++e) {
     BarSeries s{engines[e], std::vector<double>(chart.categories.size(), kNaN), kColors[e % 6]};
     for (const SuiteRow* row : rows_of(r, "weights"))

@@ -74,8 +74,8 @@ const char* section_intro(const std::string& section) {
   if (section == "weights")
     return "Each weight type made from the same model by `tern quantize`; the engines alternate, "
            "medians of the rounds (`rounds` in the config). Decode: tokens/s of one "
-           "sequence; the ceiling is `tern plan`'s (bytes read per token against the measured "
-           "bandwidth). Prefill: one forward of the whole prompt. TTFT: that prefill's time, what "
+           "sequence; the ceiling: the run's bandwidth over the bytes `tern plan` says a token "
+           "reads. Prefill: one forward of the whole prompt. TTFT: that prefill's time, what "
            "a lone request waits for its first token.";
   if (section == "speculative")
     return "Greedy generation of one prompt, the runs of each configuration alternating, medians. "
@@ -279,7 +279,8 @@ std::string results_markdown(const SuiteResults& r, const std::vector<std::strin
   md += "Measured by `tern bench suite` on " + r.date + ", tern " + r.commit + ", " + r.cpu + " (" +
         std::to_string(r.cores) + " cores, " + std::to_string(r.threads) +
         " threads), memory read bandwidth " + fmt("%.1f", r.bandwidth_bytes_per_s / 1e9) +
-        " GB/s (the best of three measurements by `tern plan`, the ceiling of every row). The "
+        " GB/s (the best of the measurements `tern plan` made during the run; every ceiling is "
+        "this bandwidth over the bytes a token reads). The "
         "configurations and engines ran one after another on an otherwise idle machine; each "
         "figure is from this one run (speculation's: the median of its runs), so read "
         "differences under about 10% as noise.\n\n"

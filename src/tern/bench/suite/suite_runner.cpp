@@ -110,6 +110,8 @@ class Runner {
         r_.errors.push_back(std::string(kSuiteSections[i]) + ": " + e.what());
       }
     }
+    measure_bandwidth();
+    set_ceilings();
     return std::move(r_);
   }
 
@@ -206,27 +208,34 @@ class Runner {
     return imat;
   }
 
-  // The memory read bandwidth every ceiling is figured from: the best of three of tern plan's
-  // measurements (one alone moved by half between runs here), so the ceiling is what the
-  // machine can do, not what it did while busy.
+  // The memory read bandwidth every ceiling is figured from: the best of every measurement
+  // tern plan made in the run, three more at its start and three at its end (on this VM one
+  // measurement alone moved by a third between runs, and a low one put decode above its
+  // "ceiling"): the ceiling is what the machine can do, not what it did in a slow moment.
   void measure_bandwidth() {
-    for (int i = 0; i < 3; ++i) {
-      const json p =
-          run_json(tern({"plan", c_.model.string(), "--json", "--threads", threads()}), nullptr);
-      r_.bandwidth_bytes_per_s = std::max(r_.bandwidth_bytes_per_s,
-                                          number(p, "/decode/bandwidth_bytes_per_s"_json_pointer));
-    }
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3fGB/s", r_.bandwidth_bytes_per_s / 1e9);
-    bandwidth_arg_ = buf;
+    for (int i = 0; i < 3; ++i) plan(c_.model, nullptr);
   }
 
-  // tern plan's JSON for `file`, its ceiling at the suite's bandwidth.
+  // tern plan's JSON for `file`; its bandwidth measurement counts towards the run's.
   json plan(const fs::path& file, SuiteRow* row, const std::string& kv_dtype = "") {
-    Argv argv = tern(
-        {"plan", file.string(), "--json", "--threads", threads(), "--bandwidth", bandwidth_arg_});
+    Argv argv = tern({"plan", file.string(), "--json", "--threads", threads()});
     if (!kv_dtype.empty()) argv.insert(argv.end(), {"--kv-cache-dtype", kv_dtype});
-    return run_json(argv, row);
+    const json p = run_json(argv, row);
+    r_.bandwidth_bytes_per_s =
+        std::max(r_.bandwidth_bytes_per_s, number(p, "/decode/bandwidth_bytes_per_s"_json_pointer));
+    return p;
+  }
+
+  // Each batch-1 row's ceiling at the run's bandwidth: bandwidth / plan's bytes read per token.
+  void set_ceilings() {
+    for (SuiteRow& row : r_.rows) {
+      const auto it = bytes_per_token_.find(row.section + "/" + row.name);
+      if (it == bytes_per_token_.end()) continue;
+      const double ceiling = r_.bandwidth_bytes_per_s / it->second;
+      row.metrics["ceiling_tokens_per_s"] = ceiling;
+      const json& tg = row.metrics["decode_tokens_per_s"];
+      row.metrics["ceiling_pct"] = tg.is_number() ? json(100 * tg.get<double>() / ceiling) : json();
+    }
   }
 
   // tern bench-model: {pp, tg} tokens/s (NaN where not run).
@@ -281,13 +290,13 @@ class Runner {
     return engines;
   }
 
-  // One batch-1 row of a file: plan's size and ceiling, bench-model's speeds.
+  // One batch-1 row of a file: plan's size, bench-model's speeds (the ceiling is set at the
+  // end, from the run's bandwidth and the bytes read per token kept here).
   void fill_speed_row(SuiteRow& row, const json& p, double pp, double tg, int prompt_tokens) {
-    const double ceiling = number(p, "/decode/tokens_per_s_context_0"_json_pointer);
+    bytes_per_token_[row.section + "/" + row.name] =
+        number(p, "/decode/weight_bytes_per_token"_json_pointer);
     row.metrics["weight_bytes"] = number(p, "/weights/bytes"_json_pointer);
     row.metrics["decode_tokens_per_s"] = nullable(tg);
-    row.metrics["ceiling_tokens_per_s"] = ceiling;
-    row.metrics["ceiling_pct"] = nullable(100 * tg / ceiling);
     row.metrics["prefill_tokens_per_s"] = nullable(pp);
     row.metrics["ttft_ms"] = nullable(1e3 * prompt_tokens / pp);
   }
@@ -733,7 +742,7 @@ class Runner {
   std::ostream& log_;
   std::string tern_;
   int threads_ = 1;
-  std::string bandwidth_arg_;
+  std::map<std::string, double> bytes_per_token_;  // "section/name" → plan's bytes read per token
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   SuiteResults r_;
 };
