@@ -115,15 +115,7 @@ std::string latency_cdf_svg(const std::vector<LatencySeries>& series, const std:
   const int columns = 2;
   const int rows = static_cast<int>((series.size() + columns - 1) / columns);
   const double width = kPanelW * columns, height = 40 + kPanelH * std::max(rows, 1);
-  std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) +
-         "\" height=\"" + fmt("%.0f", height) + "\" viewBox=\"0 0 " + fmt("%.0f", width) + " " +
-         fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + fmt("%.1f", width / 2) +
-         "\" y=\"26\" text-anchor=\"middle\" "
-         "font-size=\"17\">" +
-         escape_xml(title) + "</text>\n";
+  std::string svg = svg::document_header(width, height, title);
   for (size_t i = 0; i < series.size(); ++i) {
     const double ox = kPanelW * static_cast<double>(i % columns);
     const double oy = 40 + kPanelH * static_cast<double>(i / columns);
@@ -141,17 +133,6 @@ namespace {
 using svg::escape_xml;
 using svg::fmt;
 using svg::tick_label;
-
-std::string svg_header(double width, double height, const std::string& title) {
-  std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) +
-         "\" height=\"" + fmt("%.0f", height) + "\" viewBox=\"0 0 " + fmt("%.0f", width) + " " +
-         fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + fmt("%.1f", width / 2) +
-         "\" y=\"26\" text-anchor=\"middle\" font-size=\"17\">" + escape_xml(title) + "</text>\n";
-  return svg;
-}
 
 std::string line(double x1, double y1, double x2, double y2, const std::string& stroke,
                  const std::string& extra = "") {
@@ -211,7 +192,7 @@ std::string bar_chart_svg(const BarChart& chart) {
   const double x_max = ticks.back();
   auto px = [&](double v) { return kLabelW + v / x_max * kPlotW; };
 
-  std::string svg = svg_header(width, height, chart.title) + legend_svg;
+  std::string svg = svg::document_header(width, height, chart.title) + legend_svg;
   for (double t : ticks) {
     svg += line(px(t), top, px(t), top + plot_h, "#e0e0e0");
     svg += text(px(t), top + plot_h + 16, "middle", 11, tick_label(t));
@@ -251,7 +232,7 @@ std::string xy_chart_svg(const std::vector<XyPanel>& panels, const std::string& 
     plot_tops[p] = height + title_h + kLegendRowH * rows + 14;
     height = plot_tops[p] + kPlotH + kBottom;
   }
-  std::string svg = svg_header(kW, height, title);
+  std::string svg = svg::document_header(kW, height, title);
   for (size_t p = 0; p < panels.size(); ++p) {
     const XyPanel& panel = panels[p];
     const double oy = tops[p];

@@ -43,4 +43,17 @@ inline std::string tick_label(double v) {
   return s;
 }
 
+// The start of a figure: the XML declaration, the <svg> element of this size, a white
+// background and `title` centred at the top (the caller closes it with "</svg>\n").
+inline std::string document_header(double width, double height, const std::string& title) {
+  std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) +
+         "\" height=\"" + fmt("%.0f", height) + "\" viewBox=\"0 0 " + fmt("%.0f", width) + " " +
+         fmt("%.0f", height) + "\" font-family=\"sans-serif\">\n";
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg += "<text x=\"" + fmt("%.1f", width / 2) +
+         "\" y=\"26\" text-anchor=\"middle\" font-size=\"17\">" + escape_xml(title) + "</text>\n";
+  return svg;
+}
+
 }  // namespace tern::bench::svg
