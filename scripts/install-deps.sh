@@ -12,7 +12,8 @@ packages=(
   libutf8proc-dev                   # NFC normalisation (Qwen tokenizer)
   nlohmann-json3-dev                # JSON
   libxxhash-dev                     # prefix-cache block keys
-  libcpp-httplib-dev                # HTTP: tern serve, and the fake servers of the tests
+  libcpp-httplib-dev                # HTTP clients: tern router's backend calls, the tests
+  libboost-dev                      # HTTP server: Boost.Asio's event loop, Boost.Beast's parser
   libcli11-dev                      # command line
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks

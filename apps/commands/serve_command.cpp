@@ -68,8 +68,8 @@ std::string read_file(const std::string& path) {
 
 void run(ServeOptions opt) {
   const auto start = std::chrono::steady_clock::now();
-  // Every thread (OpenMP's and httplib's too) inherits this mask, so the signals go only to the
-  // thread that waits for them below.
+  // Every thread (OpenMP's and the HTTP server's too) inherits this mask, so the signals go only to
+  // the thread that waits for them below.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -156,8 +156,19 @@ void add_serve_command(CLI::App& app) {
                   "Largest request body in bytes (larger: 413)")
       ->capture_default_str();
   cmd->add_option("--http-threads", opt->server.http_threads,
-                  "Connections served at once (each stream holds one)")
-      ->capture_default_str();
+                  "Threads that parse requests and render prompts (connections and streams "
+                  "hold none)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-connections", opt->server.max_connections,
+                  "Connections open at once; past it a new one gets 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-waiting-requests,--max-queued-requests", opt->server.max_waiting_requests,
+                  "Requests waiting for the engine; past it a new one gets 503 with Retry-After "
+                  "(0: no bound)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--chat-template", opt->chat_template_path,
                   "Jinja chat template file instead of the model's");
   cmd->add_option("--tool-call-parser", opt->server.tool_call_parser,

@@ -2,11 +2,11 @@
 // src/tern/router.
 #pragma once
 
-#include <httplib.h>
-
 #include <memory>
 #include <string>
 
+#include "tern/http/exchange.h"
+#include "tern/http/http_message.h"
 #include "tern/router/backend_call.h"
 #include "tern/router/backend_pool.h"
 #include "tern/router/disagg_request.h"
@@ -31,10 +31,11 @@ struct RouterContext {
 };
 
 // An OpenAI error body on `res`.
-void set_error(httplib::Response& res, int status, const std::string& message);
+void set_error(http::Response& res, int status, const std::string& message);
 
-// POST /v1/completions and /v1/chat/completions.
-void handle_generation(RouterContext& ctx, Endpoint endpoint, const httplib::Request& req,
-                       httplib::Response& res);
+// POST /v1/completions and /v1/chat/completions, on an HTTP worker: the answer, or the backend's
+// stream relayed piece by piece, goes to `client`.
+void handle_generation(RouterContext& ctx, Endpoint endpoint, const http::Request& req,
+                       const std::shared_ptr<http::Exchange>& client);
 
 }  // namespace tern::router

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <thread>
 
 #include "tern/core/clock.h"
 #include "tern/router/router_context.h"
@@ -27,7 +28,7 @@ struct Dispatched {
 // the 503 (no healthy backend) or 502 (unreachable, named) on `res` and returns none.
 std::optional<Dispatched> dispatch(RouterContext& ctx, BackendPool& pool, const std::string& path,
                                    const std::string& body, const std::string& prompt,
-                                   const httplib::Headers& headers, httplib::Response& res) {
+                                   const httplib::Headers& headers, http::Response& res) {
   std::string failure;
   for (size_t attempt = 0; attempt <= pool.size(); ++attempt) {
     std::optional<InFlight> in_flight = pool.acquire(prompt);
@@ -66,7 +67,7 @@ std::optional<Dispatched> dispatch(RouterContext& ctx, BackendPool& pool, const 
 
 // A backend's 4xx / 5xx: its status, and its body when that is an OpenAI error (tern serve's
 // always is); any other body is wrapped in one that names the backend.
-void pass_error(httplib::Response& res, int status, const std::string& body, const std::string& url,
+void pass_error(http::Response& res, int status, const std::string& body, const std::string& url,
                 const std::string& content_type) {
   const ordered_json j = ordered_json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("error")) {
@@ -79,7 +80,7 @@ void pass_error(httplib::Response& res, int status, const std::string& body, con
 }
 
 // The whole answer of a call that came with headers: passed on as it is.
-void relay_whole(RouterContext& ctx, BackendRole role, Dispatched& d, httplib::Response& res) {
+void relay_whole(RouterContext& ctx, BackendRole role, Dispatched& d, http::Response& res) {
   const std::string url = d.in_flight.address().url;
   std::string body;
   if (!d.call->read_all(body)) {
@@ -101,71 +102,61 @@ void relay_whole(RouterContext& ctx, BackendRole role, Dispatched& d, httplib::R
   res.set_content(body, content_type.empty() ? "application/json" : content_type);
 }
 
-// What a streamed answer keeps between calls of its content provider.
-struct StreamRelay {
-  RouterContext* ctx = nullptr;
-  std::optional<Dispatched> d;
-  Clock::time_point start;
-  std::string piece;
-  bool ended = false;  // the backend's stream ended (or broke), the client was told
-};
+// At most this much of a stream is held for a client that reads slowly: past it the relay
+// stops reading the backend, which then slows down instead of the router's memory growing.
+constexpr size_t kMaxUnsent = size_t{1} << 20;
 
-bool relay_step(StreamRelay& s, httplib::DataSink& sink) {
-  // A short wait, so that httplib checks for a router shutdown between calls.
-  switch (s.d->call->next(s.piece, std::chrono::milliseconds(100))) {
-    case BackendCall::Next::Data:
-      // A failed write: the client went away; the releaser hangs up on the backend.
-      return sink.write(s.piece.data(), s.piece.size());
-    case BackendCall::Next::Idle:
-      return true;
-    case BackendCall::Next::End:
-      s.ended = true;
-      sink.done();
-      return true;
-    case BackendCall::Next::Failed: {
-      // Too late for a status: the client learns it from an error event, as tern serve's do.
-      s.ended = true;
-      s.ctx->metrics.count_error(kErrorBackendBrokeOff);
-      const std::string event =
-          "data: " +
-          dump_lossy(server::error_body(
-              502, "tern router: " + s.d->in_flight.address().url + " broke off its stream (" +
-                       describe_http_error(s.d->call->error(), s.d->in_flight.address()) + ")")) +
-          "\n\n";
-      sink.write(event.data(), event.size());
-      sink.done();
-      return true;
+// Relays a backend's SSE stream to the client piece by piece, on this (worker) thread, until
+// it ends, breaks or the client goes away.
+void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
+                  const std::string& content_type, http::Exchange& client) {
+  http::Response head;
+  head.content_type = content_type;
+  head.set_header("Cache-Control", "no-cache");
+  client.start_stream(std::move(head));
+  std::string piece;
+  bool ended = false;
+  while (!ended && !client.closed()) {
+    switch (d.call->next(piece, std::chrono::milliseconds(100))) {
+      case BackendCall::Next::Data:
+        client.write(std::move(piece));
+        piece.clear();
+        while (client.unsent_bytes() > kMaxUnsent && !client.closed())
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        break;
+      case BackendCall::Next::Idle:
+        break;
+      case BackendCall::Next::End:
+        ended = true;
+        client.end_stream();
+        break;
+      case BackendCall::Next::Failed: {
+        // Too late for a status: the client learns it from an error event, as tern serve's do.
+        ended = true;
+        ctx.metrics.count_error(kErrorBackendBrokeOff);
+        client.write(
+            "data: " +
+            dump_lossy(server::error_body(
+                502, "tern router: " + d.in_flight.address().url + " broke off its stream (" +
+                         describe_http_error(d.call->error(), d.in_flight.address()) + ")")) +
+            "\n\n");
+        client.end_stream();
+        break;
+      }
     }
   }
-  return false;
+  if (!ended) {
+    // The client went away or the router is stopping: closing the backend's connection is
+    // what makes tern serve abort the request and free its KV blocks.
+    d.call->cancel();
+    ctx.metrics.count_error(kErrorClientDisconnected);
+  }
+  ctx.metrics.observe_request_seconds(seconds_since(start));
 }
 
-void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
-                  const std::string& content_type, httplib::Response& res) {
-  auto state = std::make_shared<StreamRelay>();
-  state->ctx = &ctx;
-  state->d.emplace(std::move(d));
-  state->start = start;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      content_type, [state](size_t, httplib::DataSink& sink) { return relay_step(*state, sink); },
-      [state](bool success) {
-        if (!state->ended) {
-          // The client went away (a failed write: !success) or the router is stopping: closing
-          // the backend's connection is what makes tern serve abort the request and free its
-          // KV blocks.
-          state->d->call->cancel();
-          if (!success) state->ctx->metrics.count_error(kErrorClientDisconnected);
-        }
-        state->ctx->metrics.observe_request_seconds(seconds_since(state->start));
-        state->d.reset();  // joins the reading thread, ends the in-flight count
-      });
-}
-
-httplib::Headers forwarded_headers(const httplib::Request& req) {
+httplib::Headers forwarded_headers(const http::Request& req) {
   httplib::Headers h;
-  if (req.has_header("Authorization"))
-    h.emplace("Authorization", req.get_header_value("Authorization"));
+  if (req.has_header("Authorization")) h.emplace("Authorization", req.header("Authorization"));
   return h;
 }
 
@@ -174,7 +165,7 @@ httplib::Headers forwarded_headers(const httplib::Request& req) {
 std::optional<ordered_json> run_prefill(RouterContext& ctx, Endpoint endpoint,
                                         const std::string& path, const ordered_json& body,
                                         const std::string& prompt, const httplib::Headers& headers,
-                                        httplib::Response& res) {
+                                        http::Response& res) {
   const Clock::time_point start = Clock::now();
   std::optional<Dispatched> d =
       dispatch(ctx, *ctx.prefill, path, prefill_body(body, endpoint), prompt, headers, res);
@@ -232,16 +223,23 @@ bool wants_prefill_instance(RouterContext& ctx, Endpoint endpoint, const ordered
 
 }  // namespace
 
-void handle_generation(RouterContext& ctx, Endpoint endpoint, const httplib::Request& req,
-                       httplib::Response& res) {
+void handle_generation(RouterContext& ctx, Endpoint endpoint, const http::Request& req,
+                       const std::shared_ptr<http::Exchange>& client) {
   const Clock::time_point start = Clock::now();
+  http::Response res;
+  // Answers `res` unless the request went to a stream; the request's time is observed here
+  // for everything but a stream, whose relay observes it at its end.
+  auto answer = [&] {
+    ctx.metrics.observe_request_seconds(seconds_since(start));
+    client->respond(std::move(res));
+  };
   ordered_json body;
   try {
     body = parse_client_body(req.body);
   } catch (const server::ApiError& e) {
     ctx.metrics.count_error(kErrorBadRequest);
     set_error(res, e.status(), e.what());
-    ctx.metrics.observe_request_seconds(seconds_since(start));
+    answer();
     return;
   }
   const std::string prompt = prompt_key(body, endpoint);
@@ -254,7 +252,7 @@ void handle_generation(RouterContext& ctx, Endpoint endpoint, const httplib::Req
       std::optional<ordered_json> params =
           run_prefill(ctx, endpoint, req.path, body, prompt, headers, res);
       if (!params) {
-        ctx.metrics.observe_request_seconds(seconds_since(start));
+        answer();
         return;
       }
       answer_body = decode_body(std::move(body), *params);
@@ -266,18 +264,18 @@ void handle_generation(RouterContext& ctx, Endpoint endpoint, const httplib::Req
   BackendPool& pool = ctx.answer_pool();
   std::optional<Dispatched> d = dispatch(ctx, pool, req.path, answer_body, prompt, headers, res);
   if (!d) {
-    ctx.metrics.observe_request_seconds(seconds_since(start));
+    answer();
     return;
   }
   const int status = d->call->status();
   ctx.metrics.count_request(pool.role(), d->in_flight.address().url, status);
   const std::string content_type = d->call->header("Content-Type");
   if (status == 200 && content_type.rfind("text/event-stream", 0) == 0) {
-    relay_stream(ctx, std::move(*d), start, content_type, res);
+    relay_stream(ctx, std::move(*d), start, content_type, *client);
     return;
   }
   relay_whole(ctx, pool.role(), *d, res);
-  ctx.metrics.observe_request_seconds(seconds_since(start));
+  answer();
 }
 
 }  // namespace tern::router

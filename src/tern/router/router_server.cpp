@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "tern/core/error.h"
+#include "tern/http/event_server.h"
 #include "tern/router/router_context.h"
 #include "tern/server/api_error.h"
-#include "tern/server/http_server.h"
 
 namespace tern::router {
 
-void set_error(httplib::Response& res, int status, const std::string& message) {
+void set_error(http::Response& res, int status, const std::string& message) {
   res.status = status;
   res.set_content(dump_lossy(server::error_body(status, message)), "application/json");
 }
@@ -41,7 +41,7 @@ void RouterContext::set_healthy(BackendPool& pool, size_t index, bool healthy,
 
 struct RouterServer::Impl {
   RouterContext ctx;
-  server::HttpServer http;
+  http::EventServer http;
   int port = -1;
   std::once_flag stopped;
   // The health checker: a round of checks every interval, woken early by stop().
@@ -50,17 +50,25 @@ struct RouterServer::Impl {
   std::condition_variable health_cv;
   bool health_stop = false;
 
-  explicit Impl(RouterOptions options) {
+  explicit Impl(RouterOptions options) : http(http_limits(options)) {
     ctx.options = std::move(options);
     configure();
     setup_http();
+  }
+
+  // Every relayed request holds a worker while its backend answers: --http-threads of them.
+  static http::ServerLimits http_limits(const RouterOptions& o) {
+    http::ServerLimits l;
+    l.reader.max_body_bytes = o.max_request_body;
+    l.worker_threads = std::max(4, o.http_threads);
+    return l;
   }
 
   void configure();
   void setup_http();
   void check_health();
   void health_loop();
-  void models(const httplib::Request& req, httplib::Response& res);
+  void models(const http::Request& req, http::Response& res);
 };
 
 void RouterServer::Impl::configure() {
@@ -123,7 +131,7 @@ void RouterServer::Impl::health_loop() {
   }
 }
 
-void RouterServer::Impl::models(const httplib::Request& req, httplib::Response& res) {
+void RouterServer::Impl::models(const http::Request& req, http::Response& res) {
   BackendPool& pool = ctx.answer_pool();
   for (size_t i = 0; i < pool.size(); ++i) {
     if (!pool.backend(i).healthy) continue;
@@ -132,7 +140,7 @@ void RouterServer::Impl::models(const httplib::Request& req, httplib::Response& 
     client.set_connection_timeout(std::chrono::duration<double>(ctx.options.connect_timeout));
     httplib::Headers headers;
     if (req.has_header("Authorization"))
-      headers.emplace("Authorization", req.get_header_value("Authorization"));
+      headers.emplace("Authorization", req.header("Authorization"));
     const httplib::Result r = client.Get("/v1/models", headers);
     if (!r) {
       ctx.metrics.count_error(kErrorBackendUnreachable);
@@ -151,63 +159,65 @@ void RouterServer::Impl::models(const httplib::Request& req, httplib::Response& 
 }
 
 void RouterServer::Impl::setup_http() {
-  const int threads = std::max(4, ctx.options.http_threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(ctx.options.max_request_body);
-  // A client that stops reading is given up on after this long (its backend call is then closed).
-  http.set_write_timeout(30, 0);
-  http.set_read_timeout(30, 0);
-
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-    if (!res.body.empty() || res.content_length_ > 0)
-      return httplib::Server::HandlerResponse::Unhandled;
+  http.set_error_page([this](const http::Request& req, std::string_view detail,
+                             http::Response& res) {
     if (res.status == 404)
       set_error(res, 404, "Not Found: " + req.method + " " + req.path);
     else if (res.status == 413)
       set_error(res, 413,
                 "the request body is larger than the router's limit of " +
                     std::to_string(ctx.options.max_request_body) + " bytes");
+    else if (!detail.empty())
+      set_error(res, res.status, "tern router: " + std::string(detail));
     else
       set_error(res, res.status,
                 "the HTTP request could not be served (status " + std::to_string(res.status) + ")");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        try {
-          std::rethrow_exception(ep);
-        } catch (const server::ApiError& e) {
-          set_error(res, e.status(), e.what());
-        } catch (const std::exception& e) {
-          set_error(res, 500, std::string("tern router: internal error: ") + e.what());
-        } catch (...) {
-          set_error(res, 500, "tern router: internal error");
-        }
-      });
+  });
+  http.set_exception_page([](std::exception_ptr ep, http::Response& res) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const server::ApiError& e) {
+      set_error(res, e.status(), e.what());
+    } catch (const std::exception& e) {
+      set_error(res, 500, std::string("tern router: internal error: ") + e.what());
+    } catch (...) {
+      set_error(res, 500, "tern router: internal error");
+    }
+  });
 
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(ctx, Endpoint::Completions, req, res);
-  });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(ctx, Endpoint::ChatCompletions, req, res);
-  });
-  http.Get("/v1/models",
-           [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    for (BackendPool* pool : ctx.pools())
-      if (!pool->any_healthy()) {
-        set_error(res, 503,
-                  std::string("tern router: no healthy ") + role_name(pool->role()) + " instance");
-        return;
-      }
-    res.status = 200;
-  });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    std::vector<const BackendPool*> pools;
-    for (BackendPool* p : ctx.pools()) pools.push_back(p);
-    res.set_content(ctx.metrics.render(pools), "text/plain; version=0.0.4; charset=utf-8");
-  });
+  using http::answer_with;
+  using http::Work;
+  // What calls a backend runs on a worker; health and metrics answer from memory on the event
+  // loop, so probes never wait behind streams or a hung backend.
+  http.route("POST", "/v1/completions", Work::Worker,
+             [this](const http::Request& req, const std::shared_ptr<http::Exchange>& ex) {
+               handle_generation(ctx, Endpoint::Completions, req, ex);
+             });
+  http.route("POST", "/v1/chat/completions", Work::Worker,
+             [this](const http::Request& req, const std::shared_ptr<http::Exchange>& ex) {
+               handle_generation(ctx, Endpoint::ChatCompletions, req, ex);
+             });
+  http.route(
+      "GET", "/v1/models", Work::Worker,
+      answer_with([this](const http::Request& req, http::Response& res) { models(req, res); }));
+  http.route("GET", "/health", Work::Inline,
+             answer_with([this](const http::Request&, http::Response& res) {
+               for (BackendPool* pool : ctx.pools())
+                 if (!pool->any_healthy()) {
+                   set_error(res, 503,
+                             std::string("tern router: no healthy ") + role_name(pool->role()) +
+                                 " instance");
+                   return;
+                 }
+               res.status = 200;
+             }));
+  http.route("GET", "/metrics", Work::Inline,
+             answer_with([this](const http::Request&, http::Response& res) {
+               std::vector<const BackendPool*> pools;
+               for (BackendPool* p : ctx.pools()) pools.push_back(p);
+               res.set_content(ctx.metrics.render(pools),
+                               "text/plain; version=0.0.4; charset=utf-8");
+             }));
 }
 
 RouterServer::RouterServer(RouterOptions options) {
@@ -221,7 +231,7 @@ RouterServer::~RouterServer() { stop(); }
 
 int RouterServer::bind() {
   const auto& o = impl_->ctx.options;
-  impl_->port = impl_->http.bind_listening(o.host, o.port);
+  impl_->port = impl_->http.bind(o.host, o.port);
   return impl_->port;
 }
 
@@ -233,7 +243,7 @@ void RouterServer::serve() {
 void RouterServer::stop() {
   if (!impl_) return;
   std::call_once(impl_->stopped, [this] {
-    impl_->http.stop_serving();
+    impl_->http.stop();
     {
       std::lock_guard lock(impl_->health_mutex);
       impl_->health_stop = true;

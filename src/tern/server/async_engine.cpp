@@ -14,10 +14,12 @@
 namespace tern::server {
 
 AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval,
-                         int compute_nice, kv_events::ZmqEventPublisher* kv_events)
+                         int compute_nice, kv_events::ZmqEventPublisher* kv_events,
+                         int64_t max_waiting_requests)
     : engine_(engine),
       metrics_(metrics),
       kv_events_(kv_events),
+      max_waiting_requests_(max_waiting_requests),
       stats_(engine.stats()),
       stats_logger_(log_stats_interval) {
   // From now on the kernels' OpenMP regions run on the engine thread, which gets a thread pool
@@ -108,6 +110,21 @@ int64_t AsyncEngine::num_unfinished() const {
 }
 
 void AsyncEngine::add(Submission& submission) {
+  const auto waiting = static_cast<int64_t>(engine_.stats().num_waiting);
+  if (max_waiting_requests_ > 0 &&
+      waiting + static_cast<int64_t>(submission.requests.size()) > max_waiting_requests_) {
+    // Overload: a clear answer the client (or its load balancer) can retry elsewhere, instead
+    // of a wait without bound.
+    metrics_.count_rejected_queue_full();
+    EngineEvent rejected;
+    rejected.kind = EngineEvent::Kind::Rejected;
+    rejected.status = 503;
+    rejected.error = "the server is overloaded: " + std::to_string(waiting) +
+                     " requests wait for the engine (--max-waiting-requests " +
+                     std::to_string(max_waiting_requests_) + "); retry later";
+    submission.channel->push(std::move(rejected));
+    return;
+  }
   std::vector<std::string> added;
   try {
     for (EngineRequest& r : submission.requests) {

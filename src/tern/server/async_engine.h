@@ -1,8 +1,8 @@
 // The async front of the single-threaded LLMEngine: one engine thread owns the engine and loops
 // (take queued submissions and aborts → step() → hand each RequestOutput to its request's
-// channel; sleep when idle). HTTP handler threads submit and then read their channel. The
-// engine thread never waits on a handler: channels are unbounded and handlers abort requests
-// whose clients went away.
+// channel; sleep when idle). HTTP handlers submit; the channel's listener tells the HTTP event
+// loop when there is news. The engine thread never waits on a handler: channels are unbounded
+// and requests whose clients went away are aborted.
 #pragma once
 
 #include <condition_variable>
@@ -36,9 +36,12 @@ class AsyncEngine {
   // from now on. Every `log_stats_interval` seconds of activity it logs the engine's stats
   // (StatsLogger; <= 0: never). The engine thread and its OpenMP team run at nice value
   // `compute_nice` (compute_priority.h; throws tern::Error when it cannot be set). With
-  // `kv_events` (outliving this too), every step's KV cache events are handed to it.
+  // `kv_events` (outliving this too), every step's KV cache events are handed to it. A
+  // submission that would make more than `max_waiting_requests` requests wait (> 0) is
+  // rejected with 503.
   AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_stats_interval = 0.0,
-              int compute_nice = 0, kv_events::ZmqEventPublisher* kv_events = nullptr);
+              int compute_nice = 0, kv_events::ZmqEventPublisher* kv_events = nullptr,
+              int64_t max_waiting_requests = 0);
   ~AsyncEngine();
   AsyncEngine(const AsyncEngine&) = delete;
   AsyncEngine& operator=(const AsyncEngine&) = delete;
@@ -83,6 +86,7 @@ class AsyncEngine {
   LLMEngine& engine_;
   ServerMetrics& metrics_;
   kv_events::ZmqEventPublisher* kv_events_;
+  int64_t max_waiting_requests_;
 
   mutable std::mutex mutex_;  // guards the fields below it
   std::condition_variable wake_;

@@ -3,8 +3,6 @@
 // routes (models, health, version, tokenize, detokenize, metrics) and the lifecycle.
 #include "tern/server/openai_server.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -13,8 +11,8 @@
 
 #include "tern/core/error.h"
 #include "tern/core/version.h"
+#include "tern/http/event_server.h"
 #include "tern/server/api_error.h"
-#include "tern/server/http_server.h"
 #include "tern/server/openai_responses.h"
 #include "tern/server/request_fields.h"
 #include "tern/server/server_context.h"
@@ -23,7 +21,7 @@ namespace tern::server {
 
 using nlohmann::json;
 
-void set_error(httplib::Response& res, int status, const std::string& message,
+void set_error(http::Response& res, int status, const std::string& message,
                const std::string& param) {
   res.status = status;
   res.set_content(dump_json(error_body(status, message, param)), "application/json");
@@ -71,7 +69,7 @@ const Route* find_route(const std::string& path) {
   return nullptr;
 }
 
-void set_json(httplib::Response& res, const json& body) {
+void set_json(http::Response& res, const json& body) {
   res.set_content(dump_json(body), "application/json");
 }
 
@@ -83,7 +81,7 @@ struct OpenAIServer::Impl {
   ServerMetrics metrics;
   std::unique_ptr<kv_events::ZmqEventPublisher> kv_event_publisher;  // outlives `engine`
   AsyncEngine engine;
-  HttpServer http;
+  http::EventServer http;
   int port = -1;
   int64_t created = static_cast<int64_t>(std::time(nullptr));
   std::once_flag stopped;
@@ -94,7 +92,8 @@ struct OpenAIServer::Impl {
         metrics(l.engine().max_model_len(), options.metric_names),
         kv_event_publisher(make_kv_event_publisher(options.kv_events, l.engine())),
         engine(l.engine(), metrics, options.log_stats_interval, options.compute_nice,
-               kv_event_publisher.get()) {
+               kv_event_publisher.get(), options.max_waiting_requests),
+        http(http_limits(options)) {
     ctx.options = std::move(options);
     ctx.metrics = &metrics;
     ctx.engine = &engine;
@@ -157,14 +156,26 @@ struct OpenAIServer::Impl {
     }
   }
 
+  static http::ServerLimits http_limits(const ServerOptions& o) {
+    http::ServerLimits l;
+    l.reader.max_body_bytes = o.max_request_body;
+    l.worker_threads = std::max(1, o.http_threads);
+    l.max_connections = o.max_connections;
+    l.header_timeout = o.header_timeout;
+    l.body_timeout = o.body_timeout;
+    l.keep_alive_timeout = o.keep_alive_timeout;
+    l.write_timeout = o.write_timeout;
+    return l;
+  }
+
   void setup_http();
-  void tokenize(const httplib::Request& req, httplib::Response& res);
-  void detokenize(const httplib::Request& req, httplib::Response& res);
-  void render(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  void models(httplib::Response& res);
+  void tokenize(const http::Request& req, http::Response& res);
+  void detokenize(const http::Request& req, http::Response& res);
+  void render(Endpoint endpoint, const http::Request& req, http::Response& res);
+  void models(http::Response& res);
 };
 
-void OpenAIServer::Impl::tokenize(const httplib::Request& req, httplib::Response& res) {
+void OpenAIServer::Impl::tokenize(const http::Request& req, http::Response& res) {
   const json body = parse_body(req.body);
   if (body.contains("messages"))
     check_route_fields(body, tokenize_chat_fields(), "/tokenize with messages");
@@ -192,7 +203,7 @@ void OpenAIServer::Impl::tokenize(const httplib::Request& req, httplib::Response
                  {"token_strs", nullptr}});
 }
 
-void OpenAIServer::Impl::detokenize(const httplib::Request& req, httplib::Response& res) {
+void OpenAIServer::Impl::detokenize(const http::Request& req, http::Response& res) {
   const json body = parse_body(req.body);
   check_route_fields(body, {"model", "tokens"}, "/detokenize");
   check_model(body, ctx.model);
@@ -216,8 +227,7 @@ void OpenAIServer::Impl::detokenize(const httplib::Request& req, httplib::Respon
 // prefix-aware routing): the request checked exactly as generation checks it, and the prompt
 // tokens generation would run, as vLLM's GenerateRequest objects (a list for completions, one
 // per prompt; one object for chat). tern renders only the prompt: no sampling_params.
-void OpenAIServer::Impl::render(Endpoint endpoint, const httplib::Request& req,
-                                httplib::Response& res) {
+void OpenAIServer::Impl::render(Endpoint endpoint, const http::Request& req, http::Response& res) {
   const GenerationRequest g = endpoint == Endpoint::ChatCompletions
                                   ? parse_chat_request(req.body, ctx.model)
                                   : parse_completion_request(req.body, ctx.model);
@@ -231,7 +241,7 @@ void OpenAIServer::Impl::render(Endpoint endpoint, const httplib::Request& req,
   set_json(res, endpoint == Endpoint::ChatCompletions ? rendered.at(0) : rendered);
 }
 
-void OpenAIServer::Impl::models(httplib::Response& res) {
+void OpenAIServer::Impl::models(http::Response& res) {
   const json card = {{"id", ctx.options.served_model_name},
                      {"object", "model"},
                      {"created", created},
@@ -245,30 +255,21 @@ void OpenAIServer::Impl::models(httplib::Response& res) {
 }
 
 void OpenAIServer::Impl::setup_http() {
-  const int threads = std::max(4, ctx.options.http_threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(ctx.options.max_request_body);
-  // A client that stops reading is given up on after this long (its request is then aborted).
-  http.set_write_timeout(30, 0);
-  http.set_read_timeout(30, 0);
-
   // Authentication: /v1 routes, as vLLM does, and the cache reset (health and metrics stay
   // open to probes and scrapers).
-  http.set_request_filter([this](const httplib::Request& req, httplib::Response& res) {
+  http.set_request_filter([this](const http::Request& req, http::Response& res) {
     const std::string& key = ctx.options.api_key;
-    if (key.empty() || !needs_api_key(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + key)
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (key.empty() || !needs_api_key(req.path)) return false;
+    if (req.header("Authorization") == "Bearer " + key) return false;
     set_error(res, 401, "Unauthorized");
     res.set_header("WWW-Authenticate", "Bearer");
-    return httplib::Server::HandlerResponse::Handled;
+    return true;
   });
 
-  // Whatever httplib or a handler answered with an error status and no body gets an OpenAI one.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-    if (!res.body.empty() || res.content_length_ > 0)
-      return httplib::Server::HandlerResponse::Unhandled;
+  // Whatever the server or a handler answered with an error status and no body gets an OpenAI
+  // one.
+  http.set_error_page([this](const http::Request& req, std::string_view detail,
+                             http::Response& res) {
     const Route* route = find_route(req.path);
     if (res.status == 404 && route) {
       res.set_header("Allow", route->method);
@@ -281,62 +282,79 @@ void OpenAIServer::Impl::setup_http() {
       set_error(res, 413,
                 "the request body is larger than the server's limit of " +
                     std::to_string(ctx.options.max_request_body) + " bytes (--max-request-body)");
+    } else if (res.status == 503 && req.method.empty()) {
+      set_error(res, 503, std::string(detail) + " (--max-connections); retry later");
+    } else if (!detail.empty()) {
+      set_error(res, res.status, std::string(detail));
     } else {
       set_error(res, res.status,
                 "the HTTP request could not be served (status " + std::to_string(res.status) + ")");
     }
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  });
 
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        try {
-          std::rethrow_exception(ep);
-        } catch (const ApiError& e) {
-          set_error(res, e.status(), e.what(), e.param());
-        } catch (const Error& e) {
-          set_error(res, 400, e.what());
-        } catch (const std::exception& e) {
-          set_error(res, 500, std::string("internal error: ") + e.what());
-        } catch (...) {
-          set_error(res, 500, "internal error");
-        }
-      });
+  http.set_exception_page([](std::exception_ptr ep, http::Response& res) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      set_error(res, e.status(), e.what(), e.param());
+    } catch (const Error& e) {
+      set_error(res, 400, e.what());
+    } catch (const std::exception& e) {
+      set_error(res, 500, std::string("internal error: ") + e.what());
+    } catch (...) {
+      set_error(res, 500, "internal error");
+    }
+  });
 
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(ctx, Endpoint::Completions, req, res);
-  });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(ctx, Endpoint::ChatCompletions, req, res);
-  });
-  http.Post("/v1/completions/render", [this](const httplib::Request& req, httplib::Response& res) {
-    render(Endpoint::Completions, req, res);
-  });
-  http.Post("/v1/chat/completions/render",
-            [this](const httplib::Request& req, httplib::Response& res) {
-              render(Endpoint::ChatCompletions, req, res);
-            });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { models(res); });
-  http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-  http.Get("/version", [](const httplib::Request&, httplib::Response& res) {
-    set_json(res, {{"version", kTernVersion}});
-  });
-  http.Post("/tokenize",
-            [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
-  http.Post("/detokenize",
-            [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
+  using http::answer_with;
+  using http::Work;
+  // Generation, rendering and tokenizing compute (a long prompt's template and tokens): on the
+  // workers. The rest answers from memory on the event loop, so probes and scrapes never wait
+  // behind a slow client or a busy engine.
+  http.route("POST", "/v1/completions", Work::Worker,
+             [this](const http::Request& req, const std::shared_ptr<http::Exchange>& ex) {
+               handle_generation(ctx, Endpoint::Completions, req, ex);
+             });
+  http.route("POST", "/v1/chat/completions", Work::Worker,
+             [this](const http::Request& req, const std::shared_ptr<http::Exchange>& ex) {
+               handle_generation(ctx, Endpoint::ChatCompletions, req, ex);
+             });
+  http.route("POST", "/v1/completions/render", Work::Worker,
+             answer_with([this](const http::Request& req, http::Response& res) {
+               render(Endpoint::Completions, req, res);
+             }));
+  http.route("POST", "/v1/chat/completions/render", Work::Worker,
+             answer_with([this](const http::Request& req, http::Response& res) {
+               render(Endpoint::ChatCompletions, req, res);
+             }));
+  http.route("GET", "/v1/models", Work::Inline,
+             answer_with([this](const http::Request&, http::Response& res) { models(res); }));
+  http.route("GET", "/health", Work::Inline,
+             answer_with([](const http::Request&, http::Response& res) { res.status = 200; }));
+  http.route("GET", "/version", Work::Inline,
+             answer_with([](const http::Request&, http::Response& res) {
+               set_json(res, {{"version", kTernVersion}});
+             }));
+  http.route(
+      "POST", "/tokenize", Work::Worker,
+      answer_with([this](const http::Request& req, http::Response& res) { tokenize(req, res); }));
+  http.route(
+      "POST", "/detokenize", Work::Worker,
+      answer_with([this](const http::Request& req, http::Response& res) { detokenize(req, res); }));
   // vLLM's route (which it serves in its dev mode): 200 when the cache was emptied, 409 while
-  // requests hold blocks.
-  http.Post("/reset_prefix_cache", [this](const httplib::Request&, httplib::Response& res) {
-    if (!engine.reset_prefix_cache())
-      set_error(res, 409,
-                "the prefix cache cannot be reset while requests hold KV blocks; retry when "
-                "the server is idle");
-  });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.render(ctx.options.served_model_name, engine.stats()),
-                    "text/plain; version=0.0.4; charset=utf-8");
-  });
+  // requests hold blocks. It waits for the engine thread's next turn: a worker's job.
+  http.route("POST", "/reset_prefix_cache", Work::Worker,
+             answer_with([this](const http::Request&, http::Response& res) {
+               if (!engine.reset_prefix_cache())
+                 set_error(res, 409,
+                           "the prefix cache cannot be reset while requests hold KV blocks; "
+                           "retry when the server is idle");
+             }));
+  http.route("GET", "/metrics", Work::Inline,
+             answer_with([this](const http::Request&, http::Response& res) {
+               res.set_content(metrics.render(ctx.options.served_model_name, engine.stats()),
+                               "text/plain; version=0.0.4; charset=utf-8");
+             }));
 }
 
 OpenAIServer::OpenAIServer(LLM& llm, ServerOptions options) {
@@ -351,7 +369,7 @@ OpenAIServer::~OpenAIServer() { stop(); }
 
 int OpenAIServer::bind() {
   const auto& o = impl_->ctx.options;
-  impl_->port = impl_->http.bind_listening(o.host, o.port);
+  impl_->port = impl_->http.bind(o.host, o.port);
   return impl_->port;
 }
 
@@ -360,8 +378,11 @@ void OpenAIServer::serve() { impl_->http.serve(); }
 void OpenAIServer::stop() {
   if (!impl_) return;
   std::call_once(impl_->stopped, [this] {
-    impl_->http.stop_serving();
-    impl_->engine.shutdown();  // in-flight requests end with "abort"; waiting handlers answer
+    impl_->http.stop_accepting();
+    // In-flight requests end with "abort": their streams get their last chunks and [DONE], the
+    // others their responses, which the event loop is given a moment to write.
+    impl_->engine.shutdown();
+    impl_->http.stop(std::chrono::seconds(5));
   });
 }
 

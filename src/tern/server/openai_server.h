@@ -1,8 +1,9 @@
-// `tern serve`: an OpenAI-compatible HTTP server (cpp-httplib) in front of the engine, with
+// `tern serve`: an OpenAI-compatible HTTP server (http/event_server.h) in front of the engine, with
 // vLLM's routes: /v1/completions, /v1/chat/completions, /v1/models, /health, /version,
 // /tokenize, /detokenize and /metrics.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,8 +22,19 @@ struct ServerOptions {
   std::string model_path;  // shown as the model's root in /v1/models
   std::string api_key;     // empty: no authentication
   size_t max_request_body = size_t{16} << 20;
-  // Connections served at once; each streaming request holds one thread while it streams.
-  int http_threads = 128;
+  // Threads that parse requests and render prompts; connections and streams hold none.
+  int http_threads = 4;
+  // Connections open at once; past it a new one gets a 503 and is closed.
+  int max_connections = 4096;
+  // Requests that wait for the engine to take them up (SGLang's --max-queued-requests); past
+  // it a new one gets a 503 with Retry-After. 0: no bound, as vLLM.
+  int64_t max_waiting_requests = 0;
+  // The HTTP deadlines: a request's header after its first byte, its body after its header, an
+  // idle connection, a client that takes no bytes of its answer.
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds body_timeout{60'000};
+  std::chrono::milliseconds keep_alive_timeout{5'000};
+  std::chrono::milliseconds write_timeout{30'000};
   std::string chat_template;  // a template source overriding the model's (empty: the model's)
   // Seconds between the engine's log lines of throughput, cache and speculative-decoding
   // stats (<= 0: none; `tern serve --disable-log-stats`).

@@ -1,11 +1,11 @@
 // The queue through which the engine thread hands one HTTP request its engine outputs. Unbounded
 // on purpose: the engine thread only ever appends and never waits for a reader, so a slow or
-// vanished client cannot stall generation for everyone else.
+// vanished client cannot stall generation for everyone else. After each push the channel's
+// listener runs on the engine thread: it only schedules the reader (on the HTTP event loop).
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -17,7 +17,7 @@ namespace tern::server {
 struct EngineEvent {
   enum class Kind {
     Accepted,  // every prompt of the submission was queued
-    Rejected,  // none was queued; `error` says why (a client error)
+    Rejected,  // none was queued; `status` and `error` say why
     Output,    // news for the prompt `prompt_index`
     Failed,    // the engine failed; the request is over
   };
@@ -25,35 +25,44 @@ struct EngineEvent {
   int prompt_index = 0;
   RequestOutput output;
   std::string error;
+  int status = 400;  // of a Rejected: 400 (the request), 503 (the server is full or stopping)
 };
 
 class RequestChannel {
  public:
+  explicit RequestChannel(std::function<void()> listener = {}) : listener_(std::move(listener)) {}
+
   void push(EngineEvent event) {
+    std::function<void()> listener;
     {
       std::lock_guard lock(mutex_);
       events_.push_back(std::move(event));
+      listener = listener_;
     }
-    ready_.notify_one();
+    if (listener) listener();
   }
 
-  // Moves every queued event into `out` (cleared first), waiting up to `timeout` for the first.
-  // False when nothing came.
-  bool pop_all(std::vector<EngineEvent>& out, std::chrono::milliseconds timeout) {
+  // Moves every queued event into `out` (cleared first); never waits.
+  void take_all(std::vector<EngineEvent>& out) {
     out.clear();
-    std::unique_lock lock(mutex_);
-    if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+    std::lock_guard lock(mutex_);
     while (!events_.empty()) {
       out.push_back(std::move(events_.front()));
       events_.pop_front();
     }
-    return true;
+  }
+
+  // No more listening (the reader is done): lets go of what the listener holds.
+  void detach() {
+    std::function<void()> dropped;
+    std::lock_guard lock(mutex_);
+    dropped.swap(listener_);
   }
 
  private:
   std::mutex mutex_;
-  std::condition_variable ready_;
   std::deque<EngineEvent> events_;
+  std::function<void()> listener_;
 };
 
 }  // namespace tern::server

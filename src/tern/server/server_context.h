@@ -3,18 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "tern/http/exchange.h"
+#include "tern/http/http_message.h"
 #include "tern/server/async_engine.h"
 #include "tern/server/openai_protocol.h"
 #include "tern/server/openai_server.h"
 #include "tern/server/server_metrics.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace tern::server {
 
@@ -30,11 +28,12 @@ struct ServerContext {
 };
 
 // Sets an error response (OpenAI body) on `res`.
-void set_error(httplib::Response& res, int status, const std::string& message,
+void set_error(http::Response& res, int status, const std::string& message,
                const std::string& param = {});
 
-// POST /v1/completions and /v1/chat/completions, streamed or not.
-void handle_generation(ServerContext& ctx, Endpoint endpoint, const httplib::Request& req,
-                       httplib::Response& res);
+// POST /v1/completions and /v1/chat/completions, streamed or not: answered through `exchange`
+// as the engine's outputs come.
+void handle_generation(ServerContext& ctx, Endpoint endpoint, const http::Request& req,
+                       const std::shared_ptr<http::Exchange>& exchange);
 
 }  // namespace tern::server

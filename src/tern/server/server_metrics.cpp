@@ -152,6 +152,11 @@ void ServerMetrics::observe_inter_token_latency(double seconds) {
   recorded_.inter_token_latency.observe(seconds);
 }
 
+void ServerMetrics::count_rejected_queue_full() {
+  std::lock_guard lock(mutex_);
+  ++recorded_.rejected_queue_full;
+}
+
 void ServerMetrics::observe_finished(const RequestMetrics& m, const std::string& finished_reason) {
   std::lock_guard lock(mutex_);
   Recorded& r = recorded_;
@@ -260,6 +265,9 @@ void ServerMetrics::render_shared(MetricsPage& page, const EngineStats& s, const
 void ServerMetrics::render_tern_only(MetricsPage& page, const EngineStats& s, const Recorded& r) {
   page.gauge("kv_cache_capacity_tokens", "Tokens the KV cache holds when full.",
              static_cast<double>(s.num_blocks) * s.block_size);
+  page.counter("requests_rejected_queue_full_total",
+               "Requests refused with 503 because --max-waiting-requests requests were waiting.",
+               static_cast<double>(r.rejected_queue_full));
   if (!s.kv_transfer) return;
   page.gauge("kv_transfer_leases_held", "Prefilled prompts whose blocks wait for a pull.",
              static_cast<double>(s.kv.leases.held));

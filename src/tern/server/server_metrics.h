@@ -51,6 +51,8 @@ class ServerMetrics {
   void observe_inter_token_latency(double seconds);
   // A request that ended (finished_reason: stop, length or abort) with its engine timestamps.
   void observe_finished(const RequestMetrics& metrics, const std::string& finished_reason);
+  // A request refused with 503 because --max-waiting-requests requests were waiting already.
+  void count_rejected_queue_full();
 
   // The whole /metrics page. `model_name` is the served model name. The recorded histograms
   // are copied under the lock and formatted after it, so a scrape (the endpoint picker polls
@@ -64,6 +66,7 @@ class ServerMetrics {
     Histogram prompt_tokens, generation_tokens;
     Histogram kv_transfer_seconds;            // a decode instance's pulls of prompts' KV
     std::map<std::string, int64_t> finished;  // by finished_reason
+    int64_t rejected_queue_full = 0;
   };
   // What vLLM measures too, under the page's prefix (vllm: adds vLLM's older names that
   // readers still use: gpu_cache_usage_perc, time_per_output_token_seconds).
