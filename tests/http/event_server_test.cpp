@@ -87,8 +87,9 @@ TEST(EventServer, AJsonBodyIsReadWhateverItsContentTypeSays) {
 
 TEST(EventServer, TheRequestFilterStillAnswersFirst) {
   EventServer http;
-  http.route("POST", "/echo", Work::Inline,
-             http::answer_with([](const http::Request&, http::Response& res) { res.status = 200; }));
+  http.route(
+      "POST", "/echo", Work::Inline,
+      http::answer_with([](const http::Request&, http::Response& res) { res.status = 200; }));
   http.set_request_filter([](const http::Request& req, http::Response& res) {
     if (!req.header("Authorization").empty()) return false;
     res.status = 401;
@@ -107,8 +108,8 @@ TEST(EventServer, ErrorsGetTheErrorPageAndMalformedRequestsA400) {
   EventServer http(limits);
   http.route("POST", "/echo", Work::Inline, echo_body());
   http.set_error_page([](const http::Request& req, std::string_view detail, http::Response& res) {
-    res.set_content("page " + std::to_string(res.status) + " " + req.method + " " + req.path +
-                        " " + std::string(detail),
+    res.set_content("page " + std::to_string(res.status) + " " + req.method + " " + req.path + " " +
+                        std::string(detail),
                     "text/plain");
   });
   const int port = http.bind("127.0.0.1", 0);
@@ -144,8 +145,8 @@ TEST(EventServer, PipelinedRequestsAreAnsweredInOrderOnOneConnection) {
   std::string requests;
   for (int i = 0; i < 5; ++i) {
     const std::string body = "request " + std::to_string(i);
-    requests += "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                std::to_string(body.size()) + "\r\n\r\n" + body;
+    requests += "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+                "\r\n\r\n" + body;
   }
   c.send(requests);
   const std::string answers = c.read(10s, "request 4");
@@ -258,7 +259,8 @@ TEST(EventServer, InlineRoutesAnswerWhileEveryWorkerIsBusy) {
   ServingThread serving(http);
   std::vector<std::future<HttpResult>> slow;
   for (int i = 0; i < 4; ++i)
-    slow.push_back(std::async(std::launch::async, [&] { return http_request(port, "GET", "/slow"); }));
+    slow.push_back(
+        std::async(std::launch::async, [&] { return http_request(port, "GET", "/slow"); }));
   for (int i = 0; i < 5; ++i) EXPECT_EQ(http_request(port, "GET", "/health").status, 200);
   release.set_value();
   for (auto& f : slow) EXPECT_EQ(f.get().status, 200);

@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -41,16 +43,16 @@ class RawClient {
     return true;
   }
 
-  // What arrives within `wait` (until the server closes, or `until` appears in it).
+  // What arrives within `wait` (until the server closes, or `until` appears in it); with a
+  // zero wait, what has arrived already.
   std::string read(std::chrono::milliseconds wait, std::string_view until = {}) {
     std::string out;
     const auto deadline = std::chrono::steady_clock::now() + wait;
-    for (;;) {
+    while (fd_ >= 0 && !closed_by_peer_) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
       pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) <= 0) break;
       char buf[4096];
       const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
       if (n <= 0) {
@@ -74,6 +76,9 @@ class RawClient {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  bool is_open() const { return fd_ >= 0; }
+  // Whether a read found the connection closed by the server.
+  bool peer_closed() const { return closed_by_peer_; }
 
  private:
   int fd_ = -1;

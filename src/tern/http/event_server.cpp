@@ -259,18 +259,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read() {
     if (closed_ || reading_ || lingering_ || held_ || held_failure_) return;
     reading_ = true;
-    socket_.async_read_some(asio::buffer(read_buffer_),
-                            [self = shared_from_this()](error_code ec, size_t n) {
-                              self->on_read(ec, n);
-                            });
+    socket_.async_read_some(
+        asio::buffer(read_buffer_),
+        [self = shared_from_this()](error_code ec, size_t n) { self->on_read(ec, n); });
   }
 
   void on_read(error_code ec, size_t n) {
     reading_ = false;
     if (closed_) return;
     if (lingering_) {
-      if (ec) close();
-      else read_to_linger();
+      if (ec)
+        close();
+      else
+        read_to_linger();
       return;
     }
     if (ec) {
@@ -368,10 +369,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       run(*route, req, ex, server_);
       return;
     }
-    asio::post(server_.workers, [handler = &route->handler, req = std::move(req), ex,
-                                 &server = server_]() mutable {
-      run_handler(*handler, req, ex, server);
-    });
+    asio::post(server_.workers,
+               [handler = &route->handler, req = std::move(req), ex, &server = server_]() mutable {
+                 run_handler(*handler, req, ex, server);
+               });
   }
 
   static void run(const Route& route, const Request& req,
@@ -516,10 +517,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read_to_linger() {
     if (closed_ || reading_) return;
     reading_ = true;
-    socket_.async_read_some(asio::buffer(read_buffer_),
-                            [self = shared_from_this()](error_code ec, size_t n) {
-                              self->on_read(ec, n);
-                            });
+    socket_.async_read_some(
+        asio::buffer(read_buffer_),
+        [self = shared_from_this()](error_code ec, size_t n) { self->on_read(ec, n); });
   }
 
   tcp::socket socket_;
@@ -530,7 +530,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point read_deadline_{}, request_began_{}, header_done_{};
 
   std::shared_ptr<ConnectionExchange> current_;  // the request being answered
-  bool head_sent_ = false;  // of a streamed answer
+  bool head_sent_ = false;                       // of a streamed answer
   Framing framing_ = Framing::Chunked;
   bool keep_alive_ = true;
   std::optional<Request> held_;  // a pipelined request, waiting for current_ to end
@@ -538,7 +538,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool held_failure_ = false;  // a pipelined request the reader refused
   bool continue_sent_ = false;
 
-  std::string out_, in_flight_;  // bytes to write; bytes being written
+  std::string out_, in_flight_;                   // bytes to write; bytes being written
   size_t out_credit_ = 0, in_flight_credit_ = 0;  // streamed piece bytes among them
   std::shared_ptr<ConnectionExchange> credit_to_;
   bool writing_ = false, reading_ = false;
@@ -610,10 +610,10 @@ void EventServer::Impl::refuse(tcp::socket socket) {
   Response res;
   res.status = 503;
   res.set_header("Retry-After", "1");
-  fill_error_page(Request{},
-                  "the server holds its maximum of " + std::to_string(limits.max_connections) +
-                      " connections",
-                  res);
+  fill_error_page(
+      Request{},
+      "the server holds its maximum of " + std::to_string(limits.max_connections) + " connections",
+      res);
   const std::string bytes = serialize_head(res, Framing::Length, false) + res.body;
   // Best effort and never blocking: the loop serves everyone else.
   error_code ec;
@@ -675,9 +675,8 @@ int EventServer::bind(const std::string& host, int port) {
   Impl& s = *impl_;
   error_code ec;
   tcp::resolver resolver(*s.io);
-  const auto endpoints = resolver.resolve(host, std::to_string(port),
-                                          tcp::resolver::passive | tcp::resolver::numeric_service,
-                                          ec);
+  const auto endpoints = resolver.resolve(
+      host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || endpoints.empty())
     throw Error("cannot listen on " + host + ":" + std::to_string(port) + " (" +
                 (ec ? ec.message() : std::string("no such address")) + ")");
@@ -699,7 +698,8 @@ int EventServer::bind(const std::string& host, int port) {
   }
   // A burst of clients must not overflow the backlog (their SYNs would be dropped).
   s.acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+  if (ec)
+    throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
   return s.acceptor->local_endpoint().port();
 }
 

@@ -32,9 +32,8 @@ RequestReader::State RequestReader::parse() {
   size_t consumed_total = 0;
   while (!p.is_done() && consumed_total < buffer_.size()) {
     beast::error_code ec;
-    const size_t n = p.put(boost::asio::buffer(buffer_.data() + consumed_total,
-                                               buffer_.size() - consumed_total),
-                           ec);
+    const size_t n = p.put(
+        boost::asio::buffer(buffer_.data() + consumed_total, buffer_.size() - consumed_total), ec);
     consumed_total += n;
     if (ec == bhttp::error::need_more) {
       // The header is parsed whole: until it is complete, put() consumes nothing and the
@@ -50,8 +49,8 @@ RequestReader::State RequestReader::parse() {
     if (ec) {
       if (ec == bhttp::error::body_limit) {
         error_status_ = 413;
-        error_message_ = "the request body is larger than " +
-                         std::to_string(limits_.max_body_bytes) + " bytes";
+        error_message_ =
+            "the request body is larger than " + std::to_string(limits_.max_body_bytes) + " bytes";
       } else if (ec == bhttp::error::header_limit) {
         error_status_ = 431;
         error_message_ = "the request header is larger than " +

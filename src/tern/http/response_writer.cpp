@@ -20,8 +20,8 @@ void append_header(std::string& out, std::string_view name, std::string_view val
 }  // namespace
 
 std::string serialize_head(const Response& response, Framing framing, bool keep_alive) {
-  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                    reason_phrase(response.status) + "\r\n";
+  std::string out =
+      "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
   if (!response.content_type.empty()) append_header(out, "Content-Type", response.content_type);
   for (const auto& [name, value] : response.headers) {
     // The framing is the writer's to say: a handler's own would contradict it.

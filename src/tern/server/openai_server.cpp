@@ -73,6 +73,19 @@ void set_json(http::Response& res, const json& body) {
   res.set_content(dump_json(body), "application/json");
 }
 
+// The front end's own gauges and counters (tern's names only: vLLM has none of these).
+void append_connection_metrics(std::string& page, const http::ConnectionCounts& c) {
+  auto sample = [&](const char* name, const char* type, const char* help, int64_t value) {
+    prometheus_header(page, name, type, help);
+    page += std::string(name) + " " + prometheus_number(static_cast<double>(value)) + "\n";
+  };
+  sample("tern:http_connections_open", "gauge", "HTTP connections open now.", c.open);
+  sample("tern:http_connections_refused_total", "counter",
+         "Connections refused with 503 past --max-connections.", c.refused);
+  sample("tern:http_connections_timed_out_total", "counter",
+         "Connections closed by a header, body, keep-alive or write deadline.", c.timed_out);
+}
+
 }  // namespace
 
 struct OpenAIServer::Impl {
@@ -352,8 +365,10 @@ void OpenAIServer::Impl::setup_http() {
              }));
   http.route("GET", "/metrics", Work::Inline,
              answer_with([this](const http::Request&, http::Response& res) {
-               res.set_content(metrics.render(ctx.options.served_model_name, engine.stats()),
-                               "text/plain; version=0.0.4; charset=utf-8");
+               std::string page = metrics.render(ctx.options.served_model_name, engine.stats());
+               if (ctx.options.metric_names != MetricNames::Vllm)
+                 append_connection_metrics(page, http.counts());
+               res.set_content(std::move(page), "text/plain; version=0.0.4; charset=utf-8");
              }));
 }
 
