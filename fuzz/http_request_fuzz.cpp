@@ -39,11 +39,13 @@ std::string read_all(std::string_view bytes, size_t piece) {
       if (s == tern::http::RequestReader::State::NeedMore) break;
       if (s == tern::http::RequestReader::State::Failed) {
         const int status = reader.error_status();
-        if (status != 400 && status != 413 && status != 431) die("a refusal other than 400/413/431");
+        if (status != 400 && status != 413 && status != 431)
+          die("a refusal other than 400/413/431");
         return out + "refused " + std::to_string(status) + "\n";
       }
       const tern::http::Request r = reader.take();
-      if (r.target.compare(0, r.path.size(), r.path) != 0) die("the path is not the target's start");
+      if (r.target.compare(0, r.path.size(), r.path) != 0)
+        die("the path is not the target's start");
       if (r.body.size() > limits.max_body_bytes) die("a body over the limit");
       out += r.method + " " + r.target + " " + std::to_string(r.body.size()) + " " + r.body + "\n";
     }

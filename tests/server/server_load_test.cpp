@@ -145,8 +145,8 @@ TEST(ServerLoad, IdleAndSlowlorisConnectionsDoNotStopProbesOrStreams) {
 
   std::vector<std::future<StreamResult>> streams;
   for (int i = 0; i < 32; ++i)
-    streams.push_back(std::async(std::launch::async,
-                                 [&] { return stream(s.port(), "/v1/completions", stream_body(48)); }));
+    streams.push_back(std::async(
+        std::launch::async, [&] { return stream(s.port(), "/v1/completions", stream_body(48)); }));
   for (auto& f : streams) {
     const StreamResult r = f.get();
     EXPECT_EQ(r.status, 200) << r.error_body;
@@ -178,8 +178,8 @@ TEST(ServerLoad, HundredsOfStreamsPastMaxNumSeqsAllComplete) {
   stop = true;
   int complete = 0;
   for (const Exchange& e : exchanges)
-    complete += e.ended && status_of(e.answer) == 200 &&
-                e.answer.find("data: [DONE]") != std::string::npos;
+    complete +=
+        e.ended && status_of(e.answer) == 200 && e.answer.find("data: [DONE]") != std::string::npos;
   EXPECT_EQ(complete, 512);
   const std::vector<double> latencies = probes.get();
   for (double ms : latencies) EXPECT_GE(ms, 0) << "a /metrics scrape got no answer";

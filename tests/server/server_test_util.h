@@ -56,13 +56,14 @@ class TestServer {
   std::thread thread_;
 };
 
-// `tern serve ARGS… --port 0` as a child process of the built binary: started, and its port read
+// `tern serve --port PORT ARGS…` as a child process of the built binary: started, and its port read
 // from its log line ("listening on http://127.0.0.1:PORT"); port() is -1 when it never said.
 class ServeProcess {
  public:
-  explicit ServeProcess(const std::vector<std::string>& serve_args) {
+  // `port` 0: any free port.
+  explicit ServeProcess(const std::vector<std::string>& serve_args, int port = 0) {
     log_fd_ = ::mkstemp(log_path_);
-    std::vector<std::string> args = {TERN_BINARY, "serve", "--port", "0"};
+    std::vector<std::string> args = {TERN_BINARY, "serve", "--port", std::to_string(port)};
     args.insert(args.end(), serve_args.begin(), serve_args.end());
     pid_ = tern::testing::spawn_process(args, -1, log_fd_);
     const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
