@@ -18,8 +18,17 @@ namespace {
 std::vector<std::string> backend_args() {
   // One sequence at a time: a backend's streams queue, so the killed one has streams running
   // and waiting when it dies.
-  return {fixture("stories260K/stories260K.gguf"), "--max-model-len", "256", "--kv-cache-memory",
-          "16MiB", "--threads", "1", "--max-num-seqs", "1", "--served-model-name", "test-model",
+  return {fixture("stories260K/stories260K.gguf"),
+          "--max-model-len",
+          "256",
+          "--kv-cache-memory",
+          "16MiB",
+          "--threads",
+          "1",
+          "--max-num-seqs",
+          "1",
+          "--served-model-name",
+          "test-model",
           "--disable-log-stats"};
 }
 
@@ -38,10 +47,8 @@ TEST(RouterFaults, ABackendKilledMidLoadFailsItsStreamsAndTheOtherServesOn) {
   o.health_check_interval = 0.1;
   TestRouter router(o);
 
-  const json body = {{"prompt", "Once upon a time"},
-                     {"max_tokens", 200},
-                     {"ignore_eos", true},
-                     {"stream", true}};
+  const json body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}};
   std::vector<std::future<StreamResult>> streams;
   for (int i = 0; i < 8; ++i)
     streams.push_back(std::async(std::launch::async,

@@ -49,6 +49,20 @@ TEST(ForwardCosts, InterpolatesAndExtrapolatesWithoutFalling) {
   EXPECT_DOUBLE_EQ(falling.estimate(100), 1.0);
 }
 
+// A step's time limit goes by the upper estimate: past the largest step measured, that step's
+// cost per token, whatever the slope of the smaller ones (decodes, nearly flat).
+TEST(ForwardCosts, UpperEstimateIsProportionalPastTheLargestMeasured) {
+  ForwardCosts c;
+  EXPECT_EQ(c.upper_estimate(4), 0.0);
+  c.record(1, 0.050);
+  c.record(4, 0.052);
+  EXPECT_DOUBLE_EQ(c.upper_estimate(2), c.estimate(2));          // within: interpolated
+  EXPECT_DOUBLE_EQ(c.upper_estimate(256), 0.052 * 64);           // past: 13 ms a token, 3.3 s
+  EXPECT_NEAR(c.estimate(256), 0.052 + 252 * 0.002 / 3, 1e-12);  // the slope: 0.22 s
+  c.record(64, 0.2);
+  EXPECT_DOUBLE_EQ(c.upper_estimate(128), 0.4);
+}
+
 TEST(DraftLengthPolicy, CheapGoodDraftsDraftTheWholeBound) {
   const ForwardCosts target = target_costs(), draft = draft_costs(0.0002);
   const std::vector<DraftCandidate> one = {{0.9, 8, 1}};

@@ -58,11 +58,14 @@ int64_t LLMEngine::step_token_budget() const {
   // step of decodes alone may take longer than the limit, but is not cut.
   const int64_t least = std::min(most, scheduler_.num_running() + 1);
   // The largest budget whose estimate fits, by bisection: estimates grow with the tokens
-  // (measurement noise aside, which at worst leaves a budget smaller than it could be).
+  // (measurement noise aside, which at worst leaves a budget smaller than it could be). Beyond
+  // the largest step measured, a step is priced at that step's cost per token (an upper bound),
+  // so the first chunk of a prompt after decode-only steps stays within the limit, and each
+  // step measured lets the next grow, until the limit is reached.
   int64_t lo = least, hi = most;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (step_costs_.estimate(mid) <= limit) {
+    if (step_costs_.upper_estimate(mid) <= limit) {
       lo = mid;
     } else {
       hi = mid - 1;

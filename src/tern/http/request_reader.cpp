@@ -32,9 +32,18 @@ RequestReader::State RequestReader::parse() {
   size_t consumed_total = 0;
   while (!p.is_done() && consumed_total < buffer_.size()) {
     beast::error_code ec;
+    const bool header_before = p.is_header_done();
+    const size_t start = consumed_total;
     const size_t n = p.put(
         boost::asio::buffer(buffer_.data() + consumed_total, buffer_.size() - consumed_total), ec);
     consumed_total += n;
+    // Beast holds a header to its limit only while the header is incomplete: one that arrives
+    // whole is measured here, so that the limit does not depend on how the bytes came.
+    if (!ec && !header_before && p.is_header_done()) {
+      const size_t end = buffer_.find("\r\n\r\n", start);
+      if (end != std::string::npos && end + 4 - start > limits_.max_header_bytes)
+        ec = bhttp::error::header_limit;
+    }
     if (ec == bhttp::error::need_more) {
       // The header is parsed whole: until it is complete, put() consumes nothing and the
       // bytes stay for the next try.

@@ -5,9 +5,13 @@
 namespace tern::http {
 namespace {
 
+// A header's value without control characters (tab aside): no CR or LF can end the line early
+// and start a header of the handler's making, and no byte an HTTP parser refuses goes out.
 void append_clean(std::string& out, std::string_view text) {
-  for (char c : text)
-    if (c != '\r' && c != '\n') out += c;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 0x20 && u != 0x7F) || c == '\t') out += c;
+  }
 }
 
 void append_header(std::string& out, std::string_view name, std::string_view value) {

@@ -14,8 +14,8 @@ enum class Framing { Length, Chunked, UntilClose };
 
 // The status line and headers of `response` (its body not included), with Content-Type when it
 // has one, the framing's header (Content-Length: response.body.size() for Length) and
-// Connection: close when `keep_alive` is false. CR and LF inside names and values are dropped,
-// so that no value a handler passes on can start a header of its own.
+// Connection: close when `keep_alive` is false. Control characters inside names and values are
+// dropped, so that no value a handler passes on can start a header of its own.
 std::string serialize_head(const Response& response, Framing framing, bool keep_alive);
 
 // One chunk of a chunked body ("" gives nothing: an empty chunk would end the body).

@@ -46,4 +46,11 @@ double ForwardCosts::estimate(int64_t num_tokens) const {
   return lo->second + f * (hi->second - lo->second);
 }
 
+double ForwardCosts::upper_estimate(int64_t num_tokens) const {
+  if (by_size_.empty()) return 0.0;
+  const auto last = std::prev(by_size_.end());
+  if (num_tokens <= last->first) return estimate(num_tokens);
+  return last->second * static_cast<double>(num_tokens) / static_cast<double>(last->first);
+}
+
 }  // namespace tern

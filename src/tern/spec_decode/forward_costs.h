@@ -16,6 +16,12 @@ class ForwardCosts {
   // sizes, the smallest one's below them, and beyond the largest along the slope of the last
   // two (never falling). 0 when nothing was measured.
   double estimate(int64_t num_tokens) const;
+  // The same, but beyond the largest measured size at that size's cost per token: never less
+  // than a forward of `num_tokens` costs, since the cost per token only falls as a forward grows
+  // (its weights are read once). What a time limit on a step must go by: decode-only
+  // measurements are nearly flat in the tokens, and extrapolating their slope to a prompt's
+  // chunk would price hundreds of tokens like a few.
+  double upper_estimate(int64_t num_tokens) const;
   bool empty() const { return by_size_.empty(); }
 
  private:

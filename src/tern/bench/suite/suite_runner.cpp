@@ -614,9 +614,8 @@ class Runner {
         Argv serve = serve_argv(target, port, threads_);
         if (setup == "whole")
           serve.push_back("--no-enable-chunked-prefill");
-        else
-          serve.insert(serve.end(),
-                       {"--max-num-batched-tokens", str(s.chunk_tokens), "--max-step-ms", "0"});
+        else  // tern serve's default step budget (--max-step-ms auto) sizes the chunks
+          serve.insert(serve.end(), {"--max-num-batched-tokens", str(s.chunk_tokens)});
         const ServerProcess server(serve, port, log_file);
         row.commands.push_back(display_command(serve) + " &");
         result = bench_serve(server.url(), target, "mixed-" + setup, load, row);
