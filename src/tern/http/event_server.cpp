@@ -28,7 +28,9 @@ Handler answer_with(std::function<void(const Request&, Response&)> fill) {
   };
 }
 
-namespace {
+// The loop's own types: named, since EventServer::Impl holds them (an anonymous namespace in a
+// member's type would give Impl internal linkage).
+namespace event_loop {
 
 class Connection;
 
@@ -45,9 +47,13 @@ constexpr std::chrono::milliseconds kLingerTime{2000};
 // After a failed accept (out of file descriptors): the pause before the next try.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
 
-}  // namespace
+}  // namespace event_loop
 
 // What the loop, the connections and the exchanges share.
+using event_loop::Connection;
+using event_loop::kAcceptRetry;
+using event_loop::Route;
+
 struct EventServer::Impl {
   explicit Impl(ServerLimits l)
       : limits(l),
@@ -105,7 +111,7 @@ struct EventServer::Impl {
   void close_connections(bool idle_only);
 };
 
-namespace {
+namespace event_loop {
 
 // The exchange of one request: hands what the handler gives to its connection on the loop.
 class ConnectionExchange final : public Exchange,
@@ -579,7 +585,7 @@ void ConnectionExchange::end_stream() {
   on_connection([](Connection& c, ConnectionExchange* ex) { c.close_stream(ex); });
 }
 
-}  // namespace
+}  // namespace event_loop
 
 void EventServer::Impl::accept() {
   acceptor->async_accept([this](error_code ec, tcp::socket socket) {
