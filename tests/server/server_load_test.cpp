@@ -214,8 +214,11 @@ TEST(ServerLoad, AStormOfClientsThatHangUpLeavesNothingBehind) {
       }
     }
     run_all(s.port(), exchanges, 120s);
-    for (const Exchange& e : exchanges)
-      if (e.cut_at.empty() && !e.cut_at_once) EXPECT_EQ(status_of(e.answer), 200);
+    for (const Exchange& e : exchanges) {
+      if (e.cut_at.empty() && !e.cut_at_once) {
+        EXPECT_EQ(status_of(e.answer), 200);
+      }
+    }
   }
   EXPECT_EQ(cut, 300);
   wait_until_idle(s.port());

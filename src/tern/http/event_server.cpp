@@ -92,13 +92,9 @@ struct EventServer::Impl {
   bool serving = false;
   bool workers_joined = false;
 
-  const Route* find_route(const Request& req, bool& path_known) const {
-    path_known = false;
-    for (const Route& r : routes) {
-      if (r.path != req.path) continue;
-      path_known = true;
-      if (r.method == req.method) return &r;
-    }
+  const Route* find_route(const Request& req) const {
+    for (const Route& r : routes)
+      if (r.path == req.path && r.method == req.method) return &r;
     return nullptr;
   }
 
@@ -364,26 +360,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
       answer(ex.get(), std::move(error));
       return;
     }
-    bool path_known = false;
-    const Route* route = server_.find_route(req, path_known);
+    const Route* route = server_.find_route(req);
     if (!route) {
       res.status = 404;
       answer(ex.get(), std::move(res));
       return;
     }
     if (route->where == Work::Inline) {
-      run(*route, req, ex, server_);
+      run_handler(route->handler, req, ex, server_);
       return;
     }
     asio::post(server_.workers,
                [handler = &route->handler, req = std::move(req), ex, &server = server_]() mutable {
                  run_handler(*handler, req, ex, server);
                });
-  }
-
-  static void run(const Route& route, const Request& req,
-                  const std::shared_ptr<ConnectionExchange>& ex, EventServer::Impl& server) {
-    run_handler(route.handler, req, ex, server);
   }
 
   static void run_handler(const Handler& handler, const Request& req,

@@ -107,8 +107,10 @@ void relay_whole(RouterContext& ctx, BackendRole role, Dispatched& d, http::Resp
 constexpr size_t kMaxUnsent = size_t{1} << 20;
 
 // Relays a backend's SSE stream to the client piece by piece, on this (worker) thread, until
-// it ends, breaks or the client goes away.
-void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
+// it ends, breaks or the client goes away. The backend's in-flight count ends (`d` is let go)
+// before the client has the stream's end: a client that sends its next request at once must
+// find the count already lowered.
+void relay_stream(RouterContext& ctx, std::optional<Dispatched> d, Clock::time_point start,
                   const std::string& content_type, http::Exchange& client) {
   http::Response head;
   head.content_type = content_type;
@@ -117,7 +119,7 @@ void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
   std::string piece;
   bool ended = false;
   while (!ended && !client.closed()) {
-    switch (d.call->next(piece, std::chrono::milliseconds(100))) {
+    switch (d->call->next(piece, std::chrono::milliseconds(100))) {
       case BackendCall::Next::Data:
         client.write(std::move(piece));
         piece.clear();
@@ -128,6 +130,7 @@ void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
         break;
       case BackendCall::Next::End:
         ended = true;
+        d.reset();
         client.end_stream();
         break;
       case BackendCall::Next::Failed: {
@@ -137,9 +140,10 @@ void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
         client.write(
             "data: " +
             dump_lossy(server::error_body(
-                502, "tern router: " + d.in_flight.address().url + " broke off its stream (" +
-                         describe_http_error(d.call->error(), d.in_flight.address()) + ")")) +
+                502, "tern router: " + d->in_flight.address().url + " broke off its stream (" +
+                         describe_http_error(d->call->error(), d->in_flight.address()) + ")")) +
             "\n\n");
+        d.reset();
         client.end_stream();
         break;
       }
@@ -148,7 +152,7 @@ void relay_stream(RouterContext& ctx, Dispatched d, Clock::time_point start,
   if (!ended) {
     // The client went away or the router is stopping: closing the backend's connection is
     // what makes tern serve abort the request and free its KV blocks.
-    d.call->cancel();
+    d->call->cancel();
     ctx.metrics.count_error(kErrorClientDisconnected);
   }
   ctx.metrics.observe_request_seconds(seconds_since(start));
@@ -271,10 +275,11 @@ void handle_generation(RouterContext& ctx, Endpoint endpoint, const http::Reques
   ctx.metrics.count_request(pool.role(), d->in_flight.address().url, status);
   const std::string content_type = d->call->header("Content-Type");
   if (status == 200 && content_type.rfind("text/event-stream", 0) == 0) {
-    relay_stream(ctx, std::move(*d), start, content_type, *client);
+    relay_stream(ctx, std::move(d), start, content_type, *client);
     return;
   }
   relay_whole(ctx, pool.role(), *d, res);
+  d.reset();  // the in-flight count ends before the client has its answer (see relay_stream)
   answer();
 }
 
