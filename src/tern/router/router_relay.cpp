@@ -110,8 +110,9 @@ constexpr size_t kMaxUnsent = size_t{1} << 20;
 // it ends, breaks or the client goes away. The backend's in-flight count ends (`d` is let go)
 // before the client has the stream's end: a client that sends its next request at once must
 // find the count already lowered.
-void relay_stream(RouterContext& ctx, std::optional<Dispatched> d, Clock::time_point start,
+void relay_stream(RouterContext& ctx, Dispatched dispatched, Clock::time_point start,
                   const std::string& content_type, http::Exchange& client) {
+  std::optional<Dispatched> d(std::move(dispatched));
   http::Response head;
   head.content_type = content_type;
   head.set_header("Cache-Control", "no-cache");
@@ -275,7 +276,7 @@ void handle_generation(RouterContext& ctx, Endpoint endpoint, const http::Reques
   ctx.metrics.count_request(pool.role(), d->in_flight.address().url, status);
   const std::string content_type = d->call->header("Content-Type");
   if (status == 200 && content_type.rfind("text/event-stream", 0) == 0) {
-    relay_stream(ctx, std::move(d), start, content_type, *client);
+    relay_stream(ctx, std::move(*d), start, content_type, *client);
     return;
   }
   relay_whole(ctx, pool.role(), *d, res);
