@@ -140,6 +140,7 @@ void run_batch(const GenerateOptions& opt, LLM& llm, const SamplingParams& defau
   server::ModelContext model;
   model.tokenizer = &llm.tokenizer();
   model.max_model_len = llm.engine().max_model_len();
+  model.max_model_len_limit = llm.engine().max_model_len_limit();
   model.served_model_name = opt.model.model;
   std::vector<std::vector<int32_t>> prompts;
   std::vector<SamplingParams> params;

@@ -87,8 +87,8 @@ void add_router_command(CLI::App& app) {
                   "Seconds a backend may stay silent before its request fails")
       ->capture_default_str();
   cmd->add_option("--http-threads", opt->http_threads,
-                  "Requests relayed at once (each holds a thread while its backend answers; "
-                  "idle connections and probes hold none)")
+                  "Threads that parse request bodies (relays, idle connections and probes "
+                  "hold none)")
       ->capture_default_str();
   const std::vector<CLI::Option*> prefix_aware = {
       cmd->add_option("--prefix-chunk-chars", opt->prefix_aware.chunk_chars,

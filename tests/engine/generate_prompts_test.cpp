@@ -90,7 +90,8 @@ TEST(GeneratePrompts, ABadLineIsNamedAndNothingRuns) {
       {R"({"prompt": "a", "temprature": 0.5})", ":1: unknown field 'temprature'"},
       {R"({"prompt": "a", "logit_bias": {"5": 10}})", ":1: tern does not support 'logit_bias'"},
       {R"({"prompt": "a", "max_tokens": 100000})",
-       ":1: This model's maximum context length is 2048 tokens. However, you requested 100002"},
+       ":1: This model's maximum context length is 2048 tokens (the model's). However, you "
+       "requested 100002"},
       {R"({"prompt": "a", "stream": true})", ":1: 'stream' is for the server"},
       {R"({"prompt": "a", "prompt_token_ids": [1]})", ":1: give 'prompt' or 'prompt_token_ids'"},
       {R"({"prompt": ["a", "b"]})", ":1: one prompt per line"},

@@ -63,7 +63,7 @@ TEST(LLMEngine, StepsSizedByTimeCutPromptsAndKeepTheOutputs) {
   const auto prompts = random_prompts(6, 120, vocab, 9);
   const std::vector<SamplingParams> params(prompts.size(), greedy(8));
   auto steps_and_outputs = [&](double max_step_ms) {
-    EngineConfig c = small_engine(64);  // the first step, before any cost is measured, fills it
+    EngineConfig c = small_engine(64);
     c.max_step_ms = max_step_ms;
     LLM llm(testing::stories260k(), c);
     auto outputs = llm.generate(prompts, params);
@@ -78,6 +78,26 @@ TEST(LLMEngine, StepsSizedByTimeCutPromptsAndKeepTheOutputs) {
   expect_same_outputs(automatic, off, "steps within --max-step-ms auto");
   EXPECT_GT(steps_tight, 3 * steps_off);
   EXPECT_EQ(steps_loose, steps_off);
+}
+
+// With a step time limit, steps are priced from the start (the engine times a forward of a
+// prompt's chunk as it starts): under a limit no step fits, even the very first step of a lone
+// prompt takes only its floor, where an unpriced first step would take the whole budget.
+TEST(LLMEngine, TheFirstStepIsPricedBeforeAnyRequestRuns) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const int32_t vocab = static_cast<int32_t>(testing::stories260k().config.vocab_size);
+  const auto prompts = random_prompts(1, 120, vocab, 5);
+  EngineConfig c = small_engine(64);
+  c.max_step_ms = 1e-9;
+  LLM llm(testing::stories260k(), c);
+  const int64_t prompt_tokens = static_cast<int64_t>(prompts[0].size());
+  ASSERT_GT(prompt_tokens, 64 + 8);
+  const auto tight = llm.generate(prompts, {greedy(1)});
+  // At most two tokens a step (the floor: the running sequence's and one more) from the first
+  // step on; a first step of 64 would leave the rest to far fewer steps.
+  EXPECT_GE(llm.engine().stats().num_steps, prompt_tokens / 2);
+  LLM unlimited(testing::stories260k(), small_engine(64));
+  expect_same_outputs(tight, unlimited.generate(prompts, {greedy(1)}), "steps at their floor");
 }
 
 TEST(LLMEngine, BatchInvariantTinyQwen3) {
@@ -364,6 +384,23 @@ TEST(EngineConfig, DefaultKvBudgetIsBoundedByFreeMemory) {
   const bool bounded = plan.summary.find("default: 4 GiB at most") != std::string::npos ||
                        plan.summary.find("default: half of the free memory") != std::string::npos;
   EXPECT_TRUE(bounded) << plan.summary;
+}
+
+// Which limit max_model_len is, for the context-length errors: the model's, --max-model-len's,
+// or the KV cache's when it holds less than the model's context.
+TEST(EngineConfig, TheContextLimitSaysWhereItComesFrom) {
+  cpu::KvCacheConfig shape;
+  shape.num_layers = 2, shape.n_kv_heads = 1, shape.head_dim = 64, shape.block_size = 16;
+  EngineConfig config;
+  EXPECT_EQ(plan_kv_cache(shape, config, 100).max_model_len_limit, "the model's");
+  config.max_model_len = 64;
+  EXPECT_EQ(plan_kv_cache(shape, config, 100).max_model_len_limit, "set by --max-model-len");
+  config.max_model_len = 0;
+  config.kv_cache_memory = shape.bytes_per_block() * 4 + 4096;  // 64 tokens
+  const KvCachePlan small = plan_kv_cache(shape, config, 100);
+  EXPECT_EQ(small.max_model_len, 64);
+  EXPECT_EQ(small.max_model_len_limit,
+            "what the KV cache holds (--kv-cache-memory; the model's is 100)");
 }
 
 }  // namespace

@@ -138,13 +138,19 @@ TEST(OpenAIServer, StopStringsAndDefaultMaxTokens) {
   EXPECT_EQ(c["finish_reason"], "stop");
   EXPECT_EQ(c["stop_reason"], "Lily");
   EXPECT_EQ(c["text"].get<std::string>().find("Lily"), std::string::npos);
-  // No max_tokens: what the context leaves (vLLM's default), so ignore_eos runs to the end.
-  const HttpResult full = post(s.port(), "/v1/completions",
-                               {{"prompt", "Once"}, {"ignore_eos", true}, {"temperature", 0}});
-  ASSERT_EQ(full.status, 200) << full.body;
-  const json u = full.body_json()["usage"];
-  EXPECT_EQ(u["total_tokens"], 64);
-  EXPECT_EQ(full.body_json()["choices"][0]["finish_reason"], "length");
+  // No max_tokens: 16 (vLLM's default for a completion), however much context is left.
+  const HttpResult sixteen = post(s.port(), "/v1/completions",
+                                  {{"prompt", "Once"}, {"ignore_eos", true}, {"temperature", 0}});
+  ASSERT_EQ(sixteen.status, 200) << sixteen.body;
+  EXPECT_EQ(sixteen.body_json()["usage"]["completion_tokens"], 16);
+  EXPECT_EQ(sixteen.body_json()["choices"][0]["finish_reason"], "length");
+  // ... or what the context leaves when that is less: 64 - 60.
+  const HttpResult rest =
+      post(s.port(), "/v1/completions",
+           {{"prompt", std::vector<int>(60, 1)}, {"ignore_eos", true}, {"temperature", 0}});
+  ASSERT_EQ(rest.status, 200) << rest.body;
+  EXPECT_EQ(rest.body_json()["usage"]["total_tokens"], 64);
+  EXPECT_EQ(rest.body_json()["choices"][0]["finish_reason"], "length");
 }
 
 TEST(OpenAIServer, TokenizeDetokenize) {
@@ -217,6 +223,22 @@ TEST(OpenAIServer, MetricsPrometheusText) {
   // The second request found the first's prompt block? Too short for a full block: no hits.
   EXPECT_EQ(metric(m, gauge("tern:prefix_cache_hits_total")), 0);
   EXPECT_EQ(metric(m, gauge("tern:num_requests_running")), 0);
+}
+
+// A chat without max_tokens may take what the context leaves (vLLM's default for chat, unlike a
+// completion's 16).
+TEST(OpenAIServer, ChatDefaultMaxTokensIsWhatTheContextLeaves) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  TestServer s(tiny_chat_qwen3(), server_engine(64));
+  const HttpResult r = post(
+      s.port(), "/v1/chat/completions",
+      {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})},
+       {"temperature", 0},
+       {"ignore_eos", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body_json()["usage"]["total_tokens"], 64);
+  EXPECT_GT(r.body_json()["usage"]["completion_tokens"], 16);
 }
 
 TEST(OpenAIServer, ChatCompletionStreamedAndNot) {

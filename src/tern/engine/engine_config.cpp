@@ -154,6 +154,13 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
                 " does not fit in the KV cache (" + std::to_string(cache_tokens) +
                 " tokens); give a bigger --kv-cache-memory or a smaller --max-model-len");
   plan.max_model_len = std::min(wanted_len, cache_tokens);
+  if (config.max_model_len > 0)
+    plan.max_model_len_limit = "set by --max-model-len";
+  else if (cache_tokens < wanted_len)
+    plan.max_model_len_limit = "what the KV cache holds (" + source + "; the model's is " +
+                               std::to_string(wanted_len) + ")";
+  else
+    plan.max_model_len_limit = "the model's";
   plan.bytes_per_token = per_block / shape.block_size;
   plan.summary =
       "KV cache (" + std::string(cpu::kv_dtype_name(shape.dtype)) +

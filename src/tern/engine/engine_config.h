@@ -35,6 +35,9 @@ struct KvCachePlan {
   int64_t max_model_len = 0;
   int64_t bytes_per_token = 0;  // of the cache (and a draft's cache) as allocated
   std::string summary;          // one line for the log: blocks, tokens, bytes
+  // Which limit max_model_len is, for context-length errors: "the model's", "--max-model-len",
+  // or the KV cache's when it holds less than the model's context.
+  std::string max_model_len_limit;
 };
 
 // Without --kv-cache-memory or --kv-cache-fraction: 4 GiB, or less when max_num_seqs sequences

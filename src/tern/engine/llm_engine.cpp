@@ -12,6 +12,7 @@
 #include "tern/engine/llm_engine_state.h"
 #include "tern/engine/output_text.h"
 #include "tern/engine/sampler.h"
+#include "tern/spec_decode/forward_timing.h"
 
 namespace tern {
 
@@ -73,6 +74,8 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
   eos_ids_ = tokenizer_.eos_ids();
   for (int32_t id : decoder.config().eos_token_ids)
     if (!contains_token(eos_ids_, id)) eos_ids_.push_back(id);
+  if (config_.max_step_ms != 0 && scheduler_.config().enable_chunked_prefill)
+    calibrate_step_costs();
   const SpeculativeConfig& spec = config.speculative;
   if (!spec.enabled()) return;
   speculator_ = std::make_unique<Speculator>(
@@ -93,6 +96,16 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
 }
 
 LLMEngine::~LLMEngine() = default;
+
+void LLMEngine::calibrate_step_costs() {
+  // A chunk small enough to cost little at start-up: larger ones are priced at its cost per
+  // token (an upper bound) until a step of their size has been measured.
+  const int64_t chunk = std::min<int64_t>(64, scheduler_.config().max_num_batched_tokens);
+  cpu::KvCache& cache = runner_.cache();
+  (void)time_forward(decoder_, cache, 1, false);  // the first forward grows every buffer
+  step_costs_.record(1, time_forward(decoder_, cache, 1, false));
+  step_costs_.record(chunk, time_forward(decoder_, cache, chunk, false));
+}
 
 std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(Request& request, int32_t index,
                                                                   std::span<const int32_t> prompt) {

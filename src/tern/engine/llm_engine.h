@@ -116,6 +116,7 @@ class LLMEngine {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const Decoder& decoder() const { return decoder_; }
   int64_t max_model_len() const { return plan_.max_model_len; }
+  const std::string& max_model_len_limit() const { return plan_.max_model_len_limit; }
   const std::string& kv_cache_summary() const { return plan_.summary; }
   const EngineConfig& config() const { return config_; }
   // The draft model has the target's weights (its own file as --speculative-model, say): a
@@ -175,6 +176,10 @@ class LLMEngine {
   // This step's token budget: max_num_batched_tokens, or with --max-step-ms what the
   // measured step costs say fits in that time.
   int64_t step_token_budget() const;
+  // Before any request, with a step time limit: times a one-token forward and a prompt chunk's
+  // on the empty cache, so that the first step that holds a prompt beside running streams is
+  // already priced (step_token_budget).
+  void calibrate_step_costs();
   std::unique_ptr<Completion> make_completion(Request& request, int32_t index,
                                               std::span<const int32_t> prompt);
   void erase_finished_requests();

@@ -1,15 +1,17 @@
-// One POST to a backend whose answer is read on a thread of its own, so that tern router can
-// relay it to its client piece by piece as it arrives, and hang up on the backend the moment
-// its own client goes away (tern serve then aborts the request and frees its KV blocks).
+// One POST to a backend, on the router's backend loop (Boost.Asio, Beast's HTTP/1.1 parser):
+// no thread waits for it. Its answer arrives as events — the status line and headers, then the
+// body piece by piece as the backend sends it, then its end or a failure — so that tern router
+// relays a stream as it comes, holds back when its client reads slowly, and hangs up on the
+// backend the moment its own client goes away (tern serve then aborts the request and frees its
+// KV blocks).
 #pragma once
 
-#include <httplib.h>
-
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
 #include <string>
-#include <thread>
+#include <utility>
+#include <vector>
 
 #include "tern/router/backend_pool.h"
 
@@ -20,48 +22,59 @@ struct CallTimeouts {
   double read_seconds = 600.0;  // the longest silence of a backend (between two stream chunks)
 };
 
-// A failed call to `to` in words, for logs and error bodies: httplib's names alone
-// ("Connection", "Read") say neither what failed nor where.
-std::string describe_http_error(httplib::Error error, const BackendAddress& to);
+using CallHeaders = std::vector<std::pair<std::string, std::string>>;
 
+// Why a call ended without its whole answer.
+enum class CallFailure {
+  Resolve,         // the backend's host name does not resolve
+  Connect,         // connection refused or host unreachable
+  ConnectTimeout,  // no connection within connect_seconds
+  Send,            // the connection closed while the request was sent
+  ReadTimeout,     // the backend was silent for read_seconds
+  Closed,          // the backend closed the connection before its answer ended
+  BadAnswer,       // what came back is not HTTP/1.1
+};
+
+// Whether the request never reached the backend, so that sending it to another runs nothing twice.
+bool never_sent(CallFailure failure);
+// The failure in words, naming the backend: for log lines and error bodies.
+std::string describe_call_failure(CallFailure failure, const BackendAddress& to);
+
+struct CallAnswerHead {
+  int status = 0;
+  std::string content_type;  // empty when the backend sent none
+};
+
+// What a call tells its owner, always on the backend loop's thread. on_head once, then on_data
+// any number of times, then exactly one of on_end and on_failed (on_failed may also come
+// before on_head). Nothing after cancel().
+struct CallEvents {
+  std::function<void(const CallAnswerHead&)> on_head;
+  std::function<void(std::string piece)> on_data;
+  std::function<void()> on_end;
+  std::function<void(CallFailure)> on_failed;
+  // Asked before each read of the body: false holds the reading (and so the backend, through
+  // TCP) until it turns true. Empty: always read.
+  std::function<bool()> may_read;
+};
+
+// A handle on a call under way. The call keeps itself alive (its pending operation holds it)
+// until its last event, or until the loop is destroyed with it pending: a handle never keeps it.
 class BackendCall {
  public:
-  BackendCall(const BackendAddress& to, std::string path, std::string body,
-              httplib::Headers headers, const CallTimeouts& timeouts);
-  ~BackendCall();  // cancels a call still running, then waits for its thread
-  BackendCall(const BackendCall&) = delete;
-  BackendCall& operator=(const BackendCall&) = delete;
-
-  // Waits for the answer's status line and headers. False: the call failed before (error()).
-  bool wait_for_headers();
-  int status() const;
-  std::string header(const std::string& name) const;
-  httplib::Error error() const;
-
-  enum class Next { Data, Idle, End, Failed };
-  // Data: what arrived is moved into `out`. Idle: nothing came within `wait`. End: the whole
-  // body came. Failed: the connection broke before its end (error()).
-  Next next(std::string& out, std::chrono::milliseconds wait);
-  // The rest of the body; false when the connection broke before its end.
-  bool read_all(std::string& out);
-  // Closes the connection to the backend now (thread-safe; the reading thread then ends).
-  void cancel();
+  // Starts the call on `loop`.
+  static BackendCall start(boost::asio::io_context& loop, const BackendAddress& to,
+                           std::string path, std::string body, const CallHeaders& headers,
+                           const CallTimeouts& timeouts, CallEvents events);
+  // Closes the connection to the backend and ends the events: nothing is delivered after it
+  // when called on the loop's thread, nothing after it reaches the loop when called from
+  // another. More than once, or after the call ended, is fine.
+  void cancel() const;
 
  private:
-  void run(std::string path, std::string body, httplib::Headers headers);
-
-  // At most this much unsent body is held: a slow client slows the backend's reading instead.
-  static constexpr size_t kMaxPending = size_t{1} << 20;
-
-  httplib::Client client_;
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  bool got_headers_ = false, finished_ = false, cancelled_ = false;
-  int status_ = -1;
-  httplib::Headers headers_;
-  httplib::Error error_ = httplib::Error::Success;
-  std::string pending_;  // body bytes not yet taken by next()
-  std::thread thread_;
+  struct Impl;
+  explicit BackendCall(std::weak_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::weak_ptr<Impl> impl_;
 };
 
 }  // namespace tern::router

@@ -2,6 +2,7 @@
 // src/tern/router.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,8 @@ struct RouterContext {
   // Replica mode: `replicas` only. Prefill/decode mode: `prefill` and `decode`.
   std::unique_ptr<BackendPool> replicas, prefill, decode;
   RouterMetrics metrics;
+  // Where every backend call and relay runs: one thread, events only (see backend_call.h).
+  boost::asio::io_context* backend_loop = nullptr;
 
   bool disaggregated() const { return prefill != nullptr; }
   // The pool the answer comes from (decode or replicas), for /v1/models too.
@@ -33,8 +36,9 @@ struct RouterContext {
 // An OpenAI error body on `res`.
 void set_error(http::Response& res, int status, const std::string& message);
 
-// POST /v1/completions and /v1/chat/completions, on an HTTP worker: the answer, or the backend's
-// stream relayed piece by piece, goes to `client`.
+// POST /v1/completions and /v1/chat/completions, on an HTTP worker: parses the body, then the
+// request goes on on the backend loop, where its answer, or the backend's stream relayed piece
+// by piece, goes to `client`.
 void handle_generation(RouterContext& ctx, Endpoint endpoint, const http::Request& req,
                        const std::shared_ptr<http::Exchange>& client);
 

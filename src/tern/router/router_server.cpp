@@ -3,6 +3,7 @@
 #include "tern/router/router_server.h"
 
 #include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -12,6 +13,7 @@
 
 #include "tern/core/error.h"
 #include "tern/http/event_server.h"
+#include "tern/router/backend_probe.h"
 #include "tern/router/router_context.h"
 #include "tern/server/api_error.h"
 
@@ -41,6 +43,12 @@ void RouterContext::set_healthy(BackendPool& pool, size_t index, bool healthy,
 
 struct RouterServer::Impl {
   RouterContext ctx;
+  // Declared after ctx: a relay still pending when the loop goes holds a backend's in-flight
+  // count, which the pool must outlive.
+  boost::asio::io_context backend_loop;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> backend_work =
+      boost::asio::make_work_guard(backend_loop);
+  std::thread backend_thread;
   http::EventServer http;
   int port = -1;
   std::once_flag stopped;
@@ -54,13 +62,16 @@ struct RouterServer::Impl {
     ctx.options = std::move(options);
     configure();
     setup_http();
+    ctx.backend_loop = &backend_loop;
+    backend_thread = std::thread([this] { backend_loop.run(); });
   }
 
-  // Every relayed request holds a worker while its backend answers: --http-threads of them.
+  // Workers parse request bodies and ask backends for /v1/models; relays run on the backend
+  // loop and hold none.
   static http::ServerLimits http_limits(const RouterOptions& o) {
     http::ServerLimits l;
     l.reader.max_body_bytes = o.max_request_body;
-    l.worker_threads = std::max(4, o.http_threads);
+    l.worker_threads = std::max(1, o.http_threads);
     return l;
   }
 
@@ -244,6 +255,10 @@ void RouterServer::stop() {
   if (!impl_) return;
   std::call_once(impl_->stopped, [this] {
     impl_->http.stop();
+    // Relays still under way are given up: their calls and connections go with the loop.
+    impl_->backend_work.reset();
+    impl_->backend_loop.stop();
+    if (impl_->backend_thread.joinable()) impl_->backend_thread.join();
     {
       std::lock_guard lock(impl_->health_mutex);
       impl_->health_stop = true;

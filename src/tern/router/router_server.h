@@ -28,8 +28,8 @@ struct RouterOptions {
   double request_timeout = 600.0;      // the longest a backend may stay silent, in seconds
   double connect_timeout = 5.0;
   size_t max_request_body = size_t{16} << 20;
-  int http_threads = 128;  // requests relayed at once; each holds a thread while it relays
-  bool log = true;         // a stderr line when a backend leaves or rejoins its pool
+  int http_threads = 4;  // threads that parse request bodies (relays hold none)
+  bool log = true;       // a stderr line when a backend leaves or rejoins its pool
 };
 
 class RouterServer {

@@ -101,8 +101,21 @@ SamplingParams sampling_params(const json& body, bool& max_tokens_given, const M
   return p;
 }
 
-// One SamplingParams per prompt: vLLM's default max_tokens (what the context leaves) and its
-// context-length checks and messages.
+// vLLM's default max_tokens of a completion (CompletionRequest.max_tokens); a chat's is what the
+// context leaves.
+constexpr int32_t kCompletionDefaultMaxTokens = 16;
+
+// "This model's maximum context length is N tokens (the model's)": vLLM's words, then which
+// limit it is, since --max-model-len or the KV cache may set it below the model's.
+std::string context_length_is(const ModelContext& model) {
+  std::string s =
+      "This model's maximum context length is " + std::to_string(model.max_model_len) + " tokens";
+  if (!model.max_model_len_limit.empty()) s += " (" + model.max_model_len_limit + ")";
+  return s;
+}
+
+// One SamplingParams per prompt: vLLM's default max_tokens (16 for a completion, capped to what
+// the context leaves; what it leaves for a chat) and its context-length checks and messages.
 std::vector<SamplingParams> per_prompt_params(const std::vector<std::vector<int32_t>>& prompts,
                                               const SamplingParams& base, bool max_tokens_given,
                                               Endpoint endpoint, const ModelContext& model) {
@@ -113,18 +126,18 @@ std::vector<SamplingParams> per_prompt_params(const std::vector<std::vector<int3
     if (len == 0) throw ApiError(400, std::string("the ") + where + " is empty (no tokens)", where);
     if (len >= model.max_model_len)
       throw ApiError(400,
-                     "This model's maximum context length is " +
-                         std::to_string(model.max_model_len) +
-                         " tokens. However, your request has " + std::to_string(len) +
+                     context_length_is(model) + ". However, your request has " +
+                         std::to_string(len) +
                          " input tokens. Please reduce the length of the input " + where + ".",
                      where);
     SamplingParams p = base;
     if (!max_tokens_given) {
       p.max_tokens = static_cast<int32_t>(model.max_model_len - len);
+      if (endpoint == Endpoint::Completions)
+        p.max_tokens = std::min(p.max_tokens, kCompletionDefaultMaxTokens);
     } else if (len + p.max_tokens > model.max_model_len) {
       throw ApiError(400,
-                     "This model's maximum context length is " +
-                         std::to_string(model.max_model_len) + " tokens. However, you requested " +
+                     context_length_is(model) + ". However, you requested " +
                          std::to_string(len + p.max_tokens) + " tokens (" + std::to_string(len) +
                          " in the " + where + ", " + std::to_string(p.max_tokens) +
                          " in the completion). Please reduce the length of the " + where +

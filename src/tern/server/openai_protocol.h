@@ -26,6 +26,7 @@ struct ModelContext {
   const ChatTemplate* chat_template = nullptr;  // null: the model has none
   std::string chat_template_error;              // why there is none (shown to chat requests)
   int64_t max_model_len = 0;
+  std::string max_model_len_limit;  // which limit it is (KvCachePlan::max_model_len_limit)
   std::string served_model_name;
   // tern serve --tool-call-parser, --enable-auto-tool-choice and --reasoning-parser.
   std::optional<ToolCallFormat> tool_call_parser;

@@ -114,6 +114,7 @@ struct OpenAIServer::Impl {
     ctx.model.tokenizer = &ctx.tokenizer;
     ctx.model.chat_template = ctx.chat_template ? &*ctx.chat_template : nullptr;
     ctx.model.max_model_len = l.engine().max_model_len();
+    ctx.model.max_model_len_limit = l.engine().max_model_len_limit();
     ctx.model.served_model_name = ctx.options.served_model_name;
     load_output_parsers();
     setup_http();

@@ -1,6 +1,6 @@
 // A failed call to a backend in words: what failed and where, for the router's log lines and
 // error bodies (httplib's own names, "Connection", said neither).
-#include "tern/router/backend_call.h"
+#include "tern/router/backend_probe.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 namespace tern::router {
 namespace {
 
-TEST(BackendCall, ErrorsNameWhatFailedAndWhere) {
+TEST(BackendProbe, ErrorsNameWhatFailedAndWhere) {
   const BackendAddress a = parse_backend_url("http://127.0.0.1:18002");
   EXPECT_NE(describe_http_error(httplib::Error::Connection, a)
                 .find("could not connect to 127.0.0.1:18002 (connection refused"),
@@ -32,7 +32,7 @@ TEST(BackendCall, ErrorsNameWhatFailedAndWhere) {
   }
 }
 
-TEST(BackendCall, AHealthCheckOfAClosedPortSaysItCouldNotConnect) {
+TEST(BackendProbe, AHealthCheckOfAClosedPortSaysItCouldNotConnect) {
   const int port = testing::closed_loopback_port();
   ASSERT_GT(port, 0);
   const std::string where = "127.0.0.1:" + std::to_string(port);
