@@ -43,10 +43,9 @@ class HeldStreamsBackend {
                   std::lock_guard lock(mutex_);
                   held_.push_back(ex);
                 });
-    http_.route("GET", "/health", http::Work::Inline,
-                http::answer_with([](const http::Request&, http::Response& res) {
-                  res.status = 200;
-                }));
+    http_.route(
+        "GET", "/health", http::Work::Inline,
+        http::answer_with([](const http::Request&, http::Response& res) { res.status = 200; }));
     port_ = http_.bind("127.0.0.1", 0);
     thread_ = std::thread([this] { http_.serve(); });
   }
@@ -87,9 +86,10 @@ TEST(RouterLoad, StreamsBeyondTheWorkerThreadsRunAtOnceAndHoldNoThread) {
   const int threads_before = threads_of_this_process();
 
   const std::string body = R"({"prompt":"x","max_tokens":4,"stream":true})";
-  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
-                              "Content-Type: application/json\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   std::vector<std::unique_ptr<RawClient>> clients;
   for (int i = 0; i < kStreams; ++i) {
     clients.push_back(std::make_unique<RawClient>(router.port()));

@@ -231,11 +231,10 @@ TEST(OpenAIServer, ChatDefaultMaxTokensIsWhatTheContextLeaves) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
   TestServer s(tiny_chat_qwen3(), server_engine(64));
-  const HttpResult r = post(
-      s.port(), "/v1/chat/completions",
-      {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})},
-       {"temperature", 0},
-       {"ignore_eos", true}});
+  const HttpResult r = post(s.port(), "/v1/chat/completions",
+                            {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})},
+                             {"temperature", 0},
+                             {"ignore_eos", true}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body_json()["usage"]["total_tokens"], 64);
   EXPECT_GT(r.body_json()["usage"]["completion_tokens"], 16);
