@@ -90,6 +90,9 @@ void run(ServeOptions opt) {
 
   EngineConfig config = opt.engine.engine_config();
   config.kv_transfer = kv_transfer_config(opt);
+  config.announce = [](const std::string& step) { std::fprintf(stderr, "%s\n", step.c_str()); };
+  // The port first: one in use fails now, not after the model has loaded.
+  http::ListeningSocket socket = http::listen_on(opt.server.host, opt.server.port);
   const LoadOptions load = opt.model.load_options();
   LoadedModel model = load_model_announced(load);
   if (!model.tokenizer)
@@ -99,9 +102,8 @@ void run(ServeOptions opt) {
       model.description + (draft ? ", draft: " + draft->description : std::string());
   LLM llm(std::move(model), config, std::move(draft));
   server::OpenAIServer server(llm, opt.server);
-  const int port = server.bind();
-  std::fprintf(stderr, "model: %s, %d threads\n%s\n", description.c_str(), omp_get_max_threads(),
-               llm.engine().kv_cache_summary().c_str());
+  const int port = server.adopt(std::move(socket));
+  std::fprintf(stderr, "model: %s, %d threads\n", description.c_str(), omp_get_max_threads());
   if (config.speculative.enabled())
     std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
   warn_about_draft(llm.engine());

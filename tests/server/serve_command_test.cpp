@@ -92,6 +92,31 @@ TEST(ServeCommand, APortInUseIsAStartUpError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("port " + port + " is in use"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+  // The port is bound before the model loads: it fails before anything is read.
+  EXPECT_EQ(r.err.find("loading"), std::string::npos) << r.err;
+}
+
+// A port outside 0-65535 is refused (it was taken modulo 65536 and the log named the wrong
+// one), before the model loads.
+TEST(ServeCommand, APortOutOfRangeIsRefused) {
+  const ProcessResult r = run_tern({"serve", "/nonexistent/model.gguf", "--port", "99999"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot listen on port 99999: a port is 0-65535"), std::string::npos)
+      << r.err;
+}
+
+// A start-up says what takes its time as it begins: the KV cache's size before it is
+// allocated and zeroed.
+TEST(ServeCommand, StartUpSaysWhatItAllocates) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  ServeProcess server({fixture("stories260K/stories260K.gguf"), "--kv-cache-memory", "16MiB"});
+  ASSERT_GT(server.port(), 0);
+  const std::string log = server.log();
+  const size_t allocating = log.find("; allocating it");
+  const size_t listening = log.find("listening on");
+  EXPECT_NE(log.find("KV cache (f16): "), std::string::npos) << log;
+  ASSERT_NE(allocating, std::string::npos) << log;
+  EXPECT_LT(allocating, listening) << log;
 }
 
 }  // namespace

@@ -68,10 +68,9 @@ class ServeProcess {
     pid_ = tern::testing::spawn_process(args, -1, log_fd_);
     const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
     for (int i = 0; i < 6000 && port_ < 0; ++i) {
-      std::ifstream in(log_path_);
-      const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string text = log();
       std::smatch m;
-      if (std::regex_search(log, m, listening))
+      if (std::regex_search(text, m, listening))
         port_ = std::stoi(m[1]);
       else
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -89,6 +88,11 @@ class ServeProcess {
   ServeProcess& operator=(const ServeProcess&) = delete;
 
   int port() const { return port_; }
+  // What it has written to stdout and stderr so far.
+  std::string log() const {
+    std::ifstream in(log_path_);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
   // Sends `signal` and waits for the process; its wait status.
   int kill_and_wait(int signal) {
     ::kill(pid_, signal);

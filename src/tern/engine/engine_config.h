@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,10 @@ struct EngineConfig {
   SpeculativeConfig speculative;                    // --speculative-config / --speculative-model
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;  // --kv-cache-dtype (a draft's cache too)
   disagg::KvTransferConfig kv_transfer;             // --kv-transfer-config / --role: disaggregation
+  // Told each start-up step that may take seconds as it begins (allocating and zeroing the KV
+  // cache, timing the first steps): tern serve's log, so a start-up never sits silent. Empty:
+  // nothing is told.
+  std::function<void(const std::string&)> announce;
 };
 
 // The KV cache the engine will allocate, decided before it is.

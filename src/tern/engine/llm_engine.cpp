@@ -42,8 +42,11 @@ KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const Engi
   const bool drafting = draft && config.speculative.method == SpeculativeMethod::kDraftModel;
   const cpu::KvCacheConfig draft_shape =
       drafting ? draft->kv_cache_config(1, config.block_size, config.kv_cache_dtype) : target;
-  return plan_kv_cache(target, config, decoder.config().max_position_embeddings,
-                       drafting ? &draft_shape : nullptr);
+  KvCachePlan plan = plan_kv_cache(target, config, decoder.config().max_position_embeddings,
+                                   drafting ? &draft_shape : nullptr);
+  // Said before the runner allocates it: zeroing gigabytes takes seconds.
+  if (config.announce) config.announce(plan.summary + "; allocating it");
+  return plan;
 }
 
 }  // namespace
@@ -101,6 +104,9 @@ void LLMEngine::calibrate_step_costs() {
   // A chunk small enough to cost little at start-up: larger ones are priced at its cost per
   // token (an upper bound) until a step of their size has been measured.
   const int64_t chunk = std::min<int64_t>(64, scheduler_.config().max_num_batched_tokens);
+  if (config_.announce)
+    config_.announce("timing a decode step and a " + std::to_string(chunk) +
+                     "-token chunk, to size steps to --max-step-ms");
   cpu::KvCache& cache = runner_.cache();
   (void)time_forward(decoder_, cache, 1, false);  // the first forward grows every buffer
   step_costs_.record(1, time_forward(decoder_, cache, 1, false));

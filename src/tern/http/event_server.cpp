@@ -1,6 +1,8 @@
 #include "tern/http/event_server.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -8,6 +10,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tern/core/error.h"
@@ -664,28 +667,46 @@ void raise_open_file_limit() {
 
 }  // namespace
 
-int EventServer::bind(const std::string& host, int port) {
+ListeningSocket::~ListeningSocket() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+ListeningSocket::ListeningSocket(ListeningSocket&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), port_(other.port_) {}
+
+ListeningSocket& ListeningSocket::operator=(ListeningSocket&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    port_ = other.port_;
+  }
+  return *this;
+}
+
+int ListeningSocket::release() { return std::exchange(fd_, -1); }
+
+ListeningSocket listen_on(const std::string& host, int port) {
   if (port < 0 || port > 65535)
     throw Error("cannot listen on port " + std::to_string(port) + ": a port is 0-65535");
   raise_open_file_limit();
-  Impl& s = *impl_;
+  asio::io_context io;
   error_code ec;
-  tcp::resolver resolver(*s.io);
+  tcp::resolver resolver(io);
   const auto endpoints = resolver.resolve(
       host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || endpoints.empty())
     throw Error("cannot listen on " + host + ":" + std::to_string(port) + " (" +
                 (ec ? ec.message() : std::string("no such address")) + ")");
   const tcp::endpoint endpoint = endpoints.begin()->endpoint();
-  s.acceptor->open(endpoint.protocol(), ec);
+  tcp::acceptor acceptor(io);
+  acceptor.open(endpoint.protocol(), ec);
   if (ec) throw Error("cannot listen on " + host + ": " + ec.message());
   // SO_REUSEADDR, never SO_REUSEPORT: a port in use is an error at start-up (no second process
   // takes part of this one's traffic), while a restart still binds over the old connections'
   // TIME_WAIT.
-  s.acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
-  s.acceptor->bind(endpoint, ec);
+  acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  acceptor.bind(endpoint, ec);
   if (ec) {
-    s.acceptor->close();
     if (ec == asio::error::address_in_use)
       throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": port " +
                   std::to_string(port) + " is in use (another server listens there)");
@@ -693,10 +714,31 @@ int EventServer::bind(const std::string& host, int port) {
                 " (not an address of this machine, or not allowed)");
   }
   // A burst of clients must not overflow the backlog (their SYNs would be dropped).
-  s.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
-  return s.acceptor->local_endpoint().port();
+  ListeningSocket socket;
+  socket.port_ = acceptor.local_endpoint().port();
+  socket.fd_ = acceptor.release();
+  return socket;
+}
+
+int EventServer::bind(const std::string& host, int port) { return adopt(listen_on(host, port)); }
+
+int EventServer::adopt(ListeningSocket socket) {
+  Impl& s = *impl_;
+  const int port = socket.port();
+  int fd = socket.release();
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  error_code ec;
+  s.acceptor->assign(address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    throw Error("cannot accept on port " + std::to_string(port) + ": " + ec.message());
+  }
+  return port;
 }
 
 void EventServer::serve(const std::function<void()>& on_start) {

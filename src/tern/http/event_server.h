@@ -48,6 +48,34 @@ struct ConnectionCounts {
   int64_t timed_out = 0;  // closed by a header, body, keep-alive or write deadline
 };
 
+// A socket bound to host:port and listening, before any server exists to accept on it: a
+// command binds its port first, so that a port in use fails at once and not after a model has
+// loaded (vLLM binds first too); clients that connect meanwhile wait in its backlog.
+class ListeningSocket {
+ public:
+  ListeningSocket() = default;
+  ~ListeningSocket();
+  ListeningSocket(ListeningSocket&& other) noexcept;
+  ListeningSocket& operator=(ListeningSocket&& other) noexcept;
+  ListeningSocket(const ListeningSocket&) = delete;
+  ListeningSocket& operator=(const ListeningSocket&) = delete;
+
+  int port() const { return port_; }
+  bool valid() const { return fd_ >= 0; }
+  // Hands the descriptor over (EventServer::adopt); this no longer owns it.
+  int release();
+
+ private:
+  friend ListeningSocket listen_on(const std::string& host, int port);
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// Binds host:port (0: any free port) and listens. Throws tern::Error when it cannot, naming the
+// port when another server has it, and for a port outside 0-65535. Also raises the process's
+// limit on open files to its hard limit: every connection is one.
+ListeningSocket listen_on(const std::string& host, int port);
+
 class EventServer {
  public:
   explicit EventServer(ServerLimits limits = {});
@@ -67,10 +95,10 @@ class EventServer {
   // The answer for an exception thrown by a handler before it answered.
   void set_exception_page(std::function<void(std::exception_ptr, Response&)> page);
 
-  // Binds host:port (0: any free port) and listens; returns the port. Throws tern::Error when it
-  // cannot, naming the port when another server has it. Also raises the process's limit on
-  // open files to its hard limit: every connection is one.
+  // Binds host:port (0: any free port) and listens, as listen_on; returns the port.
   int bind(const std::string& host, int port);
+  // Accepts on a socket bound before (listen_on); returns its port.
+  int adopt(ListeningSocket socket);
   // Serves on the bound socket until stop(); returns at once when stop() came first, and then
   // `on_start` (what must run only while serving) does not run either.
   void serve(const std::function<void()>& on_start = {});

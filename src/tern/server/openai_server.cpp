@@ -385,7 +385,11 @@ OpenAIServer::~OpenAIServer() { stop(); }
 
 int OpenAIServer::bind() {
   const auto& o = impl_->ctx.options;
-  impl_->port = impl_->http.bind(o.host, o.port);
+  return adopt(http::listen_on(o.host, o.port));
+}
+
+int OpenAIServer::adopt(http::ListeningSocket socket) {
+  impl_->port = impl_->http.adopt(std::move(socket));
   return impl_->port;
 }
 

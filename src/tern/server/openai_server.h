@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tern/engine/llm.h"
+#include "tern/http/event_server.h"
 #include "tern/kv_events/kv_events_config.h"
 #include "tern/server/server_metrics.h"
 
@@ -64,6 +65,8 @@ class OpenAIServer {
 
   // Binds the listening socket; returns the port. Throws tern::Error when it cannot.
   int bind();
+  // Serves on a socket bound before the model loaded (http::listen_on); returns its port.
+  int adopt(http::ListeningSocket socket);
   // Serves on the bound socket until stop(); returns then.
   void serve();
   // Stops accepting, aborts requests in flight (streams end, waiting handlers get their
