@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "commands/commands.h"
+#include "commands/output_paths.h"
 #include "tern/bench/arrivals.h"
 #include "tern/bench/datasets.h"
 #include "tern/bench/interference.h"
@@ -159,20 +160,6 @@ bench::SpecDecodeCounters scrape_spec_decode(const ServeBenchOptions& o) {
 
 // Output files are checked before the run, so that a mistyped folder does not cost a whole
 // benchmark (and end it with an error under a printed report).
-void check_folder(const std::filesystem::path& dir, const std::string& what) {
-  if (!std::filesystem::is_directory(dir))
-    throw Error(what + ": the folder " + dir.string() + " does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw Error(what + ": the folder " + dir.string() + " is not writable");
-}
-
-void check_writable(const std::string& path, const std::string& flag) {
-  if (std::filesystem::is_directory(path))
-    throw Error(flag + " " + path + ": is a folder, not a file");
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  check_folder(parent.empty() ? "." : parent, flag + " " + path);
-}
-
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -245,12 +232,12 @@ void run(ServeBenchOptions o) {
     if (ec) throw Error("--result-dir " + o.result_dir + ": cannot create it: " + ec.message());
   }
   if (!o.result_filename.empty())
-    check_writable((std::filesystem::path(o.result_dir) / o.result_filename).string(),
-                   "--result-filename");
+    check_output_file((std::filesystem::path(o.result_dir) / o.result_filename).string(),
+                      "--result-filename");
   else if (o.save_result)
-    check_folder(o.result_dir.empty() ? "." : o.result_dir, "--save-result");
-  if (!o.plot.empty()) check_writable(o.plot, "--plot");
-  if (!o.plot_itl_timeline.empty()) check_writable(o.plot_itl_timeline, "--plot-itl-timeline");
+    check_output_folder(o.result_dir.empty() ? "." : o.result_dir, "--save-result");
+  if (!o.plot.empty()) check_output_file(o.plot, "--plot");
+  if (!o.plot_itl_timeline.empty()) check_output_file(o.plot_itl_timeline, "--plot-itl-timeline");
 
   const Tokenizer tokenizer = Tokenizer::load(tokenizer_path);
   // vLLM ignores EOS for the random dataset so every request generates its full length.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "commands/commands.h"
+#include "commands/output_paths.h"
 #include "tern/bench/suite/suite_config.h"
 #include "tern/bench/suite/suite_plots.h"
 #include "tern/bench/suite/suite_results.h"
@@ -91,6 +92,7 @@ void run(const SuiteOptions& opt) {
   for (const fs::path* dir : {&config.llama_cpp, &config.ik_llama_cpp})
     if (!dir->empty() && !fs::exists(*dir / "llama-bench"))
       throw Error(dir->string() + ": no llama-bench there (give the build's bin folder)");
+  check_output_folder(opt.out_dir, "--out");
   const fs::path work =
       opt.work_dir.empty() ? fs::path(opt.out_dir) / "work" : fs::path(opt.work_dir);
   bench::SuiteResults results = bench::run_suite(config, work, std::cerr);

@@ -16,6 +16,7 @@
 #include "commands/commands.h"
 #include "commands/engine_options.h"
 #include "commands/model_options.h"
+#include "commands/output_paths.h"
 #include "tern/core/error.h"
 #include "tern/engine/llm.h"
 #include "tern/models/gguf_export.h"
@@ -136,7 +137,6 @@ void read_requests(const std::string& path, const server::ModelContext& model,
 }
 
 void run_batch(const GenerateOptions& opt, LLM& llm, const SamplingParams& defaults) {
-  if (opt.output_path.empty()) throw Error("--prompts needs --output FILE.jsonl");
   server::ModelContext model;
   model.tokenizer = &llm.tokenizer();
   model.max_model_len = llm.engine().max_model_len();
@@ -252,6 +252,9 @@ void run(GenerateOptions opt) {
     throw Error("give --prompt TEXT or --prompts FILE.jsonl");
   if (!batch && !opt.output_path.empty())
     throw Error("--output goes with --prompts FILE.jsonl (one --prompt prints to stdout)");
+  if (batch && opt.output_path.empty()) throw Error("--prompts needs --output FILE.jsonl");
+  if (batch) check_output_file(opt.output_path, "--output");
+  if (!opt.save_gguf.empty()) check_output_file(opt.save_gguf, "--save-gguf");
   if (!batch) params.validate();
 
   EngineConfig config = opt.engine.engine_config();

@@ -12,6 +12,7 @@
 
 #include "commands/commands.h"
 #include "commands/model_options.h"
+#include "commands/output_paths.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
 #include "tern/models/decoder.h"
@@ -35,6 +36,7 @@ void run(const ImatrixOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   if (opt.ctx < 2) throw Error("--ctx must be at least 2, got " + std::to_string(opt.ctx));
   const std::string text = read_text_file(opt.text_file);
+  check_output_file(opt.output, "--output");
   LoadedModel model = load_model(opt.model.load_options());
   if (!model.tokenizer) throw Error(opt.model.model + ": has no tokenizer (give --tokenizer)");
   pack_for_kernels(model.weights);

@@ -21,6 +21,7 @@
 
 #include "commands/commands.h"
 #include "commands/model_options.h"
+#include "commands/output_paths.h"
 #include "tern/core/clock.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
@@ -223,6 +224,10 @@ void run(const QuantizeOptions& opt) {
   if (fs::exists(opt.output, ec) && fs::equivalent(load.model, opt.output, ec))
     throw Error(opt.output +
                 ": is the input; quantizing in place would overwrite it while reading it");
+  if (opt.output_format == "gguf")
+    check_output_file(opt.output, "OUT");
+  else
+    check_output_folder(opt.output, "OUT_DIR");
   const LoadedModel model = load_model(load);
   if (checkpoint) check_checkpoint_shapes(model.config, *checkpoint);
   const MatrixTotals before = matrix_totals(model.weights);

@@ -127,6 +127,17 @@ TEST(QuantizeCli, RefusesWhatItShould) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("unknown quantization type 'q3_k_xl'"), std::string::npos) << r.err;
 
+  // An output nowhere to be written fails before the input is read, not after quantizing it.
+  r = run_tern({"quantize", f32, "/nonexistent/dir/x.gguf", "q4_0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("OUT /nonexistent/dir/x.gguf: the folder /nonexistent/dir does not exist"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("quantiz"), std::string::npos) << r.err;
+  r = run_tern({"quantize", f32, dir.path().string(), "q4_0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is a folder, not a file"), std::string::npos) << r.err;
+
   ASSERT_EQ(run_tern({"quantize", f32, dir.file("q8.gguf"), "q8_0"}).exit_code, 0);
   r = run_tern({"quantize", dir.file("q8.gguf"), dir.file("q4.gguf"), "q4_0"});
   EXPECT_EQ(r.exit_code, 1);

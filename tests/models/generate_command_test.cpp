@@ -10,6 +10,7 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "run_process.h"
 #include "tern/formats/gguf.h"
 
 namespace tern {
@@ -151,6 +152,21 @@ TEST(GenerateCommand, Q4_K_M_IsSavedWithItsFileType) {
   EXPECT_EQ(g.find_tensor("blk.1.attn_v.weight")->dtype, DType::Q5_0);
   auto [help, help_status] = run_command(std::string(TERN_BINARY) + " generate --help");
   EXPECT_NE(help.find("q4_k_m"), std::string::npos);
+}
+
+// What the output of a run needs is checked before the model loads.
+TEST(GenerateCommand, OutputsAreCheckedBeforeTheModelLoads) {
+  testing::ProcessResult r =
+      testing::run_tern({"generate", "--model", "/nonexistent.gguf", "--prompts", "p.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--prompts needs --output FILE.jsonl"), std::string::npos) << r.err;
+  r = testing::run_tern({"generate", "--model", "/nonexistent.gguf", "--prompts", "p.jsonl",
+                         "--output", "/nonexistent/dir/out.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--output /nonexistent/dir/out.jsonl: the folder /nonexistent/dir does "
+                       "not exist"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(GenerateCommand, MissingModelIsOneLineError) {
