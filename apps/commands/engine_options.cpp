@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 
+#include "commands/habit_flags.h"
 #include "tern/core/error.h"
 
 namespace tern::cli {
@@ -42,6 +43,7 @@ void EngineOptions::add_to(CLI::App* cmd) {
   cmd->add_flag("--no-enable-chunked-prefill", no_chunked_prefill,
                 "Prefill prompts whole (to measure what chunking does)");
   speculative.add_to(cmd);
+  add_engine_habit_flags(cmd, *this);
 }
 
 namespace {
@@ -68,7 +70,14 @@ EngineConfig EngineOptions::engine_config() const {
   if (!kv_cache_memory.empty()) c.kv_cache_memory = parse_byte_size(kv_cache_memory);
   if (kv_cache_fraction != 0.0) c.kv_cache_fraction = kv_cache_fraction;
   c.kv_cache_dtype = cpu::parse_kv_cache_dtype(kv_cache_dtype);
+  if (enable_prefix_caching && no_prefix_caching)
+    throw Error("give --enable-prefix-caching or --no-enable-prefix-caching, not both");
   c.enable_prefix_caching = !no_prefix_caching;
+  if (ctx_size != 0) {
+    if (c.max_model_len != 0 && c.max_model_len != ctx_size)
+      throw Error("give the context length once: --max-model-len or llama.cpp's -c/--ctx-size");
+    c.max_model_len = ctx_size;
+  }
   c.scheduler.enable_chunked_prefill = !no_chunked_prefill;
   c.max_step_ms = parse_max_step_ms(max_step_ms, no_chunked_prefill);
   c.speculative = speculative.config();

@@ -22,6 +22,8 @@ struct EngineOptions {
   std::string kv_cache_dtype = "auto";
   double kv_cache_fraction = 0.0;
   bool no_prefix_caching = false;
+  bool enable_prefix_caching = false;  // vLLM's flag for the default (habit_flags.h)
+  int64_t ctx_size = 0;                // llama.cpp's -c, another name of --max-model-len
   bool no_chunked_prefill = false;
   std::string max_step_ms = "0";  // "auto" or ms; `tern serve` sets "auto" before add_to
   SpeculativeOptions speculative;

@@ -317,7 +317,8 @@ void add_generate_command(CLI::App& app) {
                   "text, finish_reason");
   cmd->add_option("-n,--max-tokens", opt->sampling.max_tokens, "Tokens to generate at most")
       ->capture_default_str();
-  cmd->add_option("--temperature", opt->sampling.temperature, "0: greedy")->capture_default_str();
+  cmd->add_option("--temperature,--temp", opt->sampling.temperature, "0: greedy")
+      ->capture_default_str();
   cmd->add_option("--top-k", opt->sampling.top_k, "Keep the k most likely tokens (0: all)");
   cmd->add_option("--top-p", opt->sampling.top_p, "Nucleus sampling mass (1: all)");
   cmd->add_option("--min-p", opt->sampling.min_p, "Drop tokens below min-p × the top probability");

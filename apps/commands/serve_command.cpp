@@ -15,6 +15,7 @@
 
 #include "commands/commands.h"
 #include "commands/engine_options.h"
+#include "commands/habit_flags.h"
 #include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/engine/llm.h"
@@ -215,6 +216,11 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   opt->model.add_to(cmd);
   opt->engine.max_step_ms = "auto";  // a server's streams decode beside arriving prompts
+  cmd->add_option("--seed", opt->engine.config.seed,
+                  "Seed of the requests that bring none (vLLM's --seed): their samples repeat "
+                  "from one run to the next")
+      ->capture_default_str();
+  add_serve_habit_flags(cmd);
   opt->engine.add_to(cmd);
   cmd->callback([opt, lease] {
     opt->kv_lease_given = lease->count() > 0;

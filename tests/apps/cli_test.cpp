@@ -195,6 +195,80 @@ TEST(Cli, AMisspelledFlagNamesTheNearestOne) {
   EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
 }
 
+TEST(Cli, AMisspelledCommandNamesTheNearestOne) {
+  auto r = run_tern({"genrate", "--prompt", "x"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("tern has no command genrate: did you mean generate?"), std::string::npos)
+      << r.err;
+  r = run_tern({"bench", "serv"});
+  EXPECT_NE(r.err.find("tern bench has no command serv: did you mean serve?"), std::string::npos)
+      << r.err;
+}
+
+// `--served-model-name --disable-log-stats` served a model named "--disable-log-stats".
+TEST(Cli, AFlagIsNeverAnotherFlagsValue) {
+  const auto r = run_tern({"serve", "m.gguf", "--served-model-name", "--disable-log-stats"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--served-model-name needs a value, and the next word is the flag "
+                       "--disable-log-stats"),
+            std::string::npos)
+      << r.err;
+}
+
+// What hands used to vLLM or llama.cpp type: done as they mean it, or one line saying what tern
+// calls it, before any model loads (the model here does not exist).
+TEST(Cli, VllmAndLlamaCppHabitsAreAnsweredInOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--enable-prefix-caching", "--no-enable-prefix-caching"},
+       "give --enable-prefix-caching or --no-enable-prefix-caching, not both"},
+      {{"--gpu-memory-utilization", "0.9"}, "--kv-cache-memory (e.g. 4GiB) or --kv-cache-fraction"},
+      {{"-tp", "2"}, "--tensor-parallel-size 2: tern runs a model in one process"},
+      {{"--tensor-parallel-size", "4"}, "put tern router in front"},
+      {{"-pp", "2"}, "--pipeline-parallel-size 2"},
+      {{"-ngl", "99"}, "-ngl 99: tern runs the whole model on one device, which is the CPU"},
+      {{"-c", "100", "--max-model-len", "200"}, "give the context length once"},
+  };
+  for (const auto& [flags, message] : refused) {
+    std::vector<std::string> args = {"serve", "/nonexistent/m.gguf"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 1) << flags[0];
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags[0] << ": " << r.err;
+  }
+  // Accepted as they mean: these get as far as the missing model.
+  const std::vector<std::vector<std::string>> accepted = {
+      {"--enable-prefix-caching"},
+      {"--trust-remote-code"},
+      {"--disable-log-requests"},
+      {"-tp", "1"},
+      {"-ngl", "0"},
+      {"--seed", "7"},
+      {"-c", "512"},
+      {"--ctx-size", "512"},
+  };
+  for (const auto& flags : accepted) {
+    std::vector<std::string> args = {"serve", "/nonexistent/m.gguf", "--port", "0"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 1) << flags[0];
+    EXPECT_NE(r.err.find("/nonexistent/m.gguf"), std::string::npos) << flags[0] << ": " << r.err;
+  }
+}
+
+// llama.cpp's -c and --temp on a real run: the context is the cache's limit, and --temp 0 greedy.
+TEST(Cli, LlamaCppNamesOfContextAndTemperatureWork) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  const auto a = run_tern({"generate", "-m", model, "--prompt", "Once", "--max-tokens", "8",
+                           "--temp", "0", "-c", "64"});
+  const auto b = run_tern({"generate", "-m", model, "--prompt", "Once", "--max-tokens", "8",
+                           "--temperature", "0", "--max-model-len", "64"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.err.find("max_model_len 64"), std::string::npos) << a.err;
+}
+
 // llama-bench takes the model as -m; so does every tern command that runs one.
 TEST(Cli, TheModelIsAnArgumentOrDashM) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");

@@ -1,0 +1,83 @@
+// See habit_flags.h. A flag whose meaning tern does not have fails in its callback, during
+// parsing: the command never starts.
+#include "commands/habit_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "commands/engine_options.h"
+#include "tern/core/error.h"
+
+namespace tern::cli {
+namespace {
+
+// Hidden from --help: an empty group name.
+constexpr const char* kHidden = "";
+
+}  // namespace
+
+std::vector<std::string> spell_out_habit_flags(int argc, char** argv) {
+  // CLI11 reads "-tp" as "-t p" (--threads p): these are spelled out before it sees them.
+  static const std::pair<const char*, const char*> kLong[] = {
+      {"-tp", "--tensor-parallel-size"},
+      {"-pp", "--pipeline-parallel-size"},
+      {"-ngl", "--n-gpu-layers"},
+  };
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string& arg : args)
+    for (const auto& [short_name, long_name] : kLong)
+      if (arg == short_name) arg = long_name;
+  return args;
+}
+
+void add_engine_habit_flags(CLI::App* cmd, EngineOptions& engine) {
+  cmd->add_flag("--enable-prefix-caching", engine.enable_prefix_caching,
+                "vLLM's: prefix caching is on by default")
+      ->group(kHidden);
+  cmd->add_option_function<double>(
+         "--gpu-memory-utilization",
+         [](double) {
+           throw Error(
+               "--gpu-memory-utilization is vLLM's share of GPU memory; tern runs on the CPU, "
+               "where --kv-cache-memory (e.g. 4GiB) or --kv-cache-fraction (of the free memory) "
+               "sizes the KV cache");
+         },
+         "vLLM's")
+      ->group(kHidden);
+  for (const char* flag : {"--tensor-parallel-size", "--pipeline-parallel-size"})
+    cmd->add_option_function<int>(
+           flag,
+           [flag](int n) {
+             if (n == 1) return;  // one instance in one process: what tern does
+             throw Error(std::string(flag) + " " + std::to_string(n) +
+                         ": tern runs a model in one process, on one machine's cores "
+                         "(--threads); to serve from several, run one tern serve each and put "
+                         "tern router in front (--backend URL...)");
+           },
+           "vLLM's (1 only)")
+        ->group(kHidden);
+  cmd->add_flag("--trust-remote-code")
+      ->description("vLLM's: tern runs no model code, so there is none to trust")
+      ->group(kHidden);
+  cmd->add_option("-c,--ctx-size", engine.ctx_size, "llama.cpp's name of --max-model-len")
+      ->group(kHidden);
+  cmd->add_option_function<int>(
+         "--n-gpu-layers,--gpu-layers",
+         [](int n) {
+           if (n == 0) return;  // every layer on the CPU: what tern does
+           throw Error(
+               "-ngl " + std::to_string(n) +
+               ": tern runs the whole model on one device, which is the CPU: it has no GPU "
+               "backend yet, and will not split a model's layers between devices");
+         },
+         "llama.cpp's (0 only)")
+      ->group(kHidden);
+}
+
+void add_serve_habit_flags(CLI::App* cmd) {
+  cmd->add_flag("--disable-log-requests")
+      ->description("vLLM's: tern serve logs no request")
+      ->group(kHidden);
+}
+
+}  // namespace tern::cli
