@@ -11,8 +11,8 @@
 namespace tern::cli {
 namespace {
 
-// Hidden from --help: an empty group name.
-constexpr const char* kHidden = "";
+// Listed apart in --help, after tern's own flags.
+constexpr const char* kHabits = "Names from vLLM and llama.cpp";
 
 }  // namespace
 
@@ -33,7 +33,7 @@ std::vector<std::string> spell_out_habit_flags(int argc, char** argv) {
 void add_engine_habit_flags(CLI::App* cmd, EngineOptions& engine) {
   cmd->add_flag("--enable-prefix-caching", engine.enable_prefix_caching,
                 "vLLM's: prefix caching is on by default")
-      ->group(kHidden);
+      ->group(kHabits);
   cmd->add_option_function<double>(
          "--gpu-memory-utilization",
          [](double) {
@@ -42,8 +42,8 @@ void add_engine_habit_flags(CLI::App* cmd, EngineOptions& engine) {
                "where --kv-cache-memory (e.g. 4GiB) or --kv-cache-fraction (of the free memory) "
                "sizes the KV cache");
          },
-         "vLLM's")
-      ->group(kHidden);
+         "vLLM's share of GPU memory: refused (tern runs on the CPU; see --kv-cache-memory)")
+      ->group(kHabits);
   for (const char* flag : {"--tensor-parallel-size", "--pipeline-parallel-size"})
     cmd->add_option_function<int>(
            flag,
@@ -54,30 +54,29 @@ void add_engine_habit_flags(CLI::App* cmd, EngineOptions& engine) {
                          "(--threads); to serve from several, run one tern serve each and put "
                          "tern router in front (--backend URL...)");
            },
-           "vLLM's (1 only)")
-        ->group(kHidden);
+           "vLLM's (-tp, -pp): 1 only, one process")
+        ->group(kHabits);
   cmd->add_flag("--trust-remote-code")
       ->description("vLLM's: tern runs no model code, so there is none to trust")
-      ->group(kHidden);
+      ->group(kHabits);
   cmd->add_option("-c,--ctx-size", engine.ctx_size, "llama.cpp's name of --max-model-len")
-      ->group(kHidden);
+      ->group(kHabits);
   cmd->add_option_function<int>(
          "--n-gpu-layers,--gpu-layers",
          [](int n) {
            if (n == 0) return;  // every layer on the CPU: what tern does
-           throw Error(
-               "-ngl " + std::to_string(n) +
-               ": tern runs the whole model on one device, which is the CPU: it has no GPU "
-               "backend yet, and will not split a model's layers between devices");
+           throw Error("-ngl " + std::to_string(n) +
+                       ": tern runs the whole model on one device, which is the CPU: it has no GPU "
+                       "backend yet, and will not split a model's layers between devices");
          },
-         "llama.cpp's (0 only)")
-      ->group(kHidden);
+         "llama.cpp's -ngl: 0 only, every layer on the CPU")
+      ->group(kHabits);
 }
 
 void add_serve_habit_flags(CLI::App* cmd) {
   cmd->add_flag("--disable-log-requests")
       ->description("vLLM's: tern serve logs no request")
-      ->group(kHidden);
+      ->group(kHabits);
 }
 
 }  // namespace tern::cli

@@ -1,7 +1,7 @@
 // Flags that hands used to vLLM or llama.cpp type out of habit. Each gets what its author meant
 // where tern does the same thing (under tern's name, or as the default it already is), or one
 // line saying what tern calls it or why it has no meaning here; never CLI11's bare "not
-// expected". Hidden from --help, which lists tern's own names.
+// expected". --help lists them in a group of their own.
 #pragma once
 
 #include <string>
