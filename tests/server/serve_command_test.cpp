@@ -1,6 +1,8 @@
 // `tern serve` command-line errors: one line on stderr and exit code 1, before serving anything.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "fixtures.h"
 #include "run_process.h"
 #include "server/server_test_util.h"
@@ -103,6 +105,30 @@ TEST(ServeCommand, APortOutOfRangeIsRefused) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot listen on port 99999: a port is 0-65535"), std::string::npos)
       << r.err;
+}
+
+// --threads holds on the engine's own thread too: with --threads 1, answering a request starts
+// no OpenMP worker (the engine thread used to take the process's default, every core, so two
+// instances side by side spun on each other's cores).
+TEST(ServeCommand, ThreadsHoldOnTheEngineThread) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  ServeProcess server(
+      {fixture("stories260K/stories260K.gguf"), "--kv-cache-memory", "16MiB", "--threads", "1"});
+  ASSERT_GT(server.port(), 0);
+  auto threads = [&] {
+    int n = 0;
+    for (const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(server.pid()) + "/task")) {
+      (void)e;
+      ++n;
+    }
+    return n;
+  };
+  const int before = threads();
+  const HttpResult r =
+      post(server.port(), "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 16}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(threads(), before);
 }
 
 // A start-up says what takes its time as it begins: the KV cache's size before it is

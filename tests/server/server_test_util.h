@@ -88,6 +88,7 @@ class ServeProcess {
   ServeProcess& operator=(const ServeProcess&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   // What it has written to stdout and stderr so far.
   std::string log() const {
     std::ifstream in(log_path_);

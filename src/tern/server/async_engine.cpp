@@ -35,7 +35,12 @@ AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_s
     wake_.notify_one();
   });
   std::promise<void> started;
-  thread_ = std::thread([this, compute_nice, &started] {
+  // A thread libgomp did not make starts from the process's initial settings, not from what
+  // omp_set_num_threads (--threads) set on this one: without this, `tern serve --threads 1`
+  // computed on every core, and two instances beside each other spun on the same cores.
+  const int threads = omp_get_max_threads();
+  thread_ = std::thread([this, compute_nice, threads, &started] {
+    omp_set_num_threads(threads);
     try {
       if (compute_nice != 0) set_compute_nice(compute_nice);
     } catch (...) {
