@@ -10,6 +10,7 @@
 #include "tern/core/did_you_mean.h"
 #include "tern/core/error.h"
 #include "tern/core/version.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace {
 
@@ -138,6 +139,7 @@ int main(int given_argc, char** given_argv) {
   });
   add_version_flags(app);
   try {
+    tern::cpu::check_isa_request();
     refuse_flags_as_values(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,10 @@
 // `tern tokenize`: text → ids (one JSON array on one line), or ids → text with --detokenize.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@ struct TokenizeOptions {
   std::string model;
   std::string revision = "main";
   std::string text;
+  bool has_text = false;  // --text given (it may be empty)
   std::string text_file;
   bool detokenize = false;
   std::string ids;
@@ -45,7 +49,7 @@ void run(const TokenizeOptions& opt) {
   // Each flag belongs to one direction: given to the other, it would be silently ignored.
   if (opt.detokenize) {
     if (opt.ids.empty()) throw Error("--detokenize needs --ids '[…]'");
-    if (!opt.text.empty() || !opt.text_file.empty())
+    if (opt.has_text || !opt.text_file.empty())
       throw Error("--detokenize turns --ids into text: give no --text or --file");
     if (opt.no_add_special || opt.no_parse_special)
       throw Error(
@@ -57,8 +61,18 @@ void run(const TokenizeOptions& opt) {
   }
   if (!opt.ids.empty()) throw Error("--ids goes with --detokenize");
   if (opt.keep_special) throw Error("--keep-special-tokens goes with --detokenize");
-  if (!opt.text.empty() && !opt.text_file.empty()) throw Error("give --text or --file, not both");
-  std::string text = opt.text_file.empty() ? opt.text : read_text_file(opt.text_file);
+  if (opt.has_text && !opt.text_file.empty()) throw Error("give --text or --file, not both");
+  std::string text;
+  if (opt.has_text) {
+    text = opt.text;
+  } else if (!opt.text_file.empty()) {
+    text = read_text_file(opt.text_file);
+  } else if (!isatty(0)) {
+    // Piped in, as `echo … | tern tokenize -m M` (llama-tokenize's --stdin).
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    throw Error("give the text to tokenize: --text TEXT, --file F, or on stdin");
+  }
   std::vector<int32_t> ids = tokenizer.encode(text, !opt.no_add_special, !opt.no_parse_special);
   std::cout << nlohmann::json(ids).dump() << '\n';
 }
@@ -72,7 +86,13 @@ void add_tokenize_command(CLI::App& app) {
                   "GGUF file, folder of Hugging Face tokenizer files, or Hugging Face ORG/NAME")
       ->required();
   cmd->add_option("--revision", opt->revision, "Branch, tag or commit of a Hugging Face model");
-  cmd->add_option("--text,-t", opt->text, "Text to tokenize");
+  cmd->add_option_function<std::string>(
+      "--text,-t",
+      [opt](const std::string& text) {
+        opt->text = text;
+        opt->has_text = true;
+      },
+      "Text to tokenize (default: stdin when it is not a terminal)");
   cmd->add_option("--file,-f", opt->text_file, "Read the text to tokenize from a file");
   cmd->add_flag("--detokenize,-d", opt->detokenize, "Turn --ids back into text");
   cmd->add_option("--ids", opt->ids, "Token ids as a JSON array, for --detokenize");

@@ -68,6 +68,20 @@ TEST(CliTokenize, AddsBosWhereTheTokenizerAsks) {
   EXPECT_EQ(ids.front(), 1);  // <s>
 }
 
+// Without --text or --file, the text comes from stdin (it used to print [] and ignore it).
+TEST(CliTokenize, ReadsTheTextFromStdin) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  const auto given = run_tern({"tokenize", "--model", model, "--text", "Once upon a time"});
+  const std::vector<std::string> shell = {"/bin/sh", "-c",
+                                          "printf 'Once upon a time' | " +
+                                              std::string(TERN_BINARY) + " tokenize --model '" +
+                                              model + "'"};
+  const ProcessResult piped = tern::run_process(shell);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, given.out);
+}
+
 TEST(CliTokenize, QwenSpecialTokens) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   auto r = run_tern({"tokenize", "--model", fixture("qwen-tokenizer"), "--text",
@@ -193,6 +207,16 @@ TEST(Cli, AMisspelledFlagNamesTheNearestOne) {
   r = run_tern({"generate", "--zzzzzz"});  // nothing near: no guess
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+}
+
+// TERN_ISA naming no level this CPU runs used to run the default level without a word.
+TEST(Cli, ABadTernIsaIsRefusedWithTheLevelsThisCpuRuns) {
+  const ProcessResult r = tern::run_process({TERN_BINARY, "version"}, {{"TERN_ISA", "bogus"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("TERN_ISA=bogus: not a level this CPU runs (it runs scalar"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(tern::run_process({TERN_BINARY, "version"}, {{"TERN_ISA", "scalar"}}).exit_code, 0);
 }
 
 TEST(Cli, AMisspelledCommandNamesTheNearestOne) {

@@ -80,6 +80,12 @@ TEST(GeneratePrompts, ABadLineIsNamedAndNothingRuns) {
        "\n{not json",
        ":2: the request body is not valid JSON"},
       {R"({"max_tokens": 3})", ":1: 'prompt' is required"},
+      // An integer past what the field takes is "out of range", not "not an integer".
+      {R"({"prompt": "a", "max_tokens": 18446744073709551616})",
+       ":1: 'max_tokens' is out of range"},
+      {R"({"prompt": "a", "max_tokens": 9223372036854775808})", ":1: 'max_tokens' is out of range"},
+      {R"({"prompt": "a", "stop_token_ids": [1, 5000]})",
+       ":1: token id 5000 in 'stop_token_ids' is outside the vocabulary"},
       {R"({"prompt": "a", "top_p": 0})", ":1: top_p must be in (0, 1]"},
       {R"([1, 2])", ":1: the request body must be a JSON object"},
       {R"({"prompt_token_ids": [1, 99999]})",

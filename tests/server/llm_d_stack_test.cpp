@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "http/raw_client.h"
 #include "server/server_test_util.h"
 
 namespace tern::testing {
@@ -63,6 +64,11 @@ TEST(LlmdStack, RoutersIndexFollowsTheKvCacheEvents) {
   long_request.join();
   EXPECT_EQ(busy.status, 409) << busy.body;
   EXPECT_EQ(post(s.port(), "/reset_prefix_cache", json::object()).status, 200);
+  // As curl -X POST sends it: no body, no Content-Length (the route needs none).
+  RawClient bare(s.port());
+  ASSERT_TRUE(bare.send("POST /reset_prefix_cache HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string answer = bare.read(std::chrono::seconds(10), "\r\n\r\n");
+  EXPECT_EQ(status_of(answer), 200) << answer;
 }
 
 TEST(LlmdStack, KvEventsNeedThePrefixCache) {

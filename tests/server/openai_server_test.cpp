@@ -94,6 +94,33 @@ TEST(OpenAIServer, CompletionMatchesOfflineGreedy) {
     EXPECT_EQ(e["object"], "text_completion");
     EXPECT_EQ(e["id"], last["id"]);
   }
+
+  // vLLM's continuous_usage_stats: every chunk carries the usage so far, growing to the total.
+  const StreamResult cont =
+      stream(s.port(), "/v1/completions",
+             {{"prompt", "Once upon a time"},
+              {"max_tokens", 24},
+              {"temperature", 0},
+              {"stream", true},
+              {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}});
+  ASSERT_EQ(cont.status, 200) << cont.error_body;
+  ASSERT_GE(cont.events.size(), 3u);
+  int64_t seen = 0;
+  for (size_t i = 0; i + 1 < cont.events.size(); ++i) {
+    const json& u = cont.events[i]["usage"];
+    ASSERT_TRUE(u.is_object()) << cont.events[i];
+    EXPECT_EQ(u["prompt_tokens"], last["usage"]["prompt_tokens"]);
+    EXPECT_GE(u["completion_tokens"].get<int64_t>(), seen);
+    seen = u["completion_tokens"].get<int64_t>();
+  }
+  EXPECT_EQ(seen, 24);
+  EXPECT_EQ(cont.events.back()["usage"]["completion_tokens"], 24);
+  // A key tern does not act on is refused, not ignored.
+  const HttpResult unknown =
+      post(s.port(), "/v1/completions",
+           {{"prompt", "x"}, {"stream", true}, {"stream_options", {{"include_usgae", true}}}});
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_NE(unknown.body.find("stream_options.include_usgae"), std::string::npos) << unknown.body;
 }
 
 TEST(OpenAIServer, CompletionPromptShapesNAndLogprobs) {

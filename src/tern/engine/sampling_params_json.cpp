@@ -23,11 +23,20 @@ float number(const json& v, const char* name) {
 }
 
 int64_t integer(const json& v, const char* name) {
+  const auto out_of_range = [name] { return Error("'" + std::string(name) + "' is out of range"); };
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw out_of_range();
+    return static_cast<int64_t>(v.get<uint64_t>());
+  }
   if (v.is_number_integer()) return v.get<int64_t>();
-  // 16.0 is an integer to JavaScript clients.
+  // 16.0 is an integer to JavaScript clients; 2**64 is one too, past what any field takes.
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::nearbyint(d) == d && std::abs(d) < 9.0e15) return static_cast<int64_t>(d);
+    if (std::nearbyint(d) == d) {
+      if (std::abs(d) < 9.0e15) return static_cast<int64_t>(d);
+      throw out_of_range();
+    }
   }
   throw Error("'" + std::string(name) + "' must be an integer");
 }

@@ -42,6 +42,7 @@ class GenerationAnswer : public std::enable_shared_from_this<GenerationAnswer> {
         usage_(usage),
         stream_(g.stream),
         include_usage_(g.include_usage),
+        continuous_usage_(g.continuous_usage),
         chat_(chat),
         remaining_(static_cast<int>(request_ids_.size())),
         finals_(request_ids_.size(), std::vector<CompletionOutput>(static_cast<size_t>(g.n))) {
@@ -120,8 +121,11 @@ class GenerationAnswer : public std::enable_shared_from_this<GenerationAnswer> {
       if (e.kind != EngineEvent::Kind::Output) continue;
       for (const CompletionOutput& c : e.output.outputs) {
         usage_.completion_tokens += static_cast<int64_t>(c.new_token_ids.size());
-        for (const nlohmann::json& chunk : formatter_->chunks(e.prompt_index, c))
+        for (nlohmann::json& chunk : formatter_->chunks(e.prompt_index, c)) {
+          // The request's usage so far, as vLLM's continuous_usage_stats gives it.
+          if (continuous_usage_) chunk["usage"] = usage_json(usage_);
           append_event(out, chunk);
+        }
       }
       if (e.output.finished) --remaining_;
     }
@@ -178,7 +182,7 @@ class GenerationAnswer : public std::enable_shared_from_this<GenerationAnswer> {
   std::vector<std::string> request_ids_;
   std::unique_ptr<ResponseFormatter> formatter_;
   Usage usage_;
-  bool stream_, include_usage_, chat_;
+  bool stream_, include_usage_, continuous_usage_, chat_;
   int remaining_;                                      // prompts not finished
   std::vector<std::vector<CompletionOutput>> finals_;  // [prompt][completion], not streamed
   std::optional<disagg::RemoteBlocks> held_kv_;        // a prefill for a decode instance: where

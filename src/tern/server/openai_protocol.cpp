@@ -90,6 +90,13 @@ SamplingParams sampling_params(const json& body, bool& max_tokens_given, const M
   } catch (const Error& e) {
     throw bad_request_from(e);
   }
+  for (int32_t id : p.stop_token_ids)
+    if (id < 0 || id >= model.tokenizer->vocab_size())
+      throw ApiError(400,
+                     "token id " + std::to_string(id) +
+                         " in 'stop_token_ids' is outside the vocabulary (0 to " +
+                         std::to_string(model.tokenizer->vocab_size() - 1) + ")",
+                     "stop_token_ids");
   max_tokens_given = defaults || field(body, "max_tokens") != nullptr;
   // Until the prompt is known, check the ranges with the largest max_tokens it could get.
   if (!max_tokens_given) p.max_tokens = static_cast<int32_t>(model.max_model_len);
@@ -162,7 +169,15 @@ void stream_fields(const json& body, GenerationRequest& r) {
     if (!r.stream)
       throw ApiError(400, "Stream options can only be defined when `stream=True`.",
                      "stream_options");
+    for (const auto& [key, value] : options->items())
+      if (key != "include_usage" && key != "continuous_usage_stats")
+        throw ApiError(400,
+                       "unknown field 'stream_options." + key +
+                           "' (tern acts on include_usage and continuous_usage_stats)",
+                       "stream_options");
     r.include_usage = flag(*options, "include_usage", false);
+    // vLLM's: usage in every chunk, with include_usage only.
+    r.continuous_usage = r.include_usage && flag(*options, "continuous_usage_stats", false);
   }
 }
 

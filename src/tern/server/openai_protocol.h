@@ -57,7 +57,8 @@ struct GenerationRequest {
   std::vector<std::vector<int32_t>> prompts;  // one engine request each
   std::vector<SamplingParams> params;         // one per prompt (max_tokens may differ)
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // and .continuous_usage_stats: usage in every chunk
   int32_t n = 1;
   bool logprobs = false;  // logprobs are reported (params.logprobs set)
   // Disaggregation (vLLM's kv_transfer_params); for a request of one prompt.

@@ -82,6 +82,20 @@ Isa decide_best_isa() {
 
 }  // namespace
 
+void check_isa_request() {
+  const char* env = std::getenv("TERN_ISA");
+  if (env == nullptr || *env == '\0') return;
+  const Isa detected = detect_isa();
+  std::string runs;
+  for (Isa level : isa_levels()) {
+    if (!isa_includes(detected, level)) continue;
+    if (std::string_view(env) == isa_name(level)) return;
+    runs += std::string(runs.empty() ? "" : ", ") + isa_name(level);
+  }
+  throw Error("TERN_ISA=" + std::string(env) + ": not a level this CPU runs (it runs " + runs +
+              ")");
+}
+
 bool request_amx_permission() {
 #if defined(__x86_64__)
   // ARCH_REQ_XCOMP_PERM with XFEATURE_XTILEDATA: without it the first tile instruction

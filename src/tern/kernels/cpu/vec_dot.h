@@ -40,6 +40,9 @@ const std::vector<Isa>& isa_levels();
 // process.
 Isa best_isa();
 bool isa_supported(Isa isa);
+// Throws tern::Error when TERN_ISA names no level this CPU runs (best_isa would quietly keep
+// the detected one), naming the ones it does: for a command to refuse before it starts.
+void check_isa_request();
 
 // k: row length in elements (a multiple of the weight type's block size).
 using QuantizeRowFn = void (*)(const float* x, void* y, int64_t k);
