@@ -120,13 +120,7 @@ void run(ServeOptions opt) {
     std::fprintf(stderr, "kv events: published on %s, topic \"%s\"%s\n", e.endpoint.c_str(),
                  e.topic.c_str(),
                  e.replay_endpoint.empty() ? "" : (", replay on " + e.replay_endpoint).c_str());
-  std::fprintf(stderr,
-               "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld, ready "
-               "in %.1f s)\n",
-               opt.server.host.c_str(), port, opt.server.served_model_name.c_str(),
-               static_cast<long long>(llm.engine().max_model_len()),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-
+  // Every thread of a serving process exists before it says it listens.
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
@@ -134,6 +128,13 @@ void run(ServeOptions opt) {
                  signal == SIGINT ? "SIGINT" : "SIGTERM");
     server.stop();
   });
+  std::fprintf(stderr,
+               "tern serve: listening on http://%s:%d (model \"%s\", max_model_len %lld, ready "
+               "in %.1f s)\n",
+               opt.server.host.c_str(), port, opt.server.served_model_name.c_str(),
+               static_cast<long long>(llm.engine().max_model_len()),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+
   server.serve();
   server.stop();
   waiter.join();

@@ -124,6 +124,7 @@ TEST(ServeCommand, ThreadsHoldOnTheEngineThread) {
     }
     return n;
   };
+  ASSERT_EQ(get(server.port(), "/health").status, 200);
   const int before = threads();
   const HttpResult r =
       post(server.port(), "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 16}});
