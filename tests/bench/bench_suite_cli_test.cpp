@@ -114,6 +114,11 @@ TEST_F(BenchSuiteCli, TinyMatrixWritesEveryField) {
   EXPECT_EQ(rows_of["kv_cache"], 2);
   EXPECT_EQ(rows_of["mixed_load"], 3);
   EXPECT_EQ(rows_of["serving"], 2);
+  // The load other programs put on the machine, around each section that ran.
+  std::vector<std::string> watched;
+  for (const bench::SectionLoad& l : results.machine_load) watched.push_back(l.section);
+  EXPECT_EQ(watched, (std::vector<std::string>{"weights", "speculative", "kv_cache", "mixed_load",
+                                               "serving"}));
   // The fixed-K draft always drafts (the adaptive one may stop: here the draft is the target).
   for (const bench::SuiteRow& row : results.rows)
     if (row.section == "speculative" && row.name == "draft model (K = 4)") {

@@ -216,6 +216,41 @@ TEST(SuiteResults, JsonReadsBackAsWritten) {
   EXPECT_EQ(results_markdown(back, {}), results_markdown(r, {}));
 }
 
+// The page says of the machine only what was measured: a section with other programs busy
+// around it is marked, and the header no longer calls the machine idle.
+TEST(SuiteResults, SectionsTakenUnderLoadAreMarked) {
+  SuiteResults r = sample_results();
+  const std::string unmeasured = results_markdown(r, {});
+  EXPECT_NE(unmeasured.find("(this run did not measure what else the machine ran)"),
+            std::string::npos);
+  EXPECT_EQ(unmeasured.find("idle"), std::string::npos);
+
+  r.machine_load = {{"weights", 0.02, 0.05}, {"speculative", 0.01, 0.03}};
+  const std::string idle = results_markdown(r, {});
+  EXPECT_NE(idle.find("on a machine other programs left idle (at most 0.05 CPUs busy in the "
+                      "second before and after each section)"),
+            std::string::npos)
+      << idle;
+  EXPECT_EQ(idle.find("⚠"), std::string::npos);
+
+  r.machine_load[1].after = 1.02;
+  const std::string loaded = results_markdown(r, {});
+  EXPECT_EQ(loaded.find("left idle"), std::string::npos);
+  EXPECT_NE(loaded.find("other programs kept the CPUs busy around the sections marked ⚠"),
+            std::string::npos);
+  const size_t mark = loaded.find(
+      "⚠ Other programs kept 0.01 CPUs busy in the second before this "
+      "section and 1.02 in the second after");
+  ASSERT_NE(mark, std::string::npos) << loaded;
+  EXPECT_GT(mark, loaded.find("## Speculative decoding"));
+  EXPECT_EQ(loaded.find("⚠ Other programs", mark + 1), std::string::npos);  // weights: idle
+
+  const SuiteResults back = results_from_json(json::parse(results_json(r).dump()));
+  ASSERT_EQ(back.machine_load.size(), 2u);
+  EXPECT_EQ(back.machine_load[1].section, "speculative");
+  EXPECT_DOUBLE_EQ(back.machine_load[1].after, 1.02);
+}
+
 TEST(SuiteResults, MalformedResultsAreErrors) {
   json doc = json::parse(results_json(sample_results()).dump());
   auto error_of = [](const json& d) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "tern/bench/machine_load.h"
 #include "tern/core/error.h"
 
 namespace tern::bench {
@@ -173,6 +174,9 @@ oj results_json(const SuiteResults& r) {
         {{"setup", t.setup}, {"gaps", t.gaps}, {"long_requests", t.long_requests}});
   j["errors"] = r.errors;
   j["notes"] = r.notes;
+  j["machine_load"] = oj::array();
+  for (const SectionLoad& l : r.machine_load)
+    j["machine_load"].push_back({{"section", l.section}, {"before", l.before}, {"after", l.after}});
   return j;
 }
 
@@ -218,6 +222,14 @@ SuiteResults results_from_json(const json& doc) {
   }
   r.errors = required<std::vector<std::string>>(doc, "errors", "results");
   r.notes = required<std::vector<std::string>>(doc, "notes", "results");
+  if (doc.contains("machine_load"))  // absent from results written before it was measured
+    for (const json& l : required<json>(doc, "machine_load", "results")) {
+      SectionLoad s;
+      s.section = required<std::string>(l, "section", "results.machine_load[]");
+      s.before = required<double>(l, "before", "results.machine_load[]");
+      s.after = required<double>(l, "after", "results.machine_load[]");
+      r.machine_load.push_back(std::move(s));
+    }
   return r;
 }
 
@@ -269,14 +281,39 @@ Headlines headlines(const SuiteResults& r) {
   return h;
 }
 
+bool SectionLoad::idle() const { return before < kIdleBusyCpusLimit && after < kIdleBusyCpusLimit; }
+
+namespace {
+
+// What the header may say of the machine: only what was measured.
+std::string load_sentence(const SuiteResults& r) {
+  const std::string ran = "The configurations and engines ran one after another";
+  if (r.machine_load.empty()) return ran + " (this run did not measure what else the machine ran)";
+  double most = 0;
+  bool idle = true;
+  for (const SectionLoad& l : r.machine_load) {
+    most = std::max({most, l.before, l.after});
+    idle = idle && l.idle();
+  }
+  if (idle)
+    return ran + " on a machine other programs left idle (at most " + fmt("%.2f", most) +
+           " CPUs busy in the second before and after each section)";
+  return ran +
+         "; other programs kept the CPUs busy around the sections marked ⚠, whose figures "
+         "are not an idle machine's";
+}
+
+}  // namespace
+
 std::string results_markdown(const SuiteResults& r, const std::vector<std::string>& plots) {
   std::string md = "# What each technique buys: tern's benchmark suite\n\n";
   md += "Measured by `tern bench suite` on " + r.date + ", tern " + r.commit + ", " + r.cpu + " (" +
         std::to_string(r.cores) + " cores, " + std::to_string(r.threads) +
         " threads), memory read bandwidth " + fmt("%.1f", r.bandwidth_bytes_per_s / 1e9) +
         " GB/s (the best of the measurements `tern plan` made during the run; every ceiling is "
-        "this bandwidth over the bytes a token reads). The "
-        "configurations and engines ran one after another on an otherwise idle machine; each "
+        "this bandwidth over the bytes a token reads). " +
+        load_sentence(r) +
+        "; each "
         "figure is from this one run (speculation's: the median of its runs), so read "
         "differences under about 10% as noise.\n\n"
         "Rerun it with `make results` (`LLAMA_CPP=<llama.cpp's build/bin>` adds llama.cpp's "
@@ -310,6 +347,13 @@ std::string results_markdown(const SuiteResults& r, const std::vector<std::strin
     if (rows.empty()) continue;
     const std::vector<SuiteColumn>& columns = suite_columns(section);
     md += "## " + std::string(section_heading(section)) + "\n\n" + section_intro(section) + "\n\n";
+    for (const SectionLoad& l : r.machine_load)
+      if (l.section == section && !l.idle())
+        md += "⚠ Other programs kept " + fmt("%.2f", l.before) +
+              " CPUs busy in the second before "
+              "this section and " +
+              fmt("%.2f", l.after) +
+              " in the second after: these figures are not an idle machine's.\n\n";
     md += "| configuration | engine |";
     for (const SuiteColumn& c : columns) md += " " + std::string(c.heading) + " |";
     md += " commands |\n|---|---|";

@@ -29,6 +29,15 @@ struct ItlTimeline {
   std::vector<std::pair<double, double>> long_requests;  // (arrival, first token), seconds
 };
 
+// The CPUs other programs kept busy in the second before a section and the second after it
+// (machine_load.h).
+struct SectionLoad {
+  std::string section;
+  double before = 0;
+  double after = 0;
+  bool idle() const;  // both under kIdleBusyCpusLimit
+};
+
 struct SuiteResults {
   std::string date;    // UTC, ISO 8601
   std::string commit;  // tern's version string
@@ -44,6 +53,8 @@ struct SuiteResults {
   // What another engine could not measure (a feature it lacks for this model): its row keeps
   // nulls and the page says why.
   std::vector<std::string> notes;
+  // One per section that ran; empty in results written before tern measured it.
+  std::vector<SectionLoad> machine_load;
 };
 
 // One column of a section's table: the metric's key, its heading, and printf's format.

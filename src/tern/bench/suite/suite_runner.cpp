@@ -12,6 +12,7 @@
 #include <regex>
 #include <thread>
 
+#include "tern/bench/machine_load.h"
 #include "tern/bench/report.h"
 #include "tern/bench/suite/suite_process.h"
 #include "tern/core/error.h"
@@ -71,6 +72,10 @@ std::string utc_now() {
   return buf;
 }
 
+// How long the machine's load is watched before and after each section: long enough to see a
+// program that keeps a core busy, short beside a section's minutes.
+constexpr std::chrono::milliseconds kLoadWindow{1000};
+
 class Runner {
  public:
   Runner(const SuiteConfig& c, const fs::path& work, std::ostream& log)
@@ -103,12 +108,20 @@ class Runner {
         {c_.serving.enabled, &Runner::serving},   {c_.shapes.enabled, &Runner::shapes}};
     for (size_t i = 0; i < std::size(sections); ++i) {
       if (!sections[i].first) continue;
+      SectionLoad load{kSuiteSections[i]};
+      load.before = other_programs_busy_cpus(kLoadWindow);
       try {
         (this->*sections[i].second)();
       } catch (const Error& e) {
         log_ << "suite: section " << kSuiteSections[i] << " failed: " << e.what() << std::endl;
         r_.errors.push_back(std::string(kSuiteSections[i]) + ": " + e.what());
       }
+      load.after = other_programs_busy_cpus(kLoadWindow);
+      if (!load.idle())
+        log_ << "suite: other programs kept " << load.before << " CPUs busy before section "
+             << load.section << " and " << load.after
+             << " after: its figures are marked as not an idle machine's" << std::endl;
+      r_.machine_load.push_back(std::move(load));
     }
     measure_bandwidth();
     set_ceilings();
