@@ -89,14 +89,16 @@ TEST(StealingSplit, ReadInStreamsEveryItemOnceStreamsInStep) {
     for (int64_t items : {0, 5, 37, 64, 301}) {
       omp_set_num_threads(threads);
       std::vector<std::atomic<int>> taken(static_cast<size_t>(items));
-      std::atomic<int> bad_steps{0};
+      std::atomic<int> bad_steps{0}, bad_members{0};
       const int64_t stream_len = items / (threads * 4);
-      read_in_streams<4>(items, [&](const int64_t* at, int count) {
+      read_in_streams<4>(items, [&](const int64_t* at, int count, int member) {
+        bad_members += member < 0 || member >= threads;
         for (int s = 0; s < count; ++s) taken[static_cast<size_t>(at[s])].fetch_add(1);
         if (count == 4)
           for (int s = 1; s < 4; ++s) bad_steps += at[s] - at[s - 1] != stream_len;
       });
       EXPECT_EQ(bad_steps.load(), 0) << items << " items, " << threads << " threads";
+      EXPECT_EQ(bad_members.load(), 0);
       for (int64_t i = 0; i < items; ++i)
         EXPECT_EQ(taken[static_cast<size_t>(i)].load(), 1)
             << "item " << i << " of " << items << ", " << threads << " threads";

@@ -9,6 +9,7 @@
 #include "tern/core/clock.h"
 #include "tern/engine/llm_engine.h"
 #include "tern/engine/llm_engine_state.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern {
 
@@ -146,20 +147,19 @@ void LLMEngine::sample(const SchedulerStep& step, std::span<const float> logits)
   // Reused step after step: each result's token vector keeps its capacity.
   std::vector<VerifiedTokens>& results = sampled_;
   if (results.size() < jobs.size()) results.resize(jobs.size());
-#pragma omp parallel for schedule(dynamic, 1)
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  cpu::parallel_for(jobs.size(), [&](int64_t i) {
     const SampleJob& job = jobs[i];
     Sampler& sampler = *job.completion->sampler;
     if (job.num_drafts == 0) {
       results[i].tokens.assign(1, sampler.sample(logits.subspan(job.row * vocab, vocab)));
-      continue;
+      return;
     }
     const Sequence& seq = job.completion->seq;
     speculator_->verify(sampler, logits.subspan(job.row * vocab, (1 + job.num_drafts) * vocab),
                         static_cast<int64_t>(vocab),
                         std::span<const int32_t>(seq.draft_token_ids).first(job.num_drafts),
                         job.draft_request, results[i]);
-  }
+  });
   // A step's cost is its forward and its sampling: a verify processes K + 1 rows of the
   // distribution where plain decoding processes one.
   step_costs_.record(step.num_tokens, seconds_since(forward_start_));

@@ -10,6 +10,7 @@
 #include "tern/core/error.h"
 #include "tern/eval/log_probs.h"
 #include "tern/eval/window_runner.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern {
 namespace {
@@ -151,10 +152,10 @@ KlDivergenceResult kl_divergence(Decoder& decoder, const KldBaseFile& base, int6
   r.ctx = windows.ctx;
   r.num_windows = windows.num_windows();
   runner.run(windows, [&](int64_t w, std::span<float> logits) {
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t k = 0; k < scored; ++k)
+    cpu::parallel_for(scored, [&](int64_t k) {
       scores[static_cast<size_t>(k)] =
           score_position(logits.data() + k * vocab, base.log_probs(w, k), windows.target(w, k));
+    });
     for (int64_t k = 0; k < scored; ++k) {
       const PositionScore& s = scores[static_cast<size_t>(k)];
       if (!s.base_valid)

@@ -7,6 +7,7 @@
 #include "tern/eval/kld_base_file.h"
 #include "tern/eval/log_probs.h"
 #include "tern/eval/window_runner.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern {
 
@@ -22,8 +23,7 @@ PerplexityResult perplexity(Decoder& decoder, const EvalWindows& windows, int64_
   r.num_windows = windows.num_windows();
   double sum = 0.0, sum2 = 0.0;
   runner.run(windows, [&](int64_t w, std::span<float> logits) {
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t k = 0; k < scored; ++k) {
+    cpu::parallel_for(scored, [&](int64_t k) {
       float* row = logits.data() + k * vocab;
       const int32_t target = windows.target(w, k);
       // The same f32 value a base file stores, so that both report the same PPL.
@@ -34,7 +34,7 @@ PerplexityResult perplexity(Decoder& decoder, const EvalWindows& windows, int64_
         nll[static_cast<size_t>(k)] =
             -static_cast<double>(log_prob(row[target], log_sum_exp(row, vocab)));
       }
-    }
+    });
     if (base_out) base_out->write_window(logits);
     double window_sum = 0.0;
     for (double v : nll) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "tern/kernels/cpu/thread_team.h"
 #include "tern/server/compute_priority.h"
 
 namespace tern::server {
@@ -22,11 +23,12 @@ AsyncEngine::AsyncEngine(LLMEngine& engine, ServerMetrics& metrics, double log_s
       max_waiting_requests_(max_waiting_requests),
       stats_(engine.stats()),
       stats_logger_(log_stats_interval) {
-  // From now on the kernels' OpenMP regions run on the engine thread, which gets a thread pool
-  // of its own. The thread that loaded the model holds one too; with both, libgomp manages more
-  // threads than there are cores and lets its workers spin only briefly before they sleep, so
-  // every region of a step wakes them (a 1B-parameter decode: 34,000 context switches for 256
-  // tokens instead of 142). Give this thread's pool back first.
+  // From now on the kernels run on the engine thread, which gets a team of its own. The thread
+  // that loaded the model holds one too (and libgomp's pool, for the loading passes): give both
+  // back, so that the process does not keep more workers than cores. (With two libgomp pools,
+  // libgomp let its workers spin only briefly and every region of a step woke them: a
+  // 1B-parameter decode made 34,000 context switches for 256 tokens instead of 142.)
+  cpu::release_thread_team();
   omp_pause_resource_all(omp_pause_soft);
   engine_.record_kv_events(kv_events_ != nullptr);
   engine_.set_transfer_wakeup([this] {

@@ -1,16 +1,15 @@
 #include "tern/server/compute_priority.h"
 
-#include <omp.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "tern/core/error.h"
+#include "tern/kernels/cpu/thread_team.h"
 
 namespace tern::server {
 namespace {
@@ -33,12 +32,10 @@ void check_compute_nice(int nice) {
 
 void set_compute_nice(int nice) {
   check_compute_nice(nice);
-  std::atomic<int> failure{set_thread_nice(nice)};
-#pragma omp parallel
-  {
-    if (const int e = set_thread_nice(nice)) failure = e;
-  }
-  if (const int e = failure.load())
+  // The kernels' workers start with their creator's priority: the team is given back and the
+  // next job starts workers at the new one.
+  cpu::release_thread_team();
+  if (const int e = set_thread_nice(nice))
     throw Error("--compute-nice " + std::to_string(nice) + ": " + std::strerror(e));
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <limits>
 
+#include "tern/kernels/cpu/stealing_split.h"
 #include "tern/spec_decode/forward_timing.h"
 
 namespace tern {
@@ -76,8 +77,7 @@ void DraftModelProposer::propose(std::span<const DraftRequest> requests,
     // draft's distribution takes a large share of a small draft's step.
     const auto start = std::chrono::steady_clock::now();
     forward();
-#pragma omp parallel for schedule(dynamic, 1)
-    for (size_t a = 0; a < active_.size(); ++a) {
+    cpu::parallel_for(active_.size(), [&](int64_t a) {
       const DraftRequest& req = requests[active_[a]];
       const auto row = std::span<const float>(logits_).subspan(a * vocab, vocab);
       int32_t token = 0;
@@ -91,7 +91,7 @@ void DraftModelProposer::propose(std::span<const DraftRequest> requests,
       }
       req.seq->draft_token_ids.push_back(token);
       req.sampler->record(token);  // the next draft's penalties see it
-    }
+    });
     costs_.record(batch_.context().num_tokens(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }

@@ -4,8 +4,6 @@
 // vec_dot's arithmetic exactly (vec_dot.h), which is what batch invariance needs.
 #include "tern/kernels/cpu/matmul.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -102,8 +100,7 @@ QuantizedActivations quantize_activations(DType weight, const float* x, int64_t 
   if (t == 1) {
     quantize_row(0);
   } else {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < t; ++i) quantize_row(i);
+    parallel_for(t, [&](int64_t i) { quantize_row(i); });
   }
   return QuantizedActivations{kern.activation, t, k, data, row_bytes, input_order};
 }
@@ -129,7 +126,7 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
     return;
   }
   if (t == 1) {
-    read_in_streams<kGemvStreams>(n, [&](const int64_t* rows, int count) {
+    read_in_streams<kGemvStreams>(n, [&](const int64_t* rows, int count, int /*member*/) {
       if (count == kGemvStreams && kern.vec_dot_rows != nullptr) {  // the streams side by side
         const void* w_rows[kGemvStreams];
         float out[kGemvStreams];
@@ -152,25 +149,23 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
     // rows per tile until there are enough. Any split gives the same bits.
     int64_t tile_rows = kTileRows;
     while (tile_rows > kMinTileRows &&
-           (n + tile_rows - 1) / tile_rows * token_tiles < 8 * omp_get_max_threads())
+           (n + tile_rows - 1) / tile_rows * token_tiles < 8 * team_threads())
       tile_rows /= 2;
     const int64_t row_chunks = (n + tile_rows - 1) / tile_rows;
     // As below: a thread's consecutive iterations share one chunk of rows.
-#pragma omp parallel for schedule(static)
-    for (int64_t it = 0; it < row_chunks * token_tiles; ++it) {
+    parallel_for(row_chunks * token_tiles, [&](int64_t it) {
       const int64_t r0 = it / token_tiles * tile_rows, r1 = std::min(n, r0 + tile_rows);
       const int64_t t0 = it % token_tiles * kTileTokens, t1 = std::min(t, t0 + kTileTokens);
       kern.gemm_tile(k, wdata + r0 * w.row_bytes, w.row_bytes, r1 - r0, adata + t0 * a.row_bytes,
                      a.row_bytes, t1 - t0, y + t0 * n + r0, static_cast<size_t>(n));
-    }
+    });
     return;
   }
   const int64_t row_chunks = (n + kRowChunk - 1) / kRowChunk;
   const int64_t token_tiles = (t + kTokenTile - 1) / kTokenTile;
   // Consecutive iterations are the token tiles of one row chunk, so a thread's static share
   // keeps reusing the chunk it has in cache.
-#pragma omp parallel for schedule(static)
-  for (int64_t it = 0; it < row_chunks * token_tiles; ++it) {
+  parallel_for(row_chunks * token_tiles, [&](int64_t it) {
     const int64_t r0 = it / token_tiles * kRowChunk, r1 = std::min(n, r0 + kRowChunk);
     const int64_t t0 = it % token_tiles * kTokenTile, t1 = std::min(t, t0 + kTokenTile);
     for (int64_t i = t0; i < t1; ++i) {
@@ -178,7 +173,7 @@ void matmul(const WeightView& w, const QuantizedActivations& a, float* y, Isa is
       float* yrow = y + i * n;
       for (int64_t r = r0; r < r1; ++r) yrow[r] = dot(k, wdata + r * w.row_bytes, arow);
     }
-  }
+  });
 }
 
 void matmul(const WeightView& w, const float* x, int64_t t, float* y, Workspace& ws) {

@@ -1,8 +1,6 @@
 // read_memory's schedule (the decode GEMVs' read_in_streams) and its scalar loop.
 #include "tern/kernels/cpu/memory_read.h"
 
-#include <omp.h>
-
 #include <cstring>
 #include <vector>
 
@@ -47,11 +45,11 @@ uint64_t read_memory(const void* data, size_t bytes, Isa isa) {
   struct alignas(64) Sum {
     uint64_t value = 0;
   };
-  std::vector<Sum> sums(static_cast<size_t>(omp_get_max_threads()));
-  read_in_streams<kStreams>(items, [&](const int64_t* at, int count) {
+  std::vector<Sum> sums(static_cast<size_t>(team_threads()));
+  read_in_streams<kStreams>(items, [&](const int64_t* at, int count, int member) {
     const std::byte* blocks[kStreams];
     for (int s = 0; s < count; ++s) blocks[s] = base + static_cast<size_t>(at[s]) * kReadBlockBytes;
-    sums[static_cast<size_t>(omp_get_thread_num())].value += read_blocks(blocks, count);
+    sums[static_cast<size_t>(member)].value += read_blocks(blocks, count);
   });
   uint64_t total = 0;
   for (const Sum& s : sums) total += s.value;

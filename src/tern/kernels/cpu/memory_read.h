@@ -13,7 +13,7 @@ namespace tern::cpu {
 inline constexpr size_t kReadBlockBytes = 4096;
 
 // Reads `bytes` bytes at `data` (64-byte aligned, a multiple of 64 bytes) with the decode GEMVs'
-// schedule (read_in_streams: OpenMP's threads, each its share as four streams read in step,
+// schedule (read_in_streams: the thread team, each member its share as four streams read in step,
 // prefetched as the GEMVs prefetch, stealing from the slowest at the end) and returns the wrapping
 // sum of its 64-bit words, so the reads cannot be optimised away. With the best ISA's loop, or
 // `isa`'s: the AVX-512 one and its scalar twin give the same sum.

@@ -7,12 +7,12 @@
 // call 225 → 221 µs). Which thread computes a step never changes its bits.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+
+#include "tern/kernels/cpu/thread_team.h"
 
 namespace tern::cpu {
 
@@ -33,6 +33,13 @@ class StealingSplit {
       ranges_[t].bounds.store(pack(t * per_thread, (t + 1) * per_thread),
                               std::memory_order_relaxed);
   }
+
+  // `steps` shared evenly by up to `threads` threads (never more threads than steps).
+  static StealingSplit even(int threads, int64_t steps) {
+    const int t = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, steps)));
+    return StealingSplit(t, steps / t, steps % t);
+  }
+  int threads() const { return threads_; }
 
   // Steps [first, first + count) for `thread`: up to `want` consecutive ones from the front
   // of its own share while it lasts, then one at a time, the extras first; count 0 when every
@@ -95,16 +102,33 @@ class StealingSplit {
   alignas(64) std::atomic<int64_t> next_extra_;
 };
 
+// body(step) for every step in [0, steps), shared by the team: each member walks its own
+// contiguous share from the front (what schedule(static) gave: neighbouring steps on one
+// thread), then takes single steps from the back of the share with the most left. Which member
+// runs a step never changes what the step computes. `parallel` false: serially, in order.
+template <class Body>
+void parallel_for(int64_t steps, Body&& body, bool parallel = true) {
+  if (!parallel || steps <= 1 || team_threads() <= 1) {
+    for (int64_t s = 0; s < steps; ++s) body(s);
+    return;
+  }
+  StealingSplit split = StealingSplit::even(team_threads(), steps);
+  run_team(split.threads(), [&](int member) {
+    for (StealingSplit::Range r; (r = split.next(member)).count > 0;) body(r.first);
+  });
+}
+
 // The decode GEMVs' schedule: `items` (rows, or groups of rows) shared by the team. A thread
 // cuts its share into kStreams streams and reads them in step, item i of every stream at once
 // — read(at, kStreams), at[s] the item of stream s — because the hardware prefetcher keeps
-// more lines in flight for several streams than for one (matmul.cpp). Done with its own, it
+// more lines in flight for several streams than for one (matmul.cpp); `member` is the team
+// member reading (0 .. team_threads() - 1). Done with its own, it
 // takes the items past the streams, then single items from the back of the share with the
 // most left — read(at, n) with n < kStreams, each item alone — so that the threads finish
 // at most one item apart rather than one step of kStreams items.
 template <int kStreams, class Read>
 void read_in_streams(int64_t items, Read read) {
-  const int threads = omp_get_max_threads();
+  const int threads = team_threads();
   const int64_t stream_len = items / (threads * kStreams),
                 in_streams = threads * kStreams * stream_len;
   // Within a share, step j is item j / kStreams of stream j % kStreams.
@@ -114,15 +138,13 @@ void read_in_streams(int64_t items, Read read) {
     const int64_t share = step / (kStreams * stream_len), j = step % (kStreams * stream_len);
     return (share * kStreams + j % kStreams) * stream_len + j / kStreams;
   };
-#pragma omp parallel num_threads(threads)
-  {
-    const int me = omp_get_thread_num();
-    for (StealingSplit::Range r; (r = split.next(me, kStreams)).count > 0;) {
+  run_team(threads, [&](int member) {
+    for (StealingSplit::Range r; (r = split.next(member, kStreams)).count > 0;) {
       int64_t at[kStreams];
       for (int j = 0; j < r.count; ++j) at[j] = item_of(r.first + j);
-      read(at, r.count);
+      read(at, r.count, member);
     }
-  }
+  });
 }
 
 }  // namespace tern::cpu

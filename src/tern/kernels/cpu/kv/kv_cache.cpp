@@ -13,6 +13,7 @@
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/kv/kv_quant.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
 namespace {
@@ -141,11 +142,13 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   const int64_t chunks = static_cast<int64_t>((total_bytes_ + kChunk - 1) / kChunk);
   std::byte* base = base_.get();
   const size_t total = total_bytes_;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t i = 0; i < chunks; ++i) {
-    const size_t begin = static_cast<size_t>(i) * kChunk;
-    std::memset(base + begin, 0, std::min(kChunk, total - begin));
-  }
+  parallel_for(
+      chunks,
+      [&](int64_t i) {
+        const size_t begin = static_cast<size_t>(i) * kChunk;
+        std::memset(base + begin, 0, std::min(kChunk, total - begin));
+      },
+      chunks > 1);
 }
 
 void KvCache::write(int layer, const float* k, const float* v,
@@ -158,16 +161,18 @@ void KvCache::write(int layer, const float* k, const float* v,
   uint16_t* v_scale = v_scales(layer);
   const KvCacheConfig& c = config_;
   const int64_t num_tokens = static_cast<int64_t>(slot_mapping.size());
-#pragma omp parallel for schedule(static) if (num_tokens >= 64)
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    const int64_t slot = slot_mapping[t];
-    if (slot < 0) continue;
-    const int64_t scale_at = slot * c.n_kv_heads;
-    store_row(c.dtype, k + t * row, k_dst + static_cast<size_t>(slot) * row_bytes,
-              k_scale ? k_scale + scale_at : nullptr, c.n_kv_heads, c.head_dim);
-    store_row(c.dtype, v + t * row, v_dst + static_cast<size_t>(slot) * row_bytes,
-              v_scale ? v_scale + scale_at : nullptr, c.n_kv_heads, c.head_dim);
-  }
+  parallel_for(
+      num_tokens,
+      [&](int64_t t) {
+        const int64_t slot = slot_mapping[t];
+        if (slot < 0) return;
+        const int64_t scale_at = slot * c.n_kv_heads;
+        store_row(c.dtype, k + t * row, k_dst + static_cast<size_t>(slot) * row_bytes,
+                  k_scale ? k_scale + scale_at : nullptr, c.n_kv_heads, c.head_dim);
+        store_row(c.dtype, v + t * row, v_dst + static_cast<size_t>(slot) * row_bytes,
+                  v_scale ? v_scale + scale_at : nullptr, c.n_kv_heads, c.head_dim);
+      },
+      num_tokens >= 64);
 }
 
 void KvCache::check_slot_mapping(std::span<const int64_t> slot_mapping) const {

@@ -22,6 +22,7 @@
 #include "tern/kernels/cpu/kv/kv_quant.h"
 #include "tern/kernels/cpu/ops/lanes16.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
 namespace {
@@ -440,16 +441,18 @@ void paged_attention_typed(const float* q, const KvCache& kv, int layer,
   // moves whole items between threads, never splits one, so the bits do not change. The items
   // go last run first: a prefill's last runs see the most keys, and starting the longest items
   // first leaves short ones to even out the threads at the end.
-#pragma omp parallel for schedule(dynamic, 1) if (items > 1)
-  for (int64_t i = 0; i < items; ++i) {
-    const int64_t item = items - 1 - i;
-    const Run& run = runs[item / g.n_kv_heads];
-    const int kvh = static_cast<int>(item % g.n_kv_heads);
-    for (int h0 = kvh * g.group; h0 < (kvh + 1) * g.group; h0 += kMaxGroup) {
-      const int nh = std::min(kMaxGroup, (kvh + 1) * g.group - h0);
-      attend_run<D>(q, cache, batch, run, kvh, h0, nh, g, out);
-    }
-  }
+  parallel_for(
+      items,
+      [&](int64_t i) {
+        const int64_t item = items - 1 - i;
+        const Run& run = runs[item / g.n_kv_heads];
+        const int kvh = static_cast<int>(item % g.n_kv_heads);
+        for (int h0 = kvh * g.group; h0 < (kvh + 1) * g.group; h0 += kMaxGroup) {
+          const int nh = std::min(kMaxGroup, (kvh + 1) * g.group - h0);
+          attend_run<D>(q, cache, batch, run, kvh, h0, nh, g, out);
+        }
+      },
+      items > 1);
 }
 
 }  // namespace

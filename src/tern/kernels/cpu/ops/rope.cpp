@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tern/core/error.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
 namespace {
@@ -113,12 +114,14 @@ void Rope::apply(float* x, int n_heads, std::span<const int32_t> positions,
                  int64_t token_stride) const {
   if (token_stride == 0) token_stride = static_cast<int64_t>(n_heads) * config_.head_dim;
   const int64_t num_tokens = static_cast<int64_t>(positions.size());
-#pragma omp parallel for schedule(static) if (num_tokens >= 8)
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    float cs[kMaxRotaryDim];
-    cos_sin(positions[t], cs);
-    rotate_heads(x + t * token_stride, n_heads, cs);
-  }
+  parallel_for(
+      num_tokens,
+      [&](int64_t t) {
+        float cs[kMaxRotaryDim];
+        cos_sin(positions[t], cs);
+        rotate_heads(x + t * token_stride, n_heads, cs);
+      },
+      num_tokens >= 8);
 }
 
 void Rope::apply_qk(float* q, int n_q_heads, float* k, int n_k_heads,
@@ -126,31 +129,36 @@ void Rope::apply_qk(float* q, int n_q_heads, float* k, int n_k_heads,
   if (q_stride == 0) q_stride = static_cast<int64_t>(n_q_heads) * config_.head_dim;
   if (k_stride == 0) k_stride = static_cast<int64_t>(n_k_heads) * config_.head_dim;
   const int64_t num_tokens = static_cast<int64_t>(positions.size());
-#pragma omp parallel for schedule(static) if (num_tokens >= 8)
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    float cs[kMaxRotaryDim];
-    cos_sin(positions[t], cs);
-    rotate_heads(q + t * q_stride, n_q_heads, cs);
-    rotate_heads(k + t * k_stride, n_k_heads, cs);
-  }
+  parallel_for(
+      num_tokens,
+      [&](int64_t t) {
+        float cs[kMaxRotaryDim];
+        cos_sin(positions[t], cs);
+        rotate_heads(q + t * q_stride, n_q_heads, cs);
+        rotate_heads(k + t * k_stride, n_k_heads, cs);
+      },
+      num_tokens >= 8);
 }
 
 void Rope::fill_cos_sin(std::span<const int32_t> positions, float* table) const {
   const int64_t num_tokens = static_cast<int64_t>(positions.size());
-#pragma omp parallel for schedule(static) if (num_tokens >= 8)
-  for (int64_t t = 0; t < num_tokens; ++t) cos_sin(positions[t], table + t * config_.rotary_dim);
+  parallel_for(
+      num_tokens, [&](int64_t t) { cos_sin(positions[t], table + t * config_.rotary_dim); },
+      num_tokens >= 8);
 }
 
 void Rope::apply_qk(float* q, int n_q_heads, float* k, int n_k_heads, const float* table,
                     int64_t num_tokens, int64_t q_stride, int64_t k_stride) const {
   if (q_stride == 0) q_stride = static_cast<int64_t>(n_q_heads) * config_.head_dim;
   if (k_stride == 0) k_stride = static_cast<int64_t>(n_k_heads) * config_.head_dim;
-#pragma omp parallel for schedule(static) if (num_tokens >= 8)
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    const float* cs = table + t * config_.rotary_dim;
-    rotate_heads(q + t * q_stride, n_q_heads, cs);
-    rotate_heads(k + t * k_stride, n_k_heads, cs);
-  }
+  parallel_for(
+      num_tokens,
+      [&](int64_t t) {
+        const float* cs = table + t * config_.rotary_dim;
+        rotate_heads(q + t * q_stride, n_q_heads, cs);
+        rotate_heads(k + t * k_stride, n_k_heads, cs);
+      },
+      num_tokens >= 8);
 }
 
 }  // namespace tern::cpu

@@ -9,6 +9,7 @@
 
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/ops/lanes16.h"
+#include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
@@ -16,6 +17,11 @@ namespace {
 
 // Below this many elements an op runs on the calling thread: waking the team costs more.
 constexpr int64_t kParallelMinElems = 1 << 15;
+
+// Element-wise ops share their elements in chunks: a step per element would cost more in
+// taking it than in computing it.
+constexpr int64_t kChunk = 4096;
+int64_t chunks_of(int64_t n) { return (n + kChunk - 1) / kChunk; }
 
 // Sum of squares in double, over 8 lanes combined pairwise at the end.
 double sum_squares(const float* x, int64_t n) {
@@ -73,72 +79,84 @@ void silu_mul_row(const float* gate, const float* up, float* out, int64_t n) {
 
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
               float* out) {
-#pragma omp parallel for schedule(static) if (rows * dim >= kParallelMinElems)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * dim;
-    float* yr = out + r * dim;
-    const double mean = sum_squares(xr, dim) / static_cast<double>(dim);
-    const float inv_rms = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(eps)));
-    for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * inv_rms * weight[i];
-  }
+  parallel_for(
+      rows,
+      [&](int64_t r) {
+        const float* xr = x + r * dim;
+        float* yr = out + r * dim;
+        const double mean = sum_squares(xr, dim) / static_cast<double>(dim);
+        const float inv_rms = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(eps)));
+        for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * inv_rms * weight[i];
+      },
+      rows * dim >= kParallelMinElems);
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  constexpr int64_t kChunk = 4096;  // a multiple of 16: every chunk but the last is whole vectors
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElems)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
-    silu_mul_row(gate + begin, up + begin, out + begin, len);
-  }
+  // kChunk is a multiple of 16: every chunk but the last is whole vectors.
+  parallel_for(
+      chunks_of(n),
+      [&](int64_t c) {
+        const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
+        silu_mul_row(gate + begin, up + begin, out + begin, len);
+      },
+      n >= kParallelMinElems);
 }
 
 void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
-#pragma omp parallel for schedule(static) if (rows * dim >= kParallelMinElems)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* g = gate_up + r * 2 * dim;
-    const float* u = g + dim;
-    float* o = out + r * dim;
-    silu_mul_row(g, u, o, dim);
-  }
+  parallel_for(
+      rows,
+      [&](int64_t r) {
+        const float* g = gate_up + r * 2 * dim;
+        silu_mul_row(g, g + dim, out + r * dim, dim);
+      },
+      rows * dim >= kParallelMinElems);
 }
 
 void add(const float* a, const float* b, float* out, int64_t n) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElems)
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  parallel_for(
+      chunks_of(n),
+      [&](int64_t c) {
+        for (int64_t i = c * kChunk, end = std::min(n, i + kChunk); i < end; ++i)
+          out[i] = a[i] + b[i];
+      },
+      n >= kParallelMinElems);
 }
 
 void softmax(float* x, int64_t rows, int64_t n) {
-#pragma omp parallel for schedule(static) if (rows * n >= kParallelMinElems)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* xr = x + r * n;
-    const float max = row_max(xr, n);
-    if (max == -std::numeric_limits<float>::infinity()) {
-      for (int64_t i = 0; i < n; ++i) xr[i] = 0.0f;
-      continue;
-    }
-    const float inv_sum = static_cast<float>(1.0 / exp_shift_sum(xr, n, max));
-    for (int64_t i = 0; i < n; ++i) xr[i] *= inv_sum;
-  }
+  parallel_for(
+      rows,
+      [&](int64_t r) {
+        float* xr = x + r * n;
+        const float max = row_max(xr, n);
+        if (max == -std::numeric_limits<float>::infinity()) {
+          for (int64_t i = 0; i < n; ++i) xr[i] = 0.0f;
+          return;
+        }
+        const float inv_sum = static_cast<float>(1.0 / exp_shift_sum(xr, n, max));
+        for (int64_t i = 0; i < n; ++i) xr[i] *= inv_sum;
+      },
+      rows * n >= kParallelMinElems);
 }
 
 void log_softmax(float* x, int64_t rows, int64_t n) {
-#pragma omp parallel for schedule(static) if (rows * n >= kParallelMinElems)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* xr = x + r * n;
-    const float max = row_max(xr, n);
-    if (max == -std::numeric_limits<float>::infinity()) continue;
-    double lane[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      for (int l = 0; l < 8; ++l) lane[l] += std::exp(xr[i + l] - max);
-    }
-    for (int l = 0; i < n; ++i, ++l) lane[l] += std::exp(xr[i] - max);
-    const double sum =
-        ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
-    const float log_z = max + static_cast<float>(std::log(sum));
-    for (int64_t j = 0; j < n; ++j) xr[j] -= log_z;
-  }
+  parallel_for(
+      rows,
+      [&](int64_t r) {
+        float* xr = x + r * n;
+        const float max = row_max(xr, n);
+        if (max == -std::numeric_limits<float>::infinity()) return;
+        double lane[8] = {};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+          for (int l = 0; l < 8; ++l) lane[l] += std::exp(xr[i + l] - max);
+        }
+        for (int l = 0; i < n; ++i, ++l) lane[l] += std::exp(xr[i] - max);
+        const double sum = ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+                           ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+        const float log_z = max + static_cast<float>(std::log(sum));
+        for (int64_t j = 0; j < n; ++j) xr[j] -= log_z;
+      },
+      rows * n >= kParallelMinElems);
 }
 
 void f16_to_f32_row_scalar(const uint16_t* x, float* out, int64_t n) {

@@ -12,6 +12,7 @@
 #include "tern/kernels/cpu/quants/quant_pack.h"
 #include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/quants/quantize_impl.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
 namespace {
@@ -316,8 +317,8 @@ void quantize_rows(DType dtype, const float* x, void* y, int64_t rows, int64_t k
   QuantizeFn fn = quantize_fn(dtype);
   check_row(dtype, k);
   const auto row_bytes = static_cast<int64_t>(*dtype_bytes(dtype, static_cast<uint64_t>(k)));
-#pragma omp parallel for schedule(dynamic, 16)
-  for (int64_t r = 0; r < rows; ++r) fn(x + r * k, static_cast<uint8_t*>(y) + r * row_bytes, k);
+  parallel_for(rows,
+               [&](int64_t r) { fn(x + r * k, static_cast<uint8_t*>(y) + r * row_bytes, k); });
 }
 
 void dequantize_row(DType dtype, const void* x, float* y, int64_t k) {

@@ -1,8 +1,6 @@
 // The AMX level's GEMM for Q4_K, Q5_K and Q6_K weights (Q8_K activations): the arithmetic
 // defined in chains16/vec_dot_k.cpp, its integers from AMX-INT8 tiles, bit for bit what that file's
 // GEMV computes for every element.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +14,7 @@
 #include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -163,8 +162,7 @@ void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, 
   int8_t* q = out.q.data();
   float* d = out.d.data();
   int32_t* bsums = out.bsums.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, [&](int64_t t) {
     const auto* a = reinterpret_cast<const BlockQ8_K*>(a_data + t * a_stride);
     const int64_t tile = t / kChains, lane = t % kChains;
     for (int64_t b = 0; b < nb; ++b) {
@@ -181,7 +179,7 @@ void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, 
         }
       }
     }
-  }
+  });
 }
 
 // One token tile's activations, from its first super-block on.
@@ -323,15 +321,15 @@ void gemm_tiles(int64_t k, TileRows tile_rows, int64_t rows, const void* a_data,
                      static_cast<int>(std::min<int64_t>(kChains, tokens - tt * kChains))};
   };
   const int64_t row_tiles = (rows + kChains - 1) / kChains;
-#pragma omp parallel
-  {
+  // A member lays out its rows once and takes every token tile past them.
+  StealingSplit split = StealingSplit::even(team_threads(), row_tiles);
+  run_team(split.threads(), [&](int member) {
     configure_tiles();
     UnpackedWeights w;
     w.resize(nb);
     std::vector<Block> scratch;
-    // A thread lays out its rows once and takes every token tile past them.
-#pragma omp for schedule(static)
-    for (int64_t rt = 0; rt < row_tiles; ++rt) {
+    for (StealingSplit::Range r; (r = split.next(member)).count > 0;) {
+      const int64_t rt = r.first;
       const int n = static_cast<int>(std::min<int64_t>(kChains, rows - rt * kChains));
       const auto [w_data, w_stride] = tile_rows(rt, n, scratch);
       unpack_weights<Block>(w_data, w_stride, n, nb, w);
@@ -342,7 +340,7 @@ void gemm_tiles(int64_t k, TileRows tile_rows, int64_t rows, const void* a_data,
       }
     }
     _tile_release();
-  }
+  });
 }
 
 template <class Block>

@@ -1,7 +1,5 @@
 // The AMX level's Q4_0 and Q8_0 matmuls: the 16-chain dots of chains16/q_packed.h up to
 // kMaxVnniTokens tokens, and beyond the GEMM on AMX tiles here, bit for bit the same values.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +9,7 @@
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
 #include "tern/kernels/cpu/arch/x86/chains16/q_packed.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -71,15 +70,14 @@ void pack_activations(const std::byte* a_data, size_t a_stride, int64_t tokens, 
     std::fill(out.qs.end() - nb * kRows * kQK, out.qs.end(), int8_t{0});
     std::fill(out.d.end() - nb * kRows, out.d.end(), 0.0f);
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, [&](int64_t t) {
     const auto* a = reinterpret_cast<const BlockQ8_0*>(a_data + t * a_stride);
     const int64_t tile = t / kRows, lane = t % kRows;
     for (int64_t b = 0; b < nb; ++b) {
       std::memcpy(out.qs.data() + ((tile * nb + b) * kRows + lane) * kQK, a[b].qs, kQK);
       out.d[static_cast<size_t>((tile * nb + b) * kRows + lane)] = _cvtsh_ss(a[b].d);
     }
-  }
+  });
 }
 
 // One token tile's activations: its A tiles [nb][16][32] and scales [nb][16 tokens].
@@ -201,14 +199,14 @@ void matmul_tiles(int64_t k, GroupAt group_at, int64_t rows, const void* a_data,
     return TokenTile{qs + tt * nb * kRows * kQK, scales + tt * nb * kRows,
                      static_cast<int>(std::min<int64_t>(kRows, tokens - tt * kRows))};
   };
-#pragma omp parallel
-  {
+  // A member takes every token tile past a group before the next one.
+  StealingSplit split = StealingSplit::even(team_threads(), groups);
+  run_team(split.threads(), [&](int member) {
     configure_tiles();
     std::vector<std::byte> scratch;
     std::vector<int8_t> unpacked;
-    // A thread takes every token tile past a group before the next one.
-#pragma omp for schedule(static)
-    for (int64_t g = 0; g < groups; ++g) {
+    for (StealingSplit::Range r; (r = split.next(member)).count > 0;) {
+      const int64_t g = r.first;
       const std::byte* group = group_at(g, scratch);
       const int8_t* wq = signed_weights<W>(group, nb, unpacked);
       const auto* wd = reinterpret_cast<const uint16_t*>(group + nb * kBlockQsBytes<W>);
@@ -219,7 +217,7 @@ void matmul_tiles(int64_t k, GroupAt group_at, int64_t rows, const void* a_data,
       }
     }
     _tile_release();
-  }
+  });
 }
 
 }  // namespace

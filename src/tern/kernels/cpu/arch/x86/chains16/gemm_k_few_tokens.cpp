@@ -19,6 +19,7 @@
 #include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
 namespace {
@@ -214,8 +215,7 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
   // worker threads' own (empty) one.
   const float* a_scales = prepared.d.data();
   const int32_t* a_bsums = prepared.bsums.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, [&](int64_t r) {
     const auto* w = reinterpret_cast<const Block*>(w_data + r * w_stride);
     __m512 chains[kMaxFewTokens];
     for (int64_t t = 0; t < tokens; ++t) chains[t] = _mm512_setzero_ps();
@@ -284,7 +284,7 @@ void few_tokens(int64_t k, const std::byte* w_data, size_t w_stride, int64_t row
       }
     }
     for (int64_t t = 0; t < tokens; ++t) y[t * ldy + r] = sum_chains(chains[t]);
-  }
+  });
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ void matmul_groups(int64_t k, GroupAt group_at, int64_t rows, const void* a_data
   }
   // Pointers, not the thread_local: in the parallel region that name is the workers' own.
   const DotTokens<L> dot{abytes, a_stride, tokens, terms.data(), nb};
-  read_in_streams<kStreams>(groups, [&](const int64_t* at, int count) {
+  read_in_streams<kStreams>(groups, [&](const int64_t* at, int count, int /*member*/) {
     // Where weights in the file's layout are packed as the dots reach them; kept per thread.
     thread_local std::vector<std::byte> scratch[kStreams];
     const std::byte* group[kStreams];
@@ -185,11 +185,11 @@ void pack(const void* w, size_t w_stride, int64_t rows, int64_t k, void* out) {
   const int64_t nb = k / L::kBlockElems, groups = (rows + kGroupRows - 1) / kGroupRows;
   const auto* src = static_cast<const std::byte*>(w);
   auto* dst = static_cast<std::byte*>(out);
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g)
+  parallel_for(groups, [&](int64_t g) {
     L::pack_group(src + g * kGroupRows * w_stride, w_stride,
                   static_cast<int>(std::min<int64_t>(kGroupRows, rows - g * kGroupRows)), nb,
                   dst + g * L::group_bytes(nb));
+  });
 }
 
 template <class L>

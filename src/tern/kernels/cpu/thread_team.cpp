@@ -1,0 +1,185 @@
+// The team: workers that wait for jobs, one job open at a time, joined through one atomic word.
+#include "tern/kernels/cpu/thread_team.h"
+
+#include <omp.h>
+#include <sched.h>
+#include <strings.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace tern::cpu {
+namespace {
+
+// Inside a job (as its caller or as a worker): jobs started here run serially.
+thread_local bool t_in_job = false;
+
+void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// How long an idle worker watches for the next job before it sleeps. A decode step's jobs follow
+// each other within microseconds, and waking a sleeping worker costs tens of them; between steps
+// and requests the workers sleep. OMP_WAIT_POLICY=passive (what the tests run under, many
+// processes on two cores) makes them sleep at once, as it does OpenMP's.
+std::chrono::microseconds worker_spin() {
+  static const std::chrono::microseconds spin = [] {
+    const char* policy = std::getenv("OMP_WAIT_POLICY");
+    return std::chrono::microseconds(policy != nullptr && strcasecmp(policy, "passive") == 0 ? 0
+                                                                                             : 200);
+  }();
+  return spin;
+}
+
+class Team {
+ public:
+  Team() = default;
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+  ~Team() {
+    stop_.store(true, std::memory_order_seq_cst);
+    bell_.fetch_add(1, std::memory_order_seq_cst);
+    bell_.notify_all();
+    for (std::thread& w : workers_) w.join();
+  }
+
+  void run(int threads, void (*call)(void*, int), void* context) {
+    while (static_cast<int>(workers_.size()) < threads - 1)
+      workers_.emplace_back([this] { work(); });
+    call_ = call;
+    context_ = context;
+    ++epoch_;
+    // Publishing the state (seq_cst) before reading sleepers_ pairs with a worker counting
+    // itself asleep before it reads the state: one of the two sees the other.
+    state_.store(pack(epoch_, threads - 1, true, 0), std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      bell_.fetch_add(1, std::memory_order_seq_cst);
+      bell_.notify_all();
+    }
+    t_in_job = true;
+    try {
+      call(context, 0);
+    } catch (...) {  // the workers' part still ends before the job's memory goes
+      t_in_job = false;
+      close_and_wait();
+      throw;
+    }
+    t_in_job = false;
+    close_and_wait();
+  }
+
+ private:
+  // No worker joins from now on; those that have joined finish the steps they have begun.
+  void close_and_wait() {
+    uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel);
+    for (int spins = 0; joined(s) != 0; ++spins) {
+      if (spins < 4096)
+        cpu_relax();
+      else
+        sched_yield();  // a joined worker may share this core
+      s = state_.load(std::memory_order_acquire);
+    }
+  }
+
+  // state_: the job's epoch (bits 32-63), how many workers may join it (16-30), whether it is
+  // open (15) and how many have joined and not yet returned (0-14). One word, so that joining
+  // checks all of them at once: a worker never joins a closed job, nor one that is full.
+  static constexpr uint64_t kOpen = uint64_t{1} << 15;
+  static uint64_t pack(uint64_t epoch, int limit, bool open, int joined) {
+    return epoch << 32 | static_cast<uint64_t>(limit) << 16 | (open ? kOpen : 0) |
+           static_cast<uint64_t>(joined);
+  }
+  static uint64_t epoch_of(uint64_t s) { return s >> 32; }
+  static int limit(uint64_t s) { return static_cast<int>(s >> 16 & 0x7fff); }
+  static bool open(uint64_t s) { return (s & kOpen) != 0; }
+  static int joined(uint64_t s) { return static_cast<int>(s & 0x7fff); }
+
+  // A job this worker has not yet looked at, open and with room.
+  static bool joinable(uint64_t s, uint64_t seen) {
+    return epoch_of(s) != seen && open(s) && joined(s) < limit(s);
+  }
+
+  void work() {
+    t_in_job = true;  // a worker's own kernels never start jobs of their own
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t s = state_.load(std::memory_order_acquire);
+      if (!joinable(s, seen)) {
+        s = wait_for_job(seen);
+        if (stop_.load(std::memory_order_acquire)) return;
+        if (!joinable(s, seen)) continue;
+      }
+      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acquire)) continue;
+      seen = epoch_of(s);
+      call_(context_, joined(s) + 1);
+      state_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  // Spins for worker_spin(), then sleeps on the bell until a job is published (or the team
+  // stops); returns the state last seen.
+  uint64_t wait_for_job(uint64_t seen) {
+    const auto until = std::chrono::steady_clock::now() + worker_spin();
+    for (int i = 1;; ++i) {
+      const uint64_t s = state_.load(std::memory_order_acquire);
+      if (joinable(s, seen) || stop_.load(std::memory_order_relaxed)) return s;
+      if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+      cpu_relax();
+    }
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t bell = bell_.load(std::memory_order_seq_cst);
+    uint64_t s = state_.load(std::memory_order_seq_cst);
+    if (!joinable(s, seen) && !stop_.load(std::memory_order_seq_cst)) {
+      bell_.wait(bell, std::memory_order_seq_cst);
+      s = state_.load(std::memory_order_acquire);
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return s;
+  }
+
+  // The open job; written by the caller before it publishes state_, read by a worker after it
+  // has joined, and not changed before every joined worker has returned.
+  void (*call_)(void*, int) = nullptr;
+  void* context_ = nullptr;
+  uint64_t epoch_ = 0;  // the caller's count of jobs
+  alignas(64) std::atomic<uint64_t> state_{0};
+  alignas(64) std::atomic<uint32_t> bell_{0};  // rung (bumped and notified) to wake sleepers
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
+
+thread_local std::unique_ptr<Team> t_team;
+
+}  // namespace
+
+int team_threads() { return t_in_job || omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
+void run_team_erased(int threads, void (*call)(void*, int), void* context) {
+  if (threads <= 1 || t_in_job) {
+    const bool outer = t_in_job;
+    t_in_job = true;
+    call(context, 0);
+    t_in_job = outer;
+    return;
+  }
+  if (!t_team) t_team = std::make_unique<Team>();
+  t_team->run(threads, call, context);
+}
+
+void release_thread_team() { t_team.reset(); }
+
+}  // namespace tern::cpu
