@@ -33,7 +33,7 @@ for noise in 0 0.1; do
   [ -f "$work/$name-f16.gguf" ] || /usr/bin/python3 "$widen" "$draft" "$work/$name-f16.gguf" --noise "$noise"
   for dtype in q4_0 q8_0; do
     [ -f "$work/$name-$dtype.gguf" ] ||
-      "$tern" generate -m "$work/$name-f16.gguf" --dtype "$dtype" --save-gguf "$work/$name-$dtype.gguf" >/dev/null
+      "$tern" generate -m "$work/$name-f16.gguf" --weight-type "$dtype" --save-gguf "$work/$name-$dtype.gguf" >/dev/null
   done
 done
 
@@ -93,7 +93,7 @@ EOF
 
 echo "== a useless draft: dummy qwen3-0.6b for dummy qwen3-1.7b, Q4_0, $threads threads"
 for round in $(seq "$runs"); do
-  useless=(generate -m "$fixtures/model-configs/qwen3-1.7b" --load-format dummy --dtype q4_0
+  useless=(generate -m "$fixtures/model-configs/qwen3-1.7b" --load-format dummy --weight-type q4_0
            --tokenizer "$fixtures/qwen-tokenizer" -p "$prompt" -n 128 --ignore-eos --threads "$threads" --json)
   record "useless plain" "$tern" "${useless[@]}"
   record "useless draft adaptive K<=4" "$tern" "${useless[@]}" --speculative-config \

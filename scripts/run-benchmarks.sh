@@ -23,7 +23,7 @@ config="$fixtures/model-configs/qwen3-0.6b"
 if [ -d "$config" ]; then
   for dtype in q4_0 q4_k q8_0; do
     echo "== tern bench-model qwen3-0.6b (dummy $dtype weights), $(nproc) threads"
-    "$build/tern" bench-model "$config" --load-format dummy --dtype "$dtype" \
+    "$build/tern" bench-model "$config" --load-format dummy --weight-type "$dtype" \
       --tokenizer "$fixtures/qwen-tokenizer" -p 512 -n 128 -r 3 --threads "$(nproc)"
   done
 else

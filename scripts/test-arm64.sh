@@ -81,7 +81,7 @@ esac
 
 # A dummy Qwen3-0.6B in Q4_K_M (Q4_K and Q6_K weights), made once by the x86 build.
 qwen=$work/qwen3-0.6b-q4_k_m.gguf
-"$x86" generate --model "$fixtures/model-configs/qwen3-0.6b" --load-format dummy --dtype q4_k_m \
+"$x86" generate --model "$fixtures/model-configs/qwen3-0.6b" --load-format dummy --weight-type q4_k_m \
   --tokenizer "$fixtures/qwen-tokenizer" --prompt hi -n 1 --save-gguf "$qwen" >/dev/null 2>&1
 
 same "version" --version
@@ -112,7 +112,7 @@ for pair in cortex-a72:neon neoverse-n1:dotprod max:i8mm; do
     same "stories260K int8 KV cache" generate --model "$stories" --prompt "The little dog" -n 48 \
       --temperature 0 --kv-cache-dtype int8
     # Requantized at load: Q4_0's prefill goes through i8mm's tiles on `max`.
-    same "stories260K as Q4_0" generate --model "$stories" --dtype q4_0 \
+    same "stories260K as Q4_0" generate --model "$stories" --weight-type q4_0 \
       --prompt "Once upon a time there was a little girl" -n 32 --temperature 0
     # Q4_K and Q6_K: neon's kernels on cortex-a72; on max dotprod's GEMV and i8mm's tiles in the
     # prefill (neoverse-n1 would run max's GEMV again: skipped for time).

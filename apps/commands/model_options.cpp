@@ -37,13 +37,22 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--load-format", load_format,
                   "auto: read the weights; dummy: random weights of the config's shapes")
       ->check(CLI::IsMember({"auto", "dummy"}));
+  cmd->add_option("--dtype", dtype,
+                  "Compute type, vLLM's: auto (as stored; dummy: the config's torch_dtype), half, "
+                  "float16, bfloat16, float, float32 (or f16, bf16, f32). Matrices stored "
+                  "unquantized (F32/F16/BF16) become that type; quantized ones (Q4_0, Q4_K, "
+                  "GPTQ groups, ...) keep theirs. tern's CPU kernels keep activations in f32 "
+                  "whatever it is (each matmul reads its input in its weight type's dot format). "
+                  "To requantize, --weight-type");
   cmd->add_option(
-      "--dtype", dtype,
-      "Weight type: auto (the file's; dummy: the config's torch_dtype), f32, f16, bf16, "
+      "--weight-type", weight_type,
+      "Weight type of every matrix: auto (the file's; dummy: --dtype's, or the config's "
+      "torch_dtype), f32, f16, bf16, "
       "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, int4_g32/64/128, int8_g32/64/128 "
-      "(every matrix that type; the int types are GPTQ's groups, s · (q − z)); or "
-      "llama.cpp's mixtures q4_k_m, q4_k_s, q5_k_m, q5_k_s (per-tensor types as "
-      "llama-quantize chooses them; --save-gguf writes them). Real weights are requantized");
+      "(the int types are GPTQ's groups, s · (q − z)); or llama.cpp's mixtures q4_k_m, "
+      "q4_k_s, q5_k_m, q5_k_s (per-tensor types as llama-quantize chooses them; --save-gguf "
+      "writes them). Real weights are requantized. With --dtype, the matrices it leaves float "
+      "(rows no block fits) then become --dtype's type");
   cmd->add_option("--weight-seed", weight_seed, "Seed of dummy weights");
   cmd->add_option("--quantization,-q", quantization,
                   "The method the checkpoint folder must be quantized by (vLLM's flag): gptq, "
@@ -94,7 +103,8 @@ LoadOptions ModelOptions::load_options() const {
   o.tokenizer = tokenizer.empty()
                     ? tokenizer
                     : hub::resolve_model(tokenizer, {"main", hub::RepoFiles::Tokenizer});
-  o.weight_recipe = parse_weight_recipe(dtype);
+  o.weight_recipe = parse_weight_recipe(weight_type);
+  o.dtype = parse_float_dtype(dtype);
   o.seed = weight_seed;
   if (!quantization.empty()) o.quantization = quant_method_from_name(quantization);
   return o;

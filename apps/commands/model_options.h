@@ -1,5 +1,5 @@
-// The flags every command that runs a model shares (--load-format, --dtype, --tokenizer,
-// --revision, --threads, --seed), turned into tern::LoadOptions.
+// The flags every command that runs a model shares (--load-format, --dtype, --weight-type,
+// --tokenizer, --revision, --threads, --seed), turned into tern::LoadOptions.
 #pragma once
 
 #include <cstdint>
@@ -30,13 +30,14 @@ struct ModelOptions {
   std::string tokenizer;
   std::string revision = "main";  // of a Hugging Face model named ORG/NAME
   std::string load_format = "auto";
-  std::string dtype = "auto";
+  std::string dtype = "auto";        // vLLM's: the type of the unquantized matrices
+  std::string weight_type = "auto";  // tern's: every matrix requantized to it
   uint64_t weight_seed = 0;
   std::string quantization;  // vLLM's --quantization: "gptq", "awq", "mlx" ("" = any)
   int threads = 0;           // 0: OpenMP's default (every core)
 
-  // Adds --tokenizer, --revision, --load-format, --dtype, --weight-seed, --quantization,
-  // --threads (not the model itself).
+  // Adds --tokenizer, --revision, --load-format, --dtype, --weight-type, --weight-seed,
+  // --quantization, --threads (not the model itself).
   void add_to(CLI::App* cmd);
   // Checks the flags, sets the OpenMP thread count, and resolves Hugging Face names of the
   // model and tokenizer to local paths (downloading what the cache lacks). Throws tern::Error.

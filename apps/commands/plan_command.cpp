@@ -24,7 +24,7 @@ struct PlanFlags {
   ModelArgument model_argument;
   std::string model;
   std::string revision = "main";
-  std::string dtype = "auto";
+  std::string weight_type = "auto";
   std::string kv_cache_dtype = "auto";
   int64_t max_model_len = 0;
   int64_t max_num_seqs = 1;
@@ -39,7 +39,7 @@ struct PlanFlags {
 void run(const PlanFlags& f) {
   check_threads(f.threads);
   plan::PlanOptions o;
-  o.recipe = parse_weight_recipe(f.dtype);
+  o.recipe = parse_weight_recipe(f.weight_type);
   o.kv_cache_dtype = cpu::parse_kv_cache_dtype(f.kv_cache_dtype);
   o.max_model_len = f.max_model_len;
   o.max_num_seqs = f.max_num_seqs;
@@ -80,8 +80,9 @@ void add_plan_command(CLI::App& app) {
       "Hugging Face folder, config.json or Hugging Face name (no weights are read or downloaded)");
   flags->model_argument.add_to(cmd, "GGUF file, Hugging Face folder, config.json, or ORG/NAME");
   cmd->add_option("--revision", flags->revision, "Branch, tag or commit of a Hugging Face model");
-  cmd->add_option("--dtype", flags->dtype,
-                  "Weight type the plan assumes: auto (the file's; a config: its torch_dtype), "
+  cmd->add_option("--weight-type", flags->weight_type,
+                  "Weight type the plan assumes (what --weight-type of a run would make): auto "
+                  "(the file's; a config: its torch_dtype), "
                   "f32, f16, bf16, q8_0, "
                   "q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, or llama.cpp's mixtures q4_k_m, "
                   "q4_k_s, q5_k_m, q5_k_s "

@@ -14,8 +14,9 @@ void SpeculativeOptions::add_to(CLI::App* cmd) {
       "--speculative-config", config_json,
       "Speculative decoding as vLLM's JSON: {\"method\": \"draft_model\", \"model\": D, "
       "\"num_speculative_tokens\": 4} or {\"method\": \"ngram\", "
-      "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4}; tern adds \"dtype\" "
-      "and \"load_format\" of the draft and \"adaptive\" (default true)");
+      "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4}; tern adds the draft's "
+      "\"dtype\" (as --dtype), \"weight_type\" (as --weight-type) and \"load_format\", and "
+      "\"adaptive\" (default true)");
   cmd->add_option("--speculative-model", model,
                   "Draft model (short form of --speculative-config; [ngram]: prompt lookup)");
   cmd->add_option("--num-speculative-tokens", num_speculative_tokens,

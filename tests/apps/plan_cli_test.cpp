@@ -1,7 +1,7 @@
 // `tern plan` through the binary: --json's figures for a fixture config, the "does not fit"
 // advice in text, a GGUF that `tern quantize` wrote planned to its exact tensor bytes (and
-// equal to the plan of --dtype on its input), a Hugging Face name planned from config.json and
-// the listing's sizes with no weights downloaded, a hub GGUF only from the cache, and refused
+// equal to the plan of --weight-type on its input), a Hugging Face name planned from config.json
+// and the listing's sizes with no weights downloaded, a hub GGUF only from the cache, and refused
 // flags.
 #include <gtest/gtest.h>
 
@@ -37,7 +37,7 @@ nlohmann::json plan_json(const std::vector<std::string>& args) {
 
 TEST(PlanCli, JsonOfQwen3_8bAtQ4_0On936GBps) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-8b/config.json");
-  const nlohmann::json j = plan_json({fixture("model-configs/qwen3-8b"), "--dtype", "q4_0",
+  const nlohmann::json j = plan_json({fixture("model-configs/qwen3-8b"), "--weight-type", "q4_0",
                                       "--bandwidth", "936GB/s", "--device-memory", "24GiB",
                                       "--max-model-len", "8192", "--kv-cache-dtype", "int8"});
   // 8,190,427,136 matrix weights at 18 bytes per 32, 308,224 f32 norm weights.
@@ -73,7 +73,7 @@ TEST(PlanCli, JsonOfQwen3_8bAtQ4_0On936GBps) {
 TEST(PlanCli, TextSaysWhatWouldFit) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-8b/config.json");
   const auto r =
-      run_tern({"plan", fixture("model-configs/qwen3-8b"), "--dtype", "f16", "--bandwidth",
+      run_tern({"plan", fixture("model-configs/qwen3-8b"), "--weight-type", "f16", "--bandwidth",
                 "936GB/s", "--device-memory", "24GiB", "--max-num-seqs", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("does not fit. What would:"), std::string::npos) << r.out;
@@ -98,8 +98,8 @@ TEST(PlanCli, AQuantizedGgufIsPlannedAsItsTensorBytesAndAsDtypePredicted) {
   const nlohmann::json file = plan_json({q, "--bandwidth", "10GB/s", "--device-memory", "1GiB"});
   EXPECT_EQ(file["format"], "GGUF");
   EXPECT_EQ(file["weights"]["bytes"], tensor_bytes);
-  const nlohmann::json predicted =
-      plan_json({f32, "--dtype", "q4_k_m", "--bandwidth", "10GB/s", "--device-memory", "1GiB"});
+  const nlohmann::json predicted = plan_json(
+      {f32, "--weight-type", "q4_k_m", "--bandwidth", "10GB/s", "--device-memory", "1GiB"});
   EXPECT_EQ(predicted["weights"]["bytes"], tensor_bytes);
   EXPECT_EQ(predicted["weights"]["by_type"], file["weights"]["by_type"]);
 }
@@ -186,9 +186,9 @@ TEST(PlanCli, RefusesBadFlags) {
   r = run_tern({"plan", model, "--bandwidth", "936GB/s", "--kv-cache-dtype", "fp4"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--kv-cache-dtype 'fp4'"), std::string::npos) << r.err;
-  r = run_tern({"plan", model, "--bandwidth", "936GB/s", "--dtype", "q3_k_xl"});
+  r = run_tern({"plan", model, "--bandwidth", "936GB/s", "--weight-type", "q3_k_xl"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("--dtype 'q3_k_xl'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--weight-type 'q3_k_xl'"), std::string::npos) << r.err;
   r = run_tern({"plan", model, "--bandwidth", "936GB/s", "--max-num-seqs", "0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--max-num-seqs must be >= 1"), std::string::npos) << r.err;

@@ -63,7 +63,7 @@ TEST(PerplexityCommand, JsonResultsAndKlDivergence) {
   EXPECT_EQ(s["same_top"]["value"], 1.0);
   EXPECT_EQ(s["count"], want.count);
 
-  const auto q4 = run_tern({"perplexity", "-m", model, "--dtype", "q4_0", "--kl-divergence",
+  const auto q4 = run_tern({"perplexity", "-m", model, "--weight-type", "q4_0", "--kl-divergence",
                             "--kl-divergence-base", dir.file("base.kld")});
   ASSERT_EQ(q4.exit_code, 0) << q4.err;
   for (const char* label :
@@ -74,8 +74,9 @@ TEST(PerplexityCommand, JsonResultsAndKlDivergence) {
         "Minimum KLD:", "Mean    Δp:", "75.0%   Δp:", "25.0%   Δp:", "Minimum Δp:", "RMS Δp    :",
         "Same top p:"})
     EXPECT_NE(q4.out.find(label), std::string::npos) << label << "\n" << q4.out;
-  const auto q4_json = run_tern({"perplexity", "-m", model, "--dtype", "q4_0", "--kl-divergence",
-                                 "--kl-divergence-base", dir.file("base.kld"), "--json"});
+  const auto q4_json =
+      run_tern({"perplexity", "-m", model, "--weight-type", "q4_0", "--kl-divergence",
+                "--kl-divergence-base", dir.file("base.kld"), "--json"});
   ASSERT_EQ(q4_json.exit_code, 0) << q4_json.err;
   const nlohmann::json q = nlohmann::json::parse(q4_json.out);
   EXPECT_GT(q["kld"]["value"].get<double>(), 1e-3);

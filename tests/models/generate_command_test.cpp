@@ -2,6 +2,7 @@
 // from BOS is the reference's ids and text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -76,7 +77,7 @@ TEST(BenchModelCommand, Stories260KJson) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   auto [out, status] = run_command(std::string(TERN_BINARY) + " bench-model '" +
                                    testing::fixture("stories260K/stories260K.gguf") +
-                                   "' -p 16 -n 4 -r 2 --dtype q8_0 --json");
+                                   "' -p 16 -n 4 -r 2 --weight-type q8_0 --json");
   ASSERT_EQ(status, 0) << out;
   const nlohmann::json result = nlohmann::json::parse(last_line(out));
   EXPECT_GT(result["pp_tokens_per_s"].get<double>(), 0.0);
@@ -88,6 +89,48 @@ TEST(BenchModelCommand, Stories260KJson) {
                   testing::fixture("stories260K/stories260K.gguf") + "' -p 0 -n 2 -r 1 --json");
   ASSERT_EQ(skip_status, 0);
   EXPECT_TRUE(nlohmann::json::parse(last_line(skip))["pp_tokens_per_s"].is_null());
+}
+
+// --dtype is vLLM's compute type: a Q4_0 file loaded with --dtype half keeps its Q4_0 matrices
+// (once every matrix became F16), and only the matrices stored float follow it; a quantized
+// --dtype points at --weight-type, which still requantizes.
+TEST(BenchModelCommand, DtypeConvertsOnlyFloatMatrices) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string stories = testing::fixture("stories260K/stories260K.gguf");
+  testing::TempDir dir("bench-dtype");
+  const std::string q4 = dir.file("q4.gguf");
+  ASSERT_EQ(testing::run_tern({"generate", "--model", stories, "--weight-type", "q4_0", "--prompt",
+                               "", "-n", "1", "--threads", "2", "--save-gguf", q4})
+                .exit_code,
+            0);
+  auto description = [](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"bench-model", "-p", "0", "-n", "2", "-r", "1", "--json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const testing::ProcessResult r = testing::run_tern(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0
+               ? nlohmann::json::parse(last_line(r.out))["description"].get<std::string>()
+               : r.err;
+  };
+  // stories260K's 172-wide ffn_down fits no Q4_0 block: it stays F16, the float matrix of the
+  // file, which --dtype float32 converts.
+  EXPECT_NE(description({q4}).find("Q4_0/F16"), std::string::npos);
+  EXPECT_NE(description({q4, "--dtype", "half"}).find("Q4_0/F16"), std::string::npos);
+  EXPECT_NE(description({q4, "--dtype", "float32"}).find("Q4_0/F32"), std::string::npos);
+  EXPECT_NE(description({stories, "--dtype", "bfloat16"}).find("(GGUF, BF16)"), std::string::npos);
+  EXPECT_NE(description({stories, "--weight-type", "q4_0"}).find("Q4_0/F16"), std::string::npos);
+  EXPECT_NE(description({stories, "--weight-type", "q4_0", "--dtype", "bf16"}).find("Q4_0/BF16"),
+            std::string::npos);
+
+  const testing::ProcessResult quantized =
+      testing::run_tern({"bench-model", stories, "--dtype", "q4_0"});
+  EXPECT_EQ(quantized.exit_code, 1);
+  EXPECT_NE(quantized.err.find("use --weight-type q4_0"), std::string::npos) << quantized.err;
+  EXPECT_EQ(std::count(quantized.err.begin(), quantized.err.end(), '\n'), 1) << quantized.err;
+  const testing::ProcessResult both =
+      testing::run_tern({"bench-model", stories, "--weight-type", "f16", "--dtype", "bf16"});
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("two float types"), std::string::npos) << both.err;
 }
 
 // -d gives one JSON line per depth (shallowest first), with the KV dtype it ran.
@@ -134,7 +177,7 @@ TEST(GenerateCommand, Int8KvCache) {
   EXPECT_NE(run_command(base + "int4").second, 0);
 }
 
-// --dtype q4_k_m requantizes with llama.cpp's mixture, and --save-gguf names the file Q4_K_M.
+// --weight-type q4_k_m requantizes with llama.cpp's mixture, and --save-gguf names the file Q4_K_M.
 TEST(GenerateCommand, Q4_K_M_IsSavedWithItsFileType) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const std::string model = testing::fixture("stories260K/stories260K.gguf");
@@ -142,7 +185,7 @@ TEST(GenerateCommand, Q4_K_M_IsSavedWithItsFileType) {
   const std::string saved = dir.file("s.gguf");
   auto [out, status] = run_command(
       std::string(TERN_BINARY) + " generate --model '" + model +
-      "' --prompt '' -n 4 --json --threads 2 --dtype q4_k_m --save-gguf '" + saved + "'");
+      "' --prompt '' -n 4 --json --threads 2 --weight-type q4_k_m --save-gguf '" + saved + "'");
   ASSERT_EQ(status, 0) << out;
   const GgufFile g = GgufFile::open(saved);
   EXPECT_EQ(g.get_int("general.file_type"), 15);

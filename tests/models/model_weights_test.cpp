@@ -242,7 +242,7 @@ TEST(ModelWeights, DummyQ4_K_M_RunsAndSavesItsMixture) {
   EXPECT_TRUE(testing::bitwise_equal(logits_of(c, back), logits));
 }
 
-// --dtype q4_k_m on real weights requantizes them with the mixture, and says so.
+// --weight-type q4_k_m on real weights requantizes them with the mixture, and says so.
 TEST(ModelWeights, LoadModelRequantizesToAMixture) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   LoadOptions opt;
@@ -255,6 +255,31 @@ TEST(ModelWeights, LoadModelRequantizesToAMixture) {
   // use_more_bits picks 2 and 4).
   EXPECT_EQ(m.weights.layers[0].wv.dtype, DType::Q5_0);
   EXPECT_EQ(m.weights.layers[2].wv.dtype, DType::Q8_0);
+}
+
+// --dtype converts the float matrices only: a quantized matrix keeps its type and its bytes in
+// the file, and a float file's type follows the conversion.
+TEST(ModelWeights, ConvertFloatMatricesLeavesQuantizedOnes) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  GgufFile g = GgufFile::open(fixture("stories260K/stories260K.gguf"));
+  const ModelConfig c = ModelConfig::from_gguf(g);
+  ModelWeights q4 = quantize_weights(load_gguf_weights(g, c), DType::Q4_0);
+  const std::byte* wq = q4.layers[0].wq.data;
+  convert_float_matrices(q4, DType::BF16);
+  EXPECT_EQ(q4.layers[0].wq.dtype, DType::Q4_0);
+  EXPECT_EQ(q4.layers[0].wq.data, wq);
+  EXPECT_EQ(q4.layers[0].w_down.dtype, DType::BF16);  // 172-wide: Q4_0 fell back to F16
+  EXPECT_EQ(q4.token_embedding.dtype, DType::Q4_0);
+  EXPECT_EQ(q4.file_type, FileType::Q4_0);
+
+  ModelWeights f32 = load_gguf_weights(g, c);
+  f32.file_type = FileType::AllF32;
+  convert_float_matrices(f32, DType::F16);
+  EXPECT_EQ(f32.layers[4].wo.dtype, DType::F16);
+  EXPECT_EQ(f32.token_embedding.dtype, DType::F16);
+  EXPECT_EQ(f32.lm_head.dtype, DType::F16);
+  EXPECT_EQ(f32.file_type, FileType::MostlyF16);
+  EXPECT_THROW(convert_float_matrices(f32, DType::Q8_0), Error);
 }
 
 TEST(ModelWeights, Qwen2BiasesAreAddedAndRoundTripThroughGguf) {

@@ -39,7 +39,7 @@ const Suggestion* find_suggestion(const Plan& p, const std::string& flag) {
 
 PlanOptions with(PlanOptions o, const Suggestion& s) {
   for (const auto& [flag, value] : s.flags) {
-    if (flag == "--dtype") o.recipe = parse_weight_recipe(value);
+    if (flag == "--weight-type") o.recipe = parse_weight_recipe(value);
     if (flag == "--kv-cache-dtype") o.kv_cache_dtype = cpu::parse_kv_cache_dtype(value);
     if (flag == "--max-model-len") o.max_model_len = std::stoll(value);
     if (flag == "--max-num-seqs") o.max_num_seqs = std::stoll(value);
@@ -92,7 +92,7 @@ TEST(Plan, WhenItDoesNotFitEachSuggestionFitsAndTheNextStepDoesNot) {
   const Plan p = make_plan(m, o);
   EXPECT_FALSE(p.fits);
   // Q8_0 (8.16 GiB) leaves room for the whole context; fp8 KV (2.86 GiB) does not.
-  const Suggestion* dtype = find_suggestion(p, "--dtype");
+  const Suggestion* dtype = find_suggestion(p, "--weight-type");
   ASSERT_NE(dtype, nullptr);
   EXPECT_EQ(dtype->flags[0].second, "q8_0");
   EXPECT_EQ(find_suggestion(p, "--kv-cache-dtype"), nullptr);
@@ -122,7 +122,7 @@ TEST(Plan, FewerSequencesAndAQuantizedCacheAreSuggested) {
   const PlanOptions o = options("q4_k_m", 24 * kGiB, 32768, 8);
   const Plan p = make_plan(m, o);
   EXPECT_FALSE(p.fits);
-  EXPECT_EQ(find_suggestion(p, "--dtype"), nullptr);  // smaller weights cannot make up 12 GiB
+  EXPECT_EQ(find_suggestion(p, "--weight-type"), nullptr);  // smaller weights cannot make up 12 GiB
   const Suggestion* kv = find_suggestion(p, "--kv-cache-dtype");
   ASSERT_NE(kv, nullptr);  // 8-bit KV: 18.3 GiB
   EXPECT_EQ(kv->flags[0].second, "fp8");
@@ -146,7 +146,7 @@ TEST(Plan, NoSingleChangeFitsThenAllTogether) {
   ASSERT_EQ(p.suggestions.size(), 1u);
   const Suggestion& s = p.suggestions[0];
   ASSERT_EQ(s.flags.size(), 4u);
-  EXPECT_EQ(s.flags[0], (std::pair<std::string, std::string>{"--dtype", "q4_0"}));
+  EXPECT_EQ(s.flags[0], (std::pair<std::string, std::string>{"--weight-type", "q4_0"}));
   EXPECT_EQ(s.flags[1], (std::pair<std::string, std::string>{"--kv-cache-dtype", "fp8"}));
   EXPECT_EQ(s.flags[2], (std::pair<std::string, std::string>{"--max-num-seqs", "1"}));
   EXPECT_EQ(s.flags[3].first, "--max-model-len");
@@ -195,13 +195,13 @@ TEST(PlanReport, TextAndJsonCarryTheFigures) {
   const std::string text = format_plan(p);
   EXPECT_NE(text.find("16,380,854,272"), std::string::npos) << text;  // F16 bytes
   EXPECT_NE(text.find("does not fit"), std::string::npos);
-  EXPECT_NE(text.find("--dtype q8_0"), std::string::npos);
+  EXPECT_NE(text.find("--weight-type q8_0"), std::string::npos);
   EXPECT_NE(text.find("<- --kv-cache-dtype"), std::string::npos);
   const auto j = plan_json(p);
   EXPECT_EQ(j["weights"]["bytes"], 16'382'087'168ull);
   EXPECT_EQ(j["kv_cache"]["bytes_per_token"], 147456);
   EXPECT_EQ(j["memory"]["fits"], false);
-  EXPECT_EQ(j["memory"]["suggestions"][0]["flags"]["--dtype"], "q8_0");
+  EXPECT_EQ(j["memory"]["suggestions"][0]["flags"]["--weight-type"], "q8_0");
   EXPECT_EQ(j["devices"].size(), 6u);
   EXPECT_EQ(grouped(1234567), "1,234,567");
   EXPECT_EQ(format_bytes(3 * kGiB / 2), "1.50 GiB");

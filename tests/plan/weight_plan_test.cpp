@@ -169,9 +169,9 @@ TEST(WeightPlan, AGgufsPlanIsItsTensorBytesAndWhatTheRecipeSays) {
   }
   EXPECT_EQ(file.bytes_read_per_token(),
             tensor_bytes - find_tensor(file, "token_embd.weight")->bytes);
-  // --dtype on the file plans what requantizing it would make.
+  // --weight-type on the file plans what requantizing it would make.
   const WeightPlan q8 = plan_weights(m, parse_weight_recipe("q8_0"));
-  EXPECT_EQ(q8.types, "--dtype Q8_0");
+  EXPECT_EQ(q8.types, "--weight-type Q8_0");
   EXPECT_EQ(find_tensor(q8, "blk.3.ffn_down.weight")->dtype, DType::Q8_0);
 }
 

@@ -176,7 +176,7 @@ TEST(QuantRecipe, FileTypesHaveLlamaCppsNumbersAndNames) {
   EXPECT_THROW(uniform_file_type(DType::Q2_K), Error);
 }
 
-TEST(QuantRecipe, ParsesDtypeFlag) {
+TEST(QuantRecipe, ParsesWeightTypeFlag) {
   EXPECT_EQ(parse_weight_recipe("auto"), std::nullopt);
   const auto m = parse_weight_recipe("q4_k_m");
   ASSERT_TRUE(m.has_value());
@@ -195,6 +195,31 @@ TEST(QuantRecipe, ParsesDtypeFlag) {
     EXPECT_NE(std::string(e.what()).find("q4_k_m"), std::string::npos) << e.what();
   }
   EXPECT_THROW(QuantRecipe::uniform(DType::Q2_K), Error);
+}
+
+std::string float_dtype_error(const std::string& name) {
+  try {
+    parse_float_dtype(name);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// --dtype takes vLLM's names of the float types; a quantized type is requantizing, which is
+// --weight-type's, and the message says so.
+TEST(QuantRecipe, ParsesDtypeFlagAsVllmsComputeType) {
+  EXPECT_EQ(parse_float_dtype("auto"), std::nullopt);
+  for (const char* half : {"half", "float16", "f16", "F16"})
+    EXPECT_EQ(parse_float_dtype(half), DType::F16) << half;
+  for (const char* bf : {"bfloat16", "bf16"}) EXPECT_EQ(parse_float_dtype(bf), DType::BF16) << bf;
+  for (const char* f : {"float", "float32", "f32"})
+    EXPECT_EQ(parse_float_dtype(f), DType::F32) << f;
+  EXPECT_NE(float_dtype_error("q4_0").find("use --weight-type q4_0"), std::string::npos)
+      << float_dtype_error("q4_0");
+  EXPECT_NE(float_dtype_error("q4_k_m").find("use --weight-type q4_k_m"), std::string::npos);
+  EXPECT_NE(float_dtype_error("float8").find("is not a dtype (auto, half"), std::string::npos)
+      << float_dtype_error("float8");
 }
 
 TEST(QuantRecipe, LayerOutsideTheModelIsAnError) {

@@ -42,7 +42,8 @@ TEST(SpeculativeCli, GenerateSpeculatesWithEitherProposer) {
     ngram.push_back(a);
   std::vector<std::string> quantized = base;
   const std::string config =
-      R"({"model":")" + model + R"(","num_speculative_tokens":4,"dtype":"q8_0","adaptive":false})";
+      R"({"model":")" + model +
+      R"(","num_speculative_tokens":4,"weight_type":"q8_0","adaptive":false})";
   for (const char* a : {"--speculative-config", config.c_str()}) quantized.push_back(a);
   // The short form is adaptive, and stories260K drafting for itself costs as much as the
   // target, so it may well never draft; the fixed-K forms draft every step.
@@ -79,7 +80,7 @@ TEST(SpeculativeCli, TheTargetAsItsOwnDraftIsAWarningAndItsIdlenessExplained) {
   // A draft of other weights is no warning.
   const auto q =
       run_tern({"generate", "--model", model, "--prompt", "Once", "-n", "4", "--speculative-config",
-                R"({"model":")" + model + R"(","num_speculative_tokens":2,"dtype":"q8_0"})"});
+                R"({"model":")" + model + R"(","num_speculative_tokens":2,"weight_type":"q8_0"})"});
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_EQ(q.err.find("warning:"), std::string::npos) << q.err;
 }

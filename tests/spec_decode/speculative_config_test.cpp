@@ -48,9 +48,10 @@ TEST(SpeculativeConfig, ParsesBothMethodsWithVllmsDefaults) {
   EXPECT_TRUE(old.model.empty());
 
   const SpeculativeConfig extras = parse_speculative_config(
-      R"({"model":"D","num_speculative_tokens":2,"dtype":"q4_0","load_format":"dummy","adaptive":false,
+      R"({"model":"D","num_speculative_tokens":2,"weight_type":"q4_0","dtype":"half","load_format":"dummy","adaptive":false,
           "disable_by_batch_size":8,"max_model_len":256,"revision":"r1","draft_tensor_parallel_size":1})");
-  EXPECT_EQ(extras.dtype, "q4_0");
+  EXPECT_EQ(extras.weight_type, "q4_0");
+  EXPECT_EQ(extras.dtype, "half");
   EXPECT_EQ(extras.load_format, "dummy");
   EXPECT_FALSE(extras.adaptive);
   EXPECT_EQ(extras.disable_by_batch_size, 8);
@@ -90,6 +91,13 @@ TEST(SpeculativeConfig, RefusesWhatItWouldHaveToIgnoreByName) {
           .find("draft_tensor_parallel_size"),
       std::string::npos);
   EXPECT_NE(config_error_of(R"({"num_speculative_tokens":4})").find("give a method"),
+            std::string::npos);
+  // "dtype" is vLLM's compute type: a quantized one points at tern's "weight_type".
+  EXPECT_NE(config_error_of(R"({"model":"D","num_speculative_tokens":4,"dtype":"q8_0"})")
+                .find("'weight_type' q8_0"),
+            std::string::npos);
+  EXPECT_NE(config_error_of(R"({"model":"D","num_speculative_tokens":4,"weight_type":"q3_k_xl"})")
+                .find("'weight_type'"),
             std::string::npos);
   EXPECT_NE(config_error_of("[1]").find("JSON object"), std::string::npos);
   EXPECT_NE(config_error_of("{").find("not JSON"), std::string::npos);

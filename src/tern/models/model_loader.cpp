@@ -77,10 +77,18 @@ LoadedModel load_model(const LoadOptions& opt) {
                 std::string(quant_method_name(*opt.quantization)) +
                 " reads the weights of a Hugging Face checkpoint folder" +
                 (dir ? ", not dummy ones" : ", and this is not one"));
+  // --weight-type f16 --dtype bf16 would ask for two types of the same matrices.
+  if (opt.dtype && opt.weight_recipe && opt.weight_recipe->is_uniform()) {
+    const std::optional<DType> all = dtype_from_name(opt.weight_recipe->name());
+    if ((all == DType::F32 || all == DType::F16 || all == DType::BF16) && all != opt.dtype)
+      throw Error("--weight-type " + opt.weight_recipe->name() + " and --dtype " +
+                  std::string(dtype_name(*opt.dtype)) +
+                  " ask for two float types: give one (--dtype converts only float matrices)");
+  }
   std::string source;
   if (opt.format == LoadFormat::Dummy) {
     const QuantRecipe recipe = opt.weight_recipe.value_or(
-        QuantRecipe::uniform(torch_dtype_weight_type(m.config.torch_dtype)));
+        QuantRecipe::uniform(opt.dtype.value_or(torch_dtype_weight_type(m.config.torch_dtype))));
     m.weights = make_dummy_weights(m.config, recipe, opt.seed);
     source = "dummy";
   } else if (gguf) {
@@ -97,6 +105,7 @@ LoadedModel load_model(const LoadOptions& opt) {
   }
   if (opt.format != LoadFormat::Dummy && opt.weight_recipe)
     m.weights = quantize_weights(m.weights, m.config, *opt.weight_recipe);
+  if (opt.dtype) convert_float_matrices(m.weights, *opt.dtype);
   pack_for_kernels(m.weights);
 
   if (!opt.tokenizer.empty()) {

@@ -22,9 +22,14 @@ struct LoadOptions {
   std::string model;
   std::string tokenizer;  // overrides the model's own tokenizer ("" = the model's, if any)
   LoadFormat format = LoadFormat::Auto;
-  // Matrix types: for dummy weights, what they are made in (nullopt: the config's torch_dtype,
-  // else F32); for real weights, nullopt keeps the file's types and anything else requantizes.
+  // --weight-type: for dummy weights, what they are made in (nullopt: `dtype`, else the
+  // config's torch_dtype, else F32); for real weights, nullopt keeps the file's types and
+  // anything else requantizes every matrix.
   std::optional<QuantRecipe> weight_recipe;
+  // vLLM's --dtype, a float type: after `weight_recipe`, the matrices still unquantized (F32,
+  // F16, BF16) become it; quantized ones keep their type (convert_float_matrices). nullopt:
+  // as stored. Both given, a uniform float recipe must be this type (load_model throws).
+  std::optional<DType> dtype;
   uint64_t seed = 0;  // dummy weights
   // vLLM's --quantization: the checkpoint must be quantized by this method (a folder's
   // config.json says how it is; nullopt: whatever it says, or nothing).
@@ -48,8 +53,8 @@ LoadedModel load_model(const LoadOptions& options);
 std::optional<CheckpointQuantization> folder_quantization(
     const std::string& dir, std::optional<QuantMethod> wanted = std::nullopt);
 
-// The matrix type of dummy weights under `--dtype auto`: a config's torch_dtype ("bfloat16" →
-// BF16, "float16" → F16, anything else F32).
+// The matrix type of dummy weights under `--dtype auto` and no `--weight-type`: a config's
+// torch_dtype ("bfloat16" → BF16, "float16" → F16, anything else F32).
 DType torch_dtype_weight_type(const std::string& torch_dtype);
 
 }  // namespace tern

@@ -162,6 +162,13 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
                               const QuantRecipe& recipe, const QuantizeOptions& options = {});
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
 
+// vLLM's --dtype: each matrix stored unquantized (F32, F16, BF16), embedding and lm_head
+// included, becomes `dtype` (a float type) in memory `w` owns; quantized matrices keep their
+// type and their bytes (a mapped file's stay mapped, not copied). A float file type follows
+// the conversion (F16 → BF16); a quantized one (Q4_K_M) keeps its name. Before
+// pack_for_kernels.
+void convert_float_matrices(ModelWeights& w, DType dtype);
+
 // Gives each matrix that the best ISA's kernels read in a layout of their own (the Amx level's
 // Q4_0 and Q8_0: groups of 16 rows) its packed copy, owned by `w`; q/k/v and gate/up back to
 // back where they can be (LayerWeights::wqkv_packed). The results do not change

@@ -289,6 +289,30 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
   return w;
 }
 
+void convert_float_matrices(ModelWeights& w, DType dtype) {
+  auto is_float = [](DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; };
+  if (!is_float(dtype))
+    throw Error("--dtype converts float matrices to a float type, not to " +
+                std::string(dtype_name(dtype)));
+  InputOrders orders;  // float matrices have no act-order, so it stays empty
+  bool converted = false;
+  auto convert = [&](WeightMatrix& m) {
+    if (!is_float(m.dtype) || m.dtype == dtype) return;
+    m = requantized_matrix(w, m, dtype, nullptr, "", quant::AffineRule::ZeroPoint, false, orders);
+    converted = true;
+  };
+  convert(w.token_embedding);
+  if (w.tied_embeddings)
+    w.lm_head = w.token_embedding;
+  else
+    convert(w.lm_head);
+  for (LayerWeights& l : w.layers)
+    for (const auto& [field, name] : kLayerMatrices) convert(l.*field);
+  const bool float_file = w.file_type == FileType::AllF32 || w.file_type == FileType::MostlyF16 ||
+                          w.file_type == FileType::MostlyBF16;
+  if (converted && float_file) w.file_type = uniform_file_type(dtype);
+}
+
 ModelWeights quantize_weights(const ModelWeights& src, DType dtype) {
   // A uniform type asks nothing of the model but its layer count.
   ModelConfig config;

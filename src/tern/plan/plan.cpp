@@ -66,7 +66,7 @@ std::vector<Suggestion> suggestions(const Totals& t, const WeightPlan& weights) 
     if (w.total_bytes() >= weights.total_bytes()) continue;
     const bool fits = t.fits(w, kv, len, seqs);
     if (fits) {
-      add({{"--dtype", type}}, w, kv, len, seqs);
+      add({{"--weight-type", type}}, w, kv, len, seqs);
       break;
     }
     smallest = {type, std::move(w)};
@@ -100,7 +100,7 @@ std::vector<Suggestion> suggestions(const Totals& t, const WeightPlan& weights) 
                                : kv;
     if (const int64_t l = t.longest_context(w, k, len + 1, 1); l > 0) {
       std::vector<std::pair<std::string, std::string>> flags;
-      if (smallest) flags.emplace_back("--dtype", smallest->first);
+      if (smallest) flags.emplace_back("--weight-type", smallest->first);
       if (k != kv) flags.emplace_back("--kv-cache-dtype", "fp8");
       if (seqs != 1) flags.emplace_back("--max-num-seqs", "1");
       if (l != len) flags.emplace_back("--max-model-len", std::to_string(l));

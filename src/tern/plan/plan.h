@@ -19,7 +19,8 @@
 namespace tern::plan {
 
 struct PlanOptions {
-  std::optional<QuantRecipe> recipe;  // --dtype; nullopt: the file's types (a config: torch_dtype)
+  std::optional<QuantRecipe>
+      recipe;  // --weight-type; nullopt: the file's types (a config: torch_dtype)
   cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;
   int64_t max_model_len = 0;  // 0: the model's context
   int64_t max_num_seqs = 1;   // sequences of max_model_len held at once
@@ -33,7 +34,7 @@ struct PlanOptions {
 
 // One change of the settings that makes the plan fit, with the total it gives.
 struct Suggestion {
-  std::vector<std::pair<std::string, std::string>> flags;  // {"--dtype", "q4_k_m"}, …
+  std::vector<std::pair<std::string, std::string>> flags;  // {"--weight-type", "q4_k_m"}, …
   uint64_t total_bytes = 0;
 };
 

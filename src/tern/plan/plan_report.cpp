@@ -170,7 +170,7 @@ nlohmann::ordered_json plan_json(const Plan& p) {
                  {"vocab_size", c.vocab_size},
                  {"max_position_embeddings", c.max_position_embeddings},
                  {"tie_word_embeddings", c.tie_word_embeddings}};
-  j["settings"] = {{"dtype", o.recipe ? json(o.recipe->name()) : json(nullptr)},
+  j["settings"] = {{"weight_type", o.recipe ? json(o.recipe->name()) : json(nullptr)},
                    {"kv_cache_dtype", std::string(cpu::kv_dtype_name(o.kv_cache_dtype))},
                    {"max_model_len", o.max_model_len},
                    {"max_num_seqs", o.max_num_seqs},

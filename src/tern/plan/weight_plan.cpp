@@ -213,7 +213,7 @@ WeightPlan plan_file_weights(const ModelConfig& config, const std::vector<Tensor
 WeightPlan plan_recipe_weights(const ModelConfig& config, const QuantRecipe& recipe,
                                const std::vector<TensorInfo>& file_tensors) {
   WeightPlan p;
-  p.types = "--dtype " + recipe.name();
+  p.types = "--weight-type " + recipe.name();
   p.tied_embeddings = config.tie_word_embeddings;
   p.tensors = model_tensors(config, recipe);
   const bool has_freqs =

@@ -1,6 +1,6 @@
 // `tern plan`'s weights: every tensor of a model with the type it has in its file, or the type
-// `--dtype` would give it (the QuantRecipe `tern quantize` and `--dtype` use), and what a decode
-// step reads of them.
+// `--weight-type` would give it (the QuantRecipe `tern quantize` and `--weight-type` use), and what
+// a decode step reads of them.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,8 @@ struct TypeTotal {
 
 struct WeightPlan {
   std::vector<PlannedTensor> tensors;
-  // Where the types come from: "the file's", "config.json's torch_dtype (BF16)", "--dtype Q4_K_M".
+  // Where the types come from: "the file's", "config.json's torch_dtype (BF16)", "--weight-type
+  // Q4_K_M".
   std::string types;
   bool tied_embeddings = false;  // lm_head is the token embedding table
 
@@ -65,7 +66,7 @@ struct WeightPlan {
   MatrixShape lm_head() const;
 };
 
-// The tensors tern makes for a model of `config` (dummy weights, `tern quantize`, `--dtype`):
+// The tensors tern makes for a model of `config` (dummy weights, `tern quantize`, `--weight-type`):
 // token_embd, per layer the norms, q/k/v/o, their biases where the config has them, q/k norms
 // (qwen3), gate/up/down (+ biases), output_norm, output unless tied, rope_freqs for llama3
 // scaling, as save_gguf writes them. Matrices get the recipe's types (fallbacks for their row
@@ -77,7 +78,7 @@ std::vector<PlannedTensor> model_tensors(const ModelConfig& config, const QuantR
 // A plan of the file's own tensors. Throws tern::Error for a tensor whose size its type does
 // not give.
 WeightPlan plan_file_weights(const ModelConfig& config, const std::vector<TensorInfo>& tensors);
-// What `--dtype` makes of a model: model_tensors(config, recipe), plus a GGUF's rope_freqs
+// What `--weight-type` makes of a model: model_tensors(config, recipe), plus a GGUF's rope_freqs
 // divisors (`file_tensors`), which requantizing carries as F32.
 WeightPlan plan_recipe_weights(const ModelConfig& config, const QuantRecipe& recipe,
                                const std::vector<TensorInfo>& file_tensors = {});

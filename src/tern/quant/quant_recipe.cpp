@@ -132,6 +132,14 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
   }
 }
 
+// vLLM's --dtype names of the float types, and tern's own (f32, f16, bf16, any case).
+std::optional<DType> vllm_float_dtype(std::string_view name) {
+  if (name == "float32" || name == "float" || equals_ignoring_case(name, "f32")) return DType::F32;
+  if (name == "float16" || name == "half" || equals_ignoring_case(name, "f16")) return DType::F16;
+  if (name == "bfloat16" || equals_ignoring_case(name, "bf16")) return DType::BF16;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view file_type_name(FileType type) { return info(type).name; }
@@ -264,18 +272,35 @@ std::string QuantRecipe::name() const {
   return std::string(uniform_ ? dtype_name(*uniform_) : file_type_name(*file_type_));
 }
 
-std::optional<QuantRecipe> parse_weight_recipe(const std::string& name) {
+std::optional<QuantRecipe> parse_weight_recipe(const std::string& name, std::string_view flag) {
   if (name.empty() || name == "auto") return std::nullopt;
   for (FileType mixed : {FileType::Q4_K_M, FileType::Q4_K_S, FileType::Q5_K_M, FileType::Q5_K_S})
     if (equals_ignoring_case(file_type_name(mixed), name)) return QuantRecipe::mixture(mixed);
   if (auto d = dtype_from_name(name); d && is_weight_type(*d)) return QuantRecipe::uniform(*d);
-  if (name == "float32" || name == "float") return QuantRecipe::uniform(DType::F32);
-  if (name == "float16" || name == "half") return QuantRecipe::uniform(DType::F16);
-  if (name == "bfloat16") return QuantRecipe::uniform(DType::BF16);
-  throw Error("--dtype '" + name +
+  if (std::optional<DType> d = vllm_float_dtype(name)) return QuantRecipe::uniform(*d);
+  throw Error(std::string(flag) + " '" + name +
               "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
               "q5_k, q6_k, int4_g32, int4_g64, int4_g128, int8_g32, int8_g64, int8_g128) or a "
               "llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s)");
+}
+
+std::optional<DType> parse_float_dtype(const std::string& name, std::string_view flag,
+                                       std::string_view weight_flag) {
+  if (name.empty() || name == "auto") return std::nullopt;
+  if (std::optional<DType> d = vllm_float_dtype(name)) return d;
+  bool quantized = false;
+  try {
+    quantized = parse_weight_recipe(name, weight_flag).has_value();
+  } catch (const Error&) {
+  }
+  if (quantized)
+    throw Error(std::string(flag) + " '" + name + "' is a quantized type, but " +
+                std::string(flag) +
+                " is the compute type (vLLM's: float weights become it, quantized ones keep "
+                "theirs); to requantize every matrix use " +
+                std::string(weight_flag) + " " + name);
+  throw Error(std::string(flag) + " '" + name +
+              "' is not a dtype (auto, half, float16, bfloat16, float, float32, f16, bf16, f32)");
 }
 
 }  // namespace tern

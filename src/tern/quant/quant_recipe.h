@@ -68,8 +68,9 @@ struct RecipeTensor {
   int64_t cols = 0;  // elements per row (GGUF ne[0]), which must be whole blocks
 };
 
-// What a model's matrices are quantized to: one type for all (tern's `--dtype q4_k`, like
-// llama-quantize --pure), or llama-quantize's mixture for a file type (`--dtype q4_k_m`).
+// What a model's matrices are quantized to: one type for all (tern's `--weight-type q4_k`,
+// like llama-quantize --pure), or llama-quantize's mixture for a file type (`--weight-type
+// q4_k_m`).
 class QuantRecipe {
  public:
   static QuantRecipe uniform(DType dtype);
@@ -98,9 +99,18 @@ class QuantRecipe {
   std::optional<DType> output_type_, token_embedding_type_;
 };
 
-// `--dtype`: "auto" → nullopt; a file type with a mixture ("q4_k_m", "q4_k_s", "q5_k_m",
-// "q5_k_s") → its mixture; a weight type ("q4_0", "Q4_K", "bf16", "float16", …) → uniform.
-// Throws tern::Error listing the choices for anything else.
-std::optional<QuantRecipe> parse_weight_recipe(const std::string& name);
+// `--weight-type` (`flag`): "auto" → nullopt; a file type with a mixture ("q4_k_m", "q4_k_s",
+// "q5_k_m", "q5_k_s") → its mixture; a weight type ("q4_0", "Q4_K", "bf16", "float16", …) →
+// uniform. Throws tern::Error listing the choices for anything else.
+std::optional<QuantRecipe> parse_weight_recipe(const std::string& name,
+                                               std::string_view flag = "--weight-type");
+
+// vLLM's `--dtype` (`flag`): the type the matrices stored unquantized (F32, F16, BF16) are
+// converted to; "auto" → nullopt (as stored). vLLM's names (auto, half, float16, bfloat16,
+// float, float32) and f16, bf16, f32. A quantized type ("q4_0") throws tern::Error saying that
+// requantizing is `weight_flag`'s, since vLLM's habit would otherwise pass it by mistake;
+// anything else throws listing the choices.
+std::optional<DType> parse_float_dtype(const std::string& name, std::string_view flag = "--dtype",
+                                       std::string_view weight_flag = "--weight-type");
 
 }  // namespace tern

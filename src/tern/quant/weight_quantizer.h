@@ -1,7 +1,7 @@
 // Quantizing model weights: each block's scales (and offsets, sub-block scales) chosen to
 // minimise the importance-weighted squared error Σ_j I_j (w_j − ŵ_j)², I_j the mean squared
 // activation of input column j (an importance matrix, importance_matrix.h), or the plain
-// squared error without one. What `tern quantize` and `--dtype` requantization write (GPTQ,
+// squared error without one. What `tern quantize` and `--weight-type` requantization write (GPTQ,
 // gptq.h, where an importance matrix has the input's whole second moments); the row
 // quantizers of kernels/cpu/quants/quantize.h stay the fast ones, for activations and dummy
 // weights.

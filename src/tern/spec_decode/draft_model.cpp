@@ -22,10 +22,11 @@ LoadedModel load_draft_model(const LoadOptions& target, const SpeculativeConfig&
   o.tokenizer.clear();
   if (!spec.load_format.empty())
     o.format = spec.load_format == "dummy" ? LoadFormat::Dummy : LoadFormat::Auto;
-  if (spec.dtype != "auto")
-    o.weight_recipe = parse_weight_recipe(spec.dtype);
+  if (spec.weight_type != "auto")
+    o.weight_recipe = parse_weight_recipe(spec.weight_type);
   else if (o.format != target.format)
     o.weight_recipe.reset();
+  if (spec.dtype != "auto") o.dtype = parse_float_dtype(spec.dtype);
   LoadedModel draft = load_model(o);
   if (!draft.tokenizer && !target.tokenizer.empty())
     draft.tokenizer = Tokenizer::load(target.tokenizer);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tern/core/error.h"
+#include "tern/quant/quant_recipe.h"
 
 namespace tern {
 namespace {
@@ -68,6 +69,10 @@ SpeculativeConfig parse_speculative_config(std::string_view text) {
       c.revision = string_of(v, key);
     } else if (key == "dtype") {
       c.dtype = string_of(v, key);
+      parse_float_dtype(c.dtype, "speculative config: 'dtype'", "'weight_type'");
+    } else if (key == "weight_type") {
+      c.weight_type = string_of(v, key);
+      parse_weight_recipe(c.weight_type, "speculative config: 'weight_type'");
     } else if (key == "load_format") {
       c.load_format = string_of(v, key);
       if (c.load_format != "auto" && c.load_format != "dummy")
@@ -135,8 +140,8 @@ void finalize_speculative_config(SpeculativeConfig& c) {
     return;
   }
   if (!c.model.empty()) throw Error("the ngram method takes no model (got \"" + c.model + "\")");
-  if (c.dtype != "auto" || !c.load_format.empty())
-    throw Error("the ngram method has no draft model to give a dtype or load_format");
+  if (c.dtype != "auto" || c.weight_type != "auto" || !c.load_format.empty())
+    throw Error("the ngram method has no draft model to give a dtype, weight_type or load_format");
   if (c.prompt_lookup_min == 0 && c.prompt_lookup_max == 0) {
     c.prompt_lookup_min = c.prompt_lookup_max = 5;
   } else if (c.prompt_lookup_min == 0) {

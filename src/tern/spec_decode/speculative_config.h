@@ -24,10 +24,13 @@ struct SpeculativeConfig {
   int32_t disable_by_batch_size = 0;
   // The draft may not draft positions at or past this (0: no limit beyond the engine's).
   int64_t max_model_len = 0;
-  // Of a draft model: Hugging Face revision, weight type (--dtype's names: the draft can be
-  // requantized at load) and load format ("" = the target's --load-format).
+  // Of a draft model: Hugging Face revision, compute type (--dtype's names: its float
+  // matrices' type), weight type (--weight-type's names: the draft can be requantized at load)
+  // and load format ("" = the target's --load-format). "auto": the target's --dtype, and for
+  // weight_type the target's --weight-type.
   std::string revision = "main";
   std::string dtype = "auto";
+  std::string weight_type = "auto";
   std::string load_format;
   // tern: K of each step follows the measured acceptance and the measured costs of draft and
   // verify forwards (num_speculative_tokens is the bound); false drafts K whenever it can.

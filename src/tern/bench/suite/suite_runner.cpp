@@ -730,9 +730,9 @@ class Runner {
   fs::path shape_file(const fs::path& config, const std::string& type, SuiteRow* row) {
     if (!fs::exists(config)) throw Error(config.string() + ": no such model config");
     const fs::path file = models_ / (config.filename().string() + "-" + type + ".gguf");
-    const Argv make = tern({"generate", "-m", config.string(), "--load-format", "dummy", "--dtype",
-                            type, "--tokenizer", c_.shapes.tokenizer.string(), "--save-gguf",
-                            file.string(), "-p", "Hi", "-n", "1", "-t", threads()});
+    const Argv make = tern({"generate", "-m", config.string(), "--load-format", "dummy",
+                            "--weight-type", type, "--tokenizer", c_.shapes.tokenizer.string(),
+                            "--save-gguf", file.string(), "-p", "Hi", "-n", "1", "-t", threads()});
     if (row != nullptr) row->commands.push_back(display_command(make));
     if (!fs::exists(file)) run_prepare(make);
     return file;
