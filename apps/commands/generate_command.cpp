@@ -258,6 +258,9 @@ void run(GenerateOptions opt) {
   if (!batch) params.validate();
 
   EngineConfig config = opt.engine.engine_config();
+  // The engine's start-up steps (the KV cache, timing forwards) are told as tern serve tells
+  // them: a long start-up of generate is no more silent than one of serve.
+  config.announce = [](const std::string& step) { std::fprintf(stderr, "%s\n", step.c_str()); };
   const LoadOptions load = opt.model.load_options();
   LoadedModel model = load_model_announced(load);
   if (!opt.save_gguf.empty()) {
@@ -283,9 +286,8 @@ void run(GenerateOptions opt) {
   const std::string description = model.description;
   const std::string draft_description = draft ? ", draft: " + draft->description : "";
   LLM llm(std::move(model), config, std::move(draft));
-  std::fprintf(stderr, "model: %s%s, %d threads\n%s\n", description.c_str(),
-               draft_description.c_str(), omp_get_max_threads(),
-               llm.engine().kv_cache_summary().c_str());
+  std::fprintf(stderr, "model: %s%s, %d threads\n", description.c_str(), draft_description.c_str(),
+               omp_get_max_threads());
   if (config.speculative.enabled())
     std::fprintf(stderr, "speculative decoding: %s\n", config.speculative.describe().c_str());
   warn_about_draft(llm.engine());

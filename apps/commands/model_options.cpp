@@ -61,24 +61,29 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--threads,-t", threads, "Threads of the kernels (0: all cores)");
 }
 
-LoadedModel load_model_announced(const LoadOptions& load) {
-  model_path_kind(load.model);  // what is no model is said before "loading" is
+LoadedModel announced_load(const std::string& what, const std::string& path, bool dummy,
+                           const std::function<LoadedModel()>& load) {
   std::error_code ec;
   uint64_t bytes = 0;
-  if (std::filesystem::is_regular_file(load.model, ec)) {
-    bytes = std::filesystem::file_size(load.model, ec);
+  if (std::filesystem::is_regular_file(path, ec)) {
+    bytes = std::filesystem::file_size(path, ec);
   } else {
-    for (const auto& f : std::filesystem::directory_iterator(load.model, ec))
+    for (const auto& f : std::filesystem::directory_iterator(path, ec))
       if (f.is_regular_file(ec)) bytes += f.file_size(ec);
   }
-  std::fprintf(stderr, "loading %s (%.1f MiB%s)\n", load.model.c_str(),
-               static_cast<double>(bytes) / (1 << 20),
-               load.format == LoadFormat::Dummy ? ", dummy weights" : "");
+  std::fprintf(stderr, "loading %s%s (%.1f MiB%s)\n", what.c_str(), path.c_str(),
+               static_cast<double>(bytes) / (1 << 20), dummy ? ", dummy weights" : "");
   const auto start = std::chrono::steady_clock::now();
-  LoadedModel model = load_model(load);
+  LoadedModel model = load();
   // Reading, repacking (a GPTQ/AWQ/MLX checkpoint's groups) and packing for the kernels.
   std::fprintf(stderr, "loaded in %.2f s\n", seconds_since(start));
   return model;
+}
+
+LoadedModel load_model_announced(const LoadOptions& load) {
+  model_path_kind(load.model);  // what is no model is said before "loading" is
+  return announced_load("", load.model, load.format == LoadFormat::Dummy,
+                        [&] { return load_model(load); });
 }
 
 void check_threads(int threads) {

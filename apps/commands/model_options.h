@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tern/models/model_loader.h"
@@ -47,6 +48,10 @@ struct ModelOptions {
 // load_model with a line on stderr before it starts ("loading FILE (1.2 GiB)"), so that a
 // start-up of seconds (a big file read, repacked or requantized) is not silent.
 LoadedModel load_model_announced(const LoadOptions& load);
+// The same lines around any load: `what` ("", "draft ") names the model, `path` is what `load`
+// reads (its size is said), `dummy` that it makes dummy weights.
+LoadedModel announced_load(const std::string& what, const std::string& path, bool dummy,
+                           const std::function<LoadedModel()>& load);
 
 // --threads N of any command: tern::Error below 0; above the cores this process may run on
 // (its affinity mask), one warning line on stderr, since the kernels' threads then wait on

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/hub/resolve_model.h"
 #include "tern/spec_decode/draft_model.h"
@@ -60,7 +61,9 @@ std::optional<LoadedModel> load_draft(const SpeculativeConfig& spec, const LoadO
       spec.load_format.empty() ? target.format == LoadFormat::Dummy : spec.load_format == "dummy";
   resolved.model = hub::resolve_model(
       spec.model, {spec.revision, dummy ? hub::RepoFiles::NoWeights : hub::RepoFiles::All});
-  return load_draft_model(target, resolved);
+  // A draft model is read and packed like the target, which can take seconds too.
+  return announced_load("draft ", resolved.model, dummy,
+                        [&] { return load_draft_model(target, resolved); });
 }
 
 void warn_about_draft(const LLMEngine& engine) {

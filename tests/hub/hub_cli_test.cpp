@@ -98,6 +98,67 @@ TEST_F(HubCli, InspectAndGenerateAGgufFromTheHubThenOffline) {
   EXPECT_EQ(hub_.requests(), requests);
 }
 
+// A GGUF repository named without :QUANT: one GGUF file is the model, online and then from the
+// cache offline; of several, every command that resolves the name (generate, dummy weights,
+// tokenize, serve) lists them with the ORG/NAME:QUANT that picks each, also offline, where the
+// cache's snapshot lacked config.json and said only that.
+TEST_F(HubCli, ABareGgufRepositoryNameUsesItsFileOrListsThem) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string gguf = read_binary_file(fixture("stories260K/stories260K.gguf"));
+  FakeRepo one;
+  one.commit = "5555555555555555555555555555555555555555";
+  one.files["stories260K-F32.gguf"] = {gguf, true};
+  hub_.add_repo("test-org/one-GGUF", one);
+  FakeRepo two;
+  two.commit = "6666666666666666666666666666666666666666";
+  two.files["stories260K-F32.gguf"] = {gguf, true};
+  two.files["stories260K.Q8_0.gguf"] = {gguf, true};
+  hub_.add_repo("test-org/two-GGUF", two);
+  ScopedEnv env({{"HF_ENDPOINT", hub_.endpoint()},
+                 {"HF_HOME", home_.path().string()},
+                 {"HF_HUB_CACHE", std::nullopt},
+                 {"HF_TOKEN", std::nullopt},
+                 {"HF_HUB_OFFLINE", std::nullopt}});
+  const std::vector<std::string> prompt = {"--prompt", "Once upon a time", "-n", "4"};
+  auto generate = [&](const std::string& model, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"generate", "--model", model};
+    args.insert(args.end(), prompt.begin(), prompt.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_tern(args);
+  };
+  const std::string choices =
+      "test-org/two-GGUF:F32 (stories260K-F32.gguf), test-org/two-GGUF:Q8_0 "
+      "(stories260K.Q8_0.gguf)";
+  auto expect_choices = [&](const tern::testing::ProcessResult& r, const std::string& what) {
+    EXPECT_EQ(r.exit_code, 1) << what;
+    EXPECT_NE(r.err.find(choices), std::string::npos) << what << ": " << r.err;
+    EXPECT_EQ(r.err.find("missing config.json"), std::string::npos) << what << ": " << r.err;
+  };
+
+  auto online = generate("test-org/one-GGUF");
+  ASSERT_EQ(online.exit_code, 0) << online.err;
+  expect_choices(generate("test-org/two-GGUF"), "generate");
+  // Both files in the cache: offline, the bare name still has two to choose from.
+  ASSERT_EQ(generate("test-org/two-GGUF:F32").exit_code, 0);
+  ASSERT_EQ(generate("test-org/two-GGUF:q8_0").exit_code, 0);
+
+  const int requests = hub_.requests();
+  ScopedEnv offline({{"HF_HUB_OFFLINE", "1"}});
+  auto cached = generate("test-org/one-GGUF");
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  EXPECT_EQ(cached.out, online.out);
+  expect_choices(generate("test-org/two-GGUF"), "generate offline");
+  expect_choices(generate("test-org/two-GGUF", {"--load-format", "dummy"}), "dummy offline");
+  expect_choices(run_tern({"tokenize", "--model", "test-org/two-GGUF", "--text", "Once"}),
+                 "tokenize offline");
+  expect_choices(run_tern({"serve", "test-org/two-GGUF", "--port", "0"}), "serve offline");
+  auto plan = run_tern({"plan", "test-org/two-GGUF", "--bandwidth", "100GB/s"});
+  EXPECT_EQ(plan.exit_code, 1);
+  EXPECT_NE(plan.err.find("GGUF repository"), std::string::npos) << plan.err;
+  EXPECT_NE(plan.err.find(choices), std::string::npos) << plan.err;
+  EXPECT_EQ(hub_.requests(), requests);
+}
+
 TEST_F(HubCli, InspectAShardedSafetensorsRepository) {
   TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
   TempDir local("hub-cli-sharded");

@@ -146,5 +146,30 @@ TEST(ServeCommand, StartUpSaysWhatItAllocates) {
   EXPECT_LT(allocating, listening) << log;
 }
 
+// Speculative decoding's start-up steps are told too, as they begin and with what they took:
+// the draft's load, and the timing of target and draft forwards that the adaptive draft
+// length starts from (silent before, though a large draft takes seconds for each).
+TEST(ServeCommand, StartUpSaysItLoadsAndTimesTheDraft) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  ServeProcess server(
+      {model, "--kv-cache-memory", "16MiB", "--speculative-config",
+       R"({"method": "draft_model", "model": ")" + model + R"(", "num_speculative_tokens": 4})"});
+  ASSERT_GT(server.port(), 0);
+  const std::string log = server.log();
+  const size_t draft = log.find("loading draft " + model);
+  const size_t timing = log.find(
+      "timing the target's and the draft's forwards of 1 to 5, 10, 20 and 40 tokens, to "
+      "choose how many tokens to draft\n");
+  const size_t listening = log.find("listening on");
+  ASSERT_NE(draft, std::string::npos) << log;
+  EXPECT_NE(log.find("loaded in", draft), std::string::npos) << log;
+  ASSERT_NE(timing, std::string::npos) << log;
+  const size_t timed = log.find("timed in", timing);
+  ASSERT_NE(timed, std::string::npos) << log;
+  EXPECT_LT(timed, listening) << log;
+  EXPECT_NE(log.find("allocated in"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace tern::testing

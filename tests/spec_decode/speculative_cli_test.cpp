@@ -85,6 +85,32 @@ TEST(SpeculativeCli, TheTargetAsItsOwnDraftIsAWarningAndItsIdlenessExplained) {
   EXPECT_EQ(q.err.find("warning:"), std::string::npos) << q.err;
 }
 
+// generate's start-up says what it does before it does it, and how long that took: the draft's
+// load, and the forwards timed for the adaptive draft length (the draft's only with a draft).
+TEST(SpeculativeCli, GenerateSaysItLoadsAndTimesTheDraft) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  const auto r = run_tern({"generate", "--model", model, "--prompt", "Once", "-n", "4",
+                           "--speculative-model", model, "--num-speculative-tokens", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t draft = r.err.find("loading draft " + model);
+  ASSERT_NE(draft, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("loaded in", draft), std::string::npos) << r.err;
+  const size_t timing = r.err.find(
+      "timing the target's and the draft's forwards of 1 to 5, 10, 20 and 40 tokens, to choose "
+      "how many tokens to draft\n");
+  ASSERT_NE(timing, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timed in", timing), std::string::npos) << r.err;
+
+  const auto ngram =
+      run_tern({"generate", "--model", model, "--prompt", "Once", "-n", "4", "--speculative-config",
+                R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":2})"});
+  ASSERT_EQ(ngram.exit_code, 0) << ngram.err;
+  EXPECT_NE(ngram.err.find("timing the target's forwards of 1 to 4, 8, 16 and 32 tokens"),
+            std::string::npos)
+      << ngram.err;
+}
+
 TEST(SpeculativeCli, BadSpeculativeFlagsAreOneLineErrors) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const std::string model = fixture("stories260K/stories260K.gguf");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -49,6 +50,19 @@ KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const Engi
   return plan;
 }
 
+// A start-up step that may take seconds, told as it begins and when it is done, so that the
+// log of a start-up that sits silent says which step it sits in and what each one cost.
+template <class Step>
+void announced(const EngineConfig& config, const std::string& what, const char* done, Step&& step) {
+  if (!config.announce) return step();
+  config.announce(what);
+  const double start = LLMEngine::now();
+  step();
+  char line[64];
+  std::snprintf(line, sizeof line, "%s in %.2f s", done, LLMEngine::now() - start);
+  config.announce(line);
+}
+
 }  // namespace
 
 double LLMEngine::now() {
@@ -66,6 +80,11 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
       runner_(decoder, plan_.num_blocks, config.block_size, plan_.max_model_len,
               config.kv_cache_dtype),
       seed_rng_(config.seed) {
+  if (config_.announce) {
+    char line[64];
+    std::snprintf(line, sizeof line, "allocated in %.2f s", now() - constructed_at_);
+    config_.announce(line);
+  }
   if (config.kv_transfer.enabled()) {
     cpu::KvCache& cache = runner_.cache();
     connector_ = std::make_unique<disagg::KvConnector>(
@@ -94,8 +113,13 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
                                                 disagg::model_fingerprint(*draft, kv);
   }
   drafts_wanted_ = [this](const Sequence& seq) { return completion_of_.at(&seq)->spec.planned; };
-  if (spec.adaptive)
-    speculator_->calibrate(decoder_, runner_.cache(), scheduler_.config().max_num_batched_tokens);
+  if (spec.adaptive) {
+    const int64_t budget = scheduler_.config().max_num_batched_tokens;
+    announced(config_,
+              "timing " + speculator_->calibration_summary(budget) +
+                  ", to choose how many tokens to draft",
+              "timed", [&] { speculator_->calibrate(decoder_, runner_.cache(), budget); });
+  }
 }
 
 LLMEngine::~LLMEngine() = default;
@@ -104,13 +128,15 @@ void LLMEngine::calibrate_step_costs() {
   // A chunk small enough to cost little at start-up: larger ones are priced at its cost per
   // token (an upper bound) until a step of their size has been measured.
   const int64_t chunk = std::min<int64_t>(64, scheduler_.config().max_num_batched_tokens);
-  if (config_.announce)
-    config_.announce("timing a decode step and a " + std::to_string(chunk) +
-                     "-token chunk, to size steps to --max-step-ms");
-  cpu::KvCache& cache = runner_.cache();
-  (void)time_forward(decoder_, cache, 1, false);  // the first forward grows every buffer
-  step_costs_.record(1, time_forward(decoder_, cache, 1, false));
-  step_costs_.record(chunk, time_forward(decoder_, cache, chunk, false));
+  announced(config_,
+            "timing a decode step and a " + std::to_string(chunk) +
+                "-token chunk, to size steps to --max-step-ms",
+            "timed", [&] {
+              cpu::KvCache& cache = runner_.cache();
+              (void)time_forward(decoder_, cache, 1, false);  // the first forward grows buffers
+              step_costs_.record(1, time_forward(decoder_, cache, 1, false));
+              step_costs_.record(chunk, time_forward(decoder_, cache, chunk, false));
+            });
 }
 
 std::unique_ptr<LLMEngine::Completion> LLMEngine::make_completion(Request& request, int32_t index,

@@ -187,6 +187,9 @@ class LLMEngine {
   Decoder& decoder_;
   Tokenizer tokenizer_;
   EngineConfig config_;
+  // When construction began: the KV cache's allocation (planned and announced next, allocated
+  // by runner_) is timed from it.
+  double constructed_at_ = now();
   KvCachePlan plan_;
   std::vector<int32_t> eos_ids_;
   BlockManager blocks_;

@@ -25,8 +25,8 @@ std::string gguf_hint(const std::string& repo, const std::vector<std::string>& f
             (it == sizes.end() ? "" : " (" + std::to_string(it->second) + " bytes)");
   }
   return "; it is a GGUF repository, whose tensor types are in each file's header: download one "
-         "(e.g. " +
-         repo + ":Q4_K_M) and plan the file (" + list + ")";
+         "and plan it as " +
+         gguf_choices(repo, ggufs) + " (" + list + ")";
 }
 
 }  // namespace
@@ -39,9 +39,20 @@ HubModelInfo fetch_config_and_sizes(const std::string& repo, const std::string& 
   if (settings.offline) {
     const auto commit = cache.commit_of(revision);
     const auto config = commit ? cache.cached_file(*commit, "config.json") : std::nullopt;
-    if (!config)
+    if (!config) {
+      // The snapshot may hold the GGUF files of an earlier ORG/NAME:QUANT: they are the hint.
+      const std::vector<std::string> files =
+          commit ? cache.snapshot_files(*commit) : std::vector<std::string>{};
+      std::map<std::string, uint64_t> sizes;
+      for (const std::string& f : files) {
+        std::error_code ec;
+        if (const uint64_t n = fs::file_size(cache.snapshot_dir(*commit) / f, ec); !ec)
+          sizes[f] = n;
+      }
       throw Error("HF_HUB_OFFLINE is set and " + repo + " (revision '" + revision +
-                  "') has no config.json in the cache " + cache.repo_dir().string());
+                  "') has no config.json in the cache " + cache.repo_dir().string() +
+                  gguf_hint(repo, files, sizes));
+    }
     info.commit = *commit;
     info.config = *config;
     info.files = cache.snapshot_files(*commit);

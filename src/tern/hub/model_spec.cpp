@@ -127,4 +127,24 @@ std::string select_gguf_file(const std::string& repo, const std::vector<std::str
               list_or_none(matches) + "); name one as " + repo + "/FILE.gguf");
 }
 
+std::string gguf_choices(const std::string& repo, const std::vector<std::string>& ggufs) {
+  std::string out;
+  for (const auto& f : ggufs) {
+    std::string stem = std::filesystem::path(f).filename().string();
+    stem.resize(stem.size() - 5);  // ".gguf"
+    const size_t cut = stem.find_last_of("-.");
+    std::string choice = repo + "/" + f;
+    if (cut != std::string::npos && cut + 1 < stem.size()) {
+      // Only a tag that select_gguf_file would resolve to this very file is offered.
+      const std::string tag = stem.substr(cut + 1);
+      try {
+        if (select_gguf_file(repo, ggufs, tag) == f) choice = repo + ":" + tag + " (" + f + ")";
+      } catch (const Error&) {
+      }
+    }
+    out += (out.empty() ? "" : ", ") + choice;
+  }
+  return out;
+}
+
 }  // namespace tern::hub

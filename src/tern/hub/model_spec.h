@@ -43,6 +43,10 @@ bool is_tokenizer_file(const std::string& file);
 // listing the .gguf files when none or several match.
 std::string select_gguf_file(const std::string& repo, const std::vector<std::string>& files,
                              const std::string& quant);
+// How to name each of `ggufs` on the command line, for errors that ask the user to choose:
+// "ORG/NAME:Q4_K_M (model-Q4_K_M.gguf)" when the tag after the name's last '-' or '.' picks
+// that file alone, else "ORG/NAME/FILE.gguf"; comma-separated.
+std::string gguf_choices(const std::string& repo, const std::vector<std::string>& ggufs);
 // "a, b, c", or "none" for an empty list (in error messages).
 std::string list_or_none(const std::vector<std::string>& names);
 

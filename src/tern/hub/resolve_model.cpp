@@ -73,6 +73,23 @@ std::string missing_in_snapshot(const RepoCache& cache, const std::string& commi
               "') is not in the cache " + cache.repo_dir().string() + ": " + missing);
 }
 
+// Offline, a snapshot without the safetensors model's files may still hold GGUF files (from an
+// earlier ORG/NAME or ORG/NAME:QUANT): the one there is what the bare name resolved to when it
+// was downloaded; of several, the user must choose, and a "missing config.json" would not say
+// so. Throws the offline error when the snapshot holds no GGUF file either.
+std::string cached_gguf(const RepoCache& cache, const std::string& commit,
+                        const std::string& revision, const std::string& missing) {
+  const std::vector<std::string> ggufs = gguf_files(cache.snapshot_files(commit));
+  if (ggufs.size() == 1)
+    if (auto file = cache.cached_file(commit, ggufs.front())) return file->string();
+  if (ggufs.size() > 1)
+    throw Error("HF_HUB_OFFLINE is set and the cache " + cache.repo_dir().string() + " holds " +
+                cache.repo() + " (revision '" + revision +
+                "') as several GGUF files and no config.json; choose one: " +
+                gguf_choices(cache.repo(), ggufs));
+  throw_offline(cache, revision, "missing " + missing);
+}
+
 std::string resolve_file(const HubSettings& settings, const RepoCache& cache,
                          const std::string& revision, const std::string& file) {
   if (auto commit = cache.commit_of(revision))
@@ -106,6 +123,7 @@ std::string resolve_repo(const HubSettings& settings, const RepoCache& cache,
   if (auto commit = cache.commit_of(revision)) {
     missing = missing_in_snapshot(cache, *commit, what);
     if (missing.empty()) return cache.snapshot_dir(*commit).string();
+    if (settings.offline) return cached_gguf(cache, *commit, revision, missing);
     missing = "missing " + missing;
   }
   if (settings.offline) throw_offline(cache, revision, missing);
@@ -128,8 +146,8 @@ std::string resolve_repo(const HubSettings& settings, const RepoCache& cache,
     const std::vector<std::string> ggufs = gguf_files(listing.files);
     if (ggufs.size() == 1) return hub.download_file(repo, listing.commit, ggufs.front()).string();
     if (!ggufs.empty())
-      throw Error(repo + " holds several GGUF files; choose one as " + repo + ":QUANT or " + repo +
-                  "/FILE.gguf (" + list_or_none(ggufs) + ")");
+      throw Error(repo + " holds several GGUF files and no config.json; choose one as " + repo +
+                  ":QUANT or " + repo + "/FILE.gguf: " + gguf_choices(repo, ggufs));
     throw Error(repo +
                 ": neither a Hugging Face model (config.json, tokenizer, *.safetensors) nor a GGUF "
                 "repository; files: " +

@@ -109,12 +109,28 @@ Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Proposer
   stats_.accepted_per_position.assign(static_cast<size_t>(config_.num_speculative_tokens), 0);
 }
 
-void Speculator::calibrate(Decoder& target, cpu::KvCache& target_cache, int64_t max_tokens) {
+std::vector<int64_t> Speculator::calibration_sizes(int64_t max_tokens) const {
   const int64_t k1 = config_.num_speculative_tokens + 1;
   std::vector<int64_t> sizes;
   for (int64_t n = 1; n <= k1; ++n) sizes.push_back(n);
   for (int64_t n : {2 * k1, 4 * k1, 8 * k1})
     if (n <= max_tokens) sizes.push_back(n);
+  return sizes;
+}
+
+std::string Speculator::calibration_summary(int64_t max_tokens) const {
+  const std::vector<int64_t> sizes = calibration_sizes(max_tokens);
+  const int64_t k1 = config_.num_speculative_tokens + 1;
+  std::string out = proposer_->costs() ? "the target's and the draft's forwards of "
+                                       : "the target's forwards of ";
+  out += k1 == 1 ? "1" : "1 to " + std::to_string(k1);
+  for (size_t i = static_cast<size_t>(k1); i < sizes.size(); ++i)
+    out += (i + 1 == sizes.size() ? " and " : ", ") + std::to_string(sizes[i]);
+  return out + (k1 == 1 && sizes.size() == 1 ? " token" : " tokens");
+}
+
+void Speculator::calibrate(Decoder& target, cpu::KvCache& target_cache, int64_t max_tokens) {
+  const std::vector<int64_t> sizes = calibration_sizes(max_tokens);
   (void)time_forward(target, target_cache, 1, true);  // the first forward grows every buffer
   for (int64_t n : sizes) target_costs_.record(n, time_forward(target, target_cache, n, true));
   if (proposer_->costs() == nullptr) return;

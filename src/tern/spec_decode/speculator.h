@@ -100,6 +100,9 @@ class Speculator {
   // sizes a verify and a draft step of up to K + 1 tokens per sequence take, so the first plans
   // have costs to go by. The caches must hold nothing yet. `max_tokens`: the step budget.
   void calibrate(Decoder& target, cpu::KvCache& target_cache, int64_t max_tokens);
+  // What calibrate(…, max_tokens) times, for the start-up log: "the target's and the draft's
+  // forwards of 1 to 5, 10 and 20 tokens".
+  std::string calibration_summary(int64_t max_tokens) const;
 
   struct Candidate {
     Sequence* seq = nullptr;  // runs this step
@@ -142,6 +145,10 @@ class Speculator {
 
   SpeculativeConfig config_;
   std::unique_ptr<Proposer> proposer_;
+  // The forward sizes calibrate times: 1 to K + 1 (one sequence's draft and verify steps),
+  // then 2, 4 and 8 times K + 1 within the step budget (several sequences').
+  std::vector<int64_t> calibration_sizes(int64_t max_tokens) const;
+
   ForwardCosts& target_costs_;
   SpecDecodeStats stats_;
   SpecIdle idle_;
