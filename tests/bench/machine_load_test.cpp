@@ -15,8 +15,8 @@ namespace {
 
 TEST(MachineLoad, ProcStatsAggregateLine) {
   // user nice system idle iowait irq softirq steal guest guest_nice
-  const CpuTicks t = parse_proc_stat(
-      "cpu  100 5 20 800 10 1 2 3 7 0\ncpu0 50 2 10 400 5 0 1 1 3 0\nintr 12345\n");
+  const CpuTicks t =
+      parse_proc_stat("cpu  100 5 20 800 10 1 2 3 7 0\ncpu0 50 2 10 400 5 0 1 1 3 0\nintr 12345\n");
   EXPECT_EQ(t.busy, 100u + 5 + 20 + 1 + 2 + 3);  // guest time is already inside user
   EXPECT_EQ(t.total, t.busy + 800 + 10);
   EXPECT_THROW(parse_proc_stat("cpu0 1 2 3 4 5 6 7 8\n"), Error);

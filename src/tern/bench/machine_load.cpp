@@ -67,7 +67,8 @@ double other_programs_busy_cpus(std::chrono::milliseconds window) {
   std::this_thread::sleep_for(window);
   const CpuTicks after = read_proc_stat();
   const double own = own_cpu_seconds() - own_before;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::max(0.0, busy_cpus(before, after, cpus) - own / seconds);
 }
 

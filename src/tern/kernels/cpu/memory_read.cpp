@@ -45,7 +45,7 @@ uint64_t read_memory(const void* data, size_t bytes, Isa isa) {
   struct alignas(64) Sum {
     uint64_t value = 0;
   };
-  std::vector<Sum> sums(static_cast<size_t>(team_threads()));
+  std::vector<Sum> sums(static_cast<size_t>(max_team_threads()));
   read_in_streams<kStreams>(items, [&](const int64_t* at, int count, int member) {
     const std::byte* blocks[kStreams];
     for (int s = 0; s < count; ++s) blocks[s] = base + static_cast<size_t>(at[s]) * kReadBlockBytes;

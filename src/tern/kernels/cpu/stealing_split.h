@@ -108,11 +108,12 @@ class StealingSplit {
 // runs a step never changes what the step computes. `parallel` false: serially, in order.
 template <class Body>
 void parallel_for(int64_t steps, Body&& body, bool parallel = true) {
-  if (!parallel || steps <= 1 || team_threads() <= 1) {
+  const int threads = parallel && steps > 1 ? team_threads() : 1;
+  if (threads <= 1) {
     for (int64_t s = 0; s < steps; ++s) body(s);
     return;
   }
-  StealingSplit split = StealingSplit::even(team_threads(), steps);
+  StealingSplit split = StealingSplit::even(threads, steps);
   run_team(split.threads(), [&](int member) {
     for (StealingSplit::Range r; (r = split.next(member)).count > 0;) body(r.first);
   });
@@ -122,7 +123,7 @@ void parallel_for(int64_t steps, Body&& body, bool parallel = true) {
 // cuts its share into kStreams streams and reads them in step, item i of every stream at once
 // — read(at, kStreams), at[s] the item of stream s — because the hardware prefetcher keeps
 // more lines in flight for several streams than for one (matmul.cpp); `member` is the team
-// member reading (0 .. team_threads() - 1). Done with its own, it
+// member reading (0 .. max_team_threads() - 1). Done with its own, it
 // takes the items past the streams, then single items from the back of the share with the
 // most left — read(at, n) with n < kStreams, each item alone — so that the threads finish
 // at most one item apart rather than one step of kStreams items.

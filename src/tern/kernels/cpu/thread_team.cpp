@@ -17,6 +17,8 @@
 #include <immintrin.h>
 #endif
 
+#include "tern/kernels/cpu/team_admission.h"
+
 namespace tern::cpu {
 namespace {
 
@@ -46,6 +48,8 @@ std::chrono::microseconds worker_spin() {
 
 class Team {
  public:
+  using Clock = TeamAdmission::Clock;
+
   Team() = default;
   Team(const Team&) = delete;
   Team& operator=(const Team&) = delete;
@@ -56,15 +60,19 @@ class Team {
     for (std::thread& w : workers_) w.join();
   }
 
+  TeamAdmission& admission() { return admission_; }
+
+  // Runs a job with threads - 1 workers admitted (threads: from team_threads()).
   void run(int threads, void (*call)(void*, int), void* context) {
-    while (static_cast<int>(workers_.size()) < threads - 1)
-      workers_.emplace_back([this] { work(); });
+    const Clock::time_point start = Clock::now();
+    const int admit = threads - 1;
+    while (static_cast<int>(workers_.size()) < admit) workers_.emplace_back([this] { work(); });
     call_ = call;
     context_ = context;
     ++epoch_;
     // Publishing the state (seq_cst) before reading sleepers_ pairs with a worker counting
     // itself asleep before it reads the state: one of the two sees the other.
-    state_.store(pack(epoch_, threads - 1, true, 0), std::memory_order_seq_cst);
+    state_.store(pack(epoch_, admit, true, 0), std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       bell_.fetch_add(1, std::memory_order_seq_cst);
       bell_.notify_all();
@@ -78,13 +86,25 @@ class Team {
       throw;
     }
     t_in_job = false;
-    close_and_wait();
+    const Clock::time_point own_part = Clock::now();
+    if (close_and_wait()) {
+      // Waiting longer than its own part took (a step is a small share of a job), the caller
+      // waited for a worker the OS stopped in the middle of a step: it shares its core.
+      const Clock::time_point end = Clock::now();
+      if (end - own_part > own_part - start + kStallSlack) admission_.stalled(admit, end);
+    }
   }
 
  private:
+  // A job's wait for its workers is a stall when it exceeds what the caller's own part took by
+  // this much (a worker woken from sleep starts tens of microseconds late).
+  static constexpr std::chrono::microseconds kStallSlack{100};
+
   // No worker joins from now on; those that have joined finish the steps they have begun.
-  void close_and_wait() {
+  // Whether any had to be waited for.
+  bool close_and_wait() {
     uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel);
+    if (joined(s) == 0) return false;
     for (int spins = 0; joined(s) != 0; ++spins) {
       if (spins < 4096)
         cpu_relax();
@@ -92,6 +112,7 @@ class Team {
         sched_yield();  // a joined worker may share this core
       s = state_.load(std::memory_order_acquire);
     }
+    return true;
   }
 
   // state_: the job's epoch (bits 32-63), how many workers may join it (16-30), whether it is
@@ -155,6 +176,7 @@ class Team {
   void (*call_)(void*, int) = nullptr;
   void* context_ = nullptr;
   uint64_t epoch_ = 0;  // the caller's count of jobs
+  TeamAdmission admission_;
   alignas(64) std::atomic<uint64_t> state_{0};
   alignas(64) std::atomic<uint32_t> bell_{0};  // rung (bumped and notified) to wake sleepers
   std::atomic<int> sleepers_{0};
@@ -166,7 +188,14 @@ thread_local std::unique_ptr<Team> t_team;
 
 }  // namespace
 
-int team_threads() { return t_in_job || omp_in_parallel() ? 1 : omp_get_max_threads(); }
+int max_team_threads() { return t_in_job || omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
+int team_threads() {
+  const int most = max_team_threads();
+  if (most <= 1) return most;
+  if (!t_team) t_team = std::make_unique<Team>();
+  return 1 + t_team->admission().admitted(most - 1, TeamAdmission::Clock::now());
+}
 
 void run_team_erased(int threads, void (*call)(void*, int), void* context) {
   if (threads <= 1 || t_in_job) {

@@ -14,9 +14,15 @@
 
 namespace tern::cpu {
 
-// The threads a job started here would have: 1 inside a job (a nested job runs serially on the
-// thread that asks, as OpenMP's nested regions did) and inside an OpenMP parallel region,
-// otherwise omp_get_max_threads().
+// The most members a job started here can have: 1 inside a job (a nested job runs serially on
+// the thread that asks, as OpenMP's nested regions did) and inside an OpenMP parallel region,
+// otherwise omp_get_max_threads(). Member numbers are below it (size per-member arrays by it).
+int max_team_threads();
+
+// The members a job started now should plan for: max_team_threads(), less the workers the team
+// has found sharing a core with another program (a job that had to wait for a worker the OS
+// stopped mid-step leaves one out; it is let back in after a backoff). Plan a job's split for
+// this count and pass the same count to run_team: it may change from one call to the next.
 int team_threads();
 
 // Runs work(member) on the calling thread as member 0 and on each of up to threads - 1 workers
