@@ -1,8 +1,8 @@
 // The kernels' threads: a team per calling thread whose jobs never wait for a member that has
 // not shown up. OpenMP's parallel regions end in a barrier that every member of the team must
 // reach, so on a machine where another program holds a core, each region waited for the member
-// the OS had descheduled: Qwen3-0.6B Q4_0 decoded at 13.9 tokens/s with 2 threads beside one
-// busy core, against 37.3 with 1 thread. Here a job's steps are shared through a StealingSplit,
+// the OS had descheduled: Qwen3-0.6B Q4_0 decoded at 30.0 tokens/s with 2 threads beside one
+// busy core, against 70.9 with 1 thread (docs/PERFORMANCE.md). Here a job's steps are shared through a StealingSplit,
 // the caller takes part, and the job is over when its steps are done: a member that wakes late
 // finds it closed and goes back to waiting. The caller waits only for steps a member has begun.
 //
