@@ -2,9 +2,10 @@
 // not shown up. OpenMP's parallel regions end in a barrier that every member of the team must
 // reach, so on a machine where another program holds a core, each region waited for the member
 // the OS had descheduled: Qwen3-0.6B Q4_0 decoded at 30.0 tokens/s with 2 threads beside one
-// busy core, against 70.9 with 1 thread (docs/PERFORMANCE.md). Here a job's steps are shared through a StealingSplit,
-// the caller takes part, and the job is over when its steps are done: a member that wakes late
-// finds it closed and goes back to waiting. The caller waits only for steps a member has begun.
+// busy core, against 70.9 with 1 thread (docs/PERFORMANCE.md). Here a job's steps are shared
+// through a StealingSplit, the caller takes part, and the job is over when its steps are done: a
+// member that wakes late finds it closed and goes back to waiting. The caller waits only for steps
+// a member has begun.
 //
 // The team's size is OpenMP's thread count on the calling thread (omp_get_max_threads():
 // --threads sets it through omp_set_num_threads), so the kernels and OpenMP agree on it.
