@@ -71,13 +71,13 @@ LevelKernels avx512_level(DType t) {
     return {.vec_dot = f,
             .gemm = chains16_gemm_q(t),
             .packed = chains16_packed_q(t),
-            .source = "chains16/vec_dot_q + matmul_q_packed"};
+            .source = "avx512/vec_dot_q4_0_q8_0 + matmul_q_packed"};
   // Q4_K, Q5_K and Q6_K likewise, on their packed layouts.
   if (const PackedKernels* packed = chains16_packed_k(t))
     return {.vec_dot = chains16_vec_dot_k(t),
             .gemm = chains16_gemm_k(t),
             .packed = packed,
-            .source = "chains16/vec_dot_k + matmul_k_packed"};
+            .source = "avx512/vec_dot_k + matmul_k_packed"};
   // The affine groups' scalar dot is already the 16-chain arithmetic the VNNI passes give.
   if (const PackedKernels* packed = chains16_packed_affine(t))
     return {.vec_dot = scalar_vec_dot_affine(t),
@@ -101,12 +101,12 @@ LevelKernels amx_level(DType t) {
     return {.vec_dot = f,
             .gemm = amx_gemm_q(t),
             .packed = amx_packed_q(t),
-            .source = "chains16/vec_dot_q + amx/gemm_q"};
+            .source = "avx512/vec_dot_q4_0_q8_0 + amx/gemm_q"};
   if (VecDotFn f = chains16_vec_dot_k(t))
     return {.vec_dot = f,
             .gemm = amx_gemm_k(t),
             .packed = amx_packed_k(t),
-            .source = "chains16/vec_dot_k + amx/gemm_k"};
+            .source = "avx512/vec_dot_k + amx/gemm_k"};
   return {};
 }
 
