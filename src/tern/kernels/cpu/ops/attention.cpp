@@ -7,19 +7,18 @@
 // Batch invariance: every (query token, q head) — a chain below — does exactly the same
 // arithmetic on its keys 0..ctx-1 in chunks aligned to absolute positions, whichever run it
 // is in, whoever else shares the chunk and however many keys that loaded: lanes past its own
-// keys are masked to -inf before they are used.
+// keys are masked to -inf before they are used. How a chunk's rows are read: ops/kv_rows.h.
 #include "tern/kernels/cpu/ops/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <vector>
 
-#include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/kv/kv_quant.h"
+#include "tern/kernels/cpu/ops/kv_rows.h"
 #include "tern/kernels/cpu/ops/lanes16.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/stealing_split.h"
@@ -37,111 +36,6 @@ constexpr int kMaxGroup = 8;
 constexpr int kMaxRun = 32;
 
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-
-// Where a chunk's K and V rows are read from, 16 floats at a time: load(j, d) is elements
-// d .. d + 15 of key j's row, at(j, d) element d alone. The rows either were converted to f32
-// in the item's buffers (KBlocks, F32Rows) or are read from the cache as it holds them
-// (F16Rows, BF16Rows, F32Rows), widened in registers; either way the same floats.
-//
-// A chunk's K rows converted are kept in blocks of 16 elements, the 16 keys' blocks side by
-// side, so that the 16 loads of a step of chunk_scores sit at fixed offsets from one pointer
-// (with a row stride the compiler spilled the 16 row pointers; rows read in place from one
-// cache block are one pointer and a stride).
-// k_blocks: [ceil(hd / 16), kKeyChunk, 16]; element d of key j at (d/16)·256 + j·16 + d%16
-constexpr int kBlockFloats = kKeyChunk * 16;
-struct KBlocks {
-  const float* blocks;
-  F32x16 load(int j, int d) const { return load16(blocks + d / 16 * kBlockFloats + j * 16); }
-};
-struct F32Rows {
-  const float* rows;
-  int64_t stride;  // floats from one key's row to the next
-  F32x16 load(int j, int d) const { return load16(rows + j * stride + d); }
-  float at(int j, int d) const { return rows[j * stride + d]; }
-};
-struct F16Rows {
-  const uint16_t* rows;
-  int64_t stride;
-  F32x16 load(int j, int d) const { return load16_f16(rows + j * stride + d); }
-  float at(int j, int d) const { return f16_to_f32(rows[j * stride + d]); }
-};
-struct BF16Rows {
-  const uint16_t* rows;
-  int64_t stride;
-  F32x16 load(int j, int d) const { return load16_bf16(rows + j * stride + d); }
-  float at(int j, int d) const { return bf16_to_f32(rows[j * stride + d]); }
-};
-
-// The 8-bit dtypes' codes as floats, each row's scale left out (attend_chunk applies it per
-// key): int8 and E5M2 as their values, E4M3 as its value · 2⁻⁸ (its bits shifted into a
-// half's fields; kv_dequant's trick), the 2⁸ going into the key's scale.
-using I8x16 = int8_t __attribute__((vector_size(16)));
-using U8x16 = uint8_t __attribute__((vector_size(16)));
-template <KvDtype D>
-inline F32x16 codes16(const uint8_t* p) {
-#if defined(__AVX512F__)
-  // GCC scalarizes the vector extensions' byte conversions below.
-  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (D == KvDtype::Int8) {
-    return reinterpret_cast<F32x16>(
-        _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, c)));
-  } else {
-    const __m256i w = _mm256_cvtepu8_epi16(c);
-    __m256i h;
-    if constexpr (D == KvDtype::Fp8E5M2) {
-      h = _mm256_slli_epi16(w, 8);
-    } else {
-      h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7f)), 7),
-                          _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8));
-    }
-    return reinterpret_cast<F32x16>(_mm512_maskz_cvtph_ps(0xffff, h));
-  }
-#endif
-  if constexpr (D == KvDtype::Int8) {
-    I8x16 c;
-    std::memcpy(&c, p, sizeof c);
-    return __builtin_convertvector(c, F32x16);
-  } else {
-    U8x16 c8;
-    std::memcpy(&c8, p, sizeof c8);
-    const U16x16 c = __builtin_convertvector(c8, U16x16);
-    if constexpr (D == KvDtype::Fp8E5M2) {
-      return f16x16_to_f32(c << 8);
-    } else {
-      return f16x16_to_f32(((c & 0x7f) << 7) | ((c & 0x80) << 8));
-    }
-  }
-}
-template <KvDtype D>
-constexpr float kCodeScale = D == KvDtype::Fp8E4M3 ? 1.0f / 256 : 1.0f;
-
-template <KvDtype D>
-struct CodeRows {
-  const uint8_t* rows;
-  int64_t stride;
-  F32x16 load(int j, int d) const { return codes16<D>(rows + j * stride + d); }
-  float at(int j, int d) const {
-    const uint8_t code = rows[j * stride + d];
-    if constexpr (D == KvDtype::Int8) return static_cast<float>(static_cast<int8_t>(code));
-    if constexpr (D == KvDtype::Fp8E5M2) return fp8_e5m2_to_f32(code);
-    return fp8_e4m3_to_f32(code) * kCodeScale<D>;
-  }
-};
-
-// The reader of rows as the cache holds them in dtype D, from `rows` (key 0's first element
-// of the head), `stride` elements from one key's row to the next.
-template <KvDtype D>
-auto cache_rows(const std::byte* rows, int64_t stride) {
-  if constexpr (D == KvDtype::F16) {
-    return F16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
-  } else if constexpr (D == KvDtype::BF16) {
-    return BF16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
-  } else if constexpr (D == KvDtype::F32) {
-    return F32Rows{reinterpret_cast<const float*>(rows), stride};
-  } else {
-    return CodeRows<D>{reinterpret_cast<const uint8_t*>(rows), stride};
-  }
-}
 
 // Scores of one query head against the 16 keys of a chunk: the products of element d go (fused)
 // into lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
@@ -488,55 +382,6 @@ void paged_attention(const float* q, const KvCache& cache, int layer, const Atte
       g.dequantize = dequantize[2];
       paged_attention_typed<KvDtype::Fp8E5M2>(q, cache, layer, batch, g, out);
       break;
-  }
-}
-
-void check_attention_batch(const AttentionBatch& batch, const KvCache& cache, int n_heads) {
-  const KvCacheConfig& c = cache.config();
-  if (n_heads <= 0 || n_heads % c.n_kv_heads != 0) {
-    throw Error("attention: " + std::to_string(n_heads) + " q heads is not a multiple of the " +
-                std::to_string(c.n_kv_heads) + " kv heads");
-  }
-  if (batch.context_lens.size() != batch.seq_of_token.size()) {
-    throw Error("attention: " + std::to_string(batch.seq_of_token.size()) +
-                " tokens in seq_of_token but " + std::to_string(batch.context_lens.size()) +
-                " context lengths");
-  }
-  if (batch.max_blocks_per_seq < 0 ||
-      (batch.max_blocks_per_seq == 0 && !batch.block_tables.empty()) ||
-      (batch.max_blocks_per_seq > 0 && batch.block_tables.size() % batch.max_blocks_per_seq != 0)) {
-    throw Error("attention: block_tables holds " + std::to_string(batch.block_tables.size()) +
-                " entries, not a whole number of rows of " +
-                std::to_string(batch.max_blocks_per_seq));
-  }
-  const int64_t num_seqs =
-      batch.max_blocks_per_seq > 0
-          ? static_cast<int64_t>(batch.block_tables.size()) / batch.max_blocks_per_seq
-          : 0;
-  for (int64_t t = 0; t < batch.num_tokens(); ++t) {
-    const std::string where = "attention: token " + std::to_string(t);
-    const int32_t seq = batch.seq_of_token[t];
-    const int32_t ctx = batch.context_lens[t];
-    if (ctx < 0) throw Error(where + " has a negative context length");
-    if (ctx == 0) continue;
-    if (seq < 0 || seq >= num_seqs) {
-      throw Error(where + " belongs to sequence row " + std::to_string(seq) +
-                  " but the table has " + std::to_string(num_seqs) + " rows");
-    }
-    const int64_t blocks = (static_cast<int64_t>(ctx) + c.block_size - 1) / c.block_size;
-    if (blocks > batch.max_blocks_per_seq) {
-      throw Error(where + " sees " + std::to_string(ctx) + " keys, more than " +
-                  std::to_string(batch.max_blocks_per_seq) + " blocks of " +
-                  std::to_string(c.block_size) + " hold");
-    }
-    const int32_t* table = batch.block_tables.data() + seq * batch.max_blocks_per_seq;
-    for (int64_t b = 0; b < blocks; ++b) {
-      if (table[b] < 0 || table[b] >= c.num_blocks) {
-        throw Error(where + " reads block " + std::to_string(table[b]) + " (entry " +
-                    std::to_string(b) + " of sequence row " + std::to_string(seq) +
-                    "), outside the cache's " + std::to_string(c.num_blocks) + " blocks");
-      }
-    }
   }
 }
 
