@@ -95,5 +95,31 @@ TEST(KernelTable, TypeKernelsIsTheTable) {
   }
 }
 
+// The other op families' rows: every level has every kernel, its own or the level below's.
+TEST(KernelTable, EveryLevelHasEveryOpKernelItsOwnOrInherited) {
+  const OpKernels& scalar = op_kernels(Isa::Scalar);
+  EXPECT_EQ(scalar.f16_rows.to_f32, f16_to_f32_row_scalar);
+  EXPECT_EQ(scalar.f16_rows.from_f32, f32_to_f16_row_scalar);
+  EXPECT_EQ(scalar.read_blocks, read_blocks_scalar);
+  for (Isa isa : isa_levels()) {
+    const OpKernels& ops = op_kernels(isa);
+    EXPECT_NE(ops.f16_rows.to_f32, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.f16_rows.from_f32, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.kv_dequantize_int8, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.kv_dequantize_e4m3, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.kv_dequantize_e5m2, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.read_blocks, nullptr) << isa_name(isa);
+  }
+#if defined(__x86_64__)
+  // Amx has no op kernels of its own; Avx2 no bandwidth loop.
+  EXPECT_EQ(op_kernels(Isa::Amx).f16_rows.to_f32, op_kernels(Isa::Avx512).f16_rows.to_f32);
+  EXPECT_EQ(op_kernels(Isa::Amx).kv_dequantize_int8, op_kernels(Isa::Avx512).kv_dequantize_int8);
+  EXPECT_EQ(op_kernels(Isa::Avx2).read_blocks, read_blocks_scalar);
+  EXPECT_EQ(op_kernels(Isa::Avx512).read_blocks, read_blocks_avx512);
+#elif defined(__aarch64__)
+  EXPECT_EQ(op_kernels(Isa::I8mm).f16_rows.to_f32, op_kernels(Isa::Neon).f16_rows.to_f32);
+#endif
+}
+
 }  // namespace
 }  // namespace tern::cpu

@@ -1,5 +1,5 @@
-// The dispatch table of the matmul kernels (kernel_table.h): what each level supplies per
-// weight type, and the table that stacks the levels from Scalar up.
+// The dispatch table (kernel_table.h): what each level supplies per weight type and per op
+// family, and the tables that stack the levels from Scalar up.
 #include "tern/kernels/cpu/kernel_table.h"
 
 #include <algorithm>
@@ -215,10 +215,75 @@ const KernelTable& table() {
   return t;
 }
 
+// What one level supplies of the other op families; a null entry keeps the level below's.
+// Scalar supplies every one (the twins).
+OpKernels level_ops(Isa isa) {
+  auto kv = [](KvDequantizeFn (*of)(KvDtype)) {
+    return OpKernels{.f16_rows = {},
+                     .kv_dequantize_int8 = of(KvDtype::Int8),
+                     .kv_dequantize_e4m3 = of(KvDtype::Fp8E4M3),
+                     .kv_dequantize_e5m2 = of(KvDtype::Fp8E5M2),
+                     .read_blocks = nullptr};
+  };
+  OpKernels ops{};
+  switch (isa) {
+    case Isa::Scalar:
+      ops = kv(scalar_kv_dequantize);
+      ops.f16_rows = {f16_to_f32_row_scalar, f32_to_f16_row_scalar};
+      ops.read_blocks = read_blocks_scalar;
+      break;
+#if defined(__x86_64__)
+    case Isa::Avx2:
+      ops = kv(avx2_kv_dequantize);
+      ops.f16_rows = {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
+      break;
+    case Isa::Avx512:
+      ops = kv(avx512_kv_dequantize);
+      ops.f16_rows = {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
+      ops.read_blocks = read_blocks_avx512;
+      break;
+#elif defined(__aarch64__)
+    // Every ARM level runs Neon's (the others add integer dots only).
+    case Isa::Neon:
+      ops = kv(neon_kv_dequantize);
+      ops.f16_rows = {neon_f16_to_f32_row, neon_f32_to_f16_row};
+      break;
+#endif
+    default:
+      break;
+  }
+  return ops;
+}
+
+struct OpTable {
+  std::array<OpKernels, kNumIsas> levels{};
+  OpTable() {
+    for (int i = 0; i < kNumIsas; ++i) {
+      const auto isa = static_cast<Isa>(i);
+      OpKernels own = level_ops(isa);
+      if (isa != Isa::Scalar) {
+        // Every parent comes before its children.
+        const OpKernels& parent = levels[static_cast<int>(isa_parent(isa))];
+        if (own.f16_rows.to_f32 == nullptr) own.f16_rows = parent.f16_rows;
+        if (own.kv_dequantize_int8 == nullptr) own.kv_dequantize_int8 = parent.kv_dequantize_int8;
+        if (own.kv_dequantize_e4m3 == nullptr) own.kv_dequantize_e4m3 = parent.kv_dequantize_e4m3;
+        if (own.kv_dequantize_e5m2 == nullptr) own.kv_dequantize_e5m2 = parent.kv_dequantize_e5m2;
+        if (own.read_blocks == nullptr) own.read_blocks = parent.read_blocks;
+      }
+      levels[i] = own;
+    }
+  }
+};
+
 }  // namespace
 
 const KernelRow& kernel_row(DType weight, Isa isa) {
   return table().rows[static_cast<int>(isa)][static_cast<int>(weight)];
+}
+
+const OpKernels& op_kernels(Isa isa) {
+  static const OpTable t;
+  return t.levels[static_cast<int>(isa)];
 }
 
 std::string kernel_matrix() {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/kernel_table.h"
 #include "tern/kernels/cpu/ops/lanes16.h"
 #include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot.h"
@@ -167,17 +168,7 @@ void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16_scalar(x[i]);
 }
 
-F16RowKernels f16_row_kernels(Isa isa) {
-#if defined(__x86_64__)
-  if (isa_includes(isa, Isa::Avx512)) return {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
-  if (isa_includes(isa, Isa::Avx2)) return {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
-#elif defined(__aarch64__)
-  if (isa_includes(isa, Isa::Neon)) return {neon_f16_to_f32_row, neon_f32_to_f16_row};
-#else
-  (void)isa;
-#endif
-  return {f16_to_f32_row_scalar, f32_to_f16_row_scalar};
-}
+F16RowKernels f16_row_kernels(Isa isa) { return op_kernels(isa).f16_rows; }
 
 void f16_to_f32_row(const uint16_t* x, float* out, int64_t n) {
   static const F16RowKernels kernels = f16_row_kernels(best_isa());
