@@ -1,5 +1,5 @@
 // Reading memory as fast as this machine can, the way the decode GEMVs read weights: what
-// `tern plan` and bench/memory_bandwidth_bench time to find the decode ceiling.
+// `tern plan` and microbench/memory_bandwidth_bench time to find the decode ceiling.
 #pragma once
 
 #include <cstddef>
