@@ -220,6 +220,8 @@ const KernelTable& table() {
 OpKernels level_ops(Isa isa) {
   auto kv = [](KvDequantizeFn (*of)(KvDtype)) {
     return OpKernels{.f16_rows = {},
+                     .silu_mul_row = nullptr,
+                     .attention = {},
                      .kv_dequantize_int8 = of(KvDtype::Int8),
                      .kv_dequantize_e4m3 = of(KvDtype::Fp8E4M3),
                      .kv_dequantize_e5m2 = of(KvDtype::Fp8E5M2),
@@ -230,16 +232,22 @@ OpKernels level_ops(Isa isa) {
     case Isa::Scalar:
       ops = kv(scalar_kv_dequantize);
       ops.f16_rows = {f16_to_f32_row_scalar, f32_to_f16_row_scalar};
+      ops.silu_mul_row = silu_mul_row_scalar;
+      ops.attention = scalar_attention_kernels();
       ops.read_blocks = read_blocks_scalar;
       break;
 #if defined(__x86_64__)
     case Isa::Avx2:
       ops = kv(avx2_kv_dequantize);
       ops.f16_rows = {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
+      ops.silu_mul_row = avx2_silu_mul_row;
+      ops.attention = avx2_attention_kernels();
       break;
     case Isa::Avx512:
       ops = kv(avx512_kv_dequantize);
       ops.f16_rows = {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
+      ops.silu_mul_row = avx512_silu_mul_row;
+      ops.attention = avx512_attention_kernels();
       ops.read_blocks = read_blocks_avx512;
       break;
 #elif defined(__aarch64__)
@@ -247,6 +255,8 @@ OpKernels level_ops(Isa isa) {
     case Isa::Neon:
       ops = kv(neon_kv_dequantize);
       ops.f16_rows = {neon_f16_to_f32_row, neon_f32_to_f16_row};
+      ops.silu_mul_row = neon_silu_mul_row;
+      ops.attention = neon_attention_kernels();
       break;
 #endif
     default:
@@ -265,6 +275,9 @@ struct OpTable {
         // Every parent comes before its children.
         const OpKernels& parent = levels[static_cast<int>(isa_parent(isa))];
         if (own.f16_rows.to_f32 == nullptr) own.f16_rows = parent.f16_rows;
+        if (own.silu_mul_row == nullptr) own.silu_mul_row = parent.silu_mul_row;
+        // A level supplies attention for every cache dtype or for none.
+        if (own.attention.of(KvDtype::F16) == nullptr) own.attention = parent.attention;
         if (own.kv_dequantize_int8 == nullptr) own.kv_dequantize_int8 = parent.kv_dequantize_int8;
         if (own.kv_dequantize_e4m3 == nullptr) own.kv_dequantize_e4m3 = parent.kv_dequantize_e4m3;
         if (own.kv_dequantize_e5m2 == nullptr) own.kv_dequantize_e5m2 = parent.kv_dequantize_e5m2;

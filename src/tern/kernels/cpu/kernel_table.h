@@ -9,6 +9,7 @@
 #include "tern/core/dtype.h"
 #include "tern/kernels/cpu/kv/kv_quant.h"
 #include "tern/kernels/cpu/memory_read.h"
+#include "tern/kernels/cpu/ops/attention_item.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
@@ -33,7 +34,10 @@ std::string kernel_matrix();
 // bit for bit its scalar twin, so the level decides speed only. Callers read them once, at load
 // or on first use, for best_isa() (which TERN_ISA can lower).
 struct OpKernels {
-  F16RowKernels f16_rows;  // f16 ⇄ f32 rows (row_ops.h)
+  F16RowKernels f16_rows;     // f16 ⇄ f32 rows (row_ops.h)
+  SiluMulRowFn silu_mul_row;  // one row of silu_mul (row_ops.h)
+  // Paged attention's work items, per cache dtype (ops/attention_item.h).
+  AttentionKernels attention;
   // The 8-bit KV cache's dequantizers (kv_quant.h); kv_dequantize_fn picks by dtype.
   KvDequantizeFn kv_dequantize_int8;
   KvDequantizeFn kv_dequantize_e4m3;

@@ -1,11 +1,7 @@
 // How attention reads a chunk's K and V rows, 16 floats at a time, from the cache as it holds
-// them (f16, bf16, f32, 8-bit codes) or from the f32 copies a work item makes of them. Only
-// ops/attention.cpp includes it; internal linkage.
+// them (f16, bf16, f32, 8-bit codes) or from the f32 copies a work item makes of them; L is the
+// level's F32x16 policy (ops/lanes16.h). Only ops/attention_run.h includes it; internal linkage.
 #pragma once
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -41,10 +37,11 @@ struct F32Rows {
   F32x16 load(int j, int d) const { return load16(rows + j * stride + d); }
   float at(int j, int d) const { return rows[j * stride + d]; }
 };
+template <class L>
 struct F16Rows {
   const uint16_t* rows;
   int64_t stride;
-  F32x16 load(int j, int d) const { return load16_f16(rows + j * stride + d); }
+  F32x16 load(int j, int d) const { return L::load16_f16(rows + j * stride + d); }
   float at(int j, int d) const { return f16_to_f32(rows[j * stride + d]); }
 };
 struct BF16Rows {
@@ -54,54 +51,16 @@ struct BF16Rows {
   float at(int j, int d) const { return bf16_to_f32(rows[j * stride + d]); }
 };
 
-// The 8-bit dtypes' codes as floats, each row's scale left out (attend_chunk applies it per
-// key): int8 and E5M2 as their values, E4M3 as its value · 2⁻⁸ (its bits shifted into a
-// half's fields; kv_dequant's trick), the 2⁸ going into the key's scale.
-using I8x16 = int8_t __attribute__((vector_size(16)));
-using U8x16 = uint8_t __attribute__((vector_size(16)));
-template <KvDtype D>
-inline F32x16 codes16(const uint8_t* p) {
-#if defined(__AVX512F__)
-  // GCC scalarizes the vector extensions' byte conversions below.
-  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (D == KvDtype::Int8) {
-    return reinterpret_cast<F32x16>(
-        _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, c)));
-  } else {
-    const __m256i w = _mm256_cvtepu8_epi16(c);
-    __m256i h;
-    if constexpr (D == KvDtype::Fp8E5M2) {
-      h = _mm256_slli_epi16(w, 8);
-    } else {
-      h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7f)), 7),
-                          _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8));
-    }
-    return reinterpret_cast<F32x16>(_mm512_maskz_cvtph_ps(0xffff, h));
-  }
-#endif
-  if constexpr (D == KvDtype::Int8) {
-    I8x16 c;
-    std::memcpy(&c, p, sizeof c);
-    return __builtin_convertvector(c, F32x16);
-  } else {
-    U8x16 c8;
-    std::memcpy(&c8, p, sizeof c8);
-    const U16x16 c = __builtin_convertvector(c8, U16x16);
-    if constexpr (D == KvDtype::Fp8E5M2) {
-      return f16x16_to_f32(c << 8);
-    } else {
-      return f16x16_to_f32(((c & 0x7f) << 7) | ((c & 0x80) << 8));
-    }
-  }
-}
+// The 8-bit dtypes' codes as the policy's codes16 gives them: E4M3's are its value · 2⁻⁸, the
+// 2⁸ going into the key's scale.
 template <KvDtype D>
 constexpr float kCodeScale = D == KvDtype::Fp8E4M3 ? 1.0f / 256 : 1.0f;
 
-template <KvDtype D>
+template <class L, KvDtype D>
 struct CodeRows {
   const uint8_t* rows;
   int64_t stride;
-  F32x16 load(int j, int d) const { return codes16<D>(rows + j * stride + d); }
+  F32x16 load(int j, int d) const { return L::template codes16<D>(rows + j * stride + d); }
   float at(int j, int d) const {
     const uint8_t code = rows[j * stride + d];
     if constexpr (D == KvDtype::Int8) return static_cast<float>(static_cast<int8_t>(code));
@@ -112,16 +71,16 @@ struct CodeRows {
 
 // The reader of rows as the cache holds them in dtype D, from `rows` (key 0's first element
 // of the head), `stride` elements from one key's row to the next.
-template <KvDtype D>
+template <class L, KvDtype D>
 auto cache_rows(const std::byte* rows, int64_t stride) {
   if constexpr (D == KvDtype::F16) {
-    return F16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
+    return F16Rows<L>{reinterpret_cast<const uint16_t*>(rows), stride};
   } else if constexpr (D == KvDtype::BF16) {
     return BF16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
   } else if constexpr (D == KvDtype::F32) {
     return F32Rows{reinterpret_cast<const float*>(rows), stride};
   } else {
-    return CodeRows<D>{reinterpret_cast<const uint8_t*>(rows), stride};
+    return CodeRows<L, D>{reinterpret_cast<const uint8_t*>(rows), stride};
   }
 }
 
