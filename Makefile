@@ -4,7 +4,7 @@
 #   make test            build and pass the whole suite (release, then ASan+UBSan with fuzzers,
 #                        then the aarch64 build under emulation)
 #   make test-sanitize   only the ASan+UBSan suite and the short fuzz runs
-#   make bench           build and run the micro-benchmarks
+#   make microbench      build and run the micro-benchmarks (microbench/)
 #   make results         run `tern bench suite` and write docs/RESULTS.md and its plots
 #                        (LLAMA_CPP=<llama.cpp build/bin> adds llama.cpp's figures)
 #   make fuzz            run each fuzzer for longer (FUZZ_SECONDS, default 300)
@@ -25,7 +25,7 @@ export TERN_FIXTURES ?= $(abspath ../shared/fixtures)
 # wait would steal the cores their neighbours need (timing, never results, depends on it).
 TEST_ENV = OMP_WAIT_POLICY=passive
 
-.PHONY: all deps build build-demo build-sanitize demo test test-release test-sanitize bench results fuzz \
+.PHONY: all deps build build-demo build-sanitize demo test test-release test-sanitize microbench results fuzz \
         deps-arm64 build-arm64 test-arm64 format format-check clean
 
 all: build
@@ -69,7 +69,7 @@ test-sanitize: build-sanitize
 	  ctest --output-on-failure -j $(JOBS)
 	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SMOKE_SECONDS) $(JOBS)
 
-bench: build
+microbench: build
 	scripts/run-benchmarks.sh $(BUILD)
 
 results: build-demo

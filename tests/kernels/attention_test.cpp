@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "tern/core/error.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 namespace {
@@ -407,6 +409,36 @@ TEST(Attention, IndependentOfBlockSize) {
     ASSERT_EQ(a.keys, b.keys);
     auto q = random_q(tokens.size(), a.shape, 11);
     EXPECT_EQ(run(a, tokens, q, 0.125f), run(b, tokens, q, 0.125f));
+  }
+}
+
+// Every level this CPU runs gives the scalar twin's bits, for every cache dtype, rows read in
+// place (blocks of 16, decodes) and converted (blocks of 5, head_dim 72 with its tail; a
+// prefill run sharing each chunk).
+TEST(Attention, EveryLevelGivesTheScalarTwinsBits) {
+  for (KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::F32, KvDtype::Int8, KvDtype::Fp8E4M3,
+                        KvDtype::Fp8E5M2}) {
+    SCOPED_TRACE(std::string(kv_dtype_name(dtype)));
+    for (const Shape& s : {Shape{8, 2, 64, 16, dtype}, Shape{8, 2, 72, 5, dtype}}) {
+      Fixture f(s, {70, 40}, 40);
+      std::vector<Token> tokens{{0, 69}, {1, 39}};
+      for (int p = 3; p < 30; ++p) tokens.push_back({1, p});
+      const auto q = random_q(tokens.size(), s, 41);
+      const Step step = make_step(tokens);
+      const AttentionBatch batch = step.batch(f);
+      auto at_level = [&](Isa isa) {
+        std::vector<float> out(q.size(), 12345.0f);
+        paged_attention(q.data(), f.cache, 1, batch, s.n_heads, 0.125f, out.data(), isa);
+        return out;
+      };
+      const std::vector<float> scalar = at_level(Isa::Scalar);
+      for (Isa isa : isa_levels()) {
+        if (!isa_supported(isa)) continue;
+        const std::vector<float> got = at_level(isa);
+        ASSERT_EQ(0, std::memcmp(got.data(), scalar.data(), got.size() * sizeof(float)))
+            << isa_name(isa) << ", head_dim " << s.head_dim;
+      }
+    }
   }
 }
 

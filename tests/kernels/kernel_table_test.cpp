@@ -26,8 +26,8 @@ TEST(KernelTable, PrintsTheTypeByLevelMatrix) {
   std::cout << matrix;
   EXPECT_NE(matrix.find("Q4_K"), std::string::npos);
 #if defined(__x86_64__)
-  EXPECT_NE(matrix.find("chains16/vec_dot_k + matmul_k_packed"), std::string::npos);
-  EXPECT_NE(matrix.find("chains16/vec_dot_q + amx/gemm_q"), std::string::npos);
+  EXPECT_NE(matrix.find("avx512/vec_dot_k + matmul_k_packed"), std::string::npos);
+  EXPECT_NE(matrix.find("avx512/vec_dot_q4_0_q8_0 + amx/gemm_q"), std::string::npos);
 #elif defined(__aarch64__)
   EXPECT_NE(matrix.find("dotprod/vec_dot_q + i8mm/gemm_tile_q"), std::string::npos);
   EXPECT_EQ(matrix.find("avx2"), std::string::npos);  // this build's levels only
@@ -93,6 +93,43 @@ TEST(KernelTable, TypeKernelsIsTheTable) {
           << dtype_name(weight) << " " << isa_name(isa);
     }
   }
+}
+
+// The other op families' rows: every level has every kernel, its own or the level below's.
+TEST(KernelTable, EveryLevelHasEveryOpKernelItsOwnOrInherited) {
+  const OpKernels& scalar = op_kernels(Isa::Scalar);
+  EXPECT_EQ(scalar.f16_rows.to_f32, f16_to_f32_row_scalar);
+  EXPECT_EQ(scalar.f16_rows.from_f32, f32_to_f16_row_scalar);
+  EXPECT_EQ(scalar.read_blocks, read_blocks_scalar);
+  EXPECT_EQ(scalar.silu_mul_row, silu_mul_row_scalar);
+  for (Isa isa : isa_levels()) {
+    const OpKernels& ops = op_kernels(isa);
+    EXPECT_NE(ops.f16_rows.to_f32, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.f16_rows.from_f32, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.silu_mul_row, nullptr) << isa_name(isa);
+    for (KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::F32, KvDtype::Fp8E4M3,
+                          KvDtype::Fp8E5M2, KvDtype::Int8})
+      EXPECT_NE(ops.attention.of(dtype), nullptr) << isa_name(isa) << " " << kv_dtype_name(dtype);
+    EXPECT_NE(ops.kv_dequantize_int8, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.kv_dequantize_e4m3, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.kv_dequantize_e5m2, nullptr) << isa_name(isa);
+    EXPECT_NE(ops.read_blocks, nullptr) << isa_name(isa);
+  }
+#if defined(__x86_64__)
+  // Amx has no op kernels of its own; Avx2 no bandwidth loop.
+  EXPECT_EQ(op_kernels(Isa::Amx).f16_rows.to_f32, op_kernels(Isa::Avx512).f16_rows.to_f32);
+  EXPECT_EQ(op_kernels(Isa::Amx).kv_dequantize_int8, op_kernels(Isa::Avx512).kv_dequantize_int8);
+  EXPECT_EQ(op_kernels(Isa::Avx2).read_blocks, read_blocks_scalar);
+  EXPECT_EQ(op_kernels(Isa::Avx512).read_blocks, read_blocks_avx512);
+  EXPECT_EQ(op_kernels(Isa::Amx).silu_mul_row, avx512_silu_mul_row);
+  EXPECT_EQ(op_kernels(Isa::Amx).attention.of(KvDtype::F16),
+            op_kernels(Isa::Avx512).attention.of(KvDtype::F16));
+  EXPECT_NE(op_kernels(Isa::Avx2).attention.of(KvDtype::F16),
+            op_kernels(Isa::Scalar).attention.of(KvDtype::F16));
+#elif defined(__aarch64__)
+  EXPECT_EQ(op_kernels(Isa::I8mm).f16_rows.to_f32, op_kernels(Isa::Neon).f16_rows.to_f32);
+  EXPECT_EQ(op_kernels(Isa::I8mm).silu_mul_row, neon_silu_mul_row);
+#endif
 }
 
 }  // namespace

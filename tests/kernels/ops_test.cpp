@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/kernel_table.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
@@ -80,6 +81,24 @@ TEST(Ops, SiluMul) {
   std::vector<float> fused(rows * dim);
   silu_mul_fused(gate_up.data(), rows, dim, fused.data());
   EXPECT_EQ(fused, out);
+}
+
+// Every level's SiLU·up rows this CPU runs give the scalar twin's bits (with a tail, and
+// arguments where exp over- and underflows).
+TEST(Ops, SiluMulRowsOfEveryLevelMatchScalar) {
+  const int64_t n = 4096 + 13;
+  auto g = random_vector(n, 9, 30.0f);
+  auto u = random_vector(n, 10);
+  g[0] = 200.0f, g[1] = -200.0f, g[2] = 0.0f, g[3] = -0.0f;
+  std::vector<float> scalar(n);
+  silu_mul_row_scalar(g.data(), u.data(), scalar.data(), n);
+  for (Isa isa : isa_levels()) {
+    if (!isa_supported(isa)) continue;
+    SCOPED_TRACE(isa_name(isa));
+    std::vector<float> got(n);
+    op_kernels(isa).silu_mul_row(g.data(), u.data(), got.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(f32_to_bits(got[i]), f32_to_bits(scalar[i])) << i;
+  }
 }
 
 // Each element's bits depend on its own inputs only: not on where it sits in a vector, in the

@@ -1,5 +1,5 @@
-// The dispatch table of the matmul kernels (kernel_table.h): what each level supplies per
-// weight type, and the table that stacks the levels from Scalar up.
+// The dispatch table (kernel_table.h): what each level supplies per weight type and per op
+// family, and the tables that stack the levels from Scalar up.
 #include "tern/kernels/cpu/kernel_table.h"
 
 #include <algorithm>
@@ -71,13 +71,13 @@ LevelKernels avx512_level(DType t) {
     return {.vec_dot = f,
             .gemm = chains16_gemm_q(t),
             .packed = chains16_packed_q(t),
-            .source = "chains16/vec_dot_q + matmul_q_packed"};
+            .source = "avx512/vec_dot_q4_0_q8_0 + matmul_q_packed"};
   // Q4_K, Q5_K and Q6_K likewise, on their packed layouts.
   if (const PackedKernels* packed = chains16_packed_k(t))
     return {.vec_dot = chains16_vec_dot_k(t),
             .gemm = chains16_gemm_k(t),
             .packed = packed,
-            .source = "chains16/vec_dot_k + matmul_k_packed"};
+            .source = "avx512/vec_dot_k + matmul_k_packed"};
   // The affine groups' scalar dot is already the 16-chain arithmetic the VNNI passes give.
   if (const PackedKernels* packed = chains16_packed_affine(t))
     return {.vec_dot = scalar_vec_dot_affine(t),
@@ -101,12 +101,12 @@ LevelKernels amx_level(DType t) {
     return {.vec_dot = f,
             .gemm = amx_gemm_q(t),
             .packed = amx_packed_q(t),
-            .source = "chains16/vec_dot_q + amx/gemm_q"};
+            .source = "avx512/vec_dot_q4_0_q8_0 + amx/gemm_q"};
   if (VecDotFn f = chains16_vec_dot_k(t))
     return {.vec_dot = f,
             .gemm = amx_gemm_k(t),
             .packed = amx_packed_k(t),
-            .source = "chains16/vec_dot_k + amx/gemm_k"};
+            .source = "avx512/vec_dot_k + amx/gemm_k"};
   return {};
 }
 
@@ -215,10 +215,88 @@ const KernelTable& table() {
   return t;
 }
 
+// What one level supplies of the other op families; a null entry keeps the level below's.
+// Scalar supplies every one (the twins).
+OpKernels level_ops(Isa isa) {
+  auto kv = [](KvDequantizeFn (*of)(KvDtype)) {
+    return OpKernels{.f16_rows = {},
+                     .silu_mul_row = nullptr,
+                     .attention = {},
+                     .kv_dequantize_int8 = of(KvDtype::Int8),
+                     .kv_dequantize_e4m3 = of(KvDtype::Fp8E4M3),
+                     .kv_dequantize_e5m2 = of(KvDtype::Fp8E5M2),
+                     .read_blocks = nullptr};
+  };
+  OpKernels ops{};
+  switch (isa) {
+    case Isa::Scalar:
+      ops = kv(scalar_kv_dequantize);
+      ops.f16_rows = {f16_to_f32_row_scalar, f32_to_f16_row_scalar};
+      ops.silu_mul_row = silu_mul_row_scalar;
+      ops.attention = scalar_attention_kernels();
+      ops.read_blocks = read_blocks_scalar;
+      break;
+#if defined(__x86_64__)
+    case Isa::Avx2:
+      ops = kv(avx2_kv_dequantize);
+      ops.f16_rows = {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
+      ops.silu_mul_row = avx2_silu_mul_row;
+      ops.attention = avx2_attention_kernels();
+      break;
+    case Isa::Avx512:
+      ops = kv(avx512_kv_dequantize);
+      ops.f16_rows = {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
+      ops.silu_mul_row = avx512_silu_mul_row;
+      ops.attention = avx512_attention_kernels();
+      ops.read_blocks = read_blocks_avx512;
+      break;
+#elif defined(__aarch64__)
+    // Every ARM level runs Neon's (the others add integer dots only).
+    case Isa::Neon:
+      ops = kv(neon_kv_dequantize);
+      ops.f16_rows = {neon_f16_to_f32_row, neon_f32_to_f16_row};
+      ops.silu_mul_row = neon_silu_mul_row;
+      ops.attention = neon_attention_kernels();
+      break;
+#endif
+    default:
+      break;
+  }
+  return ops;
+}
+
+struct OpTable {
+  std::array<OpKernels, kNumIsas> levels{};
+  OpTable() {
+    for (int i = 0; i < kNumIsas; ++i) {
+      const auto isa = static_cast<Isa>(i);
+      OpKernels own = level_ops(isa);
+      if (isa != Isa::Scalar) {
+        // Every parent comes before its children.
+        const OpKernels& parent = levels[static_cast<int>(isa_parent(isa))];
+        if (own.f16_rows.to_f32 == nullptr) own.f16_rows = parent.f16_rows;
+        if (own.silu_mul_row == nullptr) own.silu_mul_row = parent.silu_mul_row;
+        // A level supplies attention for every cache dtype or for none.
+        if (own.attention.of(KvDtype::F16) == nullptr) own.attention = parent.attention;
+        if (own.kv_dequantize_int8 == nullptr) own.kv_dequantize_int8 = parent.kv_dequantize_int8;
+        if (own.kv_dequantize_e4m3 == nullptr) own.kv_dequantize_e4m3 = parent.kv_dequantize_e4m3;
+        if (own.kv_dequantize_e5m2 == nullptr) own.kv_dequantize_e5m2 = parent.kv_dequantize_e5m2;
+        if (own.read_blocks == nullptr) own.read_blocks = parent.read_blocks;
+      }
+      levels[i] = own;
+    }
+  }
+};
+
 }  // namespace
 
 const KernelRow& kernel_row(DType weight, Isa isa) {
   return table().rows[static_cast<int>(isa)][static_cast<int>(weight)];
+}
+
+const OpKernels& op_kernels(Isa isa) {
+  static const OpTable t;
+  return t.levels[static_cast<int>(isa)];
 }
 
 std::string kernel_matrix() {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tern/kernels/cpu/kernel_table.h"
 #include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
@@ -33,12 +34,7 @@ uint64_t read_memory(const void* data, size_t bytes) {
 }
 
 uint64_t read_memory(const void* data, size_t bytes, Isa isa) {
-#if defined(__x86_64__)
-  const auto read_blocks = isa_includes(isa, Isa::Avx512) ? read_blocks_avx512 : read_blocks_scalar;
-#else
-  const auto read_blocks = read_blocks_scalar;
-  (void)isa;
-#endif
+  const ReadBlocksFn read_blocks = op_kernels(isa).read_blocks;
   const auto* base = static_cast<const std::byte*>(data);
   const auto items = static_cast<int64_t>(bytes / kReadBlockBytes);
   // One sum per thread, a cache line apart; added up afterwards (wrapping: any order agrees).

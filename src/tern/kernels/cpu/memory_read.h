@@ -1,5 +1,5 @@
 // Reading memory as fast as this machine can, the way the decode GEMVs read weights: what
-// `tern plan` and bench/memory_bandwidth_bench time to find the decode ceiling.
+// `tern plan` and microbench/memory_bandwidth_bench time to find the decode ceiling.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,9 @@ inline constexpr size_t kReadBlockBytes = 4096;
 uint64_t read_memory(const void* data, size_t bytes);
 uint64_t read_memory(const void* data, size_t bytes, Isa isa);
 
-// `count` blocks of kReadBlockBytes read side by side, line by line (count ≤ 4).
+// `count` blocks of kReadBlockBytes read side by side, line by line (count ≤ 4); the level's
+// loop comes from the dispatch table (op_kernels).
+using ReadBlocksFn = uint64_t (*)(const std::byte* const* blocks, int count);
 uint64_t read_blocks_scalar(const std::byte* const* blocks, int count);
 uint64_t read_blocks_avx512(const std::byte* const* blocks, int count);
 

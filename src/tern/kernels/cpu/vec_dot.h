@@ -62,7 +62,7 @@ constexpr int kVecDotRows = 4;
 using VecDotRowsFn = void (*)(int64_t k, const void* const* w_rows, const void* a_row, float* out);
 
 // Kernels that read a weight matrix rearranged once at load, in a level's own layout, instead
-// of the file's rows (both AVX-512 levels' Q4_0 and Q8_0: 16-row groups, chains16/q_layout.h).
+// of the file's rows (both AVX-512 levels' Q4_0 and Q8_0: 16-row groups, avx512/q_layout.h).
 struct PackedKernels {
   // Rows per group of the layout: packed copies of matrices whose rows are multiples of it,
   // laid back to back, are the packed copy of the matrices stacked (a fused q/k/v).
@@ -85,7 +85,7 @@ struct TypeKernels {
   VecDotRowsFn vec_dot_rows = nullptr;  // nullptr: the GEMV calls vec_dot per row
   GemmTileFn gemm_tile;                 // nullptr: the matmul calls vec_dot per output element
   // The whole matmul of T > 1 tokens in one call (called with every row and token), threads
-  // inside: for kernels that prepare the activations once per call (chains16/q_packed.h,
+  // inside: for kernels that prepare the activations once per call (avx512/q_packed.h,
   // amx/gemm_k.cpp). Same contract as gemm_tile; preferred to it where both are set.
   GemmTileFn gemm = nullptr;
   const PackedKernels* packed = nullptr;  // nullptr: this level reads the file's rows in place

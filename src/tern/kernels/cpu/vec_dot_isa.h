@@ -1,9 +1,9 @@
 // Where the dispatch table (kernel_table.cpp) finds each instruction set's kernels. Each family
 // of weight types has its own file per ISA (x86's below; ARM's further down):
-// {avx2,avx512}/vec_dot_q.cpp for the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0),
-// avx2/vec_dot_k.cpp and chains16/ for Q4_K, Q5_K, Q6_K, {avx2,avx512}/vec_dot_float.cpp for F32,
-// F16, BF16. A getter returns nullptr for a type its family does not cover; the table then keeps
-// the next lower level's row.
+// {avx2,avx512}/vec_dot_q.cpp for the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; AVX-512's
+// Q4_0 and Q8_0 in avx512/vec_dot_q4_0_q8_0.cpp), {avx2,avx512}/vec_dot_k.cpp for Q4_K, Q5_K, Q6_K,
+// {avx2,avx512}/vec_dot_float.cpp for F32, F16, BF16. A getter returns nullptr for a type its
+// family does not cover; the table then keeps the next lower level's row.
 #pragma once
 
 #include "tern/core/dtype.h"
@@ -39,23 +39,23 @@ GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
 GemmTileFn avx2_gemm_tile_affine(DType weight);
 
-// The 16-chain arithmetic (chains16/): Q4_0 and Q8_0 with their own GEMV
-// (chains16/vec_dot_q.cpp) on both AVX-512 levels, and matmuls on weights packed in groups of
-// 16 rows that agree with it bit for bit: every token count as VNNI dots on the Avx512 level
-// (chains16/matmul_q_packed.cpp), AMX tiles from 27 tokens on the Amx level (amx/gemm_q.cpp).
+// The 16-chain arithmetic (the chains16_ getters, in arch/x86/avx512/): Q4_0 and Q8_0 with their
+// own GEMV (avx512/vec_dot_q4_0_q8_0.cpp) on both AVX-512 levels, and matmuls on weights packed in
+// groups of 16 rows that agree with it bit for bit: every token count as VNNI dots on the Avx512
+// level (avx512/matmul_q_packed.cpp), AMX tiles from 27 tokens on the Amx level (amx/gemm_q.cpp).
 VecDotFn chains16_vec_dot_q(DType weight);
 // The affine groups (INT4_G*, INT8_G*) on both AVX-512 levels: scalar_vec_dot_affine is their
 // vec_dot (its arithmetic is the 16-chain form), and these VNNI passes every matmul
-// (chains16/matmul_affine_packed.cpp).
+// (avx512/matmul_affine_packed.cpp).
 GemmTileFn chains16_gemm_affine(DType weight);
 const PackedKernels* chains16_packed_affine(DType weight);
 GemmTileFn chains16_gemm_q(DType weight);
 const PackedKernels* chains16_packed_q(DType weight);
 GemmTileFn amx_gemm_q(DType weight);
 const PackedKernels* amx_packed_q(DType weight);
-// Q4_K, Q5_K and Q6_K likewise (chains16/vec_dot_k.cpp: the arithmetic and GEMV; amx/gemm_k.cpp:
+// Q4_K, Q5_K and Q6_K likewise (avx512/vec_dot_k.cpp: the arithmetic and GEMV; amx/gemm_k.cpp:
 // the GEMM on tiles, Amx level). Q4_K's weights packed in groups of 16 rows and their matmul
-// (chains16/matmul_k_packed.cpp): every token count as VNNI dots on the Avx512 level (weights
+// (avx512/matmul_k_packed.cpp): every token count as VNNI dots on the Avx512 level (weights
 // in the file's layout packed per call by its gemm), AMX tiles beyond 32 tokens on the Amx level.
 VecDotFn chains16_vec_dot_k(DType weight);
 GemmTileFn chains16_gemm_k(DType weight);

@@ -1,7 +1,7 @@
-// The 16-chain arithmetic, written in plain C++: what the AVX-512 levels compute (chains16/,
-// avx512/vec_dot_float.cpp) and the ARM levels (arch/arm/) reproduce, so that a model gives
-// the same bits on an AVX-512 x86 machine and on any ARM one. Nothing dispatches to these;
-// the tests hold every kernel of these types to them, bit for bit.
+// The 16-chain arithmetic, written in plain C++: what the AVX-512 levels compute (avx512/:
+// vec_dot_q4_0_q8_0.cpp, vec_dot_k.cpp, vec_dot_float.cpp) and the ARM levels (arch/arm/)
+// reproduce, so that a model gives the same bits on an AVX-512 x86 machine and on any ARM one.
+// Nothing dispatches to these; the tests hold every kernel of these types to them, bit for bit.
 //
 // The integer types: exact integer sums per block (the scalar reference's, generic/vec_dot.cpp),
 // then 16 float chains, block b feeding chain b % 16 by one fused multiply-add, the chains

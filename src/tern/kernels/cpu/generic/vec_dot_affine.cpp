@@ -1,5 +1,5 @@
 // The scalar reference dot of tern's affine groups (INT4_G*, INT8_G*) against Q8_0 activations.
-// It defines the arithmetic in the 16-chain form (chains16/chains.h), so the AVX-512 kernels
+// It defines the arithmetic in the 16-chain form (avx512/chains.h), so the AVX-512 kernels
 // reproduce it bit for bit rather than within a tolerance. For each weight group g (scale s_g,
 // bias β_g) and its 32-element activation blocks b (scale d_b):
 //   isum_b = Σ q · a,  asum_b = Σ a                            (exact integers)

@@ -9,6 +9,7 @@
 
 #include "tern/core/error.h"
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/kernel_table.h"
 
 namespace tern::cpu {
 namespace {
@@ -65,11 +66,11 @@ void dequantize_e5m2(const uint8_t* codes, float scale, float* out, int n) {
   for (int i = 0; i < n; ++i) out[i] = fp8_e5m2_to_f32(codes[i]) * scale;
 }
 
+}  // namespace
+
 KvDequantizeFn scalar_kv_dequantize(KvDtype dtype) {
   return select_kv_dequantize(dtype, dequantize_int8, dequantize_e4m3, dequantize_e5m2);
 }
-
-}  // namespace
 
 uint8_t f32_to_fp8_e4m3(float x) { return f32_to_fp8<3, 7, 0x7e>(x); }
 uint8_t f32_to_fp8_e5m2(float x) { return f32_to_fp8<2, 15, 0x7b>(x); }
@@ -136,14 +137,9 @@ KvDequantizeFn kv_dequantize_fn(KvDtype dtype, Isa isa) {
     throw Error("kv cache: " + std::string(kv_dtype_name(dtype)) + " rows are not quantized");
   if (!isa_supported(isa))
     throw Error(std::string("instruction set ") + isa_name(isa) + " is not supported by this CPU");
-  KvDequantizeFn fn = nullptr;
-#if defined(__x86_64__)
-  if (isa_includes(isa, Isa::Avx512)) fn = avx512_kv_dequantize(dtype);
-  if (fn == nullptr && isa_includes(isa, Isa::Avx2)) fn = avx2_kv_dequantize(dtype);
-#elif defined(__aarch64__)
-  if (isa_includes(isa, Isa::Neon)) fn = neon_kv_dequantize(dtype);
-#endif
-  return fn != nullptr ? fn : scalar_kv_dequantize(dtype);
+  const OpKernels& ops = op_kernels(isa);
+  return select_kv_dequantize(dtype, ops.kv_dequantize_int8, ops.kv_dequantize_e4m3,
+                              ops.kv_dequantize_e5m2);
 }
 
 }  // namespace tern::cpu

@@ -48,6 +48,8 @@ inline KvDequantizeFn select_kv_dequantize(KvDtype dtype, KvDequantizeFn int8, K
                                      : nullptr;
 }
 
+// The scalar twins (kv_quant.cpp), which the others are tested against.
+KvDequantizeFn scalar_kv_dequantize(KvDtype dtype);
 // Per ISA, nullptr for a dtype the file does not cover (arch/x86/{avx2,avx512}/kv_dequant.cpp,
 // arch/arm/neon/kv_dequant.cpp: every ARM level).
 KvDequantizeFn avx2_kv_dequantize(KvDtype dtype);

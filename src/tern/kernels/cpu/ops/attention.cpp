@@ -1,441 +1,62 @@
-// Paged attention on the CPU. One work item is a run of up to kMaxRun consecutive query tokens
-// of one sequence (a prefill chunk; a decode is a run of one) × one kv head: each chunk of
-// kKeyChunk K/V rows is converted from the cache's dtype once and used by every query of the
-// run and every q head of the group. Memory per item is one chunk of K and V rows on the stack,
-// whatever the context length.
-//
-// Batch invariance: every (query token, q head) — a chain below — does exactly the same
-// arithmetic on its keys 0..ctx-1 in chunks aligned to absolute positions, whichever run it
-// is in, whoever else shares the chunk and however many keys that loaded: lanes past its own
-// keys are masked to -inf before they are used.
+// Paged attention on the CPU: a step's query tokens split into work items (a run of up to
+// kMaxRun consecutive tokens of one sequence × one kv head) shared among the threads, each
+// computed by the level's item function (ops/attention_run.h, compiled per level; which level's,
+// the dispatch table says). The scalar twin's is compiled here.
 #include "tern/kernels/cpu/ops/attention.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
-#include <string>
+#include <cstddef>
 #include <vector>
 
-#include "tern/core/error.h"
-#include "tern/core/half.h"
+#include "tern/kernels/cpu/kernel_table.h"
 #include "tern/kernels/cpu/kv/kv_quant.h"
+#include "tern/kernels/cpu/ops/attention_item.h"
+#include "tern/kernels/cpu/ops/attention_run.h"
 #include "tern/kernels/cpu/ops/lanes16.h"
-#include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/stealing_split.h"
 
 namespace tern::cpu {
 namespace {
 
-static_assert(kKeyChunk == 16, "a chunk's scores are one F32x16");
-
-// q heads handled together against one loaded chunk; larger groups go round again.
-constexpr int kMaxGroup = 8;
-// Query tokens sharing one loaded chunk: each chunk converted once for more of them.
-// attention_bench's 512-token prefill (Qwen3-0.6B's heads, 2 threads, three runs each, µs):
-// 8 tokens 11.2-11.6k, 16 9.5k, 32 8.1-8.6k, 64 8.4-8.6k.
-constexpr int kMaxRun = 32;
-
-constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-
-// Where a chunk's K and V rows are read from, 16 floats at a time: load(j, d) is elements
-// d .. d + 15 of key j's row, at(j, d) element d alone. The rows either were converted to f32
-// in the item's buffers (KBlocks, F32Rows) or are read from the cache as it holds them
-// (F16Rows, BF16Rows, F32Rows), widened in registers; either way the same floats.
-//
-// A chunk's K rows converted are kept in blocks of 16 elements, the 16 keys' blocks side by
-// side, so that the 16 loads of a step of chunk_scores sit at fixed offsets from one pointer
-// (with a row stride the compiler spilled the 16 row pointers; rows read in place from one
-// cache block are one pointer and a stride).
-// k_blocks: [ceil(hd / 16), kKeyChunk, 16]; element d of key j at (d/16)·256 + j·16 + d%16
-constexpr int kBlockFloats = kKeyChunk * 16;
-struct KBlocks {
-  const float* blocks;
-  F32x16 load(int j, int d) const { return load16(blocks + d / 16 * kBlockFloats + j * 16); }
-};
-struct F32Rows {
-  const float* rows;
-  int64_t stride;  // floats from one key's row to the next
-  F32x16 load(int j, int d) const { return load16(rows + j * stride + d); }
-  float at(int j, int d) const { return rows[j * stride + d]; }
-};
-struct F16Rows {
-  const uint16_t* rows;
-  int64_t stride;
-  F32x16 load(int j, int d) const { return load16_f16(rows + j * stride + d); }
-  float at(int j, int d) const { return f16_to_f32(rows[j * stride + d]); }
-};
-struct BF16Rows {
-  const uint16_t* rows;
-  int64_t stride;
-  F32x16 load(int j, int d) const { return load16_bf16(rows + j * stride + d); }
-  float at(int j, int d) const { return bf16_to_f32(rows[j * stride + d]); }
-};
-
-// The 8-bit dtypes' codes as floats, each row's scale left out (attend_chunk applies it per
-// key): int8 and E5M2 as their values, E4M3 as its value · 2⁻⁸ (its bits shifted into a
-// half's fields; kv_dequant's trick), the 2⁸ going into the key's scale.
-using I8x16 = int8_t __attribute__((vector_size(16)));
-using U8x16 = uint8_t __attribute__((vector_size(16)));
-template <KvDtype D>
-inline F32x16 codes16(const uint8_t* p) {
-#if defined(__AVX512F__)
-  // GCC scalarizes the vector extensions' byte conversions below.
-  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (D == KvDtype::Int8) {
-    return reinterpret_cast<F32x16>(
-        _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, c)));
-  } else {
-    const __m256i w = _mm256_cvtepu8_epi16(c);
-    __m256i h;
-    if constexpr (D == KvDtype::Fp8E5M2) {
-      h = _mm256_slli_epi16(w, 8);
-    } else {
-      h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7f)), 7),
-                          _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8));
-    }
-    return reinterpret_cast<F32x16>(_mm512_maskz_cvtph_ps(0xffff, h));
-  }
-#endif
-  if constexpr (D == KvDtype::Int8) {
-    I8x16 c;
-    std::memcpy(&c, p, sizeof c);
-    return __builtin_convertvector(c, F32x16);
-  } else {
-    U8x16 c8;
-    std::memcpy(&c8, p, sizeof c8);
-    const U16x16 c = __builtin_convertvector(c8, U16x16);
-    if constexpr (D == KvDtype::Fp8E5M2) {
-      return f16x16_to_f32(c << 8);
-    } else {
-      return f16x16_to_f32(((c & 0x7f) << 7) | ((c & 0x80) << 8));
-    }
-  }
-}
-template <KvDtype D>
-constexpr float kCodeScale = D == KvDtype::Fp8E4M3 ? 1.0f / 256 : 1.0f;
-
-template <KvDtype D>
-struct CodeRows {
-  const uint8_t* rows;
-  int64_t stride;
-  F32x16 load(int j, int d) const { return codes16<D>(rows + j * stride + d); }
-  float at(int j, int d) const {
-    const uint8_t code = rows[j * stride + d];
-    if constexpr (D == KvDtype::Int8) return static_cast<float>(static_cast<int8_t>(code));
-    if constexpr (D == KvDtype::Fp8E5M2) return fp8_e5m2_to_f32(code);
-    return fp8_e4m3_to_f32(code) * kCodeScale<D>;
-  }
-};
-
-// The reader of rows as the cache holds them in dtype D, from `rows` (key 0's first element
-// of the head), `stride` elements from one key's row to the next.
-template <KvDtype D>
-auto cache_rows(const std::byte* rows, int64_t stride) {
-  if constexpr (D == KvDtype::F16) {
-    return F16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
-  } else if constexpr (D == KvDtype::BF16) {
-    return BF16Rows{reinterpret_cast<const uint16_t*>(rows), stride};
-  } else if constexpr (D == KvDtype::F32) {
-    return F32Rows{reinterpret_cast<const float*>(rows), stride};
-  } else {
-    return CodeRows<D>{reinterpret_cast<const uint8_t*>(rows), stride};
-  }
-}
-
-// Scores of one query head against the 16 keys of a chunk: the products of element d go (fused)
-// into lane d % 16 of key j's accumulator, d in order, and each key's lanes are summed in a fixed
-// tree (sum_lanes_of_16). Keys past the chunk's are masked by the caller: their lanes may
-// hold anything. In the last block, the elements past hd must be zero (KBlocks' pad; rows
-// read in place are only read when hd is whole blocks).
-// q: [hd]
-template <class KRows>
-inline F32x16 chunk_scores(const float* q, const KRows& k, int hd) {
-  F32x16 acc[kKeyChunk] = {};
-  const int full = hd / 16;
-  for (int b = 0; b < full; ++b) {
-    const F32x16 qd = load16(q + b * 16);
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] = fma16(qd, k.load(j, b * 16), acc[j]);
-  }
-  if (full * 16 < hd) {
-    // The tail of q against the zero pad: 0 · 0 adds nothing to the lanes past it.
-    float tail[16] = {};
-    std::copy(q + full * 16, q + hd, tail);
-    const F32x16 qd = load16(tail);
-    for (int j = 0; j < kKeyChunk; ++j) acc[j] = fma16(qd, k.load(j, full * 16), acc[j]);
-  }
-  return sum_lanes_of_16(acc);
-}
-
-// o = o * alpha + sum_j p[j] * v[j], each element summed in key order by fused multiply-adds. Eight
-// vectors of o at a time stay in registers across the keys (the same sums as one at a time, with 8
-// chains in flight instead of 1). o: [hd]; v: n rows
-template <class VRows>
-inline void scale_add_rows(float* o, float alpha, const float* p, const VRows& v, int n, int hd) {
-  constexpr int kWide = 8;
-  int d0 = 0;
-  for (; d0 + kWide * 16 <= hd; d0 += kWide * 16) {
-    F32x16 acc[kWide];
-    for (int k = 0; k < kWide; ++k) acc[k] = load16(o + d0 + k * 16) * alpha;
-    for (int j = 0; j < n; ++j) {
-      const F32x16 pj = splat16(p[j]);
-      for (int k = 0; k < kWide; ++k) acc[k] = fma16(pj, v.load(j, d0 + k * 16), acc[k]);
-    }
-    for (int k = 0; k < kWide; ++k) store16(o + d0 + k * 16, acc[k]);
-  }
-  for (; d0 + 16 <= hd; d0 += 16) {
-    F32x16 acc = load16(o + d0) * alpha;
-    for (int j = 0; j < n; ++j) acc = fma16(splat16(p[j]), v.load(j, d0), acc);
-    store16(o + d0, acc);
-  }
-  for (int d = d0; d < hd; ++d) {
-    float acc = o[d] * alpha;
-    for (int j = 0; j < n; ++j) acc = std::fma(p[j], v.at(j, d), acc);
-    o[d] = acc;
-  }
-}
-
-struct Geometry {
-  int n_heads;
-  int n_kv_heads;
-  int head_dim;
-  int group;  // q heads per kv head
-  int block_size;
-  size_t elem_bytes;
-  float scale;
-  KvDequantizeFn dequantize;  // the 8-bit dtypes' (this CPU's ISA); nullptr for the others
-};
-
-// One kv head's row of the cache as f32; the 8-bit dtypes' without the row's scale, as
-// codes16 gives them.
-template <KvDtype D>
-inline void load_row(const void* src, float* dst, const Geometry& g) {
-  const int n = g.head_dim;
-  if constexpr (D == KvDtype::F16) {
-    f16_to_f32_row(static_cast<const uint16_t*>(src), dst, n);
-  } else if constexpr (D == KvDtype::BF16) {
-    bf16_to_f32_row(static_cast<const uint16_t*>(src), dst, n);
-  } else if constexpr (D == KvDtype::F32) {
-    const float* s = static_cast<const float*>(src);
-    std::copy(s, s + n, dst);
-  } else {
-    g.dequantize(static_cast<const uint8_t*>(src), kCodeScale<D>, dst, n);
-  }
-}
-
-// Online-softmax state of one (query token, q head): the running max, and the running sum
-// kept per lane (lane j holds keys ≡ j mod 16), summed in a fixed tree at the end.
-struct Chain {
-  float max;
-  F32x16 sum;
-};
-
-// A chunk's per-key scales of the 8-bit dtypes' rows (kept out of the rows' sums: one multiply
-// per key instead of one per element).
-struct KeyScales {
-  alignas(64) float k[kKeyChunk];
-  alignas(64) float v[kKeyChunk];
-};
-
-// Advances a chain by keys c0 .. c0+n-1 of a chunk (n ≤ 16; the rows past n may hold other
-// keys, or anything): scores, online softmax, o = o·alpha + p·V. `scales`: the keys' K and V
-// row scales (8-bit dtypes), or nullptr.
-// q, o: [hd]
-template <class KRows, class VRows>
-inline void attend_chunk(const float* q, float* o, Chain& chain, const KRows& k, const VRows& v,
-                         int n, const Geometry& g, const KeyScales* scales) {
-  F32x16 s = chunk_scores(q, k, g.head_dim);
-  if (scales != nullptr) s = s * load16(scales->k);
-  s = s * g.scale;
-  s = lane_index16() < n ? s : splat16(kMinusInf);
-  const float new_max = std::max(chain.max, max_lane(s));
-  if (new_max == kMinusInf) return;  // all -inf so far
-  // exp(-inf) = 0 on the first chunk: the zeroed output and sum stay zero. exp16(0) is
-  // exactly 1, so skipping it when the max holds (most later chunks) changes no bits.
-  const float alpha = new_max == chain.max ? 1.0f : exp16(splat16(chain.max - new_max))[0];
-  const F32x16 p = exp16(s - new_max);
-  chain.max = new_max;
-  chain.sum = fma16(chain.sum, splat16(alpha), p);
-  alignas(64) float p_keys[kKeyChunk];
-  store16(p_keys, scales != nullptr ? p * load16(scales->v) : p);
-  scale_add_rows(o, alpha, p_keys, v, n, g.head_dim);
-}
-
-// A work item's queries: `count` consecutive tokens of the flat batch from `first`, all of one
-// sequence.
-struct Run {
-  int64_t first;
-  int count;
-};
-
-// Attention of q heads h0 .. h0+nh-1 (all on kv head kvh) of a run's tokens.
-// q, out: [num_tokens, n_heads, head_dim], the whole step's
-// One layer's K and V as the cache holds them; the scales are nullptr but for 8-bit dtypes.
-struct LayerCache {
-  const std::byte* k;
-  const std::byte* v;
-  const uint16_t* k_scales;  // [num_slots, n_kv_heads]
-  const uint16_t* v_scales;
-};
-
-template <KvDtype D>
-void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& batch,
-                const Run& run, int kvh, int h0, int nh, const Geometry& g, float* out) {
-  const int hd = g.head_dim;
-  const int stride = (hd + 15) / 16 * 16;
-  const int64_t token_elems = static_cast<int64_t>(g.n_heads) * hd;
-  auto head_offset = [&](int i, int h) {
-    return (run.first + i) * token_elems + static_cast<int64_t>(h0 + h) * hd;
-  };
-
-  Chain chains[kMaxRun][kMaxGroup];
-  int ctx[kMaxRun];
-  int max_ctx = 0;
-  for (int i = 0; i < run.count; ++i) {
-    ctx[i] = batch.context_lens[run.first + i];
-    max_ctx = std::max(max_ctx, ctx[i]);
-    for (int h = 0; h < nh; ++h) {
-      chains[i][h] = Chain{kMinusInf, F32x16{}};
-      std::fill_n(out + head_offset(i, h), hd, 0.0f);
-    }
-  }
-  if (max_ctx == 0) return;
-
-  alignas(64) float k_blocks[kKeyChunk * KvCache::kMaxHeadDim];  // see kBlockFloats
-  alignas(64) float v_rows[kKeyChunk * KvCache::kMaxHeadDim];    // [kKeyChunk, stride]
-  alignas(64) float k_row[KvCache::kMaxHeadDim];                 // [stride]
-  // chunk_scores reads the pad past hd of every key's last block.
-  if (stride > hd) {
-    std::fill_n(k_blocks, kKeyChunk * stride, 0.0f);
-    std::fill_n(k_row, stride, 0.0f);
-  }
-
-  const int32_t* block_table =
-      batch.block_tables.data() +
-      static_cast<int64_t>(batch.seq_of_token[run.first]) * batch.max_blocks_per_seq;
-  const size_t row_bytes = static_cast<size_t>(g.n_kv_heads) * hd * g.elem_bytes;
-  const size_t head_bytes = static_cast<size_t>(kvh) * hd * g.elem_bytes;
-  const size_t head_row_bytes = static_cast<size_t>(hd) * g.elem_bytes;
-  auto slot_of = [&](int pos) {
-    return static_cast<int64_t>(block_table[pos / g.block_size]) * g.block_size +
-           pos % g.block_size;
-  };
-  auto offset_of = [&](int pos) {
-    return static_cast<size_t>(slot_of(pos)) * row_bytes + head_bytes;
-  };
-  auto scale_at = [&](int pos) { return slot_of(pos) * g.n_kv_heads + kvh; };
-  // A chunk is read where it lies when its keys are rows of one cache block, a stride apart,
-  // and whole blocks of 16 elements: no copy, widened in registers as each (query, head) reads
-  // them. That pays where few share the chunk (a decode: 1.46× faster at context 2048); a
-  // prefill run's 16 or more re-widen it so often that converting it once is faster
-  // (attention_bench's prefill 4% slower in place). Both give the same bits.
-  constexpr bool kScaled = D == KvDtype::Int8 || D == KvDtype::Fp8E4M3 || D == KvDtype::Fp8E5M2;
-  constexpr int kMaxReadersInPlace = 4;
-  const bool in_place =
-      run.count * nh <= kMaxReadersInPlace && g.block_size % kKeyChunk == 0 && hd % 16 == 0;
-  const int64_t row_elems = static_cast<int64_t>(g.n_kv_heads) * hd;
-  KeyScales key_scales{};
-  const KeyScales* scales = kScaled ? &key_scales : nullptr;
-  auto attend_all = [&](int c0, const auto& k, const auto& v) {
-    for (int i = 0; i < run.count; ++i) {
-      if (ctx[i] <= c0) continue;
-      const int n = std::min(kKeyChunk, ctx[i] - c0);
-      for (int h = 0; h < nh; ++h) {
-        const int64_t offset = head_offset(i, h);
-        attend_chunk(q + offset, out + offset, chains[i][h], k, v, n, g, scales);
-      }
-    }
-  };
-  for (int c0 = 0; c0 < max_ctx; c0 += kKeyChunk) {
-    const int n_loaded = std::min(kKeyChunk, max_ctx - c0);
-    // The rows of a kv head are n_kv_heads rows apart and the blocks scattered, which the
-    // hardware prefetcher follows poorly: ask for the next chunk while this one computes.
-    for (int pos = c0 + kKeyChunk; pos < std::min(c0 + 2 * kKeyChunk, max_ctx); ++pos) {
-      const size_t offset = offset_of(pos);
-      for (size_t b = 0; b < head_row_bytes; b += 64) {
-        __builtin_prefetch(cache.k + offset + b);
-        __builtin_prefetch(cache.v + offset + b);
-      }
-    }
-    if (in_place) {
-      // Keys c0 .. c0 + 15 share a block (c0 and the block size are multiples of 16); those
-      // past the context are read but masked, and so are never used.
-      const size_t offset = offset_of(c0);
-      if constexpr (kScaled) {
-        for (int j = 0; j < kKeyChunk; ++j) {  // past the context: anything, masked
-          const int64_t at = scale_at(c0) + int64_t{j} * g.n_kv_heads;
-          key_scales.k[j] = f16_to_f32(cache.k_scales[at]) / kCodeScale<D>;
-          key_scales.v[j] = f16_to_f32(cache.v_scales[at]) / kCodeScale<D>;
-        }
-      }
-      attend_all(c0, cache_rows<D>(cache.k + offset, row_elems),
-                 cache_rows<D>(cache.v + offset, row_elems));
-      continue;
-    }
-    for (int j = 0; j < n_loaded; ++j) {
-      const size_t offset = offset_of(c0 + j);
-      if constexpr (kScaled) {
-        const int64_t at = scale_at(c0 + j);
-        key_scales.k[j] = f16_to_f32(cache.k_scales[at]) / kCodeScale<D>;
-        key_scales.v[j] = f16_to_f32(cache.v_scales[at]) / kCodeScale<D>;
-      }
-      if (hd % 16 == 0) {
-        // Widened 16 at a time in registers and stored where they go (row by row through
-        // load_row, a call per row, the calls were 13% of a one-thread prefill's attention).
-        const auto k_src = cache_rows<D>(cache.k + offset, 0);
-        const auto v_src = cache_rows<D>(cache.v + offset, 0);
-        for (int b = 0; b < hd / 16; ++b) {
-          store16(k_blocks + b * kBlockFloats + j * 16, k_src.load(0, b * 16));
-          store16(v_rows + j * stride + b * 16, v_src.load(0, b * 16));
-        }
-        continue;
-      }
-      load_row<D>(cache.k + offset, k_row, g);
-      for (int b = 0; b < stride / 16; ++b) {
-        store16(k_blocks + b * kBlockFloats + j * 16, load16(k_row + b * 16));
-      }
-      load_row<D>(cache.v + offset, v_rows + j * stride, g);
-    }
-    // Only the last chunk is short; its missing keys are scored (and masked), so zero them.
-    for (int j = n_loaded; j < kKeyChunk; ++j) {
-      for (int b = 0; b < stride / 16; ++b) store16(k_blocks + b * kBlockFloats + j * 16, F32x16{});
-    }
-    attend_all(c0, KBlocks{k_blocks}, F32Rows{v_rows, stride});
-  }
-  for (int i = 0; i < run.count; ++i) {
-    if (ctx[i] == 0) continue;
-    for (int h = 0; h < nh; ++h) {
-      float* oh = out + head_offset(i, h);
-      const float inv_sum = 1.0f / sum_lanes_scalar(chains[i][h].sum);
-      for (int d = 0; d < hd; ++d) oh[d] *= inv_sum;
-    }
-  }
-}
-
 // Splits the step's tokens into runs: consecutive tokens of one sequence, at most kMaxRun.
 // Reused across steps (the engine calls attention from one thread), so a step allocates only
 // when it has more runs than any before.
-const std::vector<Run>& runs_of(const AttentionBatch& batch) {
-  thread_local std::vector<Run> runs;
+const std::vector<AttentionRun>& runs_of(const AttentionBatch& batch) {
+  thread_local std::vector<AttentionRun> runs;
   runs.clear();
   for (int64_t t = 0; t < batch.num_tokens(); ++t) {
     if (!runs.empty() && runs.back().count < kMaxRun &&
         batch.seq_of_token[t] == batch.seq_of_token[t - 1]) {
       ++runs.back().count;
     } else {
-      runs.push_back(Run{t, 1});
+      runs.push_back(AttentionRun{t, 1});
     }
   }
   return runs;
 }
 
-template <KvDtype D>
-void paged_attention_typed(const float* q, const KvCache& kv, int layer,
-                           const AttentionBatch& batch, const Geometry& g, float* out) {
+}  // namespace
+
+AttentionKernels scalar_attention_kernels() { return attention_kernels_of<ScalarF32x16>(); }
+
+void paged_attention(const float* q, const KvCache& kv, int layer, const AttentionBatch& batch,
+                     int n_heads, float scale, float* out, Isa isa) {
+  const KvCacheConfig& c = kv.config();
+  const OpKernels& ops = op_kernels(isa);
+  const AttendItemFn attend_item = ops.attention.of(c.dtype);
+  const AttentionGeometry g{n_heads,
+                            c.n_kv_heads,
+                            c.head_dim,
+                            n_heads / c.n_kv_heads,
+                            c.block_size,
+                            kv.element_bytes(),
+                            scale,
+                            select_kv_dequantize(c.dtype, ops.kv_dequantize_int8,
+                                                 ops.kv_dequantize_e4m3, ops.kv_dequantize_e5m2),
+                            ops.f16_rows.to_f32};
   const LayerCache cache{static_cast<const std::byte*>(kv.k_data(layer)),
                          static_cast<const std::byte*>(kv.v_data(layer)), kv.k_scales(layer),
                          kv.v_scales(layer)};
-  const std::vector<Run>& runs = runs_of(batch);
+  const std::vector<AttentionRun>& runs = runs_of(batch);
   const int64_t items = static_cast<int64_t>(runs.size()) * g.n_kv_heads;
   // Items differ in context length (decodes next to prefills), hence dynamic scheduling; it
   // moves whole items between threads, never splits one, so the bits do not change. The items
@@ -445,99 +66,17 @@ void paged_attention_typed(const float* q, const KvCache& kv, int layer,
       items,
       [&](int64_t i) {
         const int64_t item = items - 1 - i;
-        const Run& run = runs[item / g.n_kv_heads];
-        const int kvh = static_cast<int>(item % g.n_kv_heads);
-        for (int h0 = kvh * g.group; h0 < (kvh + 1) * g.group; h0 += kMaxGroup) {
-          const int nh = std::min(kMaxGroup, (kvh + 1) * g.group - h0);
-          attend_run<D>(q, cache, batch, run, kvh, h0, nh, g, out);
-        }
+        attend_item(q, cache, batch, runs[item / g.n_kv_heads],
+                    static_cast<int>(item % g.n_kv_heads), g, out);
       },
       items > 1);
 }
 
-}  // namespace
-
 void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
                      int n_heads, float scale, float* out) {
-  const KvCacheConfig& c = cache.config();
-  // Dispatched once: the 8-bit dtypes' dequantizer for this CPU.
-  static const KvDequantizeFn dequantize[] = {kv_dequantize_fn(KvDtype::Int8),
-                                              kv_dequantize_fn(KvDtype::Fp8E4M3),
-                                              kv_dequantize_fn(KvDtype::Fp8E5M2)};
-  Geometry g{n_heads,      c.n_kv_heads,          c.head_dim, n_heads / c.n_kv_heads,
-             c.block_size, cache.element_bytes(), scale,      nullptr};
-  switch (c.dtype) {
-    case KvDtype::F16:
-      paged_attention_typed<KvDtype::F16>(q, cache, layer, batch, g, out);
-      break;
-    case KvDtype::BF16:
-      paged_attention_typed<KvDtype::BF16>(q, cache, layer, batch, g, out);
-      break;
-    case KvDtype::F32:
-      paged_attention_typed<KvDtype::F32>(q, cache, layer, batch, g, out);
-      break;
-    case KvDtype::Int8:
-      g.dequantize = dequantize[0];
-      paged_attention_typed<KvDtype::Int8>(q, cache, layer, batch, g, out);
-      break;
-    case KvDtype::Fp8E4M3:
-      g.dequantize = dequantize[1];
-      paged_attention_typed<KvDtype::Fp8E4M3>(q, cache, layer, batch, g, out);
-      break;
-    case KvDtype::Fp8E5M2:
-      g.dequantize = dequantize[2];
-      paged_attention_typed<KvDtype::Fp8E5M2>(q, cache, layer, batch, g, out);
-      break;
-  }
-}
-
-void check_attention_batch(const AttentionBatch& batch, const KvCache& cache, int n_heads) {
-  const KvCacheConfig& c = cache.config();
-  if (n_heads <= 0 || n_heads % c.n_kv_heads != 0) {
-    throw Error("attention: " + std::to_string(n_heads) + " q heads is not a multiple of the " +
-                std::to_string(c.n_kv_heads) + " kv heads");
-  }
-  if (batch.context_lens.size() != batch.seq_of_token.size()) {
-    throw Error("attention: " + std::to_string(batch.seq_of_token.size()) +
-                " tokens in seq_of_token but " + std::to_string(batch.context_lens.size()) +
-                " context lengths");
-  }
-  if (batch.max_blocks_per_seq < 0 ||
-      (batch.max_blocks_per_seq == 0 && !batch.block_tables.empty()) ||
-      (batch.max_blocks_per_seq > 0 && batch.block_tables.size() % batch.max_blocks_per_seq != 0)) {
-    throw Error("attention: block_tables holds " + std::to_string(batch.block_tables.size()) +
-                " entries, not a whole number of rows of " +
-                std::to_string(batch.max_blocks_per_seq));
-  }
-  const int64_t num_seqs =
-      batch.max_blocks_per_seq > 0
-          ? static_cast<int64_t>(batch.block_tables.size()) / batch.max_blocks_per_seq
-          : 0;
-  for (int64_t t = 0; t < batch.num_tokens(); ++t) {
-    const std::string where = "attention: token " + std::to_string(t);
-    const int32_t seq = batch.seq_of_token[t];
-    const int32_t ctx = batch.context_lens[t];
-    if (ctx < 0) throw Error(where + " has a negative context length");
-    if (ctx == 0) continue;
-    if (seq < 0 || seq >= num_seqs) {
-      throw Error(where + " belongs to sequence row " + std::to_string(seq) +
-                  " but the table has " + std::to_string(num_seqs) + " rows");
-    }
-    const int64_t blocks = (static_cast<int64_t>(ctx) + c.block_size - 1) / c.block_size;
-    if (blocks > batch.max_blocks_per_seq) {
-      throw Error(where + " sees " + std::to_string(ctx) + " keys, more than " +
-                  std::to_string(batch.max_blocks_per_seq) + " blocks of " +
-                  std::to_string(c.block_size) + " hold");
-    }
-    const int32_t* table = batch.block_tables.data() + seq * batch.max_blocks_per_seq;
-    for (int64_t b = 0; b < blocks; ++b) {
-      if (table[b] < 0 || table[b] >= c.num_blocks) {
-        throw Error(where + " reads block " + std::to_string(table[b]) + " (entry " +
-                    std::to_string(b) + " of sequence row " + std::to_string(seq) +
-                    "), outside the cache's " + std::to_string(c.num_blocks) + " blocks");
-      }
-    }
-  }
+  // Dispatched once: the level's item functions and row conversions.
+  static const Isa isa = best_isa();
+  paged_attention(q, cache, layer, batch, n_heads, scale, out, isa);
 }
 
 }  // namespace tern::cpu

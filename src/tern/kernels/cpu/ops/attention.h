@@ -15,6 +15,8 @@
 
 namespace tern::cpu {
 
+enum class Isa;  // vec_dot.h
+
 // What the attention kernel reads of a step, built by the ModelRunner (nano-vllm's Context /
 // vLLM's attention metadata, reduced to what a CPU kernel needs). Views only; the runner owns
 // the arrays and reuses them across steps.
@@ -50,8 +52,12 @@ inline constexpr int kKeyChunk = 16;
 // q, out: [num_tokens, n_heads, head_dim] (n_kv_heads and head_dim are the cache's)
 // Preconditions (check_attention_batch verifies them): n_heads is a multiple of n_kv_heads,
 // the arrays have consistent sizes, every block a token reads is in the cache.
+// Runs the best level's kernels (best_isa(), read once).
 void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
                      int n_heads, float scale, float* out);
+// The same with level `isa`'s (one this CPU runs): every level gives the same bits.
+void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
+                     int n_heads, float scale, float* out, Isa isa);
 
 // Throws tern::Error naming the first inconsistency of `batch` against `cache` and `n_heads`
 // (sizes, a context longer than its block table, a block id outside the cache, a sequence row

@@ -1,23 +1,22 @@
-// 16 floats as one value, and the few operations on it that the attention kernel builds on:
-// loads, a fixed-order sum of each of 16 vectors' lanes, a lane max and exp. Written with the
-// compilers' vector extensions (GCC 12 and clang 14 both take them): one zmm register under
-// AVX-512, narrower registers elsewhere, the same bits everywhere since every operation is
-// lane-wise or a fixed shuffle.
+// 16 floats as one value, and the few operations on it that attention and the SiLU rows build
+// on: loads, a fixed-order sum of each of 16 vectors' lanes, a lane max and exp. Written with the
+// compilers' vector extensions (GCC 12 and clang 14 both take them), the same bits everywhere
+// since every operation is lane-wise or a fixed shuffle. The three operations a level does with
+// its own instructions (a fused multiply-add, f16 widening, 8-bit KV codes) come from a policy:
+// ScalarF32x16 here, the twin the others are tested against, and one per level under arch/
+// (x86/avx2/, x86/avx512/, arm/neon/ f32x16.cpp), so no ISA is chosen by the compiler here.
+// Internal linkage: each level's files compile their own copy with their own flags.
 #pragma once
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#elif defined(__aarch64__)
-#include <arm_neon.h>
-#endif
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/kv/kv_dtype.h"
 
 namespace tern::cpu {
+namespace {
 
 // GCC's auto-vectoriser keeps to 256-bit registers under -march=native on AVX-512 CPUs and
 // splits 16-lane loops oddly; a vector type makes the lanes explicit.
@@ -31,41 +30,10 @@ inline F32x16 load16(const float* p) {
 }
 inline void store16(float* p, F32x16 v) { std::memcpy(p, &v, sizeof v); }
 
-// 16 f16 or bf16 values widened to floats (exact either way).
-inline F32x16 load16_f16(const uint16_t* p) {
-#if defined(__AVX512F__)
-  return reinterpret_cast<F32x16>(
-      _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
-#elif defined(__F16C__)
-  const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
-  F32x16 v;
-  std::memcpy(&v, &lo, sizeof lo);
-  std::memcpy(reinterpret_cast<char*>(&v) + sizeof lo, &hi, sizeof hi);
-  return v;
-#elif defined(__aarch64__)
-  float32x4_t q[4];
-  for (int i = 0; i < 4; ++i) q[i] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4 * i)));
-  F32x16 v;
-  std::memcpy(&v, q, sizeof v);
-  return v;
-#else
-  F32x16 v;
-  for (int i = 0; i < 16; ++i) v[i] = f16_to_f32(p[i]);
-  return v;
-#endif
-}
-// 16 f16 bit patterns in a register widened to floats.
+// 16 f16 bit patterns in a register.
 using U16x16 = uint16_t __attribute__((vector_size(32)));
-inline F32x16 f16x16_to_f32(U16x16 h) {
-#if defined(__AVX512F__)
-  return reinterpret_cast<F32x16>(_mm512_maskz_cvtph_ps(0xffff, reinterpret_cast<__m256i>(h)));
-#else
-  uint16_t bits[16];
-  std::memcpy(bits, &h, sizeof bits);
-  return load16_f16(bits);
-#endif
-}
+
+// 16 bf16 values widened to floats (exact). f16's widening is the policy's.
 inline F32x16 load16_bf16(const uint16_t* p) {
   U16x16 h;
   std::memcpy(&h, p, sizeof h);
@@ -75,31 +43,6 @@ inline F32x16 load16_bf16(const uint16_t* p) {
   return v;
 }
 inline F32x16 splat16(float x) { return F32x16{} + x; }
-
-// a · b + c lane by lane with one rounding (a fused multiply-add): the same bits on every
-// machine. The build never fuses `a * b + c` itself (-ffp-contract=off), so code that wants
-// the fused form, for speed or accuracy, says so here.
-inline F32x16 fma16(F32x16 a, F32x16 b, F32x16 c) {
-#if defined(__AVX512F__)
-  return reinterpret_cast<F32x16>(_mm512_fmadd_ps(
-      reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
-#elif defined(__FMA__)
-  __m256 a2[2], b2[2], c2[2];
-  std::memcpy(a2, &a, sizeof a), std::memcpy(b2, &b, sizeof b), std::memcpy(c2, &c, sizeof c);
-  for (int h = 0; h < 2; ++h) c2[h] = _mm256_fmadd_ps(a2[h], b2[h], c2[h]);
-  std::memcpy(&c, c2, sizeof c);
-  return c;
-#elif defined(__aarch64__)
-  float32x4_t a4[4], b4[4], c4[4];
-  std::memcpy(a4, &a, sizeof a), std::memcpy(b4, &b, sizeof b), std::memcpy(c4, &c, sizeof c);
-  for (int q = 0; q < 4; ++q) c4[q] = vfmaq_f32(c4[q], a4[q], b4[q]);
-  std::memcpy(&c, c4, sizeof c);
-  return c;
-#else
-  for (int i = 0; i < 16; ++i) c[i] = std::fma(a[i], b[i], c[i]);
-  return c;
-#endif
-}
 
 // The lane indices 0..15, for masks.
 inline I32x16 lane_index16() {
@@ -160,6 +103,61 @@ inline float max_lane(F32x16 v) {
   return v[0];
 }
 
+// The policy of the operations a level does with its own instructions, as every level's
+// (arch/x86/avx2/, avx512/, arch/arm/neon/ f32x16.cpp) must give them:
+//   fma16(a, b, c): a · b + c lane by lane with one rounding (a fused multiply-add). The build
+//     never fuses `a * b + c` itself (-ffp-contract=off), so code that wants the fused form,
+//     for speed or accuracy, says so here.
+//   load16_f16(p): 16 f16 values widened to floats (exact); f16x16_to_f32(h) the same from a
+//     register.
+//   codes16<D>(p): 16 codes of an 8-bit KV dtype D as floats, the row's scale left out: int8
+//     and E5M2 as their values, E4M3 as its value · 2⁻⁸ (its bits shifted into a half's fields;
+//     kv_dequant's trick), the 2⁸ going into the key's scale.
+// ScalarF32x16 spells them out in plain C++: the twin the levels are tested against, and what
+// runs where no level has its own.
+
+// The 8-bit codes in vector extensions, for policies whose f16 widening makes them fast enough.
+using I8x16 = int8_t __attribute__((vector_size(16)));
+using U8x16 = uint8_t __attribute__((vector_size(16)));
+template <class L, KvDtype D>
+inline F32x16 vector_codes16(const uint8_t* p) {
+  if constexpr (D == KvDtype::Int8) {
+    I8x16 c;
+    std::memcpy(&c, p, sizeof c);
+    return __builtin_convertvector(c, F32x16);
+  } else {
+    U8x16 c8;
+    std::memcpy(&c8, p, sizeof c8);
+    const U16x16 c = __builtin_convertvector(c8, U16x16);
+    if constexpr (D == KvDtype::Fp8E5M2) {
+      return L::f16x16_to_f32(c << 8);
+    } else {
+      return L::f16x16_to_f32(((c & 0x7f) << 7) | ((c & 0x80) << 8));
+    }
+  }
+}
+
+struct ScalarF32x16 {
+  static F32x16 fma16(F32x16 a, F32x16 b, F32x16 c) {
+    for (int i = 0; i < 16; ++i) c[i] = std::fma(a[i], b[i], c[i]);
+    return c;
+  }
+  static F32x16 load16_f16(const uint16_t* p) {
+    F32x16 v;
+    for (int i = 0; i < 16; ++i) v[i] = f16_to_f32(p[i]);
+    return v;
+  }
+  static F32x16 f16x16_to_f32(U16x16 h) {
+    uint16_t bits[16];
+    std::memcpy(bits, &h, sizeof bits);
+    return load16_f16(bits);
+  }
+  template <KvDtype D>
+  static F32x16 codes16(const uint8_t* p) {
+    return vector_codes16<ScalarF32x16, D>(p);
+  }
+};
+
 // e^x lane by lane, within 2 ulp of the correctly rounded value where that is a normal float
 // (tested against std::exp); results below FLT_MIN are within a few units of the smallest
 // subnormal; -inf and anything below -104 give +0, anything above 88.73 and +inf give +inf,
@@ -168,6 +166,8 @@ inline float max_lane(F32x16 v) {
 // x = n·ln2 + r with n = round(x / ln2) and |r| ≤ ln2/2 (ln2 in two parts, so n·ln2_hi is exact
 // for the n that occur); e^r by its Taylor series to r^7 (truncation < 6e-9 relative);
 // 2^n applied as 2^(n/2) · 2^(n - n/2), two normal floats over the whole range of n.
+// L: the level's policy (its fma16).
+template <class L>
 inline F32x16 exp16(F32x16 x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693145751953125f;  // 12 significant bits
@@ -179,13 +179,13 @@ inline F32x16 exp16(F32x16 x) {
   // comparisons are false for NaN, which flows through to the result.
   F32x16 xc = x < -110.0f ? splat16(-110.0f) : x;
   xc = xc > 89.0f ? splat16(89.0f) : xc;
-  const F32x16 t = fma16(xc, splat16(kLog2e), splat16(kRound));
+  const F32x16 t = L::fma16(xc, splat16(kLog2e), splat16(kRound));
   const F32x16 n = t - kRound;
-  F32x16 r = fma16(-n, splat16(kLn2Hi), xc);
-  r = fma16(-n, splat16(kLn2Lo), r);
+  F32x16 r = L::fma16(-n, splat16(kLn2Hi), xc);
+  r = L::fma16(-n, splat16(kLn2Lo), r);
   F32x16 p = splat16(1.0f / 5040);
   for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
-    p = fma16(p, r, splat16(c));
+    p = L::fma16(p, r, splat16(c));
   I32x16 t_bits;
   std::memcpy(&t_bits, &t, sizeof t_bits);
   const I32x16 ni = t_bits - 0x4b400000;  // the bits of kRound
@@ -199,4 +199,5 @@ inline F32x16 exp16(F32x16 x) {
   return p * s1 * s2;
 }
 
+}  // namespace
 }  // namespace tern::cpu

@@ -8,7 +8,8 @@
 #include <limits>
 
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/ops/lanes16.h"
+#include "tern/kernels/cpu/kernel_table.h"
+#include "tern/kernels/cpu/ops/silu_row.h"
 #include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
@@ -57,22 +58,10 @@ double exp_shift_sum(float* x, int64_t n, float max) {
   return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
 }
 
-// out[i] = silu(gate[i]) · up[i], 16 lanes at a time with exp16 (std::exp is a scalar call per
-// element: 10 µs of a 3072-wide row against ~1). The last partial vector goes through the same
-// lanes, zero-padded, so an element's bits do not depend on where the row ends.
-void silu_mul_row(const float* gate, const float* up, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const F32x16 g = load16(gate + i);
-    store16(out + i, g / (1.0f + exp16(-g)) * load16(up + i));
-  }
-  if (i == n) return;
-  alignas(64) float g_tail[16] = {}, u_tail[16] = {};
-  std::copy(gate + i, gate + n, g_tail);
-  std::copy(up + i, up + n, u_tail);
-  const F32x16 g = load16(g_tail);
-  store16(g_tail, g / (1.0f + exp16(-g)) * load16(u_tail));
-  std::copy(g_tail, g_tail + (n - i), out + i);
+// The level's SiLU·up rows, read once.
+SiluMulRowFn silu_mul_row_fn() {
+  static const SiluMulRowFn f = op_kernels(best_isa()).silu_mul_row;
+  return f;
 }
 
 }  // namespace
@@ -92,22 +81,24 @@ void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, fl
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  const SiluMulRowFn silu_row = silu_mul_row_fn();
   // kChunk is a multiple of 16: every chunk but the last is whole vectors.
   parallel_for(
       chunks_of(n),
       [&](int64_t c) {
         const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
-        silu_mul_row(gate + begin, up + begin, out + begin, len);
+        silu_row(gate + begin, up + begin, out + begin, len);
       },
       n >= kParallelMinElems);
 }
 
 void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
+  const SiluMulRowFn silu_row = silu_mul_row_fn();
   parallel_for(
       rows,
       [&](int64_t r) {
         const float* g = gate_up + r * 2 * dim;
-        silu_mul_row(g, g + dim, out + r * dim, dim);
+        silu_row(g, g + dim, out + r * dim, dim);
       },
       rows * dim >= kParallelMinElems);
 }
@@ -167,17 +158,11 @@ void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16_scalar(x[i]);
 }
 
-F16RowKernels f16_row_kernels(Isa isa) {
-#if defined(__x86_64__)
-  if (isa_includes(isa, Isa::Avx512)) return {avx512_f16_to_f32_row, avx512_f32_to_f16_row};
-  if (isa_includes(isa, Isa::Avx2)) return {avx2_f16_to_f32_row, avx2_f32_to_f16_row};
-#elif defined(__aarch64__)
-  if (isa_includes(isa, Isa::Neon)) return {neon_f16_to_f32_row, neon_f32_to_f16_row};
-#else
-  (void)isa;
-#endif
-  return {f16_to_f32_row_scalar, f32_to_f16_row_scalar};
+void silu_mul_row_scalar(const float* gate, const float* up, float* out, int64_t n) {
+  silu_mul_row<ScalarF32x16>(gate, up, out, n);
 }
+
+F16RowKernels f16_row_kernels(Isa isa) { return op_kernels(isa).f16_rows; }
 
 void f16_to_f32_row(const uint16_t* x, float* out, int64_t n) {
   static const F16RowKernels kernels = f16_row_kernels(best_isa());

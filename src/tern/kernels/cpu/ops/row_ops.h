@@ -50,10 +50,21 @@ void f32_to_bf16_row(const float* x, uint16_t* out, int64_t n);
 void f16_to_f32_row_scalar(const uint16_t* x, float* out, int64_t n);
 void f32_to_f16_row_scalar(const float* x, uint16_t* out, int64_t n);
 
-// The f16 row conversions of one ISA level (the scalar twins for Scalar). Attention converts a
-// K and a V row per key, and GCC 12 does not vectorise f16 conversions on its own, so the
-// levels spell them out: arch/x86/avx2/f16_rows.cpp (F16C), arch/x86/avx512/f16_rows.cpp,
-// arch/arm/neon/f16_rows.cpp (fcvtl, fcvtn: every ARM level).
+// One row of silu_mul, per level as the dispatch table (op_kernels, kernel_table.h) holds it:
+// ops/silu_row.h compiled with each level's F32x16 policy, the scalar twin in row_ops.cpp and
+// arch/x86/{avx2,avx512}/f32x16.cpp, arch/arm/neon/f32x16.cpp (every ARM level). All give the
+// same bits. gate, up, out: [n]
+using SiluMulRowFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
+void silu_mul_row_scalar(const float* gate, const float* up, float* out, int64_t n);
+void avx2_silu_mul_row(const float* gate, const float* up, float* out, int64_t n);
+void avx512_silu_mul_row(const float* gate, const float* up, float* out, int64_t n);
+void neon_silu_mul_row(const float* gate, const float* up, float* out, int64_t n);
+
+// The f16 row conversions of one ISA level (the scalar twins for Scalar), as the dispatch table
+// (op_kernels, kernel_table.h) holds them. Attention converts a K and a V row per key, and GCC 12
+// does not vectorise f16 conversions on its own, so the levels spell them out:
+// arch/x86/avx2/f16_rows.cpp (F16C), arch/x86/avx512/f16_rows.cpp, arch/arm/neon/f16_rows.cpp
+// (fcvtl, fcvtn: every ARM level).
 struct F16RowKernels {
   void (*to_f32)(const uint16_t* x, float* out, int64_t n);
   void (*from_f32)(const float* x, uint16_t* out, int64_t n);

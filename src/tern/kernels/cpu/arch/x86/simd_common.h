@@ -1,4 +1,4 @@
-// Helpers shared by the SIMD kernel files (arch/x86/avx2/, avx512/, chains16/, amx/) and only them:
+// Helpers shared by the SIMD kernel files (arch/x86/avx2/, avx512/, amx/) and only them:
 // it needs AVX2. Internal linkage, so each ISA file compiles its own copy with its own flags.
 #pragma once
 

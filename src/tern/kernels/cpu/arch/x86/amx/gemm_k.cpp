@@ -1,5 +1,5 @@
 // The AMX level's GEMM for Q4_K, Q5_K and Q6_K weights (Q8_K activations): the arithmetic
-// defined in chains16/vec_dot_k.cpp, its integers from AMX-INT8 tiles, bit for bit what that file's
+// defined in avx512/vec_dot_k.cpp, its integers from AMX-INT8 tiles, bit for bit what that file's
 // GEMV computes for every element.
 #include <algorithm>
 #include <cstddef>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "tern/kernels/cpu/arch/x86/amx/tiles.h"
+#include "tern/kernels/cpu/arch/x86/avx512/k_common.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/stealing_split.h"

@@ -1,4 +1,4 @@
-// The AMX level's Q4_0 and Q8_0 matmuls: the 16-chain dots of chains16/q_packed.h up to
+// The AMX level's Q4_0 and Q8_0 matmuls: the 16-chain dots of avx512/q_packed.h up to
 // kMaxVnniTokens tokens, and beyond the GEMM on AMX tiles here, bit for bit the same values.
 #include <algorithm>
 #include <cstddef>
@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "tern/kernels/cpu/arch/x86/amx/tiles.h"
+#include "tern/kernels/cpu/arch/x86/avx512/q_packed.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/q_packed.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"

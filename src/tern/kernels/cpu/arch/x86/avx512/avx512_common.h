@@ -1,4 +1,4 @@
-// Helpers shared by the AVX-512 kernel files (arch/x86/avx512/, chains16/, amx/) and only them.
+// Helpers shared by the AVX-512 kernel files (arch/x86/avx512/, amx/) and only them.
 // Internal linkage, so each file compiles its own copy with its own flags.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Helpers shared by the K-type files of the 16-chain levels (chains16/vec_dot_k.cpp: the
+// Helpers shared by the K-type files of the 16-chain levels (avx512/vec_dot_k.cpp: the
 // arithmetic and its GEMV; matmul_k_packed.cpp, matmul_q6_k_packed.cpp: the packed
 // matmuls; amx/gemm_k.cpp: the GEMM on tiles) and only them. Internal linkage, so each compiles
 // its own copy.
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
@@ -58,16 +58,16 @@ inline void transpose16(const __m512* r, __m512* out) {
   }
 }
 
-// The most tokens chains16/gemm_k_few_tokens.cpp takes (its per-token chains live on the stack).
+// The most tokens avx512/gemm_k_few_tokens.cpp takes (its per-token chains live on the stack).
 constexpr int kMaxFewTokens = 15;
 
 }  // namespace
 
-// Q4_K weights packed for the GEMV (chains16/matmul_k_packed.cpp): group g's `rows` rows restored
+// Q4_K weights packed for the GEMV (avx512/matmul_k_packed.cpp): group g's `rows` rows restored
 // to the file's layout, out: [rows][nb] blocks.
 void restore_q4_k_rows(const void* packed, int64_t group, int64_t nb, int rows, BlockQ4_K* out);
 // The matmuls on weights packed in groups of 16 rows, every token count as VNNI dots
-// (chains16/packed_matmul.h), and their GEMMs on the file's rows, which pack per call.
+// (avx512/packed_matmul.h), and their GEMMs on the file's rows, which pack per call.
 const PackedKernels* chains16_packed_q4_k();
 GemmTileFn chains16_gemm_q4_k();
 const PackedKernels* chains16_packed_q5_k();
@@ -80,7 +80,7 @@ void amx_gemm_q4_k_packed(int64_t k, const void* packed, int64_t rows, const voi
                           size_t a_stride, int64_t tokens, float* y, size_t ldy);
 
 // The GEMV's values for tokens ≤ kMaxFewTokens with each weight super-block unpacked once
-// (chains16/gemm_k_few_tokens.cpp), for the GEMM below its tile threshold. Block: Q4_K, Q5_K, Q6_K.
+// (avx512/gemm_k_few_tokens.cpp), for the GEMM below its tile threshold. Block: Q4_K, Q5_K, Q6_K.
 //   w_data [rows] rows of k / 256 blocks, w_stride bytes apart; a_data [tokens] Q8_K rows
 //   a_stride bytes apart; y [tokens][ldy], rows 0..rows-1 of each written.
 template <class Block>

@@ -1,5 +1,6 @@
-// The AMX level's kernels for Q4_K, Q5_K and Q6_K weights (Q8_K activations): a GEMM on
-// AMX-INT8 tiles and the GEMV (AVX-512 VNNI) that computes exactly what it computes.
+// The AVX-512 levels' arithmetic for Q4_K, Q5_K and Q6_K weights (Q8_K activations) and its GEMV
+// (VNNI) on the file's rows; the packed matmuls (matmul_k_packed.cpp, matmul_q6_k_packed.cpp)
+// and the Amx level's GEMM on AMX-INT8 tiles (amx/gemm_k.cpp) compute exactly what it computes.
 //
 // Each output element is defined by exact integers per super-block b (256 elements) first:
 //   Q4_K / Q5_K: S1_b = Σ_e sc_j(e) · q_e · a_e   (6-bit scale of e's 32-element sub-block j)
@@ -10,7 +11,7 @@
 // then float chains (j = 0..15, from +0), the super-blocks b ≡ j (mod 16) in ascending order:
 //   Q4_K / Q5_K: chain_j = fma(S1_b, f16(d) · a.d, chain_j); chain_j = fnmadd(S2_b, f16(dmin) ·
 //   a.d, chain_j) Q6_K:        chain_j = fma(S_b, f16(d) · a.d, chain_j)
-// and y = the 16 chains summed in the fixed tree of chains16/chains.h.
+// and y = the 16 chains summed in the fixed tree of avx512/chains.h.
 //
 // The GEMV (here) keeps the chains in the lanes of one register: per super-block the AVX-512
 // dot's exact int32 lanes, 16 super-blocks' lanes gathered into one register by block_sums16.
@@ -25,9 +26,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
+#include "tern/kernels/cpu/arch/x86/avx512/k_common.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
-#include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"

@@ -1,5 +1,5 @@
 // Pieces of the 16-chain block-exact arithmetic that the AVX-512 (VNNI) and AMX levels share
-// (chains16/ and amx/): the per-block integer sums gathered into the lanes of one register, and
+// (avx512/ and amx/): the per-block integer sums gathered into the lanes of one register, and
 // the fixed tree that sums the 16 float chains. Internal linkage, so each file compiles its own
 // copy.
 #pragma once

@@ -1,6 +1,7 @@
-// The AMX level's kernel for a few tokens (batched decode) of Q4_K, Q5_K and Q6_K weights:
-// exactly the GEMV's values (the arithmetic defined in chains16/vec_dot_k.cpp), with each weight
-// super-block unpacked once for all the tokens instead of once per token and element.
+// The Amx level's kernel for a few tokens (batched decode) of Q4_K, Q5_K and Q6_K weights, in
+// AVX-512 VNNI (no tiles, so it is built with this folder's flags): exactly the GEMV's values (the
+// arithmetic defined in avx512/vec_dot_k.cpp), with each weight super-block unpacked once for all
+// the tokens instead of once per token and element.
 //
 // AMX tiles would be mostly empty for so few tokens and laying the weights out for them costs
 // more than the products. Here, per row, a pair of super-blocks is unpacked into registers
@@ -14,9 +15,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
+#include "tern/kernels/cpu/arch/x86/avx512/k_common.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
-#include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/stealing_split.h"

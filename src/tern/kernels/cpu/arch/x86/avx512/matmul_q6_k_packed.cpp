@@ -1,7 +1,7 @@
 // Q6_K's matmul on weights packed in groups of 16 rows (the Avx512 level; the driver is
-// chains16/packed_matmul.h): the 16 rows in the lanes of a register, so one vpdpbusd takes 64
+// avx512/packed_matmul.h): the 16 rows in the lanes of a register, so one vpdpbusd takes 64
 // products against a broadcast activation dword and each sub-block's scale multiplies 16 rows
-// at once, where the GEMV on the file's rows (chains16/vec_dot_k.cpp, which defines the
+// at once, where the GEMV on the file's rows (avx512/vec_dot_k.cpp, which defines the
 // arithmetic) shuffles scales per row.
 //
 // A group's super-block b (16 rows; kSuperblockBytes = 16 · 208, the file's bytes reordered):
@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
+#include "tern/kernels/cpu/arch/x86/avx512/k_common.h"
+#include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
-#include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
-#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 

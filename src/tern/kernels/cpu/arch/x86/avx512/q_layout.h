@@ -1,4 +1,4 @@
-// The packed layout of Q4_0 and Q8_0 weights that the 16-chain matmuls read (chains16/q_packed.h),
+// The packed layout of Q4_0 and Q8_0 weights that the 16-chain matmuls read (avx512/q_packed.h),
 // made once at load or per call for weights that were not. Internal linkage.
 //
 // A group holds 16 consecutive rows (the last group padded with zero rows):
@@ -8,7 +8,7 @@
 // 4 activation bytes broadcast — and the weights stream from one place, where the file's rows
 // would be 16 streams whose scales must be gathered. This is the Amx level's arrangement, which
 // its tiles read; the Avx512 level moves each pair of blocks' d before their qs (QLayout in
-// chains16/q_packed.h), so that the scales stream with the codes. Q8_0's 8 chunks of a block are,
+// avx512/q_packed.h), so that the scales stream with the codes. Q8_0's 8 chunks of a block are,
 // as they lie, the B tile AMX multiplies (8 rows of 16 columns × 4 bytes); Q4_0's 4 chunks hold
 // elements 4c..4c+3 in their low nibbles and 16 + 4c.. in their high ones.
 #pragma once
@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
+#include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {

@@ -1,11 +1,11 @@
 // The 16-chain matmuls of 32-element blocks against Q8_0 activations on weights packed in groups
 // of 16 rows: the dots every such layout shares, and Q4_0's and Q8_0's layout
-// (chains16/q_layout.h), used by the AVX-512 level (chains16/matmul_q_packed.cpp: VNNI dots for
+// (avx512/q_layout.h), used by the AVX-512 level (avx512/matmul_q_packed.cpp: VNNI dots for
 // every token count) and the AMX level (amx/gemm_q.cpp: the same dots up to kMaxVnniTokens, AMX
-// tiles beyond); the affine groups' layout is chains16/matmul_affine_packed.cpp's. The driver is
-// chains16/packed_matmul.h; each output element is exactly what the GEMV (chains16/vec_dot_q.cpp
-// and generic/vec_dot_affine.cpp, where the arithmetic is defined) gives for its row. Internal
-// linkage, so each file compiles its own copy.
+// tiles beyond); the affine groups' layout is avx512/matmul_affine_packed.cpp's. The driver is
+// avx512/packed_matmul.h; each output element is exactly what the GEMV
+// (avx512/vec_dot_q4_0_q8_0.cpp and generic/vec_dot_affine.cpp, where the arithmetic is defined)
+// gives for its row. Internal linkage, so each file compiles its own copy.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +14,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
+#include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
+#include "tern/kernels/cpu/arch/x86/avx512/q_layout.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
-#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
-#include "tern/kernels/cpu/arch/x86/chains16/q_layout.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"

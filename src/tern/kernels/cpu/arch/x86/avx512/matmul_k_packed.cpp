@@ -1,5 +1,5 @@
 // Q4_K's and Q5_K's matmuls on weights packed in groups of 16 rows (the driver is
-// chains16/packed_matmul.h). The GEMV on the file's rows (chains16/vec_dot_k.cpp, where the
+// avx512/packed_matmul.h). The GEMV on the file's rows (avx512/vec_dot_k.cpp, where the
 // arithmetic is defined) spends ~5 instructions per 64 products, a scale shuffle among them,
 // and read 18 GiB/s per core from L2 where memory gave each of two cores ~14 (the Intel AMX
 // machine): Qwen3 Q4_K_M decoded at ~76% of the bandwidth where Q4_0 reached 82-91%. Here,
@@ -26,10 +26,10 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
+#include "tern/kernels/cpu/arch/x86/avx512/k_common.h"
+#include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
-#include "tern/kernels/cpu/arch/x86/chains16/k_common.h"
-#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
@@ -116,7 +116,7 @@ inline void mins_of(const __m512i* words, __m512i* m) {
   m[7] = min_of<7>(words);
 }
 
-// A super-block's two chain steps (chains16/vec_dot_k.cpp) for 16 rows: S1 joins by f16(d) · a.d,
+// A super-block's two chain steps (avx512/vec_dot_k.cpp) for 16 rows: S1 joins by f16(d) · a.d,
 // then S2 = Σ_j m_j · pair_sums[j] leaves by f16(dmin) · a.d. d_dmin: the rows' (d, dmin).
 inline void join_chain(__m512& chain, __m512i s1, const __m512i* m, const PairSums& pairs,
                        __m512i d_dmin, float a_d) {
@@ -160,7 +160,7 @@ inline void unpack_quants(const std::byte* sb, int c, __m512i& lo, __m512i& hi) 
 // S1 = Σ_j sc_j · Σ q · a over sub-block j of 16 rows: the low nibbles' sums (even j) as they
 // are, the high nibbles' (odd j) as unpack_quants left them; Q4_K's are 16 times theirs,
 // shifted back once at the end: every term a multiple of 16, so exactly. |16 · S1| < 2^31
-// (chains16/vec_dot_k.cpp's bound on S1, times 16).
+// (avx512/vec_dot_k.cpp's bound on S1, times 16).
 template <class Block>
 struct S1Parts {
   __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
@@ -176,7 +176,7 @@ constexpr int64_t kMaxVnniTokens = 32;
 
 // One group per stream (kGroups of them) against one token: each activation dword broadcast
 // once for all the groups. For each super-block and row the exact S1 and S2 of
-// chains16/vec_dot_k.cpp, then its two chain steps, chain b % 16.
+// avx512/vec_dot_k.cpp, then its two chain steps, chain b % 16.
 template <class Block, int kGroups>
 void group_dots_one_token(const std::byte* const* groups, int64_t nb,
                           const DotTokens<WithMinsLayout<Block>>& a, float* const* y,

@@ -1,5 +1,5 @@
 // The AVX-512 levels' matmuls of tern's affine groups (INT4_G*, INT8_G*): every token count as
-// passes of chains16/q_packed.h's VNNI dots on weights packed in groups of 16 rows, each
+// passes of avx512/q_packed.h's VNNI dots on weights packed in groups of 16 rows, each
 // element bit for bit generic/vec_dot_affine.cpp's arithmetic (which is in the 16-chain form,
 // so the scalar dot is this level's vec_dot too).
 //
@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
+#include "tern/kernels/cpu/arch/x86/avx512/q_packed.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/packed_matmul.h"
-#include "tern/kernels/cpu/arch/x86/chains16/q_packed.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 

@@ -1,6 +1,6 @@
-// The AMX level's arithmetic for Q4_0 and Q8_0 weights (Q8_0 activations), and its GEMV on
-// the file's rows (AVX-512 VNNI); the matmuls on packed weights and on AMX tiles that give
-// exactly its values are in chains16/q_packed.h (on AMX tiles: amx/gemm_q.cpp).
+// The AVX-512 levels' arithmetic for Q4_0 and Q8_0 weights (Q8_0 activations), the one AMX
+// tiles can produce, and its GEMV on the file's rows (VNNI); the matmuls on packed weights and on
+// AMX tiles that give exactly its values are in avx512/q_packed.h (on AMX tiles: amx/gemm_q.cpp).
 //
 // AMX multiplies 16 × 16 int8 matrices into exact int32 sums. To use it and stay batch
 // invariant, this level defines each output element by integers first:
@@ -18,8 +18,8 @@
 #include <cstring>
 
 #include "tern/kernels/cpu/arch/x86/avx512/avx512_common.h"
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"

@@ -1,5 +1,5 @@
 // The driver of the 16-chain matmuls on weights packed in groups of 16 rows, every quant type
-// alike (chains16/q_packed.h: Q4_0 and Q8_0; matmul_k_packed.cpp: Q4_K and Q5_K;
+// alike (avx512/q_packed.h: Q4_0 and Q8_0; matmul_k_packed.cpp: Q4_K and Q5_K;
 // matmul_q6_k_packed.cpp: Q6_K): which groups each thread reads, in how many streams, and the
 // tokens in parts of kMaxDotTokens. A layout L supplies the rest:
 //   L::Act                            the activations' block type (BlockQ8_0, BlockQ8_K)
@@ -12,8 +12,9 @@
 //                                     rest zero
 //   L::dots_one_token<kGroups>(groups, nb, DotTokens<L>, y, rows)   one token
 //   L::dots<kGroups>(groups, nb, DotTokens<L>, y, ldy, rows)        2..kMaxDotTokens tokens
-// Every output element is the value of the chains16 GEMV on the file's rows (vec_dot_q.cpp,
-// vec_dot_k.cpp), bit for bit. Internal linkage, so each file compiles its own copy.
+// Every output element is the value of the 16-chain GEMV on the file's rows
+// (vec_dot_q4_0_q8_0.cpp, vec_dot_k.cpp), bit for bit. Internal linkage, so each file compiles its
+// own copy.
 #pragma once
 
 #include <algorithm>
@@ -21,8 +22,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tern/kernels/cpu/arch/x86/avx512/chains.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/chains16/chains.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot.h"
