@@ -14,7 +14,6 @@
 #include "models/model_test_util.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/engine/sampler.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
@@ -22,6 +21,7 @@
 #include "tern/models/decoder.h"
 #include "tern/models/gguf_export.h"
 #include "tern/models/model_loader.h"
+#include "tern/sampling/sampler.h"
 
 namespace tern {
 namespace {
