@@ -1,6 +1,6 @@
 // compute_importance_matrix: one SequenceRunner forward per window, an observer naming each
 // matrix input after the GGUF tensors that read it.
-#include "tern/quant/imatrix_collector.h"
+#include "tern/eval/imatrix_collector.h"
 
 #include <algorithm>
 #include <string>
