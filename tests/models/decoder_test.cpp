@@ -14,7 +14,7 @@
 #include "models/model_test_util.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/sampling/sampler.h"
 
 namespace tern {

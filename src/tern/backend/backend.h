@@ -8,7 +8,7 @@
 #include <span>
 
 #include "tern/backend/kv_types.h"
-#include "tern/models/model_weights.h"
+#include "tern/weights/model_weights.h"
 
 namespace tern {
 

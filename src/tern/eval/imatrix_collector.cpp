@@ -8,7 +8,7 @@
 
 #include "tern/core/error.h"
 #include "tern/engine/sequence_runner.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 namespace {

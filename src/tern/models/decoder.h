@@ -8,8 +8,8 @@
 
 #include "tern/backend/backend.h"
 #include "tern/formats/model_config.h"
-#include "tern/models/model_weights.h"
 #include "tern/models/step_context.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 

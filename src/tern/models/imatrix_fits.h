@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/quant/importance_matrix.h"
 
 namespace tern {
