@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "tern/backend/cpu/cpu_backend.h"
+#include "tern/backend/decoder_buffers.h"
 #include "tern/core/error.h"
-#include "tern/models/decoder_buffers.h"
 
 namespace tern {
 namespace {

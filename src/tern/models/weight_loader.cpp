@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "tern/backend/decoder_buffers.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/core/mapped_file.h"
@@ -16,7 +17,6 @@
 #include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/checkpoint_weights.h"
-#include "tern/models/decoder_buffers.h"
 #include "tern/models/tensor_names.h"
 
 namespace tern {
@@ -45,7 +45,8 @@ void pack_for_kernels(ModelWeights& w) {
       if (m->packed != nullptr || m->input_order != first.input_order) return;
       shapes.push_back({m->dtype, m->rows, m->cols});
     }
-    // tern plan sizes the fused matmul's output buffer by the same rule (decoder_buffers.h).
+    // tern plan sizes the fused matmul's output buffer by the same rule
+    // (backend/decoder_buffers.h).
     if (!packs_back_to_back(shapes)) return;
     size_t bytes = 0;
     int64_t rows = 0;

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "tern/backend/decoder_buffers.h"
 #include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/ops/rope.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/vec_dot.h"
-#include "tern/models/decoder_buffers.h"
 
 namespace tern {
 namespace {
