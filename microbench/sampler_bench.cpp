@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "tern/engine/sampler.h"
+#include "tern/sampling/sampler.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "tern/engine/block_manager.h"
-#include "tern/engine/scheduler.h"
+#include "tern/scheduler/block_manager.h"
+#include "tern/scheduler/scheduler.h"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include "commands/output_paths.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
+#include "tern/eval/imatrix_collector.h"
 #include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
-#include "tern/quant/imatrix_collector.h"
 
 namespace tern::cli {
 namespace {

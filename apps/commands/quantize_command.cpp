@@ -30,6 +30,7 @@
 #include "tern/hub/resolve_model.h"
 #include "tern/models/checkpoint_export.h"
 #include "tern/models/gguf_export.h"
+#include "tern/models/imatrix_fits.h"
 #include "tern/models/model_loader.h"
 #include "tern/models/model_path.h"
 #include "tern/quant/importance_matrix.h"
@@ -247,7 +248,7 @@ void run(const QuantizeOptions& opt) {
   size_t with_moments = 0;
   if (!opt.imatrix.empty()) {
     imatrix = ImportanceMatrix::read(opt.imatrix);
-    imatrix->check_fits(model.weights, opt.imatrix);
+    check_imatrix_fits(*imatrix, model.weights, opt.imatrix);
     for (const auto& [name, e] : imatrix->entries) with_moments += e.sum_outer.empty() ? 0 : 1;
     const bool awq = checkpoint && checkpoint->method == QuantMethod::Awq;
     std::fprintf(

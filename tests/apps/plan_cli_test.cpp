@@ -17,7 +17,7 @@
 #include "run_process.h"
 #include "tern/formats/gguf.h"
 #include "tern/models/gguf_export.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 namespace {

@@ -70,14 +70,18 @@ class CountingBackend final : public Backend {
     ++counts[kMatmul];
     inner_->matmul(w, bias, x, t, y);
   }
-  void qkv(const LayerWeights& l, const float* x, int64_t t, float* q, float* k,
+  void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
+           const WeightMatrix& wqkv_packed, std::span<const float> bq, std::span<const float> bk,
+           std::span<const float> bv, const float* x, int64_t t, float* q, float* k,
            float* v) override {
     ++counts[kQkv];
-    inner_->qkv(l, x, t, q, k, v);
+    inner_->qkv(wq, wk, wv, wqkv_packed, bq, bk, bv, x, t, q, k, v);
   }
-  void gate_up_silu(const LayerWeights& l, const float* x, int64_t t, float* out) override {
+  void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                    const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
+                    std::span<const float> b_up, const float* x, int64_t t, float* out) override {
     ++counts[kGateUpSilu];
-    inner_->gate_up_silu(l, x, t, out);
+    inner_->gate_up_silu(w_gate, w_up, w_gate_up_packed, b_gate, b_up, x, t, out);
   }
   void rope(float* q, int n_heads, float* k, int n_kv_heads, int64_t t) override {
     ++counts[kRope];

@@ -14,7 +14,7 @@
 #include "shared_tokenizer.h"
 #include "tern/engine/llm.h"
 #include "tern/models/model_loader.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/tokenizer/tokenizer.h"
 
 namespace tern::testing {

@@ -12,10 +12,10 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
-#include "tern/engine/sampler.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
+#include "tern/sampling/sampler.h"
 
 namespace tern {
 namespace {

@@ -19,7 +19,7 @@
 #include "tern/formats/safetensors.h"
 #include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/decoder.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern::testing {
 

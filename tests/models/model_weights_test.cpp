@@ -1,7 +1,5 @@
 // Loading weights: GGUF in place, Hugging Face safetensors folders, dummy weights of real
 // shapes, save_gguf round trips, and errors that name the tensor.
-#include "tern/models/model_weights.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +12,6 @@
 #include "models/model_test_util.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/engine/sampler.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
@@ -22,6 +19,8 @@
 #include "tern/models/decoder.h"
 #include "tern/models/gguf_export.h"
 #include "tern/models/model_loader.h"
+#include "tern/models/weight_loader.h"
+#include "tern/sampling/sampler.h"
 
 namespace tern {
 namespace {

@@ -8,7 +8,7 @@
 #include "models/model_test_util.h"
 #include "plan/plan_test_util.h"
 #include "tern/models/decoder.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern::plan {
 namespace {

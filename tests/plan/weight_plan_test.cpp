@@ -13,7 +13,7 @@
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
 #include "tern/models/gguf_export.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/plan/plan.h"
 #include "tern/plan/plan_model.h"
 

@@ -11,9 +11,10 @@
 #include "engine/engine_test_util.h"
 #include "fixtures.h"
 #include "tern/core/error.h"
+#include "tern/eval/imatrix_collector.h"
 #include "tern/formats/gguf.h"
 #include "tern/models/decoder.h"
-#include "tern/quant/imatrix_collector.h"
+#include "tern/models/imatrix_fits.h"
 
 namespace tern {
 namespace {
@@ -174,7 +175,7 @@ TEST(ImportanceMatrix, SumsTheSquaresOfEachMatrixInput) {
                   1e-4 * expected[static_cast<size_t>(j)] + 1e-6)
           << what << " column " << j;
   }
-  im.check_fits(m.weights, "stories260K");
+  check_imatrix_fits(im, m.weights, "stories260K");
   EXPECT_THROW(compute_importance_matrix(decoder, std::span(tokens).first(31), options), Error);
 }
 

@@ -9,7 +9,7 @@
 
 #include "fixtures.h"
 #include "tern/core/error.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 namespace {

@@ -13,7 +13,7 @@
 #include "engine/engine_test_util.h"
 #include "tern/core/half.h"
 #include "tern/engine/llm.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern::testing {
 

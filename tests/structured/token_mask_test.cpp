@@ -11,7 +11,7 @@
 
 #include "fixtures.h"
 #include "shared_tokenizer.h"
-#include "tern/engine/sampler.h"
+#include "tern/sampling/sampler.h"
 #include "tern/structured/gbnf.h"
 #include "tern/structured/json_schema.h"
 #include "tern/structured/structured_outputs.h"

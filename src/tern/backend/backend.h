@@ -8,7 +8,7 @@
 #include <span>
 
 #include "tern/backend/kv_types.h"
-#include "tern/models/model_weights.h"
+#include "tern/weights/weight_matrix.h"
 
 namespace tern {
 
@@ -50,11 +50,18 @@ class Backend {
                       float* y) = 0;
   // A layer's q, k and v from one input, biases included: a backend may share the input's
   // quantization or run one fused matmul. x: [t, hidden]; q: [t, q_dim]; k, v: [t, kv_dim]
-  virtual void qkv(const LayerWeights& l, const float* x, int64_t t, float* q, float* k,
-                   float* v) = 0;
+  // `wqkv_packed`: the three stacked where the loader packed them back to back (only its
+  // `packed` set; empty() otherwise). bq, bk, bv: empty without attention_bias.
+  virtual void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
+                   const WeightMatrix& wqkv_packed, std::span<const float> bq,
+                   std::span<const float> bk, std::span<const float> bv, const float* x, int64_t t,
+                   float* q, float* k, float* v) = 0;
   // The MLP's activation: out = silu(x · w_gateᵀ + b_gate) · (x · w_upᵀ + b_up).
   // x: [t, hidden]; out: [t, intermediate]
-  virtual void gate_up_silu(const LayerWeights& l, const float* x, int64_t t, float* out) = 0;
+  // `w_gate_up_packed`: the two stacked, as `wqkv_packed`. b_gate, b_up: empty without mlp_bias.
+  virtual void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                            const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
+                            std::span<const float> b_up, const float* x, int64_t t, float* out) = 0;
 
   // Rotates q and k in place by the positions of set_positions.
   // q: [t, n_heads, head_dim]; k: [t, n_kv_heads, head_dim]

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "tern/disagg/kv_transfer_config.h"
-#include "tern/engine/scheduler.h"
 #include "tern/kernels/cpu/kv/kv_cache.h"
+#include "tern/scheduler/scheduler.h"
 #include "tern/spec_decode/speculator.h"
 
 namespace tern {

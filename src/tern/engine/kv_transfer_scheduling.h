@@ -11,7 +11,7 @@
 
 #include "tern/disagg/kv_connector.h"
 #include "tern/disagg/kv_transfer_params.h"
-#include "tern/engine/kv_connector_hooks.h"
+#include "tern/scheduler/kv_connector_hooks.h"
 
 namespace tern {
 

@@ -12,9 +12,9 @@
 #include "tern/engine/engine_config.h"
 #include "tern/engine/llm_engine.h"
 #include "tern/engine/request_output.h"
-#include "tern/engine/sampling_params.h"
 #include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
+#include "tern/sampling/sampling_params.h"
 
 namespace tern {
 

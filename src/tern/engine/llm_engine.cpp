@@ -12,7 +12,7 @@
 #include "tern/disagg/model_fingerprint.h"
 #include "tern/engine/llm_engine_state.h"
 #include "tern/engine/output_text.h"
-#include "tern/engine/sampler.h"
+#include "tern/sampling/sampler.h"
 #include "tern/spec_decode/forward_timing.h"
 
 namespace tern {

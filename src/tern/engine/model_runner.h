@@ -7,10 +7,10 @@
 #include <span>
 #include <vector>
 
-#include "tern/engine/scheduler.h"
 #include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/step_context.h"
+#include "tern/scheduler/scheduler.h"
 
 namespace tern {
 

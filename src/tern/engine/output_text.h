@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "tern/engine/sampling_params.h"
+#include "tern/sampling/sampling_params.h"
 #include "tern/tokenizer/incremental_detokenizer.h"
 #include "tern/tokenizer/tokenizer.h"
 

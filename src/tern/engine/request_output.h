@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tern/disagg/kv_transfer_params.h"
-#include "tern/engine/sampler.h"
+#include "tern/sampling/sampler.h"
 
 namespace tern {
 

@@ -13,7 +13,7 @@
 
 #include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/model_config.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 

@@ -25,7 +25,7 @@
 
 #include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/tensor_info.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "tern/backend/cpu/cpu_backend.h"
+#include "tern/backend/decoder_buffers.h"
 #include "tern/core/error.h"
-#include "tern/models/decoder_buffers.h"
 
 namespace tern {
 namespace {
@@ -124,7 +124,8 @@ void Decoder::attention_block(int layer, const StepContext& ctx, KvCache& cache)
 
   b.rms_norm(x_.data(), l.attn_norm.data(), t, h, eps, xn_.data());
   observe(layer, MatrixInput::AttnQkv, xn_.data(), t, h);
-  b.qkv(l, xn_.data(), t, q_.data(), k_.data(), v_.data());
+  b.qkv(l.wq, l.wk, l.wv, l.wqkv_packed, l.bq, l.bk, l.bv, xn_.data(), t, q_.data(), k_.data(),
+        v_.data());
   if (c.qk_norm) {
     b.rms_norm(q_.data(), l.q_norm.data(), t * n_heads, c.head_dim, eps, q_.data());
     b.rms_norm(k_.data(), l.k_norm.data(), t * n_kv, c.head_dim, eps, k_.data());
@@ -145,7 +146,8 @@ void Decoder::mlp_block(int layer, int64_t t) {
   const int64_t h = c.hidden_size;
   b.rms_norm(x_.data(), l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_.data());
   observe(layer, MatrixInput::FfnGateUp, xn_.data(), t, h);
-  b.gate_up_silu(l, xn_.data(), t, gate_.data());
+  b.gate_up_silu(l.w_gate, l.w_up, l.w_gate_up_packed, l.b_gate, l.b_up, xn_.data(), t,
+                 gate_.data());
   observe(layer, MatrixInput::FfnDown, gate_.data(), t, c.intermediate_size);
   b.matmul(l.w_down, l.b_down, gate_.data(), t, out_.data());
   b.add(x_.data(), out_.data(), t * h);

@@ -8,8 +8,8 @@
 
 #include "tern/backend/backend.h"
 #include "tern/formats/model_config.h"
-#include "tern/models/model_weights.h"
 #include "tern/models/step_context.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 
@@ -63,7 +63,7 @@ class Decoder {
 
   // Bytes the activation buffers and the backend's scratch (the matmul workspace among it) hold
   // now: what `tern plan` counts as the decoder's part of the working memory
-  // (decoder_buffers.h).
+  // (backend/decoder_buffers.h).
   uint64_t buffer_bytes() const;
 
   // Shows every forward's matrix inputs to `observer` (nullptr: none); it must outlive its use.

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tern/kernels/cpu/quants/quantize.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/quant/quant_recipe.h"
 
 namespace tern {

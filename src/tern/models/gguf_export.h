@@ -8,7 +8,7 @@
 
 #include "tern/formats/gguf.h"
 #include "tern/formats/model_config.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/quant/quant_recipe.h"
 
 namespace tern {

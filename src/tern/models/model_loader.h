@@ -8,7 +8,7 @@
 #include "tern/core/dtype.h"
 #include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/model_config.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/quant/quant_recipe.h"
 #include "tern/tokenizer/tokenizer.h"
 

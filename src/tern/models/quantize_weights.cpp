@@ -1,4 +1,4 @@
-// Requantized copies of loaded weights (model_weights.h's quantize_weights): each matrix
+// Requantized copies of loaded weights (weight_loader.h's quantize_weights): each matrix
 // through f32 by the weight quantizers; by GPTQ where an importance matrix has the input's
 // second moments, with GPTQ's act-order when asked; after AWQ's scaling of each layer when
 // asked. Rows are quantized in parallel, and the result never depends on the threads.
@@ -11,7 +11,7 @@
 #include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/checkpoint_weights.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 #include "tern/quant/awq.h"
 #include "tern/quant/gptq.h"
 #include "tern/quant/importance_matrix.h"

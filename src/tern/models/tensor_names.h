@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 

@@ -1,7 +1,7 @@
 // KV cache and working-memory sizes, from the same functions the engine and the Decoder use.
 #include "tern/plan/memory_plan.h"
 
-#include "tern/models/decoder_buffers.h"
+#include "tern/backend/decoder_buffers.h"
 
 namespace tern::plan {
 

@@ -7,7 +7,7 @@
 
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/matmul.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern::plan {
 namespace {

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "tern/backend/decoder_buffers.h"
 #include "tern/core/dtype.h"
 #include "tern/formats/model_config.h"
 #include "tern/formats/tensor_info.h"
-#include "tern/models/decoder_buffers.h"
 #include "tern/quant/quant_recipe.h"
 
 namespace tern::plan {

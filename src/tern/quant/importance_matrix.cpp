@@ -8,7 +8,6 @@
 
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
-#include "tern/models/model_weights.h"
 
 namespace tern {
 namespace {
@@ -22,23 +21,6 @@ bool strip_suffix(std::string& s, std::string_view suffix) {
     return false;
   s.resize(s.size() - suffix.size());
   return true;
-}
-
-// GGUF name → column count of every matrix a model quantizes.
-std::map<std::string, int64_t> matrix_columns(const ModelWeights& w) {
-  std::map<std::string, int64_t> cols;
-  cols["token_embd.weight"] = w.token_embedding.cols;
-  if (!w.tied_embeddings) cols["output.weight"] = w.lm_head.cols;
-  for (size_t i = 0; i < w.layers.size(); ++i) {
-    const LayerWeights& l = w.layers[i];
-    const auto layer = static_cast<int64_t>(i);
-    const std::pair<const char*, const WeightMatrix*> matrices[] = {
-        {"attn_q.weight", &l.wq},      {"attn_k.weight", &l.wk},       {"attn_v.weight", &l.wv},
-        {"attn_output.weight", &l.wo}, {"ffn_gate.weight", &l.w_gate}, {"ffn_up.weight", &l.w_up},
-        {"ffn_down.weight", &l.w_down}};
-    for (const auto& [what, m] : matrices) cols[gguf_tensor_name(layer, what)] = m->cols;
-  }
-  return cols;
 }
 
 // sum[i, 0..i] += x_i · x[0..i] for every token: the lower triangle, a band of rows at a time
@@ -117,20 +99,6 @@ std::vector<float> ImportanceMatrix::importance(const std::string& name) const {
   for (size_t j = 0; j < mean.size(); ++j)
     mean[j] = static_cast<float>(it->second.sum_squares[j] / static_cast<double>(it->second.count));
   return mean;
-}
-
-void ImportanceMatrix::check_fits(const ModelWeights& weights, const std::string& source) const {
-  const std::map<std::string, int64_t> cols = matrix_columns(weights);
-  for (const auto& [name, e] : entries) {
-    const auto it = cols.find(name);
-    if (it == cols.end())
-      throw Error(source + ": importance matrix entry '" + name +
-                  "' is not a matrix of this model (was it made for another one?)");
-    if (static_cast<int64_t>(e.sum_squares.size()) != it->second)
-      throw Error(source + ": importance matrix entry '" + name + "' has " +
-                  std::to_string(e.sum_squares.size()) + " columns, the model's matrix " +
-                  std::to_string(it->second));
-  }
 }
 
 ImportanceMatrix ImportanceMatrix::read(const std::string& path) {

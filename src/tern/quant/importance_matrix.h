@@ -21,7 +21,6 @@
 namespace tern {
 
 class GgufWriter;
-class ModelWeights;
 
 struct ImportanceEntry {
   std::vector<double> sum_squares;  // [cols]: Σ over tokens of x_j²
@@ -47,11 +46,6 @@ class ImportanceMatrix {
   std::vector<float> importance(const std::string& name) const;
   // E[x xᵀ] of the entry [cols × cols]; empty when there is none, or no sums of x xᵀ.
   std::vector<float> second_moments(const std::string& name) const;
-
-  // Throws tern::Error naming the first entry that is not a matrix of `weights` (by GGUF name)
-  // or whose column count differs from that matrix's: an importance matrix made for another
-  // model. Matrices without an entry are fine (llama-imatrix leaves out output.weight).
-  void check_fits(const ModelWeights& weights, const std::string& source) const;
 
   // llama.cpp's GGUF imatrix format. Throws tern::Error naming the file for anything else (a
   // model GGUF, an entry without its counts, a non-F32 tensor, sizes that disagree, NaNs).

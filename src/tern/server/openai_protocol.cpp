@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "tern/core/error.h"
-#include "tern/engine/sampling_params_json.h"
+#include "tern/sampling/sampling_params_json.h"
 #include "tern/server/api_error.h"
 #include "tern/server/request_fields.h"
 #include "tern/structured/structured_outputs.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tern/disagg/kv_transfer_params.h"
-#include "tern/engine/sampling_params.h"
+#include "tern/sampling/sampling_params.h"
 #include "tern/server/chat_output.h"
 #include "tern/tokenizer/chat_template.h"
 #include "tern/tokenizer/tokenizer.h"

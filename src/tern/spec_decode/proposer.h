@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <span>
 
-#include "tern/engine/sampler.h"
-#include "tern/engine/sequence.h"
+#include "tern/sampling/sampler.h"
+#include "tern/scheduler/sequence.h"
 #include "tern/spec_decode/forward_costs.h"
 
 namespace tern {

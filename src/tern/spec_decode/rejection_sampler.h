@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/engine/sampler.h"
+#include "tern/sampling/sampler.h"
 
 namespace tern {
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "tern/engine/sampler.h"
-#include "tern/engine/sequence.h"
 #include "tern/kernels/cpu/kv/kv_cache.h"
+#include "tern/sampling/sampler.h"
+#include "tern/scheduler/sequence.h"
 #include "tern/spec_decode/draft_length_policy.h"
 #include "tern/spec_decode/draft_model.h"
 #include "tern/spec_decode/forward_costs.h"

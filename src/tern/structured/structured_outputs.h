@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tern/core/error.h"
-#include "tern/engine/sampling_params.h"
+#include "tern/structured/structured_output_spec.h"
 #include "tern/structured/token_mask.h"
 
 namespace tern {

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "tern/backend/decoder_buffers.h"
 #include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/ops/rope.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/vec_dot.h"
-#include "tern/models/decoder_buffers.h"
 
 namespace tern {
 namespace {
@@ -125,12 +125,14 @@ class CpuBackend final : public Backend {
     add_bias(y, bias, t);
   }
 
-  void qkv(const LayerWeights& l, const float* x, int64_t t, float* q, float* k,
+  void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
+           const WeightMatrix& wqkv_packed, std::span<const float> bq, std::span<const float> bk,
+           std::span<const float> bv, const float* x, int64_t t, float* q, float* k,
            float* v) override {
     const int64_t h = config_.hidden_size;
-    if (l.wqkv_packed.packed != nullptr) {
+    if (wqkv_packed.packed != nullptr) {
       // One matmul over the three stacked, then each token's row apart.
-      cpu::matmul(view(l.wqkv_packed), x, t, fused_.data(), ws_);
+      cpu::matmul(view(wqkv_packed), x, t, fused_.data(), ws_);
       const int64_t qd = config_.q_dim(), kvd = config_.kv_dim(), width = qd + 2 * kvd;
       for (int64_t i = 0; i < t; ++i) {
         const float* row = fused_.data() + i * width;
@@ -138,43 +140,45 @@ class CpuBackend final : public Backend {
         std::copy(row + qd, row + qd + kvd, k + i * kvd);
         std::copy(row + qd + kvd, row + width, v + i * kvd);
       }
-    } else if (same_activation(l.wq, l.wk) && same_activation(l.wq, l.wv)) {
+    } else if (same_activation(wq, wk) && same_activation(wq, wv)) {
       // q, k and v share one quantization of their input when their formats agree.
       const cpu::QuantizedActivations a =
-          cpu::quantize_activations(l.wq.dtype, x, t, h, ws_, l.wq.input_order);
-      cpu::matmul(view(l.wq), a, q);
-      cpu::matmul(view(l.wk), a, k);
-      cpu::matmul(view(l.wv), a, v);
+          cpu::quantize_activations(wq.dtype, x, t, h, ws_, wq.input_order);
+      cpu::matmul(view(wq), a, q);
+      cpu::matmul(view(wk), a, k);
+      cpu::matmul(view(wv), a, v);
     } else {
-      cpu::matmul(view(l.wq), x, t, q, ws_);
-      cpu::matmul(view(l.wk), x, t, k, ws_);
-      cpu::matmul(view(l.wv), x, t, v, ws_);
+      cpu::matmul(view(wq), x, t, q, ws_);
+      cpu::matmul(view(wk), x, t, k, ws_);
+      cpu::matmul(view(wv), x, t, v, ws_);
     }
-    add_bias(q, l.bq, t);
-    add_bias(k, l.bk, t);
-    add_bias(v, l.bv, t);
+    add_bias(q, bq, t);
+    add_bias(k, bk, t);
+    add_bias(v, bv, t);
   }
 
-  void gate_up_silu(const LayerWeights& l, const float* x, int64_t t, float* out) override {
+  void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                    const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
+                    std::span<const float> b_up, const float* x, int64_t t, float* out) override {
     const int64_t h = config_.hidden_size, ff = config_.intermediate_size;
-    if (l.w_gate_up_packed.packed != nullptr && l.b_gate.empty() && l.b_up.empty()) {
+    if (w_gate_up_packed.packed != nullptr && b_gate.empty() && b_up.empty()) {
       // One matmul over the two stacked: each token's row is [gate | up], what silu_mul_fused
       // takes.
-      cpu::matmul(view(l.w_gate_up_packed), x, t, fused_.data(), ws_);
+      cpu::matmul(view(w_gate_up_packed), x, t, fused_.data(), ws_);
       cpu::silu_mul_fused(fused_.data(), t, ff, out);
       return;
     }
-    if (same_activation(l.w_gate, l.w_up)) {
+    if (same_activation(w_gate, w_up)) {
       const cpu::QuantizedActivations a =
-          cpu::quantize_activations(l.w_gate.dtype, x, t, h, ws_, l.w_gate.input_order);
-      cpu::matmul(view(l.w_gate), a, out);
-      cpu::matmul(view(l.w_up), a, up_.data());
+          cpu::quantize_activations(w_gate.dtype, x, t, h, ws_, w_gate.input_order);
+      cpu::matmul(view(w_gate), a, out);
+      cpu::matmul(view(w_up), a, up_.data());
     } else {
-      cpu::matmul(view(l.w_gate), x, t, out, ws_);
-      cpu::matmul(view(l.w_up), x, t, up_.data(), ws_);
+      cpu::matmul(view(w_gate), x, t, out, ws_);
+      cpu::matmul(view(w_up), x, t, up_.data(), ws_);
     }
-    add_bias(out, l.b_gate, t);
-    add_bias(up_.data(), l.b_up, t);
+    add_bias(out, b_gate, t);
+    add_bias(up_.data(), b_up, t);
     cpu::silu_mul(out, up_.data(), out, t * ff);
   }
 

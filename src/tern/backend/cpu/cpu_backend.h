@@ -6,7 +6,7 @@
 
 #include "tern/backend/backend.h"
 #include "tern/formats/model_config.h"
-#include "tern/models/model_weights.h"
+#include "tern/weights/model_weights.h"
 
 namespace tern {
 

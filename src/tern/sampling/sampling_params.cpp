@@ -1,6 +1,6 @@
 // SamplingParams::validate: the ranges vLLM accepts, each failure naming the field, the allowed
 // range and the value, so the server can return it as a 400 message as is.
-#include "tern/engine/sampling_params.h"
+#include "tern/sampling/sampling_params.h"
 
 #include <cmath>
 #include <cstdio>

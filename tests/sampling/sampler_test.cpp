@@ -1,7 +1,7 @@
 // SamplingParams::validate and the Sampler: greedy, each truncation against a brute-force
 // reference, penalties as OpenAI / vLLM define them (seen through greedy choices on crafted
 // logits), min_tokens, raw logprobs, and seeds that reproduce whatever else is sampled.
-#include "tern/engine/sampler.h"
+#include "tern/sampling/sampler.h"
 
 #include <gtest/gtest.h>
 

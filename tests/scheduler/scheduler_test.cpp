@@ -1,6 +1,6 @@
 // Scheduler: decodes before prefills, chunked prefill under the token budget, whole prefills
 // when chunking is off, the sequence cap, and preemption of the newest when blocks run out.
-#include "tern/engine/scheduler.h"
+#include "tern/scheduler/scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tern/disagg/kv_transfer_params.h"
-#include "tern/engine/sequence.h"
+#include "tern/scheduler/sequence.h"
 
 namespace tern {
 

@@ -1,4 +1,4 @@
-#include "tern/engine/sampling_params_json.h"
+#include "tern/sampling/sampling_params_json.h"
 
 #include <cmath>
 #include <limits>

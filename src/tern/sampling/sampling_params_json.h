@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tern/engine/sampling_params.h"
+#include "tern/sampling/sampling_params.h"
 
 namespace tern {
 

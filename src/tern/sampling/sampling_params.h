@@ -7,24 +7,9 @@
 #include <string>
 #include <vector>
 
-namespace tern {
+#include "tern/structured/structured_output_spec.h"
 
-// A constraint on the output's text (src/tern/structured/): what the request asked for, compiled
-// by the engine (cached by kind and text).
-struct StructuredOutputSpec {
-  enum class Kind { kNone, kJsonObject, kJsonSchema, kRegex, kChoice, kGrammar };
-  Kind kind = Kind::kNone;
-  std::string text;   // kJsonSchema: the schema's JSON; kRegex; kGrammar: GBNF; kChoice: a JSON
-                      // list of strings; kJsonObject: empty
-  std::string field;  // the request field it came from ("response_format"), for messages
-  // A reasoning model's think tags (a chat request on a server with --reasoning-parser): the
-  // constraint waits until reasoning has ended, as vLLM's structured outputs do. Reasoning has
-  // ended in the prompt when its last think tag is the end tag; otherwise the constraint starts
-  // after the model writes think_end_token. -1: no reasoning, constrained from the first token.
-  int32_t think_start_token = -1;
-  int32_t think_end_token = -1;
-  bool enabled() const { return kind != Kind::kNone; }
-};
+namespace tern {
 
 struct SamplingParams {
   int32_t n = 1;  // completions per prompt; they share the prompt's KV blocks

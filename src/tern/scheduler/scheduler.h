@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "tern/engine/block_manager.h"
-#include "tern/engine/kv_connector_hooks.h"
-#include "tern/engine/sequence.h"
+#include "tern/scheduler/block_manager.h"
+#include "tern/scheduler/kv_connector_hooks.h"
+#include "tern/scheduler/sequence.h"
 
 namespace tern {
 

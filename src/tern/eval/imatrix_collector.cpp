@@ -1,6 +1,6 @@
 // compute_importance_matrix: one SequenceRunner forward per window, an observer naming each
 // matrix input after the GGUF tensors that read it.
-#include "tern/quant/imatrix_collector.h"
+#include "tern/eval/imatrix_collector.h"
 
 #include <algorithm>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "tern/core/error.h"
 #include "tern/engine/sequence_runner.h"
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 namespace tern {
 namespace {

@@ -2,7 +2,7 @@
 // partial sort, top_p by a heap selection or a bisection, never a full sort), then one
 // uniform draw walked over the kept tokens in a fixed order. Every ordering uses one total order
 // (logit, then id), so no result depends on how a selection algorithm moves equal elements.
-#include "tern/engine/sampler.h"
+#include "tern/sampling/sampler.h"
 
 #include <algorithm>
 #include <cmath>

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "tern/engine/sequence.h"
 #include "tern/kv_events/kv_cache_event.h"
+#include "tern/scheduler/sequence.h"
 
 namespace tern {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "tern/engine/scheduler.h"
+#include "tern/scheduler/scheduler.h"
 
 namespace tern {
 namespace {

@@ -1,6 +1,7 @@
 // What a Decoder allocates besides the weights and the KV cache, as a function of the batch:
 // Decoder::reserve grows its buffers and the CPU backend's scratch to exactly these sizes, and
-// `tern plan` counts them as the engine's working memory, so the two cannot drift apart.
+// `tern plan` counts them as the engine's working memory, so the two cannot drift apart. It
+// lives in backend/ because the CPU backend sizes its scratch by it, and models/ sits above.
 #pragma once
 
 #include <cstdint>

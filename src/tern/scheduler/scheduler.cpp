@@ -1,5 +1,5 @@
 // Scheduler: the two passes of a step (running, then waiting) over one token budget.
-#include "tern/engine/scheduler.h"
+#include "tern/scheduler/scheduler.h"
 
 #include <algorithm>
 #include <string>

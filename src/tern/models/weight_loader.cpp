@@ -1,6 +1,6 @@
 // Binding GGUF and safetensors tensors to ModelWeights: names per format, shapes checked
 // against the config, matrices used in place.
-#include "tern/models/model_weights.h"
+#include "tern/models/weight_loader.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "tern/backend/decoder_buffers.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/core/mapped_file.h"
@@ -16,30 +17,9 @@
 #include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/checkpoint_weights.h"
-#include "tern/models/decoder_buffers.h"
 #include "tern/models/tensor_names.h"
 
 namespace tern {
-
-std::string_view rope_layout_name(RopeLayout layout) {
-  return layout == RopeLayout::Interleaved ? "interleaved" : "neox";
-}
-
-void ModelWeights::AlignedFree::operator()(std::byte* p) const { std::free(p); }
-
-std::span<float> ModelWeights::own_floats(size_t n) {
-  std::span<std::byte> bytes = own_bytes(n * sizeof(float));
-  return {reinterpret_cast<float*>(bytes.data()), n};
-}
-
-std::span<std::byte> ModelWeights::own_bytes(size_t n) {
-  const size_t rounded = (n + 63) / 64 * 64;
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
-  if (p == nullptr)
-    throw Error("out of memory allocating " + std::to_string(n) + " bytes of weights");
-  owned_.emplace_back(p);
-  return {p, n};
-}
 
 void pack_for_kernels(ModelWeights& w) {
   auto view_of = [](const WeightMatrix& m) {
@@ -65,7 +45,8 @@ void pack_for_kernels(ModelWeights& w) {
       if (m->packed != nullptr || m->input_order != first.input_order) return;
       shapes.push_back({m->dtype, m->rows, m->cols});
     }
-    // tern plan sizes the fused matmul's output buffer by the same rule (decoder_buffers.h).
+    // tern plan sizes the fused matmul's output buffer by the same rule
+    // (backend/decoder_buffers.h).
     if (!packs_back_to_back(shapes)) return;
     size_t bytes = 0;
     int64_t rows = 0;
@@ -87,25 +68,6 @@ void pack_for_kernels(ModelWeights& w) {
     for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
   }
   pack(w.lm_head);
-}
-
-void ModelWeights::keep_mapping(std::shared_ptr<const MappedFile> file) {
-  mappings_.push_back(file);
-  keep_alive(std::move(file));
-}
-
-void ModelWeights::drop_file_pages(const WeightMatrix& m) const {
-  const std::span<const std::byte> bytes(m.data, static_cast<size_t>(m.rows) * m.row_bytes);
-  for (const auto& file : mappings_) file->drop_resident(bytes);
-}
-
-void ModelWeights::embed(int32_t token, float* out) const {
-  const std::byte* row = token_embedding.row(token);
-  if (token_embedding.dtype == DType::F32) {
-    std::memcpy(out, row, static_cast<size_t>(token_embedding.cols) * sizeof(float));
-  } else {
-    cpu::dequantize_row(token_embedding.dtype, row, out, token_embedding.cols);
-  }
 }
 
 std::string gguf_tensor_name(int64_t layer, std::string_view what) {

@@ -1,6 +1,6 @@
 // BlockManager: reference counts, the LRU free list (intrusive, so a prefix hit on a free
 // block unlinks it in O(1)) and the key → block map of the prefix cache.
-#include "tern/engine/block_manager.h"
+#include "tern/scheduler/block_manager.h"
 
 #include <xxhash.h>
 

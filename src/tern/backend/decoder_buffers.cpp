@@ -1,5 +1,5 @@
 // The sizes behind Decoder::reserve, and the fusion rule pack_for_kernels follows.
-#include "tern/models/decoder_buffers.h"
+#include "tern/backend/decoder_buffers.h"
 
 #include <algorithm>
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "tern/engine/sampling_params.h"
+#include "tern/sampling/sampling_params.h"
 
 namespace tern {
 

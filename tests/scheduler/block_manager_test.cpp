@@ -1,6 +1,6 @@
 // BlockManager: allocation, prefix-cache hits confirmed by tokens, LRU eviction, copy on write,
 // and a long random run of events after which every reference count balances.
-#include "tern/engine/block_manager.h"
+#include "tern/scheduler/block_manager.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,88 @@
+// The weights of a llama / qwen2 / qwen3 decoder, as views: matrices stay in their file's
+// element type and block layout (GGUF and safetensors mmapped, never copied); only small
+// vectors stored as F16/BF16 (norms, biases) are widened to f32 once at load. A backend is made
+// for them, so they sit below backend/; models/weight_loader.h makes them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tern/quant/quant_recipe.h"
+#include "tern/weights/weight_matrix.h"
+
+namespace tern {
+
+class MappedFile;
+
+// How q and k pair their elements for RoPE. llama.cpp's converter permutes the q/k rows of
+// llama models so that adjacent elements (2i, 2i+1) pair up (llama.cpp "NORM", Meta's
+// original layout); Hugging Face checkpoints and qwen GGUFs pair element i with i + d/2
+// ("NEOX", transformers' rotate_half).
+enum class RopeLayout { Interleaved, Neox };
+std::string_view rope_layout_name(RopeLayout layout);
+
+struct LayerWeights {
+  std::span<const float> attn_norm;   // [hidden]
+  WeightMatrix wq;                    // [q_dim, hidden]
+  WeightMatrix wk;                    // [kv_dim, hidden]
+  WeightMatrix wv;                    // [kv_dim, hidden]
+  WeightMatrix wo;                    // [hidden, q_dim]
+  std::span<const float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim]; empty without attention_bias
+  std::span<const float> bo;          // [hidden]; empty without attention_out_bias
+  std::span<const float> q_norm, k_norm;        // [head_dim] each; qwen3 (qk_norm) only
+  std::span<const float> ffn_norm;              // [hidden]
+  WeightMatrix w_gate;                          // [ffn, hidden]
+  WeightMatrix w_up;                            // [ffn, hidden]
+  WeightMatrix w_down;                          // [hidden, ffn]
+  std::span<const float> b_gate, b_up, b_down;  // empty without mlp_bias
+  // q, k and v stacked ([q_dim + 2 kv_dim, hidden]), and gate and up ([2 ffn, hidden]), where
+  // pack_for_kernels could lay their packed copies back to back: one matmul where there were
+  // three (two), as vLLM's QKVParallelLinear and MergedColumnParallelLinear. Only `packed` is
+  // set (the parts' own `packed` point into it); empty() otherwise.
+  WeightMatrix wqkv_packed, w_gate_up_packed;
+};
+
+class ModelWeights {
+ public:
+  WeightMatrix token_embedding;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  std::span<const float> output_norm;  // [hidden]
+  WeightMatrix lm_head;                // [vocab, hidden]; the embedding itself when tied
+  bool tied_embeddings = false;
+  RopeLayout rope_layout = RopeLayout::Neox;
+  // GGUF llama3-scaled models: per-frequency divisors from `rope_freqs.weight` [head_dim / 2],
+  // used instead of the config's scaling. Empty otherwise.
+  std::span<const float> rope_freq_factors;
+  // What the matrices were made as, for `general.file_type` when they are saved: the recipe's
+  // (dummy, requantized) or the file's (GGUF). Unset: save_gguf names it after the matrices.
+  std::optional<FileType> file_type;
+
+  // The f32 embedding row of `token` into out [hidden] (dequantized when the table is
+  // quantized). No checks: the caller has validated the id.
+  void embed(int32_t token, float* out) const;
+
+  // Storage the views point into; moving a ModelWeights keeps every pointer valid.
+  std::span<float> own_floats(size_t n);
+  std::span<std::byte> own_bytes(size_t n);  // 64-byte aligned
+  void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
+  // keep_alive for a file the views point into, remembered so that pages nothing reads any
+  // more can leave the resident memory (drop_file_pages).
+  void keep_mapping(std::shared_ptr<const MappedFile> file);
+  // The bytes of `m` in a kept file stop counting as resident (MappedFile::drop_resident).
+  void drop_file_pages(const WeightMatrix& m) const;
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  std::vector<std::unique_ptr<std::byte[], AlignedFree>> owned_;
+  std::vector<std::shared_ptr<const void>> owners_;
+  std::vector<std::shared_ptr<const MappedFile>> mappings_;
+};
+
+}  // namespace tern
