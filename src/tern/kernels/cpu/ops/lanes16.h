@@ -137,7 +137,22 @@ inline F32x16 vector_codes16(const uint8_t* p) {
   }
 }
 
-struct ScalarF32x16 {
+// The half of a policy a level without its own f16-vector and code widening shares: both go
+// through the level's load16_f16 (CRTP: L derives from WidenThroughLoads<L>).
+template <class L>
+struct WidenThroughLoads {
+  static F32x16 f16x16_to_f32(U16x16 h) {
+    uint16_t bits[16];
+    std::memcpy(bits, &h, sizeof bits);
+    return L::load16_f16(bits);
+  }
+  template <KvDtype D>
+  static F32x16 codes16(const uint8_t* p) {
+    return vector_codes16<L, D>(p);
+  }
+};
+
+struct ScalarF32x16 : WidenThroughLoads<ScalarF32x16> {
   static F32x16 fma16(F32x16 a, F32x16 b, F32x16 c) {
     for (int i = 0; i < 16; ++i) c[i] = std::fma(a[i], b[i], c[i]);
     return c;
@@ -146,15 +161,6 @@ struct ScalarF32x16 {
     F32x16 v;
     for (int i = 0; i < 16; ++i) v[i] = f16_to_f32(p[i]);
     return v;
-  }
-  static F32x16 f16x16_to_f32(U16x16 h) {
-    uint16_t bits[16];
-    std::memcpy(bits, &h, sizeof bits);
-    return load16_f16(bits);
-  }
-  template <KvDtype D>
-  static F32x16 codes16(const uint8_t* p) {
-    return vector_codes16<ScalarF32x16, D>(p);
   }
 };
 

@@ -15,7 +15,7 @@
 namespace tern::cpu {
 namespace {
 
-struct NeonF32x16 {
+struct NeonF32x16 : WidenThroughLoads<NeonF32x16> {
   static F32x16 fma16(F32x16 a, F32x16 b, F32x16 c) {
     float32x4_t a4[4], b4[4], c4[4];
     std::memcpy(a4, &a, sizeof a), std::memcpy(b4, &b, sizeof b), std::memcpy(c4, &c, sizeof c);
@@ -29,15 +29,6 @@ struct NeonF32x16 {
     F32x16 v;
     std::memcpy(&v, q, sizeof v);
     return v;
-  }
-  static F32x16 f16x16_to_f32(U16x16 h) {
-    uint16_t bits[16];
-    std::memcpy(bits, &h, sizeof bits);
-    return load16_f16(bits);
-  }
-  template <KvDtype D>
-  static F32x16 codes16(const uint8_t* p) {
-    return vector_codes16<NeonF32x16, D>(p);
   }
 };
 

@@ -2,6 +2,10 @@
 // kernels the dispatch table takes from this level that are built on it: attention's work
 // items (ops/attention_run.h) and the SiLU·up rows (ops/silu_row.h). Every operation gives the
 // scalar twin's bits: a fused multiply-add rounds once either way, widening f16 is exact.
+// GCC warns that a 64-byte vector is returned differently without AVX-512; every function here
+// and in ops/lanes16.h has internal linkage, so no such value crosses to a file of other flags.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include <immintrin.h>
 
 #include <cstring>
@@ -14,7 +18,7 @@
 namespace tern::cpu {
 namespace {
 
-struct Avx2F32x16 {
+struct Avx2F32x16 : WidenThroughLoads<Avx2F32x16> {
   static F32x16 fma16(F32x16 a, F32x16 b, F32x16 c) {
     __m256 a2[2], b2[2], c2[2];
     std::memcpy(a2, &a, sizeof a), std::memcpy(b2, &b, sizeof b), std::memcpy(c2, &c, sizeof c);
@@ -29,15 +33,6 @@ struct Avx2F32x16 {
     std::memcpy(&v, &lo, sizeof lo);
     std::memcpy(reinterpret_cast<char*>(&v) + sizeof lo, &hi, sizeof hi);
     return v;
-  }
-  static F32x16 f16x16_to_f32(U16x16 h) {
-    uint16_t bits[16];
-    std::memcpy(bits, &h, sizeof bits);
-    return load16_f16(bits);
-  }
-  template <KvDtype D>
-  static F32x16 codes16(const uint8_t* p) {
-    return vector_codes16<Avx2F32x16, D>(p);
   }
 };
 
