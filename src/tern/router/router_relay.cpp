@@ -186,8 +186,8 @@ class Generation : public std::enable_shared_from_this<Generation> {
     const std::string url = in_flight_->address().url;
     in_flight_.reset();
     if (streaming_) {
-      client_->end_stream();
-      return finished();
+      finished();  // before the end, as answer()
+      return client_->end_stream();
     }
     if (head_->status >= 400) {
       ctx_.metrics.count_error(kErrorBackendStatus);
@@ -250,8 +250,8 @@ class Generation : public std::enable_shared_from_this<Generation> {
           dump_lossy(server::error_body(
               502, "tern router: " + address.url + " broke off its stream (" + why + ")")) +
           "\n\n");
-      client_->end_stream();
-      return finished();
+      finished();
+      return client_->end_stream();
     }
     if (!head_) {
       // It took the request and then failed to answer in time (--request-timeout) or closed
@@ -281,9 +281,11 @@ class Generation : public std::enable_shared_from_this<Generation> {
     answer(std::move(res));
   }
 
+  // The time is observed before the answer goes out: a client that reads /metrics right after
+  // its answer must find its request counted.
   void answer(http::Response res) {
-    client_->respond(std::move(res));
     finished();
+    client_->respond(std::move(res));
   }
 
   // The request's time, observed once whichever way it ended.
@@ -334,8 +336,8 @@ void handle_generation(RouterContext& ctx, Endpoint endpoint, const http::Reques
     ctx.metrics.count_error(kErrorBadRequest);
     http::Response res;
     set_error(res, e.status(), e.what());
+    ctx.metrics.observe_request_seconds(seconds_since(start));  // before the answer, as answer()
     client->respond(std::move(res));
-    ctx.metrics.observe_request_seconds(seconds_since(start));
     return;
   }
   auto generation = std::make_shared<Generation>(ctx, start, endpoint, req.path, std::move(body),
