@@ -7,12 +7,14 @@
 
 #include <array>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
 #include "tern/backend/cpu/cpu_backend.h"
+#include "tern/core/error.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/models/decoder.h"
 
@@ -31,6 +33,8 @@ enum Op {
   kWriteKv,
   kAttention,
   kAdd,
+  kLogits,
+  kReadRows,
   kNumOps
 };
 
@@ -41,13 +45,19 @@ class CountingBackend final : public Backend {
 
   std::array<int, kNumOps> counts{};
 
+  Activation make_activation(int64_t width, ActivationRows rows) override {
+    return inner_->make_activation(width, rows);
+  }
   void reserve(int64_t t, int64_t r) override { inner_->reserve(t, r); }
-  uint64_t scratch_bytes() const override { return inner_->scratch_bytes(); }
+  uint64_t working_bytes() const override { return inner_->working_bytes(); }
+  std::unique_ptr<KvCache> make_kv_cache(const KvCacheConfig& config) override {
+    return inner_->make_kv_cache(config);
+  }
   void check_attention(const AttentionBatch& batch, const KvCache& cache,
                        int n_heads) const override {
     inner_->check_attention(batch, cache, n_heads);
   }
-  void embed(std::span<const int32_t> ids, float* x) override {
+  void embed(std::span<const int32_t> ids, Activation x) override {
     ++counts[kEmbed];
     inner_->embed(ids, x);
   }
@@ -55,51 +65,59 @@ class CountingBackend final : public Backend {
     ++counts[kPositions];
     inner_->set_positions(positions);
   }
-  void rms_norm(const float* x, const float* w, int64_t rows, int64_t dim, float eps,
-                float* out) override {
+  void rms_norm(Activation x, const float* w, int64_t rows, int64_t dim, float eps,
+                Activation out) override {
     ++counts[kRmsNorm];
     inner_->rms_norm(x, w, rows, dim, eps, out);
   }
-  void rms_norm_rows(const float* x, std::span<const int32_t> rows, const float* w, int64_t dim,
-                     float eps, float* out) override {
+  void rms_norm_rows(Activation x, std::span<const int32_t> rows, const float* w, int64_t dim,
+                     float eps, Activation out) override {
     ++counts[kRmsNormRows];
     inner_->rms_norm_rows(x, rows, w, dim, eps, out);
   }
-  void matmul(const WeightMatrix& w, std::span<const float> bias, const float* x, int64_t t,
-              float* y) override {
+  void matmul(const WeightMatrix& w, std::span<const float> bias, Activation x, int64_t t,
+              Activation y) override {
     ++counts[kMatmul];
     inner_->matmul(w, bias, x, t, y);
   }
   void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
            const WeightMatrix& wqkv_packed, std::span<const float> bq, std::span<const float> bk,
-           std::span<const float> bv, const float* x, int64_t t, float* q, float* k,
-           float* v) override {
+           std::span<const float> bv, Activation x, int64_t t, Activation q, Activation k,
+           Activation v) override {
     ++counts[kQkv];
     inner_->qkv(wq, wk, wv, wqkv_packed, bq, bk, bv, x, t, q, k, v);
   }
   void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
                     const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
-                    std::span<const float> b_up, const float* x, int64_t t, float* out) override {
+                    std::span<const float> b_up, Activation x, int64_t t, Activation out) override {
     ++counts[kGateUpSilu];
     inner_->gate_up_silu(w_gate, w_up, w_gate_up_packed, b_gate, b_up, x, t, out);
   }
-  void rope(float* q, int n_heads, float* k, int n_kv_heads, int64_t t) override {
+  void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
     ++counts[kRope];
     inner_->rope(q, n_heads, k, n_kv_heads, t);
   }
-  void write_kv(KvCache& cache, int layer, const float* k, const float* v,
+  void write_kv(KvCache& cache, int layer, Activation k, Activation v,
                 std::span<const int64_t> slots) override {
     ++counts[kWriteKv];
     inner_->write_kv(cache, layer, k, v, slots);
   }
-  void attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                 int n_heads, float scale, float* out) override {
+  void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
+                 int n_heads, float scale, Activation out) override {
     ++counts[kAttention];
     inner_->attention(q, cache, layer, batch, n_heads, scale, out);
   }
-  void add(float* x, const float* y, int64_t n) override {
+  void add(Activation x, Activation y, int64_t n) override {
     ++counts[kAdd];
     inner_->add(x, y, n);
+  }
+  void logits(const WeightMatrix& lm_head, Activation x, int64_t rows, float* logits) override {
+    ++counts[kLogits];
+    inner_->logits(lm_head, x, rows, logits);
+  }
+  void read_rows(Activation a, int64_t rows, int64_t cols, float* host) override {
+    ++counts[kReadRows];
+    inner_->read_rows(a, rows, cols, host);
   }
 
  private:
@@ -139,20 +157,50 @@ TEST(Backend, DecoderCallsEachOpOncePerLayerPerStep) {
   std::array<int, kNumOps> per_step{};
   per_step[kEmbed] = 1;
   per_step[kPositions] = 1;
-  per_step[kRmsNorm] = 4 * layers;     // attention and MLP input, q and k (qk_norm)
-  per_step[kRmsNormRows] = 1;          // the final norm
-  per_step[kMatmul] = 2 * layers + 1;  // o, down; lm_head
+  per_step[kRmsNorm] = 4 * layers;  // attention and MLP input, q and k (qk_norm)
+  per_step[kRmsNormRows] = 1;       // the final norm
+  per_step[kMatmul] = 2 * layers;   // o, down
   per_step[kQkv] = layers;
   per_step[kGateUpSilu] = layers;
   per_step[kRope] = layers;
   per_step[kWriteKv] = layers;
   per_step[kAttention] = layers;
   per_step[kAdd] = 2 * layers;
+  per_step[kLogits] = 1;    // lm_head, the one read back
+  per_step[kReadRows] = 0;  // no observer: nothing else crosses to the host
   const std::vector<float> through_counting = run(seam, &per_step, counting);
 
   Decoder plain(c, w);
   EXPECT_TRUE(testing::bitwise_equal(through_counting, run(plain)));
   EXPECT_EQ(seam.buffer_bytes(), plain.buffer_bytes());
+}
+
+// A cache some other backend made: the CPU backend's ops could not read it.
+class ForeignKvCache final : public KvCache {
+ public:
+  explicit ForeignKvCache(const KvCacheConfig& config) : KvCache(config) {}
+  void copy_block(int64_t, int64_t) override {}
+  std::vector<std::span<std::byte>> host_block_ranges(int64_t) override { return {}; }
+  uint64_t memory_bytes() const override { return 0; }
+};
+
+TEST(Backend, AStepOnAnotherBackendsCacheIsRefusedByName) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::tiny_qwen3_config(2);
+  const ModelWeights w = make_dummy_weights(c, DType::Q8_0, 3);
+  Decoder decoder(c, w);
+  ForeignKvCache foreign(decoder.kv_cache_config(4));
+  StepBatch batch(4);
+  const std::vector<int32_t> tokens = {1, 2, 3}, blocks = {0};
+  batch.add_sequence(tokens, 0, blocks, true);
+  const std::unique_ptr<KvCache> own = decoder.make_kv_cache(4);
+  EXPECT_NO_THROW(decoder.check_step(batch.context(), *own));
+  try {
+    decoder.check_step(batch.context(), foreign);
+    FAIL() << "a foreign cache was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another backend"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,83 +1,113 @@
 // The seam between what a decoder computes and the device that computes it: the handful of ops a
 // forward is made of, each one call per layer (or per step) covering every token of the batch,
-// so the virtual dispatch is nothing next to the work. The CPU's implementation is
-// backend/cpu/cpu_backend.h; a CUDA or Metal one implements the same set.
+// so the virtual dispatch is nothing next to the work. The backend owns the memory they work
+// in: activations, scratch and the KV cache are its own (device memory on a GPU, aligned host
+// memory on the CPU); the host hands it token ids, positions and block tables, and reads back
+// the logit rows, once per step. The CPU's implementation is backend/cpu/cpu_backend.h.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
+#include "tern/backend/kv_cache.h"
 #include "tern/backend/kv_types.h"
 #include "tern/weights/weight_matrix.h"
 
 namespace tern {
 
+// A buffer of f32 activation rows in the backend's memory, made by Backend::make_activation.
+// Ops name it; only read_rows and logits copy anything to the host.
+struct Activation {
+  int32_t id = -1;
+};
+
+// What an activation's rows are counted in: one per token of the step, or one per logit row.
+enum class ActivationRows { PerToken, PerLogitRow };
+
 // One decoder's ops on one device. An instance belongs to one Decoder (made for its config and
-// weights, which outlive it) and keeps that decoder's scratch: the matmul workspace, the step's
-// RoPE table, a fused matmul's output. Activations are f32 rows the caller owns; weights are
-// the ModelWeights' views. Hot-path calls never throw or allocate once reserve() has seen the
+// weights, which outlive it). Hot-path calls never throw or allocate once reserve() has seen the
 // step's size. Not thread-safe: one engine loop drives it.
 class Backend {
  public:
   virtual ~Backend() = default;
 
-  // Grows the scratch for steps of up to `num_tokens` tokens and `num_logit_rows` logit rows.
+  // A buffer of `width` floats per row, `rows` rows per step; reserve() sizes it. Made before
+  // the first forward (it may allocate).
+  virtual Activation make_activation(int64_t width, ActivationRows rows) = 0;
+  // Grows every activation and the scratch for steps of up to `num_tokens` tokens and
+  // `num_logit_rows` logit rows.
   virtual void reserve(int64_t num_tokens, int64_t num_logit_rows) = 0;
-  // Bytes of scratch held now (part of what `tern plan` counts as working memory).
-  virtual uint64_t scratch_bytes() const = 0;
+  // Bytes of activations and scratch held now: what `tern plan` counts as the decoder's part of
+  // the working memory.
+  virtual uint64_t working_bytes() const = 0;
 
-  // Throws tern::Error naming the first inconsistency of `batch` against `cache`.
+  // A KV cache of `config`'s shape in this backend's memory, zeroed. Throws tern::Error on a
+  // bad config or when the memory is not there.
+  virtual std::unique_ptr<KvCache> make_kv_cache(const KvCacheConfig& config) = 0;
+  // Throws tern::Error naming the first inconsistency of `batch` against `cache` (or a cache
+  // another kind of backend made).
   virtual void check_attention(const AttentionBatch& batch, const KvCache& cache,
                                int n_heads) const = 0;
 
   // x: [T, hidden] ← the embedding rows of token_ids [T] (ids already checked).
-  virtual void embed(std::span<const int32_t> token_ids, float* x) = 0;
+  virtual void embed(std::span<const int32_t> token_ids, Activation x) = 0;
 
   // The step's token positions [T], once per step: every layer's rope() rotates by them.
   virtual void set_positions(std::span<const int32_t> positions) = 0;
 
   // out[r, :] = x[r, :] / rms(x[r, :]) · weight. x, out: [rows, dim]; weight: [dim]. out may
-  // alias x.
-  virtual void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
-                        float* out) = 0;
+  // be x.
+  virtual void rms_norm(Activation x, const float* weight, int64_t rows, int64_t dim, float eps,
+                        Activation out) = 0;
   // The same for the rows of x listed in `rows` (the final norm of the logit rows only).
   // x: [T, dim]; rows: [R]; out: [R, dim]
-  virtual void rms_norm_rows(const float* x, std::span<const int32_t> rows, const float* weight,
-                             int64_t dim, float eps, float* out) = 0;
+  virtual void rms_norm_rows(Activation x, std::span<const int32_t> rows, const float* weight,
+                             int64_t dim, float eps, Activation out) = 0;
 
   // y = x · wᵀ (+ bias). x: [t, w.cols]; y: [t, w.rows]; bias: [w.rows] or empty.
-  virtual void matmul(const WeightMatrix& w, std::span<const float> bias, const float* x, int64_t t,
-                      float* y) = 0;
+  virtual void matmul(const WeightMatrix& w, std::span<const float> bias, Activation x, int64_t t,
+                      Activation y) = 0;
   // A layer's q, k and v from one input, biases included: a backend may share the input's
   // quantization or run one fused matmul. x: [t, hidden]; q: [t, q_dim]; k, v: [t, kv_dim]
   // `wqkv_packed`: the three stacked where the loader packed them back to back (only its
   // `packed` set; empty() otherwise). bq, bk, bv: empty without attention_bias.
   virtual void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
                    const WeightMatrix& wqkv_packed, std::span<const float> bq,
-                   std::span<const float> bk, std::span<const float> bv, const float* x, int64_t t,
-                   float* q, float* k, float* v) = 0;
+                   std::span<const float> bk, std::span<const float> bv, Activation x, int64_t t,
+                   Activation q, Activation k, Activation v) = 0;
   // The MLP's activation: out = silu(x · w_gateᵀ + b_gate) · (x · w_upᵀ + b_up).
   // x: [t, hidden]; out: [t, intermediate]
   // `w_gate_up_packed`: the two stacked, as `wqkv_packed`. b_gate, b_up: empty without mlp_bias.
   virtual void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
                             const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
-                            std::span<const float> b_up, const float* x, int64_t t, float* out) = 0;
+                            std::span<const float> b_up, Activation x, int64_t t,
+                            Activation out) = 0;
 
   // Rotates q and k in place by the positions of set_positions.
   // q: [t, n_heads, head_dim]; k: [t, n_kv_heads, head_dim]
-  virtual void rope(float* q, int n_heads, float* k, int n_kv_heads, int64_t t) = 0;
+  virtual void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) = 0;
 
   // Stores each token's K and V of `layer` at its slot (-1: skip).
   // k, v: [t, n_kv_heads, head_dim]; slot_mapping: [t]
-  virtual void write_kv(KvCache& cache, int layer, const float* k, const float* v,
+  virtual void write_kv(KvCache& cache, int layer, Activation k, Activation v,
                         std::span<const int64_t> slot_mapping) = 0;
   // Causal paged attention of every query token over its sequence's cached K/V.
   // q, out: [t, n_heads, head_dim]
-  virtual void attention(const float* q, const KvCache& cache, int layer,
-                         const AttentionBatch& batch, int n_heads, float scale, float* out) = 0;
+  virtual void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
+                         int n_heads, float scale, Activation out) = 0;
 
   // The residual connection: x[i] += y[i]. x, y: [n]
-  virtual void add(float* x, const float* y, int64_t n) = 0;
+  virtual void add(Activation x, Activation y, int64_t n) = 0;
+
+  // The step's last op: logits = x · lm_headᵀ, written to host memory — the one read back of a
+  // step (a device backend finishes the step's work here and waits for it).
+  // x: [rows, lm_head.cols]; logits: [rows, lm_head.rows]
+  virtual void logits(const WeightMatrix& lm_head, Activation x, int64_t rows, float* logits) = 0;
+
+  // Copies the first rows × `cols` floats of `a` to host memory, for tools that look at
+  // activations (`tern imatrix`); a forward without such a tool never calls it.
+  virtual void read_rows(Activation a, int64_t rows, int64_t cols, float* host) = 0;
 };
 
 }  // namespace tern

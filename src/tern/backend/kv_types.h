@@ -1,6 +1,6 @@
-// The backend-neutral names of the paged KV cache and a step's attention metadata. Today they
-// are the CPU's types (the engine owns and allocates the cache); a device backend gives them a
-// twin and these names keep models/ and the engine reading the same.
+// The backend-neutral names of the KV cache's shape and element type and of a step's attention
+// metadata (block tables and context lengths: plain host arrays any backend reads). The cache
+// itself is kv_cache.h's, made by the backend.
 #pragma once
 
 #include "tern/kernels/cpu/kv/kv_cache.h"
@@ -8,7 +8,6 @@
 
 namespace tern {
 
-using KvCache = cpu::KvCache;
 using KvCacheConfig = cpu::KvCacheConfig;
 using KvDtype = cpu::KvDtype;
 using AttentionBatch = cpu::AttentionBatch;

@@ -27,8 +27,7 @@ double steady_now() {
 
 }  // namespace
 
-KvConnector::KvConnector(const KvTransferConfig& config, cpu::KvCache& cache,
-                         std::string fingerprint)
+KvConnector::KvConnector(const KvTransferConfig& config, KvCache& cache, std::string fingerprint)
     : config_(config),
       cache_(cache),
       fingerprint_(std::move(fingerprint)),
@@ -50,8 +49,10 @@ KvConnector::KvConnector(const KvTransferConfig& config, cpu::KvCache& cache,
             return *refused;
           PullGrant grant;
           grant.blocks.reserve(r.block_ids.size());
-          const cpu::KvCache& cache = cache_;
-          for (int32_t b : r.block_ids) grant.blocks.push_back(cache.block_ranges(b));
+          for (int32_t b : r.block_ids) {
+            const std::vector<std::span<std::byte>> ranges = cache_.host_block_ranges(b);
+            grant.blocks.emplace_back(ranges.begin(), ranges.end());
+          }
           grant.on_done = [this, id = r.lease_id](bool sent) {
             leases_.end_pull(id, sent);
             wake();
@@ -126,7 +127,7 @@ void KvConnector::pull_loop() {
     }
     std::vector<std::vector<std::span<std::byte>>> dest;
     dest.reserve(pull.local_blocks.size());
-    for (int32_t b : pull.local_blocks) dest.push_back(cache_.block_ranges(b));
+    for (int32_t b : pull.local_blocks) dest.push_back(cache_.host_block_ranges(b));
     PullRequest request;
     request.lease_id = pull.lease_id;
     request.block_ids = pull.remote_blocks;

@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "tern/backend/kv_cache.h"
 #include "tern/disagg/kv_lease_table.h"
 #include "tern/disagg/kv_transfer_config.h"
-#include "tern/kernels/cpu/kv/kv_cache.h"
 
 namespace tern::disagg {
 
@@ -41,7 +41,7 @@ class KvConnector {
   // `cache` is the engine's KV cache (the transfer side reads and writes its blocks) and must
   // outlive this. A producer starts listening on config.ip:config.port now (tern::Error when
   // it cannot). `fingerprint`: model_fingerprint() of the engine's model and cache.
-  KvConnector(const KvTransferConfig& config, cpu::KvCache& cache, std::string fingerprint);
+  KvConnector(const KvTransferConfig& config, KvCache& cache, std::string fingerprint);
   ~KvConnector();
   KvConnector(const KvConnector&) = delete;
   KvConnector& operator=(const KvConnector&) = delete;
@@ -88,7 +88,7 @@ class KvConnector {
   void wake();
 
   KvTransferConfig config_;
-  cpu::KvCache& cache_;
+  KvCache& cache_;
   std::string fingerprint_;
   std::string engine_id_;
   KvLeaseTable leases_;

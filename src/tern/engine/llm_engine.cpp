@@ -86,7 +86,7 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
     config_.announce(line);
   }
   if (config.kv_transfer.enabled()) {
-    cpu::KvCache& cache = runner_.cache();
+    KvCache& cache = runner_.cache();
     connector_ = std::make_unique<disagg::KvConnector>(
         config.kv_transfer, cache, disagg::model_fingerprint(decoder, cache.config()));
     kv_transfer_ =
@@ -132,7 +132,7 @@ void LLMEngine::calibrate_step_costs() {
             "timing a decode step and a " + std::to_string(chunk) +
                 "-token chunk, to size steps to --max-step-ms",
             "timed", [&] {
-              cpu::KvCache& cache = runner_.cache();
+              KvCache& cache = runner_.cache();
               (void)time_forward(decoder_, cache, 1, false);  // the first forward grows buffers
               step_costs_.record(1, time_forward(decoder_, cache, 1, false));
               step_costs_.record(chunk, time_forward(decoder_, cache, chunk, false));

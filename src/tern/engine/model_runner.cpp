@@ -4,13 +4,13 @@
 namespace tern {
 
 ModelRunner::ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size,
-                         int64_t max_model_len, cpu::KvDtype kv_dtype)
+                         int64_t max_model_len, KvDtype kv_dtype)
     : decoder_(decoder),
-      cache_(decoder.kv_cache_config(num_blocks, block_size, kv_dtype)),
+      cache_(decoder.make_kv_cache(num_blocks, block_size, kv_dtype)),
       batch_(static_cast<int32_t>((max_model_len + block_size - 1) / block_size), block_size) {}
 
 std::span<const float> ModelRunner::execute(const SchedulerStep& step) {
-  for (const BlockCopy& copy : step.copies) cache_.copy_block(copy.src, copy.dst);
+  for (const BlockCopy& copy : step.copies) cache_->copy_block(copy.src, copy.dst);
   batch_.clear();
   for (const ScheduledChunk& chunk : step.chunks) {
     const Sequence& seq = *chunk.seq;
@@ -32,7 +32,7 @@ std::span<const float> ModelRunner::execute(const SchedulerStep& step) {
   const int64_t vocab = vocab_size();
   const size_t size = static_cast<size_t>(ctx.num_logit_rows() * vocab);
   if (logits_.size() < size) logits_.resize(size);
-  decoder_.forward(ctx, cache_, logits_.data());
+  decoder_.forward(ctx, *cache_, logits_.data());
   return {logits_.data(), size};
 }
 

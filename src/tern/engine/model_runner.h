@@ -4,10 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/step_context.h"
 #include "tern/scheduler/scheduler.h"
@@ -19,21 +19,21 @@ class ModelRunner {
   // A cache of `num_blocks` blocks of `block_size` tokens of `kv_dtype` in the decoder's shape;
   // sequences of up to `max_model_len` tokens. The decoder must outlive the runner.
   ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size, int64_t max_model_len,
-              cpu::KvDtype kv_dtype);
+              KvDtype kv_dtype);
 
   // Copies the step's shared blocks, then runs its chunks in one forward. Returns the logits of
   // the chunks that sample, in chunk order: one row per sampling chunk, 1 + its drafts for a
   // verify ([rows, vocab]), valid until the next call.
   std::span<const float> execute(const SchedulerStep& step);
 
-  const cpu::KvCache& cache() const { return cache_; }
+  const KvCache& cache() const { return *cache_; }
   // The KV transfer of disaggregation reads and writes blocks that no step touches.
-  cpu::KvCache& cache() { return cache_; }
+  KvCache& cache() { return *cache_; }
   int64_t vocab_size() const { return decoder_.config().vocab_size; }
 
  private:
   Decoder& decoder_;
-  cpu::KvCache cache_;
+  std::unique_ptr<KvCache> cache_;
   StepBatch batch_;
   std::vector<int32_t> verify_tokens_;  // a verify chunk's tokens: the last one, then the drafts
   std::vector<float> logits_;           // [rows, vocab]

@@ -18,10 +18,10 @@ int64_t blocks_for(int64_t tokens, int block_size) {
 }  // namespace
 
 SequenceRunner::SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size,
-                               cpu::KvDtype kv_dtype)
+                               KvDtype kv_dtype)
     : decoder_(decoder),
       max_tokens_(max_tokens),
-      cache_(decoder.kv_cache_config(blocks_for(max_tokens, block_size), block_size, kv_dtype)),
+      cache_(decoder.make_kv_cache(blocks_for(max_tokens, block_size), block_size, kv_dtype)),
       block_table_(static_cast<size_t>(blocks_for(max_tokens, block_size))),
       batch_(static_cast<int32_t>(block_table_.size()), block_size) {
   std::iota(block_table_.begin(), block_table_.end(), 0);
@@ -44,7 +44,7 @@ std::span<const float> SequenceRunner::feed(std::span<const int32_t> tokens, boo
   const int64_t rows = ctx.num_logit_rows();
   if (static_cast<int64_t>(logits_.size()) < rows * vocab)
     logits_.resize(static_cast<size_t>(rows * vocab));
-  decoder_.forward(ctx, cache_, logits_.data());
+  decoder_.forward(ctx, *cache_, logits_.data());
   length_ += n;
   return {logits_.data(), static_cast<size_t>(rows * vocab)};
 }

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/step_context.h"
 
@@ -19,7 +19,7 @@ class SequenceRunner {
   // A cache of `kv_dtype` for up to `max_tokens` tokens (prompt and generated). The decoder
   // must outlive the runner. Throws tern::Error when max_tokens < 1.
   SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size = 16,
-                 cpu::KvDtype kv_dtype = cpu::KvDtype::F16);
+                 KvDtype kv_dtype = KvDtype::F16);
 
   // Runs `tokens` at the next positions in one forward; returns the logits of the last one
   // [vocab] (valid until the next call), or of every token when `all_logits`
@@ -39,7 +39,7 @@ class SequenceRunner {
  private:
   Decoder& decoder_;
   int64_t max_tokens_;
-  cpu::KvCache cache_;
+  std::unique_ptr<KvCache> cache_;
   std::vector<int32_t> block_table_;  // [num_blocks]: 0, 1, …
   StepBatch batch_;
   std::vector<float> logits_;  // [rows, vocab]

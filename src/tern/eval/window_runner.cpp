@@ -31,15 +31,14 @@ int64_t checked_windows_per_forward(const Decoder& decoder, int64_t ctx, int64_t
 
 }  // namespace
 
-WindowRunner::WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens,
-                           cpu::KvDtype kv_dtype)
+WindowRunner::WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens, KvDtype kv_dtype)
     : decoder_(decoder),
       ctx_(ctx),
       windows_per_forward_(checked_windows_per_forward(decoder, ctx, batch_tokens)),
       chunk_tokens_(std::min(batch_tokens, fed_tokens(ctx))),
       blocks_per_window_((fed_tokens(ctx) + kBlockSize - 1) / kBlockSize),
       cache_(
-          decoder.kv_cache_config(windows_per_forward_ * blocks_per_window_, kBlockSize, kv_dtype)),
+          decoder.make_kv_cache(windows_per_forward_ * blocks_per_window_, kBlockSize, kv_dtype)),
       batch_(static_cast<int32_t>(blocks_per_window_), kBlockSize),
       block_tables_(static_cast<size_t>(windows_per_forward_ * blocks_per_window_)),
       inputs_(static_cast<size_t>(windows_per_forward_ * fed_tokens(ctx))) {
@@ -82,8 +81,8 @@ void WindowRunner::run(const EvalWindows& windows,
                                         static_cast<size_t>(std::max<int64_t>(0, first - c)));
       }
       const StepContext ctx = batch_.context();
-      decoder_.check_step(ctx, cache_);
-      decoder_.forward(ctx, cache_, logits_.data() + rows_done * vocab);
+      decoder_.check_step(ctx, *cache_);
+      decoder_.forward(ctx, *cache_, logits_.data() + rows_done * vocab);
       rows_done += ctx.num_logit_rows();
     }
     for (int64_t s = 0; s < n; ++s)

@@ -5,11 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "tern/eval/eval_windows.h"
-#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/step_context.h"
 
@@ -27,7 +27,7 @@ class WindowRunner {
   // Throws tern::Error when batch_tokens < 1 or a window is longer than the model's context.
   // The cache holds `kv_dtype` (what --kv-cache-dtype costs in quality is measured this way).
   WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens,
-               cpu::KvDtype kv_dtype = cpu::KvDtype::F16);
+               KvDtype kv_dtype = KvDtype::F16);
 
   // Runs the windows in order and calls `on_window(w, logits)` for each, with the logits of its
   // scored positions [scored_per_window, vocab] (writable: callers may turn them into
@@ -44,7 +44,7 @@ class WindowRunner {
   int64_t windows_per_forward_;
   int64_t chunk_tokens_;  // of one window in one forward
   int64_t blocks_per_window_;
-  cpu::KvCache cache_;
+  std::unique_ptr<KvCache> cache_;
   StepBatch batch_;
   std::vector<int32_t> block_tables_;  // [windows_per_forward, blocks_per_window]
   std::vector<int32_t> inputs_;        // [windows_per_forward, ctx - 1]: what each window feeds

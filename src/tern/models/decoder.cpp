@@ -36,6 +36,19 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights,
                  std::unique_ptr<Backend> backend)
     : config_(config), weights_(checked(config, weights)), backend_(std::move(backend)) {
   if (backend_ == nullptr) throw Error("decoder: no backend");
+  const int64_t h = config.hidden_size, q = config.q_dim(), kv = config.kv_dim();
+  const auto per_token = [&](int64_t width) {
+    return backend_->make_activation(width, ActivationRows::PerToken);
+  };
+  x_ = per_token(h);
+  xn_ = per_token(h);
+  q_ = per_token(q);
+  k_ = per_token(kv);
+  v_ = per_token(kv);
+  attn_ = per_token(q);
+  out_ = per_token(h);
+  gate_ = per_token(config.intermediate_size);
+  final_ = backend_->make_activation(h, ActivationRows::PerLogitRow);
 }
 
 KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size, KvDtype dtype) const {
@@ -49,33 +62,18 @@ KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size, KvDty
   return kv;
 }
 
-void Decoder::reserve(int64_t t, int64_t r) {
-  if (t <= capacity_tokens_ && r <= capacity_rows_) return;
-  t = std::max(t, capacity_tokens_);
-  r = std::max(r, capacity_rows_);
-  const auto grow = [](std::vector<float>& v, int64_t n) {
-    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-  };
-  const DecoderBufferSizes s = decoder_buffer_sizes(config_, t, r, /*fused=*/false);
-  grow(x_, s.x);
-  grow(xn_, s.xn);
-  grow(q_, s.q);
-  grow(k_, s.k);
-  grow(v_, s.v);
-  grow(attn_, s.attn);
-  grow(out_, s.out);
-  grow(gate_, s.gate);
-  grow(final_, s.final_rows);
-  backend_->reserve(t, r);
-  capacity_tokens_ = t;
-  capacity_rows_ = r;
+std::unique_ptr<KvCache> Decoder::make_kv_cache(int64_t num_blocks, int block_size, KvDtype dtype) {
+  return backend_->make_kv_cache(kv_cache_config(num_blocks, block_size, dtype));
 }
 
-uint64_t Decoder::buffer_bytes() const {
-  size_t floats = 0;
-  for (const std::vector<float>* v : {&x_, &xn_, &q_, &k_, &v_, &attn_, &out_, &gate_, &final_})
-    floats += v->size();
-  return floats * sizeof(float) + backend_->scratch_bytes();
+void Decoder::reserve(int64_t t, int64_t r) { backend_->reserve(t, r); }
+
+void Decoder::observe(int layer, MatrixInput input, Activation x, int64_t num_tokens,
+                      int64_t cols) {
+  if (observer_ == nullptr) return;
+  observed_.resize(static_cast<size_t>(num_tokens * cols));
+  backend_->read_rows(x, num_tokens, cols, observed_.data());
+  observer_->observe(layer, input, observed_.data(), num_tokens, cols);
 }
 
 void Decoder::check_step(const StepContext& ctx, const KvCache& cache) const {
@@ -100,7 +98,7 @@ void Decoder::forward(const StepContext& ctx, KvCache& cache, float* logits) {
   const int64_t t = ctx.num_tokens(), r = ctx.num_logit_rows(), h = config_.hidden_size;
   reserve(t, r);
   Backend& b = *backend_;
-  b.embed(ctx.token_ids, x_.data());
+  b.embed(ctx.token_ids, x_);
   b.set_positions(ctx.positions);  // the same positions in every layer
   for (int layer = 0; layer < static_cast<int>(config_.num_layers); ++layer) {
     attention_block(layer, ctx, cache);
@@ -108,10 +106,10 @@ void Decoder::forward(const StepContext& ctx, KvCache& cache, float* logits) {
   }
   if (r == 0) return;
   // The final norm and lm_head only for the rows whose logits are wanted.
-  b.rms_norm_rows(x_.data(), ctx.logit_rows, weights_.output_norm.data(), h,
-                  static_cast<float>(config_.rms_norm_eps), final_.data());
-  observe(-1, MatrixInput::LmHead, final_.data(), r, h);
-  b.matmul(weights_.lm_head, {}, final_.data(), r, logits);
+  b.rms_norm_rows(x_, ctx.logit_rows, weights_.output_norm.data(), h,
+                  static_cast<float>(config_.rms_norm_eps), final_);
+  observe(-1, MatrixInput::LmHead, final_, r, h);
+  b.logits(weights_.lm_head, final_, r, logits);
 }
 
 void Decoder::attention_block(int layer, const StepContext& ctx, KvCache& cache) {
@@ -122,21 +120,20 @@ void Decoder::attention_block(int layer, const StepContext& ctx, KvCache& cache)
   const float eps = static_cast<float>(c.rms_norm_eps);
   const int n_heads = static_cast<int>(c.num_heads), n_kv = static_cast<int>(c.num_kv_heads);
 
-  b.rms_norm(x_.data(), l.attn_norm.data(), t, h, eps, xn_.data());
-  observe(layer, MatrixInput::AttnQkv, xn_.data(), t, h);
-  b.qkv(l.wq, l.wk, l.wv, l.wqkv_packed, l.bq, l.bk, l.bv, xn_.data(), t, q_.data(), k_.data(),
-        v_.data());
+  b.rms_norm(x_, l.attn_norm.data(), t, h, eps, xn_);
+  observe(layer, MatrixInput::AttnQkv, xn_, t, h);
+  b.qkv(l.wq, l.wk, l.wv, l.wqkv_packed, l.bq, l.bk, l.bv, xn_, t, q_, k_, v_);
   if (c.qk_norm) {
-    b.rms_norm(q_.data(), l.q_norm.data(), t * n_heads, c.head_dim, eps, q_.data());
-    b.rms_norm(k_.data(), l.k_norm.data(), t * n_kv, c.head_dim, eps, k_.data());
+    b.rms_norm(q_, l.q_norm.data(), t * n_heads, c.head_dim, eps, q_);
+    b.rms_norm(k_, l.k_norm.data(), t * n_kv, c.head_dim, eps, k_);
   }
-  b.rope(q_.data(), n_heads, k_.data(), n_kv, t);
-  b.write_kv(cache, layer, k_.data(), v_.data(), ctx.slot_mapping);
+  b.rope(q_, n_heads, k_, n_kv, t);
+  b.write_kv(cache, layer, k_, v_, ctx.slot_mapping);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  b.attention(q_.data(), cache, layer, ctx.attention, n_heads, scale, attn_.data());
-  observe(layer, MatrixInput::AttnOutput, attn_.data(), t, c.q_dim());
-  b.matmul(l.wo, l.bo, attn_.data(), t, out_.data());
-  b.add(x_.data(), out_.data(), t * h);
+  b.attention(q_, cache, layer, ctx.attention, n_heads, scale, attn_);
+  observe(layer, MatrixInput::AttnOutput, attn_, t, c.q_dim());
+  b.matmul(l.wo, l.bo, attn_, t, out_);
+  b.add(x_, out_, t * h);
 }
 
 void Decoder::mlp_block(int layer, int64_t t) {
@@ -144,13 +141,12 @@ void Decoder::mlp_block(int layer, int64_t t) {
   const ModelConfig& c = config_;
   Backend& b = *backend_;
   const int64_t h = c.hidden_size;
-  b.rms_norm(x_.data(), l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_.data());
-  observe(layer, MatrixInput::FfnGateUp, xn_.data(), t, h);
-  b.gate_up_silu(l.w_gate, l.w_up, l.w_gate_up_packed, l.b_gate, l.b_up, xn_.data(), t,
-                 gate_.data());
-  observe(layer, MatrixInput::FfnDown, gate_.data(), t, c.intermediate_size);
-  b.matmul(l.w_down, l.b_down, gate_.data(), t, out_.data());
-  b.add(x_.data(), out_.data(), t * h);
+  b.rms_norm(x_, l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_);
+  observe(layer, MatrixInput::FfnGateUp, xn_, t, h);
+  b.gate_up_silu(l.w_gate, l.w_up, l.w_gate_up_packed, l.b_gate, l.b_up, xn_, t, gate_);
+  observe(layer, MatrixInput::FfnDown, gate_, t, c.intermediate_size);
+  b.matmul(l.w_down, l.b_down, gate_, t, out_);
+  b.add(x_, out_, t * h);
 }
 
 }  // namespace tern

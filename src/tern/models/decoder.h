@@ -42,11 +42,11 @@ class Decoder {
   Decoder(const ModelConfig& config, const ModelWeights& weights, std::unique_ptr<Backend> backend);
 
   // One step: embeds the tokens, runs every layer (writing each token's K/V at its slot), and
-  // writes the logits of ctx.logit_rows, in order.
+  // writes the logits of ctx.logit_rows, in order, to host memory.
   // logits: [num_logit_rows, vocab_size]
-  // The cache must have this model's shape (kv_cache_config). Never throws or allocates once
-  // the buffers have grown to the largest batch seen; the caller has checked the token ids,
-  // slots and block tables (check_step does).
+  // The cache must be one make_kv_cache made. Never throws or allocates once the buffers have
+  // grown to the largest batch seen; the caller has checked the token ids, slots and block
+  // tables (check_step does).
   void forward(const StepContext& ctx, KvCache& cache, float* logits);
 
   // Throws tern::Error naming the first token id outside the vocabulary, bad slot or block
@@ -56,17 +56,20 @@ class Decoder {
   // A cache of this model's shape.
   KvCacheConfig kv_cache_config(int64_t num_blocks, int block_size = 16,
                                 KvDtype dtype = KvDtype::F16) const;
+  // Such a cache in the backend's memory (Backend::make_kv_cache).
+  std::unique_ptr<KvCache> make_kv_cache(int64_t num_blocks, int block_size = 16,
+                                         KvDtype dtype = KvDtype::F16);
 
   // Grows the activation buffers for batches of up to `num_tokens` tokens and `num_logit_rows`
   // logit rows (forward does it too; call it up front to keep the first step fast).
   void reserve(int64_t num_tokens, int64_t num_logit_rows);
 
-  // Bytes the activation buffers and the backend's scratch (the matmul workspace among it) hold
-  // now: what `tern plan` counts as the decoder's part of the working memory
-  // (backend/decoder_buffers.h).
-  uint64_t buffer_bytes() const;
+  // Bytes the backend's activations and scratch (the matmul workspace among it) hold now: what
+  // `tern plan` counts as the decoder's part of the working memory (backend/decoder_buffers.h).
+  uint64_t buffer_bytes() const { return backend_->working_bytes(); }
 
-  // Shows every forward's matrix inputs to `observer` (nullptr: none); it must outlive its use.
+  // Shows every forward's matrix inputs to `observer` (nullptr: none), copied to the host; it
+  // must outlive its use. Without one a forward copies nothing.
   void set_observer(ActivationObserver* observer) { observer_ = observer; }
 
   const ModelConfig& config() const { return config_; }
@@ -74,9 +77,7 @@ class Decoder {
   Backend& backend() { return *backend_; }
 
  private:
-  void observe(int layer, MatrixInput input, const float* x, int64_t num_tokens, int64_t cols) {
-    if (observer_ != nullptr) observer_->observe(layer, input, x, num_tokens, cols);
-  }
+  void observe(int layer, MatrixInput input, Activation x, int64_t num_tokens, int64_t cols);
   void attention_block(int layer, const StepContext& ctx, KvCache& cache);
   void mlp_block(int layer, int64_t num_tokens);
 
@@ -85,19 +86,18 @@ class Decoder {
   std::unique_ptr<Backend> backend_;
   ActivationObserver* observer_ = nullptr;
 
-  // Activations, grown to the largest batch (T tokens, R logit rows). f32 throughout; the
-  // backend keeps what only its own ops use (decoder_buffer_sizes names both).
-  int64_t capacity_tokens_ = 0;
-  int64_t capacity_rows_ = 0;
-  std::vector<float> x_;      // [T, hidden]: the residual stream
-  std::vector<float> xn_;     // [T, hidden]: normed input of a block
-  std::vector<float> q_;      // [T, n_heads, head_dim]
-  std::vector<float> k_;      // [T, n_kv_heads, head_dim]
-  std::vector<float> v_;      // [T, n_kv_heads, head_dim]
-  std::vector<float> attn_;   // [T, n_heads, head_dim]
-  std::vector<float> out_;    // [T, hidden]: a block's output before the residual add
-  std::vector<float> gate_;   // [T, intermediate]: silu(gate) · up
-  std::vector<float> final_;  // [R, hidden]: normed rows whose logits are wanted
+  // The forward's activations, in the backend's memory; f32 throughout. The backend keeps
+  // what only its own ops use (decoder_buffer_sizes names both).
+  Activation x_;                 // [T, hidden]: the residual stream
+  Activation xn_;                // [T, hidden]: normed input of a block
+  Activation q_;                 // [T, n_heads, head_dim]
+  Activation k_;                 // [T, n_kv_heads, head_dim]
+  Activation v_;                 // [T, n_kv_heads, head_dim]
+  Activation attn_;              // [T, n_heads, head_dim]
+  Activation out_;               // [T, hidden]: a block's output before the residual add
+  Activation gate_;              // [T, intermediate]: silu(gate) · up
+  Activation final_;             // [R, hidden]: normed rows whose logits are wanted
+  std::vector<float> observed_;  // the host copy an observer reads (only with one)
 };
 
 }  // namespace tern

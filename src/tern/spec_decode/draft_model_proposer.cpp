@@ -18,25 +18,25 @@ constexpr size_t kNoProbs = std::numeric_limits<size_t>::max();
 }  // namespace
 
 DraftModelProposer::DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size,
-                                       int64_t max_model_len, cpu::KvDtype kv_dtype)
+                                       int64_t max_model_len, KvDtype kv_dtype)
     : draft_(draft),
-      cache_(draft.kv_cache_config(num_blocks, block_size, kv_dtype)),
+      cache_(draft.make_kv_cache(num_blocks, block_size, kv_dtype)),
       batch_(static_cast<int32_t>((max_model_len + block_size - 1) / block_size), block_size) {}
 
 void DraftModelProposer::calibrate(int64_t num_tokens) {
-  costs_.record(num_tokens, time_forward(draft_, cache_, num_tokens, false));
+  costs_.record(num_tokens, time_forward(draft_, *cache_, num_tokens, false));
 }
 
 void DraftModelProposer::forward() {
   const StepContext ctx = batch_.context();
   const size_t size = static_cast<size_t>(ctx.num_logit_rows() * draft_vocab_size());
   if (logits_.size() < size) logits_.resize(size);
-  draft_.forward(ctx, cache_, logits_.data());
+  draft_.forward(ctx, *cache_, logits_.data());
 }
 
 void DraftModelProposer::propose(std::span<const DraftRequest> requests,
                                  std::span<const BlockCopy> copies) {
-  for (const BlockCopy& copy : copies) cache_.copy_block(copy.src, copy.dst);
+  for (const BlockCopy& copy : copies) cache_->copy_block(copy.src, copy.dst);
   const size_t vocab = static_cast<size_t>(draft_vocab_size());
   probs_at_.assign(requests.size(), kNoProbs);
   num_drafts_.assign(requests.size(), 0);

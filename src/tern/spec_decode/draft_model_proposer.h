@@ -7,10 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/models/decoder.h"
 #include "tern/models/step_context.h"
 #include "tern/spec_decode/proposer.h"
@@ -21,7 +21,7 @@ class DraftModelProposer final : public Proposer {
  public:
   // `draft` must outlive the proposer. Its cache has the target's num_blocks and block_size.
   DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size, int64_t max_model_len,
-                     cpu::KvDtype kv_dtype);
+                     KvDtype kv_dtype);
 
   int32_t max_drafts(const Sequence&, int32_t k) const override { return k; }
   // After it, seq.draft_kv.num_computed_tokens counts the draft's K/V through draft K − 1 (the
@@ -35,14 +35,14 @@ class DraftModelProposer final : public Proposer {
   const ForwardCosts* costs() const override { return &costs_; }
 
   void calibrate(int64_t num_tokens) override;
-  const cpu::KvCache& cache() const { return cache_; }
+  const KvCache& cache() const { return *cache_; }
 
  private:
   // Runs batch_; logits_ holds the rows.
   void forward();
 
   Decoder& draft_;
-  cpu::KvCache cache_;
+  std::unique_ptr<KvCache> cache_;
   StepBatch batch_;
   ForwardCosts costs_;
   std::vector<float> logits_;        // [rows, draft vocab]

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "tern/kernels/cpu/kv/kv_cache.h"
+#include "tern/backend/kv_cache.h"
 #include "tern/sampling/sampler.h"
 #include "tern/scheduler/sequence.h"
 #include "tern/spec_decode/draft_length_policy.h"
@@ -99,7 +99,7 @@ class Speculator {
   // Times forwards of the target (`target` over its `target_cache`) and of the draft of the
   // sizes a verify and a draft step of up to K + 1 tokens per sequence take, so the first plans
   // have costs to go by. The caches must hold nothing yet. `max_tokens`: the step budget.
-  void calibrate(Decoder& target, cpu::KvCache& target_cache, int64_t max_tokens);
+  void calibrate(Decoder& target, KvCache& target_cache, int64_t max_tokens);
   // What calibrate(…, max_tokens) times, for the start-up log: "the target's and the draft's
   // forwards of 1 to 5, 10 and 20 tokens".
   std::string calibration_summary(int64_t max_tokens) const;
