@@ -39,9 +39,8 @@ void run(const ImatrixOptions& opt) {
   check_output_file(opt.output, "--output");
   LoadedModel model = load_model(opt.model.load_options());
   if (!model.tokenizer) throw Error(opt.model.model + ": has no tokenizer (give --tokenizer)");
-  pack_for_kernels(model.weights);
   const std::vector<int32_t> tokens = model.tokenizer->encode(text);
-  Decoder decoder(model.config, model.weights);
+  Decoder decoder(model.config, model.weights, *model.device);
 
   tern::ImatrixOptions o;
   o.ctx = opt.ctx;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "tern/backend/device.h"
 #include "tern/core/clock.h"
 #include "tern/core/error.h"
 #include "tern/hub/resolve_model.h"
@@ -59,6 +60,9 @@ void ModelOptions::add_to(CLI::App* cmd) {
                   "awq or mlx; without it, what its config.json says")
       ->check(CLI::IsMember({"gptq", "awq", "mlx"}));
   cmd->add_option("--threads,-t", threads, "Threads of the kernels (0: all cores)");
+  cmd->add_option("--device", device,
+                  "What runs the model: " + device_names() +
+                      " (default: " + std::string(find_device("").name()) + ")");
 }
 
 LoadedModel announced_load(const std::string& what, const std::string& path, bool dummy,
@@ -100,6 +104,7 @@ LoadOptions ModelOptions::load_options() const {
   check_threads(threads);
   if (threads > 0) omp_set_num_threads(threads);
   LoadOptions o;
+  o.device = find_device(device).name();  // an unknown device fails before any download
   o.format = load_format == "dummy" ? LoadFormat::Dummy : LoadFormat::Auto;
   // Dummy weights need only the config, so a hub model's weights are not downloaded for them.
   o.model = hub::resolve_model(

@@ -1,5 +1,5 @@
 // The flags every command that runs a model shares (--load-format, --dtype, --weight-type,
-// --tokenizer, --revision, --threads, --seed), turned into tern::LoadOptions.
+// --tokenizer, --revision, --threads, --device, --seed), turned into tern::LoadOptions.
 #pragma once
 
 #include <cstdint>
@@ -36,9 +36,10 @@ struct ModelOptions {
   uint64_t weight_seed = 0;
   std::string quantization;  // vLLM's --quantization: "gptq", "awq", "mlx" ("" = any)
   int threads = 0;           // 0: OpenMP's default (every core)
+  std::string device;        // --device ("": the default, find_device)
 
   // Adds --tokenizer, --revision, --load-format, --dtype, --weight-type, --weight-seed,
-  // --quantization, --threads (not the model itself).
+  // --quantization, --threads, --device (not the model itself).
   void add_to(CLI::App* cmd);
   // Checks the flags, sets the OpenMP thread count, and resolves Hugging Face names of the
   // model and tokenizer to local paths (downloading what the cache lacks). Throws tern::Error.

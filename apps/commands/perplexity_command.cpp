@@ -260,7 +260,7 @@ void run(const PerplexityOptions& opt) {
     }
     if (!opt.kld_base.empty()) writer.emplace(opt.kld_base, windows, m.config.vocab_size);
   }
-  Decoder decoder(m.config, m.weights);
+  Decoder decoder(m.config, m.weights, *m.device);
   std::fprintf(stderr, "model: %s, %d threads\n", m.description.c_str(), omp_get_max_threads());
   if (base)
     run_kl_divergence(opt, *base, m, decoder);

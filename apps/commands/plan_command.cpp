@@ -8,6 +8,7 @@
 
 #include "commands/commands.h"
 #include "commands/model_options.h"
+#include "tern/backend/device.h"
 #include "tern/core/error.h"
 #include "tern/engine/engine_config.h"
 #include "tern/kernels/cpu/kv/kv_dtype.h"
@@ -30,6 +31,7 @@ struct PlanFlags {
   int64_t max_num_seqs = 1;
   int64_t max_num_batched_tokens = 512;
   int block_size = 16;
+  std::string device;
   std::string device_memory;
   std::string bandwidth;
   int threads = 0;
@@ -39,6 +41,7 @@ struct PlanFlags {
 void run(const PlanFlags& f) {
   check_threads(f.threads);
   plan::PlanOptions o;
+  o.device = find_device(f.device).name();
   o.recipe = parse_weight_recipe(f.weight_type);
   o.kv_cache_dtype = cpu::parse_kv_cache_dtype(f.kv_cache_dtype);
   o.max_model_len = f.max_model_len;
@@ -100,6 +103,9 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--block-size", flags->block_size, "Tokens per KV-cache block")
       ->capture_default_str();
+  cmd->add_option("--device", flags->device,
+                  "Whose weight layouts, buffers and cache padding to count: " + device_names() +
+                      " (default: " + std::string(find_device("").name()) + ")");
   cmd->add_option("--device-memory", flags->device_memory,
                   "Memory to fit in, e.g. 24GiB (default: this machine's MemAvailable)");
   cmd->add_option("--bandwidth", flags->bandwidth,

@@ -35,7 +35,7 @@ std::vector<float> prefill_logits(const std::string& gguf,
   LoadOptions load;
   load.model = gguf;
   const LoadedModel m = load_model(load);
-  Decoder decoder(m.config, m.weights);
+  Decoder decoder(m.config, m.weights, find_device("cpu"));
   SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()));
   const std::span<const float> l = runner.feed(tokens, /*all_logits=*/true);
   return {l.begin(), l.end()};

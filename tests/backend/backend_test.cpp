@@ -45,6 +45,7 @@ class CountingBackend final : public Backend {
 
   std::array<int, kNumOps> counts{};
 
+  const Device& device() const override { return inner_->device(); }
   Activation make_activation(int64_t width, ActivationRows rows) override {
     return inner_->make_activation(width, rows);
   }
@@ -170,7 +171,7 @@ TEST(Backend, DecoderCallsEachOpOncePerLayerPerStep) {
   per_step[kReadRows] = 0;  // no observer: nothing else crosses to the host
   const std::vector<float> through_counting = run(seam, &per_step, counting);
 
-  Decoder plain(c, w);
+  Decoder plain(c, w, find_device("cpu"));
   EXPECT_TRUE(testing::bitwise_equal(through_counting, run(plain)));
   EXPECT_EQ(seam.buffer_bytes(), plain.buffer_bytes());
 }
@@ -188,7 +189,7 @@ TEST(Backend, AStepOnAnotherBackendsCacheIsRefusedByName) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const ModelConfig c = testing::tiny_qwen3_config(2);
   const ModelWeights w = make_dummy_weights(c, DType::Q8_0, 3);
-  Decoder decoder(c, w);
+  Decoder decoder(c, w, find_device("cpu"));
   ForeignKvCache foreign(decoder.kv_cache_config(4));
   StepBatch batch(4);
   const std::vector<int32_t> tokens = {1, 2, 3}, blocks = {0};

@@ -84,7 +84,7 @@ void expect_same_completion(const RequestOutput& a, const RequestOutput& b,
 
 int64_t stories260k_block_bytes() {
   const LoadedModel m = stories260k();
-  return Decoder(m.config, m.weights).kv_cache_config(1).bytes_per_block();
+  return Decoder(m.config, m.weights, find_device("cpu")).kv_cache_config(1).bytes_per_block();
 }
 
 std::vector<int32_t> prompt_of(int length, int32_t salt) {

@@ -29,6 +29,7 @@ inline LoadedModel stories260k() {
 // the batched integer GEMM runs; the real Qwen tokenizer (the model only uses its first ids).
 inline LoadedModel tiny_qwen3() {
   LoadedModel m;
+  m.device = &find_device("cpu");
   m.config = tiny_qwen3_config(2);
   m.weights = make_dummy_weights(m.config, DType::Q4_K, 11);
   m.tokenizer = testing::shared_tokenizer("qwen-tokenizer");

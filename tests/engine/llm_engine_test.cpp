@@ -356,19 +356,21 @@ TEST(EngineConfig, DefaultKvBudgetIsWholeBlocks) {
   EngineConfig config;
   config.scheduler.max_num_seqs = 1;
   config.max_model_len = 2;
-  const KvCachePlan tiny = plan_kv_cache(shape, config, 40960);
+  const KvCachePlan tiny = plan_kv_cache(shape, config, 40960, find_device("cpu"));
   EXPECT_GE(tiny.num_blocks, 1);
   EXPECT_EQ(tiny.max_model_len, 2);
   config.max_model_len = 0;
   config.scheduler.max_num_seqs = 4;
-  const KvCachePlan full = plan_kv_cache(shape, config, 100);  // 7 blocks per sequence
+  const KvCachePlan full =
+      plan_kv_cache(shape, config, 100, find_device("cpu"));  // 7 blocks per sequence
   EXPECT_GE(full.num_blocks, 4 * 7);
   EXPECT_EQ(full.max_model_len, 100);
   EXPECT_NE(full.summary.find("default: 4 sequences of 100 tokens"), std::string::npos)
       << full.summary;
   EXPECT_LT(full.num_blocks, 4 * 7 + 10);  // sized from what the model can use, not 4 GiB
   config.kv_cache_memory = uint64_t{1000};
-  EXPECT_THROW(plan_kv_cache(shape, config, 100), Error);  // an explicit budget below a block
+  EXPECT_THROW(plan_kv_cache(shape, config, 100, find_device("cpu")),
+               Error);  // an explicit budget below a block
 }
 
 // A model that could use more than there is gets 4 GiB at most, and never more than half the
@@ -378,7 +380,8 @@ TEST(EngineConfig, DefaultKvBudgetIsBoundedByFreeMemory) {
   shape.num_layers = 28, shape.n_kv_heads = 8, shape.head_dim = 128, shape.block_size = 16;
   EngineConfig config;
   config.scheduler.max_num_seqs = 256;
-  const KvCachePlan plan = plan_kv_cache(shape, config, 40960);  // 1.4 TiB would be "usable"
+  const KvCachePlan plan =
+      plan_kv_cache(shape, config, 40960, find_device("cpu"));  // 1.4 TiB would be "usable"
   const uint64_t bytes = static_cast<uint64_t>(plan.num_blocks) * shape.bytes_per_block();
   EXPECT_LE(bytes, std::min(uint64_t{4} << 30, available_memory_bytes() / 2 + (1 << 20)));
   const bool bounded = plan.summary.find("default: 4 GiB at most") != std::string::npos ||
@@ -392,12 +395,14 @@ TEST(EngineConfig, TheContextLimitSaysWhereItComesFrom) {
   cpu::KvCacheConfig shape;
   shape.num_layers = 2, shape.n_kv_heads = 1, shape.head_dim = 64, shape.block_size = 16;
   EngineConfig config;
-  EXPECT_EQ(plan_kv_cache(shape, config, 100).max_model_len_limit, "the model's");
+  EXPECT_EQ(plan_kv_cache(shape, config, 100, find_device("cpu")).max_model_len_limit,
+            "the model's");
   config.max_model_len = 64;
-  EXPECT_EQ(plan_kv_cache(shape, config, 100).max_model_len_limit, "set by --max-model-len");
+  EXPECT_EQ(plan_kv_cache(shape, config, 100, find_device("cpu")).max_model_len_limit,
+            "set by --max-model-len");
   config.max_model_len = 0;
   config.kv_cache_memory = shape.bytes_per_block() * 4 + 4096;  // 64 tokens
-  const KvCachePlan small = plan_kv_cache(shape, config, 100);
+  const KvCachePlan small = plan_kv_cache(shape, config, 100, find_device("cpu"));
   EXPECT_EQ(small.max_model_len, 64);
   EXPECT_EQ(small.max_model_len_limit,
             "what the KV cache holds (--kv-cache-memory; the model's is 100)");

@@ -37,7 +37,7 @@ class KlDivergence : public ::testing::Test {
   void SetUp() override {
     if (!std::filesystem::exists(testing::fixture("stories260K/stories260K.gguf"))) return;
     base_model_ = testing::stories260k();
-    base_decoder_.emplace(base_model_->config, base_model_->weights);
+    base_decoder_.emplace(base_model_->config, base_model_->weights, find_device("cpu"));
     windows_ = tokenize_eval_windows(*base_model_->tokenizer, story_text(120), kKlCtx);
     KldBaseWriter writer(dir_.file("base.kld"), windows_, base_model_->config.vocab_size);
     base_ppl_ = perplexity(*base_decoder_, windows_, 2048, cpu::KvDtype::F16, &writer);
@@ -101,7 +101,7 @@ TEST_F(KlDivergence, OfQ4_0RequantizationMatchesOwnComputation) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const KldBaseFile base = KldBaseFile::open(base_path());
   const ModelWeights q4 = quantize_weights(base_model_->weights, DType::Q4_0);
-  Decoder q_decoder(base_model_->config, q4);
+  Decoder q_decoder(base_model_->config, q4, find_device("cpu"));
   const KlDivergenceResult r = kl_divergence(q_decoder, base, 2048);
   EXPECT_GT(r.kld.value, 1e-3);
   EXPECT_GT(r.kld.uncertainty, 0.0);

@@ -39,7 +39,7 @@ TEST(PerplexityCommand, JsonResultsAndKlDivergence) {
   const nlohmann::json r = nlohmann::json::parse(ppl.out);
   // The library on the same windows.
   LoadedModel m = testing::stories260k();
-  Decoder decoder(m.config, m.weights);
+  Decoder decoder(m.config, m.weights, find_device("cpu"));
   const EvalWindows windows = tokenize_eval_windows(*m.tokenizer, text, 64);
   const PerplexityResult want = perplexity(decoder, windows, 2048);
   EXPECT_DOUBLE_EQ(r["ppl"].get<double>(), want.ppl);

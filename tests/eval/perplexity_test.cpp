@@ -26,7 +26,7 @@ class Perplexity : public ::testing::Test {
   void SetUp() override {
     if (!std::filesystem::exists(testing::fixture("stories260K/stories260K.gguf"))) return;
     model_ = testing::stories260k();
-    decoder_.emplace(model_->config, model_->weights);
+    decoder_.emplace(model_->config, model_->weights, find_device("cpu"));
   }
   LoadedModel& model() { return *model_; }
   Decoder& decoder() { return *decoder_; }

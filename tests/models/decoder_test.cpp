@@ -55,7 +55,7 @@ TEST(Decoder, Stories260KGreedyFromBosMatchesReference) {
   const nlohmann::json ref = read_json(fixture("stories260K/reference_greedy_from_bos.json"));
   GgufModel m(fixture("stories260K/stories260K.gguf"));
   EXPECT_EQ(m.weights.rope_layout, RopeLayout::Interleaved);
-  Decoder decoder(m.config, m.weights);
+  Decoder decoder(m.config, m.weights, find_device("cpu"));
 
   // First step: the top-5 logits of the float64 reference, to 1e-3.
   SequenceRunner runner(decoder, 8);
@@ -76,7 +76,7 @@ TEST(Decoder, LlamaTinyRandomFirstLogitsMatchFloat64Reference) {
   GgufModel m(fixture("llama-2-tiny-random/llama-2-tiny-random.gguf"));
   EXPECT_FALSE(m.weights.tied_embeddings);
   EXPECT_EQ(m.weights.lm_head.dtype, DType::F16);
-  Decoder decoder(m.config, m.weights);
+  Decoder decoder(m.config, m.weights, find_device("cpu"));
   SequenceRunner runner(decoder, 4);
   std::span<const float> logits = runner.feed(ref["prompt_ids"].get<std::vector<int32_t>>());
   // F16 matrices take f16-rounded activations (llama.cpp does the same), which moves these
@@ -141,7 +141,7 @@ void expect_batch_invariant(const ModelConfig& c, const ModelWeights& w) {
   const std::vector<int32_t> a = {1, 17, 42, 99, 5, 300, 21, 8, 64, 3, 250};
   const std::vector<int32_t> b = {1, 7, 7, 400, 12, 2};
   const int64_t vocab = c.vocab_size;
-  Decoder decoder(c, w);
+  Decoder decoder(c, w, find_device("cpu"));
   const std::unique_ptr<KvCache> cache =
       decoder.make_kv_cache(8, 4);  // 4-token blocks: chunks cross blocks
   const std::vector<int32_t> blocks_a = {5, 2, 7}, blocks_b = {0, 3};
@@ -225,7 +225,7 @@ TEST(Decoder, PackedWeightsGiveTheSameLogits) {
     const ModelConfig c = type == DType::Q4_K ? config(512, 768) : config(640, 704);
     const ModelWeights plain = make_dummy_weights(c, type, 9);
     ModelWeights packed = make_dummy_weights(c, type, 9);
-    pack_for_kernels(packed);
+    find_device("cpu").prepare_weights(packed);
     if (packed.layers[0].wq.packed == nullptr) continue;  // this CPU's kernels read it in place
     ++packed_types;
     EXPECT_NE(packed.lm_head.packed, nullptr) << dtype_name(type);
@@ -233,7 +233,7 @@ TEST(Decoder, PackedWeightsGiveTheSameLogits) {
     EXPECT_NE(packed.layers[0].wqkv_packed.packed, nullptr) << dtype_name(type);
     EXPECT_NE(packed.layers[1].w_gate_up_packed.packed, nullptr) << dtype_name(type);
     auto run = [&](const ModelWeights& w) {
-      Decoder decoder(c, w);
+      Decoder decoder(c, w, find_device("cpu"));
       SequenceRunner runner(decoder, 32);
       std::span<const float> logits = runner.feed(prompt, true);
       std::vector<float> all(logits.begin(), logits.end());

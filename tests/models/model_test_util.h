@@ -81,7 +81,7 @@ inline double relative_rms_error(std::span<const float> a, std::span<const float
 // Logits of every position of `tokens` in one prefill: [tokens.size(), vocab].
 inline std::vector<float> prefill_logits(const ModelConfig& c, const ModelWeights& w,
                                          const std::vector<int32_t>& tokens) {
-  Decoder decoder(c, w);
+  Decoder decoder(c, w, find_device("cpu"));
   SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()));
   std::span<const float> l = runner.feed(tokens, /*all_logits=*/true);
   return {l.begin(), l.end()};

@@ -31,7 +31,7 @@ const std::vector<int32_t> kTokens = {1, 17, 42, 99, 5, 300, 21, 8};
 
 std::vector<float> logits_of(const ModelConfig& c, const ModelWeights& w,
                              const std::vector<int32_t>& tokens = kTokens) {
-  Decoder decoder(c, w);
+  Decoder decoder(c, w, find_device("cpu"));
   SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()) + 4);
   std::span<const float> l = runner.feed(tokens, true);
   std::vector<float> out(l.begin(), l.end());

@@ -33,35 +33,40 @@ TEST(MemoryPlan, KvBytesPerTokenOfEachFixtureAndDtypeByHand) {
     // K and V, every layer and kv head: head_dim elements, plus an f16 scale in the 8-bit types.
     const int64_t half = 2 * k.layers * k.kv_heads * k.head_dim * 2;
     const int64_t eight_bit = 2 * k.layers * k.kv_heads * (k.head_dim + 2);
-    EXPECT_EQ(plan_kv(c, KvDtype::F16, 1, 1, 16).bytes_per_token, half) << k.model;
-    EXPECT_EQ(plan_kv(c, KvDtype::BF16, 1, 1, 16).bytes_per_token, half) << k.model;
+    EXPECT_EQ(plan_kv(c, KvDtype::F16, 1, 1, 16, find_device("cpu")).bytes_per_token, half)
+        << k.model;
+    EXPECT_EQ(plan_kv(c, KvDtype::BF16, 1, 1, 16, find_device("cpu")).bytes_per_token, half)
+        << k.model;
     for (KvDtype d : {KvDtype::Fp8E4M3, KvDtype::Fp8E5M2, KvDtype::Int8})
-      EXPECT_EQ(plan_kv(c, d, 1, 1, 16).bytes_per_token, eight_bit) << k.model;
+      EXPECT_EQ(plan_kv(c, d, 1, 1, 16, find_device("cpu")).bytes_per_token, eight_bit) << k.model;
   }
   // Qwen3-8B: 144 KiB a token at f16, so 8K of context is 1.125 GiB per sequence.
   TERN_REQUIRE_FIXTURE(testing::model_config_fixture("qwen3-8b"));
-  EXPECT_EQ(plan_kv(fixture_config("qwen3-8b"), KvDtype::F16, 1, 1, 16).bytes_per_token, 147456);
+  EXPECT_EQ(plan_kv(fixture_config("qwen3-8b"), KvDtype::F16, 1, 1, 16, find_device("cpu"))
+                .bytes_per_token,
+            147456);
 }
 
 TEST(MemoryPlan, KvCacheIsWholeBlocksPerSequenceAndTheLayersPadding) {
   TERN_REQUIRE_FIXTURE(testing::model_config_fixture("qwen3-8b"));
   const ModelConfig c = fixture_config("qwen3-8b");
   // 1000 tokens need ⌈1000 / 16⌉ = 63 blocks each; 3 sequences 189 blocks of 16 tokens.
-  const KvPlan f16 = plan_kv(c, KvDtype::F16, 1000, 3, 16);
+  const KvPlan f16 = plan_kv(c, KvDtype::F16, 1000, 3, 16, find_device("cpu"));
   EXPECT_EQ(f16.num_blocks, 189);
   // Each layer's K and V arrays start on 64 bytes: 2 · 36 · 64 bytes at most.
   EXPECT_EQ(f16.bytes, 189ull * 16 * 147456 + 2 * 36 * 64);
   // The 8-bit caches' scale arrays are aligned too: 4 arrays a layer.
-  const KvPlan int8 = plan_kv(c, KvDtype::Int8, 1000, 3, 16);
+  const KvPlan int8 = plan_kv(c, KvDtype::Int8, 1000, 3, 16, find_device("cpu"));
   EXPECT_EQ(int8.bytes, 189ull * 16 * 74880 + 4 * 36 * 64);
-  EXPECT_EQ(plan_kv(c, KvDtype::F16, 40960, 1, 16).bytes, 2560ull * 16 * 147456 + 2 * 36 * 64);
+  EXPECT_EQ(plan_kv(c, KvDtype::F16, 40960, 1, 16, find_device("cpu")).bytes,
+            2560ull * 16 * 147456 + 2 * 36 * 64);
 }
 
 TEST(MemoryPlan, WorkingMemoryOfQwen3_8bByHand) {
   TERN_REQUIRE_FIXTURE(testing::model_config_fixture("qwen3-8b"));
   const ModelConfig c = fixture_config("qwen3-8b");
   const WeightPlan f16 = plan_recipe_weights(c, *parse_weight_recipe("f16"));
-  const WorkingMemory w = plan_working_memory(c, f16, 512, 4);
+  const WorkingMemory w = plan_working_memory(c, f16, 512, 4, find_device("cpu"));
   // f32 buffers of 512 tokens: x, xn, out [4096]; q, attn [4096]; k, v [1024]; gate, up
   // [12288]; cos/sin [128]; the final norm's 4 rows [4096]. F16 weights have no fused copies.
   const uint64_t floats = 512ull * (3 * 4096 + 2 * 4096 + 2 * 1024 + 2 * 12288 + 128) + 4 * 4096;
@@ -80,11 +85,12 @@ TEST(MemoryPlan, WorkingMemoryEqualsWhatTheDecoderAllocates) {
   for (const char* type : {"f16", "q8_0", "q4_0", "q4_k_m", "bf16"}) {
     const QuantRecipe recipe = *parse_weight_recipe(type);
     ModelWeights weights = make_dummy_weights(c, recipe, 5);
-    pack_for_kernels(weights);
-    Decoder decoder(c, weights);
+    find_device("cpu").prepare_weights(weights);
+    Decoder decoder(c, weights, find_device("cpu"));
     for (const auto& [tokens, rows] : {std::pair<int64_t, int64_t>{1, 1}, {37, 3}, {512, 16}}) {
       decoder.reserve(tokens, rows);
-      const WorkingMemory w = plan_working_memory(c, plan_recipe_weights(c, recipe), tokens, rows);
+      const WorkingMemory w =
+          plan_working_memory(c, plan_recipe_weights(c, recipe), tokens, rows, find_device("cpu"));
       EXPECT_EQ(decoder.buffer_bytes(), w.activations + w.workspace) << type << " " << tokens;
     }
   }

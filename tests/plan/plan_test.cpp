@@ -160,7 +160,7 @@ TEST(Plan, TiedModelsCountTheirRepackedHeadAndSettingsAreChecked) {
   const PlanModel m = fixture_plan_model("qwen3-0.6b");
   const Plan p = make_plan(m, options("q8_0", 64 * kGiB, 0, 1));
   EXPECT_EQ(p.options.max_model_len, 40960);  // the model's
-  EXPECT_EQ(p.memory.repacked, p.weights.repacked_bytes());
+  EXPECT_EQ(p.memory.repacked, p.weights.repacked_bytes(find_device("cpu")));
   PlanOptions bad = options("q8_0", 64 * kGiB, 0, 0);
   EXPECT_THROW(make_plan(m, bad), Error);
   bad = options("q8_0", 64 * kGiB, -1, 1);

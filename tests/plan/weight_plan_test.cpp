@@ -63,7 +63,7 @@ TEST(WeightPlan, Qwen3_8bAtF16AndQ4_0ByHand) {
   EXPECT_EQ(f16.total_bytes(), 16'382'087'168ull);
   // Untied: a decode reads one row of the embedding table, not the table.
   EXPECT_EQ(f16.bytes_read_per_token(), f16.total_bytes() - 2 * kQwen8bEmbedding);
-  EXPECT_EQ(f16.repacked_bytes(), 0u);
+  EXPECT_EQ(f16.repacked_bytes(find_device("cpu")), 0u);
 
   // Q4_0: 18 bytes per 32 weights.
   const WeightPlan q4 = plan_recipe_weights(c, *parse_weight_recipe("q4_0"));

@@ -137,7 +137,7 @@ TEST(ImportanceMatrix, KeepsSecondMomentsForGptq) {
 TEST(ImportanceMatrix, SumsTheSquaresOfEachMatrixInput) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const LoadedModel m = testing::stories260k();
-  Decoder decoder(m.config, m.weights);
+  Decoder decoder(m.config, m.weights, find_device("cpu"));
   std::vector<int32_t> tokens;
   for (int i = 0; i < 96; ++i) tokens.push_back(static_cast<int32_t>((i * 37 + 11) % 512));
   ImatrixOptions options;

@@ -244,6 +244,7 @@ inline void wait_until_idle(int port) {
 // tokens) and the real Qwen tokenizer, whose tokenizer_config.json holds the chat template.
 inline LoadedModel tiny_chat_qwen3() {
   LoadedModel m;
+  m.device = &find_device("cpu");
   m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 1},
                                                         {"hidden_size", 64},
                                                         {"intermediate_size", 128},
@@ -271,6 +272,7 @@ inline EngineConfig server_engine(int64_t max_model_len = 256) {
 // The tokens of the chain must be distinct (the next token depends on the current one only).
 inline LoadedModel scripted_qwen3(const std::vector<int32_t>& chain) {
   LoadedModel m;
+  m.device = &find_device("cpu");
   m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 1},
                                                         {"hidden_size", 64},
                                                         {"intermediate_size", 128},

@@ -256,7 +256,7 @@ TEST(SpeculativeEngine, SampledSpeculationKeepsTheTargetDistribution) {
   using Outcome = std::array<int32_t, 3>;
   std::map<Outcome, double> exact;
   {
-    Decoder decoder(target.config, target.weights);
+    Decoder decoder(target.config, target.weights, find_device("cpu"));
     SequenceRunner runner(decoder, 64);
     const size_t vocab = static_cast<size_t>(target.config.vocab_size);
     auto next = [&](const std::vector<int32_t>& outputs) {

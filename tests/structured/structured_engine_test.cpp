@@ -176,6 +176,7 @@ TEST(StructuredEngine, RegexChoiceAndGrammarOnStories260K) {
 // 151,936 tokens, so every token of the output is the mask's doing.
 LoadedModel random_qwen3_full_vocab() {
   LoadedModel m;
+  m.device = &find_device("cpu");
   m.config = shrunk_config("model-configs/qwen3-0.6b", {{"num_hidden_layers", 1},
                                                         {"hidden_size", 64},
                                                         {"intermediate_size", 128},

@@ -16,6 +16,8 @@
 
 namespace tern {
 
+class Device;  // device.h
+
 // A buffer of f32 activation rows in the backend's memory, made by Backend::make_activation.
 // Ops name it; only read_rows and logits copy anything to the host.
 struct Activation {
@@ -31,6 +33,9 @@ enum class ActivationRows { PerToken, PerLogitRow };
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // The device it runs on (what made it).
+  virtual const Device& device() const = 0;
 
   // A buffer of `width` floats per row, `rows` rows per step; reserve() sizes it. Made before
   // the first forward (it may allocate).

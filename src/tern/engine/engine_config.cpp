@@ -91,7 +91,8 @@ void check_max_model_len(int64_t max_model_len, int64_t model_max_len) {
 }
 
 KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
-                          int64_t model_max_len, const cpu::KvCacheConfig* draft_shape) {
+                          int64_t model_max_len, const Device& device,
+                          const cpu::KvCacheConfig* draft_shape) {
   if (config.kv_cache_memory && config.kv_cache_fraction)
     throw Error("give --kv-cache-memory or --kv-cache-fraction, not both");
   if (config.max_model_len < 0)
@@ -133,18 +134,15 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
       source = "default: 4 GiB at most";
     }
   }
+  if (per_block <= 0) throw Error("kv cache: a block of this shape has no size");
   KvCachePlan plan;
-  if (draft_shape) {
-    // Both caches in one budget: each layer of each pads to 64 bytes.
-    const uint64_t padding =
-        cpu::kv_cache_padding_bytes(shape) + cpu::kv_cache_padding_bytes(*draft_shape);
-    plan.num_blocks =
-        budget <= padding
-            ? 0
-            : static_cast<int64_t>((budget - padding) / static_cast<uint64_t>(per_block));
-  } else {
-    plan.num_blocks = cpu::kv_cache_blocks_for_budget(shape, budget);
-  }
+  // Both caches (with a draft) in one budget, each with the device's alignment padding.
+  const uint64_t padding = device.kv_cache_overhead_bytes(shape) +
+                           (draft_shape ? device.kv_cache_overhead_bytes(*draft_shape) : 0);
+  plan.num_blocks =
+      budget <= padding
+          ? 0
+          : static_cast<int64_t>((budget - padding) / static_cast<uint64_t>(per_block));
   if (plan.num_blocks < 1)
     throw Error(source + ": " + std::to_string(budget) + " bytes hold no KV block of " +
                 std::to_string(per_block) + " bytes");

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "tern/backend/device.h"
 #include "tern/disagg/kv_transfer_config.h"
 #include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/scheduler/scheduler.h"
@@ -49,9 +50,11 @@ struct KvCachePlan {
 // of max_model_len tokens need less. Throws tern::Error when the budget holds no block, or when
 // an explicit max_model_len does not fit in the cache. `model_max_len`: the model's context.
 // `draft_shape`: a draft model's cache, which has as many blocks as the target's (it follows
-// the target's block ids), so a block costs both; nullptr without one.
+// the target's block ids), so a block costs both; nullptr without one. `device`: where the
+// caches are (their alignment padding).
 KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
-                          int64_t model_max_len, const cpu::KvCacheConfig* draft_shape = nullptr);
+                          int64_t model_max_len, const Device& device,
+                          const cpu::KvCacheConfig* draft_shape = nullptr);
 
 // Refuses a --max-model-len longer than the model's context (`model_max_len`, 0: unknown), as
 // vLLM does: positions past what the model was trained on give wrong outputs unless RoPE

@@ -44,7 +44,7 @@ KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const Engi
   const cpu::KvCacheConfig draft_shape =
       drafting ? draft->kv_cache_config(1, config.block_size, config.kv_cache_dtype) : target;
   KvCachePlan plan = plan_kv_cache(target, config, decoder.config().max_position_embeddings,
-                                   drafting ? &draft_shape : nullptr);
+                                   decoder.device(), drafting ? &draft_shape : nullptr);
   // Said before the runner allocates it: zeroing gigabytes takes seconds.
   if (config.announce) config.announce(plan.summary + "; allocating it");
   return plan;

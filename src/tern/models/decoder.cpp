@@ -8,8 +8,6 @@
 #include <string>
 #include <utility>
 
-#include "tern/backend/cpu/cpu_backend.h"
-#include "tern/backend/decoder_buffers.h"
 #include "tern/core/error.h"
 
 namespace tern {
@@ -29,8 +27,8 @@ const ModelWeights& checked(const ModelConfig& config, const ModelWeights& weigh
 
 }  // namespace
 
-Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights)
-    : Decoder(config, weights, make_cpu_backend(config, checked(config, weights))) {}
+Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights, const Device& device)
+    : Decoder(config, weights, device.make_backend(config, checked(config, weights))) {}
 
 Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights,
                  std::unique_ptr<Backend> backend)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tern/backend/backend.h"
+#include "tern/backend/device.h"
 #include "tern/formats/model_config.h"
 #include "tern/models/step_context.h"
 #include "tern/models/weight_loader.h"
@@ -34,10 +35,10 @@ class ActivationObserver {
 
 class Decoder {
  public:
-  // Holds references: `config` and `weights` must outlive the decoder. Throws tern::Error when
-  // the weights do not fit the config's shapes or the rope settings are invalid. Runs on the
-  // CPU backend (make_cpu_backend).
-  Decoder(const ModelConfig& config, const ModelWeights& weights);
+  // Holds references: `config` and `weights` (prepared for `device`) must outlive the decoder.
+  // Throws tern::Error when the weights do not fit the config's shapes, the rope settings are
+  // invalid or the device has no kernels for a matrix's type.
+  Decoder(const ModelConfig& config, const ModelWeights& weights, const Device& device);
   // The same on `backend`, made for this config and weights.
   Decoder(const ModelConfig& config, const ModelWeights& weights, std::unique_ptr<Backend> backend);
 
@@ -65,7 +66,7 @@ class Decoder {
   void reserve(int64_t num_tokens, int64_t num_logit_rows);
 
   // Bytes the backend's activations and scratch (the matmul workspace among it) hold now: what
-  // `tern plan` counts as the decoder's part of the working memory (backend/decoder_buffers.h).
+  // `tern plan` counts as the decoder's part of the working memory (Device::working_bytes).
   uint64_t buffer_bytes() const { return backend_->working_bytes(); }
 
   // Shows every forward's matrix inputs to `observer` (nullptr: none), copied to the host; it
@@ -75,6 +76,7 @@ class Decoder {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   Backend& backend() { return *backend_; }
+  const Device& device() const { return backend_->device(); }
 
  private:
   void observe(int layer, MatrixInput input, Activation x, int64_t num_tokens, int64_t cols);
@@ -87,7 +89,7 @@ class Decoder {
   ActivationObserver* observer_ = nullptr;
 
   // The forward's activations, in the backend's memory; f32 throughout. The backend keeps
-  // what only its own ops use (decoder_buffer_sizes names both).
+  // what only its own ops use.
   Activation x_;                 // [T, hidden]: the residual stream
   Activation xn_;                // [T, hidden]: normed input of a block
   Activation q_;                 // [T, n_heads, head_dim]

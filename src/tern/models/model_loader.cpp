@@ -54,6 +54,7 @@ DType torch_dtype_weight_type(const std::string& torch_dtype) {
 
 LoadedModel load_model(const LoadOptions& opt) {
   LoadedModel m;
+  m.device = &find_device(opt.device);  // an unknown device fails before any loading
   const fs::path path(opt.model);
   const ModelPathKind kind = model_path_kind(opt.model);
   if (kind == ModelPathKind::Safetensors)
@@ -106,7 +107,7 @@ LoadedModel load_model(const LoadOptions& opt) {
   if (opt.format != LoadFormat::Dummy && opt.weight_recipe)
     m.weights = quantize_weights(m.weights, m.config, *opt.weight_recipe);
   if (opt.dtype) convert_float_matrices(m.weights, *opt.dtype);
-  pack_for_kernels(m.weights);
+  m.device->prepare_weights(m.weights);
 
   if (!opt.tokenizer.empty()) {
     m.tokenizer = Tokenizer::load(opt.tokenizer);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "tern/backend/device.h"
 #include "tern/core/dtype.h"
 #include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/model_config.h"
@@ -34,6 +35,9 @@ struct LoadOptions {
   // vLLM's --quantization: the checkpoint must be quantized by this method (a folder's
   // config.json says how it is; nullopt: whatever it says, or nothing).
   std::optional<QuantMethod> quantization;
+  // --device: what the model runs on (find_device; "" the default); its weights are laid out
+  // for it at load.
+  std::string device;
 };
 
 struct LoadedModel {
@@ -41,6 +45,8 @@ struct LoadedModel {
   ModelWeights weights;
   std::optional<Tokenizer> tokenizer;
   std::string description;  // one line: "qwen3 (dummy Q4_0)", "llama (GGUF, F32)", …
+  // The device the weights were prepared for, which a Decoder of them runs on.
+  const Device* device = nullptr;
 };
 
 // Throws tern::Error naming the path and what is wrong. A tokenizer is loaded when one is

@@ -82,16 +82,8 @@ ModelWeights quantize_weights(const ModelWeights& src, DType dtype);
 // included, becomes `dtype` (a float type) in memory `w` owns; quantized matrices keep their
 // type and their bytes (a mapped file's stay mapped, not copied). A float file type follows
 // the conversion (F16 → BF16); a quantized one (Q4_K_M) keeps its name. Before
-// pack_for_kernels.
+// Device::prepare_weights.
 void convert_float_matrices(ModelWeights& w, DType dtype);
-
-// Gives each matrix that the best ISA's kernels read in a layout of their own (the Amx level's
-// Q4_0 and Q8_0: groups of 16 rows) its packed copy, owned by `w`; q/k/v and gate/up back to
-// back where they can be (LayerWeights::wqkv_packed). The results do not change
-// (each level's packed kernels give its in-place kernels' bits). The file's rows stay
-// readable (saving and requantizing read them) but, in a mapped file, leave the resident
-// memory, so a packed model does not hold its weights twice; the embedding table's stay.
-void pack_for_kernels(ModelWeights& w);
 
 // The GGUF names of a layer's tensors ("blk.3.attn_q.weight").
 std::string gguf_tensor_name(int64_t layer, std::string_view what);

@@ -1,7 +1,5 @@
-// KV cache and working-memory sizes, from the same functions the engine and the Decoder use.
+// KV cache and working-memory sizes, from the same answers the engine and the backend use.
 #include "tern/plan/memory_plan.h"
-
-#include "tern/backend/decoder_buffers.h"
 
 namespace tern::plan {
 
@@ -16,14 +14,14 @@ cpu::KvCacheConfig kv_shape(const ModelConfig& c, cpu::KvDtype dtype, int block_
 }
 
 KvPlan plan_kv(const ModelConfig& c, cpu::KvDtype dtype, int64_t max_model_len,
-               int64_t max_num_seqs, int block_size) {
+               int64_t max_num_seqs, int block_size, const Device& device) {
   const cpu::KvCacheConfig shape = kv_shape(c, dtype, block_size);
   KvPlan p;
   p.dtype = dtype;
   p.bytes_per_token = shape.bytes_per_token();
   p.num_blocks = max_num_seqs * ((max_model_len + block_size - 1) / block_size);
   p.bytes = static_cast<uint64_t>(p.num_blocks) * static_cast<uint64_t>(shape.bytes_per_block()) +
-            cpu::kv_cache_padding_bytes(shape);
+            device.kv_cache_overhead_bytes(shape);
   return p;
 }
 
@@ -33,21 +31,14 @@ std::vector<cpu::KvDtype> listed_kv_dtypes() {
 }
 
 WorkingMemory plan_working_memory(const ModelConfig& c, const WeightPlan& weights,
-                                  int64_t num_tokens, int64_t logit_rows) {
+                                  int64_t num_tokens, int64_t logit_rows, const Device& device) {
   WorkingMemory w;
   w.num_tokens = num_tokens;
   w.logit_rows = logit_rows;
-  std::vector<MatrixShape> all;
-  bool fused = false;
-  for (const std::vector<MatrixShape>& l : weights.layer_matrices()) {
-    // [q k v o gate up down]: q/k/v and gate/up are the groups pack_for_kernels may fuse.
-    fused = fused || packs_back_to_back(std::span(l).subspan(0, 3)) ||
-            packs_back_to_back(std::span(l).subspan(4, 2));
-    for (const MatrixShape& m : l)
-      if (m.rows > 0) all.push_back(m);
-  }
-  w.activations = decoder_buffer_sizes(c, num_tokens, logit_rows, fused).bytes();
-  w.workspace = decoder_workspace_bytes(all, weights.lm_head(), num_tokens, logit_rows);
+  const WorkingBytes held =
+      device.working_bytes(c, weights.layer_matrices(), weights.lm_head(), num_tokens, logit_rows);
+  w.activations = held.activations;
+  w.workspace = held.workspace;
   w.logits =
       static_cast<uint64_t>(logit_rows) * static_cast<uint64_t>(c.vocab_size) * sizeof(float);
   return w;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tern/backend/device.h"
 #include "tern/formats/model_config.h"
 #include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/plan/weight_plan.h"
@@ -22,8 +23,9 @@ struct KvPlan {
 
 // The cache's shape for `config` (num_blocks 0).
 cpu::KvCacheConfig kv_shape(const ModelConfig& config, cpu::KvDtype dtype, int block_size);
+// On `device` (its cache's alignment padding).
 KvPlan plan_kv(const ModelConfig& config, cpu::KvDtype dtype, int64_t max_model_len,
-               int64_t max_num_seqs, int block_size);
+               int64_t max_num_seqs, int block_size, const Device& device);
 
 // The KV dtypes a plan lists side by side.
 std::vector<cpu::KvDtype> listed_kv_dtypes();
@@ -33,17 +35,17 @@ std::vector<cpu::KvDtype> listed_kv_dtypes();
 struct WorkingMemory {
   int64_t num_tokens = 0;
   int64_t logit_rows = 0;
-  uint64_t activations = 0;  // the Decoder's f32 buffers (decoder_buffer_sizes)
-  uint64_t workspace = 0;    // the matmuls' quantized activations (decoder_workspace_bytes)
+  uint64_t activations = 0;  // the forward's f32 rows (Device::working_bytes)
+  uint64_t workspace = 0;    // the matmuls' scratch: on the CPU their quantized activations
   uint64_t logits = 0;       // ModelRunner's logits [logit_rows, vocab] f32
 
   uint64_t total() const { return activations + workspace + logits; }
 };
 
-// With this CPU's kernels (their activation formats and packed layouts). Throws tern::Error
-// for a matrix type tern has no kernels for.
+// As `device` allocates it (on the CPU: this CPU's kernels, their activation formats and packed
+// layouts). Throws tern::Error for a matrix type the device has no kernels for.
 WorkingMemory plan_working_memory(const ModelConfig& config, const WeightPlan& weights,
-                                  int64_t num_tokens, int64_t logit_rows);
+                                  int64_t num_tokens, int64_t logit_rows, const Device& device);
 
 // Everything a run of the plan holds in memory.
 struct MemoryTotal {

@@ -18,17 +18,18 @@ constexpr const char* kSmallerTypes[] = {"q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4
 struct Totals {
   const PlanModel& model;
   const PlanOptions& options;
+  const Device& device;
 
   int64_t logit_rows(int64_t seqs) const { return std::min(seqs, options.max_num_batched_tokens); }
 
   MemoryTotal memory(const WeightPlan& w, cpu::KvDtype kv, int64_t len, int64_t seqs) const {
     MemoryTotal m;
     m.weights = w.total_bytes();
-    m.repacked = w.repacked_bytes();
-    m.kv_cache = plan_kv(model.config, kv, len, seqs, options.block_size).bytes;
-    m.working =
-        plan_working_memory(model.config, w, options.max_num_batched_tokens, logit_rows(seqs))
-            .total();
+    m.repacked = w.repacked_bytes(device);
+    m.kv_cache = plan_kv(model.config, kv, len, seqs, options.block_size, device).bytes;
+    m.working = plan_working_memory(model.config, w, options.max_num_batched_tokens,
+                                    logit_rows(seqs), device)
+                    .total();
     return m;
   }
   bool fits(const WeightPlan& w, cpu::KvDtype kv, int64_t len, int64_t seqs) const {
@@ -141,14 +142,15 @@ Plan make_plan(const PlanModel& model, const PlanOptions& options) {
   std::vector<cpu::KvDtype> kv_dtypes = listed_kv_dtypes();
   if (std::find(kv_dtypes.begin(), kv_dtypes.end(), o.kv_cache_dtype) == kv_dtypes.end())
     kv_dtypes.push_back(o.kv_cache_dtype);
+  const Device& device = find_device(o.device);
   for (cpu::KvDtype d : kv_dtypes)
-    p.kv.push_back(plan_kv(model.config, d, o.max_model_len, o.max_num_seqs, o.block_size));
-  p.chosen_kv =
-      plan_kv(model.config, o.kv_cache_dtype, o.max_model_len, o.max_num_seqs, o.block_size);
+    p.kv.push_back(plan_kv(model.config, d, o.max_model_len, o.max_num_seqs, o.block_size, device));
+  p.chosen_kv = plan_kv(model.config, o.kv_cache_dtype, o.max_model_len, o.max_num_seqs,
+                        o.block_size, device);
 
-  const Totals totals{p.model, p.options};
+  const Totals totals{p.model, p.options, device};
   p.working = plan_working_memory(model.config, p.weights, o.max_num_batched_tokens,
-                                  totals.logit_rows(o.max_num_seqs));
+                                  totals.logit_rows(o.max_num_seqs), device);
   p.memory = totals.memory(p.weights, o.kv_cache_dtype, o.max_model_len, o.max_num_seqs);
   p.fits = p.memory.total() <= o.device_memory;
   if (!p.fits) p.suggestions = suggestions(totals, p.weights);

@@ -30,6 +30,7 @@ struct PlanOptions {
   std::string device_memory_source;  // "--device-memory", "MemAvailable of this machine"
   double bandwidth = 0;              // bytes/s
   std::string bandwidth_source;      // "--bandwidth", "measured on this machine (2 threads)"
+  std::string device;  // --device: whose layouts and buffers are counted ("": default)
 };
 
 // One change of the settings that makes the plan fit, with the total it gives.

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/matmul.h"
 #include "tern/models/weight_loader.h"
 
 namespace tern::plan {
@@ -114,15 +113,11 @@ uint64_t WeightPlan::bytes_read_per_token() const {
   return total;
 }
 
-uint64_t WeightPlan::repacked_bytes() const {
+uint64_t WeightPlan::repacked_bytes(const Device& device) const {
   if (!tied_embeddings) return 0;
   for (const PlannedTensor& t : tensors) {
     if (tensor_part(t.name).role != TensorRole::TokenEmbedding || t.shape.size() != 2) continue;
-    try {
-      return cpu::packed_weight_bytes(cpu::WeightView{t.dtype, t.shape[0], t.shape[1], nullptr, 0});
-    } catch (const Error&) {
-      return 0;  // a type without kernels here: nothing is packed (the model would not load)
-    }
+    return device.prepared_copy_bytes(MatrixShape{t.dtype, t.shape[0], t.shape[1]});
   }
   return 0;
 }

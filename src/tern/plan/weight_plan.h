@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tern/backend/decoder_buffers.h"
+#include "tern/backend/device.h"
 #include "tern/core/dtype.h"
 #include "tern/formats/model_config.h"
 #include "tern/formats/tensor_info.h"
@@ -56,10 +56,11 @@ struct WeightPlan {
   // What one decode step reads: every tensor but an untied token-embedding table (a decode
   // reads one row of it) and a tied checkpoint's own lm_head copy (tern reads the embedding).
   uint64_t bytes_read_per_token() const;
-  // The extra copy this CPU's kernels make at load (pack_for_kernels): a tied embedding that
-  // the best ISA reads in a packed layout is packed for lm_head while its rows stay for the
-  // lookups; every other packed matrix leaves its file pages, so it costs nothing more.
-  uint64_t repacked_bytes() const;
+  // The extra copy `device` makes at load (Device::prepare_weights): on the CPU, a tied
+  // embedding that the best ISA reads in a packed layout is packed for lm_head while its rows
+  // stay for the lookups; every other packed matrix leaves its file pages, so it costs nothing
+  // more.
+  uint64_t repacked_bytes(const Device& device) const;
   // The matrices the decoder multiplies by, in layer order (q, k, v, o, gate, up, down per
   // layer), and lm_head; what the working memory depends on.
   std::vector<std::vector<MatrixShape>> layer_matrices() const;  // [layer][q k v o gate up down]

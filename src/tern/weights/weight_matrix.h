@@ -27,4 +27,11 @@ struct WeightMatrix {
   const std::byte* row(int64_t i) const { return data + static_cast<size_t>(i) * row_bytes; }
 };
 
+// A weight matrix as far as sizes care (`tern plan`, working memory): its type and shape.
+struct MatrixShape {
+  DType dtype = DType::F32;
+  int64_t rows = 0;  // N
+  int64_t cols = 0;  // K
+};
+
 }  // namespace tern

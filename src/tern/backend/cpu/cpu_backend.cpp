@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "tern/backend/cpu/cpu_device.h"
 #include "tern/backend/cpu/cpu_kv_cache.h"
+#include "tern/backend/cpu/cpu_working_memory.h"
 #include "tern/backend/cpu/host_floats.h"
-#include "tern/backend/decoder_buffers.h"
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/matmul.h"
 #include "tern/kernels/cpu/ops/rope.h"
@@ -75,6 +76,8 @@ class CpuBackend final : public Backend {
       has_fused_ =
           has_fused_ || l.wqkv_packed.packed != nullptr || l.w_gate_up_packed.packed != nullptr;
   }
+
+  const Device& device() const override { return cpu_device(); }
 
   Activation make_activation(int64_t width, ActivationRows rows) override {
     activations_.push_back({width, rows, {}});

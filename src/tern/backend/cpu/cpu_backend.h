@@ -10,9 +10,9 @@
 
 namespace tern {
 
-// A CPU backend for the decoder of `config` and `weights` (both must outlive it). Throws
-// tern::Error for invalid rope settings or a matrix type without kernels, so a model fails at
-// construction rather than mid-forward.
+// A CPU backend for the decoder of `config` and `weights` (both must outlive it): what
+// cpu_device().make_backend makes. Throws tern::Error for invalid rope settings or a matrix type
+// without kernels, so a model fails at construction rather than mid-forward.
 std::unique_ptr<Backend> make_cpu_backend(const ModelConfig& config, const ModelWeights& weights);
 
 }  // namespace tern

@@ -1,5 +1,5 @@
-// The sizes behind Decoder::reserve, and the fusion rule pack_for_kernels follows.
-#include "tern/backend/decoder_buffers.h"
+// The sizes behind CpuBackend::reserve, and the fusion rule pack_for_kernels follows.
+#include "tern/backend/cpu/cpu_working_memory.h"
 
 #include <algorithm>
 

@@ -1,23 +1,16 @@
-// What a Decoder allocates besides the weights and the KV cache, as a function of the batch:
-// Decoder::reserve grows its buffers and the CPU backend's scratch to exactly these sizes, and
-// `tern plan` counts them as the engine's working memory, so the two cannot drift apart. It
-// lives in backend/ because the CPU backend sizes its scratch by it, and models/ sits above.
+// What the CPU backend allocates for a decoder besides the weights and the KV cache, as a
+// function of the batch: CpuBackend::reserve grows the decoder's activations and its own scratch
+// to exactly these sizes, and CpuDevice::working_bytes (what `tern plan` counts as the engine's
+// working memory) adds them up, so the two cannot drift apart.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-#include "tern/core/dtype.h"
 #include "tern/formats/model_config.h"
+#include "tern/weights/weight_matrix.h"
 
 namespace tern {
-
-// A weight matrix as far as buffers care: its type and shape.
-struct MatrixShape {
-  DType dtype = DType::F32;
-  int64_t rows = 0;  // N
-  int64_t cols = 0;  // K
-};
 
 // Elements (f32) of each activation buffer of a forward of T tokens and R logit rows.
 struct DecoderBufferSizes {
