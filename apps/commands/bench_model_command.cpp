@@ -19,7 +19,6 @@
 #include "commands/model_options.h"
 #include "tern/core/error.h"
 #include "tern/engine/sequence_runner.h"
-#include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
 
 namespace tern::cli {
@@ -88,7 +87,8 @@ void run(const BenchOptions& opt) {
     if (d < 0) throw Error("-d: depths must be >= 0, got " + std::to_string(d));
   const cpu::KvDtype kv_dtype = cpu::parse_kv_cache_dtype(opt.kv_cache_dtype);
   LoadedModel m = load_model_announced(opt.model.load_options());
-  Decoder decoder(m.config, m.weights, *m.device);
+  const std::unique_ptr<LanguageModel> model = make_language_model(m);
+  LanguageModel& decoder = *model;
   // Deepest first: the cache is filled once to the deepest depth and each shallower test
   // rewinds to its depth, which keeps the first `depth` tokens of that fill.
   std::vector<int> depths = opt.depths;

@@ -16,7 +16,6 @@
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
 #include "tern/eval/imatrix_collector.h"
-#include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
 
 namespace tern::cli {
@@ -40,7 +39,8 @@ void run(const ImatrixOptions& opt) {
   LoadedModel model = load_model(opt.model.load_options());
   if (!model.tokenizer) throw Error(opt.model.model + ": has no tokenizer (give --tokenizer)");
   const std::vector<int32_t> tokens = model.tokenizer->encode(text);
-  Decoder decoder(model.config, model.weights, *model.device);
+  const std::unique_ptr<LanguageModel> language_model = make_language_model(model);
+  LanguageModel& decoder = *language_model;
 
   tern::ImatrixOptions o;
   o.ctx = opt.ctx;

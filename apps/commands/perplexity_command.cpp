@@ -24,7 +24,6 @@
 #include "tern/eval/kld_base_file.h"
 #include "tern/eval/perplexity.h"
 #include "tern/eval/window_runner.h"
-#include "tern/models/decoder.h"
 #include "tern/models/model_loader.h"
 
 namespace tern::cli {
@@ -80,7 +79,7 @@ void print_plan(const char* what, const EvalWindows& windows, int64_t batch_size
 // `windows` come from the text; `writer` (when --kl-divergence-base is given) was created
 // before anything was printed.
 void run_perplexity(const PerplexityOptions& opt, const EvalWindows& windows,
-                    std::optional<KldBaseWriter>& writer, LoadedModel& m, Decoder& decoder) {
+                    std::optional<KldBaseWriter>& writer, LoadedModel& m, LanguageModel& decoder) {
   print_plan("perplexity", windows, opt.batch_size);
   if (writer)
     std::fprintf(stderr, "perplexity: writing every scored log-probability row to %s\n",
@@ -198,7 +197,7 @@ json kld_json(const KlDivergenceResult& r) {
 }
 
 void run_kl_divergence(const PerplexityOptions& opt, const KldBaseFile& base, LoadedModel& m,
-                       Decoder& decoder) {
+                       LanguageModel& decoder) {
   if (!opt.text_path.empty())
     std::fprintf(stderr, "kl-divergence: %s is not read; the tokens come from %s\n",
                  opt.text_path.c_str(), base.path().c_str());
@@ -260,7 +259,8 @@ void run(const PerplexityOptions& opt) {
     }
     if (!opt.kld_base.empty()) writer.emplace(opt.kld_base, windows, m.config.vocab_size);
   }
-  Decoder decoder(m.config, m.weights, *m.device);
+  const std::unique_ptr<LanguageModel> model = make_language_model(m);
+  LanguageModel& decoder = *model;
   std::fprintf(stderr, "model: %s, %d threads\n", m.description.c_str(), omp_get_max_threads());
   if (base)
     run_kl_divergence(opt, *base, m, decoder);

@@ -57,7 +57,7 @@ class Hasher {
 
 }  // namespace
 
-std::string model_fingerprint(const Decoder& decoder, const cpu::KvCacheConfig& kv) {
+std::string model_fingerprint(const LanguageModel& decoder, const cpu::KvCacheConfig& kv) {
   Hasher h;
   const ModelConfig& c = decoder.config();
   h.text(c.arch_name);

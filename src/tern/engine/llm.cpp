@@ -18,15 +18,12 @@ LLM::LLM(const LoadOptions& load, const EngineConfig& config)
 LLM::LLM(LoadedModel model, const EngineConfig& config, std::optional<LoadedModel> draft)
     : model_(std::move(model)), draft_(std::move(draft)) {
   if (!model_.tokenizer) throw Error("the model has no tokenizer; give one with --tokenizer");
-  if (model_.device == nullptr || (draft_ && draft_->device == nullptr))
-    throw Error("internal: a model was not loaded for a device (LoadedModel::device)");
-  decoder_ = std::make_unique<Decoder>(model_.config, model_.weights, *model_.device);
+  decoder_ = make_language_model(model_);
   const bool drafting = config.speculative.method == SpeculativeMethod::kDraftModel;
   if (drafting && !draft_) throw Error("speculative decoding: the draft model was not loaded");
   if (drafting && !draft_->tokenizer)
     throw Error("the draft model " + config.speculative.model + " has no tokenizer");
-  if (drafting)
-    draft_decoder_ = std::make_unique<Decoder>(draft_->config, draft_->weights, *draft_->device);
+  if (drafting) draft_decoder_ = make_language_model(*draft_);
   engine_ = std::make_unique<LLMEngine>(*decoder_, *model_.tokenizer, config, draft_decoder_.get(),
                                         drafting ? &*draft_->tokenizer : nullptr);
 }

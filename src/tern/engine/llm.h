@@ -12,7 +12,7 @@
 #include "tern/engine/engine_config.h"
 #include "tern/engine/llm_engine.h"
 #include "tern/engine/request_output.h"
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 #include "tern/models/model_loader.h"
 #include "tern/sampling/sampling_params.h"
 
@@ -49,9 +49,9 @@ class LLM {
 
  private:
   LoadedModel model_;
-  std::unique_ptr<Decoder> decoder_;
+  std::unique_ptr<LanguageModel> decoder_;
   std::optional<LoadedModel> draft_;
-  std::unique_ptr<Decoder> draft_decoder_;
+  std::unique_ptr<LanguageModel> draft_decoder_;
   std::unique_ptr<LLMEngine> engine_;
   int64_t next_id_ = 0;
 };

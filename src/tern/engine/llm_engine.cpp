@@ -37,7 +37,8 @@ const EngineConfig& checked(const EngineConfig& config) {
   return config;
 }
 
-KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const EngineConfig& config) {
+KvCachePlan plan_caches(const LanguageModel& decoder, const LanguageModel* draft,
+                        const EngineConfig& config) {
   const cpu::KvCacheConfig target =
       decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
   const bool drafting = draft && config.speculative.method == SpeculativeMethod::kDraftModel;
@@ -69,8 +70,8 @@ double LLMEngine::now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& config,
-                     Decoder* draft, const Tokenizer* draft_tokenizer)
+LLMEngine::LLMEngine(LanguageModel& decoder, Tokenizer tokenizer, const EngineConfig& config,
+                     LanguageModel* draft, const Tokenizer* draft_tokenizer)
     : decoder_(decoder),
       tokenizer_(std::move(tokenizer)),
       config_(checked(config)),

@@ -22,7 +22,7 @@
 #include "tern/engine/model_runner.h"
 #include "tern/engine/request_output.h"
 #include "tern/engine/step_time_watch.h"
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 #include "tern/sampling/sampler.h"
 #include "tern/sampling/sampling_params.h"
 #include "tern/scheduler/block_manager.h"
@@ -63,8 +63,8 @@ class LLMEngine {
   // cache does not fit (see plan_kv_cache). With config.speculative's draft_model method, the
   // draft's decoder and tokenizer (outliving the engine too) are required and checked against
   // the target's vocabulary (check_draft_vocabulary).
-  LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& config,
-            Decoder* draft = nullptr, const Tokenizer* draft_tokenizer = nullptr);
+  LLMEngine(LanguageModel& decoder, Tokenizer tokenizer, const EngineConfig& config,
+            LanguageModel* draft = nullptr, const Tokenizer* draft_tokenizer = nullptr);
   ~LLMEngine();
 
   // Queues a request. Throws tern::Error, queueing nothing, for invalid sampling parameters,
@@ -114,7 +114,7 @@ class LLMEngine {
   std::vector<BlockManager::CachedBlock> cached_blocks() const { return blocks_.cached_blocks(); }
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  const Decoder& decoder() const { return decoder_; }
+  const LanguageModel& decoder() const { return decoder_; }
   int64_t max_model_len() const { return plan_.max_model_len; }
   const std::string& max_model_len_limit() const { return plan_.max_model_len_limit; }
   const std::string& kv_cache_summary() const { return plan_.summary; }
@@ -184,7 +184,7 @@ class LLMEngine {
                                               std::span<const int32_t> prompt);
   void erase_finished_requests();
 
-  Decoder& decoder_;
+  LanguageModel& decoder_;
   Tokenizer tokenizer_;
   EngineConfig config_;
   // When construction began: the KV cache's allocation (planned and announced next, allocated

@@ -3,7 +3,7 @@
 
 namespace tern {
 
-ModelRunner::ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size,
+ModelRunner::ModelRunner(LanguageModel& decoder, int64_t num_blocks, int block_size,
                          int64_t max_model_len, KvDtype kv_dtype)
     : decoder_(decoder),
       cache_(decoder.make_kv_cache(num_blocks, block_size, kv_dtype)),

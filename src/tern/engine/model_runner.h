@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 #include "tern/models/step_context.h"
 #include "tern/scheduler/scheduler.h"
 
@@ -18,7 +18,7 @@ class ModelRunner {
  public:
   // A cache of `num_blocks` blocks of `block_size` tokens of `kv_dtype` in the decoder's shape;
   // sequences of up to `max_model_len` tokens. The decoder must outlive the runner.
-  ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size, int64_t max_model_len,
+  ModelRunner(LanguageModel& decoder, int64_t num_blocks, int block_size, int64_t max_model_len,
               KvDtype kv_dtype);
 
   // Copies the step's shared blocks, then runs its chunks in one forward. Returns the logits of
@@ -32,7 +32,7 @@ class ModelRunner {
   int64_t vocab_size() const { return decoder_.config().vocab_size; }
 
  private:
-  Decoder& decoder_;
+  LanguageModel& decoder_;
   std::unique_ptr<KvCache> cache_;
   StepBatch batch_;
   std::vector<int32_t> verify_tokens_;  // a verify chunk's tokens: the last one, then the drafts

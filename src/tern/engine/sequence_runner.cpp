@@ -17,7 +17,7 @@ int64_t blocks_for(int64_t tokens, int block_size) {
 
 }  // namespace
 
-SequenceRunner::SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size,
+SequenceRunner::SequenceRunner(LanguageModel& decoder, int64_t max_tokens, int block_size,
                                KvDtype kv_dtype)
     : decoder_(decoder),
       max_tokens_(max_tokens),

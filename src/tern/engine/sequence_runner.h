@@ -1,4 +1,4 @@
-// One sequence through a Decoder: prefill, then decode token by token, with its KV blocks
+// One sequence through a LanguageModel: prefill, then decode token by token, with its KV blocks
 // allocated simply (blocks 0..n-1 of a cache of its own). What `tern generate`, `tern
 // bench-model` and the model tests use until the engine's scheduler runs many sequences.
 #pragma once
@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 #include "tern/models/step_context.h"
 
 namespace tern {
@@ -18,7 +18,7 @@ class SequenceRunner {
  public:
   // A cache of `kv_dtype` for up to `max_tokens` tokens (prompt and generated). The decoder
   // must outlive the runner. Throws tern::Error when max_tokens < 1.
-  SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size = 16,
+  SequenceRunner(LanguageModel& decoder, int64_t max_tokens, int block_size = 16,
                  KvDtype kv_dtype = KvDtype::F16);
 
   // Runs `tokens` at the next positions in one forward; returns the logits of the last one
@@ -37,7 +37,7 @@ class SequenceRunner {
   int64_t max_tokens() const { return max_tokens_; }
 
  private:
-  Decoder& decoder_;
+  LanguageModel& decoder_;
   int64_t max_tokens_;
   std::unique_ptr<KvCache> cache_;
   std::vector<int32_t> block_table_;  // [num_blocks]: 0, 1, …

@@ -64,14 +64,14 @@ void share_inputs(ImportanceMatrix& m, int layers) {
 
 // Clears the decoder's observer however the computation ends.
 struct ObserverScope {
-  Decoder& decoder;
-  ObserverScope(Decoder& d, ActivationObserver* o) : decoder(d) { decoder.set_observer(o); }
+  LanguageModel& decoder;
+  ObserverScope(LanguageModel& d, ActivationObserver* o) : decoder(d) { decoder.set_observer(o); }
   ~ObserverScope() { decoder.set_observer(nullptr); }
 };
 
 }  // namespace
 
-ImportanceMatrix compute_importance_matrix(Decoder& decoder, std::span<const int32_t> tokens,
+ImportanceMatrix compute_importance_matrix(LanguageModel& decoder, std::span<const int32_t> tokens,
                                            const ImatrixOptions& options) {
   if (options.ctx < 2) throw Error("imatrix: --ctx must be at least 2");
   int64_t chunks = static_cast<int64_t>(tokens.size()) / options.ctx;

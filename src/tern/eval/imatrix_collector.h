@@ -1,7 +1,7 @@
 // Computing an importance matrix (llama-imatrix's method): the calibration tokens cut into
 // windows of `ctx` tokens, each window's first token replaced by BOS where the model uses one,
 // each window one forward from position 0, and every matrix input of every token summed
-// squared (Decoder's ActivationObserver).
+// squared (the model's ActivationObserver).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <optional>
 #include <span>
 
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 #include "tern/quant/importance_matrix.h"
 
 namespace tern {
@@ -25,7 +25,7 @@ struct ImatrixOptions {
 };
 
 // Throws tern::Error when the tokens make no whole window (ctx < 2 or fewer than ctx tokens).
-ImportanceMatrix compute_importance_matrix(Decoder& decoder, std::span<const int32_t> tokens,
+ImportanceMatrix compute_importance_matrix(LanguageModel& decoder, std::span<const int32_t> tokens,
                                            const ImatrixOptions& options);
 
 }  // namespace tern

@@ -10,7 +10,7 @@
 
 #include "tern/eval/eval_stats.h"
 #include "tern/eval/kld_base_file.h"
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 
 namespace tern {
 
@@ -58,8 +58,8 @@ using KlDivergenceProgress = std::function<void(int64_t window, const KlDivergen
 // `batch_tokens` tokens per forward. Throws tern::Error naming the file when its vocabulary is
 // not the model's, or a row of it is not a distribution (values finite, ≤ 0, probabilities
 // summing to 1 within 1e-3).
-KlDivergenceResult kl_divergence(Decoder& decoder, const KldBaseFile& base, int64_t batch_tokens,
-                                 cpu::KvDtype kv_dtype = cpu::KvDtype::F16,
+KlDivergenceResult kl_divergence(LanguageModel& decoder, const KldBaseFile& base,
+                                 int64_t batch_tokens, cpu::KvDtype kv_dtype = cpu::KvDtype::F16,
                                  int64_t max_windows = -1,
                                  const KlDivergenceProgress& progress = {});
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tern/eval/eval_windows.h"
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 
 namespace tern {
 
@@ -32,8 +32,8 @@ using PerplexityProgress = std::function<void(int64_t window, double running_ppl
 // WindowRunner), over a KV cache of `kv_dtype`. With `base_out`, every scored position's
 // log-probabilities are written to it, window by window (finish() is the caller's). Throws
 // tern::Error for a batch size < 1 or a context longer than the model's.
-PerplexityResult perplexity(Decoder& decoder, const EvalWindows& windows, int64_t batch_tokens,
-                            cpu::KvDtype kv_dtype = cpu::KvDtype::F16,
+PerplexityResult perplexity(LanguageModel& decoder, const EvalWindows& windows,
+                            int64_t batch_tokens, cpu::KvDtype kv_dtype = cpu::KvDtype::F16,
                             KldBaseWriter* base_out = nullptr,
                             const PerplexityProgress& progress = {});
 

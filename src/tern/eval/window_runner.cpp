@@ -16,7 +16,8 @@ constexpr int kBlockSize = 16;
 // scored token attends to it, so it would only cost time.
 int64_t fed_tokens(int64_t ctx) { return ctx - 1; }
 
-int64_t checked_windows_per_forward(const Decoder& decoder, int64_t ctx, int64_t batch_tokens) {
+int64_t checked_windows_per_forward(const LanguageModel& decoder, int64_t ctx,
+                                    int64_t batch_tokens) {
   if (batch_tokens < 1)
     throw Error("the batch size must be at least 1 token, got " + std::to_string(batch_tokens));
   if (ctx < kMinEvalContext)
@@ -31,7 +32,8 @@ int64_t checked_windows_per_forward(const Decoder& decoder, int64_t ctx, int64_t
 
 }  // namespace
 
-WindowRunner::WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens, KvDtype kv_dtype)
+WindowRunner::WindowRunner(LanguageModel& decoder, int64_t ctx, int64_t batch_tokens,
+                           KvDtype kv_dtype)
     : decoder_(decoder),
       ctx_(ctx),
       windows_per_forward_(checked_windows_per_forward(decoder, ctx, batch_tokens)),

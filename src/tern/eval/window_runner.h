@@ -1,4 +1,4 @@
-// Evaluation windows through a Decoder at prefill speed: several windows per forward, each a
+// Evaluation windows through a LanguageModel at prefill speed: several windows per forward, each a
 // sequence of its own in one StepBatch over a paged KV cache, with logits only for the rows a
 // window scores.
 #pragma once
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tern/eval/eval_windows.h"
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 #include "tern/models/step_context.h"
 
 namespace tern {
@@ -26,7 +26,7 @@ class WindowRunner {
   // that is under one, one window in chunks of batch_tokens (as llama-perplexity's -b).
   // Throws tern::Error when batch_tokens < 1 or a window is longer than the model's context.
   // The cache holds `kv_dtype` (what --kv-cache-dtype costs in quality is measured this way).
-  WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens,
+  WindowRunner(LanguageModel& decoder, int64_t ctx, int64_t batch_tokens,
                KvDtype kv_dtype = KvDtype::F16);
 
   // Runs the windows in order and calls `on_window(w, logits)` for each, with the logits of its
@@ -39,7 +39,7 @@ class WindowRunner {
   int64_t chunk_tokens() const { return chunk_tokens_; }
 
  private:
-  Decoder& decoder_;
+  LanguageModel& decoder_;
   int64_t ctx_;
   int64_t windows_per_forward_;
   int64_t chunk_tokens_;  // of one window in one forward

@@ -49,21 +49,6 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights,
   final_ = backend_->make_activation(h, ActivationRows::PerLogitRow);
 }
 
-KvCacheConfig Decoder::kv_cache_config(int64_t num_blocks, int block_size, KvDtype dtype) const {
-  KvCacheConfig kv;
-  kv.num_layers = static_cast<int>(config_.num_layers);
-  kv.num_blocks = num_blocks;
-  kv.block_size = block_size;
-  kv.n_kv_heads = static_cast<int>(config_.num_kv_heads);
-  kv.head_dim = static_cast<int>(config_.head_dim);
-  kv.dtype = dtype;
-  return kv;
-}
-
-std::unique_ptr<KvCache> Decoder::make_kv_cache(int64_t num_blocks, int block_size, KvDtype dtype) {
-  return backend_->make_kv_cache(kv_cache_config(num_blocks, block_size, dtype));
-}
-
 void Decoder::reserve(int64_t t, int64_t r) { backend_->reserve(t, r); }
 
 void Decoder::observe(int layer, MatrixInput input, Activation x, int64_t num_tokens,

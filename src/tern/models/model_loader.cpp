@@ -7,6 +7,7 @@
 #include "tern/core/mapped_file.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
+#include "tern/models/decoder.h"
 #include "tern/models/model_path.h"
 
 namespace tern {
@@ -50,6 +51,12 @@ DType torch_dtype_weight_type(const std::string& torch_dtype) {
   if (torch_dtype == "bfloat16") return DType::BF16;
   if (torch_dtype == "float16") return DType::F16;
   return DType::F32;
+}
+
+std::unique_ptr<LanguageModel> make_language_model(const LoadedModel& model) {
+  if (model.device == nullptr)
+    throw Error("internal: a model was not loaded for a device (LoadedModel::device)");
+  return std::make_unique<Decoder>(model.config, model.weights, *model.device);
 }
 
 LoadedModel load_model(const LoadOptions& opt) {

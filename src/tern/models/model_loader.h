@@ -2,6 +2,7 @@
 // --load-format dummy) random weights of a config's shapes; plus its tokenizer.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "tern/core/dtype.h"
 #include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/model_config.h"
+#include "tern/models/language_model.h"
 #include "tern/models/weight_loader.h"
 #include "tern/quant/quant_recipe.h"
 #include "tern/tokenizer/tokenizer.h"
@@ -52,6 +54,10 @@ struct LoadedModel {
 // Throws tern::Error naming the path and what is wrong. A tokenizer is loaded when one is
 // found (the GGUF's, the folder's, or --tokenizer); its absence is not an error here.
 LoadedModel load_model(const LoadOptions& options);
+
+// The model class of `model`'s architecture (the llama family's Decoder), on the device its
+// weights were prepared for; `model` must outlive it. Throws tern::Error as Decoder does.
+std::unique_ptr<LanguageModel> make_language_model(const LoadedModel& model);
 
 // How the checkpoint folder `dir` is quantized (its config.json, or AutoGPTQ's
 // quantize_config.json); nullopt when it is not. Throws tern::Error for a setting tern does not

@@ -17,7 +17,7 @@ constexpr size_t kNoProbs = std::numeric_limits<size_t>::max();
 
 }  // namespace
 
-DraftModelProposer::DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size,
+DraftModelProposer::DraftModelProposer(LanguageModel& draft, int64_t num_blocks, int block_size,
                                        int64_t max_model_len, KvDtype kv_dtype)
     : draft_(draft),
       cache_(draft.make_kv_cache(num_blocks, block_size, kv_dtype)),

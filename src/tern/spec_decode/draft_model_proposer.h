@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "tern/models/decoder.h"
+#include "tern/models/language_model.h"
 #include "tern/models/step_context.h"
 #include "tern/spec_decode/proposer.h"
 
@@ -20,8 +20,8 @@ namespace tern {
 class DraftModelProposer final : public Proposer {
  public:
   // `draft` must outlive the proposer. Its cache has the target's num_blocks and block_size.
-  DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size, int64_t max_model_len,
-                     KvDtype kv_dtype);
+  DraftModelProposer(LanguageModel& draft, int64_t num_blocks, int block_size,
+                     int64_t max_model_len, KvDtype kv_dtype);
 
   int32_t max_drafts(const Sequence&, int32_t k) const override { return k; }
   // After it, seq.draft_kv.num_computed_tokens counts the draft's K/V through draft K − 1 (the
@@ -41,7 +41,7 @@ class DraftModelProposer final : public Proposer {
   // Runs batch_; logits_ holds the rows.
   void forward();
 
-  Decoder& draft_;
+  LanguageModel& draft_;
   std::unique_ptr<KvCache> cache_;
   StepBatch batch_;
   ForwardCosts costs_;

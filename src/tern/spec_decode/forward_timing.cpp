@@ -9,7 +9,7 @@
 
 namespace tern {
 
-double time_forward(Decoder& decoder, KvCache& cache, int64_t num_tokens, bool all_logits) {
+double time_forward(LanguageModel& decoder, KvCache& cache, int64_t num_tokens, bool all_logits) {
   const int block_size = cache.config().block_size;
   const int64_t vocab = decoder.config().vocab_size;
   num_tokens = std::min(num_tokens, cache.num_slots());

@@ -11,7 +11,7 @@
 
 namespace tern {
 
-class Decoder;
+class LanguageModel;
 class Tokenizer;
 
 // What make_proposer needs of the target and, for a draft model, of the draft.
@@ -19,7 +19,7 @@ struct ProposerSetup {
   const Tokenizer* tokenizer = nullptr;  // the target's
   int64_t vocab_size = 0;                // the target's vocabulary rows
   // draft_model: the draft and its tokenizer, both outliving the proposer.
-  Decoder* draft = nullptr;
+  LanguageModel* draft = nullptr;
   const Tokenizer* draft_tokenizer = nullptr;
   // The draft's cache follows the target's: as many blocks of as many tokens, of one dtype.
   int64_t num_blocks = 0;

@@ -129,7 +129,7 @@ std::string Speculator::calibration_summary(int64_t max_tokens) const {
   return out + (k1 == 1 && sizes.size() == 1 ? " token" : " tokens");
 }
 
-void Speculator::calibrate(Decoder& target, KvCache& target_cache, int64_t max_tokens) {
+void Speculator::calibrate(LanguageModel& target, KvCache& target_cache, int64_t max_tokens) {
   const std::vector<int64_t> sizes = calibration_sizes(max_tokens);
   (void)time_forward(target, target_cache, 1, true);  // the first forward grows every buffer
   for (int64_t n : sizes) target_costs_.record(n, time_forward(target, target_cache, n, true));

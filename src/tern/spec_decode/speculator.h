@@ -27,7 +27,7 @@
 
 namespace tern {
 
-class Decoder;
+class LanguageModel;
 
 // vLLM's spec_decode_* counters.
 struct SpecDecodeStats {
@@ -99,7 +99,7 @@ class Speculator {
   // Times forwards of the target (`target` over its `target_cache`) and of the draft of the
   // sizes a verify and a draft step of up to K + 1 tokens per sequence take, so the first plans
   // have costs to go by. The caches must hold nothing yet. `max_tokens`: the step budget.
-  void calibrate(Decoder& target, KvCache& target_cache, int64_t max_tokens);
+  void calibrate(LanguageModel& target, KvCache& target_cache, int64_t max_tokens);
   // What calibrate(…, max_tokens) times, for the start-up log: "the target's and the draft's
   // forwards of 1 to 5, 10 and 20 tokens".
   std::string calibration_summary(int64_t max_tokens) const;
