@@ -38,10 +38,9 @@ const EngineConfig& checked(const EngineConfig& config) {
 }
 
 KvCachePlan plan_caches(const Decoder& decoder, const Decoder* draft, const EngineConfig& config) {
-  const cpu::KvCacheConfig target =
-      decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
+  const KvCacheConfig target = decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
   const bool drafting = draft && config.speculative.method == SpeculativeMethod::kDraftModel;
-  const cpu::KvCacheConfig draft_shape =
+  const KvCacheConfig draft_shape =
       drafting ? draft->kv_cache_config(1, config.block_size, config.kv_cache_dtype) : target;
   KvCachePlan plan = plan_kv_cache(target, config, decoder.config().max_position_embeddings,
                                    drafting ? &draft_shape : nullptr);
@@ -108,7 +107,7 @@ LLMEngine::LLMEngine(Decoder& decoder, Tokenizer tokenizer, const EngineConfig& 
       step_costs_);
   if (spec.method == SpeculativeMethod::kDraftModel) {
     // One KV layout for both, so that only the models are compared.
-    const cpu::KvCacheConfig& kv = runner_.cache().config();
+    const KvCacheConfig& kv = runner_.cache().config();
     draft_is_target_ = &decoder == draft || disagg::model_fingerprint(decoder, kv) ==
                                                 disagg::model_fingerprint(*draft, kv);
   }

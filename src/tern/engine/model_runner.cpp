@@ -4,7 +4,7 @@
 namespace tern {
 
 ModelRunner::ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size,
-                         int64_t max_model_len, cpu::KvDtype kv_dtype)
+                         int64_t max_model_len, KvDtype kv_dtype)
     : decoder_(decoder),
       cache_(decoder.kv_cache_config(num_blocks, block_size, kv_dtype)),
       batch_(static_cast<int32_t>((max_model_len + block_size - 1) / block_size), block_size) {}

@@ -19,7 +19,7 @@ class ModelRunner {
   // A cache of `num_blocks` blocks of `block_size` tokens of `kv_dtype` in the decoder's shape;
   // sequences of up to `max_model_len` tokens. The decoder must outlive the runner.
   ModelRunner(Decoder& decoder, int64_t num_blocks, int block_size, int64_t max_model_len,
-              cpu::KvDtype kv_dtype);
+              KvDtype kv_dtype);
 
   // Copies the step's shared blocks, then runs its chunks in one forward. Returns the logits of
   // the chunks that sample, in chunk order: one row per sampling chunk, 1 + its drafts for a

@@ -18,7 +18,7 @@ int64_t blocks_for(int64_t tokens, int block_size) {
 }  // namespace
 
 SequenceRunner::SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size,
-                               cpu::KvDtype kv_dtype)
+                               KvDtype kv_dtype)
     : decoder_(decoder),
       max_tokens_(max_tokens),
       cache_(decoder.kv_cache_config(blocks_for(max_tokens, block_size), block_size, kv_dtype)),

@@ -19,7 +19,7 @@ class SequenceRunner {
   // A cache of `kv_dtype` for up to `max_tokens` tokens (prompt and generated). The decoder
   // must outlive the runner. Throws tern::Error when max_tokens < 1.
   SequenceRunner(Decoder& decoder, int64_t max_tokens, int block_size = 16,
-                 cpu::KvDtype kv_dtype = cpu::KvDtype::F16);
+                 KvDtype kv_dtype = KvDtype::F16);
 
   // Runs `tokens` at the next positions in one forward; returns the logits of the last one
   // [vocab] (valid until the next call), or of every token when `all_logits`

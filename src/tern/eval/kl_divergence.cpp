@@ -135,7 +135,7 @@ void set_distributions(KlDivergenceResult& r) {
 }  // namespace
 
 KlDivergenceResult kl_divergence(Decoder& decoder, const KldBaseFile& base, int64_t batch_tokens,
-                                 cpu::KvDtype kv_dtype, int64_t max_windows,
+                                 KvDtype kv_dtype, int64_t max_windows,
                                  const KlDivergenceProgress& progress) {
   const int64_t vocab = decoder.config().vocab_size;
   if (base.vocab_size() != vocab)

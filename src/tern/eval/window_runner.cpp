@@ -31,8 +31,7 @@ int64_t checked_windows_per_forward(const Decoder& decoder, int64_t ctx, int64_t
 
 }  // namespace
 
-WindowRunner::WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens,
-                           cpu::KvDtype kv_dtype)
+WindowRunner::WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens, KvDtype kv_dtype)
     : decoder_(decoder),
       ctx_(ctx),
       windows_per_forward_(checked_windows_per_forward(decoder, ctx, batch_tokens)),

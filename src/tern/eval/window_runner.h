@@ -27,7 +27,7 @@ class WindowRunner {
   // Throws tern::Error when batch_tokens < 1 or a window is longer than the model's context.
   // The cache holds `kv_dtype` (what --kv-cache-dtype costs in quality is measured this way).
   WindowRunner(Decoder& decoder, int64_t ctx, int64_t batch_tokens,
-               cpu::KvDtype kv_dtype = cpu::KvDtype::F16);
+               KvDtype kv_dtype = KvDtype::F16);
 
   // Runs the windows in order and calls `on_window(w, logits)` for each, with the logits of its
   // scored positions [scored_per_window, vocab] (writable: callers may turn them into

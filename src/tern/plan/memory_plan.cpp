@@ -2,11 +2,12 @@
 #include "tern/plan/memory_plan.h"
 
 #include "tern/backend/decoder_buffers.h"
+#include "tern/kernels/cpu/kv/kv_cache.h"
 
 namespace tern::plan {
 
-cpu::KvCacheConfig kv_shape(const ModelConfig& c, cpu::KvDtype dtype, int block_size) {
-  cpu::KvCacheConfig kv;
+KvCacheConfig kv_shape(const ModelConfig& c, KvDtype dtype, int block_size) {
+  KvCacheConfig kv;
   kv.num_layers = static_cast<int>(c.num_layers);
   kv.block_size = block_size;
   kv.n_kv_heads = static_cast<int>(c.num_kv_heads);
@@ -15,9 +16,9 @@ cpu::KvCacheConfig kv_shape(const ModelConfig& c, cpu::KvDtype dtype, int block_
   return kv;
 }
 
-KvPlan plan_kv(const ModelConfig& c, cpu::KvDtype dtype, int64_t max_model_len,
-               int64_t max_num_seqs, int block_size) {
-  const cpu::KvCacheConfig shape = kv_shape(c, dtype, block_size);
+KvPlan plan_kv(const ModelConfig& c, KvDtype dtype, int64_t max_model_len, int64_t max_num_seqs,
+               int block_size) {
+  const KvCacheConfig shape = kv_shape(c, dtype, block_size);
   KvPlan p;
   p.dtype = dtype;
   p.bytes_per_token = shape.bytes_per_token();
@@ -27,8 +28,7 @@ KvPlan plan_kv(const ModelConfig& c, cpu::KvDtype dtype, int64_t max_model_len,
   return p;
 }
 
-std::vector<cpu::KvDtype> listed_kv_dtypes() {
-  using cpu::KvDtype;
+std::vector<KvDtype> listed_kv_dtypes() {
   return {KvDtype::F16, KvDtype::BF16, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2, KvDtype::Int8};
 }
 

@@ -18,7 +18,7 @@ constexpr size_t kNoProbs = std::numeric_limits<size_t>::max();
 }  // namespace
 
 DraftModelProposer::DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size,
-                                       int64_t max_model_len, cpu::KvDtype kv_dtype)
+                                       int64_t max_model_len, KvDtype kv_dtype)
     : draft_(draft),
       cache_(draft.kv_cache_config(num_blocks, block_size, kv_dtype)),
       batch_(static_cast<int32_t>((max_model_len + block_size - 1) / block_size), block_size) {}

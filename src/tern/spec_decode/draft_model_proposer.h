@@ -21,7 +21,7 @@ class DraftModelProposer final : public Proposer {
  public:
   // `draft` must outlive the proposer. Its cache has the target's num_blocks and block_size.
   DraftModelProposer(Decoder& draft, int64_t num_blocks, int block_size, int64_t max_model_len,
-                     cpu::KvDtype kv_dtype);
+                     KvDtype kv_dtype);
 
   int32_t max_drafts(const Sequence&, int32_t k) const override { return k; }
   // After it, seq.draft_kv.num_computed_tokens counts the draft's K/V through draft K − 1 (the
