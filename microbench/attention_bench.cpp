@@ -17,6 +17,7 @@
 
 namespace {
 
+using namespace tern;
 using namespace tern::cpu;
 
 constexpr int kHeads = 16;

@@ -15,12 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "tern/blocks/quantize_row.h"
 #include "tern/kernels/cpu/matmul.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 
 namespace {
 
-using tern::DType;
+using namespace tern;
 using namespace tern::cpu;
 
 constexpr int64_t kN = 2048, kK = 2048;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 

@@ -13,15 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/dtype.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace {
 
 using tern::DType;
+using namespace tern;
 using namespace tern::cpu;
 
 constexpr int64_t kCols = 4096;

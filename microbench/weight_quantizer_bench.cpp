@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/quant/gptq.h"
 #include "tern/quant/weight_quantizer.h"
 
@@ -55,7 +55,7 @@ void BM_Quantize(benchmark::State& state, DType dtype, int mode) {
       const float* row = x.data() + r * kK;
       uint8_t* out = y.data() + static_cast<size_t>(r) * row_bytes;
       if (mode == 0)
-        tern::cpu::quantize_row(dtype, row, out, kK);
+        tern::quantize_row(dtype, row, out, kK);
       else if (mode == 3)
         tern::quant::quantize_row_gptq(dtype, row, out, kK, factor);
       else

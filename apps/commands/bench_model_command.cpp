@@ -85,7 +85,7 @@ void run(const BenchOptions& opt) {
   if (opt.depths.empty()) throw Error("-d needs at least one depth");
   for (int d : opt.depths)
     if (d < 0) throw Error("-d: depths must be >= 0, got " + std::to_string(d));
-  const cpu::KvDtype kv_dtype = cpu::parse_kv_cache_dtype(opt.kv_cache_dtype);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(opt.kv_cache_dtype);
   LoadedModel m = load_model_announced(opt.model.load_options());
   const std::unique_ptr<LanguageModel> model = make_language_model(m);
   LanguageModel& decoder = *model;
@@ -169,7 +169,7 @@ void run(const BenchOptions& opt) {
   }
   const int threads = omp_get_max_threads();
   const double size_mib = static_cast<double>(matrix_bytes(m.weights)) / (1024.0 * 1024.0);
-  const std::string kv_name(cpu::kv_dtype_name(kv_dtype));
+  const std::string kv_name(kv_dtype_name(kv_dtype));
   if (opt.json) {
     // One line per depth.
     for (const DepthResult& r : results) {

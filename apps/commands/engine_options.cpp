@@ -11,7 +11,7 @@ namespace tern::cli {
 
 void add_kv_cache_dtype_option(CLI::App* cmd, std::string& kv_cache_dtype) {
   cmd->add_option("--kv-cache-dtype", kv_cache_dtype,
-                  "KV cache element type: " + std::string(cpu::kv_cache_dtype_choices()) +
+                  "KV cache element type: " + std::string(kv_cache_dtype_choices()) +
                       " (auto = f16; fp8 = fp8_e4m3; the 8-bit types keep a scale per token "
                       "and kv head and hold about twice the tokens)")
       ->capture_default_str();
@@ -69,7 +69,7 @@ EngineConfig EngineOptions::engine_config() const {
   EngineConfig c = config;
   if (!kv_cache_memory.empty()) c.kv_cache_memory = parse_byte_size(kv_cache_memory);
   if (kv_cache_fraction != 0.0) c.kv_cache_fraction = kv_cache_fraction;
-  c.kv_cache_dtype = cpu::parse_kv_cache_dtype(kv_cache_dtype);
+  c.kv_cache_dtype = parse_kv_cache_dtype(kv_cache_dtype);
   if (enable_prefix_caching && no_prefix_caching)
     throw Error("give --enable-prefix-caching or --no-enable-prefix-caching, not both");
   c.enable_prefix_caching = !no_prefix_caching;

@@ -12,7 +12,7 @@ class App;
 
 namespace tern::cli {
 
-// --kv-cache-dtype into `kv_cache_dtype` (parse it with cpu::parse_kv_cache_dtype); for the
+// --kv-cache-dtype into `kv_cache_dtype` (parse it with parse_kv_cache_dtype); for the
 // commands that run a model without the engine (bench-model, perplexity).
 void add_kv_cache_dtype_option(CLI::App* cmd, std::string& kv_cache_dtype);
 

@@ -86,7 +86,7 @@ void run_perplexity(const PerplexityOptions& opt, const EvalWindows& windows,
                  opt.kld_base.c_str());
   const auto start = Clock::now();
   const PerplexityResult r =
-      perplexity(decoder, windows, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype),
+      perplexity(decoder, windows, opt.batch_size, parse_kv_cache_dtype(opt.kv_cache_dtype),
                  writer ? &*writer : nullptr, [](int64_t w, double running_ppl) {
                    std::fprintf(stderr, "[%lld]%.4f,", static_cast<long long>(w + 1), running_ppl);
                    std::fflush(stderr);
@@ -107,7 +107,7 @@ void run_perplexity(const PerplexityOptions& opt, const EvalWindows& windows,
               {"num_windows", r.num_windows},
               {"ctx", r.ctx},
               {"batch_size", opt.batch_size},
-              {"kv_cache_dtype", cpu::kv_dtype_name(cpu::parse_kv_cache_dtype(opt.kv_cache_dtype))},
+              {"kv_cache_dtype", kv_dtype_name(parse_kv_cache_dtype(opt.kv_cache_dtype))},
               {"text_tokens_used", windows.tokens.size()},
               {"running_ppl", r.running_ppl},
               {"window_ppl", r.window_ppl},
@@ -207,7 +207,7 @@ void run_kl_divergence(const PerplexityOptions& opt, const KldBaseFile& base, Lo
                "            Δp RMS            Same top p\n");
   const auto start = Clock::now();
   const KlDivergenceResult r = kl_divergence(
-      decoder, base, opt.batch_size, cpu::parse_kv_cache_dtype(opt.kv_cache_dtype), opt.chunks,
+      decoder, base, opt.batch_size, parse_kv_cache_dtype(opt.kv_cache_dtype), opt.chunks,
       [](int64_t, const KlDivergenceResult& so_far) { print_kld_line(so_far); });
   std::fprintf(stderr, "\nkl-divergence: %.2f s\n\n", seconds_since(start));
   print_kld_statistics(opt.json ? stderr : stdout, r);
@@ -215,7 +215,7 @@ void run_kl_divergence(const PerplexityOptions& opt, const KldBaseFile& base, Lo
   json out = kld_json(r);
   out["model"] = m.description;
   out["kl_divergence_base"] = base.path();
-  out["kv_cache_dtype"] = cpu::kv_dtype_name(cpu::parse_kv_cache_dtype(opt.kv_cache_dtype));
+  out["kv_cache_dtype"] = kv_dtype_name(parse_kv_cache_dtype(opt.kv_cache_dtype));
   std::cout << out.dump() << '\n';
 }
 

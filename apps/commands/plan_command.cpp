@@ -9,9 +9,9 @@
 #include "commands/commands.h"
 #include "commands/model_options.h"
 #include "tern/backend/device.h"
+#include "tern/blocks/kv_dtype.h"
 #include "tern/core/error.h"
 #include "tern/engine/engine_config.h"
-#include "tern/kernels/cpu/kv/kv_dtype.h"
 #include "tern/plan/decode_ceiling.h"
 #include "tern/plan/memory_bandwidth.h"
 #include "tern/plan/plan.h"
@@ -43,7 +43,7 @@ void run(const PlanFlags& f) {
   plan::PlanOptions o;
   o.device = find_device(f.device).name();
   o.recipe = parse_weight_recipe(f.weight_type);
-  o.kv_cache_dtype = cpu::parse_kv_cache_dtype(f.kv_cache_dtype);
+  o.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype);
   o.max_model_len = f.max_model_len;
   o.max_num_seqs = f.max_num_seqs;
   o.max_num_batched_tokens = f.max_num_batched_tokens;
@@ -92,7 +92,7 @@ void add_plan_command(CLI::App& app) {
                   "(per-tensor types as tern quantize makes them)")
       ->capture_default_str();
   cmd->add_option("--kv-cache-dtype", flags->kv_cache_dtype,
-                  "KV cache element type: " + std::string(cpu::kv_cache_dtype_choices()))
+                  "KV cache element type: " + std::string(kv_cache_dtype_choices()))
       ->capture_default_str();
   cmd->add_option("--max-model-len", flags->max_model_len,
                   "Context of each sequence (default: the model's)");

@@ -20,7 +20,7 @@ TEST(ModelFingerprint, SameModelAndLayoutOnly) {
   const std::string fa = model_fingerprint(da, da.kv_cache_config(8));
   EXPECT_EQ(fa.size(), 32u);
   EXPECT_EQ(fa, model_fingerprint(db, db.kv_cache_config(100)));  // the block count is local
-  EXPECT_NE(fa, model_fingerprint(da, da.kv_cache_config(8, 16, cpu::KvDtype::Int8)));
+  EXPECT_NE(fa, model_fingerprint(da, da.kv_cache_config(8, 16, KvDtype::Int8)));
   EXPECT_NE(fa, model_fingerprint(da, da.kv_cache_config(8, 32)));
 
   const LoadedModel q = tern::testing::tiny_qwen3();

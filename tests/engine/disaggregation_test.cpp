@@ -235,7 +235,7 @@ TEST(Disaggregation, AnotherModelOrKvLayoutIsRefused) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
   EngineConfig int8 = engine_with_role(disagg::KvRole::kConsumer);
-  int8.kv_cache_dtype = cpu::KvDtype::Int8;
+  int8.kv_cache_dtype = KvDtype::Int8;
   LLM consumer(stories260k(), int8);
   EXPECT_NE(producer.engine().kv_connector()->fingerprint(),
             consumer.engine().kv_connector()->fingerprint());

@@ -22,7 +22,7 @@ using testing::small_engine;
 // Mixed lengths, one batch: the same ids and logprobs as alone, with chunked and whole
 // prefill, and with the prefix cache cold and warm.
 void expect_batch_invariant(LoadedModel (*make_model)(), int count, int max_len, int max_tokens,
-                            cpu::KvDtype kv_dtype = cpu::KvDtype::F16) {
+                            KvDtype kv_dtype = KvDtype::F16) {
   const int32_t vocab = static_cast<int32_t>(make_model().config.vocab_size);
   const auto prompts = random_prompts(count, max_len, vocab, 5);
   std::vector<SamplingParams> params;
@@ -130,9 +130,8 @@ TEST(LLMEngine, BatchInvariantForEveryKvDtype) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   TERN_REQUIRE_FIXTURE("qwen-tokenizer/tokenizer_config.json");
-  for (cpu::KvDtype dtype :
-       {cpu::KvDtype::BF16, cpu::KvDtype::Int8, cpu::KvDtype::Fp8E4M3, cpu::KvDtype::Fp8E5M2}) {
-    SCOPED_TRACE(std::string(cpu::kv_dtype_name(dtype)));
+  for (KvDtype dtype : {KvDtype::BF16, KvDtype::Int8, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2}) {
+    SCOPED_TRACE(std::string(kv_dtype_name(dtype)));
     expect_batch_invariant(testing::stories260k, 16, 100, 12, dtype);
     expect_batch_invariant(testing::tiny_qwen3, 8, 100, 8, dtype);
   }
@@ -145,7 +144,7 @@ TEST(LLMEngine, Int8CacheHoldsTwiceTheTokensAndSurvivesPreemption) {
   EngineConfig f16 = small_engine(64);
   f16.kv_cache_memory = uint64_t{1} << 20;
   EngineConfig int8 = f16;
-  int8.kv_cache_dtype = cpu::KvDtype::Int8;
+  int8.kv_cache_dtype = KvDtype::Int8;
   const int64_t f16_blocks = LLM(testing::stories260k(), f16).engine().stats().num_blocks;
   const int64_t int8_blocks = LLM(testing::stories260k(), int8).engine().stats().num_blocks;
   // stories260K (5 layers, 4 kv heads, head_dim 8): 16 bytes of f16 per token and kv head
@@ -351,7 +350,7 @@ TEST(EngineConfig, ParsesMemorySizes) {
 // The default budget is what max_num_seqs full sequences need, in whole blocks: a run of a
 // couple of tokens still gets a block (it used to get a budget smaller than one block).
 TEST(EngineConfig, DefaultKvBudgetIsWholeBlocks) {
-  cpu::KvCacheConfig shape;
+  KvCacheConfig shape;
   shape.num_layers = 28, shape.n_kv_heads = 8, shape.head_dim = 128, shape.block_size = 16;
   EngineConfig config;
   config.scheduler.max_num_seqs = 1;
@@ -376,7 +375,7 @@ TEST(EngineConfig, DefaultKvBudgetIsWholeBlocks) {
 // A model that could use more than there is gets 4 GiB at most, and never more than half the
 // memory left: the log line says which bound it took.
 TEST(EngineConfig, DefaultKvBudgetIsBoundedByFreeMemory) {
-  cpu::KvCacheConfig shape;
+  KvCacheConfig shape;
   shape.num_layers = 28, shape.n_kv_heads = 8, shape.head_dim = 128, shape.block_size = 16;
   EngineConfig config;
   config.scheduler.max_num_seqs = 256;
@@ -392,7 +391,7 @@ TEST(EngineConfig, DefaultKvBudgetIsBoundedByFreeMemory) {
 // Which limit max_model_len is, for the context-length errors: the model's, --max-model-len's,
 // or the KV cache's when it holds less than the model's context.
 TEST(EngineConfig, TheContextLimitSaysWhereItComesFrom) {
-  cpu::KvCacheConfig shape;
+  KvCacheConfig shape;
   shape.num_layers = 2, shape.n_kv_heads = 1, shape.head_dim = 64, shape.block_size = 16;
   EngineConfig config;
   EXPECT_EQ(plan_kv_cache(shape, config, 100, find_device("cpu")).max_model_len_limit,

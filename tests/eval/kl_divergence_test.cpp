@@ -40,7 +40,7 @@ class KlDivergence : public ::testing::Test {
     base_decoder_.emplace(base_model_->config, base_model_->weights, find_device("cpu"));
     windows_ = tokenize_eval_windows(*base_model_->tokenizer, story_text(120), kKlCtx);
     KldBaseWriter writer(dir_.file("base.kld"), windows_, base_model_->config.vocab_size);
-    base_ppl_ = perplexity(*base_decoder_, windows_, 2048, cpu::KvDtype::F16, &writer);
+    base_ppl_ = perplexity(*base_decoder_, windows_, 2048, KvDtype::F16, &writer);
     writer.finish();
   }
   std::string base_path() const { return dir_.file("base.kld"); }
@@ -157,7 +157,7 @@ TEST_F(KlDivergence, OfQ4_0RequantizationMatchesOwnComputation) {
 TEST_F(KlDivergence, LimitedToChunks) {
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const KldBaseFile base = KldBaseFile::open(base_path());
-  const KlDivergenceResult r = kl_divergence(*base_decoder_, base, 2048, cpu::KvDtype::F16, 3);
+  const KlDivergenceResult r = kl_divergence(*base_decoder_, base, 2048, KvDtype::F16, 3);
   EXPECT_EQ(r.num_windows, 3);
   EXPECT_EQ(r.count, 3 * windows_.scored_per_window());
 }

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/dtype.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::testing {
@@ -29,13 +29,13 @@ inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) 
 
 inline std::vector<uint8_t> quantized(DType dtype, const std::vector<float>& x) {
   std::vector<uint8_t> q(*dtype_bytes(dtype, x.size()));
-  cpu::quantize_row(dtype, x.data(), q.data(), static_cast<int64_t>(x.size()));
+  quantize_row(dtype, x.data(), q.data(), static_cast<int64_t>(x.size()));
   return q;
 }
 
 inline std::vector<float> dequantized(DType dtype, const void* q, int64_t k) {
   std::vector<float> y(static_cast<size_t>(k));
-  cpu::dequantize_row(dtype, q, y.data(), k);
+  dequantize_row(dtype, q, y.data(), k);
   return y;
 }
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/kernel_table.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {

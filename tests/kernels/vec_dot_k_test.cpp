@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 

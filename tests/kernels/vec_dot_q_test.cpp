@@ -1,6 +1,6 @@
 // The SIMD dot kernels of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, for every ISA this CPU runs, against
 // the scalar reference (generic/vec_dot.cpp) and a reference computed here in double from the
-// block layout formulas (quant_blocks.h): random rows of several lengths, and hand-built
+// block layout formulas (blocks/block_layouts.h): random rows of several lengths, and hand-built
 // extreme blocks whose result is an exact integer.
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

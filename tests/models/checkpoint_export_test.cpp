@@ -16,11 +16,11 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/core/mapped_file.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/model_loader.h"
 #include "tern/quant/importance_matrix.h"
 
@@ -104,7 +104,7 @@ std::vector<float> decode_by_rules(const SafetensorsModel& st, QuantMethod metho
 std::vector<float> dequantized(const WeightMatrix& m) {
   std::vector<float> out(static_cast<size_t>(m.rows * m.cols)), row(static_cast<size_t>(m.cols));
   for (int64_t r = 0; r < m.rows; ++r) {
-    cpu::dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
+    dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
     for (int64_t j = 0; j < m.cols; ++j)
       out[r * m.cols + (m.input_order != nullptr ? m.input_order[j] : j)] = row[j];
   }
@@ -388,7 +388,7 @@ Widened widen(const LoadedModel& m, int64_t copies, int64_t neurons) {
   auto at = [](const WeightMatrix& src) {
     auto rows = std::make_shared<std::vector<float>>(static_cast<size_t>(src.rows * src.cols));
     for (int64_t r = 0; r < src.rows; ++r)
-      cpu::dequantize_row(src.dtype, src.row(r), rows->data() + r * src.cols, src.cols);
+      dequantize_row(src.dtype, src.row(r), rows->data() + r * src.cols, src.cols);
     return [rows, cols = src.cols](int64_t r, int64_t j) { return (*rows)[r * cols + j]; };
   };
   auto repeated = [&](std::span<const float> v, int64_t times) -> std::span<const float> {

@@ -20,12 +20,12 @@
 #include "fixtures.h"
 #include "models/model_test_util.h"
 #include "run_process.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/core/mapped_file.h"
 #include "tern/formats/checkpoint_quantization.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/model_loader.h"
 
 namespace tern {
@@ -314,7 +314,7 @@ void expect_exact(const WeightMatrix& got, const Known& m, bool mlx, const std::
   std::vector<float> row(static_cast<size_t>(m.cols));
   int mismatches = 0;
   for (int64_t r = 0; r < m.rows; ++r) {
-    cpu::dequantize_row(got.dtype, got.row(r), row.data(), m.cols);
+    dequantize_row(got.dtype, got.row(r), row.data(), m.cols);
     for (int64_t j = 0; j < m.cols; ++j) {
       const int64_t input = got.input_order != nullptr ? got.input_order[j] : j;
       mismatches += row[j] != m.value(r, input, mlx);

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/half.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/model_config.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/decoder.h"
 #include "tern/models/weight_loader.h"
 
@@ -102,9 +102,9 @@ inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_jso
     std::vector<std::byte> out(static_cast<size_t>(m.rows * m.cols) *
                                (matrix_type == DType::F32 ? 4 : 2));
     for (int64_t r = 0; r < m.rows; ++r) {
-      cpu::dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
-      cpu::quantize_row(matrix_type, row.data(),
-                        out.data() + static_cast<size_t>(r) * out.size() / m.rows, m.cols);
+      dequantize_row(m.dtype, m.row(r), row.data(), m.cols);
+      quantize_row(matrix_type, row.data(),
+                   out.data() + static_cast<size_t>(r) * out.size() / m.rows, m.cols);
     }
     st.add_tensor(name, matrix_type, {m.rows, m.cols}, out);
   };

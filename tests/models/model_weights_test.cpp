@@ -10,12 +10,12 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/decoder.h"
 #include "tern/models/gguf_export.h"
 #include "tern/models/model_loader.h"

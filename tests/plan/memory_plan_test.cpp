@@ -13,7 +13,6 @@
 namespace tern::plan {
 namespace {
 
-using cpu::KvDtype;
 using testing::fixture_config;
 
 struct KvCase {

@@ -14,7 +14,6 @@
 namespace tern::plan {
 namespace {
 
-using cpu::KvDtype;
 using testing::fixture_plan_model;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
@@ -40,7 +39,7 @@ const Suggestion* find_suggestion(const Plan& p, const std::string& flag) {
 PlanOptions with(PlanOptions o, const Suggestion& s) {
   for (const auto& [flag, value] : s.flags) {
     if (flag == "--weight-type") o.recipe = parse_weight_recipe(value);
-    if (flag == "--kv-cache-dtype") o.kv_cache_dtype = cpu::parse_kv_cache_dtype(value);
+    if (flag == "--kv-cache-dtype") o.kv_cache_dtype = parse_kv_cache_dtype(value);
     if (flag == "--max-model-len") o.max_model_len = std::stoll(value);
     if (flag == "--max-num-seqs") o.max_num_seqs = std::stoll(value);
   }

@@ -33,8 +33,8 @@ enum class DType : uint8_t {
   Q6_K,
   Q8_K,
   U32,
-  // x = scale · q + bias per group of 32, 64 or 128 elements, q unsigned (kernels/cpu/quants/
-  // quant_blocks.h: BlockAffine).
+  // x = scale · q + bias per group of 32, 64 or 128 elements, q unsigned
+  // (blocks/block_layouts.h: BlockAffine).
   INT4_G32,
   INT4_G64,
   INT4_G128,

@@ -57,7 +57,7 @@ class Hasher {
 
 }  // namespace
 
-std::string model_fingerprint(const LanguageModel& decoder, const cpu::KvCacheConfig& kv) {
+std::string model_fingerprint(const LanguageModel& decoder, const KvCacheConfig& kv) {
   Hasher h;
   const ModelConfig& c = decoder.config();
   h.text(c.arch_name);
@@ -73,7 +73,7 @@ std::string model_fingerprint(const LanguageModel& decoder, const cpu::KvCacheCo
   h.value(kv.block_size);
   h.value(kv.n_kv_heads);
   h.value(kv.head_dim);
-  h.text(cpu::kv_dtype_name(kv.dtype));
+  h.text(kv_dtype_name(kv.dtype));
 
   const ModelWeights& w = decoder.weights();
   h.matrix(w.token_embedding);

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "tern/kernels/cpu/kv/kv_cache.h"
+#include "tern/blocks/kv_cache_config.h"
 #include "tern/models/language_model.h"
 
 namespace tern::disagg {
@@ -14,6 +14,6 @@ namespace tern::disagg {
 // weight's type and shape with a sample of its bytes (16 spans of 4 KiB spread over each
 // matrix, and every norm and bias whole). Sampling keeps it quick for a model of many GB; it
 // still tells apart two checkpoints, two quantizations or two KV dtypes of one model.
-std::string model_fingerprint(const LanguageModel& decoder, const cpu::KvCacheConfig& kv);
+std::string model_fingerprint(const LanguageModel& decoder, const KvCacheConfig& kv);
 
 }  // namespace tern::disagg

@@ -90,9 +90,9 @@ void check_max_model_len(int64_t max_model_len, int64_t model_max_len) {
               "scaling (then set TERN_ALLOW_LONG_MAX_MODEL_LEN=1)");
 }
 
-KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
+KvCachePlan plan_kv_cache(const KvCacheConfig& shape, const EngineConfig& config,
                           int64_t model_max_len, const Device& device,
-                          const cpu::KvCacheConfig* draft_shape) {
+                          const KvCacheConfig* draft_shape) {
   if (config.kv_cache_memory && config.kv_cache_fraction)
     throw Error("give --kv-cache-memory or --kv-cache-fraction, not both");
   if (config.max_model_len < 0)
@@ -161,7 +161,7 @@ KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& c
     plan.max_model_len_limit = "the model's";
   plan.bytes_per_token = per_block / shape.block_size;
   plan.summary =
-      "KV cache (" + std::string(cpu::kv_dtype_name(shape.dtype)) +
+      "KV cache (" + std::string(kv_dtype_name(shape.dtype)) +
       "): " + std::to_string(plan.num_blocks) + " blocks of " + std::to_string(shape.block_size) +
       " tokens = " + std::to_string(cache_tokens) + " tokens, " +
       gib(static_cast<double>(plan.num_blocks * per_block)) + " (" +

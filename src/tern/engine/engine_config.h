@@ -7,8 +7,8 @@
 #include <string>
 
 #include "tern/backend/device.h"
+#include "tern/blocks/kv_cache_config.h"
 #include "tern/disagg/kv_transfer_config.h"
-#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/scheduler/scheduler.h"
 #include "tern/spec_decode/speculator.h"
 
@@ -25,10 +25,10 @@ struct EngineConfig {
   // the measured forward costs say fit in it (at least one per running sequence and one more).
   // 0: off; kAutoMaxStepMs (`auto`, `tern serve`'s default): see step_time_limit_ms.
   double max_step_ms = 0;
-  uint64_t seed = 0;                                // --seed: seeds of requests that bring none
-  SpeculativeConfig speculative;                    // --speculative-config / --speculative-model
-  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;  // --kv-cache-dtype (a draft's cache too)
-  disagg::KvTransferConfig kv_transfer;             // --kv-transfer-config / --role: disaggregation
+  uint64_t seed = 0;                      // --seed: seeds of requests that bring none
+  SpeculativeConfig speculative;          // --speculative-config / --speculative-model
+  KvDtype kv_cache_dtype = KvDtype::F16;  // --kv-cache-dtype (a draft's cache too)
+  disagg::KvTransferConfig kv_transfer;   // --kv-transfer-config / --role: disaggregation
   // Told each start-up step that may take seconds as it begins (allocating and zeroing the KV
   // cache, timing the first steps): tern serve's log, so a start-up never sits silent. Empty:
   // nothing is told.
@@ -52,9 +52,9 @@ struct KvCachePlan {
 // `draft_shape`: a draft model's cache, which has as many blocks as the target's (it follows
 // the target's block ids), so a block costs both; nullptr without one. `device`: where the
 // caches are (their alignment padding).
-KvCachePlan plan_kv_cache(const cpu::KvCacheConfig& shape, const EngineConfig& config,
+KvCachePlan plan_kv_cache(const KvCacheConfig& shape, const EngineConfig& config,
                           int64_t model_max_len, const Device& device,
-                          const cpu::KvCacheConfig* draft_shape = nullptr);
+                          const KvCacheConfig* draft_shape = nullptr);
 
 // Refuses a --max-model-len longer than the model's context (`model_max_len`, 0: unknown), as
 // vLLM does: positions past what the model was trained on give wrong outputs unless RoPE

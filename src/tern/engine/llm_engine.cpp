@@ -39,10 +39,9 @@ const EngineConfig& checked(const EngineConfig& config) {
 
 KvCachePlan plan_caches(const LanguageModel& decoder, const LanguageModel* draft,
                         const EngineConfig& config) {
-  const cpu::KvCacheConfig target =
-      decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
+  const KvCacheConfig target = decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
   const bool drafting = draft && config.speculative.method == SpeculativeMethod::kDraftModel;
-  const cpu::KvCacheConfig draft_shape =
+  const KvCacheConfig draft_shape =
       drafting ? draft->kv_cache_config(1, config.block_size, config.kv_cache_dtype) : target;
   KvCachePlan plan = plan_kv_cache(target, config, decoder.config().max_position_embeddings,
                                    decoder.device(), drafting ? &draft_shape : nullptr);
@@ -109,7 +108,7 @@ LLMEngine::LLMEngine(LanguageModel& decoder, Tokenizer tokenizer, const EngineCo
       step_costs_);
   if (spec.method == SpeculativeMethod::kDraftModel) {
     // One KV layout for both, so that only the models are compared.
-    const cpu::KvCacheConfig& kv = runner_.cache().config();
+    const KvCacheConfig& kv = runner_.cache().config();
     draft_is_target_ = &decoder == draft || disagg::model_fingerprint(decoder, kv) ==
                                                 disagg::model_fingerprint(*draft, kv);
   }

@@ -41,7 +41,7 @@ struct EngineStats {
   int64_t num_blocks = 0;
   int32_t block_size = 0;
   bool prefix_caching = false;
-  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;
+  KvDtype kv_cache_dtype = KvDtype::F16;
   int64_t kv_cache_bytes_per_token = 0;  // the target's cache (and the draft's, when drafting)
   int64_t prefix_cache_queries = 0;      // tokens
   int64_t prefix_cache_hits = 0;         // tokens

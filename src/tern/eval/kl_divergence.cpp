@@ -135,7 +135,7 @@ void set_distributions(KlDivergenceResult& r) {
 }  // namespace
 
 KlDivergenceResult kl_divergence(LanguageModel& decoder, const KldBaseFile& base,
-                                 int64_t batch_tokens, cpu::KvDtype kv_dtype, int64_t max_windows,
+                                 int64_t batch_tokens, KvDtype kv_dtype, int64_t max_windows,
                                  const KlDivergenceProgress& progress) {
   const int64_t vocab = decoder.config().vocab_size;
   if (base.vocab_size() != vocab)

@@ -59,7 +59,7 @@ using KlDivergenceProgress = std::function<void(int64_t window, const KlDivergen
 // not the model's, or a row of it is not a distribution (values finite, ≤ 0, probabilities
 // summing to 1 within 1e-3).
 KlDivergenceResult kl_divergence(LanguageModel& decoder, const KldBaseFile& base,
-                                 int64_t batch_tokens, cpu::KvDtype kv_dtype = cpu::KvDtype::F16,
+                                 int64_t batch_tokens, KvDtype kv_dtype = KvDtype::F16,
                                  int64_t max_windows = -1,
                                  const KlDivergenceProgress& progress = {});
 

@@ -12,7 +12,7 @@
 namespace tern {
 
 PerplexityResult perplexity(LanguageModel& decoder, const EvalWindows& windows,
-                            int64_t batch_tokens, cpu::KvDtype kv_dtype, KldBaseWriter* base_out,
+                            int64_t batch_tokens, KvDtype kv_dtype, KldBaseWriter* base_out,
                             const PerplexityProgress& progress) {
   WindowRunner runner(decoder, windows.ctx, batch_tokens, kv_dtype);
   const int64_t vocab = decoder.config().vocab_size;

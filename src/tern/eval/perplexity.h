@@ -33,7 +33,7 @@ using PerplexityProgress = std::function<void(int64_t window, double running_ppl
 // log-probabilities are written to it, window by window (finish() is the caller's). Throws
 // tern::Error for a batch size < 1 or a context longer than the model's.
 PerplexityResult perplexity(LanguageModel& decoder, const EvalWindows& windows,
-                            int64_t batch_tokens, cpu::KvDtype kv_dtype = cpu::KvDtype::F16,
+                            int64_t batch_tokens, KvDtype kv_dtype = KvDtype::F16,
                             KldBaseWriter* base_out = nullptr,
                             const PerplexityProgress& progress = {});
 

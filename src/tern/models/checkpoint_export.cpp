@@ -7,11 +7,11 @@
 #include <functional>
 #include <span>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/checkpoint_weights.h"
 #include "tern/models/gguf_export.h"
 #include "tern/models/tensor_names.h"
@@ -65,7 +65,7 @@ class Groups {
   int64_t group_of(int64_t input) const { return position(input) / B::kElems; }
   int code(int64_t row, int64_t input) const {
     const int64_t p = position(input);
-    return cpu::affine_code(block(row, p / B::kElems), static_cast<int>(p % B::kElems));
+    return affine_code(block(row, p / B::kElems), static_cast<int>(p % B::kElems));
   }
 
  private:
@@ -255,7 +255,7 @@ class CheckpointWriter {
                   std::to_string(per_word) + "-code words of " +
                   upper(quant_method_name(q_.method)) + "'s zero points");
     std::vector<PackedTensor> tensors =
-        cpu::with_affine_block<std::vector<PackedTensor>>(m.dtype, [&]<class B>() {
+        with_affine_block<std::vector<PackedTensor>>(m.dtype, [&]<class B>() {
           const Groups<B> groups(m, rows);
           if (q_.method == QuantMethod::Gptq) return pack_gptq(groups, q_, name);
           if (q_.method == QuantMethod::Awq) return pack_awq(groups, name);
@@ -272,7 +272,7 @@ class CheckpointWriter {
       std::vector<float> row(static_cast<size_t>(m.cols)), ordered;
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < m.rows; ++r) {
-        cpu::dequantize_row(m.dtype, m.row(rows ? rows(r) : r), row.data(), m.cols);
+        dequantize_row(m.dtype, m.row(rows ? rows(r) : r), row.data(), m.cols);
         if (m.input_order != nullptr) {
           ordered.resize(row.size());
           for (int64_t j = 0; j < m.cols; ++j)
@@ -289,7 +289,7 @@ class CheckpointWriter {
       if ((half[i] & 0x7C00) == 0x7C00) {
         std::vector<float> row(static_cast<size_t>(m.cols));
         const auto r = static_cast<int64_t>(i) / m.cols;
-        cpu::dequantize_row(m.dtype, m.row(rows ? rows(r) : r), row.data(), m.cols);
+        dequantize_row(m.dtype, m.row(rows ? rows(r) : r), row.data(), m.cols);
         for (float v : row) to_f16(v, name);
       }
     out_.add_tensor(name, DType::F16, {m.rows, m.cols}, bytes_of(half));

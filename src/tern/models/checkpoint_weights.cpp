@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern {
 namespace {
@@ -110,8 +110,7 @@ void fill_rows(std::byte* out, size_t row_bytes, int64_t rows, int64_t cols, con
           const auto [scale, bias] = scale_bias(r, g);
           blocks[g].scale = scale;
           blocks[g].bias = bias;
-          cpu::set_affine_codes(blocks[g],
-                                &codes[static_cast<size_t>((r - r0) * cols + g * B::kElems)]);
+          set_affine_codes(blocks[g], &codes[static_cast<size_t>((r - r0) * cols + g * B::kElems)]);
         }
       }
     }
@@ -125,7 +124,7 @@ WeightMatrix make_matrix(const AffineIntFormat& f, int64_t rows, int64_t cols, c
   const DType dtype = *affine_int_dtype(f.bits, f.group);
   const auto row_bytes = static_cast<size_t>(*dtype_bytes(dtype, static_cast<uint64_t>(cols)));
   std::byte* out = w.own_bytes(row_bytes * static_cast<size_t>(rows)).data();
-  cpu::with_affine_block<bool>(dtype, [&]<class B>() {
+  with_affine_block<bool>(dtype, [&]<class B>() {
     fill_rows<B>(out, row_bytes, rows, cols, order, rows_outer, code, scale_bias);
     return true;
   });
@@ -199,7 +198,8 @@ WeightMatrix read_gptq_or_awq(const CheckpointQuantization& q, const ModuleTenso
   auto scale_bias = [&](int64_t row, int64_t g) {
     const float scale = float_at(scales, g * rows + row);
     const int zero = packed_along_outputs(qzeros, g, row) + zero_offset;
-    return std::pair{scale, -scale * static_cast<float>(zero)};  // exact: see quant_blocks.h
+    return std::pair{scale,
+                     -scale * static_cast<float>(zero)};  // exact: see blocks/block_layouts.h
   };
   if (awq) {
     auto code = [&](int64_t row, int64_t input) {

@@ -1,5 +1,5 @@
 // The matrices of GPTQ, AWQ and MLX checkpoints as tern's affine groups (INT4_G*, INT8_G*;
-// kernels/cpu/quants/quant_blocks.h), repacked once at load: every group keeps its scale and
+// blocks/block_layouts.h), repacked once at load: every group keeps its scale and
 // zero point (or bias) exactly, and an act-order checkpoint's groups become runs of
 // consecutive inputs by a permutation of the inputs that the matmul gathers its activations by.
 //

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/models/weight_loader.h"
 #include "tern/quant/quant_recipe.h"
 
@@ -31,7 +31,7 @@ WeightMatrix build_matrix(ModelWeights& w, const QuantRecipe& recipe, const Reci
   const auto row_bytes = dtype_bytes(dtype, static_cast<uint64_t>(cols));
   std::span<std::byte> data =
       w.own_bytes(static_cast<size_t>(*row_bytes) * static_cast<size_t>(rows));
-  const cpu::QuantizeFn quantize = dtype == DType::F32 ? nullptr : cpu::quantize_fn(dtype);
+  const QuantizeFn quantize = dtype == DType::F32 ? nullptr : quantize_fn(dtype);
 #pragma omp parallel
   {
     std::vector<float> row(static_cast<size_t>(cols));

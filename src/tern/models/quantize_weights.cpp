@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/checkpoint_weights.h"
 #include "tern/models/weight_loader.h"
 #include "tern/quant/awq.h"
@@ -29,9 +29,9 @@ std::span<const float> copy_vector(ModelWeights& w, std::span<const float> src) 
 
 // Row i of m in f32, in the inputs' order (an act-order matrix's columns put back).
 void dequantized_row(const WeightMatrix& m, int64_t i, float* out, std::vector<float>& scratch) {
-  if (m.input_order == nullptr) return cpu::dequantize_row(m.dtype, m.row(i), out, m.cols);
+  if (m.input_order == nullptr) return dequantize_row(m.dtype, m.row(i), out, m.cols);
   scratch.resize(static_cast<size_t>(m.cols));
-  cpu::dequantize_row(m.dtype, m.row(i), scratch.data(), m.cols);
+  dequantize_row(m.dtype, m.row(i), scratch.data(), m.cols);
   for (int64_t j = 0; j < m.cols; ++j) out[m.input_order[j]] = scratch[static_cast<size_t>(j)];
 }
 
@@ -62,7 +62,7 @@ struct ActOrder {
 // The groups of a row quantized in act-order, their codes moved to the stored order.
 void store_act_order(DType dtype, const std::byte* quantized, std::byte* out,
                      std::span<const int32_t> from) {
-  cpu::with_affine_block<bool>(dtype, [&]<class B>() {
+  with_affine_block<bool>(dtype, [&]<class B>() {
     const auto* in = reinterpret_cast<const B*>(quantized);
     auto* blocks = reinterpret_cast<B*>(out);
     const auto groups = static_cast<int64_t>(from.size()) / B::kElems;
@@ -70,8 +70,7 @@ void store_act_order(DType dtype, const std::byte* quantized, std::byte* out,
       blocks[g] = in[g];  // scale and bias; every code is set below
       for (int e = 0; e < B::kElems; ++e) {
         const int32_t source = from[static_cast<size_t>(g * B::kElems + e)];
-        cpu::set_affine_code(blocks[g], e,
-                             cpu::affine_code(in[source / B::kElems], source % B::kElems));
+        set_affine_code(blocks[g], e, affine_code(in[source / B::kElems], source % B::kElems));
       }
     }
     return true;

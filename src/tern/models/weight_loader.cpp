@@ -8,12 +8,12 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
 #include "tern/core/mapped_file.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/models/checkpoint_weights.h"
 #include "tern/models/tensor_names.h"
 

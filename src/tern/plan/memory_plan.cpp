@@ -3,8 +3,8 @@
 
 namespace tern::plan {
 
-cpu::KvCacheConfig kv_shape(const ModelConfig& c, cpu::KvDtype dtype, int block_size) {
-  cpu::KvCacheConfig kv;
+KvCacheConfig kv_shape(const ModelConfig& c, KvDtype dtype, int block_size) {
+  KvCacheConfig kv;
   kv.num_layers = static_cast<int>(c.num_layers);
   kv.block_size = block_size;
   kv.n_kv_heads = static_cast<int>(c.num_kv_heads);
@@ -13,9 +13,9 @@ cpu::KvCacheConfig kv_shape(const ModelConfig& c, cpu::KvDtype dtype, int block_
   return kv;
 }
 
-KvPlan plan_kv(const ModelConfig& c, cpu::KvDtype dtype, int64_t max_model_len,
-               int64_t max_num_seqs, int block_size, const Device& device) {
-  const cpu::KvCacheConfig shape = kv_shape(c, dtype, block_size);
+KvPlan plan_kv(const ModelConfig& c, KvDtype dtype, int64_t max_model_len, int64_t max_num_seqs,
+               int block_size, const Device& device) {
+  const KvCacheConfig shape = kv_shape(c, dtype, block_size);
   KvPlan p;
   p.dtype = dtype;
   p.bytes_per_token = shape.bytes_per_token();
@@ -25,8 +25,7 @@ KvPlan plan_kv(const ModelConfig& c, cpu::KvDtype dtype, int64_t max_model_len,
   return p;
 }
 
-std::vector<cpu::KvDtype> listed_kv_dtypes() {
-  using cpu::KvDtype;
+std::vector<KvDtype> listed_kv_dtypes() {
   return {KvDtype::F16, KvDtype::BF16, KvDtype::Fp8E4M3, KvDtype::Fp8E5M2, KvDtype::Int8};
 }
 

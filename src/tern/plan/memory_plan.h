@@ -7,28 +7,28 @@
 #include <vector>
 
 #include "tern/backend/device.h"
+#include "tern/blocks/kv_cache_config.h"
 #include "tern/formats/model_config.h"
-#include "tern/kernels/cpu/kv/kv_cache.h"
 #include "tern/plan/weight_plan.h"
 
 namespace tern::plan {
 
 // The KV cache that holds `max_num_seqs` sequences of `max_model_len` tokens at once.
 struct KvPlan {
-  cpu::KvDtype dtype = cpu::KvDtype::F16;
+  KvDtype dtype = KvDtype::F16;
   int64_t bytes_per_token = 0;  // every layer's K and V (and their scales)
   int64_t num_blocks = 0;       // max_num_seqs × ⌈max_model_len / block_size⌉
   uint64_t bytes = 0;           // num_blocks blocks and the cache's alignment padding
 };
 
 // The cache's shape for `config` (num_blocks 0).
-cpu::KvCacheConfig kv_shape(const ModelConfig& config, cpu::KvDtype dtype, int block_size);
+KvCacheConfig kv_shape(const ModelConfig& config, KvDtype dtype, int block_size);
 // On `device` (its cache's alignment padding).
-KvPlan plan_kv(const ModelConfig& config, cpu::KvDtype dtype, int64_t max_model_len,
+KvPlan plan_kv(const ModelConfig& config, KvDtype dtype, int64_t max_model_len,
                int64_t max_num_seqs, int block_size, const Device& device);
 
 // The KV dtypes a plan lists side by side.
-std::vector<cpu::KvDtype> listed_kv_dtypes();
+std::vector<KvDtype> listed_kv_dtypes();
 
 // What the engine allocates besides weights and cache for steps of up to `num_tokens` tokens
 // and `logit_rows` sampled rows.

@@ -22,7 +22,7 @@ struct Totals {
 
   int64_t logit_rows(int64_t seqs) const { return std::min(seqs, options.max_num_batched_tokens); }
 
-  MemoryTotal memory(const WeightPlan& w, cpu::KvDtype kv, int64_t len, int64_t seqs) const {
+  MemoryTotal memory(const WeightPlan& w, KvDtype kv, int64_t len, int64_t seqs) const {
     MemoryTotal m;
     m.weights = w.total_bytes();
     m.repacked = w.repacked_bytes(device);
@@ -32,11 +32,11 @@ struct Totals {
                     .total();
     return m;
   }
-  bool fits(const WeightPlan& w, cpu::KvDtype kv, int64_t len, int64_t seqs) const {
+  bool fits(const WeightPlan& w, KvDtype kv, int64_t len, int64_t seqs) const {
     return memory(w, kv, len, seqs).total() <= options.device_memory;
   }
   // The longest context below `below` (whole blocks) that fits; 0 when not even one block does.
-  int64_t longest_context(const WeightPlan& w, cpu::KvDtype kv, int64_t below, int64_t seqs) const {
+  int64_t longest_context(const WeightPlan& w, KvDtype kv, int64_t below, int64_t seqs) const {
     const int64_t b = options.block_size;
     int64_t lo = 0,
             hi = (below - 1) / b;  // in blocks; lo fits (0 = none), hi is the largest to try
@@ -53,11 +53,11 @@ struct Totals {
 
 std::vector<Suggestion> suggestions(const Totals& t, const WeightPlan& weights) {
   const PlanOptions& o = t.options;
-  const cpu::KvDtype kv = o.kv_cache_dtype;
+  const KvDtype kv = o.kv_cache_dtype;
   const int64_t len = o.max_model_len, seqs = o.max_num_seqs;
   std::vector<Suggestion> out;
   auto add = [&](std::vector<std::pair<std::string, std::string>> flags, const WeightPlan& w,
-                 cpu::KvDtype k, int64_t l, int64_t s) {
+                 KvDtype k, int64_t l, int64_t s) {
     out.push_back({std::move(flags), t.memory(w, k, l, s).total()});
   };
 
@@ -74,7 +74,7 @@ std::vector<Suggestion> suggestions(const Totals& t, const WeightPlan& weights) 
   }
   if (const int64_t l = t.longest_context(weights, kv, len, seqs); l > 0)
     add({{"--max-model-len", std::to_string(l)}}, weights, kv, l, seqs);
-  const cpu::KvDtype fp8 = cpu::KvDtype::Fp8E4M3;
+  const KvDtype fp8 = KvDtype::Fp8E4M3;
   const int block = o.block_size;
   if (kv_shape(t.model.config, kv, block).bytes_per_token() >
           kv_shape(t.model.config, fp8, block).bytes_per_token() &&
@@ -95,10 +95,10 @@ std::vector<Suggestion> suggestions(const Totals& t, const WeightPlan& weights) 
     // No one change is enough: the smallest weights, an 8-bit cache, one sequence, and the
     // longest context they leave room for.
     const WeightPlan& w = smallest ? smallest->second : weights;
-    const cpu::KvDtype k = kv_shape(t.model.config, kv, block).bytes_per_token() >
-                                   kv_shape(t.model.config, fp8, block).bytes_per_token()
-                               ? fp8
-                               : kv;
+    const KvDtype k = kv_shape(t.model.config, kv, block).bytes_per_token() >
+                              kv_shape(t.model.config, fp8, block).bytes_per_token()
+                          ? fp8
+                          : kv;
     if (const int64_t l = t.longest_context(w, k, len + 1, 1); l > 0) {
       std::vector<std::pair<std::string, std::string>> flags;
       if (smallest) flags.emplace_back("--weight-type", smallest->first);
@@ -139,11 +139,11 @@ Plan make_plan(const PlanModel& model, const PlanOptions& options) {
   const PlanOptions& o = p.options;
 
   p.weights = plan_weights(model, o.recipe);
-  std::vector<cpu::KvDtype> kv_dtypes = listed_kv_dtypes();
+  std::vector<KvDtype> kv_dtypes = listed_kv_dtypes();
   if (std::find(kv_dtypes.begin(), kv_dtypes.end(), o.kv_cache_dtype) == kv_dtypes.end())
     kv_dtypes.push_back(o.kv_cache_dtype);
   const Device& device = find_device(o.device);
-  for (cpu::KvDtype d : kv_dtypes)
+  for (KvDtype d : kv_dtypes)
     p.kv.push_back(plan_kv(model.config, d, o.max_model_len, o.max_num_seqs, o.block_size, device));
   p.chosen_kv = plan_kv(model.config, o.kv_cache_dtype, o.max_model_len, o.max_num_seqs,
                         o.block_size, device);

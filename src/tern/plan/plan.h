@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tern/kernels/cpu/kv/kv_dtype.h"
+#include "tern/blocks/kv_dtype.h"
 #include "tern/plan/decode_ceiling.h"
 #include "tern/plan/memory_plan.h"
 #include "tern/plan/plan_model.h"
@@ -21,7 +21,7 @@ namespace tern::plan {
 struct PlanOptions {
   std::optional<QuantRecipe>
       recipe;  // --weight-type; nullopt: the file's types (a config: torch_dtype)
-  cpu::KvDtype kv_cache_dtype = cpu::KvDtype::F16;
+  KvDtype kv_cache_dtype = KvDtype::F16;
   int64_t max_model_len = 0;  // 0: the model's context
   int64_t max_num_seqs = 1;   // sequences of max_model_len held at once
   int64_t max_num_batched_tokens = 512;

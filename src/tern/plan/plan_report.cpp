@@ -89,8 +89,7 @@ std::string format_plan(const Plan& p) {
       static_cast<long long>(p.chosen_kv.num_blocks));
   s += printf_string("  %-9s %12s %16s %11s\n", "dtype", "bytes/token", "bytes", "");
   for (const KvPlan& kv : p.kv)
-    s += printf_string("  %-9s %12s %16s %11s%s\n",
-                       std::string(cpu::kv_dtype_name(kv.dtype)).c_str(),
+    s += printf_string("  %-9s %12s %16s %11s%s\n", std::string(kv_dtype_name(kv.dtype)).c_str(),
                        grouped(static_cast<uint64_t>(kv.bytes_per_token)).c_str(),
                        grouped(kv.bytes).c_str(), format_bytes(kv.bytes).c_str(),
                        kv.dtype == o.kv_cache_dtype ? "  <- --kv-cache-dtype" : "");
@@ -171,7 +170,7 @@ nlohmann::ordered_json plan_json(const Plan& p) {
                  {"max_position_embeddings", c.max_position_embeddings},
                  {"tie_word_embeddings", c.tie_word_embeddings}};
   j["settings"] = {{"weight_type", o.recipe ? json(o.recipe->name()) : json(nullptr)},
-                   {"kv_cache_dtype", std::string(cpu::kv_dtype_name(o.kv_cache_dtype))},
+                   {"kv_cache_dtype", std::string(kv_dtype_name(o.kv_cache_dtype))},
                    {"max_model_len", o.max_model_len},
                    {"max_num_seqs", o.max_num_seqs},
                    {"max_num_batched_tokens", o.max_num_batched_tokens},
@@ -192,12 +191,12 @@ nlohmann::ordered_json plan_json(const Plan& p) {
                    p.model.repo_weight_bytes ? json(*p.model.repo_weight_bytes) : json(nullptr)}};
   json kv = json::array();
   for (const KvPlan& k : p.kv)
-    kv.push_back({{"dtype", std::string(cpu::kv_dtype_name(k.dtype))},
+    kv.push_back({{"dtype", std::string(kv_dtype_name(k.dtype))},
                   {"bytes_per_token", k.bytes_per_token},
                   {"num_blocks", k.num_blocks},
                   {"bytes", k.bytes},
                   {"chosen", k.dtype == o.kv_cache_dtype}});
-  j["kv_cache"] = {{"dtype", std::string(cpu::kv_dtype_name(p.chosen_kv.dtype))},
+  j["kv_cache"] = {{"dtype", std::string(kv_dtype_name(p.chosen_kv.dtype))},
                    {"bytes_per_token", p.chosen_kv.bytes_per_token},
                    {"num_blocks", p.chosen_kv.num_blocks},
                    {"bytes", p.chosen_kv.bytes},

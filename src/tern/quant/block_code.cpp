@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tern/blocks/block_pack.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_pack.h"
 #include "tern/quant/block_fit.h"
 
 namespace tern::quant {
@@ -328,11 +328,11 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
   const BlockFormat f = block_format(dtype);
   if (affine_int_format(dtype)) {
     const float scale = f16_to_f32(code.d16);
-    cpu::with_affine_block<bool>(dtype, [&]<class B>() {
+    with_affine_block<bool>(dtype, [&]<class B>() {
       auto& block = *static_cast<B*>(y);
       block.scale = scale;
       block.bias = code.bias;
-      for (int e = 0; e < f.elems; ++e) cpu::set_affine_code(block, e, code.q[e]);
+      for (int e = 0; e < f.elems; ++e) set_affine_code(block, e, code.q[e]);
       return true;
     });
     return;
@@ -341,23 +341,21 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
   for (int e = 0; e < f.elems; ++e) biased[e] = code.q[e] + bias;
   switch (dtype) {
     case DType::Q8_0:
-      return cpu::pack_q8_0(code.d16, biased, static_cast<cpu::BlockQ8_0*>(y));
+      return pack_q8_0(code.d16, biased, static_cast<BlockQ8_0*>(y));
     case DType::Q4_0:
-      return cpu::pack_q4_0(code.d16, biased, static_cast<cpu::BlockQ4_0*>(y));
+      return pack_q4_0(code.d16, biased, static_cast<BlockQ4_0*>(y));
     case DType::Q5_0:
-      return cpu::pack_q5_0(code.d16, biased, static_cast<cpu::BlockQ5_0*>(y));
+      return pack_q5_0(code.d16, biased, static_cast<BlockQ5_0*>(y));
     case DType::Q4_1:
-      return cpu::pack_q4_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ4_1*>(y));
+      return pack_q4_1(code.d16, code.m16, biased, static_cast<BlockQ4_1*>(y));
     case DType::Q5_1:
-      return cpu::pack_q5_1(code.d16, code.m16, biased, static_cast<cpu::BlockQ5_1*>(y));
+      return pack_q5_1(code.d16, code.m16, biased, static_cast<BlockQ5_1*>(y));
     case DType::Q4_K:
-      return cpu::pack_q4_k(code.d16, code.m16, code.ls, code.lm, biased,
-                            static_cast<cpu::BlockQ4_K*>(y));
+      return pack_q4_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<BlockQ4_K*>(y));
     case DType::Q5_K:
-      return cpu::pack_q5_k(code.d16, code.m16, code.ls, code.lm, biased,
-                            static_cast<cpu::BlockQ5_K*>(y));
+      return pack_q5_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<BlockQ5_K*>(y));
     default:
-      return cpu::pack_q6_k(code.d16, code.ls, biased, static_cast<cpu::BlockQ6_K*>(y));
+      return pack_q6_k(code.d16, code.ls, biased, static_cast<BlockQ6_K*>(y));
   }
 }
 

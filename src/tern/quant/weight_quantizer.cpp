@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/quant/block_code.h"
 
 namespace tern::quant {
@@ -39,7 +39,7 @@ void quantize_checked(DType dtype, const float* x, void* y, int64_t k, const flo
     case DType::F32:
     case DType::F16:
     case DType::BF16:
-      cpu::quantize_row(dtype, x, y, k);
+      quantize_row(dtype, x, y, k);
       return;
     default:
       break;
@@ -87,7 +87,7 @@ void quantize_weight_rows(DType dtype, const float* x, void* y, int64_t rows, in
 double weighted_error(DType dtype, const float* x, const void* y, int64_t k,
                       const float* importance) {
   std::vector<float> back(static_cast<size_t>(k));
-  cpu::dequantize_row(dtype, y, back.data(), k);
+  dequantize_row(dtype, y, back.data(), k);
   double err = 0.0;
   for (int64_t i = 0; i < k; ++i) {
     const double e = static_cast<double>(x[i]) - back[static_cast<size_t>(i)];

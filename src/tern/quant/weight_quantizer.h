@@ -3,7 +3,7 @@
 // activation of input column j (an importance matrix, importance_matrix.h), or the plain
 // squared error without one. What `tern quantize` and `--weight-type` requantization write (GPTQ,
 // gptq.h, where an importance matrix has the input's whole second moments); the row
-// quantizers of kernels/cpu/quants/quantize.h stay the fast ones, for activations and dummy
+// quantizers of blocks/quantize_row.h stay the fast ones, for activations and dummy
 // weights.
 #pragma once
 

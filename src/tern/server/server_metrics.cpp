@@ -203,7 +203,7 @@ void ServerMetrics::render_shared(MetricsPage& page, const EngineStats& s, const
   // vLLM's cache_config_info: the configuration as labels, value 1. The endpoint picker reads
   // block_size and num_gpu_blocks (the device's blocks; tern's one cache).
   const std::string config = "block_size=\"" + std::to_string(s.block_size) + "\",cache_dtype=\"" +
-                             std::string(cpu::kv_dtype_name(s.kv_cache_dtype)) + "\",";
+                             std::string(kv_dtype_name(s.kv_cache_dtype)) + "\",";
   page.family("cache_config_info", "gauge", "Information of the KV cache configuration.");
   page.sample("cache_config_info",
               vllm

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "tern/kernels/cpu/kv/kv_cache.h"
+#include "tern/blocks/kv_dtype.h"
 #include "tern/spec_decode/proposer.h"
 #include "tern/spec_decode/speculative_config.h"
 
@@ -25,7 +25,7 @@ struct ProposerSetup {
   int64_t num_blocks = 0;
   int block_size = 0;
   int64_t max_model_len = 0;
-  cpu::KvDtype kv_dtype = cpu::KvDtype::F16;
+  KvDtype kv_dtype = KvDtype::F16;
 };
 
 // Throws tern::Error for a draft model that was not loaded or whose vocabulary differs from

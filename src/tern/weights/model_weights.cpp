@@ -6,9 +6,9 @@
 #include <cstring>
 #include <string>
 
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/core/mapped_file.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 
 namespace tern {
 
@@ -47,7 +47,7 @@ void ModelWeights::embed(int32_t token, float* out) const {
   if (token_embedding.dtype == DType::F32) {
     std::memcpy(out, row, static_cast<size_t>(token_embedding.cols) * sizeof(float));
   } else {
-    cpu::dequantize_row(token_embedding.dtype, row, out, token_embedding.cols);
+    dequantize_row(token_embedding.dtype, row, out, token_embedding.cols);
   }
 }
 

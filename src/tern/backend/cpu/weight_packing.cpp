@@ -35,7 +35,7 @@ void pack_for_kernels(ModelWeights& w) {
       shapes.push_back({m->dtype, m->rows, m->cols});
     }
     // tern plan sizes the fused matmul's output buffer by the same rule
-    // (backend/decoder_buffers.h).
+    // (cpu_working_memory.h).
     if (!packs_back_to_back(shapes)) return;
     size_t bytes = 0;
     int64_t rows = 0;

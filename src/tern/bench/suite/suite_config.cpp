@@ -5,9 +5,9 @@
 #include <functional>
 #include <map>
 
+#include "tern/blocks/kv_dtype.h"
 #include "tern/core/did_you_mean.h"
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/kv/kv_dtype.h"
 #include "tern/quant/quant_recipe.h"
 
 namespace tern::bench {
@@ -214,9 +214,9 @@ SuiteConfig parse_suite_config(const json& doc, const fs::path& base_dir) {
     r.string("type", s.type,
              [](const std::string& t) { check_weight_type("config.kv_cache.type", t, false); });
     r.strings("dtypes", s.dtypes, [](const std::string& d) {
-      if (!cpu::kv_dtype_from_name(d))
+      if (!kv_dtype_from_name(d))
         throw Error("config.kv_cache.dtypes: unknown KV-cache dtype '" + d + "' (" +
-                    std::string(cpu::kv_cache_dtype_choices()) + ")");
+                    std::string(kv_cache_dtype_choices()) + ")");
     });
     r.integer("context", s.context, 1, 1 << 20);
     r.integer("decode_tokens", s.decode_tokens, 1, 1 << 16);

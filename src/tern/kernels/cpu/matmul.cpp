@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
-#include "tern/kernels/cpu/quants/quantize.h"
 #include "tern/kernels/cpu/stealing_split.h"
 #include "tern/kernels/cpu/vec_dot.h"
 

@@ -4,10 +4,11 @@
 // exact and may differ only in the order of the float accumulation.
 #include <type_traits>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/k_scales.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/k_scales.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/kernels/cpu/ops/row_ops.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -204,12 +205,28 @@ VecDotFn scalar_vec_dot(DType weight) {
   }
 }
 
-// The activation formats are quantize.h's row quantizers: one definition of each format.
+namespace {
+
+// The 16-bit activations are plain conversions: the row converters of row_ops.h (SIMD,
+// bit-identical to their scalar twins and to blocks/quantize_row.h's rows) do them.
+void quantize_activation_f16(const float* x, void* y, int64_t k) {
+  f32_to_f16_row(x, static_cast<uint16_t*>(y), k);
+}
+void quantize_activation_bf16(const float* x, void* y, int64_t k) {
+  f32_to_bf16_row(x, static_cast<uint16_t*>(y), k);
+}
+
+}  // namespace
+
+// The other activation formats are blocks/quantize_row.h's row quantizers: one definition of
+// each format.
 QuantizeRowFn scalar_quantize_activation(DType activation) {
   switch (activation) {
-    case DType::F32:
     case DType::F16:
+      return quantize_activation_f16;
     case DType::BF16:
+      return quantize_activation_bf16;
+    case DType::F32:
     case DType::Q8_0:
     case DType::Q8_1:
     case DType::Q8_K:

@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/k_scales.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/k_scales.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

@@ -8,8 +8,8 @@
 //   y = the 16 chains summed in a fixed tree: j + (j + 8), then + 4, + 2, + 1.
 // Two float steps per group, not per block: the group's scale and bias apply once to the sums
 // of all its blocks (A_g depends only on the activations, so a matmul makes it once per token).
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/quants/affine_group_dot.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

@@ -75,13 +75,6 @@ void load_row(KvDtype dtype, const void* src, const uint16_t* scales, float* x, 
 
 }  // namespace
 
-int64_t KvCacheConfig::bytes_per_token() const {
-  return 2 * static_cast<int64_t>(num_layers) * n_kv_heads *
-         kv_bytes_per_token_head(dtype, head_dim);
-}
-
-int64_t KvCacheConfig::bytes_per_block() const { return bytes_per_token() * block_size; }
-
 uint64_t kv_cache_padding_bytes(const KvCacheConfig& config) {
   const uint64_t arrays = kv_dtype_has_scales(config.dtype) ? 4 : 2;
   return arrays * static_cast<uint64_t>(config.num_layers) * kAlign;

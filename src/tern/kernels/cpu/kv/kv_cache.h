@@ -9,27 +9,9 @@
 #include <span>
 #include <vector>
 
-#include "tern/kernels/cpu/kv/kv_dtype.h"
+#include "tern/blocks/kv_cache_config.h"
 
 namespace tern::cpu {
-
-struct KvCacheConfig {
-  int num_layers = 0;
-  int64_t num_blocks = 0;
-  int block_size = 16;  // tokens per block
-  int n_kv_heads = 0;
-  int head_dim = 0;
-  // Element type of K and V (--kv-cache-dtype). The 8-bit ones keep a scale per token and kv
-  // head beside the rows (kv_dtype.h).
-  KvDtype dtype = KvDtype::F16;
-
-  // One token's K and V rows (and scales) in every layer; this is what a context length costs.
-  int64_t bytes_per_token() const;
-  // One block in every layer (the unit the BlockManager hands out).
-  int64_t bytes_per_block() const;
-  // Elements of one token's K (or V) row in one layer: n_kv_heads * head_dim.
-  int64_t row_elems() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
-};
 
 // What the 64-byte alignment of each layer's arrays (K, V and their scales) adds to a cache of
 // `config`'s shape, at most.

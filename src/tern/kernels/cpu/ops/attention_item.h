@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tern/kernels/cpu/kv/kv_dtype.h"
+#include "tern/blocks/kv_dtype.h"
 #include "tern/kernels/cpu/kv/kv_quant.h"
 #include "tern/kernels/cpu/ops/attention.h"
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/kv_dtype.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/kv/kv_dtype.h"
 #include "tern/kernels/cpu/kv/kv_quant.h"
 #include "tern/kernels/cpu/ops/attention.h"
 #include "tern/kernels/cpu/ops/lanes16.h"

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/kv_dtype.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/kv/kv_dtype.h"
 
 namespace tern::cpu {
 namespace {

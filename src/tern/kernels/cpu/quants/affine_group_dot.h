@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 // Internal linkage: each instruction set's kernels are compiled with their own flags (core/half.h).

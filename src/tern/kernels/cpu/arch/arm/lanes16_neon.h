@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/blocks/block_layouts.h"
 
 namespace tern::cpu {
 namespace {

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/k_scales.h"
 #include "tern/kernels/cpu/arch/arm/lanes16_neon.h"
-#include "tern/kernels/cpu/quants/k_scales.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/arm/lanes16_neon.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 namespace {

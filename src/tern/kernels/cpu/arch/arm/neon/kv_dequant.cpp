@@ -1,7 +1,7 @@
 // NEON dequantizers of the 8-bit KV cache, 8 codes per step, bit for bit the scalar twins
-// (kv/kv_quant.cpp): int8 codes widen to int32 and convert exactly; an fp8 code is the top of
-// an f16 (e5m2: its high byte; e4m3: its bits shifted into f16's, the exponent bias fixed by
-// the scale's factor 2^8), widened exactly by fcvtl, then one multiply by the scale.
+// (blocks/kv_row_format.cpp): int8 codes widen to int32 and convert exactly; an fp8 code is the top
+// of an f16 (e5m2: its high byte; e4m3: its bits shifted into f16's, the exponent bias fixed by the
+// scale's factor 2^8), widened exactly by fcvtl, then one multiply by the scale.
 #include <arm_neon.h>
 
 #include "tern/kernels/cpu/kv/kv_quant.h"

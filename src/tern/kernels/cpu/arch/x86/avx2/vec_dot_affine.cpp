@@ -11,9 +11,9 @@
 #include <cstring>
 #include <vector>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
 #include "tern/kernels/cpu/quants/affine_group_dot.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

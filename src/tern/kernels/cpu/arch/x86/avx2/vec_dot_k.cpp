@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <utility>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/half.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

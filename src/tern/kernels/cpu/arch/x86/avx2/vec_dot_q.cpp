@@ -1,5 +1,5 @@
 // AVX2 dot kernels of the "q" family: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weight rows against
-// Q8_0 / Q8_1 activation rows (see vec_dot_isa.h, layouts in quant_blocks.h).
+// Q8_0 / Q8_1 activation rows (see vec_dot_isa.h, layouts in blocks/block_layouts.h).
 //
 // Every block's integer dot is exact for all inputs, including activations of -128 (the
 // usual vpsignb trick is not: it cannot negate -128), and is scaled by d_w * d_a in float.
@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/avx512/chains.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {

@@ -16,10 +16,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/avx512/q_packed.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

@@ -18,12 +18,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/avx512/chains.h"
 #include "tern/kernels/cpu/arch/x86/avx512/k_common.h"
 #include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 namespace {

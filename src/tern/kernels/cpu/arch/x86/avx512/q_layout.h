@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/avx512/packed_matmul.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 
 namespace tern::cpu {
 namespace {

@@ -1,6 +1,6 @@
 // AVX-512 VNNI dot kernels of the "q" family: Q4_1, Q5_0, Q5_1 weight rows against Q8_0 / Q8_1
-// activation rows (see vec_dot_isa.h, layouts in quant_blocks.h). Q4_0 and Q8_0 take the 16-chain
-// arithmetic on both AVX-512 levels (avx512/vec_dot_q4_0_q8_0.cpp, avx512/q_packed.h).
+// activation rows (see vec_dot_isa.h, layouts in blocks/block_layouts.h). Q4_0 and Q8_0 take the
+// 16-chain arithmetic on both AVX-512 levels (avx512/vec_dot_q4_0_q8_0.cpp, avx512/q_packed.h).
 //
 // Two blocks share a 512-bit register (one per 256-bit half), so one vpdpbusd does 64
 // products. vpdpbusd multiplies unsigned by signed bytes: the weights are unsigned already and
@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/avx512/avx512_common.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {

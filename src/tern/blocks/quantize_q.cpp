@@ -1,20 +1,18 @@
 // Scalar quantizers of the 32-element block types (Q4_0 … Q8_1) and the float row types, and
-// the by-type dispatch of quantize.h. Scales are rounded to f16 first and the quants computed
+// the by-type dispatch of quantize_row.h. Scales are rounded to f16 first and the quants computed
 // against the rounded scale, so dequantization sees the scale the quants were chosen for.
 #include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/block_pack.h"
+#include "tern/blocks/quantize_row.h"
+#include "tern/blocks/quantize_row_impl.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/ops/row_ops.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/quants/quant_pack.h"
-#include "tern/kernels/cpu/quants/quantize.h"
-#include "tern/kernels/cpu/quants/quantize_impl.h"
-#include "tern/kernels/cpu/stealing_split.h"
 
-namespace tern::cpu {
+namespace tern {
 namespace {
 
 // The value of largest magnitude in x[0..n) with its sign (the first one on ties).
@@ -202,19 +200,24 @@ void quantize_row_f32(const float* x, void* y, int64_t k) { std::memcpy(y, x, k 
 void dequantize_row_f32(const void* x, float* y, int64_t k) {
   std::memcpy(y, x, k * sizeof(float));
 }
-// The 16-bit types are plain conversions: the row converters of row_ops.h (SIMD, bit-identical
-// to their scalar twins) do them.
-void quantize_row_f16(const float* x, void* y, int64_t k) {
-  f32_to_f16_row(x, static_cast<uint16_t*>(y), k);
+// The 16-bit types are plain conversions, element by element (core/half.h: the CPU's own
+// conversion instruction where it has one). Matmul activations do not come here: the CPU
+// backend converts them with its SIMD rows (kernels/cpu/ops/row_ops.h), bit-identical to these.
+void quantize_row_f16(const float* x, void* vy, int64_t k) {
+  auto* y = static_cast<uint16_t*>(vy);
+  for (int64_t i = 0; i < k; ++i) y[i] = f32_to_f16(x[i]);
 }
-void dequantize_row_f16(const void* x, float* y, int64_t k) {
-  f16_to_f32_row(static_cast<const uint16_t*>(x), y, k);
+void dequantize_row_f16(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const uint16_t*>(vx);
+  for (int64_t i = 0; i < k; ++i) y[i] = f16_to_f32(x[i]);
 }
-void quantize_row_bf16(const float* x, void* y, int64_t k) {
-  f32_to_bf16_row(x, static_cast<uint16_t*>(y), k);
+void quantize_row_bf16(const float* x, void* vy, int64_t k) {
+  auto* y = static_cast<uint16_t*>(vy);
+  for (int64_t i = 0; i < k; ++i) y[i] = f32_to_bf16(x[i]);
 }
-void dequantize_row_bf16(const void* x, float* y, int64_t k) {
-  bf16_to_f32_row(static_cast<const uint16_t*>(x), y, k);
+void dequantize_row_bf16(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const uint16_t*>(vx);
+  for (int64_t i = 0; i < k; ++i) y[i] = bf16_to_f32(x[i]);
 }
 
 QuantizeFn find_quantize(DType dtype) {
@@ -287,14 +290,14 @@ DequantizeFn find_dequantize(DType dtype) {
   }
 }
 
-void check_row(DType dtype, int64_t k) {
+}  // namespace
+
+void check_whole_blocks(DType dtype, int64_t k) {
   const int64_t block = dtype_traits(dtype).block_elems;
   if (k < 0 || k % block != 0)
     throw Error("row of " + std::to_string(k) + " elements is not a whole number of " +
                 std::string(dtype_name(dtype)) + " blocks of " + std::to_string(block));
 }
-
-}  // namespace
 
 bool has_quantizer(DType dtype) { return find_quantize(dtype) != nullptr; }
 bool has_dequantizer(DType dtype) { return find_dequantize(dtype) != nullptr; }
@@ -310,21 +313,14 @@ DequantizeFn dequantize_fn(DType dtype) {
 
 void quantize_row(DType dtype, const float* x, void* y, int64_t k) {
   QuantizeFn fn = quantize_fn(dtype);
-  check_row(dtype, k);
+  check_whole_blocks(dtype, k);
   fn(x, y, k);
-}
-void quantize_rows(DType dtype, const float* x, void* y, int64_t rows, int64_t k) {
-  QuantizeFn fn = quantize_fn(dtype);
-  check_row(dtype, k);
-  const auto row_bytes = static_cast<int64_t>(*dtype_bytes(dtype, static_cast<uint64_t>(k)));
-  parallel_for(rows,
-               [&](int64_t r) { fn(x + r * k, static_cast<uint8_t*>(y) + r * row_bytes, k); });
 }
 
 void dequantize_row(DType dtype, const void* x, float* y, int64_t k) {
   DequantizeFn fn = dequantize_fn(dtype);
-  check_row(dtype, k);
+  check_whole_blocks(dtype, k);
   fn(x, y, k);
 }
 
-}  // namespace tern::cpu
+}  // namespace tern

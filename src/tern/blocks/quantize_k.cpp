@@ -6,13 +6,13 @@
 #include <cmath>
 #include <limits>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/block_pack.h"
+#include "tern/blocks/k_scales.h"
+#include "tern/blocks/quantize_row_impl.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/k_scales.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/quants/quant_pack.h"
-#include "tern/kernels/cpu/quants/quantize_impl.h"
 
-namespace tern::cpu {
+namespace tern {
 namespace {
 
 constexpr int kSearchSteps = 4;  // candidates nmax ± 1 in steps of 0.25
@@ -133,7 +133,7 @@ void quantize_k_affine(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin
 
 }  // namespace
 
-// (Where each quant's bits go: quant_pack.cpp.)
+// (Where each quant's bits go: block_pack.cpp.)
 void quantize_row_q4_k(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ4_K*>(vy);
   int q[kQKK], scales[8], mins[8];
@@ -286,4 +286,4 @@ void dequantize_row_q3_k(const void* vx, float* y, int64_t k) {
   }
 }
 
-}  // namespace tern::cpu
+}  // namespace tern

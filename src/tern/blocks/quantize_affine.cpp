@@ -1,4 +1,4 @@
-// Row quantizers and dequantizers of tern's affine groups (INT4_G*, INT8_G*; quant_blocks.h).
+// Row quantizers and dequantizers of tern's affine groups (INT4_G*, INT8_G*; block_layouts.h).
 //
 // The quantizer is GPTQ's round to nearest: the group's range, widened to hold 0, split into
 // 2^bits − 1 steps of an f16 scale, and an integer zero point z, so that every group it makes
@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tern/blocks/block_layouts.h"
+#include "tern/blocks/quantize_row_impl.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
-#include "tern/kernels/cpu/quants/quantize_impl.h"
 
-namespace tern::cpu {
+namespace tern {
 namespace {
 
 template <class B>
@@ -57,4 +57,4 @@ DequantizeFn affine_dequantize_fn(DType dtype) {
       dtype, []<class B>() -> DequantizeFn { return dequantize_row_affine<B>; });
 }
 
-}  // namespace tern::cpu
+}  // namespace tern

@@ -1,17 +1,17 @@
 // Quantizers and dequantizers: round-trip error per type on Gaussian data, and hand-built
 // blocks (bytes written from ggml's layout description) dequantizing to known values.
-#include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/blocks/quantize_row.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "kernels/kernel_test_util.h"
+#include "tern/blocks/block_layouts.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
-#include "tern/kernels/cpu/quants/quant_blocks.h"
 
-namespace tern::cpu {
+namespace tern {
 namespace {
 
 using testing::dequantized;
@@ -87,7 +87,7 @@ TEST(Quantize, HandBuiltQ4_0) {
   }
 }
 
-// Codes, scale and bias where quant_blocks.h says: 4 bits in Q4_0's nibble order per 32
+// Codes, scale and bias where block_layouts.h says: 4 bits in Q4_0's nibble order per 32
 // elements, x = fma(scale, q, bias).
 TEST(Quantize, HandBuiltAffineGroups) {
   BlockAffine<4, 64> b4{};
@@ -257,19 +257,6 @@ TEST(Quantize, ActivationFormatsInvariants) {
   }
 }
 
-TEST(Quantize, RowsInParallelEqualRowByRow) {
-  const int64_t rows = 37, k = 256;
-  const std::vector<float> x = gaussian(rows * k, 4);
-  for (DType t : {DType::Q4_K, DType::Q8_0, DType::BF16}) {
-    const size_t row_bytes = *dtype_bytes(t, k);
-    std::vector<uint8_t> all(rows * row_bytes), one(rows * row_bytes);
-    quantize_rows(t, x.data(), all.data(), rows, k);
-    for (int64_t r = 0; r < rows; ++r)
-      quantize_row(t, x.data() + r * k, one.data() + r * row_bytes, k);
-    EXPECT_EQ(all, one) << dtype_name(t);
-  }
-}
-
 TEST(Quantize, Errors) {
   float x[64] = {};
   uint8_t y[512];
@@ -283,4 +270,4 @@ TEST(Quantize, Errors) {
 }
 
 }  // namespace
-}  // namespace tern::cpu
+}  // namespace tern

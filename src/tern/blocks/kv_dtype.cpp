@@ -1,12 +1,12 @@
 // KV cache element types: names and sizes.
-#include "tern/kernels/cpu/kv/kv_dtype.h"
+#include "tern/blocks/kv_dtype.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "tern/core/error.h"
 
-namespace tern::cpu {
+namespace tern {
 
 std::string_view kv_dtype_name(KvDtype dtype) {
   switch (dtype) {
@@ -70,4 +70,4 @@ int64_t kv_bytes_per_token_head(KvDtype dtype, int head_dim) {
          (kv_dtype_has_scales(dtype) ? static_cast<int64_t>(kKvScaleBytes) : 0);
 }
 
-}  // namespace tern::cpu
+}  // namespace tern

@@ -6,7 +6,7 @@
 
 #include "tern/core/dtype.h"
 
-namespace tern::cpu {
+namespace tern {
 
 // k: row length in elements, a multiple of the type's block size (32 or 256; 1 for floats).
 // x: [k] floats; y: dtype_bytes(dtype, k) bytes.
@@ -25,12 +25,11 @@ bool has_dequantizer(DType dtype);
 void quantize_row(DType dtype, const float* x, void* y, int64_t k);
 void dequantize_row(DType dtype, const void* x, float* y, int64_t k);
 
-// A whole matrix, rows in parallel (OpenMP): x: [rows, k] floats, y: rows packed one after
-// another (dtype_bytes(dtype, k) each). Identical to quantize_row per row. The K-type
-// quantizers search scales (a few Melem/s per core), so weights of billions take minutes.
-void quantize_rows(DType dtype, const float* x, void* y, int64_t rows, int64_t k);
+// Throws tern::Error when k is not a whole number of `dtype`'s blocks (what quantize_row and
+// dequantize_row check; the CPU's quantize_rows checks it once for all its rows).
+void check_whole_blocks(DType dtype, int64_t k);
 
 // The 8-bit activation formats (Q8_0, Q8_1, Q8_K) keep every quant in [-127, 127], never -128:
 // SIMD dots may rely on it (sign tricks with _mm256_sign_epi8, |q| fitting in 7 bits).
 
-}  // namespace tern::cpu
+}  // namespace tern

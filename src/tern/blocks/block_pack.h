@@ -1,5 +1,5 @@
 // Writing one block of ggml's layouts from quants already chosen: the one place that knows
-// where each quant's bits go, shared by the row quantizers (quantize.h) and the weight
+// where each quant's bits go, shared by the row quantizers (quantize_row.h) and the weight
 // quantizers that search scales against an importance matrix (quant/weight_quantizer.h).
 // Quants are given as stored: unsigned, offset included (Q4_0's q + 8 in 0..15, Q6_K's q + 32
 // in 0..63), except Q8_0's signed values.
@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/blocks/block_layouts.h"
 
-namespace tern::cpu {
+namespace tern {
 
 void pack_q4_0(uint16_t d, const int* q, BlockQ4_0* b);              // q[32]
 void pack_q4_1(uint16_t d, uint16_t m, const int* q, BlockQ4_1* b);  // q[32]
@@ -24,4 +24,4 @@ void pack_q5_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, co
 // scales: [16] in -128..127; q[256] in 0..63.
 void pack_q6_k(uint16_t d, const int* scales, const int* q, BlockQ6_K* b);
 
-}  // namespace tern::cpu
+}  // namespace tern

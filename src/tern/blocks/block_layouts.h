@@ -7,7 +7,7 @@
 
 #include "tern/core/dtype.h"
 
-namespace tern::cpu {
+namespace tern {
 
 constexpr int kQK = 32;           // elements per block of the 32-element types
 constexpr int kQKK = 256;         // elements per super-block of the K types
@@ -167,4 +167,4 @@ R with_affine_block(DType t, F&& f) {
   }
 }
 
-}  // namespace tern::cpu
+}  // namespace tern

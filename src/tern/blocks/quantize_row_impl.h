@@ -1,5 +1,5 @@
 // Per-type row quantizers shared by quantize_q.cpp (32-element and float types, and the
-// by-type dispatch) and quantize_k.cpp (256-element K types). Internal to tern::cpu.
+// by-type dispatch) and quantize_k.cpp (256-element K types). Internal to blocks/.
 #pragma once
 
 #include <algorithm>
@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tern/kernels/cpu/quants/quantize.h"
+#include "tern/blocks/quantize_row.h"
 
-namespace tern::cpu {
+namespace tern {
 
 // Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 leaves the rounded integer
 // in the low mantissa bits. Independent of the FP rounding mode and of libm.
@@ -56,4 +56,4 @@ void dequantize_row_q5_k(const void* x, float* y, int64_t k);
 void dequantize_row_q6_k(const void* x, float* y, int64_t k);
 void dequantize_row_q8_k(const void* x, float* y, int64_t k);
 
-}  // namespace tern::cpu
+}  // namespace tern

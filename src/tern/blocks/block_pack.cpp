@@ -1,11 +1,11 @@
-// Block packing of ggml's layouts (see quant_blocks.h for where each element lives).
-#include "tern/kernels/cpu/quants/quant_pack.h"
+// Block packing of ggml's layouts (see block_layouts.h for where each element lives).
+#include "tern/blocks/block_pack.h"
 
 #include <cstring>
 
-#include "tern/kernels/cpu/quants/k_scales.h"
+#include "tern/blocks/k_scales.h"
 
-namespace tern::cpu {
+namespace tern {
 namespace {
 
 // Element j in the low nibble of qs[j], element j + 16 in the high one.
@@ -92,4 +92,4 @@ void pack_q6_k(uint16_t d, const int* scales, const int* q, BlockQ6_K* b) {
   }
 }
 
-}  // namespace tern::cpu
+}  // namespace tern

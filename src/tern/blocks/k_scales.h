@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "tern/kernels/cpu/quants/quant_blocks.h"
+#include "tern/blocks/block_layouts.h"
 
-namespace tern::cpu {
+namespace tern {
 
 // j: sub-block 0..7.
 inline void unpack_k_scale_min(const uint8_t* q, int j, int* scale, int* min) {
@@ -36,4 +36,4 @@ inline void pack_k_scales_mins(const int* scales, const int* mins, uint8_t* q) {
   }
 }
 
-}  // namespace tern::cpu
+}  // namespace tern

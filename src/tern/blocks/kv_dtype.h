@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace tern::cpu {
+namespace tern {
 
 enum class KvDtype : uint8_t { F16, BF16, F32, Fp8E4M3, Fp8E5M2, Int8 };
 
@@ -36,4 +36,4 @@ bool kv_dtype_has_scales(KvDtype dtype);
 // One token's K (or V) of one kv head: its elements plus its scale.
 int64_t kv_bytes_per_token_head(KvDtype dtype, int head_dim);
 
-}  // namespace tern::cpu
+}  // namespace tern
