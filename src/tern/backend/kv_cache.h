@@ -20,10 +20,12 @@ class KvCache {
   KvCache& operator=(const KvCache&) = delete;
 
   const KvCacheConfig& config() const { return config_; }
-  int64_t num_slots() const { return config_.num_blocks * config_.block_size; }
+  int64_t num_slots() const { return config_.num_slots(); }
 
   // Throws tern::Error naming the first slot that is neither -1 nor in [0, num_slots()).
-  void check_slot_mapping(std::span<const int64_t> slot_mapping) const;
+  void check_slot_mapping(std::span<const int64_t> slot_mapping) const {
+    tern::check_slot_mapping(config_, slot_mapping);
+  }
 
   // Copies block `src`'s K and V, in every layer, over block `dst` (copy on write of a block
   // that sequences share, n > 1). Both in [0, num_blocks); the engine thread calls it between

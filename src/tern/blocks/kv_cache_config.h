@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "tern/blocks/kv_dtype.h"
 
@@ -25,6 +26,12 @@ struct KvCacheConfig {
   int64_t bytes_per_block() const;
   // Elements of one token's K (or V) row in one layer: n_kv_heads * head_dim.
   int64_t row_elems() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
+  // num_blocks × block_size: the slots a step's slot mapping may name.
+  int64_t num_slots() const { return num_blocks * block_size; }
 };
+
+// Throws tern::Error naming the first slot of `slot_mapping` that is neither -1 (skip) nor in
+// [0, config.num_slots()).
+void check_slot_mapping(const KvCacheConfig& config, std::span<const int64_t> slot_mapping);
 
 }  // namespace tern

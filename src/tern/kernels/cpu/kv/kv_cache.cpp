@@ -168,16 +168,6 @@ void KvCache::write(int layer, const float* k, const float* v,
       num_tokens >= 64);
 }
 
-void KvCache::check_slot_mapping(std::span<const int64_t> slot_mapping) const {
-  for (size_t t = 0; t < slot_mapping.size(); ++t) {
-    const int64_t slot = slot_mapping[t];
-    if (slot == -1 || (slot >= 0 && slot < num_slots())) continue;
-    throw Error("kv cache: slot_mapping[" + std::to_string(t) + "] = " + std::to_string(slot) +
-                " is neither -1 nor a slot of the " + std::to_string(num_slots()) +
-                " in the cache");
-  }
-}
-
 void KvCache::read_slot(int layer, int64_t slot, float* k, float* v) const {
   const KvCacheConfig& c = config_;
   const size_t row_bytes = static_cast<size_t>(c.row_elems()) * element_bytes_;

@@ -44,7 +44,9 @@ class KvCache {
   void write(int layer, const float* k, const float* v, std::span<const int64_t> slot_mapping);
 
   // Throws tern::Error naming the first slot that is neither -1 nor in [0, num_slots()).
-  void check_slot_mapping(std::span<const int64_t> slot_mapping) const;
+  void check_slot_mapping(std::span<const int64_t> slot_mapping) const {
+    tern::check_slot_mapping(config_, slot_mapping);
+  }
 
   // Raw tensors of one layer, elements of config().dtype, and for the 8-bit dtypes the f16
   // scale of each token's kv head (nullptr for the others): row element d of kv head h at slot
@@ -76,7 +78,7 @@ class KvCache {
   void read_slot(int layer, int64_t slot, float* k, float* v) const;
 
   const KvCacheConfig& config() const { return config_; }
-  int64_t num_slots() const { return config_.num_blocks * config_.block_size; }
+  int64_t num_slots() const { return config_.num_slots(); }
   size_t element_bytes() const { return element_bytes_; }
   size_t total_bytes() const { return total_bytes_; }
 
