@@ -28,7 +28,9 @@ TEST(DeviceCli, EveryModelCommandTakesTheDeviceAndRefusesOthersByName) {
     args.insert(args.end(), {"--device", "cpu"});
     const auto on_cpu = run_tern(args);
     EXPECT_EQ(on_cpu.exit_code, 0) << command[0] << ": " << on_cpu.err;
-    if (command[0] == "generate") EXPECT_EQ(on_cpu.out, run_tern(command).out);
+    if (command[0] == "generate") {
+      EXPECT_EQ(on_cpu.out, run_tern(command).out);
+    }
 
     args = command;
     args.insert(args.end(), {"--device", "cuda"});
