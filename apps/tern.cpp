@@ -128,6 +128,7 @@ int main(int given_argc, char** given_argv) {
   tern::cli::add_plan_command(app);
   tern::cli::add_router_command(app);
   tern::cli::add_kernels_command(app);
+  tern::cli::add_devices_command(app);
   CLI::App* bench = app.add_subcommand(
       "bench", "Benchmarks: offline throughput, a serving load, the experiment suite");
   bench->require_subcommand(1);

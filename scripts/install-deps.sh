@@ -24,6 +24,8 @@ packages=(
   python3-zmq python3-msgpack       # the tests' subscriber of those events
   python3-prometheus-client         # the tests' endpoint picker parses /metrics with it
   python3-yaml                      # the tests read the Kubernetes manifests of deploy/
+  libvulkan-dev glslc               # the Vulkan backend: loader and headers, GLSL → SPIR-V
+  mesa-vulkan-drivers               # lavapipe, a Vulkan driver on the CPU: the Vulkan tests' device
 )
 
 missing=()

@@ -18,6 +18,7 @@ void add_imatrix_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_router_command(CLI::App& app);
 void add_kernels_command(CLI::App& app);
+void add_devices_command(CLI::App& app);
 // Subcommands of `tern bench`.
 void add_bench_throughput_command(CLI::App& bench);
 void add_bench_serve_command(CLI::App& bench);

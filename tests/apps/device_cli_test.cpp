@@ -36,11 +36,53 @@ TEST(DeviceCli, EveryModelCommandTakesTheDeviceAndRefusesOthersByName) {
     args.insert(args.end(), {"--device", "cuda"});
     const auto refused = run_tern(args);
     EXPECT_NE(refused.exit_code, 0) << command[0];
-    EXPECT_NE(refused.err.find("--device cuda: this build has no such device (cpu)"),
+    EXPECT_NE(refused.err.find("--device cuda: this build has no such device (cpu"),
               std::string::npos)
         << command[0] << ": " << refused.err;
     EXPECT_EQ(refused.err.find("loading"), std::string::npos) << "refused before loading";
   }
+}
+
+// With the Vulkan backend built and a Vulkan device there (lavapipe in CI): `tern devices` lists
+// it, and the same commands run on it; generate's greedy text is the CPU's.
+TEST(DeviceCli, VulkanDevicesAreListedAndRunTheModelCommands) {
+#ifndef TERN_VULKAN
+  GTEST_SKIP() << "this build has no Vulkan backend";
+#else
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const auto devices = run_tern({"devices"});
+  ASSERT_EQ(devices.exit_code, 0) << devices.err;
+  EXPECT_NE(devices.out.find("cpu "), std::string::npos) << devices.out;
+  if (devices.out.find("vulkan:0 ") == std::string::npos) {
+    if (testing::fixtures_required()) FAIL() << "no Vulkan device listed:\n" << devices.out;
+    GTEST_SKIP() << "no Vulkan device: " << devices.out;
+  }
+  EXPECT_NE(devices.out.find("subgroup size: "), std::string::npos) << devices.out;
+  EXPECT_NE(devices.out.find("memory heap 0: "), std::string::npos) << devices.out;
+
+  const std::string model = fixture("stories260K/stories260K.gguf");
+  const std::vector<std::string> generate = {
+      "generate", "--model",       model, "--prompt",        "Once", "-n",
+      "12",       "--temperature", "0",   "--max-model-len", "64"};
+  std::vector<std::string> args = generate;
+  args.insert(args.end(), {"--device", "vulkan"});
+  const auto on_vulkan = run_tern(args);
+  ASSERT_EQ(on_vulkan.exit_code, 0) << on_vulkan.err;
+  EXPECT_EQ(on_vulkan.out, run_tern(generate).out);
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"bench-model", model, "-p", "8", "-n", "4", "--json"},
+        std::vector<std::string>{"plan", model, "--bandwidth", "100GB/s"}}) {
+    args = command;
+    args.insert(args.end(), {"--device", "vulkan:0"});
+    const auto r = run_tern(args);
+    EXPECT_EQ(r.exit_code, 0) << command[0] << ": " << r.err;
+  }
+  args = generate;
+  args.insert(args.end(), {"--device", "vulkan:9"});
+  const auto missing = run_tern(args);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("--device vulkan:9: there are "), std::string::npos) << missing.err;
+#endif
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -19,6 +20,7 @@
 #include "tern/formats/model_config.h"
 #include "tern/formats/safetensors.h"
 #include "tern/models/decoder.h"
+#include "tern/models/step_context.h"
 #include "tern/models/weight_loader.h"
 
 namespace tern::testing {
@@ -133,6 +135,67 @@ inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_jso
   }
   vec("model.norm.weight", w.output_norm);
   st.write_sharded(dir.path().string(), 1 << 20);  // several shards + index
+}
+
+// Batch invariance: a sequence's logits alone, batched with another sequence, and prefilled in
+// two chunks, and decoded after a prefill are the same bits, on `device`.
+inline void expect_batch_invariant(const ModelConfig& c, const ModelWeights& w,
+                                   const Device& device = find_device("cpu")) {
+  const std::vector<int32_t> a = {1, 17, 42, 99, 5, 300, 21, 8, 64, 3, 250};
+  const std::vector<int32_t> b = {1, 7, 7, 400, 12, 2};
+  const int64_t vocab = c.vocab_size;
+  Decoder decoder(c, w, device);
+  const std::unique_ptr<KvCache> cache =
+      decoder.make_kv_cache(8, 4);  // 4-token blocks: chunks cross blocks
+  const std::vector<int32_t> blocks_a = {5, 2, 7}, blocks_b = {0, 3};
+  StepBatch batch(3, 4);
+  std::vector<float> logits(static_cast<size_t>(32 * vocab));
+
+  // Alone, one prefill with every row's logits.
+  batch.add_sequence(a, 0, blocks_a, true, true);
+  decoder.check_step(batch.context(), *cache);
+  decoder.forward(batch.context(), *cache, logits.data());
+  const std::vector<float> alone(logits.begin(),
+                                 logits.begin() + static_cast<std::ptrdiff_t>(a.size() * vocab));
+
+  // Batched behind another sequence, in other blocks.
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  const std::unique_ptr<KvCache> cache2 = decoder.make_kv_cache(8, 4);
+  const std::vector<int32_t> blocks_a2 = {1, 6, 4};
+  batch.clear();
+  batch.add_sequence(b, 0, blocks_b, true, true);
+  batch.add_sequence(a, 0, blocks_a2, true, true);
+  decoder.check_step(batch.context(), *cache2);
+  decoder.forward(batch.context(), *cache2, logits.data());
+  const std::span<const float> batched(logits.data() + b.size() * vocab, a.size() * vocab);
+  EXPECT_TRUE(testing::bitwise_equal(batched, alone)) << "batched with another sequence";
+
+  // Two chunks (5 + 6 tokens); the second chunk shares its step with a decode of b.
+  const std::unique_ptr<KvCache> cache3 = decoder.make_kv_cache(8, 4);
+  std::vector<float> chunked(alone.size());
+  batch.clear();
+  batch.add_sequence(std::span(a).first(5), 0, blocks_a, true, true);
+  batch.add_sequence(std::span(b).first(5), 0, blocks_b, false);
+  decoder.forward(batch.context(), *cache3, logits.data());
+  std::memcpy(chunked.data(), logits.data(), 5 * vocab * sizeof(float));
+  batch.clear();
+  batch.add_sequence(std::span(b).subspan(5), 5, blocks_b, true);
+  batch.add_sequence(std::span(a).subspan(5), 5, blocks_a, true, true);
+  decoder.forward(batch.context(), *cache3, logits.data());
+  std::memcpy(chunked.data() + 5 * vocab, logits.data() + vocab, 6 * vocab * sizeof(float));
+  EXPECT_TRUE(testing::bitwise_equal(chunked, alone)) << "prefilled in two chunks";
+
+  // Decode: the last token fed alone after a prefill of the others.
+  const std::unique_ptr<KvCache> cache4 = decoder.make_kv_cache(8, 4);
+  batch.clear();
+  batch.add_sequence(std::span(a).first(a.size() - 1), 0, blocks_a, false);
+  decoder.forward(batch.context(), *cache4, logits.data());
+  batch.clear();
+  batch.add_sequence(std::span(a).last(1), static_cast<int32_t>(a.size() - 1), blocks_a, true);
+  decoder.forward(batch.context(), *cache4, logits.data());
+  EXPECT_TRUE(testing::bitwise_equal(std::span<const float>(logits.data(), vocab),
+                                     std::span(alone).last(vocab)))
+      << "decoded one token at a time";
 }
 
 }  // namespace tern::testing

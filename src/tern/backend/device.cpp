@@ -1,31 +1,44 @@
-// The devices this build has. Each backend folder contributes one; the list is the only place
-// above the folders that names them.
+// The devices this build has. Each backend folder contributes its own; this list is the only
+// place above the folders that names them.
 #include "tern/backend/device.h"
 
-#include <array>
+#include <thread>
 
 #include "tern/backend/cpu/cpu_device.h"
 #include "tern/core/error.h"
+#include "tern/kernels/cpu/vec_dot.h"
+#ifdef TERN_VULKAN
+#include "tern/backend/vulkan/vulkan_device.h"
+#endif
 
 namespace tern {
-namespace {
-
-std::array<const Device*, 1> devices() { return {&cpu_device()}; }
-
-}  // namespace
 
 const Device& find_device(std::string_view name) {
-  if (name.empty()) return *devices().front();
-  for (const Device* d : devices())
-    if (d->name() == name) return *d;
+  if (name.empty() || name == cpu_device().name()) return cpu_device();
+#ifdef TERN_VULKAN
+  if (const Device* d = find_vulkan_device(name)) return *d;
+#endif
   throw Error("--device " + std::string(name) + ": this build has no such device (" +
               device_names() + ")");
 }
 
 std::string device_names() {
-  std::string names;
-  for (const Device* d : devices()) names += (names.empty() ? "" : ", ") + std::string(d->name());
-  return names;
+#ifdef TERN_VULKAN
+  return "cpu, vulkan[:N]";
+#else
+  return "cpu";
+#endif
+}
+
+std::string describe_devices() {
+  std::string out = "cpu  " + std::to_string(std::thread::hardware_concurrency()) +
+                    " hardware threads, instruction set " + cpu::isa_name(cpu::best_isa()) + "\n";
+#ifdef TERN_VULKAN
+  out += describe_vulkan_devices();
+#else
+  out += "vulkan: not in this build (it needs libvulkan-dev and glslc when built)\n";
+#endif
+  return out;
 }
 
 }  // namespace tern

@@ -55,10 +55,12 @@ class Device {
                                      int64_t num_logit_rows) const = 0;
 };
 
-// The device `name` names ("cpu"; "" is the default, the CPU); throws tern::Error listing the
-// devices this build has.
+// The device `name` names ("cpu", "vulkan", "vulkan:N"; "" is the default, the CPU); throws
+// tern::Error listing the devices this build has, or saying why the named one cannot run.
 const Device& find_device(std::string_view name);
-// The names find_device takes, for help texts: "cpu".
+// The names find_device takes, for help texts: "cpu, vulkan[:N]" in a build with Vulkan.
 std::string device_names();
+// What `tern devices` prints: each device of this build and machine, a paragraph each.
+std::string describe_devices();
 
 }  // namespace tern

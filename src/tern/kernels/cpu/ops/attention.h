@@ -64,5 +64,7 @@ void paged_attention(const float* q, const KvCache& cache, int layer, const Atte
 // outside the table). O(total blocks read); meant for the runner when it builds a step and for
 // tests — paged_attention itself never checks.
 void check_attention_batch(const AttentionBatch& batch, const KvCache& cache, int n_heads);
+// The same against a cache's shape alone (what a cache in another backend's memory has).
+void check_attention_batch(const AttentionBatch& batch, const KvCacheConfig& c, int n_heads);
 
 }  // namespace tern::cpu

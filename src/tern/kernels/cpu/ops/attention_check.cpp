@@ -8,7 +8,10 @@
 namespace tern::cpu {
 
 void check_attention_batch(const AttentionBatch& batch, const KvCache& cache, int n_heads) {
-  const KvCacheConfig& c = cache.config();
+  check_attention_batch(batch, cache.config(), n_heads);
+}
+
+void check_attention_batch(const AttentionBatch& batch, const KvCacheConfig& c, int n_heads) {
   if (n_heads <= 0 || n_heads % c.n_kv_heads != 0) {
     throw Error("attention: " + std::to_string(n_heads) + " q heads is not a multiple of the " +
                 std::to_string(c.n_kv_heads) + " kv heads");

@@ -1,0 +1,78 @@
+#version 450
+// Causal paged attention, one workgroup per (query token, head), flash-style: the keys of the
+// token's context are visited in chunks of 64 (one per invocation) with a running max and
+// sum, and each invocation owns up to 4 of the head's output dims. Grouped-query heads read
+// kv head head / (n_heads / n_kv_heads). Every sum runs in a fixed order and chunks start at
+// absolute positions, so a token's output depends only on its q row and its context: the same
+// bits alone or in any batch. head_dim: even, at most 256.
+#include "common.glsl"
+layout(local_size_x = 64) in;
+layout(push_constant) uniform Push {
+  Floats q; Floats outp; Words k_cache; Words v_cache;
+  Ints block_tables; Ints seq_of_token; Ints context_lens;
+  uint max_blocks; uint block_size; uint n_heads; uint n_kv_heads; uint head_dim; float scale;
+} p;
+shared float qs[256];
+shared float ps[64];
+shared uint slot_of[64];
+const float kNone = -1.0e30;
+void main() {
+  const uint head = gl_WorkGroupID.x;
+  const uint token = gl_WorkGroupID.y + gl_WorkGroupID.z * 65535u;
+  const uint lid = gl_LocalInvocationID.x;
+  const uint kvh = head / (p.n_heads / p.n_kv_heads);
+  const uint row_elems = p.n_kv_heads * p.head_dim;
+  const uint q_base = (token * p.n_heads + head) * p.head_dim;
+  for (uint d = lid; d < p.head_dim; d += 64u) qs[d] = p.q.v[q_base + d];
+  barrier();
+  const uint ctx = uint(p.context_lens.v[token]);
+  const uint table = uint(p.seq_of_token.v[token]) * p.max_blocks;
+  float m = kNone;
+  float l = 0.0;
+  float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
+  for (uint c0 = 0u; c0 < ctx; c0 += 64u) {
+    const uint key = c0 + lid;
+    float s = kNone;
+    if (key < ctx) {
+      const uint block = uint(p.block_tables.v[table + key / p.block_size]);
+      const uint slot = block * p.block_size + key % p.block_size;
+      slot_of[lid] = slot;
+      const uint base = slot * row_elems + kvh * p.head_dim;
+      float dot = 0.0;
+      for (uint d = 0u; d < p.head_dim; d += 2u) {
+        const vec2 kv = unpackHalf2x16(p.k_cache.v[(base + d) >> 1]);
+        dot += qs[d] * kv.x;
+        dot += qs[d + 1u] * kv.y;
+      }
+      s = dot * p.scale;
+    }
+    ps[lid] = s;
+    barrier();
+    float chunk_max = kNone;
+    for (uint j = 0u; j < 64u; ++j) chunk_max = max(chunk_max, ps[j]);
+    const float new_m = max(m, chunk_max);
+    const float correction = exp(m - new_m);
+    barrier();
+    ps[lid] = key < ctx ? exp(s - new_m) : 0.0;
+    barrier();
+    float sum = 0.0;
+    for (uint j = 0u; j < 64u; ++j) sum += ps[j];
+    l = l * correction + sum;
+    const uint keys = min(64u, ctx - c0);
+    for (uint i = 0u; i < 4u; ++i) {
+      const uint d = lid + 64u * i;
+      if (d >= p.head_dim) break;
+      float a = acc[i] * correction;
+      for (uint j = 0u; j < keys; ++j)
+        a += ps[j] * half_at(p.v_cache, slot_of[j] * row_elems + kvh * p.head_dim + d);
+      acc[i] = a;
+    }
+    m = new_m;
+    barrier();
+  }
+  for (uint i = 0u; i < 4u; ++i) {
+    const uint d = lid + 64u * i;
+    if (d >= p.head_dim) break;
+    p.outp.v[q_base + d] = ctx > 0u ? acc[i] / l : 0.0;
+  }
+}

@@ -1,0 +1,376 @@
+// VulkanBackend: each op is one or a few dispatches with the tensors' device addresses in push
+// constants. What the host hands a step (embedding rows, positions' cos/sin, slot mapping,
+// block tables) is staged in the context's host memory as the op is recorded; the activations
+// are device buffers, grown by reserve() only between steps.
+#include "tern/backend/vulkan/vulkan_backend.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "tern/backend/rope_config.h"
+#include "tern/backend/vulkan/vulkan_kv_cache.h"
+#include "tern/backend/vulkan/vulkan_weights.h"
+#include "tern/core/error.h"
+#include "tern/kernels/cpu/ops/attention.h"
+
+namespace tern {
+namespace {
+
+using vulkan::Buffer;
+using vulkan::BufferSlice;
+using vulkan::Context;
+using vulkan::DeviceMatrix;
+using vulkan::Memory;
+using vulkan::Pipeline;
+
+// The kernels' push constants, laid out as their GLSL blocks (addresses first, 8 bytes each).
+struct MatmulPush {
+  VkDeviceAddress w, scales, x, y, bias;
+  uint32_t rows, cols, t, has_bias;
+};
+struct RmsNormPush {
+  VkDeviceAddress x, out, weight, rows;
+  uint32_t num_rows, dim;
+  float eps;
+  uint32_t has_rows;
+};
+struct AddPush {
+  VkDeviceAddress x, y;
+  uint32_t n, pad;
+};
+struct SiluMulPush {
+  VkDeviceAddress gate, up, out;
+  uint32_t n, pad;
+};
+struct RopePush {
+  VkDeviceAddress q, k, table;
+  uint32_t t, n_heads, n_kv_heads, head_dim, rotary_dim, interleaved;
+};
+struct WriteKvPush {
+  VkDeviceAddress k, v, k_cache, v_cache, slots;
+  uint32_t t, row_elems;
+};
+struct AttentionPush {
+  VkDeviceAddress q, out, k_cache, v_cache, block_tables, seq_of_token, context_lens;
+  uint32_t max_blocks, block_size, n_heads, n_kv_heads, head_dim;
+  float scale;
+};
+
+constexpr uint32_t kMaxGroups = 65535;  // the least maxComputeWorkGroupCount Vulkan allows
+
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+// Groups of `per_group` invocations over n items, spread over x and y when x alone cannot hold
+// them (the kernels index i = global x + global y · 65535 · per_group).
+void dispatch_1d(Context& c, const Pipeline& p, const void* push, int64_t n, int64_t per_group) {
+  const int64_t groups = (n + per_group - 1) / per_group;
+  const int64_t gx = std::min<int64_t>(groups, kMaxGroups);
+  c.dispatch(p, push, u32(gx), u32((groups + kMaxGroups - 1) / kMaxGroups));
+}
+
+class VulkanBackend final : public Backend {
+ public:
+  VulkanBackend(const Device& device, Context& context, const ModelConfig& config,
+                const ModelWeights& weights)
+      : device_(device),
+        context_(context),
+        config_(config),
+        weights_(weights),
+        rope_(rope_config(config, weights)),
+        device_weights_(context, weights) {
+    if (config.head_dim % 2 != 0 || config.head_dim > 256)
+      throw Error("--device vulkan: head_dim " + std::to_string(config.head_dim) +
+                  " is not one the Vulkan attention takes (even, at most 256)");
+    add_ = &context.pipeline("add", sizeof(AddPush));
+    silu_mul_ = &context.pipeline("silu_mul", sizeof(SiluMulPush));
+    rms_norm_ = &context.pipeline("rms_norm", sizeof(RmsNormPush));
+    rope_kernel_ = &context.pipeline("rope", sizeof(RopePush));
+    write_kv_ = &context.pipeline("write_kv", sizeof(WriteKvPush));
+    attention_ = &context.pipeline("attention", sizeof(AttentionPush));
+  }
+
+  const Device& device() const override { return device_; }
+
+  Activation make_activation(int64_t width, ActivationRows rows) override {
+    activations_.push_back({width, rows, Buffer()});
+    grow(activations_.back());
+    return Activation{static_cast<int32_t>(activations_.size() - 1)};
+  }
+
+  void reserve(int64_t t, int64_t r) override {
+    if (t <= capacity_tokens_ && r <= capacity_rows_) return;
+    // Commands recorded before may still name the buffers this replaces.
+    context_.finish();
+    capacity_tokens_ = std::max(t, capacity_tokens_);
+    capacity_rows_ = std::max(r, capacity_rows_);
+    for (ActivationBuffer& a : activations_) grow(a);
+    up_ = Buffer(context_, bytes_of(config_.intermediate_size * capacity_tokens_), Memory::Device);
+    cos_sin_.reserve(static_cast<size_t>(capacity_tokens_ * rope_.rotary_dim()));
+  }
+
+  uint64_t working_bytes() const override {
+    uint64_t bytes = up_.bytes();
+    for (const ActivationBuffer& a : activations_) bytes += a.buffer.bytes();
+    return bytes;
+  }
+
+  std::unique_ptr<KvCache> make_kv_cache(const KvCacheConfig& config) override {
+    return std::make_unique<vulkan::VulkanKvCache>(context_, config);
+  }
+
+  void check_attention(const AttentionBatch& batch, const KvCache& cache,
+                       int n_heads) const override {
+    const auto* own = dynamic_cast<const vulkan::VulkanKvCache*>(&cache);
+    if (own == nullptr || &own->context() != &context_)
+      throw Error("the Vulkan backend was given a KV cache of another backend or device");
+    cpu::check_attention_batch(batch, cache.config(), n_heads);
+  }
+
+  void embed(std::span<const int32_t> ids, Activation x) override {
+    // The table stays on the host (a row per token is all a step reads of it).
+    const int64_t h = weights_.token_embedding.cols;
+    const uint64_t bytes = bytes_of(h * static_cast<int64_t>(ids.size()));
+    std::byte* host = nullptr;
+    const BufferSlice rows = context_.host_memory(bytes, &host);
+    auto* out = reinterpret_cast<float*>(host);
+    for (size_t i = 0; i < ids.size(); ++i)
+      weights_.embed(ids[i], out + static_cast<int64_t>(i) * h);
+    const Buffer& dst = buffer(x);
+    context_.copy(rows, {dst.handle(), 0, dst.address()}, bytes);
+  }
+
+  void set_positions(std::span<const int32_t> positions) override {
+    cos_sin_.resize(positions.size() * static_cast<size_t>(rope_.rotary_dim()));
+    rope_.fill_cos_sin(positions, cos_sin_.data());
+    // A new step: what an earlier one staged is not this one's.
+    staged_cos_sin_ = {};
+    staged_slots_ = {};
+    staged_batch_ = {};
+  }
+
+  void rms_norm(Activation x, const float* weight, int64_t rows, int64_t dim, float eps,
+                Activation out) override {
+    RmsNormPush p{address(x), address(out), device_weights_.vector(weight), 0,
+                  u32(rows),  u32(dim),     eps,                            0};
+    norm_rows(p, rows);
+  }
+
+  void rms_norm_rows(Activation x, std::span<const int32_t> rows, const float* weight, int64_t dim,
+                     float eps, Activation out) override {
+    const BufferSlice list = context_.stage(rows.data(), rows.size_bytes());
+    const int64_t n = static_cast<int64_t>(rows.size());
+    RmsNormPush p{address(x), address(out), device_weights_.vector(weight), list.address,
+                  u32(n),     u32(dim),     eps,                            1};
+    norm_rows(p, n);
+  }
+
+  void matmul(const WeightMatrix& w, std::span<const float> bias, Activation x, int64_t t,
+              Activation y) override {
+    multiply(w, bias, address(x), t, address(y));
+  }
+
+  void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
+           const WeightMatrix&, std::span<const float> bq, std::span<const float> bk,
+           std::span<const float> bv, Activation x, int64_t t, Activation q, Activation k,
+           Activation v) override {
+    multiply(wq, bq, address(x), t, address(q));
+    multiply(wk, bk, address(x), t, address(k));
+    multiply(wv, bv, address(x), t, address(v));
+  }
+
+  void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix&,
+                    std::span<const float> b_gate, std::span<const float> b_up, Activation x,
+                    int64_t t, Activation out) override {
+    multiply(w_gate, b_gate, address(x), t, address(out));
+    multiply(w_up, b_up, address(x), t, up_.address());
+    const int64_t n = t * config_.intermediate_size;
+    SiluMulPush p{address(out), up_.address(), address(out), u32(n), 0};
+    dispatch_1d(context_, *silu_mul_, &p, n, 256);
+  }
+
+  void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
+    if (!staged_cos_sin_.current(context_)) {
+      staged_cos_sin_.address =
+          context_.stage(cos_sin_.data(), cos_sin_.size() * sizeof(float)).address;
+      staged_cos_sin_.finishes = context_.finishes();
+    }
+    RopePush p{address(q),
+               address(k),
+               staged_cos_sin_.address,
+               u32(t),
+               u32(n_heads),
+               u32(n_kv_heads),
+               u32(rope_.head_dim()),
+               u32(rope_.rotary_dim()),
+               rope_.config().layout == cpu::RopeLayout::Interleaved ? 1u : 0u};
+    dispatch_1d(context_, *rope_kernel_, &p,
+                t * (n_heads + n_kv_heads) * (rope_.rotary_dim() / 2), 64);
+  }
+
+  void write_kv(KvCache& cache, int layer, Activation k, Activation v,
+                std::span<const int64_t> slot_mapping) override {
+    const auto& c = static_cast<const vulkan::VulkanKvCache&>(cache);
+    if (!staged_slots_.current(context_) || staged_slots_.source != slot_mapping.data() ||
+        staged_slots_.count != slot_mapping.size()) {
+      // The same mapping for every layer of the step: staged once, as 32-bit slots (the cache
+      // refuses more slots than that).
+      std::byte* host = nullptr;
+      staged_slots_.address = context_.host_memory(slot_mapping.size() * 4, &host).address;
+      auto* slots = reinterpret_cast<int32_t*>(host);
+      for (size_t i = 0; i < slot_mapping.size(); ++i)
+        slots[i] = static_cast<int32_t>(slot_mapping[i]);
+      staged_slots_.source = slot_mapping.data();
+      staged_slots_.count = slot_mapping.size();
+      staged_slots_.finishes = context_.finishes();
+    }
+    const int64_t t = static_cast<int64_t>(slot_mapping.size());
+    const int64_t row_elems = cache.config().row_elems();
+    WriteKvPush p{address(k),    address(v), c.k_address(layer), c.v_address(layer),
+                  staged_slots_.address, u32(t), u32(row_elems)};
+    dispatch_1d(context_, *write_kv_, &p, t * row_elems / 2, 64);
+  }
+
+  void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
+                 int n_heads, float scale, Activation out) override {
+    const auto& c = static_cast<const vulkan::VulkanKvCache&>(cache);
+    if (!staged_batch_.current(context_) || staged_batch_.source != batch.seq_of_token.data() ||
+        staged_batch_.count != batch.seq_of_token.size()) {
+      staged_batch_.tables = context_.stage(batch.block_tables.data(),
+                                            batch.block_tables.size_bytes()).address;
+      staged_batch_.seqs =
+          context_.stage(batch.seq_of_token.data(), batch.seq_of_token.size_bytes()).address;
+      staged_batch_.lens =
+          context_.stage(batch.context_lens.data(), batch.context_lens.size_bytes()).address;
+      staged_batch_.source = batch.seq_of_token.data();
+      staged_batch_.count = batch.seq_of_token.size();
+      staged_batch_.finishes = context_.finishes();
+    }
+    const KvCacheConfig& kc = cache.config();
+    const int64_t t = batch.num_tokens();
+    AttentionPush p{address(q),
+                    address(out),
+                    c.k_address(layer),
+                    c.v_address(layer),
+                    staged_batch_.tables,
+                    staged_batch_.seqs,
+                    staged_batch_.lens,
+                    u32(batch.max_blocks_per_seq),
+                    u32(kc.block_size),
+                    u32(n_heads),
+                    u32(kc.n_kv_heads),
+                    u32(kc.head_dim),
+                    scale};
+    const int64_t gy = std::min<int64_t>(t, kMaxGroups);
+    context_.dispatch(*attention_, &p, u32(n_heads), u32(gy),
+                      u32((t + kMaxGroups - 1) / kMaxGroups));
+  }
+
+  void add(Activation x, Activation y, int64_t n) override {
+    AddPush p{address(x), address(y), u32(n), 0};
+    dispatch_1d(context_, *add_, &p, n, 256);
+  }
+
+  void logits(const WeightMatrix& lm_head, Activation x, int64_t rows, float* logits) override {
+    const uint64_t bytes = bytes_of(rows * lm_head.rows);
+    std::byte* host = nullptr;
+    const BufferSlice out = context_.host_memory(bytes, &host);
+    multiply(lm_head, {}, address(x), rows, out.address);
+    context_.finish();
+    std::copy_n(reinterpret_cast<const float*>(host), rows * lm_head.rows, logits);
+  }
+
+  void read_rows(Activation a, int64_t rows, int64_t cols, float* host) override {
+    const uint64_t bytes = bytes_of(rows * cols);
+    std::byte* mem = nullptr;
+    const BufferSlice out = context_.host_memory(bytes, &mem);
+    const Buffer& from = buffer(a);
+    context_.copy({from.handle(), 0, from.address()}, out, bytes);
+    context_.finish();
+    std::copy_n(reinterpret_cast<const float*>(mem), rows * cols, host);
+  }
+
+ private:
+  struct ActivationBuffer {
+    int64_t width = 0;
+    ActivationRows per = ActivationRows::PerToken;
+    Buffer buffer;
+  };
+  // What rope, write_kv and attention staged this step, found again by the host array it came
+  // from (every layer of a step passes the same arrays) and good until the context's next
+  // finish() (read_rows waits mid-step for `tern imatrix`; then it is staged again).
+  struct Staged {
+    uint64_t finishes = ~uint64_t{0};
+    bool current(const Context& c) const { return finishes == c.finishes(); }
+  };
+  struct StagedCosSin : Staged {
+    VkDeviceAddress address = 0;
+  };
+  struct StagedSlots : Staged {
+    const void* source = nullptr;
+    size_t count = 0;
+    VkDeviceAddress address = 0;
+  };
+  struct StagedBatch : Staged {
+    const void* source = nullptr;
+    size_t count = 0;
+    VkDeviceAddress tables = 0, seqs = 0, lens = 0;
+  };
+
+  static uint64_t bytes_of(int64_t floats) { return static_cast<uint64_t>(floats) * 4; }
+
+  void grow(ActivationBuffer& a) {
+    const int64_t rows = a.per == ActivationRows::PerToken ? capacity_tokens_ : capacity_rows_;
+    const uint64_t bytes = bytes_of(a.width * std::max<int64_t>(rows, 1));
+    if (a.buffer.bytes() < bytes) a.buffer = Buffer(context_, bytes, Memory::Device);
+  }
+  const Buffer& buffer(Activation a) const {
+    return activations_[static_cast<size_t>(a.id)].buffer;
+  }
+  VkDeviceAddress address(Activation a) const { return buffer(a).address(); }
+
+  void norm_rows(const RmsNormPush& p, int64_t rows) {
+    const int64_t gx = std::min<int64_t>(rows, kMaxGroups);
+    context_.dispatch(*rms_norm_, &p, u32(gx), u32((rows + kMaxGroups - 1) / kMaxGroups));
+  }
+
+  void multiply(const WeightMatrix& w, std::span<const float> bias, VkDeviceAddress x, int64_t t,
+                VkDeviceAddress y) {
+    const DeviceMatrix& m = device_weights_.matrix(w);
+    MatmulPush p{m.words, m.scales, x,      y,      device_weights_.vector(bias),
+                 u32(m.rows), u32(m.cols), u32(t), bias.empty() ? 0u : 1u};
+    const int64_t gx = std::min<int64_t>(m.rows, kMaxGroups);
+    context_.dispatch(*m.matmul, &p, u32(gx), u32((t + 7) / 8),
+                      u32((m.rows + kMaxGroups - 1) / kMaxGroups));
+  }
+
+  const Device& device_;
+  Context& context_;
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  cpu::Rope rope_;
+  vulkan::DeviceWeights device_weights_;
+  const Pipeline* add_ = nullptr;
+  const Pipeline* silu_mul_ = nullptr;
+  const Pipeline* rms_norm_ = nullptr;
+  const Pipeline* rope_kernel_ = nullptr;
+  const Pipeline* write_kv_ = nullptr;
+  const Pipeline* attention_ = nullptr;
+  int64_t capacity_tokens_ = 0;
+  int64_t capacity_rows_ = 0;
+  std::vector<ActivationBuffer> activations_;  // indexed by Activation::id
+  Buffer up_;                                  // [T, intermediate]: the up projection
+  std::vector<float> cos_sin_;                 // [T, rotary_dim]: the step's RoPE table
+  StagedCosSin staged_cos_sin_;
+  StagedSlots staged_slots_;
+  StagedBatch staged_batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_vulkan_backend(const Device& device, vulkan::Context& context,
+                                             const ModelConfig& config,
+                                             const ModelWeights& weights) {
+  return std::make_unique<VulkanBackend>(device, context, config, weights);
+}
+
+}  // namespace tern

@@ -1,0 +1,37 @@
+// The paged KV cache in a Vulkan device's memory: per layer a K and a V buffer of
+// [num_slots, n_kv_heads · head_dim] f16, the CPU cache's layout, so a block's bytes are the
+// same on both and move between them as they are. Block copies (n > 1) are commands on the
+// device's stream, in order with the steps around them.
+#pragma once
+
+#include <vector>
+
+#include "tern/backend/kv_cache.h"
+#include "tern/backend/vulkan/vulkan_context.h"
+
+namespace tern::vulkan {
+
+class VulkanKvCache final : public KvCache {
+ public:
+  // Throws tern::Error for a dtype the Vulkan kernels lack (only f16 so far), a head_dim they
+  // do not take, or memory the device does not have.
+  VulkanKvCache(Context& context, const KvCacheConfig& config);
+
+  Context& context() const { return *context_; }
+  VkDeviceAddress k_address(int layer) const { return k_[static_cast<size_t>(layer)].address(); }
+  VkDeviceAddress v_address(int layer) const { return v_[static_cast<size_t>(layer)].address(); }
+
+  void copy_block(int64_t src, int64_t dst) override;
+  // The block's memory itself where the device's memory is mapped to the host (lavapipe,
+  // resizable BAR); waits for the commands recorded before. Throws tern::Error where it is
+  // not (the transfer through host memory is not built yet).
+  std::vector<std::span<std::byte>> host_block_ranges(int64_t block) override;
+  uint64_t memory_bytes() const override;
+
+ private:
+  uint64_t block_bytes() const;
+  Context* context_;
+  std::vector<Buffer> k_, v_;  // [num_layers]
+};
+
+}  // namespace tern::vulkan

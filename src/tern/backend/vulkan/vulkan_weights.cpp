@@ -1,0 +1,165 @@
+// Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0 and
+// Q6_K: 34, 18 and 210 bytes) are split at upload into their f16 scales and the rest, so the
+// kernel reads whole aligned words; Q4_K and Q5_K (144 and 176 bytes) go up as they are.
+#include "tern/backend/vulkan/vulkan_weights.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "tern/blocks/block_layouts.h"
+#include "tern/core/error.h"
+
+namespace tern::vulkan {
+namespace {
+
+struct TypeKernel {
+  DType dtype;
+  const char* kernel;
+};
+constexpr TypeKernel kKernels[] = {
+    {DType::F32, "matmul_f32"},   {DType::F16, "matmul_f16"},   {DType::BF16, "matmul_bf16"},
+    {DType::Q8_0, "matmul_q8_0"}, {DType::Q4_0, "matmul_q4_0"}, {DType::Q4_K, "matmul_q4_k"},
+    {DType::Q5_K, "matmul_q5_k"}, {DType::Q6_K, "matmul_q6_k"},
+};
+
+// The push constants of matmul.comp.
+constexpr uint32_t kMatmulPushBytes = 5 * 8 + 4 * 4;
+
+const char* kernel_of(DType dtype) {
+  for (const TypeKernel& k : kKernels)
+    if (k.dtype == dtype) return k.kernel;
+  return nullptr;
+}
+
+// Blocks of `Block` (an f16 `d` and the rest) split into the scales and the rest, each block's
+// rest whole words.
+template <typename Block>
+void split_blocks(const WeightMatrix& m, std::vector<uint16_t>& scales,
+                  std::vector<std::byte>& quants) {
+  constexpr size_t quant_bytes = sizeof(Block) - sizeof(uint16_t);
+  static_assert(quant_bytes % 4 == 0);
+  const int64_t nb = m.cols / dtype_traits(m.dtype).block_elems;
+  scales.resize(static_cast<size_t>(m.rows * nb + 1));
+  quants.resize(static_cast<size_t>(m.rows * nb) * quant_bytes);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const auto* blocks = reinterpret_cast<const Block*>(m.row(r));
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t i = static_cast<size_t>(r * nb + b);
+      scales[i] = blocks[b].d;
+      std::byte* to = quants.data() + i * quant_bytes;
+      if constexpr (std::is_same_v<Block, BlockQ6_K>) {  // d last
+        std::memcpy(to, &blocks[b], quant_bytes);
+      } else {  // d first
+        std::memcpy(to, reinterpret_cast<const std::byte*>(&blocks[b]) + sizeof(uint16_t),
+                    quant_bytes);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string vulkan_matrix_types() {
+  std::string s;
+  for (const TypeKernel& k : kKernels)
+    s += (s.empty() ? "" : ", ") + std::string(dtype_name(k.dtype));
+  return s;
+}
+
+bool has_vulkan_matmul(DType dtype) { return kernel_of(dtype) != nullptr; }
+
+DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
+  auto check = [](const WeightMatrix& m, const std::string& what) {
+    if (m.empty()) return;
+    if (!has_vulkan_matmul(m.dtype))
+      throw Error("--device vulkan: " + what + " is " + std::string(dtype_name(m.dtype)) +
+                  ", which the Vulkan backend cannot multiply yet (" + vulkan_matrix_types() +
+                  ")");
+    if (m.input_order != nullptr)
+      throw Error("--device vulkan: " + what +
+                  " has an act-order input permutation, which the Vulkan backend does not "
+                  "apply yet");
+  };
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    const LayerWeights& l = weights.layers[i];
+    const std::string layer = "layer " + std::to_string(i) + "'s ";
+    check(l.wq, layer + "attn_q");
+    check(l.wk, layer + "attn_k");
+    check(l.wv, layer + "attn_v");
+    check(l.wo, layer + "attn_output");
+    check(l.w_gate, layer + "ffn_gate");
+    check(l.w_up, layer + "ffn_up");
+    check(l.w_down, layer + "ffn_down");
+  }
+  check(weights.lm_head, "the output matrix (lm_head)");
+
+  for (const LayerWeights& l : weights.layers) {
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      add_matrix(context, *m);
+    for (std::span<const float> v : {l.attn_norm, l.ffn_norm, l.q_norm, l.k_norm, l.bq, l.bk, l.bv,
+                                     l.bo, l.b_gate, l.b_up, l.b_down})
+      add_vector(context, v);
+  }
+  add_matrix(context, weights.lm_head);
+  add_vector(context, weights.output_norm);
+}
+
+void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m) {
+  if (m.empty() || matrices_.count(m.data) != 0) return;
+  DeviceMatrix d;
+  d.matmul = &context.pipeline(kernel_of(m.dtype), kMatmulPushBytes);
+  d.rows = m.rows;
+  d.cols = m.cols;
+  std::vector<uint16_t> scales;
+  std::vector<std::byte> quants;
+  const void* values = m.data;
+  uint64_t value_bytes = static_cast<uint64_t>(m.rows) * m.row_bytes;
+  if (m.dtype == DType::Q4_0) {
+    split_blocks<BlockQ4_0>(m, scales, quants);
+  } else if (m.dtype == DType::Q8_0) {
+    split_blocks<BlockQ8_0>(m, scales, quants);
+  } else if (m.dtype == DType::Q6_K) {
+    split_blocks<BlockQ6_K>(m, scales, quants);
+  }
+  if (!quants.empty()) {
+    values = quants.data();
+    value_bytes = quants.size();
+  }
+  Buffer& w = buffers_.emplace_back(context, value_bytes, Memory::Device);
+  context.upload(w, 0, values, value_bytes);
+  d.words = w.address();
+  bytes_ += w.bytes();
+  if (!scales.empty()) {
+    Buffer& s = buffers_.emplace_back(context, scales.size() * sizeof(uint16_t), Memory::Device);
+    context.upload(s, 0, scales.data(), scales.size() * sizeof(uint16_t));
+    d.scales = s.address();
+    bytes_ += s.bytes();
+  }
+  matrices_.emplace(m.data, d);
+}
+
+void DeviceWeights::add_vector(Context& context, std::span<const float> v) {
+  if (v.empty() || vectors_.count(v.data()) != 0) return;
+  Buffer& b = buffers_.emplace_back(context, v.size_bytes(), Memory::Device);
+  context.upload(b, 0, v.data(), v.size_bytes());
+  vectors_.emplace(v.data(), b.address());
+  bytes_ += b.bytes();
+}
+
+const DeviceMatrix& DeviceWeights::matrix(const WeightMatrix& m) const {
+  auto it = matrices_.find(m.data);
+  if (it == matrices_.end()) throw Error("vulkan: a matrix that was not uploaded");
+  return it->second;
+}
+
+VkDeviceAddress DeviceWeights::vector(std::span<const float> v) const {
+  return v.empty() ? 0 : vector(v.data());
+}
+
+VkDeviceAddress DeviceWeights::vector(const float* v) const {
+  auto it = vectors_.find(v);
+  if (it == vectors_.end()) throw Error("vulkan: a vector that was not uploaded");
+  return it->second;
+}
+
+}  // namespace tern::vulkan

@@ -1,0 +1,57 @@
+// A model's weights in a Vulkan device's memory: every matrix the forward multiplies by (in
+// the layout its matmul kernel reads, vulkan_weights.cpp), the norm vectors and the biases,
+// found again by the host pointer the decoder's ops pass (WeightMatrix::data, a norm's or a
+// bias's span). The token embedding stays on the host, where a step's rows are looked up
+// before they are staged.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tern/backend/vulkan/vulkan_context.h"
+#include "tern/core/dtype.h"
+#include "tern/weights/model_weights.h"
+
+namespace tern::vulkan {
+
+struct DeviceMatrix {
+  const Pipeline* matmul = nullptr;  // the kernel of its type
+  VkDeviceAddress words = 0;         // the values (floats, halves, or the blocks' quants)
+  VkDeviceAddress scales = 0;        // the blocks' scales; 0 for unquantized types
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// The weight types with a Vulkan matmul kernel, for messages: "F32, F16, ...".
+std::string vulkan_matrix_types();
+// Whether `dtype` has one.
+bool has_vulkan_matmul(DType dtype);
+
+class DeviceWeights {
+ public:
+  // Uploads `weights`' matrices (but the token embedding's table, unless lm_head is tied to
+  // it), norms and biases. Throws tern::Error naming the first matrix of a type without a
+  // Vulkan kernel, before anything is uploaded.
+  DeviceWeights(Context& context, const ModelWeights& weights);
+
+  // The device copy of `m` (one of the uploaded matrices).
+  const DeviceMatrix& matrix(const WeightMatrix& m) const;
+  // The device copy of a norm or bias vector; 0 for an empty span.
+  VkDeviceAddress vector(std::span<const float> v) const;
+  VkDeviceAddress vector(const float* v) const;
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void add_matrix(Context& context, const WeightMatrix& m);
+  void add_vector(Context& context, std::span<const float> v);
+
+  std::vector<Buffer> buffers_;
+  std::unordered_map<const void*, DeviceMatrix> matrices_;
+  std::unordered_map<const void*, VkDeviceAddress> vectors_;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace tern::vulkan

@@ -1,0 +1,296 @@
+// The Vulkan backend on whatever Vulkan device the machine has (lavapipe, Mesa's CPU driver,
+// in CI): each matmul kernel against its scalar twin (the blocks' reference dequantization and
+// a float64 dot) and batch invariant; whole forwards against the CPU backend within the stated
+// tolerance, batch invariant within the backend; the engine on it (continuous batching, chunked
+// prefill, prefix caching, n > 1) giving the same tokens as alone and as the CPU; and what it
+// refuses, by name.
+//
+// Tolerance against the CPU: the CPU multiplies quantized and BF16 matrices by activations
+// rounded to 8 bits or to bf16 (llama.cpp's scheme), the Vulkan kernels by the f32 activations,
+// so their logits differ by that rounding: relative RMS logit error under 2.5 % for those types,
+// under 1e-4 for F32 and F16 matrices; and greedy generations of stories260K the same.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine_test_util.h"
+#include "fixtures.h"
+#include "models/model_test_util.h"
+#include "tern/backend/device.h"
+#include "tern/blocks/quantize_row.h"
+#include "tern/core/error.h"
+#include "tern/engine/llm.h"
+#include "tern/engine/sequence_runner.h"
+#include "tern/models/decoder.h"
+#include "tern/models/weight_loader.h"
+
+#ifdef TERN_VULKAN
+#include "tern/backend/vulkan/vulkan_instance.h"
+#endif
+
+namespace tern {
+namespace {
+
+// Skips (fails under TERN_REQUIRE_FIXTURES=1, as in CI, where scripts/install-deps.sh installs
+// the Vulkan packages) without a Vulkan build or device.
+#ifdef TERN_VULKAN
+bool have_vulkan_device(std::string* why) {
+  try {
+    if (!vulkan::physical_devices().empty()) return true;
+    *why = "no Vulkan device (Debian: mesa-vulkan-drivers)";
+  } catch (const Error& e) {
+    *why = e.what();
+  }
+  return false;
+}
+#else
+bool have_vulkan_device(std::string* why) {
+  *why = "this build has no Vulkan backend (libvulkan-dev and glslc were not installed)";
+  return false;
+}
+#endif
+
+#define TERN_REQUIRE_VULKAN()                                                  \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (!have_vulkan_device(&why)) {                                           \
+      if (::tern::testing::fixtures_required()) FAIL() << why;                 \
+      GTEST_SKIP() << why;                                                     \
+    }                                                                          \
+  } while (0)
+
+// A model of no layers whose embedding table is `x` (one row per token, F32) and whose lm_head
+// is `w`: a forward through the backend is then exactly one embed and one matmul.
+struct OneMatrixModel {
+  ModelConfig config;
+  ModelWeights weights;
+};
+
+OneMatrixModel one_matrix_model(DType type, int64_t rows, int64_t cols, int64_t tokens,
+                                uint32_t seed) {
+  OneMatrixModel m;
+  m.config.hidden_size = cols;
+  m.config.num_heads = 1;
+  m.config.num_kv_heads = 1;
+  m.config.head_dim = 64;
+  m.config.intermediate_size = 64;
+  m.config.vocab_size = tokens;
+  m.config.rope_theta = 10000;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  auto table = [&](DType t, int64_t r, int64_t c) {
+    WeightMatrix w;
+    w.dtype = t;
+    w.rows = r;
+    w.cols = c;
+    w.row_bytes = static_cast<size_t>(*dtype_bytes(t, static_cast<uint64_t>(c)));
+    std::span<std::byte> bytes = m.weights.own_bytes(w.row_bytes * static_cast<size_t>(r));
+    std::vector<float> row(static_cast<size_t>(c));
+    for (int64_t i = 0; i < r; ++i) {
+      for (float& v : row) v = uni(rng);
+      quantize_row(t, row.data(), bytes.data() + static_cast<size_t>(i) * w.row_bytes, c);
+    }
+    w.data = bytes.data();
+    return w;
+  };
+  m.weights.token_embedding = table(DType::F32, tokens, cols);
+  m.weights.lm_head = table(type, rows, cols);
+  std::span<float> norm = m.weights.own_floats(static_cast<size_t>(cols));
+  std::fill(norm.begin(), norm.end(), 1.0f);
+  m.weights.output_norm = norm;
+  return m;
+}
+
+// Each kernel against the scalar twin: dequantize_row (blocks/, the reference every CPU kernel
+// is tested against too) and a float64 dot, at 1…17 tokens (more than the kernel's group of 8)
+// and rows of 3 and 65 blocks of 32 (fewer and more than its 64 lanes; 1 and 9 super-blocks of
+// the K types); and a token's row the same bits alone as in the batch.
+TEST(VulkanKernels, MatmulOfEveryTypeMatchesItsScalarTwinAndIsBatchInvariant) {
+  TERN_REQUIRE_VULKAN();
+  const Device& device = find_device("vulkan");
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K,
+                     DType::Q5_K, DType::Q6_K}) {
+    const bool k_type = dtype_traits(type).block_elems == 256;
+    for (int64_t cols : {k_type ? 256 : 96, k_type ? 2304 : 2080}) {
+      SCOPED_TRACE(std::string(dtype_name(type)) + " cols " + std::to_string(cols));
+      const int64_t rows = 70, tokens = 17;
+      OneMatrixModel m = one_matrix_model(type, rows, cols, tokens, 7);
+      const WeightMatrix& w = m.weights.lm_head;
+      std::unique_ptr<Backend> backend = device.make_backend(m.config, m.weights);
+      const Activation x = backend->make_activation(cols, ActivationRows::PerToken);
+      backend->reserve(tokens, tokens);
+      std::vector<int32_t> ids(tokens);
+      for (int32_t i = 0; i < tokens; ++i) ids[static_cast<size_t>(i)] = i;
+      std::vector<float> batched(static_cast<size_t>(tokens * rows));
+      backend->embed(ids, x);
+      backend->logits(w, x, tokens, batched.data());
+
+      std::vector<float> wrow(static_cast<size_t>(cols)), xrow(static_cast<size_t>(cols));
+      for (int64_t t = 0; t < tokens; ++t) {
+        m.weights.embed(static_cast<int32_t>(t), xrow.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          dequantize_row(type, w.row(r), wrow.data(), cols);
+          double dot = 0, magnitude = 0;
+          for (int64_t k = 0; k < cols; ++k) {
+            dot += static_cast<double>(wrow[k]) * xrow[k];
+            magnitude += std::abs(static_cast<double>(wrow[k]) * xrow[k]);
+          }
+          const float got = batched[static_cast<size_t>(t * rows + r)];
+          ASSERT_NEAR(got, dot, 1e-6 * magnitude + 1e-6) << "token " << t << " row " << r;
+        }
+      }
+      for (int64_t n : {1, 3, 9}) {
+        std::vector<float> part(static_cast<size_t>(n * rows));
+        std::vector<int32_t> some(ids.begin() + 5, ids.begin() + 5 + n);
+        backend->embed(some, x);
+        backend->logits(w, x, n, part.data());
+        EXPECT_TRUE(testing::bitwise_equal(
+            part, std::span<const float>(batched).subspan(static_cast<size_t>(5 * rows),
+                                                          static_cast<size_t>(n * rows))))
+            << n << " tokens";
+      }
+    }
+  }
+}
+
+// Logits of a 12-token prefill (every row) and 3 decodes, on `device`.
+std::vector<float> forward_logits(const ModelConfig& c, const ModelWeights& w,
+                                  const Device& device) {
+  Decoder decoder(c, w, device);
+  SequenceRunner runner(decoder, 32);
+  const std::vector<int32_t> prompt = {1, 17, 42, 99, 5, 300, 21, 8, 64, 3, 250, 11};
+  std::span<const float> l = runner.feed(prompt, /*all_logits=*/true);
+  std::vector<float> all(l.begin(), l.end());
+  for (int32_t id : {7, 400, 42}) {
+    l = runner.feed(id);
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  return all;
+}
+
+void expect_close_to_cpu(const ModelConfig& c, const ModelWeights& w, double bound,
+                         const std::string& what) {
+  const std::vector<float> cpu = forward_logits(c, w, find_device("cpu"));
+  const std::vector<float> gpu = forward_logits(c, w, find_device("vulkan"));
+  ASSERT_EQ(gpu.size(), cpu.size());
+  const double err = testing::relative_rms_error(gpu, cpu);
+  EXPECT_LT(err, bound) << what;
+  std::printf("vulkan against cpu, %s: relative RMS logit error %.2e\n", what.c_str(), err);
+}
+
+TEST(VulkanDecoder, Stories260KMatchesTheCpuWithinTolerance) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const LoadedModel m = testing::stories260k();
+  expect_close_to_cpu(m.config, m.weights, 1e-4, "stories260K F32");
+  for (DType type : {DType::Q8_0, DType::Q4_0})
+    expect_close_to_cpu(m.config, quantize_weights(m.weights, type), 0.02,
+                        "stories260K " + std::string(dtype_name(type)));
+}
+
+TEST(VulkanDecoder, TinyQwen3MatchesTheCpuWithinTolerance) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K,
+                     DType::Q5_K, DType::Q6_K}) {
+    const bool exact = type == DType::F32 || type == DType::F16;
+    expect_close_to_cpu(c, make_dummy_weights(c, type, 5), exact ? 1e-4 : 0.025,
+                        "tiny qwen3 " + std::string(dtype_name(type)));
+  }
+}
+
+TEST(VulkanDecoder, BatchInvariant) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const Device& vulkan = find_device("vulkan");
+  const LoadedModel m = testing::stories260k();
+  testing::expect_batch_invariant(m.config, m.weights, vulkan);
+  const ModelConfig c = testing::tiny_qwen3_config(2);
+  testing::expect_batch_invariant(c, make_dummy_weights(c, DType::Q4_0, 3), vulkan);
+}
+
+LoadedModel stories260k_on_vulkan() {
+  LoadOptions load;
+  load.model = testing::fixture("stories260K/stories260K.gguf");
+  load.device = "vulkan";
+  return load_model(load);
+}
+
+// The engine on the device: mixed lengths in one batch with chunked prefill and a warm prefix
+// cache give the same ids and logprobs as each prompt alone, as on the CPU; greedy ids equal the
+// CPU's; n = 2 forks a sequence's blocks (copy on write on the device).
+TEST(VulkanEngine, BatchedChunkedAndCachedGiveTheOutputsAloneAndTheCpusTokens) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const auto prompts = testing::random_prompts(16, 100, 512, 5);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 16; ++i) params.push_back(testing::greedy(1 + (i * 7) % 12));
+  const auto alone = testing::run_alone(prompts, params, stories260k_on_vulkan,
+                                        testing::small_engine(512, false, false));
+  {
+    LLM llm(stories260k_on_vulkan(), testing::small_engine(48));
+    testing::expect_same_outputs(llm.generate(prompts, params), alone,
+                                 "batched, chunked prefill, cold cache");
+    const auto warm = llm.generate(prompts, params);
+    EXPECT_GT(llm.engine().stats().prefix_cache_hits, 0);
+    testing::expect_same_outputs(warm, alone, "batched, prefix cache warm");
+  }
+  LLM cpu(testing::stories260k(), testing::small_engine(48));
+  const auto on_cpu = cpu.generate(prompts, params);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(alone[i].outputs[0].token_ids, on_cpu[i].outputs[0].token_ids) << "request " << i;
+
+  // n = 2, greedy: both completions fork the prompt's last, partly filled block (its copy is a
+  // command on the device) and must each be the greedy completion alone.
+  SamplingParams two = testing::greedy(24);
+  two.n = 2;
+  LLM llm(stories260k_on_vulkan(), testing::small_engine(64));
+  const std::vector<int32_t> prompt(prompts[1].begin(), prompts[1].begin() + 21);
+  const auto single = llm.generate({prompt}, {testing::greedy(24)});
+  const auto forked = llm.generate({prompt}, {two});
+  ASSERT_EQ(forked[0].outputs.size(), 2u);
+  for (size_t j = 0; j < 2; ++j)
+    EXPECT_EQ(forked[0].outputs[j].token_ids, single[0].outputs[0].token_ids) << "completion " << j;
+}
+
+TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const Device& vulkan = find_device("vulkan");
+  const ModelConfig c = testing::tiny_qwen3_config(2);
+  const ModelWeights q5_0 = make_dummy_weights(c, DType::Q5_0, 1);
+  try {
+    Decoder decoder(c, q5_0, vulkan);
+    ADD_FAILURE() << "a Q5_0 model was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 0's attn_q is Q5_0"), std::string::npos)
+        << e.what();
+  }
+  const ModelWeights q4 = make_dummy_weights(c, DType::Q4_0, 1);
+  Decoder decoder(c, q4, vulkan);
+  try {
+    decoder.make_kv_cache(4, 16, KvDtype::Int8);
+    ADD_FAILURE() << "an int8 KV cache was made";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("int8"), std::string::npos) << e.what();
+  }
+  // A cache of the CPU's handed to the Vulkan decoder is refused before anything runs.
+  Decoder on_cpu(c, q4, find_device("cpu"));
+  const std::unique_ptr<KvCache> cpu_cache = on_cpu.make_kv_cache(4, 16);
+  StepBatch batch(1, 4);
+  const std::vector<int32_t> ids = {1, 2, 3};
+  const std::vector<int32_t> blocks = {0};
+  batch.add_sequence(ids, 0, blocks, true);
+  EXPECT_THROW(decoder.check_step(batch.context(), *cpu_cache), Error);
+  EXPECT_THROW(find_device("vulkan:99"), Error);
+}
+
+}  // namespace
+}  // namespace tern
