@@ -338,9 +338,10 @@ class VulkanBackend final : public Backend {
     const DeviceMatrix& m = device_weights_.matrix(w);
     MatmulPush p{m.words, m.scales, x,      y,      device_weights_.vector(bias),
                  u32(m.rows), u32(m.cols), u32(t), bias.empty() ? 0u : 1u};
-    const int64_t gx = std::min<int64_t>(m.rows, kMaxGroups);
-    context_.dispatch(*m.matmul, &p, u32(gx), u32((t + 7) / 8),
-                      u32((m.rows + kMaxGroups - 1) / kMaxGroups));
+    // matmul.comp: 4 rows by up to 8 tokens per workgroup.
+    const int64_t groups = (m.rows + 3) / 4;
+    context_.dispatch(*m.matmul, &p, u32(std::min<int64_t>(groups, kMaxGroups)), u32((t + 7) / 8),
+                      u32((groups + kMaxGroups - 1) / kMaxGroups));
   }
 
   const Device& device_;

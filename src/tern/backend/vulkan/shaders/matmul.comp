@@ -1,10 +1,11 @@
 #version 450
 // y[t, row] = x[t, :] · w[row, :] (+ bias[row]) for one weight type (WEIGHT_F32, _F16, _BF16,
-// _Q8_0, _Q4_0, _Q4_K, _Q5_K, _Q6_K, chosen at build time), one workgroup per weight row and group of up to 8
-// tokens. Invocation i takes the row's blocks (or elements) i, i + 64, ..., accumulating every
-// token's sum in registers, and a fixed tree adds the 64 partial sums: a token's output is the
-// same sum in the same order whatever the step's other tokens, so the kernel is batch
-// invariant, and a weight row is read once per 8 tokens.
+// _Q8_0, _Q4_0, _Q4_K, _Q5_K, _Q6_K, chosen at build time). A workgroup takes 4 weight rows
+// and a group of up to 8 tokens, 16 lanes per row: lane i takes the row's units of 32 elements
+// (or its elements) i, i + 16, ..., accumulating every token's sum in registers, and a fixed
+// tree adds the 16 partial sums. A token's output is the same sum in the same order whatever
+// the step's other tokens, so the kernel is batch invariant, and a weight row is read once per
+// 8 tokens.
 //
 // Weight layouts, as vulkan_weights.cpp uploads them (row-major rows of `cols` elements):
 //   F32: floats; F16, BF16: two to a word, element e of the matrix in word e / 2;
@@ -13,20 +14,26 @@
 //   read is an aligned word; Q4_K, Q5_K: ggml's super-blocks as they are (144 and 176 bytes,
 //   whole words); Q6_K: its super-blocks' f16 d in `scales`, the other 208 bytes in `w`.
 #include "common.glsl"
-layout(local_size_x = 64) in;
+layout(local_size_x = 16, local_size_y = 4) in;
+#define LANES 16u
+#define ROWS 4u
 #define TOKENS 8u
 layout(push_constant) uniform Push {
   Words w; Words scales; Floats x; Floats y; Floats bias;
   uint rows; uint cols; uint t; uint has_bias;
 } p;
-shared float partial[TOKENS][64];
+shared float partial[ROWS][TOKENS][LANES];
+
+uint byte_of(uint words[8], uint k) { return (words[k >> 2] >> (8u * (k & 3u))) & 0xFFu; }
 
 void main() {
-  const uint row = gl_WorkGroupID.x + gl_WorkGroupID.z * 65535u;
-  if (row >= p.rows) return;
+  const uint row = (gl_WorkGroupID.x + gl_WorkGroupID.z * 65535u) * ROWS + gl_LocalInvocationID.y;
+  // A row past the matrix still takes part in the barriers.
+  const bool in_matrix = row < p.rows;
   const uint tok0 = gl_WorkGroupID.y * TOKENS;
   const uint ntok = min(TOKENS, p.t - tok0);
   const uint lid = gl_LocalInvocationID.x;
+  const uint ry = gl_LocalInvocationID.y;
   float acc[TOKENS];
   for (uint i = 0u; i < TOKENS; ++i) acc[i] = 0.0;
 
@@ -34,8 +41,8 @@ void main() {
     defined(WEIGHT_Q5_K) || defined(WEIGHT_Q6_K)
   // Units of 32 elements: a block of Q4_0/Q8_0, a sub-block of the K types. A unit's sum is
   // a · Σ₀..₁₅ q·x + b · Σ₁₆..₃₁ q·x − m · Σ x, with its integer quants q and its scales.
-  const uint units = p.cols / 32u;
-  for (uint u = lid; u < units; u += 64u) {
+  const uint units = in_matrix ? p.cols / 32u : 0u;
+  for (uint u = lid; u < units; u += LANES) {
     const uint g = row * units + u;
     float q[32];
     float a, b, m = 0.0;
@@ -69,22 +76,30 @@ void main() {
 #endif
     const uint j = g % 8u;
     const vec2 dm = unpackHalf2x16(p.w.v[base]);
+    uint sw[8];  // the 12 scale bytes (words 1..3 of the super-block)
+    for (uint i = 0u; i < 3u; ++i) sw[i] = p.w.v[base + 1u + i];
     uint sc, mn;
     if (j < 4u) {
-      sc = byte_at(p.w, base + 1u, j) & 63u;
-      mn = byte_at(p.w, base + 1u, j + 4u) & 63u;
+      sc = byte_of(sw, j) & 63u;
+      mn = byte_of(sw, j + 4u) & 63u;
     } else {
-      sc = (byte_at(p.w, base + 1u, j + 4u) & 0xFu) | ((byte_at(p.w, base + 1u, j - 4u) >> 6) << 4);
-      mn = (byte_at(p.w, base + 1u, j + 4u) >> 4) | ((byte_at(p.w, base + 1u, j) >> 6) << 4);
+      sc = (byte_of(sw, j + 4u) & 0xFu) | ((byte_of(sw, j - 4u) >> 6) << 4);
+      mn = (byte_of(sw, j + 4u) >> 4) | ((byte_of(sw, j) >> 6) << 4);
     }
     a = dm.x * float(sc);
     b = a;
     m = dm.y * float(mn);
+    uint qw[8];  // the 32 bytes whose nibbles (low for even j, high for odd) are the unit's
+    for (uint i = 0u; i < 8u; ++i) qw[i] = p.w.v[qs + 8u * (j / 2u) + i];
+#if defined(WEIGHT_Q5_K)
+    uint hw[8];  // the 32 bytes whose bit j is each element's fifth bit
+    for (uint i = 0u; i < 8u; ++i) hw[i] = p.w.v[base + 4u + i];
+#endif
     const uint shift = 4u * (j % 2u);
     for (uint l = 0u; l < 32u; ++l) {
-      uint v = (byte_at(p.w, qs, 32u * (j / 2u) + l) >> shift) & 0xFu;
+      uint v = (byte_of(qw, l) >> shift) & 0xFu;
 #if defined(WEIGHT_Q5_K)
-      v |= ((byte_at(p.w, base + 4u, l) >> j) & 1u) << 4;
+      v |= ((byte_of(hw, l) >> j) & 1u) << 4;
 #endif
       q[l] = float(v);
     }
@@ -95,11 +110,18 @@ void main() {
     const uint j = g % 8u;
     const uint h = j / 4u, k = j % 4u;
     const float d = half_at(p.scales, g / 8u);
-    a = d * float(bitfieldExtract(int(byte_at(p.w, base + 48u, 8u * h + 2u * k)), 0, 8));
-    b = d * float(bitfieldExtract(int(byte_at(p.w, base + 48u, 8u * h + 2u * k + 1u)), 0, 8));
+    const uint scale_word = p.w.v[base + 48u + 2u * h + (k >> 1)];
+    const uint s0 = 16u * (k & 1u);  // the unit's two scales are bytes 2k, 2k + 1 of 8h's
+    a = d * float(bitfieldExtract(int(scale_word >> s0), 0, 8));
+    b = d * float(bitfieldExtract(int(scale_word >> (s0 + 8u)), 0, 8));
+    uint lw[8], hw[8];
+    for (uint i = 0u; i < 8u; ++i) {
+      lw[i] = p.w.v[base + 16u * h + 8u * (k & 1u) + i];
+      hw[i] = p.w.v[base + 32u + 8u * h + i];
+    }
     for (uint l = 0u; l < 32u; ++l) {
-      const uint lo = (byte_at(p.w, base, 64u * h + 32u * (k & 1u) + l) >> (4u * (k >> 1))) & 0xFu;
-      const uint hi = (byte_at(p.w, base + 32u, 32u * h + l) >> (2u * k)) & 3u;
+      const uint lo = (byte_of(lw, l) >> (4u * (k >> 1))) & 0xFu;
+      const uint hi = (byte_of(hw, l) >> (2u * k)) & 3u;
       q[l] = float(int(lo | (hi << 4)) - 32);
     }
 #endif
@@ -115,7 +137,7 @@ void main() {
     }
   }
 #else
-  for (uint k = lid; k < p.cols; k += 64u) {
+  for (uint k = lid; in_matrix && k < p.cols; k += LANES) {
     const uint e = row * p.cols + k;
 #if defined(WEIGHT_F32)
     const float wv = uintBitsToFloat(p.w.v[e]);
@@ -131,15 +153,15 @@ void main() {
   }
 #endif
 
-  for (uint tt = 0u; tt < TOKENS; ++tt) partial[tt][lid] = acc[tt];
+  for (uint tt = 0u; tt < TOKENS; ++tt) partial[ry][tt][lid] = acc[tt];
   barrier();
-  for (uint w = 32u; w > 0u; w >>= 1) {
+  for (uint w = LANES / 2u; w > 0u; w >>= 1) {
     if (lid < w)
-      for (uint tt = 0u; tt < TOKENS; ++tt) partial[tt][lid] += partial[tt][lid + w];
+      for (uint tt = 0u; tt < TOKENS; ++tt) partial[ry][tt][lid] += partial[ry][tt][lid + w];
     barrier();
   }
-  if (lid < ntok) {
+  if (in_matrix && lid < ntok) {
     const float b = p.has_bias != 0u ? p.bias.v[row] : 0.0;
-    p.y.v[(tok0 + lid) * p.rows + row] = partial[lid][0] + b;
+    p.y.v[(tok0 + lid) * p.rows + row] = partial[ry][lid][0] + b;
   }
 }
