@@ -18,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/vulkan_test_util.h"
 #include "engine/engine_test_util.h"
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "spec_decode/spec_test_util.h"
 #include "tern/backend/device.h"
 #include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
@@ -29,40 +31,8 @@
 #include "tern/models/decoder.h"
 #include "tern/models/weight_loader.h"
 
-#ifdef TERN_VULKAN
-#include "tern/backend/vulkan/vulkan_instance.h"
-#endif
-
 namespace tern {
 namespace {
-
-// Skips (fails under TERN_REQUIRE_FIXTURES=1, as in CI, where scripts/install-deps.sh installs
-// the Vulkan packages) without a Vulkan build or device.
-#ifdef TERN_VULKAN
-bool have_vulkan_device(std::string* why) {
-  try {
-    if (!vulkan::physical_devices().empty()) return true;
-    *why = "no Vulkan device (Debian: mesa-vulkan-drivers)";
-  } catch (const Error& e) {
-    *why = e.what();
-  }
-  return false;
-}
-#else
-bool have_vulkan_device(std::string* why) {
-  *why = "this build has no Vulkan backend (libvulkan-dev and glslc were not installed)";
-  return false;
-}
-#endif
-
-#define TERN_REQUIRE_VULKAN()                                                  \
-  do {                                                                         \
-    std::string why;                                                           \
-    if (!have_vulkan_device(&why)) {                                           \
-      if (::tern::testing::fixtures_required()) FAIL() << why;                 \
-      GTEST_SKIP() << why;                                                     \
-    }                                                                          \
-  } while (0)
 
 // A model of no layers whose embedding table is `x` (one row per token, F32) and whose lm_head
 // is `w`: a forward through the backend is then exactly one embed and one matmul.
@@ -216,13 +186,6 @@ TEST(VulkanDecoder, BatchInvariant) {
   testing::expect_batch_invariant(c, make_dummy_weights(c, DType::Q4_0, 3), vulkan);
 }
 
-LoadedModel stories260k_on_vulkan() {
-  LoadOptions load;
-  load.model = testing::fixture("stories260K/stories260K.gguf");
-  load.device = "vulkan";
-  return load_model(load);
-}
-
 // The engine on the device: mixed lengths in one batch with chunked prefill and a warm prefix
 // cache give the same ids and logprobs as each prompt alone, as on the CPU; greedy ids equal the
 // CPU's; n = 2 forks a sequence's blocks (copy on write on the device).
@@ -232,10 +195,10 @@ TEST(VulkanEngine, BatchedChunkedAndCachedGiveTheOutputsAloneAndTheCpusTokens) {
   const auto prompts = testing::random_prompts(16, 100, 512, 5);
   std::vector<SamplingParams> params;
   for (int i = 0; i < 16; ++i) params.push_back(testing::greedy(1 + (i * 7) % 12));
-  const auto alone = testing::run_alone(prompts, params, stories260k_on_vulkan,
+  const auto alone = testing::run_alone(prompts, params, testing::stories260k_on_vulkan,
                                         testing::small_engine(512, false, false));
   {
-    LLM llm(stories260k_on_vulkan(), testing::small_engine(48));
+    LLM llm(testing::stories260k_on_vulkan(), testing::small_engine(48));
     testing::expect_same_outputs(llm.generate(prompts, params), alone,
                                  "batched, chunked prefill, cold cache");
     const auto warm = llm.generate(prompts, params);
@@ -251,13 +214,36 @@ TEST(VulkanEngine, BatchedChunkedAndCachedGiveTheOutputsAloneAndTheCpusTokens) {
   // command on the device) and must each be the greedy completion alone.
   SamplingParams two = testing::greedy(24);
   two.n = 2;
-  LLM llm(stories260k_on_vulkan(), testing::small_engine(64));
+  LLM llm(testing::stories260k_on_vulkan(), testing::small_engine(64));
   const std::vector<int32_t> prompt(prompts[1].begin(), prompts[1].begin() + 21);
   const auto single = llm.generate({prompt}, {testing::greedy(24)});
   const auto forked = llm.generate({prompt}, {two});
   ASSERT_EQ(forked[0].outputs.size(), 2u);
   for (size_t j = 0; j < 2; ++j)
     EXPECT_EQ(forked[0].outputs[j].token_ids, single[0].outputs[0].token_ids) << "completion " << j;
+}
+
+// Speculative decoding with the target and its draft on the device, and with n-gram proposals:
+// greedy ids and logprobs bit for bit plain decoding's on the device (its verify rows are the
+// plain rows: the kernels are batch invariant).
+TEST(VulkanEngine, GreedySpeculationEqualsPlainDecodingBitForBit) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const auto prompts = testing::random_prompts(12, 80, 512, 9);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 12; ++i) params.push_back(testing::greedy(4 + (i * 5) % 20));
+  LLM plain(testing::stories260k_on_vulkan(), testing::small_engine(48));
+  const auto reference = plain.generate(prompts, params);
+  LoadedModel draft = testing::stories260k_on_vulkan();
+  draft.weights = quantize_weights(draft.weights, DType::Q4_0);
+  LLM with_draft(testing::stories260k_on_vulkan(),
+                 testing::speculative_engine(SpeculativeMethod::kDraftModel, 4, false, 48),
+                 std::move(draft));
+  testing::expect_same_outputs(with_draft.generate(prompts, params), reference, "Q4_0 draft");
+  EXPECT_GT(with_draft.engine().stats().spec.num_accepted_tokens, 0);
+  LLM ngram(testing::stories260k_on_vulkan(),
+            testing::speculative_engine(SpeculativeMethod::kNgram, 3, false, 48));
+  testing::expect_same_outputs(ngram.generate(prompts, params), reference, "n-gram");
 }
 
 TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {

@@ -150,8 +150,8 @@ class VulkanBackend final : public Backend {
 
   void rms_norm(Activation x, const float* weight, int64_t rows, int64_t dim, float eps,
                 Activation out) override {
-    RmsNormPush p{address(x), address(out), device_weights_.vector(weight), 0,
-                  u32(rows),  u32(dim),     eps,                            0};
+    RmsNormPush p{
+        address(x), address(out), device_weights_.vector(weight), 0, u32(rows), u32(dim), eps, 0};
     norm_rows(p, rows);
   }
 
@@ -159,8 +159,14 @@ class VulkanBackend final : public Backend {
                      float eps, Activation out) override {
     const BufferSlice list = context_.stage(rows.data(), rows.size_bytes());
     const int64_t n = static_cast<int64_t>(rows.size());
-    RmsNormPush p{address(x), address(out), device_weights_.vector(weight), list.address,
-                  u32(n),     u32(dim),     eps,                            1};
+    RmsNormPush p{address(x),
+                  address(out),
+                  device_weights_.vector(weight),
+                  list.address,
+                  u32(n),
+                  u32(dim),
+                  eps,
+                  1};
     norm_rows(p, n);
   }
 
@@ -203,8 +209,8 @@ class VulkanBackend final : public Backend {
                u32(rope_.head_dim()),
                u32(rope_.rotary_dim()),
                rope_.config().layout == cpu::RopeLayout::Interleaved ? 1u : 0u};
-    dispatch_1d(context_, *rope_kernel_, &p,
-                t * (n_heads + n_kv_heads) * (rope_.rotary_dim() / 2), 64);
+    dispatch_1d(context_, *rope_kernel_, &p, t * (n_heads + n_kv_heads) * (rope_.rotary_dim() / 2),
+                64);
   }
 
   void write_kv(KvCache& cache, int layer, Activation k, Activation v,
@@ -225,8 +231,9 @@ class VulkanBackend final : public Backend {
     }
     const int64_t t = static_cast<int64_t>(slot_mapping.size());
     const int64_t row_elems = cache.config().row_elems();
-    WriteKvPush p{address(k),    address(v), c.k_address(layer), c.v_address(layer),
-                  staged_slots_.address, u32(t), u32(row_elems)};
+    WriteKvPush p{
+        address(k), address(v),    c.k_address(layer), c.v_address(layer), staged_slots_.address,
+        u32(t),     u32(row_elems)};
     dispatch_1d(context_, *write_kv_, &p, t * row_elems / 2, 64);
   }
 
@@ -235,8 +242,8 @@ class VulkanBackend final : public Backend {
     const auto& c = static_cast<const vulkan::VulkanKvCache&>(cache);
     if (!staged_batch_.current(context_) || staged_batch_.source != batch.seq_of_token.data() ||
         staged_batch_.count != batch.seq_of_token.size()) {
-      staged_batch_.tables = context_.stage(batch.block_tables.data(),
-                                            batch.block_tables.size_bytes()).address;
+      staged_batch_.tables =
+          context_.stage(batch.block_tables.data(), batch.block_tables.size_bytes()).address;
       staged_batch_.seqs =
           context_.stage(batch.seq_of_token.data(), batch.seq_of_token.size_bytes()).address;
       staged_batch_.lens =
@@ -336,8 +343,15 @@ class VulkanBackend final : public Backend {
   void multiply(const WeightMatrix& w, std::span<const float> bias, VkDeviceAddress x, int64_t t,
                 VkDeviceAddress y) {
     const DeviceMatrix& m = device_weights_.matrix(w);
-    MatmulPush p{m.words, m.scales, x,      y,      device_weights_.vector(bias),
-                 u32(m.rows), u32(m.cols), u32(t), bias.empty() ? 0u : 1u};
+    MatmulPush p{m.words,
+                 m.scales,
+                 x,
+                 y,
+                 device_weights_.vector(bias),
+                 u32(m.rows),
+                 u32(m.cols),
+                 u32(t),
+                 bias.empty() ? 0u : 1u};
     // matmul.comp: 4 rows by up to 8 tokens per workgroup.
     const int64_t groups = (m.rows + 3) / 4;
     context_.dispatch(*m.matmul, &p, u32(std::min<int64_t>(groups, kMaxGroups)), u32((t + 7) / 8),

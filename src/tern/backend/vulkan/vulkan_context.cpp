@@ -42,9 +42,8 @@ Buffer::Buffer(Context& context, uint64_t bytes, Memory memory) : context_(&cont
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(dev, buffer_, nullptr);
     buffer_ = VK_NULL_HANDLE;
-    throw Error("vulkan: " + context.info().name + " could not allocate " +
-                std::to_string(bytes) + " bytes of " +
-                (memory == Memory::Device ? "device" : "host") + " memory" +
+    throw Error("vulkan: " + context.info().name + " could not allocate " + std::to_string(bytes) +
+                " bytes of " + (memory == Memory::Device ? "device" : "host") + " memory" +
                 (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
                      ? " (out of memory)"
                      : ""));
@@ -187,8 +186,8 @@ uint32_t Context::memory_type(uint32_t allowed, Memory memory, bool* host_visibl
   };
   int type = -1;
   if (memory == Memory::Device) {
-    type = pick(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    type = pick(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     if (type < 0) type = pick(0, 0);
   } else {
     type = pick(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
@@ -196,8 +195,8 @@ uint32_t Context::memory_type(uint32_t allowed, Memory memory, bool* host_visibl
   }
   if (type < 0) throw Error("vulkan: " + info_.name + " has no memory type for a buffer");
   const VkMemoryPropertyFlags f = memory_props_.memoryTypes[type].propertyFlags;
-  *host_visible = (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
-                  (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  *host_visible =
+      (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
   return static_cast<uint32_t>(type);
 }
 
@@ -270,12 +269,11 @@ void Context::barrier() {
                     VK_ACCESS_HOST_READ_BIT;
   const VkPipelineStageFlags stages =
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  vkCmdPipelineBarrier(commands_, stages, stages | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0,
-                       nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(commands_, stages, stages | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr,
+                       0, nullptr);
 }
 
-void Context::dispatch(const Pipeline& p, const void* push, uint32_t gx, uint32_t gy,
-                       uint32_t gz) {
+void Context::dispatch(const Pipeline& p, const void* push, uint32_t gx, uint32_t gy, uint32_t gz) {
   if (gx == 0 || gy == 0 || gz == 0) return;
   std::lock_guard lock(mutex_);
   begin_if_idle();
@@ -306,8 +304,7 @@ BufferSlice Context::take_host(uint64_t bytes, std::byte** host) {
   if (start + bytes > host_.bytes()) {
     // Recorded commands still read the old buffer: it lives until finish().
     retired_.push_back(std::move(host_));
-    host_ = Buffer(*this, std::max(2 * retired_.back().bytes(), bytes + kStageAlign),
-                   Memory::Host);
+    host_ = Buffer(*this, std::max(2 * retired_.back().bytes(), bytes + kStageAlign), Memory::Host);
     host_used_ = 0;
     return take_host(bytes, host);
   }

@@ -92,8 +92,7 @@ class Context {
 
   // --- The command stream (every call records after the ones before it) ---
   // Records a dispatch of `groups` workgroups with the push constants `push`.
-  void dispatch(const Pipeline& p, const void* push, uint32_t gx, uint32_t gy = 1,
-                uint32_t gz = 1);
+  void dispatch(const Pipeline& p, const void* push, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
   // Records zeroing the whole of `b`.
   void zero(const Buffer& b);
   // Records a copy between two buffers.

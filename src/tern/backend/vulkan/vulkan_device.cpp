@@ -90,15 +90,15 @@ std::string describe_vulkan_devices() {
     }
     out += "  subgroup size: " + std::to_string(d.subgroup_size) +
            ", shared memory: " + std::to_string(d.max_shared_bytes / 1024) + " KiB" +
-           ", storage buffer range: " + std::to_string(d.max_storage_buffer_range >> 20) +
-           " MiB\n";
+           ", storage buffer range: " + std::to_string(d.max_storage_buffer_range >> 20) + " MiB\n";
     auto yes = [](bool b) { return b ? "yes" : "no"; };
     out += std::string("  bufferDeviceAddress: ") + yes(d.buffer_device_address) +
            ", shaderInt64: " + yes(d.shader_int64) + ", shaderFloat16: " + yes(d.shader_float16) +
            ", shaderInt8: " + yes(d.shader_int8) + ", 16-bit storage: " + yes(d.storage_16bit) +
            "\n";
     const std::string missing = d.missing();
-    out += missing.empty() ? "  tern runs on it\n" : "  tern cannot run on it: lacks " + missing + "\n";
+    out += missing.empty() ? "  tern runs on it\n"
+                           : "  tern cannot run on it: lacks " + missing + "\n";
   }
   return out;
 }

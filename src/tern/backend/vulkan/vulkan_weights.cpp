@@ -73,8 +73,7 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
     if (m.empty()) return;
     if (!has_vulkan_matmul(m.dtype))
       throw Error("--device vulkan: " + what + " is " + std::string(dtype_name(m.dtype)) +
-                  ", which the Vulkan backend cannot multiply yet (" + vulkan_matrix_types() +
-                  ")");
+                  ", which the Vulkan backend cannot multiply yet (" + vulkan_matrix_types() + ")");
     if (m.input_order != nullptr)
       throw Error("--device vulkan: " + what +
                   " has an act-order input permutation, which the Vulkan backend does not "
