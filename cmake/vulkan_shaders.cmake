@@ -6,13 +6,19 @@ set(TERN_VULKAN_SHADER_SRC ${PROJECT_SOURCE_DIR}/src/tern/backend/vulkan/shaders
 set(TERN_VULKAN_SHADER_DIR ${CMAKE_BINARY_DIR}/vulkan_shaders)
 file(MAKE_DIRECTORY ${TERN_VULKAN_SHADER_DIR})
 
-# name:file[:DEFINE]
+# name:file[:DEFINE[+DEFINE...]]
 set(TERN_VULKAN_KERNELS
     add:add silu_mul:silu_mul rms_norm:rms_norm rope:rope write_kv:write_kv
     attention:attention
     matmul_f32:matmul:WEIGHT_F32 matmul_f16:matmul:WEIGHT_F16 matmul_bf16:matmul:WEIGHT_BF16
     matmul_q8_0:matmul:WEIGHT_Q8_0 matmul_q4_0:matmul:WEIGHT_Q4_0 matmul_q4_k:matmul:WEIGHT_Q4_K
     matmul_q5_k:matmul:WEIGHT_Q5_K matmul_q6_k:matmul:WEIGHT_Q6_K)
+foreach(bits 4 8)
+  foreach(group 32 64 128)
+    list(APPEND TERN_VULKAN_KERNELS
+         matmul_int${bits}_g${group}:matmul:WEIGHT_AFFINE+AFFINE_BITS=${bits}+AFFINE_GROUP=${group})
+  endforeach()
+endforeach()
 
 file(GLOB TERN_VULKAN_SHADER_HEADERS CONFIGURE_DEPENDS ${TERN_VULKAN_SHADER_SRC}/*.glsl)
 set(table_entries "")
@@ -25,8 +31,11 @@ foreach(kernel ${TERN_VULKAN_KERNELS})
   list(LENGTH parts n)
   set(defines "")
   if(n GREATER 2)
-    list(GET parts 2 define)
-    set(defines -D${define})
+    list(GET parts 2 define_list)
+    string(REPLACE "+" ";" define_list ${define_list})
+    foreach(define ${define_list})
+      list(APPEND defines -D${define})
+    endforeach()
   endif()
   set(out ${TERN_VULKAN_SHADER_DIR}/${name}.inc)
   add_custom_command(

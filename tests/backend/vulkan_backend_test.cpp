@@ -78,15 +78,17 @@ OneMatrixModel one_matrix_model(DType type, int64_t rows, int64_t cols, int64_t 
 
 // Each kernel against the scalar twin: dequantize_row (blocks/, the reference every CPU kernel
 // is tested against too) and a float64 dot, at 1…17 tokens (more than the kernel's group of 8)
-// and rows of 3 and 65 blocks of 32 (fewer and more than its 64 lanes; 1 and 9 super-blocks of
-// the K types); and a token's row the same bits alone as in the batch.
+// and rows of about 3 and 65 units of 32 (fewer and more than a row's 16 lanes; 1 and 9
+// super-blocks of the K types, 1 and 17 groups of 128); and a token's row the same bits alone as
+// in the batch.
 TEST(VulkanKernels, MatmulOfEveryTypeMatchesItsScalarTwinAndIsBatchInvariant) {
   TERN_REQUIRE_VULKAN();
   const Device& device = find_device("vulkan");
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K,
-                     DType::Q5_K, DType::Q6_K}) {
-    const bool k_type = dtype_traits(type).block_elems == 256;
-    for (int64_t cols : {k_type ? 256 : 96, k_type ? 2304 : 2080}) {
+                     DType::Q5_K, DType::Q6_K, DType::INT4_G32, DType::INT4_G64, DType::INT4_G128,
+                     DType::INT8_G32, DType::INT8_G64, DType::INT8_G128}) {
+    const int64_t block = dtype_traits(type).block_elems;
+    for (int64_t cols : {(96 + block - 1) / block * block, (2080 + block - 1) / block * block}) {
       SCOPED_TRACE(std::string(dtype_name(type)) + " cols " + std::to_string(cols));
       const int64_t rows = 70, tokens = 17;
       OneMatrixModel m = one_matrix_model(type, rows, cols, tokens, 7);
@@ -168,7 +170,7 @@ TEST(VulkanDecoder, TinyQwen3MatchesTheCpuWithinTolerance) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K,
-                     DType::Q5_K, DType::Q6_K}) {
+                     DType::Q5_K, DType::Q6_K, DType::INT4_G128, DType::INT8_G32}) {
     const bool exact = type == DType::F32 || type == DType::F16;
     expect_close_to_cpu(c, make_dummy_weights(c, type, 5), exact ? 1e-4 : 0.025,
                         "tiny qwen3 " + std::string(dtype_name(type)));

@@ -46,11 +46,11 @@ inline LoadedModel stories260k_on_vulkan() {
 // At the top of a test that runs on a Vulkan device: skips without one, and fails under
 // TERN_REQUIRE_FIXTURES=1 (CI, where scripts/install-deps.sh installs the Vulkan packages and
 // lavapipe).
-#define TERN_REQUIRE_VULKAN()                                              \
-  do {                                                                     \
-    std::string why;                                                       \
-    if (!::tern::testing::have_vulkan_device(&why)) {                      \
-      if (::tern::testing::fixtures_required()) FAIL() << why;             \
-      GTEST_SKIP() << why;                                                 \
-    }                                                                      \
+#define TERN_REQUIRE_VULKAN()                                  \
+  do {                                                         \
+    std::string why;                                           \
+    if (!::tern::testing::have_vulkan_device(&why)) {          \
+      if (::tern::testing::fixtures_required()) FAIL() << why; \
+      GTEST_SKIP() << why;                                     \
+    }                                                          \
   } while (0)

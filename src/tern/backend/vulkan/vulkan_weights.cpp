@@ -1,6 +1,7 @@
 // Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0 and
 // Q6_K: 34, 18 and 210 bytes) are split at upload into their f16 scales and the rest, so the
-// kernel reads whole aligned words; Q4_K and Q5_K (144 and 176 bytes) go up as they are.
+// kernel reads whole aligned words; Q4_K and Q5_K (144 and 176 bytes) and the affine groups go
+// up as they are.
 #include "tern/backend/vulkan/vulkan_weights.h"
 
 #include <cstring>
@@ -17,9 +18,20 @@ struct TypeKernel {
   const char* kernel;
 };
 constexpr TypeKernel kKernels[] = {
-    {DType::F32, "matmul_f32"},   {DType::F16, "matmul_f16"},   {DType::BF16, "matmul_bf16"},
-    {DType::Q8_0, "matmul_q8_0"}, {DType::Q4_0, "matmul_q4_0"}, {DType::Q4_K, "matmul_q4_k"},
-    {DType::Q5_K, "matmul_q5_k"}, {DType::Q6_K, "matmul_q6_k"},
+    {DType::F32, "matmul_f32"},
+    {DType::F16, "matmul_f16"},
+    {DType::BF16, "matmul_bf16"},
+    {DType::Q8_0, "matmul_q8_0"},
+    {DType::Q4_0, "matmul_q4_0"},
+    {DType::Q4_K, "matmul_q4_k"},
+    {DType::Q5_K, "matmul_q5_k"},
+    {DType::Q6_K, "matmul_q6_k"},
+    {DType::INT4_G32, "matmul_int4_g32"},
+    {DType::INT4_G64, "matmul_int4_g64"},
+    {DType::INT4_G128, "matmul_int4_g128"},
+    {DType::INT8_G32, "matmul_int8_g32"},
+    {DType::INT8_G64, "matmul_int8_g64"},
+    {DType::INT8_G128, "matmul_int8_g128"},
 };
 
 // The push constants of matmul.comp.

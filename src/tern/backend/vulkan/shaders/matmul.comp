@@ -1,6 +1,7 @@
 #version 450
 // y[t, row] = x[t, :] · w[row, :] (+ bias[row]) for one weight type (WEIGHT_F32, _F16, _BF16,
-// _Q8_0, _Q4_0, _Q4_K, _Q5_K, _Q6_K, chosen at build time). A workgroup takes 4 weight rows
+// _Q8_0, _Q4_0, _Q4_K, _Q5_K, _Q6_K, or _AFFINE with AFFINE_BITS and AFFINE_GROUP: tern's
+// INT4/INT8 groups; chosen at build time). A workgroup takes 4 weight rows
 // and a group of up to 8 tokens, 16 lanes per row: lane i takes the row's units of 32 elements
 // (or its elements) i, i + 16, ..., accumulating every token's sum in registers, and a fixed
 // tree adds the 16 partial sums. A token's output is the same sum in the same order whatever
@@ -12,7 +13,8 @@
 //   Q8_0, Q4_0: the blocks' f16 scales apart from their quants (`scales`: one per block, two to
 //   a word; `w`: 8 words of int8 (Q8_0) or 4 words of nibbles (Q4_0) per block), so that every
 //   read is an aligned word; Q4_K, Q5_K: ggml's super-blocks as they are (144 and 176 bytes,
-//   whole words); Q6_K: its super-blocks' f16 d in `scales`, the other 208 bytes in `w`.
+//   whole words); Q6_K: its super-blocks' f16 d in `scales`, the other 208 bytes in `w`;
+//   INT4_G*, INT8_G*: tern's blocks as they are (whole words).
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 4) in;
 #define LANES 16u
@@ -38,7 +40,7 @@ void main() {
   for (uint i = 0u; i < TOKENS; ++i) acc[i] = 0.0;
 
 #if defined(WEIGHT_Q4_0) || defined(WEIGHT_Q8_0) || defined(WEIGHT_Q4_K) || \
-    defined(WEIGHT_Q5_K) || defined(WEIGHT_Q6_K)
+    defined(WEIGHT_Q5_K) || defined(WEIGHT_Q6_K) || defined(WEIGHT_AFFINE)
   // Units of 32 elements: a block of Q4_0/Q8_0, a sub-block of the K types. A unit's sum is
   // a · Σ₀..₁₅ q·x + b · Σ₁₆..₃₁ q·x − m · Σ x, with its integer quants q and its scales.
   const uint units = in_matrix ? p.cols / 32u : 0u;
@@ -103,6 +105,31 @@ void main() {
 #endif
       q[l] = float(v);
     }
+#elif defined(WEIGHT_AFFINE)
+    // tern's affine groups of AFFINE_GROUP elements (GPTQ, AWQ, MLX): f32 scale and bias, then
+    // AFFINE_BITS-bit unsigned codes, 4-bit ones as Q4_0's nibbles per 32. x = s · q + bias.
+    const uint units_per_group = uint(AFFINE_GROUP) / 32u;
+    const uint block_words = 2u + uint(AFFINE_GROUP * AFFINE_BITS) / 32u;
+    const uint base = (g / units_per_group) * block_words;
+    const uint codes = base + 2u + (g % units_per_group) * uint(AFFINE_BITS);
+    a = uintBitsToFloat(p.w.v[base]);
+    b = a;
+    m = -uintBitsToFloat(p.w.v[base + 1u]);
+#if AFFINE_BITS == 4
+    for (uint i = 0u; i < 4u; ++i) {
+      const uint word = p.w.v[codes + i];
+      for (uint j = 0u; j < 4u; ++j) {
+        const uint byte = (word >> (8u * j)) & 0xFFu;
+        q[4u * i + j] = float(byte & 0xFu);
+        q[16u + 4u * i + j] = float(byte >> 4);
+      }
+    }
+#else
+    for (uint i = 0u; i < 8u; ++i) {
+      const uint word = p.w.v[codes + i];
+      for (uint j = 0u; j < 4u; ++j) q[4u * i + j] = float((word >> (8u * j)) & 0xFFu);
+    }
+#endif
 #elif defined(WEIGHT_Q6_K)
     // ggml's super-block without its f16 d (in `scales`): 128 bytes of low nibbles, 64 of high
     // bit pairs, 16 int8 scales of 16 elements each. Unit j is elements 32 j .. 32 j + 31.
