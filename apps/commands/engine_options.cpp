@@ -69,6 +69,7 @@ EngineConfig EngineOptions::engine_config() const {
   EngineConfig c = config;
   if (!kv_cache_memory.empty()) c.kv_cache_memory = parse_byte_size(kv_cache_memory);
   if (kv_cache_fraction != 0.0) c.kv_cache_fraction = kv_cache_fraction;
+  if (gpu_memory_utilization != 0.0) c.gpu_memory_utilization = gpu_memory_utilization;
   c.kv_cache_dtype = parse_kv_cache_dtype(kv_cache_dtype);
   if (enable_prefix_caching && no_prefix_caching)
     throw Error("give --enable-prefix-caching or --no-enable-prefix-caching, not both");

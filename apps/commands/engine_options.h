@@ -21,6 +21,7 @@ struct EngineOptions {
   std::string kv_cache_memory;  // "4GiB"; parsed by engine_config()
   std::string kv_cache_dtype = "auto";
   double kv_cache_fraction = 0.0;
+  double gpu_memory_utilization = 0.0;  // vLLM's (habit_flags.h); 0: not given
   bool no_prefix_caching = false;
   bool enable_prefix_caching = false;  // vLLM's flag for the default (habit_flags.h)
   int64_t ctx_size = 0;                // llama.cpp's -c, another name of --max-model-len

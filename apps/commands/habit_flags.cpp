@@ -34,15 +34,9 @@ void add_engine_habit_flags(CLI::App* cmd, EngineOptions& engine) {
   cmd->add_flag("--enable-prefix-caching", engine.enable_prefix_caching,
                 "vLLM's: prefix caching is on by default")
       ->group(kHabits);
-  cmd->add_option_function<double>(
-         "--gpu-memory-utilization",
-         [](double) {
-           throw Error(
-               "--gpu-memory-utilization is vLLM's share of GPU memory; tern runs on the CPU, "
-               "where --kv-cache-memory (e.g. 4GiB) or --kv-cache-fraction (of the free memory) "
-               "sizes the KV cache");
-         },
-         "vLLM's share of GPU memory: refused (tern runs on the CPU; see --kv-cache-memory)")
+  cmd->add_option("--gpu-memory-utilization", engine.gpu_memory_utilization,
+                  "vLLM's: the share of a GPU's memory (--device vulkan) the instance may hold, "
+                  "weights and KV cache together (default 0.9); the KV cache gets what is left")
       ->group(kHabits);
   for (const char* flag : {"--tensor-parallel-size", "--pipeline-parallel-size"})
     cmd->add_option_function<int>(
@@ -66,10 +60,10 @@ void add_engine_habit_flags(CLI::App* cmd, EngineOptions& engine) {
          [](int n) {
            if (n == 0) return;  // every layer on the CPU: what tern does
            throw Error("-ngl " + std::to_string(n) +
-                       ": tern runs the whole model on one device, which is the CPU: it has no GPU "
-                       "backend yet, and will not split a model's layers between devices");
+                       ": tern runs the whole model on one device, chosen by --device (cpu, "
+                       "vulkan[:N]); it does not split a model's layers between devices");
          },
-         "llama.cpp's -ngl: 0 only, every layer on the CPU")
+         "llama.cpp's -ngl: 0 only; --device vulkan runs every layer on the GPU")
       ->group(kHabits);
 }
 

@@ -245,11 +245,10 @@ TEST(Cli, VllmAndLlamaCppHabitsAreAnsweredInOneLine) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
       {{"--enable-prefix-caching", "--no-enable-prefix-caching"},
        "give --enable-prefix-caching or --no-enable-prefix-caching, not both"},
-      {{"--gpu-memory-utilization", "0.9"}, "--kv-cache-memory (e.g. 4GiB) or --kv-cache-fraction"},
       {{"-tp", "2"}, "--tensor-parallel-size 2: tern runs a model in one process"},
       {{"--tensor-parallel-size", "4"}, "put tern router in front"},
       {{"-pp", "2"}, "--pipeline-parallel-size 2"},
-      {{"-ngl", "99"}, "-ngl 99: tern runs the whole model on one device, which is the CPU"},
+      {{"-ngl", "99"}, "-ngl 99: tern runs the whole model on one device, chosen by --device"},
       {{"-c", "100", "--max-model-len", "200"}, "give the context length once"},
   };
   for (const auto& [flags, message] : refused) {
@@ -267,6 +266,7 @@ TEST(Cli, VllmAndLlamaCppHabitsAreAnsweredInOneLine) {
       {"-tp", "1"},
       {"-ngl", "0"},
       {"--seed", "7"},
+      {"--gpu-memory-utilization", "0.9"},
       {"-c", "512"},
       {"--ctx-size", "512"},
   };

@@ -77,6 +77,19 @@ TEST(DeviceCli, VulkanDevicesAreListedAndRunTheModelCommands) {
     const auto r = run_tern(args);
     EXPECT_EQ(r.exit_code, 0) << command[0] << ": " << r.err;
   }
+  // vLLM's --gpu-memory-utilization sizes the cache from the device's memory; the CPU refuses it.
+  args = generate;
+  args.insert(args.end(), {"--device", "vulkan", "--gpu-memory-utilization", "0.1"});
+  const auto share = run_tern(args);
+  EXPECT_EQ(share.exit_code, 0) << share.err;
+  EXPECT_NE(share.err.find("--gpu-memory-utilization 0.10 of vulkan:0's"), std::string::npos)
+      << share.err;
+  args = generate;
+  args.insert(args.end(), {"--gpu-memory-utilization", "0.5"});
+  const auto on_cpu = run_tern(args);
+  EXPECT_EQ(on_cpu.exit_code, 1);
+  EXPECT_NE(on_cpu.err.find("on the cpu, --kv-cache-memory"), std::string::npos) << on_cpu.err;
+
   args = generate;
   args.insert(args.end(), {"--device", "vulkan:9"});
   const auto missing = run_tern(args);

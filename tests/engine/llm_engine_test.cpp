@@ -388,6 +388,66 @@ TEST(EngineConfig, DefaultKvBudgetIsBoundedByFreeMemory) {
   EXPECT_TRUE(bounded) << plan.summary;
 }
 
+// A device with 1 GiB of its own, 100 MiB of it held (weights, activations).
+class GpuLikeDevice final : public Device {
+ public:
+  std::string_view name() const override { return "gpu-like"; }
+  void prepare_weights(ModelWeights&) const override {}
+  std::unique_ptr<Backend> make_backend(const ModelConfig&, const ModelWeights&) const override {
+    throw Error("no backend");
+  }
+  uint64_t kv_cache_overhead_bytes(const KvCacheConfig&) const override { return 0; }
+  uint64_t prepared_copy_bytes(const MatrixShape&) const override { return 0; }
+  std::optional<DeviceMemory> own_memory() const override {
+    return DeviceMemory{uint64_t{1} << 30, uint64_t{100} << 20};
+  }
+  WorkingBytes working_bytes(const ModelConfig&, std::span<const std::vector<MatrixShape>>,
+                             const MatrixShape&, int64_t, int64_t) const override {
+    return {};
+  }
+};
+
+// vLLM's --gpu-memory-utilization: on a device with memory of its own the cache is that share of
+// it less what is held there (by default 0.9, or what the sequences can use when that is less);
+// on the CPU the flag is refused with what sizes the cache there.
+TEST(EngineConfig, GpuMemoryUtilizationSizesTheCacheFromTheDevicesMemory) {
+  KvCacheConfig shape;
+  shape.num_layers = 2, shape.n_kv_heads = 1, shape.head_dim = 64, shape.block_size = 16;
+  const GpuLikeDevice gpu;
+  EngineConfig config;
+  auto blocks_of = [&](double share) {
+    return static_cast<int64_t>((share * (uint64_t{1} << 30) - (uint64_t{100} << 20)) /
+                                static_cast<double>(shape.bytes_per_block()));
+  };
+  config.scheduler.max_num_seqs = 100000;  // more than the memory holds
+  const KvCachePlan by_default = plan_kv_cache(shape, config, 100, gpu);
+  EXPECT_EQ(by_default.num_blocks, blocks_of(0.9));
+  EXPECT_NE(by_default.summary.find("--gpu-memory-utilization 0.90 of gpu-like's 1.00 GiB, less"),
+            std::string::npos)
+      << by_default.summary;
+  config.scheduler.max_num_seqs = 4;  // by default only what 4 sequences of 100 tokens use
+  const KvCachePlan small = plan_kv_cache(shape, config, 100, gpu);
+  EXPECT_LE(small.num_blocks, 4 * 7 + (int64_t{1} << 20) / shape.bytes_per_block());  // + 1 MiB
+  EXPECT_NE(small.summary.find("default: 4 sequences of 100 tokens, within --gpu-memory"),
+            std::string::npos)
+      << small.summary;
+  config.gpu_memory_utilization = 0.5;  // given: the whole share, as vLLM
+  EXPECT_EQ(plan_kv_cache(shape, config, 100, gpu).num_blocks, blocks_of(0.5));
+  config.gpu_memory_utilization = 0.05;  // less than is held already
+  EXPECT_THROW(plan_kv_cache(shape, config, 100, gpu), Error);
+  config.gpu_memory_utilization = 1.5;
+  EXPECT_THROW(plan_kv_cache(shape, config, 100, gpu), Error);
+  config.gpu_memory_utilization = 0.5;
+  try {
+    plan_kv_cache(shape, config, 100, find_device("cpu"));
+    ADD_FAILURE() << "--gpu-memory-utilization was taken on the CPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--kv-cache-memory (e.g. 4GiB) or --kv-cache-fraction"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Which limit max_model_len is, for the context-length errors: the model's, --max-model-len's,
 // or the KV cache's when it holds less than the model's context.
 TEST(EngineConfig, TheContextLimitSaysWhereItComesFrom) {

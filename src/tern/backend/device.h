@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,12 @@ struct WorkingBytes {
   uint64_t activations = 0;  // the forward's f32 rows (the decoder's and the backend's own)
   uint64_t workspace = 0;    // the matmuls' scratch (their quantized inputs, on the CPU)
   uint64_t total() const { return activations + workspace; }
+};
+
+// Memory of a device's own (a GPU's), for --gpu-memory-utilization.
+struct DeviceMemory {
+  uint64_t total = 0;   // the heap tern allocates its buffers in
+  uint64_t in_use = 0;  // what tern holds there now: weights, activations, caches
 };
 
 class Device {
@@ -47,6 +54,8 @@ class Device {
   // tied embedding's table, read row by row besides lm_head); 0 when it adds nothing or the
   // type has no kernels here.
   virtual uint64_t prepared_copy_bytes(const MatrixShape& shape) const = 0;
+  // The device's own memory; nullopt where a model computes in host memory (the CPU).
+  virtual std::optional<DeviceMemory> own_memory() const = 0;
   // What Backend::working_bytes holds after reserve(num_tokens, num_logit_rows) for a decoder
   // of `config` whose matrices are `layers` ([layer][q k v o gate up down]) and `lm_head`.
   virtual WorkingBytes working_bytes(const ModelConfig& config,

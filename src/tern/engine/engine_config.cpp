@@ -15,6 +15,8 @@ namespace tern {
 namespace {
 
 constexpr uint64_t kDefaultKvBytes = uint64_t{4} << 30;
+// vLLM's default --gpu-memory-utilization.
+constexpr double kDefaultGpuMemoryUtilization = 0.9;
 
 std::string gib(double bytes) {
   char buf[32];
@@ -105,7 +107,48 @@ KvCachePlan plan_kv_cache(const KvCacheConfig& shape, const EngineConfig& config
       shape.bytes_per_block() + (draft_shape ? draft_shape->bytes_per_block() : 0);
   uint64_t budget = kDefaultKvBytes;
   std::string source = "default";
-  if (config.kv_cache_memory) {
+  const std::optional<DeviceMemory> own = device.own_memory();
+  if (config.gpu_memory_utilization) {
+    const double u = *config.gpu_memory_utilization;
+    if (!own)
+      throw Error(
+          "--gpu-memory-utilization is the share of a GPU's memory (--device vulkan); "
+          "on the " +
+          std::string(device.name()) +
+          ", --kv-cache-memory (e.g. 4GiB) or --kv-cache-fraction (of the free memory) "
+          "sizes the KV cache");
+    if (!(u > 0.0 && u <= 1.0))
+      throw Error("--gpu-memory-utilization must be in (0, 1], got " + std::to_string(u));
+    if (config.kv_cache_memory || config.kv_cache_fraction)
+      throw Error(
+          "give --gpu-memory-utilization or --kv-cache-memory / --kv-cache-fraction, "
+          "not both");
+  }
+  // What every sequence at full length could use, in whole blocks (a 2-token run still needs
+  // one block): the default never allocates more.
+  const int64_t blocks_per_seq = (wanted_len + shape.block_size - 1) / shape.block_size;
+  const uint64_t usable =
+      static_cast<uint64_t>(static_cast<double>(per_block) * static_cast<double>(blocks_per_seq) *
+                            config.scheduler.max_num_seqs) +
+      (uint64_t{1} << 20);
+  if (own && !config.kv_cache_memory && !config.kv_cache_fraction) {
+    const double u = config.gpu_memory_utilization.value_or(kDefaultGpuMemoryUtilization);
+    const double share = u * static_cast<double>(own->total);
+    budget =
+        share > static_cast<double>(own->in_use) ? static_cast<uint64_t>(share) - own->in_use : 0;
+    char what[160];
+    std::snprintf(what, sizeof what,
+                  "--gpu-memory-utilization %.2f of %s's %s, less %s it holds already", u,
+                  std::string(device.name()).c_str(), gib(static_cast<double>(own->total)).c_str(),
+                  gib(static_cast<double>(own->in_use)).c_str());
+    source = what;
+    // Given, the share is the cache, as vLLM's; by default no more than the sequences can use.
+    if (!config.gpu_memory_utilization && usable < budget) {
+      budget = usable;
+      source = "default: " + std::to_string(config.scheduler.max_num_seqs) + " sequences of " +
+               std::to_string(wanted_len) + " tokens, within " + source;
+    }
+  } else if (config.kv_cache_memory) {
     budget = *config.kv_cache_memory;
     source = "--kv-cache-memory";
   } else if (config.kv_cache_fraction) {
@@ -115,13 +158,9 @@ KvCachePlan plan_kv_cache(const KvCacheConfig& shape, const EngineConfig& config
     budget = static_cast<uint64_t>(f * static_cast<double>(available_memory_bytes()));
     source = "--kv-cache-fraction";
   } else {
-    // No more than every sequence at full length could use, in whole blocks (a 2-token run
-    // still needs one block), nor more than half the memory left (the weights' pages and the
-    // system need the rest), nor 4 GiB (vLLM's CPU default, VLLM_CPU_KVCACHE_SPACE).
-    const int64_t blocks_per_seq = (wanted_len + shape.block_size - 1) / shape.block_size;
-    const double full = static_cast<double>(per_block) * static_cast<double>(blocks_per_seq) *
-                        config.scheduler.max_num_seqs;
-    const uint64_t usable = static_cast<uint64_t>(full) + (uint64_t{1} << 20);
+    // No more than every sequence at full length could use, nor more than half the memory left
+    // (the weights' pages and the system need the rest), nor 4 GiB (vLLM's CPU default,
+    // VLLM_CPU_KVCACHE_SPACE).
     const uint64_t half_free = available_memory_bytes() / 2;
     if (usable <= std::min(budget, half_free)) {
       budget = usable;

@@ -19,8 +19,12 @@ struct EngineConfig {
   int64_t max_model_len = 0;                // --max-model-len; 0: the model's, capped to the cache
   std::optional<uint64_t> kv_cache_memory;  // --kv-cache-memory, bytes
   std::optional<double> kv_cache_fraction;  // --kv-cache-fraction of available memory
-  bool enable_prefix_caching = true;        // --no-enable-prefix-caching turns it off
-  SchedulerConfig scheduler;  // --max-num-seqs, --max-num-batched-tokens, chunked prefill
+  // --gpu-memory-utilization (vLLM's): on a device with memory of its own, the share of it the
+  // instance may hold, weights and working memory included; the KV cache gets the rest. Unset:
+  // 0.9 there; refused on the CPU.
+  std::optional<double> gpu_memory_utilization;
+  bool enable_prefix_caching = true;  // --no-enable-prefix-caching turns it off
+  SchedulerConfig scheduler;          // --max-num-seqs, --max-num-batched-tokens, chunked prefill
   // --max-step-ms: chunked prefill's steps sized by time too: a step takes no more tokens than
   // the measured forward costs say fit in it (at least one per running sequence and one more).
   // 0: off; kAutoMaxStepMs (`auto`, `tern serve`'s default): see step_time_limit_ms.
@@ -46,12 +50,14 @@ struct KvCachePlan {
   std::string max_model_len_limit;
 };
 
-// Without --kv-cache-memory or --kv-cache-fraction: 4 GiB, or less when max_num_seqs sequences
-// of max_model_len tokens need less. Throws tern::Error when the budget holds no block, or when
-// an explicit max_model_len does not fit in the cache. `model_max_len`: the model's context.
-// `draft_shape`: a draft model's cache, which has as many blocks as the target's (it follows
-// the target's block ids), so a block costs both; nullptr without one. `device`: where the
-// caches are (their alignment padding).
+// Without --kv-cache-memory or --kv-cache-fraction: on a device with memory of its own,
+// --gpu-memory-utilization of it less what tern holds there already (the weights, the
+// activations), and when that flag is not given 0.9 of it, or less when max_num_seqs sequences
+// of max_model_len tokens need less; on the CPU 4 GiB, or less when they need less. Throws
+// tern::Error when the budget holds no block, or when an explicit max_model_len does not fit in the
+// cache. `model_max_len`: the model's context. `draft_shape`: a draft model's cache, which has as
+// many blocks as the target's (it follows the target's block ids), so a block costs both; nullptr
+// without one. `device`: where the caches are (their alignment padding).
 KvCachePlan plan_kv_cache(const KvCacheConfig& shape, const EngineConfig& config,
                           int64_t model_max_len, const Device& device,
                           const KvCacheConfig* draft_shape = nullptr);

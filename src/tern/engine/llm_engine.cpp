@@ -37,8 +37,14 @@ const EngineConfig& checked(const EngineConfig& config) {
   return config;
 }
 
-KvCachePlan plan_caches(const LanguageModel& decoder, const LanguageModel* draft,
-                        const EngineConfig& config) {
+KvCachePlan plan_caches(LanguageModel& decoder, LanguageModel* draft, const EngineConfig& config) {
+  // On a device with memory of its own the KV cache gets what the weights and the activations
+  // leave, so the activations are allocated first, at their largest step.
+  if (decoder.device().own_memory()) {
+    const int64_t tokens = config.scheduler.max_num_batched_tokens;
+    decoder.reserve(tokens, tokens);
+    if (draft) draft->reserve(tokens, tokens);
+  }
   const KvCacheConfig target = decoder.kv_cache_config(1, config.block_size, config.kv_cache_dtype);
   const bool drafting = draft && config.speculative.method == SpeculativeMethod::kDraftModel;
   const KvCacheConfig draft_shape =

@@ -23,6 +23,8 @@ class CpuDevice final : public Device {
     return make_cpu_backend(config, weights);
   }
 
+  std::optional<DeviceMemory> own_memory() const override { return std::nullopt; }
+
   uint64_t kv_cache_overhead_bytes(const KvCacheConfig& shape) const override {
     return cpu::kv_cache_padding_bytes(shape);
   }

@@ -59,6 +59,9 @@ Buffer::Buffer(Context& context, uint64_t bytes, Memory memory) : context_(&cont
   where.buffer = buffer_;
   address_ = vkGetBufferDeviceAddress(dev, &where);
   bytes_ = bytes;
+  device_memory_ = memory == Memory::Device;
+  if (device_memory_) context.device_bytes_ += req.size;
+  allocation_bytes_ = req.size;
 }
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
@@ -70,6 +73,8 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   address_ = o.address_;
   bytes_ = o.bytes_;
   mapped_ = o.mapped_;
+  device_memory_ = o.device_memory_;
+  allocation_bytes_ = o.allocation_bytes_;
   o.buffer_ = VK_NULL_HANDLE;
   o.memory_ = VK_NULL_HANDLE;
   o.mapped_ = nullptr;
@@ -86,6 +91,7 @@ void Buffer::release() {
   if (mapped_ != nullptr) vkUnmapMemory(dev, memory_);
   vkDestroyBuffer(dev, buffer_, nullptr);
   vkFreeMemory(dev, memory_, nullptr);
+  if (device_memory_) context_->device_bytes_ -= allocation_bytes_;
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
   mapped_ = nullptr;
@@ -198,6 +204,22 @@ uint32_t Context::memory_type(uint32_t allowed, Memory memory, bool* host_visibl
   *host_visible =
       (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
   return static_cast<uint32_t>(type);
+}
+
+uint64_t Context::device_heap_bytes() const {
+  // The heap of the memory type device buffers get (Memory::Device's choice for a plain buffer).
+  VkBuffer probe = VK_NULL_HANDLE;
+  VkBufferCreateInfo create{};
+  create.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  create.size = 16;
+  create.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  check(vkCreateBuffer(device_, &create, nullptr, &probe), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, probe, &req);
+  vkDestroyBuffer(device_, probe, nullptr);
+  bool host_visible = false;
+  const uint32_t type = memory_type(req.memoryTypeBits, Memory::Device, &host_visible);
+  return memory_props_.memoryHeaps[memory_props_.memoryTypes[type].heapIndex].size;
 }
 
 const Pipeline& Context::pipeline(std::string_view name, uint32_t push_bytes) {

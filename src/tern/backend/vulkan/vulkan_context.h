@@ -8,6 +8,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -54,6 +55,8 @@ class Buffer {
   VkDeviceAddress address_ = 0;
   uint64_t bytes_ = 0;
   std::byte* mapped_ = nullptr;
+  bool device_memory_ = false;  // counted in the context's device_bytes_in_use
+  uint64_t allocation_bytes_ = 0;
 };
 
 struct Pipeline {
@@ -81,6 +84,10 @@ class Context {
   const PhysicalDeviceInfo& info() const { return info_; }
   uint32_t index() const { return index_; }
   VkDevice device() const { return device_; }
+
+  // The size of the heap Memory::Device buffers come from, and the bytes of such buffers alive.
+  uint64_t device_heap_bytes() const;
+  uint64_t device_bytes_in_use() const { return device_bytes_; }
 
   // The pipeline of embedded shader `name` (vulkan_shaders.h), made on first use.
   const Pipeline& pipeline(std::string_view name, uint32_t push_bytes);
@@ -126,6 +133,7 @@ class Context {
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   bool recording_ = false;
+  std::atomic<uint64_t> device_bytes_{0};
   uint64_t finishes_ = 0;
   std::map<std::string, Pipeline, std::less<>> pipelines_;
 

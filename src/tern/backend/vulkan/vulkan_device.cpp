@@ -28,6 +28,10 @@ class VulkanDevice final : public Device {
     return make_vulkan_backend(*this, context_, config, weights);
   }
 
+  std::optional<DeviceMemory> own_memory() const override {
+    return DeviceMemory{context_.device_heap_bytes(), context_.device_bytes_in_use()};
+  }
+
   uint64_t kv_cache_overhead_bytes(const KvCacheConfig&) const override { return 0; }
   uint64_t prepared_copy_bytes(const MatrixShape&) const override { return 0; }
 
