@@ -41,7 +41,9 @@ struct PlanFlags {
 void run(const PlanFlags& f) {
   check_threads(f.threads);
   plan::PlanOptions o;
-  o.device = find_device(f.device).name();
+  const Device& device = find_device(f.device);
+  o.device = device.name();
+  const std::optional<DeviceMemory> own = device.own_memory();
   o.recipe = parse_weight_recipe(f.weight_type);
   o.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype);
   o.max_model_len = f.max_model_len;
@@ -51,6 +53,9 @@ void run(const PlanFlags& f) {
   if (!f.device_memory.empty()) {
     o.device_memory = parse_byte_size(f.device_memory);
     o.device_memory_source = "--device-memory";
+  } else if (own) {
+    o.device_memory = own->total;
+    o.device_memory_source = "the memory heap of " + std::string(device.name());
   } else {
     o.device_memory = available_memory_bytes();
     o.device_memory_source = "MemAvailable of this machine";
@@ -59,6 +64,9 @@ void run(const PlanFlags& f) {
   if (!f.bandwidth.empty()) {
     o.bandwidth = plan::parse_bandwidth(f.bandwidth);
     o.bandwidth_source = "--bandwidth";
+  } else if (const std::optional<double> measured = device.measure_bandwidth()) {
+    o.bandwidth = *measured;
+    o.bandwidth_source = "measured on " + std::string(device.name()) + " by a copy on the device";
   } else {
     // Measured only once the model is known to be readable: it takes a second or two.
     const plan::BandwidthMeasurement m = plan::measure_read_bandwidth(f.threads);

@@ -69,6 +69,12 @@ TEST(DeviceCli, VulkanDevicesAreListedAndRunTheModelCommands) {
   const auto on_vulkan = run_tern(args);
   ASSERT_EQ(on_vulkan.exit_code, 0) << on_vulkan.err;
   EXPECT_EQ(on_vulkan.out, run_tern(generate).out);
+  // tern plan on the device: its heap is the memory to fit in, its copy bandwidth the ceiling's.
+  const auto plan = run_tern({"plan", model, "--device", "vulkan"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("the memory heap of vulkan:0"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("measured on vulkan:0 by a copy on the device"), std::string::npos)
+      << plan.out;
   for (const std::vector<std::string>& command :
        {std::vector<std::string>{"bench-model", model, "-p", "8", "-n", "4", "--json"},
         std::vector<std::string>{"plan", model, "--bandwidth", "100GB/s"}}) {

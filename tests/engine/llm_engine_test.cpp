@@ -401,6 +401,7 @@ class GpuLikeDevice final : public Device {
   std::optional<DeviceMemory> own_memory() const override {
     return DeviceMemory{uint64_t{1} << 30, uint64_t{100} << 20};
   }
+  std::optional<double> measure_bandwidth() const override { return 100e9; }
   WorkingBytes working_bytes(const ModelConfig&, std::span<const std::vector<MatrixShape>>,
                              const MatrixShape&, int64_t, int64_t) const override {
     return {};

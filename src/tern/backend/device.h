@@ -56,6 +56,10 @@ class Device {
   virtual uint64_t prepared_copy_bytes(const MatrixShape& shape) const = 0;
   // The device's own memory; nullopt where a model computes in host memory (the CPU).
   virtual std::optional<DeviceMemory> own_memory() const = 0;
+  // Bytes per second the device's own memory moves, measured now by a copy on the device (the
+  // bytes read and the bytes written both counted); nullopt where the memory is the host's
+  // (`tern plan` measures that itself).
+  virtual std::optional<double> measure_bandwidth() const = 0;
   // What Backend::working_bytes holds after reserve(num_tokens, num_logit_rows) for a decoder
   // of `config` whose matrices are `layers` ([layer][q k v o gate up down]) and `lm_head`.
   virtual WorkingBytes working_bytes(const ModelConfig& config,

@@ -24,6 +24,7 @@ class CpuDevice final : public Device {
   }
 
   std::optional<DeviceMemory> own_memory() const override { return std::nullopt; }
+  std::optional<double> measure_bandwidth() const override { return std::nullopt; }
 
   uint64_t kv_cache_overhead_bytes(const KvCacheConfig& shape) const override {
     return cpu::kv_cache_padding_bytes(shape);

@@ -1,6 +1,7 @@
 #include "tern/backend/vulkan/vulkan_context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "tern/backend/vulkan/vulkan_shaders.h"
@@ -220,6 +221,23 @@ uint64_t Context::device_heap_bytes() const {
   bool host_visible = false;
   const uint32_t type = memory_type(req.memoryTypeBits, Memory::Device, &host_visible);
   return memory_props_.memoryHeaps[memory_props_.memoryTypes[type].heapIndex].size;
+}
+
+double Context::measure_copy_bandwidth() {
+  const uint64_t bytes = std::min<uint64_t>(uint64_t{256} << 20, device_heap_bytes() / 8);
+  Buffer from(*this, bytes, Memory::Device), to(*this, bytes, Memory::Device);
+  zero(from);
+  finish();
+  double best = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    copy({from.handle(), 0, from.address()}, {to.handle(), 0, to.address()}, bytes);
+    finish();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, 2.0 * static_cast<double>(bytes) / s);
+  }
+  return best;
 }
 
 const Pipeline& Context::pipeline(std::string_view name, uint32_t push_bytes) {

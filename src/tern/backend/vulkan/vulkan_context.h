@@ -89,6 +89,10 @@ class Context {
   uint64_t device_heap_bytes() const;
   uint64_t device_bytes_in_use() const { return device_bytes_; }
 
+  // Bytes moved per second (read plus written) by copies between two device buffers of 256 MiB
+  // (less on a small heap), the fastest of a few passes.
+  double measure_copy_bandwidth();
+
   // The pipeline of embedded shader `name` (vulkan_shaders.h), made on first use.
   const Pipeline& pipeline(std::string_view name, uint32_t push_bytes);
 

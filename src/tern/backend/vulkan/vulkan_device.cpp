@@ -32,6 +32,10 @@ class VulkanDevice final : public Device {
     return DeviceMemory{context_.device_heap_bytes(), context_.device_bytes_in_use()};
   }
 
+  std::optional<double> measure_bandwidth() const override {
+    return context_.measure_copy_bandwidth();
+  }
+
   uint64_t kv_cache_overhead_bytes(const KvCacheConfig&) const override { return 0; }
   uint64_t prepared_copy_bytes(const MatrixShape&) const override { return 0; }
 
