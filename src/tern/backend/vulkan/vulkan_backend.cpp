@@ -20,14 +20,11 @@ using vulkan::Buffer;
 using vulkan::BufferSlice;
 using vulkan::Context;
 using vulkan::DeviceMatrix;
+using vulkan::MatmulPush;
 using vulkan::Memory;
 using vulkan::Pipeline;
 
 // The kernels' push constants, laid out as their GLSL blocks (addresses first, 8 bytes each).
-struct MatmulPush {
-  VkDeviceAddress w, scales, x, y, bias;
-  uint32_t rows, cols, t, has_bias;
-};
 struct RmsNormPush {
   VkDeviceAddress x, out, weight, rows;
   uint32_t num_rows, dim;
@@ -278,6 +275,7 @@ class VulkanBackend final : public Backend {
   }
 
   void logits(const WeightMatrix& lm_head, Activation x, int64_t rows, float* logits) override {
+    const auto hold = context_.hold();
     const uint64_t bytes = bytes_of(rows * lm_head.rows);
     std::byte* host = nullptr;
     const BufferSlice out = context_.host_memory(bytes, &host);
@@ -287,6 +285,7 @@ class VulkanBackend final : public Backend {
   }
 
   void read_rows(Activation a, int64_t rows, int64_t cols, float* host) override {
+    const auto hold = context_.hold();
     const uint64_t bytes = bytes_of(rows * cols);
     std::byte* mem = nullptr;
     const BufferSlice out = context_.host_memory(bytes, &mem);

@@ -117,6 +117,10 @@ class Context {
   BufferSlice host_memory(uint64_t bytes, std::byte** host);
   // Submits what is recorded and waits for it; the staged inputs are free again after.
   void finish();
+  // Keeps other threads' calls out until the lock goes: for a sequence of calls that must not be
+  // split (a read back: its host memory, the command writing it, finish, the copy out). Each
+  // call alone is atomic already.
+  std::unique_lock<std::recursive_mutex> hold() { return std::unique_lock(mutex_); }
   // How many times finish() has run: what was staged before a finish is gone after it.
   uint64_t finishes() const { return finishes_; }
 

@@ -34,9 +34,6 @@ constexpr TypeKernel kKernels[] = {
     {DType::INT8_G128, "matmul_int8_g128"},
 };
 
-// The push constants of matmul.comp.
-constexpr uint32_t kMatmulPushBytes = 5 * 8 + 4 * 4;
-
 const char* kernel_of(DType dtype) {
   for (const TypeKernel& k : kKernels)
     if (k.dtype == dtype) return k.kernel;
@@ -118,7 +115,7 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
 void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m) {
   if (m.empty() || matrices_.count(m.data) != 0) return;
   DeviceMatrix d;
-  d.matmul = &context.pipeline(kernel_of(m.dtype), kMatmulPushBytes);
+  d.matmul = &context.pipeline(kernel_of(m.dtype), sizeof(MatmulPush));
   d.rows = m.rows;
   d.cols = m.cols;
   std::vector<uint16_t> scales;

@@ -17,6 +17,12 @@
 
 namespace tern::vulkan {
 
+// The push constants of matmul.comp (every weight type's variant), as its GLSL block lays them.
+struct MatmulPush {
+  VkDeviceAddress w, scales, x, y, bias;
+  uint32_t rows, cols, t, has_bias;
+};
+
 struct DeviceMatrix {
   const Pipeline* matmul = nullptr;  // the kernel of its type
   VkDeviceAddress words = 0;         // the values (floats, halves, or the blocks' quants)
