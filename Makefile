@@ -66,6 +66,7 @@ test-release: build
 
 test-sanitize: build-sanitize
 	cd $(SAN_BUILD) && $(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(abspath tests/lsan-suppressions.txt):print_suppressions=0 \
 	  ctest --output-on-failure -j $(JOBS)
 	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SMOKE_SECONDS) $(JOBS)
 

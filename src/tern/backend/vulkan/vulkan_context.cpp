@@ -386,12 +386,13 @@ void Context::finish() {
 }
 
 Context& context(uint32_t index) {
-  // Opened once per device and never closed: the driver tears itself down at exit.
+  // Opened once per device and never closed (the driver tears itself down at exit); the map is
+  // never destroyed either, so what it holds stays reachable to the end.
   static std::mutex mutex;
-  static std::map<uint32_t, Context*> opened;
+  static auto* opened = new std::map<uint32_t, Context*>();
   std::lock_guard lock(mutex);
-  auto it = opened.find(index);
-  if (it == opened.end()) it = opened.emplace(index, new Context(index)).first;
+  auto it = opened->find(index);
+  if (it == opened->end()) it = opened->emplace(index, new Context(index)).first;
   return *it->second;
 }
 
