@@ -188,29 +188,36 @@ TEST(VulkanDecoder, BatchInvariant) {
   testing::expect_batch_invariant(c, make_dummy_weights(c, DType::Q4_0, 3), vulkan);
 }
 
-// The engine on the device: mixed lengths in one batch with chunked prefill and a warm prefix
-// cache give the same ids and logprobs as each prompt alone, as on the CPU; greedy ids equal the
-// CPU's; n = 2 forks a sequence's blocks (copy on write on the device).
+// The engine on the device, with an f16 and an int8 cache: mixed lengths in one batch with
+// chunked prefill and a warm prefix cache give the same ids and logprobs as each prompt alone;
+// greedy ids equal the CPU's with the same cache type; n = 2 forks a sequence's blocks (copy on
+// write on the device).
 TEST(VulkanEngine, BatchedChunkedAndCachedGiveTheOutputsAloneAndTheCpusTokens) {
   TERN_REQUIRE_VULKAN();
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
   const auto prompts = testing::random_prompts(16, 100, 512, 5);
   std::vector<SamplingParams> params;
   for (int i = 0; i < 16; ++i) params.push_back(testing::greedy(1 + (i * 7) % 12));
-  const auto alone = testing::run_alone(prompts, params, testing::stories260k_on_vulkan,
-                                        testing::small_engine(512, false, false));
-  {
-    LLM llm(testing::stories260k_on_vulkan(), testing::small_engine(48));
+  for (KvDtype dtype : {KvDtype::F16, KvDtype::Int8}) {
+    SCOPED_TRACE(std::string(kv_dtype_name(dtype)));
+    auto engine = [dtype](int64_t budget, bool chunked = true, bool prefix = true) {
+      EngineConfig c = testing::small_engine(budget, chunked, prefix);
+      c.kv_cache_dtype = dtype;
+      return c;
+    };
+    const auto alone = testing::run_alone(prompts, params, testing::stories260k_on_vulkan,
+                                          engine(512, false, false));
+    LLM llm(testing::stories260k_on_vulkan(), engine(48));
     testing::expect_same_outputs(llm.generate(prompts, params), alone,
                                  "batched, chunked prefill, cold cache");
     const auto warm = llm.generate(prompts, params);
     EXPECT_GT(llm.engine().stats().prefix_cache_hits, 0);
     testing::expect_same_outputs(warm, alone, "batched, prefix cache warm");
+    LLM cpu(testing::stories260k(), engine(48));
+    const auto on_cpu = cpu.generate(prompts, params);
+    for (size_t i = 0; i < prompts.size(); ++i)
+      EXPECT_EQ(alone[i].outputs[0].token_ids, on_cpu[i].outputs[0].token_ids) << "request " << i;
   }
-  LLM cpu(testing::stories260k(), testing::small_engine(48));
-  const auto on_cpu = cpu.generate(prompts, params);
-  for (size_t i = 0; i < prompts.size(); ++i)
-    EXPECT_EQ(alone[i].outputs[0].token_ids, on_cpu[i].outputs[0].token_ids) << "request " << i;
 
   // n = 2, greedy: both completions fork the prompt's last, partly filled block (its copy is a
   // command on the device) and must each be the greedy completion alone.
@@ -264,10 +271,12 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
   const ModelWeights q4 = make_dummy_weights(c, DType::Q4_0, 1);
   Decoder decoder(c, q4, vulkan);
   try {
-    decoder.make_kv_cache(4, 16, KvDtype::Int8);
-    ADD_FAILURE() << "an int8 KV cache was made";
+    decoder.make_kv_cache(4, 16, KvDtype::Fp8E4M3);
+    ADD_FAILURE() << "an fp8 KV cache was made";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("int8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--kv-cache-dtype fp8_e4m3 is not built for the Vulkan"),
+              std::string::npos)
+        << e.what();
   }
   // A cache of the CPU's handed to the Vulkan decoder is refused before anything runs.
   Decoder on_cpu(c, q4, find_device("cpu"));

@@ -147,27 +147,36 @@ TEST(Disaggregation, DecodeInstanceGivesTheOutputsOfOneInstance) {
   EXPECT_EQ(c.kv_cache_usage, 0.0);
 }
 
-// A decode instance on a Vulkan device pulls what a CPU instance prefilled: the blocks have one
-// layout on both, moved range by range into the device cache's mapped memory. Its greedy ids
-// are a Vulkan instance's alone (the logprobs differ within the backends' tolerance).
+// A decode instance on a Vulkan device pulls what a CPU instance prefilled, with an f16 and an
+// int8 cache: the blocks have one layout on both, moved range by range into the device cache's
+// mapped memory. Its greedy ids are a Vulkan instance's alone (the logprobs differ within the
+// backends' tolerance).
 TEST(Disaggregation, AVulkanDecodeInstancePullsFromACpuPrefill) {
   TERN_REQUIRE_VULKAN();
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
-  LLM producer(stories260k(), engine_with_role(disagg::KvRole::kProducer));
-  LLM consumer(testing::stories260k_on_vulkan(), engine_with_role(disagg::KvRole::kConsumer));
-  LLM reference(testing::stories260k_on_vulkan(), testing::small_engine(64));
-  int n = 0;
-  for (int length : {2, 17, 33, 150}) {
-    const std::string id = "v" + std::to_string(n++);
-    const std::vector<int32_t> prompt = prompt_of(length, n);
-    const disagg::RemoteBlocks where = prefill_remotely(producer.engine(), id, prompt);
-    const RequestOutput got = decode_remotely(consumer.engine(), id, prompt, greedy(20), where);
-    const RequestOutput ref = alone(reference.engine(), id, prompt, greedy(20));
-    ASSERT_EQ(got.outputs.size(), 1u);
-    EXPECT_FALSE(got.error.has_value()) << got.error.value_or("");
-    EXPECT_EQ(got.outputs[0].token_ids, ref.outputs[0].token_ids) << length << " tokens";
+  for (KvDtype dtype : {KvDtype::F16, KvDtype::Int8}) {
+    SCOPED_TRACE(std::string(kv_dtype_name(dtype)));
+    auto with = [dtype](EngineConfig c) {
+      c.kv_cache_dtype = dtype;
+      return c;
+    };
+    LLM producer(stories260k(), with(engine_with_role(disagg::KvRole::kProducer)));
+    LLM consumer(testing::stories260k_on_vulkan(),
+                 with(engine_with_role(disagg::KvRole::kConsumer)));
+    LLM reference(testing::stories260k_on_vulkan(), with(testing::small_engine(64)));
+    int n = 0;
+    for (int length : {2, 17, 33, 150}) {
+      const std::string id = "v" + std::to_string(n++);
+      const std::vector<int32_t> prompt = prompt_of(length, n);
+      const disagg::RemoteBlocks where = prefill_remotely(producer.engine(), id, prompt);
+      const RequestOutput got = decode_remotely(consumer.engine(), id, prompt, greedy(20), where);
+      const RequestOutput ref = alone(reference.engine(), id, prompt, greedy(20));
+      ASSERT_EQ(got.outputs.size(), 1u);
+      EXPECT_FALSE(got.error.has_value()) << got.error.value_or("");
+      EXPECT_EQ(got.outputs[0].token_ids, ref.outputs[0].token_ids) << length << " tokens";
+    }
+    EXPECT_EQ(consumer.engine().stats().kv.pulls_ok, 4);
   }
-  EXPECT_EQ(consumer.engine().stats().kv.pulls_ok, 4);
 }
 
 TEST(Disaggregation, PullsOnlyWhatThePrefixCacheLacks) {

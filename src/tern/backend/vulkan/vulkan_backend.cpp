@@ -47,8 +47,13 @@ struct WriteKvPush {
   VkDeviceAddress k, v, k_cache, v_cache, slots;
   uint32_t t, row_elems;
 };
+struct WriteKvInt8Push {
+  VkDeviceAddress k, v, k_codes, v_codes, k_scales, v_scales, slots;
+  uint32_t t, n_kv_heads, head_dim, pad;
+};
 struct AttentionPush {
-  VkDeviceAddress q, out, k_cache, v_cache, block_tables, seq_of_token, context_lens;
+  VkDeviceAddress q, out, k_cache, v_cache, block_tables, seq_of_token, context_lens, k_scales,
+      v_scales;
   uint32_t max_blocks, block_size, n_heads, n_kv_heads, head_dim;
   float scale;
 };
@@ -83,7 +88,9 @@ class VulkanBackend final : public Backend {
     rms_norm_ = &context.pipeline("rms_norm", sizeof(RmsNormPush));
     rope_kernel_ = &context.pipeline("rope", sizeof(RopePush));
     write_kv_ = &context.pipeline("write_kv", sizeof(WriteKvPush));
+    write_kv_int8_ = &context.pipeline("write_kv_int8", sizeof(WriteKvInt8Push));
     attention_ = &context.pipeline("attention", sizeof(AttentionPush));
+    attention_int8_ = &context.pipeline("attention_int8", sizeof(AttentionPush));
   }
 
   const Device& device() const override { return device_; }
@@ -227,11 +234,30 @@ class VulkanBackend final : public Backend {
       staged_slots_.finishes = context_.finishes();
     }
     const int64_t t = static_cast<int64_t>(slot_mapping.size());
-    const int64_t row_elems = cache.config().row_elems();
-    WriteKvPush p{
-        address(k), address(v),    c.k_address(layer), c.v_address(layer), staged_slots_.address,
-        u32(t),     u32(row_elems)};
-    dispatch_1d(context_, *write_kv_, &p, t * row_elems / 2, 64);
+    const KvCacheConfig& kc = cache.config();
+    if (kc.dtype == KvDtype::Int8) {
+      WriteKvInt8Push p{address(k),
+                        address(v),
+                        c.k_address(layer),
+                        c.v_address(layer),
+                        c.k_scales_address(layer),
+                        c.v_scales_address(layer),
+                        staged_slots_.address,
+                        u32(t),
+                        u32(kc.n_kv_heads),
+                        u32(kc.head_dim),
+                        0};
+      dispatch_1d(context_, *write_kv_int8_, &p, t * kc.n_kv_heads * 2, 64);
+      return;
+    }
+    WriteKvPush p{address(k),
+                  address(v),
+                  c.k_address(layer),
+                  c.v_address(layer),
+                  staged_slots_.address,
+                  u32(t),
+                  u32(kc.row_elems())};
+    dispatch_1d(context_, *write_kv_, &p, t * kc.row_elems() / 2, 64);
   }
 
   void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
@@ -258,6 +284,8 @@ class VulkanBackend final : public Backend {
                     staged_batch_.tables,
                     staged_batch_.seqs,
                     staged_batch_.lens,
+                    c.k_scales_address(layer),
+                    c.v_scales_address(layer),
                     u32(batch.max_blocks_per_seq),
                     u32(kc.block_size),
                     u32(n_heads),
@@ -265,8 +293,8 @@ class VulkanBackend final : public Backend {
                     u32(kc.head_dim),
                     scale};
     const int64_t gy = std::min<int64_t>(t, kMaxGroups);
-    context_.dispatch(*attention_, &p, u32(n_heads), u32(gy),
-                      u32((t + kMaxGroups - 1) / kMaxGroups));
+    context_.dispatch(kc.dtype == KvDtype::Int8 ? *attention_int8_ : *attention_, &p, u32(n_heads),
+                      u32(gy), u32((t + kMaxGroups - 1) / kMaxGroups));
   }
 
   void add(Activation x, Activation y, int64_t n) override {
@@ -368,7 +396,9 @@ class VulkanBackend final : public Backend {
   const Pipeline* rms_norm_ = nullptr;
   const Pipeline* rope_kernel_ = nullptr;
   const Pipeline* write_kv_ = nullptr;
+  const Pipeline* write_kv_int8_ = nullptr;
   const Pipeline* attention_ = nullptr;
+  const Pipeline* attention_int8_ = nullptr;
   int64_t capacity_tokens_ = 0;
   int64_t capacity_rows_ = 0;
   std::vector<ActivationBuffer> activations_;  // indexed by Activation::id

@@ -4,12 +4,14 @@
 // sum, and each invocation owns up to 4 of the head's output dims. Grouped-query heads read
 // kv head head / (n_heads / n_kv_heads). Every sum runs in a fixed order and chunks start at
 // absolute positions, so a token's output depends only on its q row and its context: the same
-// bits alone or in any batch. head_dim: even, at most 256.
+// bits alone or in any batch. head_dim: even, at most 256. With KV_INT8, the cache holds int8
+// codes (a byte each) and an f16 scale per slot and kv head (write_kv_int8.comp).
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
   Floats q; Floats outp; Words k_cache; Words v_cache;
   Ints block_tables; Ints seq_of_token; Ints context_lens;
+  Words k_scales; Words v_scales;
   uint max_blocks; uint block_size; uint n_heads; uint n_kv_heads; uint head_dim; float scale;
 } p;
 shared float qs[256];
@@ -39,11 +41,19 @@ void main() {
       slot_of[lid] = slot;
       const uint base = slot * row_elems + kvh * p.head_dim;
       float dot = 0.0;
+#ifdef KV_INT8
+      for (uint d = 0u; d < p.head_dim; d += 4u) {
+        const int word = int(p.k_cache.v[(base + d) >> 2]);
+        for (uint j = 0u; j < 4u; ++j) dot += qs[d + j] * float(bitfieldExtract(word, int(8u * j), 8));
+      }
+      dot *= half_at(p.k_scales, slot * p.n_kv_heads + kvh);
+#else
       for (uint d = 0u; d < p.head_dim; d += 2u) {
         const vec2 kv = unpackHalf2x16(p.k_cache.v[(base + d) >> 1]);
         dot += qs[d] * kv.x;
         dot += qs[d + 1u] * kv.y;
       }
+#endif
       s = dot * p.scale;
     }
     ps[lid] = s;
@@ -63,8 +73,15 @@ void main() {
       const uint d = lid + 64u * i;
       if (d >= p.head_dim) break;
       float a = acc[i] * correction;
-      for (uint j = 0u; j < keys; ++j)
+      for (uint j = 0u; j < keys; ++j) {
+#ifdef KV_INT8
+        const uint e = slot_of[j] * row_elems + kvh * p.head_dim + d;
+        const float code = float(bitfieldExtract(int(p.v_cache.v[e >> 2]), int(8u * (e & 3u)), 8));
+        a += ps[j] * (code * half_at(p.v_scales, slot_of[j] * p.n_kv_heads + kvh));
+#else
         a += ps[j] * half_at(p.v_cache, slot_of[j] * row_elems + kvh * p.head_dim + d);
+#endif
+      }
       acc[i] = a;
     }
     m = new_m;
