@@ -56,7 +56,8 @@ struct QuantizeOptions {
 };
 
 constexpr const char* kTypes =
-    "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16, bf16, f32";
+    "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q2_k_s, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, "
+    "q5_k_m, q6_k, f16, bf16, f32";
 
 FileType parse_file_type(const std::string& name) {
   if (auto ft = file_type_from_name(name)) return *ft;
@@ -67,7 +68,8 @@ DType parse_tensor_type(const std::string& flag, const std::string& name) {
   if (auto d = dtype_from_name(name)) return *d;
   throw Error(
       flag + " '" + name +
-      "' is not a tensor type (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, f16, bf16, f32)");
+      "' is not a tensor type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, f16, "
+      "bf16, f32)");
 }
 
 // Every matrix of the model, the embedding (and untied lm_head) included.
@@ -209,6 +211,11 @@ void run(const QuantizeOptions& opt) {
     if (opt.type.empty()) throw Error(std::string("TYPE is required for GGUF output: ") + kTypes);
     const FileType file_type = parse_file_type(opt.type);
     recipe = opt.pure ? QuantRecipe::pure(file_type) : QuantRecipe::mixture(file_type);
+    if (recipe.needs_importance_matrix() && opt.imatrix.empty())
+      throw Error(std::string(file_type_name(file_type)) +
+                  " fits its 2-bit matrices to an importance matrix, and without one the result "
+                  "is garbage (llama-quantize refuses it too): --imatrix F (from tern imatrix or "
+                  "llama-imatrix), or Q2_K");
     if (!opt.output_tensor_type.empty())
       recipe.set_output_type(parse_tensor_type("--output-tensor-type", opt.output_tensor_type));
     if (!opt.token_embedding_type.empty())

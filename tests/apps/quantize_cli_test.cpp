@@ -67,7 +67,8 @@ TEST(QuantizeCli, EveryTypeLoadsAndStaysCloseToF32) {
   const std::vector<float> ref = prefill_logits(f32);
   // Bounds 1.5× the measured errors: f16 0.00061, bf16 0.0060, q8_0 0.0136, q6_k 0.036,
   // q5_k_m 0.058, q5_k_s 0.062, q5_1 0.056, q5_0 0.057, q4_k_m 0.108, q4_k_s 0.099, q4_1 0.116,
-  // q4_0 0.127 (uniform random weights are harder to quantize than trained ones).
+  // q4_0 0.127, q3_k_l 0.140, q3_k_m 0.151, q3_k_s 0.253, q2_k 0.312 (uniform random weights
+  // are harder to quantize than trained ones).
   const TypeCase cases[] = {
       {"f16", "F16", 1, 9e-4},         {"bf16", "BF16", 32, 9e-3},
       {"q8_0", "Q8_0", 7, 0.02},       {"q6_k", "Q6_K", 18, 0.054},
@@ -75,6 +76,8 @@ TEST(QuantizeCli, EveryTypeLoadsAndStaysCloseToF32) {
       {"q5_1", "Q5_1", 9, 0.084},      {"q5_0", "Q5_0", 8, 0.086},
       {"q4_k_m", "Q4_K_M", 15, 0.162}, {"q4_k_s", "Q4_K_S", 14, 0.149},
       {"q4_1", "Q4_1", 3, 0.174},      {"q4_0", "Q4_0", 2, 0.19},
+      {"q3_k_l", "Q3_K_L", 13, 0.21},  {"q3_k_m", "Q3_K_M", 12, 0.227},
+      {"q3_k_s", "Q3_K_S", 11, 0.38},  {"q2_k", "Q2_K", 10, 0.47},
   };
   for (const TypeCase& t : cases) {
     const std::string out = dir.file(std::string(t.type) + ".gguf");
@@ -126,6 +129,12 @@ TEST(QuantizeCli, RefusesWhatItShould) {
   auto r = run_tern({"quantize", f32, dir.file("x.gguf"), "q3_k_xl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("unknown quantization type 'q3_k_xl'"), std::string::npos) << r.err;
+  // Q2_K_S without an importance matrix, as llama-quantize: refused before the model is read.
+  r = run_tern({"quantize", f32, dir.file("x.gguf"), "q2_k_s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Q2_K_S fits its 2-bit matrices to an importance matrix"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("quantizing"), std::string::npos) << r.err;
 
   // An output nowhere to be written fails before the input is read, not after quantizing it.
   r = run_tern({"quantize", f32, "/nonexistent/dir/x.gguf", "q4_0"});

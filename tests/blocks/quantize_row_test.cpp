@@ -39,6 +39,8 @@ TEST(Quantize, RoundTripErrorPerType) {
       {DType::Q4_K, 8.15e-2},       // 7.11e-2: the step is ~ 4.1σ/15 per 32 values, /√12
       {DType::Q4_1, 8.95e-2},       // 7.79e-2
       {DType::Q4_0, 1.0e-1},        // 8.75e-2
+      {DType::Q3_K, 1.65e-1},       // 1.43e-1: 8 levels per 16 values
+      {DType::Q2_K, 3.1e-1},        // 2.70e-1: 4 levels per 16 values
       {DType::INT8_G32, 5.5e-3},    // 4.74e-3: GPTQ's round to nearest, 0 in the range
       {DType::INT4_G32, 9.2e-2},    // 8.03e-2
       {DType::INT4_G128, 1.14e-1},  // 9.92e-2
@@ -58,8 +60,9 @@ TEST(Quantize, RoundTripErrorPerType) {
 
 // Rows with a large dynamic range between blocks, all-zero blocks and one-sided blocks.
 TEST(Quantize, EdgeRowsStayBounded) {
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
-                  DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::INT4_G32, DType::INT8_G128}) {
+  for (DType t :
+       {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q3_K, DType::Q4_K,
+        DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::INT4_G32, DType::INT8_G128}) {
     std::vector<float> x = gaussian(512, 2);
     for (int i = 0; i < 32; ++i) x[i] = 0.0f;                      // zero block
     for (int i = 32; i < 64; ++i) x[i] = 1.0f + std::fabs(x[i]);   // all positive
@@ -262,11 +265,10 @@ TEST(Quantize, Errors) {
   uint8_t y[512];
   EXPECT_THROW(quantize_row(DType::Q4_0, x, y, 33), Error);
   EXPECT_THROW(quantize_row(DType::Q4_K, x, y, 64), Error);
-  EXPECT_THROW(quantize_row(DType::Q2_K, x, y, 256), Error);  // dequantize only
+  EXPECT_THROW(quantize_row(DType::Q2_K, x, y, 64), Error);
   EXPECT_THROW(quantize_row(DType::I32, x, y, 1), Error);
   EXPECT_THROW(dequantize_row(DType::I8, y, x, 1), Error);
-  EXPECT_TRUE(has_dequantizer(DType::Q3_K));
-  EXPECT_FALSE(has_quantizer(DType::Q3_K));
+  EXPECT_TRUE(has_quantizer(DType::Q3_K) && has_dequantizer(DType::Q3_K));
 }
 
 }  // namespace

@@ -103,6 +103,67 @@ TEST(QuantRecipe, Llama3_2_1B_Q4_K_M_And_S) {
                 DType::Q5_K, DType::Q4_K);
 }
 
+// Every layer matrix of `c` under `recipe` against want(matrix, layer).
+template <typename Want>
+void expect_each_layer(const ModelConfig& c, const QuantRecipe& recipe, Want want) {
+  const RecipeModel m = RecipeModel::of(c);
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    for (const char* what : kLayerMatrices) {
+      const std::string name = gguf_tensor_name(i, what);
+      EXPECT_EQ(dtype_name(recipe.weight_type(m, {name, i, cols_of(c, what)})),
+                dtype_name(want(std::string_view(what), i)))
+          << recipe.name() << " " << name;
+    }
+}
+
+// The mixtures below 4 bits (28 layers: n/16 = 1, n/8 = 3; 16 query heads on 8 kv heads, so
+// llama.cpp's n_gqa is 2 and attn_v does not get Q2_K's GQA bump).
+TEST(QuantRecipe, Qwen3_0_6B_Q3_K_And_Q2_K) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = config_of("model-configs/qwen3-0.6b");
+  ASSERT_EQ(c.num_heads / c.num_kv_heads, 2);
+  expect_each_layer(c, QuantRecipe::mixture(FileType::Q3_K_M), [](std::string_view w, int64_t i) {
+    if (w == "attn_v.weight") return i < 2 ? DType::Q5_K : DType::Q4_K;
+    if (w == "ffn_down.weight") return i < 1 ? DType::Q5_K : DType::Q4_K;
+    if (w == "attn_output.weight") return DType::Q4_K;
+    return DType::Q3_K;
+  });
+  expect_each_layer(c, QuantRecipe::mixture(FileType::Q3_K_L), [](std::string_view w, int64_t) {
+    if (w == "attn_v.weight" || w == "ffn_down.weight" || w == "attn_output.weight")
+      return DType::Q5_K;
+    return DType::Q3_K;
+  });
+  expect_each_layer(c, QuantRecipe::mixture(FileType::Q3_K_S),
+                    [](std::string_view, int64_t) { return DType::Q3_K; });
+  expect_each_layer(c, QuantRecipe::mixture(FileType::Q2_K), [](std::string_view w, int64_t) {
+    if (w == "attn_v.weight" || w == "ffn_down.weight" || w == "attn_output.weight")
+      return DType::Q3_K;
+    return DType::Q2_K;
+  });
+  expect_each_layer(c, QuantRecipe::mixture(FileType::Q2_K_S), [](std::string_view w, int64_t i) {
+    if (w == "ffn_down.weight" && i < 3) return DType::Q4_K;
+    return DType::Q2_K;
+  });
+  for (FileType ft :
+       {FileType::Q2_K, FileType::Q2_K_S, FileType::Q3_K_S, FileType::Q3_K_M, FileType::Q3_K_L})
+    EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(ft)), DType::Q6_K) << file_type_name(ft);
+  EXPECT_TRUE(QuantRecipe::mixture(FileType::Q2_K_S).needs_importance_matrix());
+  EXPECT_TRUE(QuantRecipe::pure(FileType::Q2_K_S).needs_importance_matrix());
+  EXPECT_FALSE(QuantRecipe::mixture(FileType::Q2_K).needs_importance_matrix());
+}
+
+// 32 query heads on 8 kv heads (n_gqa 4): Q2_K and Q2_K_S give attn_v Q4_K.
+TEST(QuantRecipe, Llama3_2_1B_Q2_K_GivesAttnVQ4_K) {
+  TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
+  const ModelConfig c = config_of("model-configs/llama-3.2-1b");
+  const RecipeModel m = RecipeModel::of(c);
+  ASSERT_EQ(m.gqa, 4);
+  for (FileType ft : {FileType::Q2_K, FileType::Q2_K_S})
+    EXPECT_EQ(QuantRecipe::mixture(ft).weight_type(m, {"blk.5.attn_v.weight", 5, c.hidden_size}),
+              DType::Q4_K)
+        << file_type_name(ft);
+}
+
 TEST(QuantRecipe, UntiedModelGivesTheOutputMoreBitsAndTheEmbeddingTheBase) {
   RecipeModel m;
   m.num_layers = 16;
@@ -173,7 +234,12 @@ TEST(QuantRecipe, FileTypesHaveLlamaCppsNumbersAndNames) {
   EXPECT_EQ(file_type_from_gguf(19), std::nullopt);  // IQ2_XXS: not one tern writes
   EXPECT_EQ(file_type_base(FileType::Q5_K_M), DType::Q5_K);
   EXPECT_EQ(uniform_file_type(DType::Q4_K), FileType::Q4_K_S);
-  EXPECT_THROW(uniform_file_type(DType::Q2_K), Error);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::Q2_K), 10u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::Q3_K_M), 12u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::Q2_K_S), 21u);
+  EXPECT_EQ(file_type_from_name("Q3_K_L"), FileType::Q3_K_L);
+  EXPECT_EQ(uniform_file_type(DType::Q3_K), FileType::Q3_K_S);
+  EXPECT_THROW(uniform_file_type(DType::Q8_K), Error);
 }
 
 TEST(QuantRecipe, ParsesWeightTypeFlag) {
@@ -188,13 +254,18 @@ TEST(QuantRecipe, ParsesWeightTypeFlag) {
   EXPECT_TRUE(u->is_uniform());
   EXPECT_EQ(u->file_type(), FileType::Q4_K_S);
   EXPECT_EQ(parse_weight_recipe("bfloat16")->name(), "BF16");
-  try {
-    parse_weight_recipe("q3_k_m");
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("q4_k_m"), std::string::npos) << e.what();
+  EXPECT_EQ(parse_weight_recipe("q3_k_m")->file_type(), FileType::Q3_K_M);
+  EXPECT_TRUE(parse_weight_recipe("q2_k")->is_uniform());  // a type: every matrix Q2_K
+  // A load-time requantization has no importance matrix for Q2_K_S.
+  for (const char* bad : {"q2_k_s", "iq4_xs"}) {
+    try {
+      parse_weight_recipe(bad);
+      ADD_FAILURE() << bad << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("q3_k_m"), std::string::npos) << e.what();
+    }
   }
-  EXPECT_THROW(QuantRecipe::uniform(DType::Q2_K), Error);
+  EXPECT_THROW(QuantRecipe::uniform(DType::Q8_K), Error);
 }
 
 std::string float_dtype_error(const std::string& name) {

@@ -18,9 +18,10 @@ namespace {
 
 using testing::gaussian;
 
-const DType kQuantizedTypes[] = {DType::Q8_0,     DType::Q4_0,      DType::Q4_1,    DType::Q5_0,
-                                 DType::Q5_1,     DType::Q4_K,      DType::Q5_K,    DType::Q6_K,
-                                 DType::INT4_G32, DType::INT4_G128, DType::INT8_G64};
+const DType kQuantizedTypes[] = {DType::Q8_0,    DType::Q4_0, DType::Q4_1,     DType::Q5_0,
+                                 DType::Q5_1,    DType::Q2_K, DType::Q3_K,     DType::Q4_K,
+                                 DType::Q5_K,    DType::Q6_K, DType::INT4_G32, DType::INT4_G128,
+                                 DType::INT8_G64};
 
 std::vector<uint8_t> weight_quantized(DType dtype, const std::vector<float>& x,
                                       const float* importance) {
@@ -109,7 +110,7 @@ TEST(WeightQuantizer, RefusesRowsAndTypesItCannotQuantize) {
   EXPECT_THROW(quantize_weight_row(DType::Q4_K, x.data(), y.data(), 64, nullptr), Error);
   EXPECT_THROW(quantize_weight_row(DType::Q8_K, x.data(), y.data(), 256, nullptr),
                Error);  // activations only
-  EXPECT_THROW(quantize_weight_row(DType::Q2_K, x.data(), y.data(), 256, nullptr), Error);
+  EXPECT_THROW(quantize_weight_row(DType::Q3_K, x.data(), y.data(), 128, nullptr), Error);
   EXPECT_FALSE(has_weight_quantizer(DType::Q8_1));
 }
 

@@ -20,6 +20,17 @@ void pack_high_bits(const int* q, uint8_t* qh) {
   std::memcpy(qh, &bits, 4);
 }
 
+// Q2_K and Q3_K's 2 low bits: in half h (128 elements), bits 2g..2g+1 of qs[32h + l] are
+// element 128h + 32g + l.
+void pack_two_bit_planes(const int* q, uint8_t* qs) {
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      int byte = 0;
+      for (int g = 0; g < 4; ++g) byte |= (q[128 * h + 32 * g + l] & 3) << (2 * g);
+      qs[32 * h + l] = static_cast<uint8_t>(byte);
+    }
+}
+
 }  // namespace
 
 void pack_q4_0(uint16_t d, const int* q, BlockQ4_0* b) {
@@ -90,6 +101,35 @@ void pack_q6_k(uint16_t d, const int* scales, const int* q, BlockQ6_K* b) {
                                                (qh[l + 64] >> 4) << 4 | (qh[l + 96] >> 4) << 6);
     }
   }
+}
+
+// Q2_K: scales[j] holds sub-block j's scale in its low nibble and its min in the high one.
+void pack_q2_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, const int* q,
+               BlockQ2_K* b) {
+  b->d = d;
+  b->dmin = dmin;
+  for (int j = 0; j < 16; ++j)
+    b->scales[j] = static_cast<uint8_t>((scales[j] & 0xf) | mins[j] << 4);
+  pack_two_bit_planes(q, b->qs);
+}
+
+// Q3_K: the third bit of element 128h + 32g + l is bit 4h + g of hmask[l]. The 16 scales, as
+// 6-bit values s + 32: the low nibbles of sub-blocks j and j + 8 share byte j (< 8), and the
+// top 2 bits of sub-block j are bits 2 (j / 4) of byte 8 + j % 4.
+void pack_q3_k(uint16_t d, const int* scales, const int* q, BlockQ3_K* b) {
+  b->d = d;
+  std::memset(b->scales, 0, sizeof b->scales);
+  for (int j = 0; j < 16; ++j) {
+    const int s = scales[j] + 32;
+    b->scales[j % 8] |= static_cast<uint8_t>((s & 0xf) << (j < 8 ? 0 : 4));
+    b->scales[8 + j % 4] |= static_cast<uint8_t>((s >> 4) << (2 * (j / 4)));
+  }
+  std::memset(b->hmask, 0, sizeof b->hmask);
+  for (int e = 0; e < kQKK; ++e) {
+    const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+    b->hmask[l] |= static_cast<uint8_t>((q[e] >> 2) << (4 * h + g));
+  }
+  pack_two_bit_planes(q, b->qs);
 }
 
 }  // namespace tern

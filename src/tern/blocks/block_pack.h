@@ -23,5 +23,10 @@ void pack_q5_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, co
                BlockQ5_K* b);
 // scales: [16] in -128..127; q[256] in 0..63.
 void pack_q6_k(uint16_t d, const int* scales, const int* q, BlockQ6_K* b);
+// scales, mins: [16] in 0..15; q[256] in 0..3.
+void pack_q2_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, const int* q,
+               BlockQ2_K* b);
+// scales: [16] in -32..31; q[256] in 0..7 (the value q − 4).
+void pack_q3_k(uint16_t d, const int* scales, const int* q, BlockQ3_K* b);
 
 }  // namespace tern

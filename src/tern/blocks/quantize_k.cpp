@@ -1,5 +1,6 @@
 // Scalar quantizers of the K types (super-blocks of 256): Q4_K and Q5_K fit a scale and a min
-// per sub-block of 32, Q6_K a signed scale per sub-block of 16, each by a small search over
+// per sub-block of 32, Q2_K per sub-block of 16, Q6_K and Q3_K a signed scale per sub-block of
+// 16, each by a small search over
 // candidate scales with a least-squares refit; the sub-block scales are then quantized
 // against the super-block scale and the quants recomputed for the scales as stored.
 #include <algorithm>
@@ -68,9 +69,9 @@ void fit_scale_min(const float* x, int n, int nmax, float* scale_out, float* min
   *min_out = -best_offset;
 }
 
-// Fits x[i] ≈ scale * q[i] with q in [-32, 31]; the scale may be negative so the side of the
-// range with 32 levels can take the value of largest magnitude.
-float fit_scale_q6(const float* x, int n) {
+// Fits x[i] ≈ scale * q[i] with q in [qmin, qmax] (qmin < 0 < qmax, n ≤ 16); the scale may be
+// negative so the side of the range with more levels can take the value of largest magnitude.
+float fit_scale_symmetric(const float* x, int n, int qmin, int qmax) {
   float amax = 0.0f, max = 0.0f;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -79,15 +80,17 @@ float fit_scale_q6(const float* x, int n) {
     }
   }
   if (amax == 0.0f) return 0.0f;
-  float best_scale = max / -32.0f, best_sse = std::numeric_limits<float>::infinity();
+  float best_scale = max / static_cast<float>(qmin),
+        best_sse = std::numeric_limits<float>::infinity();
   for (int side = 0; side < 2; ++side) {
     for (int step = -kSearchSteps; step <= kSearchSteps; ++step) {
-      const float levels = (side == 0 ? -32.0f : 31.0f) + kSearchStep * static_cast<float>(step);
+      const float levels =
+          static_cast<float>(side == 0 ? qmin : qmax) + kSearchStep * static_cast<float>(step);
       const float iscale = levels / max;
       float sll = 0, slx = 0;
       int q[16];
       for (int i = 0; i < n; ++i) {
-        q[i] = clamp_int(nearest_int(iscale * x[i]), -32, 31);
+        q[i] = clamp_int(nearest_int(iscale * x[i]), qmin, qmax);
         sll += static_cast<float>(q[i] * q[i]);
         slx += static_cast<float>(q[i]) * x[i];
       }
@@ -107,27 +110,50 @@ float fit_scale_q6(const float* x, int n) {
   return best_scale;
 }
 
-// Q4_K / Q5_K: 6-bit scales ls[8] and mins lm[8], quants q[256] in [0, nmax] for them as stored.
-void quantize_k_affine(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out, int* ls,
-                       int* lm, int* q) {
-  float scales[8], mins[8];
+// Q6_K / Q3_K: 16 signed sub-block scales ls[16] in [-smax, smax] (Q3_K: [-32, 31]) against
+// the super-block's d, quants q[256] in [qmin, qmax] for them as stored (no storage bias).
+uint16_t quantize_k_symmetric(const float* x, int qmin, int qmax, int smin, int smax, int* ls,
+                              int* q) {
+  float scales[16], max_abs = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    scales[j] = fit_scale_symmetric(x + 16 * j, 16, qmin, qmax);
+    max_abs = std::max(max_abs, std::fabs(scales[j]));
+  }
+  const uint16_t d16 = f32_to_f16(max_abs / static_cast<float>(smax));
+  const float d = f16_to_f32(d16);
+  for (int j = 0; j < 16; ++j) {
+    ls[j] = d > 0.0f ? clamp_int(nearest_int(scales[j] / d), smin, smax) : 0;
+    const float s = d * static_cast<float>(ls[j]);
+    for (int l = 0; l < 16; ++l)
+      q[16 * j + l] = s != 0.0f ? clamp_int(nearest_int(x[16 * j + l] / s), qmin, qmax) : 0;
+  }
+  return d16;
+}
+
+// Q4_K / Q5_K (8 sub-blocks of 32, 6-bit scales and mins: smax 63) and Q2_K (16 of 16, 4-bit:
+// smax 15): scales ls[subs] and mins lm[subs] against the super-block's d and dmin, quants
+// q[256] in [0, nmax] for them as stored.
+void quantize_k_affine(const float* x, int subs, int nmax, int smax, uint16_t* d_out,
+                       uint16_t* dmin_out, int* ls, int* lm, int* q) {
+  const int len = kQKK / subs;
+  float scales[16], mins[16];
   float max_scale = 0.0f, max_min = 0.0f;
-  for (int j = 0; j < 8; ++j) {
-    fit_scale_min(x + 32 * j, 32, nmax, &scales[j], &mins[j]);
+  for (int j = 0; j < subs; ++j) {
+    fit_scale_min(x + len * j, len, nmax, &scales[j], &mins[j]);
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }
-  *d_out = f32_to_f16(max_scale / 63.0f);
-  *dmin_out = f32_to_f16(max_min / 63.0f);
+  *d_out = f32_to_f16(max_scale / static_cast<float>(smax));
+  *dmin_out = f32_to_f16(max_min / static_cast<float>(smax));
   const float d = f16_to_f32(*d_out), dmin = f16_to_f32(*dmin_out);
-  for (int j = 0; j < 8; ++j) {
-    ls[j] = d > 0.0f ? clamp_int(nearest_int(scales[j] / d), 0, 63) : 0;
-    lm[j] = dmin > 0.0f ? clamp_int(nearest_int(mins[j] / dmin), 0, 63) : 0;
+  for (int j = 0; j < subs; ++j) {
+    ls[j] = d > 0.0f ? clamp_int(nearest_int(scales[j] / d), 0, smax) : 0;
+    lm[j] = dmin > 0.0f ? clamp_int(nearest_int(mins[j] / dmin), 0, smax) : 0;
   }
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < subs; ++j) {
     const float s = d * static_cast<float>(ls[j]), m = dmin * static_cast<float>(lm[j]);
-    for (int i = 0; i < 32; ++i)
-      q[32 * j + i] = s > 0.0f ? clamp_int(nearest_int((x[32 * j + i] + m) / s), 0, nmax) : 0;
+    for (int i = 0; i < len; ++i)
+      q[len * j + i] = s > 0.0f ? clamp_int(nearest_int((x[len * j + i] + m) / s), 0, nmax) : 0;
   }
 }
 
@@ -139,7 +165,7 @@ void quantize_row_q4_k(const float* x, void* vy, int64_t k) {
   int q[kQKK], scales[8], mins[8];
   for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
     uint16_t d, dmin;
-    quantize_k_affine(x, 15, &d, &dmin, scales, mins, q);
+    quantize_k_affine(x, 8, 15, 63, &d, &dmin, scales, mins, q);
     pack_q4_k(d, dmin, scales, mins, q, &y[i]);
   }
 }
@@ -163,7 +189,7 @@ void quantize_row_q5_k(const float* x, void* vy, int64_t k) {
   int q[kQKK], scales[8], mins[8];
   for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
     uint16_t d, dmin;
-    quantize_k_affine(x, 31, &d, &dmin, scales, mins, q);
+    quantize_k_affine(x, 8, 31, 63, &d, &dmin, scales, mins, q);
     pack_q5_k(d, dmin, scales, mins, q, &y[i]);
   }
 }
@@ -188,22 +214,11 @@ void dequantize_row_q5_k(const void* vx, float* y, int64_t k) {
 // Q6_K: scales[j] scales elements 16j .. 16j + 15.
 void quantize_row_q6_k(const float* x, void* vy, int64_t k) {
   auto* y = static_cast<BlockQ6_K*>(vy);
+  int q[kQKK], ls[16];
   for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
-    float scales[16], max_abs = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = fit_scale_q6(x + 16 * j, 16);
-      max_abs = std::max(max_abs, std::fabs(scales[j]));
-    }
-    y[i].d = f32_to_f16(max_abs / 127.0f);
-    const float d = f16_to_f32(y[i].d);
-    int q[kQKK], ls[16];
-    for (int j = 0; j < 16; ++j) {
-      ls[j] = d > 0.0f ? clamp_int(nearest_int(scales[j] / d), -127, 127) : 0;
-      const float s = d * static_cast<float>(ls[j]);
-      for (int l = 0; l < 16; ++l)
-        q[16 * j + l] = (s != 0.0f ? clamp_int(nearest_int(x[16 * j + l] / s), -32, 31) : 0) + 32;
-    }
-    pack_q6_k(y[i].d, ls, q, &y[i]);
+    const uint16_t d = quantize_k_symmetric(x, -32, 31, -127, 127, ls, q);
+    for (int& v : q) v += 32;
+    pack_q6_k(d, ls, q, &y[i]);
   }
 }
 void dequantize_row_q6_k(const void* vx, float* y, int64_t k) {
@@ -248,6 +263,16 @@ void dequantize_row_q8_k(const void* vx, float* y, int64_t k) {
     for (int j = 0; j < kQKK; ++j) *y++ = x[i].d * static_cast<float>(x[i].qs[j]);
 }
 
+void quantize_row_q2_k(const float* x, void* vy, int64_t k) {
+  auto* y = static_cast<BlockQ2_K*>(vy);
+  int q[kQKK], scales[16], mins[16];
+  for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
+    uint16_t d, dmin;
+    quantize_k_affine(x, 16, 3, 15, &d, &dmin, scales, mins, q);
+    pack_q2_k(d, dmin, scales, mins, q, &y[i]);
+  }
+}
+
 // Q2_K: scales[16] with the 4-bit scale low and the 4-bit min high; in half h, bits 2g..2g+1
 // of qs[32h + l] are element 128h + 32g + l.
 void dequantize_row_q2_k(const void* vx, float* y, int64_t k) {
@@ -261,6 +286,16 @@ void dequantize_row_q2_k(const void* vx, float* y, int64_t k) {
       y[e] = d * static_cast<float>(sc & 0xf) * static_cast<float>(q) -
              dmin * static_cast<float>(sc >> 4);
     }
+  }
+}
+
+void quantize_row_q3_k(const float* x, void* vy, int64_t k) {
+  auto* y = static_cast<BlockQ3_K*>(vy);
+  int q[kQKK], ls[16];
+  for (int64_t i = 0; i < k / kQKK; ++i, x += kQKK) {
+    const uint16_t d = quantize_k_symmetric(x, -4, 3, -32, 31, ls, q);
+    for (int& v : q) v += 4;
+    pack_q3_k(d, ls, q, &y[i]);
   }
 }
 

@@ -240,6 +240,10 @@ QuantizeFn find_quantize(DType dtype) {
       return quantize_row_q8_0;
     case DType::Q8_1:
       return quantize_row_q8_1;
+    case DType::Q2_K:
+      return quantize_row_q2_k;
+    case DType::Q3_K:
+      return quantize_row_q3_k;
     case DType::Q4_K:
       return quantize_row_q4_k;
     case DType::Q5_K:

@@ -45,6 +45,8 @@ inline float abs_max(const float* x, int n) {
 QuantizeFn affine_quantize_fn(DType dtype);
 DequantizeFn affine_dequantize_fn(DType dtype);
 
+void quantize_row_q2_k(const float* x, void* y, int64_t k);
+void quantize_row_q3_k(const float* x, void* y, int64_t k);
 void quantize_row_q4_k(const float* x, void* y, int64_t k);
 void quantize_row_q5_k(const float* x, void* y, int64_t k);
 void quantize_row_q6_k(const float* x, void* y, int64_t k);

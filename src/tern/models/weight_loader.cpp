@@ -25,24 +25,21 @@ std::string gguf_tensor_name(int64_t layer, std::string_view what) {
 
 namespace {
 
-// Matrix types the matmul kernels multiply.
+// The file types a matrix may have: those the matmul kernels multiply.
+constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                                  DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                                  DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
 bool is_matmul_type(DType t) {
-  switch (t) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::Q8_0:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
+  for (DType m : kMatmulTypes)
+    if (m == t) return true;
+  return false;
+}
+
+std::string matmul_type_names() {
+  std::string names;
+  for (DType m : kMatmulTypes) names += (names.empty() ? "" : ", ") + std::string(dtype_name(m));
+  return names;
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -78,9 +75,8 @@ class Binder {
     check_shape(t, {rows, cols}, what);
     if (!is_matmul_type(t.dtype))
       throw Error(source_ + ": tensor '" + t.name + "' has type " +
-                  std::string(dtype_name(t.dtype)) +
-                  ", which tern cannot multiply (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                  "Q4_K, Q5_K, Q6_K)");
+                  std::string(dtype_name(t.dtype)) + ", which tern cannot multiply (" +
+                  matmul_type_names() + ")");
     auto row_bytes = dtype_bytes(t.dtype, static_cast<uint64_t>(cols));
     if (!row_bytes)
       throw Error(source_ + ": tensor '" + t.name + "' rows of " + std::to_string(cols) +

@@ -95,53 +95,63 @@ void fit_half_bias_group(const float* x, const float* w, int n, int qmax, BlockC
   quantize_block(x, w, n, scale, out->bias, 0, qmax, out->q);
 }
 
-// The super-block's error for (d, dmin) with the given 6-bit scales, quants to nearest.
-float k_affine_error(const float* x, const float* w, int qmax, float d, float dmin, const int* ls,
-                     const int* lm, int* q) {
+// The K types' affine super-blocks: Q4_K and Q5_K have 8 sub-blocks of 32 with 6-bit scales
+// and mins, Q2_K 16 of 16 with 4-bit ones.
+struct KAffineShape {
+  int subs;  // sub-blocks per super-block
+  int smax;  // the largest sub-block scale or min
+  int len() const { return kQKK / subs; }
+};
+
+// The super-block's error for (d, dmin) with the given sub-block scales, quants to nearest.
+float k_affine_error(const float* x, const float* w, KAffineShape shape, int qmax, float d,
+                     float dmin, const int* ls, const int* lm, int* q) {
+  const int len = shape.len();
   float err = 0.0f;
-  for (int j = 0; j < 8; ++j)
-    err += quantize_block(x + 32 * j, w + 32 * j, 32, d * static_cast<float>(ls[j]),
-                          -dmin * static_cast<float>(lm[j]), 0, qmax, q + 32 * j);
+  for (int j = 0; j < shape.subs; ++j)
+    err += quantize_block(x + len * j, w + len * j, len, d * static_cast<float>(ls[j]),
+                          -dmin * static_cast<float>(lm[j]), 0, qmax, q + len * j);
   return err;
 }
 
-void fit_k_affine(const float* x, const float* w, int qmax, BlockCode* out) {
-  float scales[8], mins[8], scale_weight[8], min_weight[8];
+void fit_k_affine(const float* x, const float* w, KAffineShape shape, int qmax, BlockCode* out) {
+  const int len = shape.len(), smax = shape.smax;
+  float scales[16], mins[16], scale_weight[16], min_weight[16];
   int q[32];
-  for (int j = 0; j < 8; ++j) {
-    const AffineFit fit = fit_affine(x + 32 * j, w + 32 * j, 32, qmax, true);
+  for (int j = 0; j < shape.subs; ++j) {
+    const AffineFit fit = fit_affine(x + len * j, w + len * j, len, qmax, true);
     scales[j] = fit.scale;
     mins[j] = -fit.offset;
     // How much a sub-block's error grows with an error in its scale (Σ w q²) or min (Σ w):
     // the weights of the super-block scales' own fits.
-    quantize_block(x + 32 * j, w + 32 * j, 32, fit.scale, fit.offset, 0, qmax, q);
+    quantize_block(x + len * j, w + len * j, len, fit.scale, fit.offset, 0, qmax, q);
     scale_weight[j] = min_weight[j] = 0.0f;
-    for (int i = 0; i < 32; ++i) {
-      scale_weight[j] += w[32 * j + i] * static_cast<float>(q[i] * q[i]);
-      min_weight[j] += w[32 * j + i];
+    for (int i = 0; i < len; ++i) {
+      scale_weight[j] += w[len * j + i] * static_cast<float>(q[i] * q[i]);
+      min_weight[j] += w[len * j + i];
     }
   }
-  float d = rounded_f16(fit_symmetric(scales, scale_weight, 8, 0, 63), &out->d16);
-  float dmin = rounded_f16(fit_symmetric(mins, min_weight, 8, 0, 63), &out->m16);
-  // Each sub-block's 6-bit pair: the nearest, or a neighbour where that fits better (the scale
+  float d = rounded_f16(fit_symmetric(scales, scale_weight, shape.subs, 0, smax), &out->d16);
+  float dmin = rounded_f16(fit_symmetric(mins, min_weight, shape.subs, 0, smax), &out->m16);
+  // Each sub-block's pair: the nearest, or a neighbour where that fits better (the scale
   // first, then the min for the best scale).
   int qs[32];
-  for (int j = 0; j < 8; ++j) {
-    const float* xj = x + 32 * j;
-    const float* wj = w + 32 * j;
-    const int s0 = d > 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), 0, 63) : 0;
+  for (int j = 0; j < shape.subs; ++j) {
+    const float* xj = x + len * j;
+    const float* wj = w + len * j;
+    const int s0 = d > 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), 0, smax) : 0;
     const int m0 =
-        dmin > 0.0f ? std::clamp(static_cast<int>(std::lround(mins[j] / dmin)), 0, 63) : 0;
+        dmin > 0.0f ? std::clamp(static_cast<int>(std::lround(mins[j] / dmin)), 0, smax) : 0;
     float best = -1.0f;
     auto consider = [&](int s, int m) {
-      if (s < 0 || s > 63 || m < 0 || m > 63) return;
-      const float err = quantize_block(xj, wj, 32, d * static_cast<float>(s),
+      if (s < 0 || s > smax || m < 0 || m > smax) return;
+      const float err = quantize_block(xj, wj, len, d * static_cast<float>(s),
                                        -dmin * static_cast<float>(m), 0, qmax, qs);
       if (best < 0.0f || err < best) {
         best = err;
         out->ls[j] = s;
         out->lm[j] = m;
-        std::copy(qs, qs + 32, out->q + 32 * j);
+        std::copy(qs, qs + len, out->q + len * j);
       }
     };
     for (int s = s0 - 1; s <= s0 + 1; ++s) consider(s, m0);
@@ -151,19 +161,16 @@ void fit_k_affine(const float* x, const float* w, int qmax, BlockCode* out) {
   }
   // (d, dmin) refitted by least squares for these scales and quants: x ≈ d·A − dmin·B.
   float saa = 0, sab = 0, sbb = 0, sxa = 0, sxb = 0, err_before = 0;
-  for (int j = 0; j < 8; ++j) {
-    for (int i = 0; i < 32; ++i) {
-      const int e = 32 * j + i;
-      const float a = static_cast<float>(out->ls[j] * out->q[e]),
-                  b = static_cast<float>(out->lm[j]);
-      saa += w[e] * a * a;
-      sab += w[e] * a * b;
-      sbb += w[e] * b * b;
-      sxa += w[e] * x[e] * a;
-      sxb += w[e] * x[e] * b;
-      const float r = x[e] - (d * a - dmin * b);
-      err_before += w[e] * r * r;
-    }
+  for (int e = 0; e < kQKK; ++e) {
+    const float a = static_cast<float>(out->ls[e / len] * out->q[e]),
+                b = static_cast<float>(out->lm[e / len]);
+    saa += w[e] * a * a;
+    sab += w[e] * a * b;
+    sbb += w[e] * b * b;
+    sxa += w[e] * x[e] * a;
+    sxb += w[e] * x[e] * b;
+    const float r = x[e] - (d * a - dmin * b);
+    err_before += w[e] * r * r;
   }
   const float det = saa * sbb - sab * sab;
   if (det > 0.0f) {
@@ -173,7 +180,7 @@ void fit_k_affine(const float* x, const float* w, int qmax, BlockCode* out) {
       uint16_t d16, dmin16;
       const float dr = rounded_f16(d2, &d16), dminr = rounded_f16(dmin2, &dmin16);
       int q2[kQKK];
-      if (k_affine_error(x, w, qmax, dr, dminr, out->ls, out->lm, q2) < err_before) {
+      if (k_affine_error(x, w, shape, qmax, dr, dminr, out->ls, out->lm, q2) < err_before) {
         out->d16 = d16;
         out->m16 = dmin16;
         std::copy(q2, q2 + kQKK, out->q);
@@ -182,28 +189,30 @@ void fit_k_affine(const float* x, const float* w, int qmax, BlockCode* out) {
   }
 }
 
-// Q6_K: 16 sub-blocks of 16, x ≈ d · ls · q with ls int8 and q in [-32, 31].
-void fit_q6_k(const float* x, const float* w, BlockCode* out) {
+// Q6_K and Q3_K: 16 sub-blocks of 16, x ≈ d · ls · q with ls in [smin, smax] (Q6_K: int8,
+// [-127, 127]; Q3_K: 6 bits, [-32, 31]) and q in [qmin, qmax].
+void fit_k_symmetric(const float* x, const float* w, int qmin, int qmax, int smin, int smax,
+                     BlockCode* out) {
   float scales[16], scale_weight[16];
   int q[kQKK], ls[16];
   for (int j = 0; j < 16; ++j) {
-    scales[j] = fit_symmetric(x + 16 * j, w + 16 * j, 16, -32, 31);
-    quantize_block(x + 16 * j, w + 16 * j, 16, scales[j], 0.0f, -32, 31, q + 16 * j);
+    scales[j] = fit_symmetric(x + 16 * j, w + 16 * j, 16, qmin, qmax);
+    quantize_block(x + 16 * j, w + 16 * j, 16, scales[j], 0.0f, qmin, qmax, q + 16 * j);
     scale_weight[j] = 0.0f;
     for (int l = 0; l < 16; ++l)
       scale_weight[j] += w[16 * j + l] * static_cast<float>(q[16 * j + l] * q[16 * j + l]);
   }
   uint16_t d16;
-  float d = rounded_f16(fit_symmetric(scales, scale_weight, 16, -127, 127), &d16);
+  float d = rounded_f16(fit_symmetric(scales, scale_weight, 16, smin, smax), &d16);
   int qs[16];
   float err_before = 0.0f;
   for (int j = 0; j < 16; ++j) {
     const int s0 =
-        d != 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), -127, 127) : 0;
+        d != 0.0f ? std::clamp(static_cast<int>(std::lround(scales[j] / d)), smin, smax) : 0;
     float best = -1.0f;
-    for (int s = std::max(s0 - 1, -127); s <= std::min(s0 + 1, 127); ++s) {
-      const float err =
-          quantize_block(x + 16 * j, w + 16 * j, 16, d * static_cast<float>(s), 0.0f, -32, 31, qs);
+    for (int s = std::max(s0 - 1, smin); s <= std::min(s0 + 1, smax); ++s) {
+      const float err = quantize_block(x + 16 * j, w + 16 * j, 16, d * static_cast<float>(s), 0.0f,
+                                       qmin, qmax, qs);
       if (best < 0.0f || err < best) {
         best = err;
         ls[j] = s;
@@ -225,8 +234,8 @@ void fit_q6_k(const float* x, const float* w, BlockCode* out) {
     int q2[kQKK];
     float err = 0.0f;
     for (int j = 0; j < 16; ++j)
-      err += quantize_block(x + 16 * j, w + 16 * j, 16, d2 * static_cast<float>(ls[j]), 0.0f, -32,
-                            31, q2 + 16 * j);
+      err += quantize_block(x + 16 * j, w + 16 * j, 16, d2 * static_cast<float>(ls[j]), 0.0f, qmin,
+                            qmax, q2 + 16 * j);
     if (err < err_before) {
       d16 = d2_16;
       std::copy(q2, q2 + kQKK, q);
@@ -257,6 +266,10 @@ BlockFormat block_format(DType dtype) {
       return {kQKK, 0, 31};
     case DType::Q6_K:
       return {kQKK, -32, 31};
+    case DType::Q2_K:
+      return {kQKK, 0, 3};
+    case DType::Q3_K:
+      return {kQKK, -4, 3};
     default:
       if (const std::optional<AffineIntFormat> f = affine_int_format(dtype))
         return {f->group, 0, (1 << f->bits) - 1};
@@ -278,9 +291,13 @@ void fit_block(DType dtype, const float* x, const float* w, BlockCode* code, Aff
       return fit_affine_block(x, w, f.qmax, code);
     case DType::Q4_K:
     case DType::Q5_K:
-      return fit_k_affine(x, w, f.qmax, code);
+      return fit_k_affine(x, w, {.subs = 8, .smax = 63}, f.qmax, code);
+    case DType::Q2_K:
+      return fit_k_affine(x, w, {.subs = 16, .smax = 15}, f.qmax, code);
     case DType::Q6_K:
-      return fit_q6_k(x, w, code);
+      return fit_k_symmetric(x, w, f.qmin, f.qmax, -127, 127, code);
+    case DType::Q3_K:
+      return fit_k_symmetric(x, w, f.qmin, f.qmax, -32, 31, code);
     default:
       switch (rule) {
         case AffineRule::ZeroPoint:
@@ -310,7 +327,12 @@ void block_grid(DType dtype, const BlockCode& code, float* step, float* offset) 
         step[e] = d * static_cast<float>(code.ls[e / 32]);
         offset[e] = -m * static_cast<float>(code.lm[e / 32]);
         break;
+      case DType::Q2_K:
+        step[e] = d * static_cast<float>(code.ls[e / 16]);
+        offset[e] = -m * static_cast<float>(code.lm[e / 16]);
+        break;
       case DType::Q6_K:
+      case DType::Q3_K:
         step[e] = d * static_cast<float>(code.ls[e / 16]);
         offset[e] = 0.0f;
         break;
@@ -354,6 +376,10 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
       return pack_q4_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<BlockQ4_K*>(y));
     case DType::Q5_K:
       return pack_q5_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<BlockQ5_K*>(y));
+    case DType::Q2_K:
+      return pack_q2_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<BlockQ2_K*>(y));
+    case DType::Q3_K:
+      return pack_q3_k(code.d16, code.ls, biased, static_cast<BlockQ3_K*>(y));
     default:
       return pack_q6_k(code.d16, code.ls, biased, static_cast<BlockQ6_K*>(y));
   }

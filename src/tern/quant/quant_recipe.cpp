@@ -26,6 +26,11 @@ constexpr std::array kFileTypes{
     FileTypeInfo{FileType::Q8_0, "Q8_0", DType::Q8_0},
     FileTypeInfo{FileType::Q5_0, "Q5_0", DType::Q5_0},
     FileTypeInfo{FileType::Q5_1, "Q5_1", DType::Q5_1},
+    FileTypeInfo{FileType::Q2_K, "Q2_K", DType::Q2_K},
+    FileTypeInfo{FileType::Q2_K_S, "Q2_K_S", DType::Q2_K},
+    FileTypeInfo{FileType::Q3_K_S, "Q3_K_S", DType::Q3_K},
+    FileTypeInfo{FileType::Q3_K_M, "Q3_K_M", DType::Q3_K},
+    FileTypeInfo{FileType::Q3_K_L, "Q3_K_L", DType::Q3_K},
     FileTypeInfo{FileType::Q4_K_S, "Q4_K_S", DType::Q4_K},
     FileTypeInfo{FileType::Q4_K_M, "Q4_K_M", DType::Q4_K},
     FileTypeInfo{FileType::Q5_K_S, "Q5_K_S", DType::Q5_K},
@@ -111,7 +116,15 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
     case Kind::AttnV: {
       const int64_t i = layer_checked();
       DType type = base;
-      if (medium && use_more_bits(i, m.num_layers))
+      if (ft == FileType::Q2_K)
+        type = m.gqa >= 4 ? DType::Q4_K : DType::Q3_K;
+      else if (ft == FileType::Q2_K_S && m.gqa >= 4)
+        type = DType::Q4_K;
+      else if (ft == FileType::Q3_K_M)
+        type = i < 2 ? DType::Q5_K : DType::Q4_K;
+      else if (ft == FileType::Q3_K_L)
+        type = DType::Q5_K;
+      else if (medium && use_more_bits(i, m.num_layers))
         type = DType::Q6_K;
       else if (ft == FileType::Q4_K_S && i < 4)
         type = DType::Q5_K;
@@ -121,13 +134,23 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
     }
     case Kind::FfnDown: {
       const int64_t i = layer_checked();
+      if (ft == FileType::Q2_K) return DType::Q3_K;
+      if (ft == FileType::Q2_K_S) return i < m.num_layers / 8 ? DType::Q4_K : base;
+      // (llama.cpp keeps Q3_K beyond the first sixteenth only for falcon, which tern does not run.)
+      if (ft == FileType::Q3_K_M) return i < m.num_layers / 16 ? DType::Q5_K : DType::Q4_K;
+      if (ft == FileType::Q3_K_L) return DType::Q5_K;
       if (medium && use_more_bits(i, m.num_layers)) return DType::Q6_K;
       if (ft == FileType::Q4_K_S && i < m.num_layers / 8) return DType::Q5_K;
       return base;
     }
+    case Kind::AttnOutput:
+      if (ft == FileType::Q2_K) return DType::Q3_K;
+      if (ft == FileType::Q3_K_M) return DType::Q4_K;
+      if (ft == FileType::Q3_K_L) return DType::Q5_K;
+      return base;
     default:
-      // attn_q, attn_k, attn_output, ffn_gate, ffn_up: these file types leave them at the base
-      // in a model without experts.
+      // attn_q, attn_k, ffn_gate, ffn_up: these file types leave them at the base in a model
+      // without experts.
       return base;
   }
 }
@@ -182,6 +205,10 @@ FileType uniform_file_type(DType dtype) {
       return FileType::Q5_K_S;
     case DType::Q6_K:
       return FileType::Q6_K;
+    case DType::Q2_K:
+      return FileType::Q2_K;  // llama.cpp's name of the closest mixture
+    case DType::Q3_K:
+      return FileType::Q3_K_S;
     default:
       throw Error("no GGUF file type for weights of type " + std::string(dtype_name(dtype)));
   }
@@ -191,6 +218,7 @@ DType fitting_type(DType want, int64_t cols) {
   auto fits = [cols](DType t) { return dtype_bytes(t, static_cast<uint64_t>(cols)).has_value(); };
   if (fits(want)) return want;
   DType fallback = DType::F16;
+  if (want == DType::Q2_K || want == DType::Q3_K) fallback = DType::Q4_0;
   if (want == DType::Q4_K) fallback = DType::Q5_0;
   if (want == DType::Q5_K) fallback = DType::Q5_1;
   if (want == DType::Q6_K) fallback = DType::Q8_0;
@@ -201,6 +229,7 @@ RecipeModel RecipeModel::of(const ModelConfig& c) {
   RecipeModel m;
   m.num_layers = c.num_layers;
   m.tied_embeddings = c.tie_word_embeddings;
+  if (c.num_kv_heads > 0) m.gqa = c.num_heads / c.num_kv_heads;
   // llama.cpp's size classes: 80-layer llama with GQA (not llama 1's 65B) and 80-layer qwen2.
   if (c.num_layers == 80)
     m.is_70b =
@@ -213,8 +242,8 @@ void check_weight_type(DType dtype) {
   if (!is_weight_type(dtype))
     throw Error(
         "weight type " + std::string(dtype_name(dtype)) +
-        " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
-        "Q5_K, Q6_K, INT4_G32/64/128, INT8_G32/64/128)");
+        " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, "
+        "Q3_K, Q4_K, Q5_K, Q6_K, INT4_G32/64/128, INT8_G32/64/128)");
 }
 }  // namespace
 
@@ -268,20 +297,25 @@ DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& ten
 
 std::optional<FileType> QuantRecipe::file_type() const { return file_type_; }
 
+bool QuantRecipe::needs_importance_matrix() const { return file_type_ == FileType::Q2_K_S; }
+
 std::string QuantRecipe::name() const {
   return std::string(uniform_ ? dtype_name(*uniform_) : file_type_name(*file_type_));
 }
 
 std::optional<QuantRecipe> parse_weight_recipe(const std::string& name, std::string_view flag) {
   if (name.empty() || name == "auto") return std::nullopt;
-  for (FileType mixed : {FileType::Q4_K_M, FileType::Q4_K_S, FileType::Q5_K_M, FileType::Q5_K_S})
+  // (Q2_K_S needs an importance matrix, which a load-time requantization has none of.)
+  for (FileType mixed : {FileType::Q4_K_M, FileType::Q4_K_S, FileType::Q5_K_M, FileType::Q5_K_S,
+                         FileType::Q3_K_S, FileType::Q3_K_M, FileType::Q3_K_L})
     if (equals_ignoring_case(file_type_name(mixed), name)) return QuantRecipe::mixture(mixed);
   if (auto d = dtype_from_name(name); d && is_weight_type(*d)) return QuantRecipe::uniform(*d);
   if (std::optional<DType> d = vllm_float_dtype(name)) return QuantRecipe::uniform(*d);
   throw Error(std::string(flag) + " '" + name +
-              "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
-              "q5_k, q6_k, int4_g32, int4_g64, int4_g128, int8_g32, int8_g64, int8_g128) or a "
-              "llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s)");
+              "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
+              "q3_k, q4_k, q5_k, q6_k, int4_g32, int4_g64, int4_g128, int8_g32, int8_g64, "
+              "int8_g128) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, "
+              "q3_k_l)");
 }
 
 std::optional<DType> parse_float_dtype(const std::string& name, std::string_view flag,

@@ -23,11 +23,16 @@ enum class FileType : uint32_t {
   Q8_0 = 7,
   Q5_0 = 8,
   Q5_1 = 9,
+  Q2_K = 10,
+  Q3_K_S = 11,
+  Q3_K_M = 12,
+  Q3_K_L = 13,
   Q4_K_S = 14,
   Q4_K_M = 15,
   Q5_K_S = 16,
   Q5_K_M = 17,
   Q6_K = 18,
+  Q2_K_S = 21,
   MostlyBF16 = 32,
 };
 
@@ -42,7 +47,8 @@ DType file_type_base(FileType type);
 FileType uniform_file_type(DType dtype);
 
 // The type a matrix of `cols`-element rows gets when `want` is asked for: `want` when its rows
-// are whole blocks, else llama.cpp's fallback (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0) when that
+// are whole blocks, else llama.cpp's fallback (Q2_K, Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1,
+// Q6_K → Q8_0) when that
 // fits, else F16. (llama-quantize refuses a shape no fallback fits; tern keeps F16 so that tiny
 // test models such as stories260K, 172-wide ffn_down, still load.)
 DType fitting_type(DType want, int64_t cols);
@@ -52,6 +58,7 @@ struct RecipeModel {
   int64_t num_layers = 0;
   bool tied_embeddings = false;  // no output.weight: token_embd is also the output matrix
   bool is_70b = false;           // llama.cpp's LLM_TYPE_70B: attn_v gets at least Q5_K
+  int64_t gqa = 1;               // query heads per kv head (llama.cpp's n_gqa)
 
   static RecipeModel of(const ModelConfig& config);
 };
@@ -90,6 +97,9 @@ class QuantRecipe {
   DType weight_type(const RecipeModel& model, const RecipeTensor& tensor) const;
   // `general.file_type` of the result; nullopt for a uniform type GGUF has none of (INT4_G128).
   std::optional<FileType> file_type() const;
+  // llama-quantize's rule: a Q2_K_S file's Q2_K matrices are fitted to an importance matrix,
+  // and without one it refuses (the result would be garbage).
+  bool needs_importance_matrix() const;
   bool is_uniform() const { return uniform_.has_value(); }
   std::string name() const;  // "Q4_K_M" for a mixture, "Q4_K" for uniform Q4_K
 
@@ -99,9 +109,10 @@ class QuantRecipe {
   std::optional<DType> output_type_, token_embedding_type_;
 };
 
-// `--weight-type` (`flag`): "auto" → nullopt; a file type with a mixture ("q4_k_m", "q4_k_s",
-// "q5_k_m", "q5_k_s") → its mixture; a weight type ("q4_0", "Q4_K", "bf16", "float16", …) →
-// uniform. Throws tern::Error listing the choices for anything else.
+// `--weight-type` (`flag`): "auto" → nullopt; a file type with a mixture ("q4_k_m", "q3_k_m",
+// "q2_k", …; not q2_k_s, which needs an importance matrix) → its mixture; a weight type ("q4_0",
+// "Q4_K", "bf16", "float16", …) → uniform. Throws tern::Error listing the choices for anything
+// else.
 std::optional<QuantRecipe> parse_weight_recipe(const std::string& name,
                                                std::string_view flag = "--weight-type");
 

@@ -58,6 +58,8 @@ LevelKernels avx2_level(DType t) {
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_q(t), .source = "avx2/vec_dot_q"};
   if (VecDotFn f = avx2_vec_dot_k(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_k(t), .source = "avx2/vec_dot_k"};
+  if (VecDotFn f = avx2_vec_dot_k2_k3(t))
+    return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_k2_k3(t), .source = "avx2/vec_dot_k2_k3"};
   if (VecDotFn f = avx2_vec_dot_float(t)) return {.vec_dot = f, .source = "avx2/vec_dot_float"};
   if (VecDotFn f = avx2_vec_dot_affine(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_affine(t), .source = "avx2/vec_dot_affine"};

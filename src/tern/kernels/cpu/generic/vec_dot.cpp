@@ -128,6 +128,57 @@ float dot_k_affine(int64_t k, const void* vw, const void* va) {
   return sum;
 }
 
+// Q2_K: per super-block, as Q4_K with 16 sub-blocks of 16 and 4-bit scales and mins (each
+// sub-block's min times its activation sum, bsums[j]).
+float dot_q2_k(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ2_K*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    int sumi = 0, summ = 0;
+    for (int j = 0; j < 16; ++j) {
+      int dot = 0;
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * j + l;  // element index in the super-block
+        const int q = (w[i].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+        dot += q * a[i].qs[e];
+      }
+      sumi += (w[i].scales[j] & 0xf) * dot;
+      summ += (w[i].scales[j] >> 4) * a[i].bsums[j];
+    }
+    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi) -
+           (a[i].d * f16_to_f32(w[i].dmin)) * static_cast<float>(summ);
+  }
+  return sum;
+}
+
+// Q3_K: per super-block, as Q6_K with 3-bit quants (q − 4, the third bit clear meaning − 4)
+// and 6-bit scales (biased by 32).
+float dot_q3_k(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockQ3_K*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    const uint8_t* s = w[i].scales;
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int low = j < 8 ? s[j] & 0xf : s[j - 8] >> 4;
+      const int scale = (low | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+      int dot = 0;
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * j + l;
+        const int h = e / 128, g = (e % 128) / 32, r = e % 32;
+        const int q =
+            ((w[i].qs[32 * h + r] >> (2 * g)) & 3) - ((w[i].hmask[r] >> (4 * h + g)) & 1 ? 0 : 4);
+        dot += q * a[i].qs[e];
+      }
+      sumi += scale * dot;
+    }
+    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
 float dot_q6_k(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const BlockQ6_K*>(vw);
   const auto* a = static_cast<const BlockQ8_K*>(va);
@@ -194,6 +245,10 @@ VecDotFn scalar_vec_dot(DType weight) {
       return dot_q5_1;
     case DType::Q8_0:
       return dot_q8_0;
+    case DType::Q2_K:
+      return dot_q2_k;
+    case DType::Q3_K:
+      return dot_q3_k;
     case DType::Q4_K:
       return dot_k_affine<false>;
     case DType::Q5_K:
