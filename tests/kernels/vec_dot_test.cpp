@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
@@ -153,6 +154,36 @@ TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
   }
   if (isa_supported(Isa::Avx512)) {
     EXPECT_GT(checked, 0) << "F16 has a rows-at-once kernel from AVX-512 up";
+  }
+}
+
+// Q2_K and Q3_K blocks of random bytes (every scale, min, high bit and quant pattern a quantizer
+// may never write) against random activations: every level gives the scalar twin's bits.
+TEST(VecDot, LowBitKTypesOnRandomBytesAreTheScalarTwin) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const int64_t k = 256 * 9;  // two groups of four super-blocks and one more
+  std::vector<float> x = gaussian(k, 6);
+  for (DType weight : {DType::Q2_K, DType::Q3_K}) {
+    const size_t block = dtype_traits(weight).block_bytes;
+    std::vector<uint8_t> w(k / 256 * block), a(*dtype_bytes(DType::Q8_K, k));
+    for (uint8_t& b : w) b = static_cast<uint8_t>(byte(rng));
+    for (int64_t i = 0; i < k / 256; ++i) {
+      // Finite f16 scales: d (and Q2_K's dmin) sit last in both blocks.
+      for (size_t off = block - (weight == DType::Q2_K ? 4 : 2); off < block; off += 2) {
+        const uint16_t d = f32_to_f16(unit(rng));
+        std::memcpy(&w[i * block + off], &d, 2);
+      }
+    }
+    type_kernels(weight, Isa::Scalar).quantize_activation(x.data(), a.data(), k);
+    const float want = scalar_vec_dot(weight)(k, w.data(), a.data());
+    for (Isa isa : testing::simd_levels()) {
+      if (!isa_supported(isa)) continue;
+      const float got = type_kernels(weight, isa).vec_dot(k, w.data(), a.data());
+      EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+          << isa_name(isa) << " " << dtype_name(weight);
+    }
   }
 }
 

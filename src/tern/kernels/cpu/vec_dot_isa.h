@@ -24,9 +24,10 @@ QuantizeRowFn scalar_quantize_activation(DType activation);
 VecDotFn avx2_vec_dot_q(DType weight);
 VecDotFn avx512_vec_dot_q(DType weight);
 VecDotFn avx2_vec_dot_k(DType weight);
-// Q2_K and Q3_K (avx2/vec_dot_k2_k3.cpp), bit for bit scalar_vec_dot: the levels above inherit
-// them.
+// Q2_K and Q3_K ({avx2,avx512}/vec_dot_k2_k3.cpp), bit for bit scalar_vec_dot; the Amx level
+// inherits the Avx512 level's.
 VecDotFn avx2_vec_dot_k2_k3(DType weight);
+VecDotFn avx512_vec_dot_k2_k3(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);
@@ -41,6 +42,7 @@ GemmTileFn avx512_gemm_tile_float(DType weight);
 GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
 GemmTileFn avx2_gemm_tile_k2_k3(DType weight);
+GemmTileFn avx512_gemm_tile_k2_k3(DType weight);
 GemmTileFn avx2_gemm_tile_affine(DType weight);
 
 // The 16-chain arithmetic (the chains16_ getters, in arch/x86/avx512/): Q4_0 and Q8_0 with their

@@ -1,0 +1,157 @@
+// AVX-512 dot kernels of Q2_K and Q3_K rows against Q8_K activation rows (see vec_dot_isa.h):
+// avx2/vec_dot_k2_k3.cpp's arithmetic on 64 elements per instruction, and with it bit for bit
+// the scalar twins of generic/vec_dot.cpp (exact int32 sums, then k2_k3_steps.h's float step).
+//
+// Register m (< 4) holds elements 64m..64m+63 of the super-block: in qs's 2-bit planes (see the
+// AVX2 file) that is half h = m / 2, groups g = 2 (m % 2) and g + 1, one per 256-bit half, each
+// the half's 32 bytes shifted right by 2g and masked. Its 128-bit lanes are sub-blocks 4m..4m+3.
+// `maddubs` then VNNI's `dpwssd` (madd and add in one) fold in each sub-block's int16 scale.
+#include <cstdint>
+
+#include "tern/blocks/block_layouts.h"
+#include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
+#include "tern/kernels/cpu/arch/x86/k2_k3_steps.h"
+#include "tern/kernels/cpu/arch/x86/simd_common.h"
+#include "tern/kernels/cpu/vec_dot_isa.h"
+
+namespace tern::cpu {
+namespace {
+
+// The 16-bit shift that brings group g (low half) and g + 1 (high half) to bits 0-1.
+inline __m512i group_shifts(int m) {
+  const int g = 2 * (m % 2);
+  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * g)),
+                            _mm256_set1_epi16(static_cast<int16_t>(2 * g + 2)), 1);
+}
+
+inline __m512i low_bits(const uint8_t* qs, int m) {
+  const __m512i half = _mm512_broadcast_i64x4(load256(qs + 32 * (m / 2)));
+  return _mm512_and_si512(_mm512_srlv_epi16(half, group_shifts(m)), _mm512_set1_epi8(3));
+}
+
+struct Q2Source {
+  const BlockQ2_K& w;
+  __m512i chunk(int m) const { return low_bits(w.qs, m); }
+};
+
+// Q3_K as stored: q + 4 in 0..7, the third bit (bit 4h + g of hmask[l]) set for q ≥ 0.
+struct Q3Source {
+  const BlockQ3_K& w;
+  __m512i chunk(int m) const {
+    const int b = 4 * (m / 2) + 2 * (m % 2);  // the low half's bit; the high half's is b + 1
+    const __m512i select = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << b)),
+                                              _mm256_set1_epi8(static_cast<char>(1 << (b + 1))), 1);
+    const __mmask64 high = _mm512_test_epi8_mask(_mm512_broadcast_i64x4(load256(w.hmask)), select);
+    const __m512i q2 = low_bits(w.qs, m);
+    return _mm512_mask_add_epi8(q2, high, q2, _mm512_set1_epi8(4));
+  }
+};
+
+// Word n of register m multiplies by the scale of sub-block 4m + n / 8.
+inline __m512i chunk_scales(__m512i sc16, int m) {
+  const __m512i index = _mm512_add_epi16(
+      _mm512_set1_epi16(static_cast<int16_t>(4 * m)),
+      _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18,
+                                         17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
+                                         1, 0),
+                        3));
+  return _mm512_permutexvar_epi16(index, sc16);
+}
+
+// sumi[c] = Σ_j sc_j · Σ_l q[16j + l] · a_c[16j + l] over super-block i, in 8 int32 lanes, for
+// C tokens' activation rows a[c]; sc16: the 16 int16 scales.
+template <int C, typename Source>
+inline void scaled_dots(const Source& q, __m256i sc16, const BlockQ8_K* const* a, int64_t i,
+                        __m256i* sumi) {
+  __m512i acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
+  const __m512i sc = _mm512_castsi256_si512(sc16);
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+    const __m512i chunk = q.chunk(m), s = chunk_scales(sc, m);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const __m512i p = _mm512_maddubs_epi16(chunk, _mm512_loadu_si512(a[c][i].qs + 64 * m));
+      acc[c] = _mm512_dpwssd_epi32(acc[c], p, s);
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    sumi[c] = _mm256_add_epi32(_mm512_castsi512_si256(acc[c]), _mm512_extracti64x4_epi64(acc[c], 1));
+}
+
+inline __m256i q2_scales16(const BlockQ2_K& w) { return _mm256_cvtepu8_epi16(q2_scale_bytes(w)); }
+inline __m256i q2_mins16(const BlockQ2_K& w) { return _mm256_cvtepu8_epi16(q2_min_bytes(w)); }
+
+float dot_q2_k(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const BlockQ2_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i* mins) {
+    prefetch_ahead(w + i, sizeof(w[i]));
+    scaled_dots<1>(Q2Source{w[i]}, q2_scales16(w[i]), &a, i, dots);
+    *mins = q2_mins_dot(q2_mins16(w[i]), a[i]);
+  });
+}
+
+float dot_q3_k(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+    prefetch_ahead(w + i, sizeof(w[i]));
+    const __m256i sc16 = q3_scales16(w[i]);
+    scaled_dots<1>(Q3Source{w[i]}, sc16, &a, i, dots);
+    *dots = _mm256_sub_epi32(*dots, q3_offset(sc16, a[i]));
+  });
+}
+
+// ---- GEMM tiles: one row × 4 tokens per micro-kernel (k2_k3_steps.h's driver) ---------------
+
+void gemm_micro_q2_k(const BlockQ2_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i dots[kMicroTokens], mins[kMicroTokens];
+    scaled_dots<kMicroTokens>(Q2Source{w[i]}, q2_scales16(w[i]), a, i, dots);
+    const __m256i mins16 = q2_mins16(w[i]);
+    for (int c = 0; c < kMicroTokens; ++c) mins[c] = q2_mins_dot(mins16, a[c][i]);
+    sum = q2_k_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots), hsum4_epi32(mins));
+  }
+  _mm_storeu_ps(out, sum);
+}
+
+void gemm_micro_q3_k(const BlockQ3_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i sc16 = q3_scales16(w[i]);
+    __m256i dots[kMicroTokens];
+    scaled_dots<kMicroTokens>(Q3Source{w[i]}, sc16, a, i, dots);
+    for (int c = 0; c < kMicroTokens; ++c)
+      dots[c] = _mm256_sub_epi32(dots[c], q3_offset(sc16, a[c][i]));
+    sum = q3_k_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+  }
+  _mm_storeu_ps(out, sum);
+}
+
+}  // namespace
+
+VecDotFn avx512_vec_dot_k2_k3(DType weight) {
+  switch (weight) {
+    case DType::Q2_K:
+      return dot_q2_k;
+    case DType::Q3_K:
+      return dot_q3_k;
+    default:
+      return nullptr;
+  }
+}
+
+GemmTileFn avx512_gemm_tile_k2_k3(DType weight) {
+  switch (weight) {
+    case DType::Q2_K:
+      return k2_k3_gemm_tile<BlockQ2_K, gemm_micro_q2_k>;
+    case DType::Q3_K:
+      return k2_k3_gemm_tile<BlockQ3_K, gemm_micro_q3_k>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,153 @@
+// What the Q2_K and Q3_K kernels of the AVX2 and AVX-512 levels (avx2/vec_dot_k2_k3.cpp,
+// avx512/vec_dot_k2_k3.cpp) share: the sub-block scales as bytes, the reductions of their exact
+// int32 sums, and the scalar twin's float step per super-block (generic/vec_dot.cpp), for one
+// token or four side by side, so that each level gives the scalar twin's bits. Needs AVX2;
+// internal linkage, so each file compiles its own copy with its own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tern/blocks/block_layouts.h"
+#include "tern/kernels/cpu/arch/x86/simd_common.h"
+
+namespace tern::cpu {
+namespace {
+
+inline int hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01));
+  return _mm_cvtsi128_si32(s);
+}
+
+// The lane sums of v[0..3], as 4 int32 lanes (one transposing reduction instead of 4).
+inline __m128i hsum4_epi32(const __m256i* v) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// Q2_K's 16 4-bit sub-block scales and mins.
+inline __m128i q2_scale_bytes(const BlockQ2_K& w) {
+  return _mm_and_si128(load128(w.scales), _mm_set1_epi8(0x0f));
+}
+inline __m128i q2_min_bytes(const BlockQ2_K& w) {
+  return _mm_and_si128(_mm_srli_epi16(load128(w.scales), 4), _mm_set1_epi8(0x0f));
+}
+
+// Q3_K's 16 scales, 6 bits each biased by 32, from the 12 packed bytes: byte j (< 8) holds the
+// low nibbles of sub-blocks j and j + 8; the top 2 bits of sub-block j are bits 2 (j / 4) of
+// byte 8 + j % 4. Still biased (0..63).
+inline __m128i q3_biased_scale_bytes(const BlockQ3_K& w) {
+  uint32_t top;
+  std::memcpy(&top, w.scales + 8, 4);
+  const __m128i low8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales));
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  // Sub-blocks 0-7 from the low nibbles of bytes 0-7, 8-15 from their high nibbles.
+  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(low8, nibble),
+                                         _mm_and_si128(_mm_srli_epi16(low8, 4), nibble));
+  // Word n (sub-blocks 4n..4n+3) takes bytes 8-11 shifted right by 2n.
+  const __m128i high = _mm_and_si128(
+      _mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(top)), _mm_setr_epi32(0, 2, 4, 6)),
+      _mm_set1_epi8(3));
+  return _mm_or_si128(low, _mm_slli_epi16(high, 4));
+}
+// As signed int16.
+inline __m256i q3_scales16(const BlockQ3_K& w) {
+  return _mm256_sub_epi16(_mm256_cvtepu8_epi16(q3_biased_scale_bytes(w)), _mm256_set1_epi16(32));
+}
+
+// Q3_K's quants as stored are q + 4: Σ sc · q · a = Σ sc · (stored · a) − 4 Σ sc · bsum.
+inline __m256i q3_offset(__m256i sc16, const BlockQ8_K& a) {
+  return _mm256_slli_epi32(_mm256_madd_epi16(load256(a.bsums), sc16), 2);
+}
+// Q2_K's mins times the activation's sums, in 8 int32 lanes.
+inline __m256i q2_mins_dot(__m256i mins16, const BlockQ8_K& a) {
+  return _mm256_madd_epi16(load256(a.bsums), mins16);
+}
+
+// The scalar twin's step: sum += (a.d · d) · sumi − (a.d · dmin) · summ (Q3_K: no mins term).
+inline float q2_k_step(float sum, const BlockQ2_K& w, const BlockQ8_K& a, int sumi, int summ) {
+  return sum + ((a.d * f16(w.d)) * static_cast<float>(sumi) -
+                (a.d * f16(w.dmin)) * static_cast<float>(summ));
+}
+inline float q3_k_step(float sum, const BlockQ3_K& w, const BlockQ8_K& a, int sumi) {
+  return sum + (a.d * f16(w.d)) * static_cast<float>(sumi);
+}
+
+// The same steps for 4 tokens a[0..3] at once, lane c token c: the same IEEE operations on the
+// same values as the scalar step, so each lane has its bits.
+inline __m128 token_scales(const BlockQ8_K* const* a, int64_t i) {
+  return _mm_setr_ps(a[0][i].d, a[1][i].d, a[2][i].d, a[3][i].d);
+}
+inline __m128 q2_k_step4(__m128 sum, const BlockQ2_K& w, __m128 ad, __m128i sumi, __m128i summ) {
+  const __m128 x = _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.d))), _mm_cvtepi32_ps(sumi));
+  const __m128 y = _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.dmin))), _mm_cvtepi32_ps(summ));
+  return _mm_add_ps(sum, _mm_sub_ps(x, y));
+}
+inline __m128 q3_k_step4(__m128 sum, const BlockQ3_K& w, __m128 ad, __m128i sumi) {
+  return _mm_add_ps(sum,
+                    _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.d))), _mm_cvtepi32_ps(sumi)));
+}
+
+// A row's dot (the GEMV's), for Q2_K (with mins) or Q3_K: sums(i, &dots, &mins) gives super-block
+// i's int32 sums in 8 lanes each (Q3_K: its offset already in dots; mins unused). Four
+// super-blocks' sums are reduced together, then meet the floats one super-block at a time in the
+// scalar twin's order.
+template <typename Block, typename SuperBlockSums>
+float k2_k3_dot(const Block* w, const BlockQ8_K* a, int64_t nb, SuperBlockSums sums) {
+  constexpr bool kMins = std::is_same_v<Block, BlockQ2_K>;
+  auto step = [&](float sum, int64_t i, int sumi, int summ) {
+    if constexpr (kMins)
+      return q2_k_step(sum, w[i], a[i], sumi, summ);
+    else
+      return q3_k_step(sum, w[i], a[i], sumi);
+  };
+  float sum = 0.0f;
+  int64_t i = 0;
+  for (; i + 4 <= nb; i += 4) {
+    __m256i dots[4], mins[4];
+    for (int s = 0; s < 4; ++s) sums(i + s, &dots[s], &mins[s]);
+    alignas(16) int sumi[4], summ[4] = {};
+    _mm_store_si128(reinterpret_cast<__m128i*>(sumi), hsum4_epi32(dots));
+    if constexpr (kMins) _mm_store_si128(reinterpret_cast<__m128i*>(summ), hsum4_epi32(mins));
+    for (int s = 0; s < 4; ++s) sum = step(sum, i + s, sumi[s], summ[s]);
+  }
+  for (; i < nb; ++i) {
+    __m256i dots, mins;
+    sums(i, &dots, &mins);
+    sum = step(sum, i, hsum_epi32(dots), kMins ? hsum_epi32(mins) : 0);
+  }
+  return sum;
+}
+
+// The GEMM tile over 4-token micro-kernels micro(w_row, a[4], nb, out[4]): tokens outer, so a
+// few activation rows stay in L1 while the tile's weight rows stream past. A ragged edge of
+// fewer tokens repeats the last one and drops its lanes.
+constexpr int kMicroTokens = 4;
+template <typename Block, void (*micro)(const Block*, const BlockQ8_K* const*, int64_t, float*)>
+void k2_k3_gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
+                     const void* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy) {
+  const int64_t nb = k / kQKK;
+  const auto* wbytes = static_cast<const std::byte*>(w_data);
+  const auto* abytes = static_cast<const std::byte*>(a_data);
+  for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
+    const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
+    const BlockQ8_K* a[kMicroTokens];
+    for (int c = 0; c < kMicroTokens; ++c)
+      a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + std::min(c, cc - 1)) * a_stride);
+    for (int64_t r = 0; r < rows; ++r) {
+      float out[kMicroTokens];
+      micro(reinterpret_cast<const Block*>(wbytes + r * w_stride), a, nb, out);
+      for (int c = 0; c < cc; ++c) y[(c0 + c) * ldy + r] = out[c];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu
