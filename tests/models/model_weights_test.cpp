@@ -93,8 +93,10 @@ TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
   const ModelWeights q = quantize_weights(load_gguf_weights(g, c), DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_gate.dtype, DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_down.dtype, DType::F16);
-  expect_weights_error([&] { make_dummy_weights(c, DType::Q2_K); },
-                       {"Q2_K", "not one tern quantizes to"});
+  // Q2_K and Q3_K fall back to Q4_0, as llama-quantize's.
+  EXPECT_EQ(make_dummy_weights(c, DType::Q3_K).layers[0].wq.dtype, DType::Q4_0);
+  expect_weights_error([&] { make_dummy_weights(c, DType::Q8_K); },
+                       {"Q8_K", "not one tern quantizes to"});
 }
 
 const nlohmann::json kSmallQwen3 = testing::tiny_qwen3_overrides(2);

@@ -1,8 +1,8 @@
 // Scalar quantizers of the K types (super-blocks of 256): Q4_K and Q5_K fit a scale and a min
 // per sub-block of 32, Q2_K per sub-block of 16, Q6_K and Q3_K a signed scale per sub-block of
-// 16, each by a small search over
-// candidate scales with a least-squares refit; the sub-block scales are then quantized
-// against the super-block scale and the quants recomputed for the scales as stored.
+// 16, each by a small search over candidate scales with a least-squares refit; the sub-block
+// scales are then quantized against the super-block scale and the quants recomputed for the
+// scales as stored.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -110,8 +110,9 @@ float fit_scale_symmetric(const float* x, int n, int qmin, int qmax) {
   return best_scale;
 }
 
-// Q6_K / Q3_K: 16 signed sub-block scales ls[16] in [-smax, smax] (Q3_K: [-32, 31]) against
-// the super-block's d, quants q[256] in [qmin, qmax] for them as stored (no storage bias).
+// Q6_K / Q3_K: 16 signed sub-block scales ls[16] in [smin, smax] (Q6_K: [-127, 127]; Q3_K:
+// [-32, 31]) against the super-block's d, quants q[256] in [qmin, qmax] for them as stored (no
+// storage bias). Returns d as f16.
 uint16_t quantize_k_symmetric(const float* x, int qmin, int qmax, int smin, int smax, int* ls,
                               int* q) {
   float scales[16], max_abs = 0.0f;

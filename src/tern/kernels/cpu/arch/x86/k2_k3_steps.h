@@ -91,8 +91,7 @@ inline __m128 q2_k_step4(__m128 sum, const BlockQ2_K& w, __m128 ad, __m128i sumi
   return _mm_add_ps(sum, _mm_sub_ps(x, y));
 }
 inline __m128 q3_k_step4(__m128 sum, const BlockQ3_K& w, __m128 ad, __m128i sumi) {
-  return _mm_add_ps(sum,
-                    _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.d))), _mm_cvtepi32_ps(sumi)));
+  return _mm_add_ps(sum, _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.d))), _mm_cvtepi32_ps(sumi)));
 }
 
 // A row's dot (the GEMV's), for Q2_K (with mins) or Q3_K: sums(i, &dots, &mins) gives super-block

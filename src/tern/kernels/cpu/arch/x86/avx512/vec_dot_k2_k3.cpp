@@ -51,9 +51,8 @@ struct Q3Source {
 inline __m512i chunk_scales(__m512i sc16, int m) {
   const __m512i index = _mm512_add_epi16(
       _mm512_set1_epi16(static_cast<int16_t>(4 * m)),
-      _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18,
-                                         17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
-                                         1, 0),
+      _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17,
+                                         16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                         3));
   return _mm512_permutexvar_epi16(index, sc16);
 }
@@ -76,7 +75,8 @@ inline void scaled_dots(const Source& q, __m256i sc16, const BlockQ8_K* const* a
     }
   }
   for (int c = 0; c < C; ++c)
-    sumi[c] = _mm256_add_epi32(_mm512_castsi512_si256(acc[c]), _mm512_extracti64x4_epi64(acc[c], 1));
+    sumi[c] =
+        _mm256_add_epi32(_mm512_castsi512_si256(acc[c]), _mm512_extracti64x4_epi64(acc[c], 1));
 }
 
 inline __m256i q2_scales16(const BlockQ2_K& w) { return _mm256_cvtepu8_epi16(q2_scale_bytes(w)); }
