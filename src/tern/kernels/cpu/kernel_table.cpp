@@ -89,7 +89,10 @@ LevelKernels avx512_level(DType t) {
   if (VecDotFn f = avx512_vec_dot_q(t))
     return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_q(t), .source = "avx512/vec_dot_q"};
   if (VecDotFn f = avx512_vec_dot_k2_k3(t))
-    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_k2_k3(t), .source = "avx512/vec_dot_k2_k3"};
+    return {.vec_dot = f,
+            .vec_dot_rows = avx512_vec_dot_rows_k2_k3(t),
+            .gemm_tile = avx512_gemm_tile_k2_k3(t),
+            .source = "avx512/vec_dot_k2_k3"};
   if (VecDotFn f = avx512_vec_dot_float(t))
     return {.vec_dot = f,
             .vec_dot_rows = avx512_vec_dot_rows_float(t),

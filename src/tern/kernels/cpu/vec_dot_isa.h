@@ -28,6 +28,7 @@ VecDotFn avx2_vec_dot_k(DType weight);
 // inherits the Avx512 level's.
 VecDotFn avx2_vec_dot_k2_k3(DType weight);
 VecDotFn avx512_vec_dot_k2_k3(DType weight);
+VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);

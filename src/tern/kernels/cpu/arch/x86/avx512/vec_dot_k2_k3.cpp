@@ -103,6 +103,82 @@ float dot_q3_k(int64_t k, const void* w_row, const void* a_row) {
   });
 }
 
+// ---- The GEMV's four streams side by side (vec_dot_rows) --------------------------------------
+//
+// Four rows against one activation row: each activation chunk is loaded once for the four, the
+// rows' int32 sums are reduced together, and the four rows' sums are advanced by the scalar
+// twin's float step lane by lane (lane r row r: the same IEEE operations on the same values).
+
+// sumi[r] for the rows' super-blocks w[r][i] (Sources built from them) against a[i].
+template <typename Source, typename Block>
+inline void row_dots(const Block* const* w, const BlockQ8_K& a, int64_t i, const __m256i* sc16,
+                     __m256i* sumi) {
+  __m512i acc[kVecDotRows];
+  for (int r = 0; r < kVecDotRows; ++r) acc[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+    const __m512i x = _mm512_loadu_si512(a.qs + 64 * m);
+#pragma GCC unroll 4
+    for (int r = 0; r < kVecDotRows; ++r) {
+      const __m512i p = _mm512_maddubs_epi16(Source{w[r][i]}.chunk(m), x);
+      acc[r] = _mm512_dpwssd_epi32(acc[r], p, chunk_scales(_mm512_castsi256_si512(sc16[r]), m));
+    }
+  }
+  for (int r = 0; r < kVecDotRows; ++r)
+    sumi[r] =
+        _mm256_add_epi32(_mm512_castsi512_si256(acc[r]), _mm512_extracti64x4_epi64(acc[r], 1));
+}
+
+template <typename Block>
+inline __m128 row_halves(const Block* const* w, int64_t i, uint16_t Block::*field) {
+  return _mm_setr_ps(f16(w[0][i].*field), f16(w[1][i].*field), f16(w[2][i].*field),
+                     f16(w[3][i].*field));
+}
+
+void dot_rows_q2_k(int64_t k, const void* const* w_rows, const void* a_row, float* out) {
+  const BlockQ2_K* w[kVecDotRows];
+  for (int r = 0; r < kVecDotRows; ++r) w[r] = static_cast<const BlockQ2_K*>(w_rows[r]);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    __m256i sc16[kVecDotRows], dots[kVecDotRows], mins[kVecDotRows];
+    for (int r = 0; r < kVecDotRows; ++r) {
+      prefetch_ahead(w[r] + i, sizeof(w[r][i]));
+      sc16[r] = q2_scales16(w[r][i]);
+      mins[r] = q2_mins_dot(q2_mins16(w[r][i]), a[i]);
+    }
+    row_dots<Q2Source>(w, a[i], i, sc16, dots);
+    const __m128 ad = _mm_set1_ps(a[i].d);
+    const __m128 x = _mm_mul_ps(_mm_mul_ps(ad, row_halves(w, i, &BlockQ2_K::d)),
+                                _mm_cvtepi32_ps(hsum4_epi32(dots)));
+    const __m128 y = _mm_mul_ps(_mm_mul_ps(ad, row_halves(w, i, &BlockQ2_K::dmin)),
+                                _mm_cvtepi32_ps(hsum4_epi32(mins)));
+    sum = _mm_add_ps(sum, _mm_sub_ps(x, y));
+  }
+  _mm_storeu_ps(out, sum);
+}
+
+void dot_rows_q3_k(int64_t k, const void* const* w_rows, const void* a_row, float* out) {
+  const BlockQ3_K* w[kVecDotRows];
+  for (int r = 0; r < kVecDotRows; ++r) w[r] = static_cast<const BlockQ3_K*>(w_rows[r]);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    __m256i sc16[kVecDotRows], dots[kVecDotRows];
+    for (int r = 0; r < kVecDotRows; ++r) {
+      prefetch_ahead(w[r] + i, sizeof(w[r][i]));
+      sc16[r] = q3_scales16(w[r][i]);
+    }
+    row_dots<Q3Source>(w, a[i], i, sc16, dots);
+    for (int r = 0; r < kVecDotRows; ++r)
+      dots[r] = _mm256_sub_epi32(dots[r], q3_offset(sc16[r], a[i]));
+    const __m128 x = _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(a[i].d), row_halves(w, i, &BlockQ3_K::d)),
+                                _mm_cvtepi32_ps(hsum4_epi32(dots)));
+    sum = _mm_add_ps(sum, x);
+  }
+  _mm_storeu_ps(out, sum);
+}
+
 // ---- GEMM tiles: one row × 4 tokens per micro-kernel (k2_k3_steps.h's driver) ---------------
 
 void gemm_micro_q2_k(const BlockQ2_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
@@ -138,6 +214,17 @@ VecDotFn avx512_vec_dot_k2_k3(DType weight) {
       return dot_q2_k;
     case DType::Q3_K:
       return dot_q3_k;
+    default:
+      return nullptr;
+  }
+}
+
+VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight) {
+  switch (weight) {
+    case DType::Q2_K:
+      return dot_rows_q2_k;
+    case DType::Q3_K:
+      return dot_rows_q3_k;
     default:
       return nullptr;
   }
