@@ -1,7 +1,8 @@
 // What the Q2_K and Q3_K kernels of the AVX2 and AVX-512 levels (avx2/vec_dot_k2_k3.cpp,
-// avx512/vec_dot_k2_k3.cpp) share: the sub-block scales as bytes, the reductions of their exact
-// int32 sums, and the scalar twin's float step per super-block (generic/vec_dot.cpp), for one
-// token or four side by side, so that each level gives the scalar twin's bits. Needs AVX2;
+// avx512/vec_dot_k2_k3.cpp) share: the sub-block scales, the reductions of their exact int32
+// sums, the scalar twin's float step per super-block (generic/vec_dot.cpp) for one token or four
+// side by side, and the kernels built from them over each level's own integer dots, so that each
+// level gives the scalar twin's bits. Needs AVX2;
 // internal linkage, so each file compiles its own copy with its own flags.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
+#include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern::cpu {
 namespace {
@@ -39,6 +41,8 @@ inline __m128i q2_scale_bytes(const BlockQ2_K& w) {
 inline __m128i q2_min_bytes(const BlockQ2_K& w) {
   return _mm_and_si128(_mm_srli_epi16(load128(w.scales), 4), _mm_set1_epi8(0x0f));
 }
+inline __m256i q2_scales16(const BlockQ2_K& w) { return _mm256_cvtepu8_epi16(q2_scale_bytes(w)); }
+inline __m256i q2_mins16(const BlockQ2_K& w) { return _mm256_cvtepu8_epi16(q2_min_bytes(w)); }
 
 // Q3_K's 16 scales, 6 bits each biased by 32, from the 12 packed bytes: byte j (< 8) holds the
 // low nibbles of sub-blocks j and j + 8; the top 2 bits of sub-block j are bits 2 (j / 4) of
@@ -145,6 +149,87 @@ void k2_k3_gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t row
       micro(reinterpret_cast<const Block*>(wbytes + r * w_stride), a, nb, out);
       for (int c = 0; c < cc; ++c) y[(c0 + c) * ldy + r] = out[c];
     }
+  }
+}
+
+// ---- The kernels, over a level's Dots ----------------------------------------------------------
+//
+// Dots::q2<C>(w, sc16, a, i, sumi) and Dots::q3<C>(…): sumi[c] = Σ_j sc_j · Σ_l q[16j + l] ·
+// a_c[16j + l] over super-block i of the C token rows a[c] (Q3_K's quants as stored, q + 4), in 8
+// int32 lanes, with the 16 int16 sub-block scales sc16: the one part each level writes itself.
+
+template <typename Dots>
+float dot_q2_k(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const BlockQ2_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i* mins) {
+    prefetch_ahead(w + i, sizeof(w[i]));
+    Dots::template q2<1>(w[i], q2_scales16(w[i]), &a, i, dots);
+    *mins = q2_mins_dot(q2_mins16(w[i]), a[i]);
+  });
+}
+
+template <typename Dots>
+float dot_q3_k(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+    prefetch_ahead(w + i, sizeof(w[i]));
+    const __m256i sc16 = q3_scales16(w[i]);
+    Dots::template q3<1>(w[i], sc16, &a, i, dots);
+    *dots = _mm256_sub_epi32(*dots, q3_offset(sc16, a[i]));
+  });
+}
+
+// The tile's micro-kernels: one row × 4 tokens.
+template <typename Dots>
+void micro_q2_k(const BlockQ2_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i dots[kMicroTokens], mins[kMicroTokens];
+    Dots::template q2<kMicroTokens>(w[i], q2_scales16(w[i]), a, i, dots);
+    const __m256i mins16 = q2_mins16(w[i]);
+    for (int c = 0; c < kMicroTokens; ++c) mins[c] = q2_mins_dot(mins16, a[c][i]);
+    sum = q2_k_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots), hsum4_epi32(mins));
+  }
+  _mm_storeu_ps(out, sum);
+}
+
+template <typename Dots>
+void micro_q3_k(const BlockQ3_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i sc16 = q3_scales16(w[i]);
+    __m256i dots[kMicroTokens];
+    Dots::template q3<kMicroTokens>(w[i], sc16, a, i, dots);
+    for (int c = 0; c < kMicroTokens; ++c)
+      dots[c] = _mm256_sub_epi32(dots[c], q3_offset(sc16, a[c][i]));
+    sum = q3_k_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+  }
+  _mm_storeu_ps(out, sum);
+}
+
+template <typename Dots>
+VecDotFn k2_k3_vec_dot(DType weight) {
+  switch (weight) {
+    case DType::Q2_K:
+      return dot_q2_k<Dots>;
+    case DType::Q3_K:
+      return dot_q3_k<Dots>;
+    default:
+      return nullptr;
+  }
+}
+
+template <typename Dots>
+GemmTileFn k2_k3_gemm_tile_of(DType weight) {
+  switch (weight) {
+    case DType::Q2_K:
+      return k2_k3_gemm_tile<BlockQ2_K, micro_q2_k<Dots>>;
+    case DType::Q3_K:
+      return k2_k3_gemm_tile<BlockQ3_K, micro_q3_k<Dots>>;
+    default:
+      return nullptr;
   }
 }
 

@@ -79,29 +79,19 @@ inline void scaled_dots(const Source& q, __m256i sc16, const BlockQ8_K* const* a
         _mm256_add_epi32(_mm512_castsi512_si256(acc[c]), _mm512_extracti64x4_epi64(acc[c], 1));
 }
 
-inline __m256i q2_scales16(const BlockQ2_K& w) { return _mm256_cvtepu8_epi16(q2_scale_bytes(w)); }
-inline __m256i q2_mins16(const BlockQ2_K& w) { return _mm256_cvtepu8_epi16(q2_min_bytes(w)); }
-
-float dot_q2_k(int64_t k, const void* w_row, const void* a_row) {
-  const auto* w = static_cast<const BlockQ2_K*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i* mins) {
-    prefetch_ahead(w + i, sizeof(w[i]));
-    scaled_dots<1>(Q2Source{w[i]}, q2_scales16(w[i]), &a, i, dots);
-    *mins = q2_mins_dot(q2_mins16(w[i]), a[i]);
-  });
-}
-
-float dot_q3_k(int64_t k, const void* w_row, const void* a_row) {
-  const auto* w = static_cast<const BlockQ3_K*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
-    prefetch_ahead(w + i, sizeof(w[i]));
-    const __m256i sc16 = q3_scales16(w[i]);
-    scaled_dots<1>(Q3Source{w[i]}, sc16, &a, i, dots);
-    *dots = _mm256_sub_epi32(*dots, q3_offset(sc16, a[i]));
-  });
-}
+// The Dots of k2_k3_steps.h's kernels.
+struct Dots {
+  template <int C>
+  static void q2(const BlockQ2_K& w, __m256i sc16, const BlockQ8_K* const* a, int64_t i,
+                 __m256i* sumi) {
+    scaled_dots<C>(Q2Source{w}, sc16, a, i, sumi);
+  }
+  template <int C>
+  static void q3(const BlockQ3_K& w, __m256i sc16, const BlockQ8_K* const* a, int64_t i,
+                 __m256i* sumi) {
+    scaled_dots<C>(Q3Source{w}, sc16, a, i, sumi);
+  }
+};
 
 // ---- The GEMV's four streams side by side (vec_dot_rows) --------------------------------------
 //
@@ -179,45 +169,9 @@ void dot_rows_q3_k(int64_t k, const void* const* w_rows, const void* a_row, floa
   _mm_storeu_ps(out, sum);
 }
 
-// ---- GEMM tiles: one row × 4 tokens per micro-kernel (k2_k3_steps.h's driver) ---------------
-
-void gemm_micro_q2_k(const BlockQ2_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
-  __m128 sum = _mm_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    __m256i dots[kMicroTokens], mins[kMicroTokens];
-    scaled_dots<kMicroTokens>(Q2Source{w[i]}, q2_scales16(w[i]), a, i, dots);
-    const __m256i mins16 = q2_mins16(w[i]);
-    for (int c = 0; c < kMicroTokens; ++c) mins[c] = q2_mins_dot(mins16, a[c][i]);
-    sum = q2_k_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots), hsum4_epi32(mins));
-  }
-  _mm_storeu_ps(out, sum);
-}
-
-void gemm_micro_q3_k(const BlockQ3_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
-  __m128 sum = _mm_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    const __m256i sc16 = q3_scales16(w[i]);
-    __m256i dots[kMicroTokens];
-    scaled_dots<kMicroTokens>(Q3Source{w[i]}, sc16, a, i, dots);
-    for (int c = 0; c < kMicroTokens; ++c)
-      dots[c] = _mm256_sub_epi32(dots[c], q3_offset(sc16, a[c][i]));
-    sum = q3_k_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
-  }
-  _mm_storeu_ps(out, sum);
-}
-
 }  // namespace
 
-VecDotFn avx512_vec_dot_k2_k3(DType weight) {
-  switch (weight) {
-    case DType::Q2_K:
-      return dot_q2_k;
-    case DType::Q3_K:
-      return dot_q3_k;
-    default:
-      return nullptr;
-  }
-}
+VecDotFn avx512_vec_dot_k2_k3(DType weight) { return k2_k3_vec_dot<Dots>(weight); }
 
 VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight) {
   switch (weight) {
@@ -230,15 +184,6 @@ VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight) {
   }
 }
 
-GemmTileFn avx512_gemm_tile_k2_k3(DType weight) {
-  switch (weight) {
-    case DType::Q2_K:
-      return k2_k3_gemm_tile<BlockQ2_K, gemm_micro_q2_k>;
-    case DType::Q3_K:
-      return k2_k3_gemm_tile<BlockQ3_K, gemm_micro_q3_k>;
-    default:
-      return nullptr;
-  }
-}
+GemmTileFn avx512_gemm_tile_k2_k3(DType weight) { return k2_k3_gemm_tile_of<Dots>(weight); }
 
 }  // namespace tern::cpu
