@@ -70,8 +70,10 @@ template <int C, typename Source>
 inline void scaled_dots(const Source& q, __m256i sc16, const BlockQ8_K* const* a, int64_t i,
                         __m256i* sumi) {
   for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
+  const __m256i sc_halves[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                                _mm256_permute2x128_si256(sc16, sc16, 0x11)};
   for (int h = 0; h < 2; ++h) {
-    const __m256i sc_half = _mm256_permute2x128_si256(sc16, sc16, h == 0 ? 0x00 : 0x11);
+    const __m256i sc_half = sc_halves[h];
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       const __m256i chunk = q.chunk(h, g), s = chunk_scales(sc_half, g);
