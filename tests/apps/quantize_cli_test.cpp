@@ -67,7 +67,8 @@ TEST(QuantizeCli, EveryTypeLoadsAndStaysCloseToF32) {
   const std::vector<float> ref = prefill_logits(f32);
   // Bounds 1.5× the measured errors: f16 0.00061, bf16 0.0060, q8_0 0.0136, q6_k 0.036,
   // q5_k_m 0.058, q5_k_s 0.062, q5_1 0.056, q5_0 0.057, q4_k_m 0.108, q4_k_s 0.099, q4_1 0.116,
-  // q4_0 0.127, q3_k_l 0.140, q3_k_m 0.151, q3_k_s 0.253, q2_k 0.312 (uniform random weights
+  // q4_0 0.127, q3_k_l 0.140, q3_k_m 0.151, q3_k_s 0.253, q2_k 0.312, iq4_xs 0.138, iq4_nl 0.132
+  // (uniform random weights
   // are harder to quantize than trained ones).
   const TypeCase cases[] = {
       {"f16", "F16", 1, 9e-4},         {"bf16", "BF16", 32, 9e-3},
@@ -78,6 +79,7 @@ TEST(QuantizeCli, EveryTypeLoadsAndStaysCloseToF32) {
       {"q4_1", "Q4_1", 3, 0.174},      {"q4_0", "Q4_0", 2, 0.19},
       {"q3_k_l", "Q3_K_L", 13, 0.21},  {"q3_k_m", "Q3_K_M", 12, 0.227},
       {"q3_k_s", "Q3_K_S", 11, 0.38},  {"q2_k", "Q2_K", 10, 0.47},
+      {"iq4_xs", "IQ4_XS", 30, 0.206}, {"iq4_nl", "IQ4_NL", 25, 0.198},
   };
   for (const TypeCase& t : cases) {
     const std::string out = dir.file(std::string(t.type) + ".gguf");

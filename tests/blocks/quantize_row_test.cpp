@@ -39,6 +39,8 @@ TEST(Quantize, RoundTripErrorPerType) {
       {DType::Q4_K, 8.15e-2},       // 7.11e-2: the step is ~ 4.1σ/15 per 32 values, /√12
       {DType::Q4_1, 8.95e-2},       // 7.79e-2
       {DType::Q4_0, 1.0e-1},        // 8.75e-2
+      {DType::IQ4_NL, 8.85e-2},     // 7.72e-2: 16 levels denser near 0
+      {DType::IQ4_XS, 8.9e-2},      // 7.75e-2
       {DType::Q3_K, 1.65e-1},       // 1.43e-1: 8 levels per 16 values
       {DType::Q2_K, 3.1e-1},        // 2.70e-1: 4 levels per 16 values
       {DType::INT8_G32, 5.5e-3},    // 4.74e-3: GPTQ's round to nearest, 0 in the range
@@ -60,9 +62,9 @@ TEST(Quantize, RoundTripErrorPerType) {
 
 // Rows with a large dynamic range between blocks, all-zero blocks and one-sided blocks.
 TEST(Quantize, EdgeRowsStayBounded) {
-  for (DType t :
-       {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q3_K, DType::Q4_K,
-        DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::INT4_G32, DType::INT8_G128}) {
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q3_K,
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS,
+                  DType::INT4_G32, DType::INT8_G128}) {
     std::vector<float> x = gaussian(512, 2);
     for (int i = 0; i < 32; ++i) x[i] = 0.0f;                      // zero block
     for (int i = 32; i < 64; ++i) x[i] = 1.0f + std::fabs(x[i]);   // all positive
@@ -231,6 +233,34 @@ TEST(Quantize, HandBuiltQ3_K) {
   const std::vector<float> y = dequantized(DType::Q3_K, &b, 256);
   for (int e = 0; e < 256; ++e)
     EXPECT_EQ(y[e], 0.5f * static_cast<float>((sc[e / 16] - 32) * (c[e] - 4))) << e;
+}
+
+// IQ4_NL: element j is d · L[low nibble of qs[j]], element j + 16 d · L[its high nibble], L the
+// 16 levels −127 … 113. IQ4_XS: 8 such groups (qs[16j ..]), group j scaled by d · (ls − 32),
+// ls's low 4 bits in nibble j % 2 of scales_l[j / 2], its high 2 in bits 2j of scales_h.
+TEST(Quantize, HandBuiltIq4) {
+  const int levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  BlockIq4Nl nl;
+  nl.d = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) nl.qs[j] = static_cast<uint8_t>(j | (15 - j) << 4);
+  std::vector<float> y = dequantized(DType::IQ4_NL, &nl, 32);
+  for (int e = 0; e < 32; ++e)
+    EXPECT_EQ(y[e], 0.5f * static_cast<float>(levels[e < 16 ? e : 31 - e])) << e;
+  const int ls[8] = {0, 63, 32, 17, 48, 5, 40, 31};
+  BlockIq4Xs xs = {};
+  xs.d = 0x3c00;  // 1
+  for (int j = 0; j < 8; ++j) {
+    xs.scales_l[j / 2] |= static_cast<uint8_t>((ls[j] & 15) << (4 * (j % 2)));
+    xs.scales_h |= static_cast<uint16_t>((ls[j] >> 4) << (2 * j));
+  }
+  for (int i = 0; i < 128; ++i) xs.qs[i] = static_cast<uint8_t>((i * 7 + 3) % 256);
+  y = dequantized(DType::IQ4_XS, &xs, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, l = e % 32;
+    const uint8_t byte = xs.qs[16 * j + l % 16];
+    const int q = l < 16 ? byte & 15 : byte >> 4;
+    EXPECT_EQ(y[e], static_cast<float>((ls[j] - 32) * levels[q])) << e;
+  }
 }
 
 // Q8_K bsums are the sums of each 16 quants, and no 8-bit activation quant is -128.

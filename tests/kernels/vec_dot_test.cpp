@@ -22,17 +22,19 @@ namespace {
 using testing::dequantized;
 using testing::gaussian;
 
-const DType kWeightTypes[] = {DType::F32,      DType::F16,      DType::BF16,     DType::Q4_0,
-                              DType::Q4_1,     DType::Q5_0,     DType::Q5_1,     DType::Q8_0,
-                              DType::Q2_K,     DType::Q3_K,     DType::Q4_K,     DType::Q5_K,
-                              DType::Q6_K,     DType::INT4_G32, DType::INT4_G64, DType::INT4_G128,
-                              DType::INT8_G32, DType::INT8_G64, DType::INT8_G128};
+const DType kWeightTypes[] = {DType::F32,      DType::F16,       DType::BF16,     DType::Q4_0,
+                              DType::Q4_1,     DType::Q5_0,      DType::Q5_1,     DType::Q8_0,
+                              DType::Q2_K,     DType::Q3_K,      DType::Q4_K,     DType::Q5_K,
+                              DType::Q6_K,     DType::IQ4_NL,    DType::IQ4_XS,   DType::INT4_G32,
+                              DType::INT4_G64, DType::INT4_G128, DType::INT8_G32, DType::INT8_G64,
+                              DType::INT8_G128};
 
 // Types whose every level gives the scalar twin's bits (their kernels meet the floats in the
-// scalar order): the affine groups (the 16-chain arithmetic is their scalar dot) and the K types
-// below 4 bits.
+// scalar order): the affine groups (the 16-chain arithmetic is their scalar dot), the K types
+// below 4 bits and the IQ4 types.
 bool every_level_is_scalar(DType weight) {
-  return affine_int_format(weight) || weight == DType::Q2_K || weight == DType::Q3_K;
+  return affine_int_format(weight) || weight == DType::Q2_K || weight == DType::Q3_K ||
+         weight == DType::IQ4_NL || weight == DType::IQ4_XS;
 }
 
 // Row lengths with odd block counts and tails, per block size.
@@ -41,6 +43,7 @@ std::vector<int64_t> row_lengths(DType weight) {
     case 1:
       return {1, 7, 16, 24, 33, 57, 100, 256, 1000, 2047, 4096};  // every tail shape of 16 and 32
     case 32:
+      // (800: IQ4_NL's 8 chains 3 times and one more block)
       return {32, 96, 160, 256, 800, 4096};
     case 64:
       return {64, 192, 576, 4096};
@@ -157,32 +160,41 @@ TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
   }
 }
 
-// Q2_K and Q3_K blocks of random bytes (every scale, min, high bit and quant pattern a quantizer
-// may never write) against random activations: every level gives the scalar twin's bits.
-TEST(VecDot, LowBitKTypesOnRandomBytesAreTheScalarTwin) {
+// Q2_K, Q3_K and IQ4 blocks of random bytes (every scale, min, high bit and quant pattern a
+// quantizer may never write) against random activations: every level gives the scalar twin's
+// bits.
+TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  const int64_t k = 256 * 9;  // two groups of four super-blocks and one more
+  // Where each block keeps its f16 scales, which must be finite: d (and Q2_K's dmin) last in
+  // the K types, d first in the IQ4 types.
+  const struct {
+    DType weight;
+    std::vector<size_t> halves;
+  } cases[] = {
+      {DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}}, {DType::IQ4_NL, {0}}, {DType::IQ4_XS, {0}}};
+  const int64_t k = 256 * 9;  // two groups of four super-blocks and one more; 72 blocks of 32
   std::vector<float> x = gaussian(k, 6);
-  for (DType weight : {DType::Q2_K, DType::Q3_K}) {
-    const size_t block = dtype_traits(weight).block_bytes;
-    std::vector<uint8_t> w(k / 256 * block), a(*dtype_bytes(DType::Q8_K, k));
+  for (const auto& c : cases) {
+    const size_t block = dtype_traits(c.weight).block_bytes;
+    const int64_t blocks = k / dtype_traits(c.weight).block_elems;
+    const TypeKernels& scalar = type_kernels(c.weight, Isa::Scalar);
+    std::vector<uint8_t> w(blocks * block), a(*dtype_bytes(scalar.activation, k));
     for (uint8_t& b : w) b = static_cast<uint8_t>(byte(rng));
-    for (int64_t i = 0; i < k / 256; ++i) {
-      // Finite f16 scales: d (and Q2_K's dmin) sit last in both blocks.
-      for (size_t off = block - (weight == DType::Q2_K ? 4 : 2); off < block; off += 2) {
+    for (int64_t i = 0; i < blocks; ++i) {
+      for (size_t off : c.halves) {
         const uint16_t d = f32_to_f16(unit(rng));
         std::memcpy(&w[i * block + off], &d, 2);
       }
     }
-    type_kernels(weight, Isa::Scalar).quantize_activation(x.data(), a.data(), k);
-    const float want = scalar_vec_dot(weight)(k, w.data(), a.data());
+    scalar.quantize_activation(x.data(), a.data(), k);
+    const float want = scalar_vec_dot(c.weight)(k, w.data(), a.data());
     for (Isa isa : testing::simd_levels()) {
       if (!isa_supported(isa)) continue;
-      const float got = type_kernels(weight, isa).vec_dot(k, w.data(), a.data());
+      const float got = type_kernels(c.weight, isa).vec_dot(k, w.data(), a.data());
       EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
-          << isa_name(isa) << " " << dtype_name(weight);
+          << isa_name(isa) << " " << dtype_name(c.weight);
     }
   }
 }

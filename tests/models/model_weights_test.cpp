@@ -93,8 +93,9 @@ TEST(ModelWeights, RowsThatAreNotWholeBlocksFallBackLikeLlamaCpp) {
   const ModelWeights q = quantize_weights(load_gguf_weights(g, c), DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_gate.dtype, DType::Q8_0);
   EXPECT_EQ(q.layers[0].w_down.dtype, DType::F16);
-  // Q2_K and Q3_K fall back to Q4_0, as llama-quantize's.
-  EXPECT_EQ(make_dummy_weights(c, DType::Q3_K).layers[0].wq.dtype, DType::Q4_0);
+  // Q2_K, Q3_K and IQ4_XS fall back to IQ4_NL, as llama-quantize's.
+  EXPECT_EQ(make_dummy_weights(c, DType::Q3_K).layers[0].wq.dtype, DType::IQ4_NL);
+  EXPECT_EQ(make_dummy_weights(c, DType::IQ4_XS).layers[0].wq.dtype, DType::IQ4_NL);
   expect_weights_error([&] { make_dummy_weights(c, DType::Q8_K); },
                        {"Q8_K", "not one tern quantizes to"});
 }

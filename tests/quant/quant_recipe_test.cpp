@@ -152,7 +152,28 @@ TEST(QuantRecipe, Qwen3_0_6B_Q3_K_And_Q2_K) {
   EXPECT_FALSE(QuantRecipe::mixture(FileType::Q2_K).needs_importance_matrix());
 }
 
-// 32 query heads on 8 kv heads (n_gqa 4): Q2_K and Q2_K_S give attn_v Q4_K.
+// IQ4_XS and IQ4_NL: without an importance matrix the first eighth of ffn_down (3 of 28
+// layers) is Q5_K; with one, every matrix but the output is the base. n_gqa 2: attn_v stays.
+TEST(QuantRecipe, Qwen3_0_6B_IQ4) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = config_of("model-configs/qwen3-0.6b");
+  for (FileType ft : {FileType::IQ4_XS, FileType::IQ4_NL}) {
+    const DType base = file_type_base(ft);
+    expect_each_layer(c, QuantRecipe::mixture(ft), [&](std::string_view w, int64_t i) {
+      return w == "ffn_down.weight" && i < 3 ? DType::Q5_K : base;
+    });
+    RecipeModel m = RecipeModel::of(c);
+    m.has_imatrix = true;
+    EXPECT_EQ(QuantRecipe::mixture(ft).weight_type(m, {"blk.0.ffn_down.weight", 0, 3072}), base);
+    EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(ft)), DType::Q6_K) << file_type_name(ft);
+  }
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ4_NL), 25u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ4_XS), 30u);
+  EXPECT_EQ(uniform_file_type(DType::IQ4_XS), FileType::IQ4_XS);
+  EXPECT_FALSE(QuantRecipe::mixture(FileType::IQ4_XS).needs_importance_matrix());
+}
+
+// 32 query heads on 8 kv heads (n_gqa 4): Q2_K and Q2_K_S give attn_v Q4_K, the IQ4 types Q5_K.
 TEST(QuantRecipe, Llama3_2_1B_Q2_K_GivesAttnVQ4_K) {
   TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
   const ModelConfig c = config_of("model-configs/llama-3.2-1b");
@@ -161,6 +182,10 @@ TEST(QuantRecipe, Llama3_2_1B_Q2_K_GivesAttnVQ4_K) {
   for (FileType ft : {FileType::Q2_K, FileType::Q2_K_S})
     EXPECT_EQ(QuantRecipe::mixture(ft).weight_type(m, {"blk.5.attn_v.weight", 5, c.hidden_size}),
               DType::Q4_K)
+        << file_type_name(ft);
+  for (FileType ft : {FileType::IQ4_XS, FileType::IQ4_NL})
+    EXPECT_EQ(QuantRecipe::mixture(ft).weight_type(m, {"blk.5.attn_v.weight", 5, c.hidden_size}),
+              DType::Q5_K)
         << file_type_name(ft);
 }
 
@@ -199,6 +224,11 @@ TEST(QuantRecipe, RowsThatAreNotWholeSuperBlocksFallBack) {
   EXPECT_EQ(r.weight_type(m, {"blk.0.ffn_down.weight", 0, 4864}), DType::Q6_K);
   EXPECT_EQ(QuantRecipe::mixture(FileType::Q5_K_S).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}),
             DType::Q5_1);
+  // Q2_K, Q3_K and IQ4_XS take IQ4_NL.
+  for (FileType ft : {FileType::Q2_K, FileType::Q3_K_S, FileType::IQ4_XS})
+    EXPECT_EQ(QuantRecipe::mixture(ft).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}),
+              DType::IQ4_NL)
+        << file_type_name(ft);
   // Rows no fallback fits (tern keeps F16 where llama-quantize would refuse).
   EXPECT_EQ(r.weight_type(m, {"blk.3.ffn_up.weight", 3, 100}), DType::F16);
   EXPECT_EQ(QuantRecipe::uniform(DType::Q4_K).weight_type(m, {"blk.3.ffn_up.weight", 3, 896}),
@@ -257,7 +287,7 @@ TEST(QuantRecipe, ParsesWeightTypeFlag) {
   EXPECT_EQ(parse_weight_recipe("q3_k_m")->file_type(), FileType::Q3_K_M);
   EXPECT_TRUE(parse_weight_recipe("q2_k")->is_uniform());  // a type: every matrix Q2_K
   // A load-time requantization has no importance matrix for Q2_K_S.
-  for (const char* bad : {"q2_k_s", "iq4_xs"}) {
+  for (const char* bad : {"q2_k_s", "iq3_xxs"}) {
     try {
       parse_weight_recipe(bad);
       ADD_FAILURE() << bad << ": no error";

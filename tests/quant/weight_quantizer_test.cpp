@@ -18,10 +18,10 @@ namespace {
 
 using testing::gaussian;
 
-const DType kQuantizedTypes[] = {DType::Q8_0,    DType::Q4_0, DType::Q4_1,     DType::Q5_0,
-                                 DType::Q5_1,    DType::Q2_K, DType::Q3_K,     DType::Q4_K,
-                                 DType::Q5_K,    DType::Q6_K, DType::INT4_G32, DType::INT4_G128,
-                                 DType::INT8_G64};
+const DType kQuantizedTypes[] = {DType::Q8_0,     DType::Q4_0,      DType::Q4_1,    DType::Q5_0,
+                                 DType::Q5_1,     DType::Q2_K,      DType::Q3_K,    DType::Q4_K,
+                                 DType::Q5_K,     DType::Q6_K,      DType::IQ4_NL,  DType::IQ4_XS,
+                                 DType::INT4_G32, DType::INT4_G128, DType::INT8_G64};
 
 std::vector<uint8_t> weight_quantized(DType dtype, const std::vector<float>& x,
                                       const float* importance) {

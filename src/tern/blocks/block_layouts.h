@@ -137,6 +137,29 @@ struct BlockQ8_K {
   int16_t bsums[kQKK / 16];
 };
 
+// The IQ4 types' 16 levels (ggml's kvalues_iq4nl): a non-uniform grid, denser near zero,
+// where weights are. Never −128, so SIMD dots may take |level| as unsigned.
+inline constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+// x = d · kIq4Levels[q]; q's nibbles as Q4_0's (element j low nibble of qs[j], j + 16 high).
+struct BlockIq4Nl {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+// 8 sub-blocks of 32: x = d · (ls − 32) · kIq4Levels[q], ls 6 bits: the low 4 in nibble j % 2
+// of scales_l[j / 2], the high 2 in bits 2j, 2j + 1 of scales_h. Sub-block j's quants are
+// qs[16j .. 16j + 15] as an IQ4_NL block's.
+struct BlockIq4Xs {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQKK / 64];
+  uint8_t qs[kQKK / 2];
+};
+inline int iq4_xs_scale(const BlockIq4Xs& b, int j) {
+  return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | ((b.scales_h >> (2 * j)) & 3) << 4;
+}
+
+static_assert(sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&

@@ -132,4 +132,21 @@ void pack_q3_k(uint16_t d, const int* scales, const int* q, BlockQ3_K* b) {
   pack_two_bit_planes(q, b->qs);
 }
 
+void pack_iq4_nl(uint16_t d, const int* q, BlockIq4Nl* b) {
+  b->d = d;
+  pack_nibbles(q, b->qs);
+}
+
+void pack_iq4_xs(uint16_t d, const int* scales, const int* q, BlockIq4Xs* b) {
+  b->d = d;
+  b->scales_h = 0;
+  std::memset(b->scales_l, 0, sizeof b->scales_l);
+  for (int j = 0; j < kQKK / kQK; ++j) {
+    const int biased = scales[j] + 32;
+    b->scales_l[j / 2] |= static_cast<uint8_t>((biased & 0xf) << (4 * (j % 2)));
+    b->scales_h |= static_cast<uint16_t>((biased >> 4) << (2 * j));
+    pack_nibbles(q + kQK * j, b->qs + kQK / 2 * j);
+  }
+}
+
 }  // namespace tern

@@ -28,5 +28,8 @@ void pack_q2_k(uint16_t d, uint16_t dmin, const int* scales, const int* mins, co
                BlockQ2_K* b);
 // scales: [16] in -32..31; q[256] in 0..7 (the value q − 4).
 void pack_q3_k(uint16_t d, const int* scales, const int* q, BlockQ3_K* b);
+// q: level indices (kIq4Levels) in 0..15: [32] (IQ4_NL), [256] (IQ4_XS, scales [8] in -32..31).
+void pack_iq4_nl(uint16_t d, const int* q, BlockIq4Nl* b);
+void pack_iq4_xs(uint16_t d, const int* scales, const int* q, BlockIq4Xs* b);
 
 }  // namespace tern

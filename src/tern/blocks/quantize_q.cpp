@@ -252,6 +252,10 @@ QuantizeFn find_quantize(DType dtype) {
       return quantize_row_q6_k;
     case DType::Q8_K:
       return quantize_row_q8_k;
+    case DType::IQ4_NL:
+      return quantize_row_iq4_nl;
+    case DType::IQ4_XS:
+      return quantize_row_iq4_xs;
     default:
       return affine_quantize_fn(dtype);
   }
@@ -289,6 +293,10 @@ DequantizeFn find_dequantize(DType dtype) {
       return dequantize_row_q6_k;
     case DType::Q8_K:
       return dequantize_row_q8_k;
+    case DType::IQ4_NL:
+      return dequantize_row_iq4_nl;
+    case DType::IQ4_XS:
+      return dequantize_row_iq4_xs;
     default:
       return affine_dequantize_fn(dtype);
   }

@@ -57,5 +57,9 @@ void dequantize_row_q4_k(const void* x, float* y, int64_t k);
 void dequantize_row_q5_k(const void* x, float* y, int64_t k);
 void dequantize_row_q6_k(const void* x, float* y, int64_t k);
 void dequantize_row_q8_k(const void* x, float* y, int64_t k);
+void quantize_row_iq4_nl(const float* x, void* y, int64_t k);
+void quantize_row_iq4_xs(const float* x, void* y, int64_t k);
+void dequantize_row_iq4_nl(const void* x, float* y, int64_t k);
+void dequantize_row_iq4_xs(const void* x, float* y, int64_t k);
 
 }  // namespace tern

@@ -38,6 +38,8 @@ constexpr std::array<DTypeTraits, kNumDTypes> kTraits = {{
     {DType::INT8_G32, "INT8_G32", 32, 8 + 32, -1, ""},
     {DType::INT8_G64, "INT8_G64", 64, 8 + 64, -1, ""},
     {DType::INT8_G128, "INT8_G128", 128, 8 + 128, -1, ""},
+    {DType::IQ4_NL, "IQ4_NL", 32, 18, 20, ""},
+    {DType::IQ4_XS, "IQ4_XS", 256, 136, 23, ""},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -41,9 +41,13 @@ enum class DType : uint8_t {
   INT8_G32,
   INT8_G64,
   INT8_G128,
+  // ggml's non-linear 4-bit types: x = d · kIq4Levels[q] per block of 32 (IQ4_NL), or with a
+  // 6-bit scale per 32 under one f16 per 256 (IQ4_XS) (blocks/block_layouts.h).
+  IQ4_NL,
+  IQ4_XS,
 };
 // One past the last enumerator: loops over every type go to it.
-inline constexpr int kNumDTypes = static_cast<int>(DType::INT8_G128) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::IQ4_XS) + 1;
 
 struct DTypeTraits {
   DType dtype;

@@ -239,6 +239,7 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
   RecipeModel model = RecipeModel::of(config);
   model.num_layers = static_cast<int64_t>(src.layers.size());
   model.tied_embeddings = src.tied_embeddings;
+  model.has_imatrix = options.imatrix != nullptr;
   const int64_t total = 1 + (src.tied_embeddings ? 0 : 1) + 7 * model.num_layers;
   int64_t done = 0;
   auto requantize = [&](const std::string& name, int64_t layer, const WeightMatrix& m,

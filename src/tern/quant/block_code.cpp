@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tern/blocks/block_layouts.h"
 #include "tern/blocks/block_pack.h"
+#include "tern/blocks/iq4_fit.h"
 #include "tern/core/half.h"
 #include "tern/quant/block_fit.h"
 
@@ -270,6 +272,10 @@ BlockFormat block_format(DType dtype) {
       return {kQKK, 0, 3};
     case DType::Q3_K:
       return {kQKK, -4, 3};
+    case DType::IQ4_NL:
+      return {kQK, 0, 15, kIq4Levels};
+    case DType::IQ4_XS:
+      return {kQKK, 0, 15, kIq4Levels};
     default:
       if (const std::optional<AffineIntFormat> f = affine_int_format(dtype))
         return {f->group, 0, (1 << f->bits) - 1};
@@ -278,6 +284,12 @@ BlockFormat block_format(DType dtype) {
 }
 
 bool has_block_code(DType dtype) { return block_format(dtype).elems > 0; }
+
+int BlockFormat::nearest(float x, float step, float offset) const {
+  if (levels == nullptr) return nearest_quant(x, step, offset, qmin, qmax);
+  // The only non-uniform grid is the IQ4 types'.
+  return nearest_iq4_level(step != 0.0f ? (x - offset) / step : 0.0f);
+}
 
 void fit_block(DType dtype, const float* x, const float* w, BlockCode* code, AffineRule rule) {
   const BlockFormat f = block_format(dtype);
@@ -298,6 +310,10 @@ void fit_block(DType dtype, const float* x, const float* w, BlockCode* code, Aff
       return fit_k_symmetric(x, w, f.qmin, f.qmax, -127, 127, code);
     case DType::Q3_K:
       return fit_k_symmetric(x, w, f.qmin, f.qmax, -32, 31, code);
+    case DType::IQ4_NL:
+      return fit_iq4_nl(x, w, Iq4Fit::Search, &code->d16, code->q);
+    case DType::IQ4_XS:
+      return fit_iq4_xs(x, w, Iq4Fit::Search, &code->d16, code->ls, code->q);
     default:
       switch (rule) {
         case AffineRule::ZeroPoint:
@@ -336,7 +352,11 @@ void block_grid(DType dtype, const BlockCode& code, float* step, float* offset) 
         step[e] = d * static_cast<float>(code.ls[e / 16]);
         offset[e] = 0.0f;
         break;
-      default:  // Q8_0, Q4_0, Q5_0, the affine groups
+      case DType::IQ4_XS:
+        step[e] = d * static_cast<float>(code.ls[e / 32]);
+        offset[e] = 0.0f;
+        break;
+      default:  // Q8_0, Q4_0, Q5_0, IQ4_NL, the affine groups
         step[e] = d;
         offset[e] = affine_int_format(dtype) ? code.bias : 0.0f;
         break;
@@ -380,6 +400,10 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
       return pack_q2_k(code.d16, code.m16, code.ls, code.lm, biased, static_cast<BlockQ2_K*>(y));
     case DType::Q3_K:
       return pack_q3_k(code.d16, code.ls, biased, static_cast<BlockQ3_K*>(y));
+    case DType::IQ4_NL:
+      return pack_iq4_nl(code.d16, biased, static_cast<BlockIq4Nl*>(y));
+    case DType::IQ4_XS:
+      return pack_iq4_xs(code.d16, code.ls, biased, static_cast<BlockIq4Xs*>(y));
     default:
       return pack_q6_k(code.d16, code.ls, biased, static_cast<BlockQ6_K*>(y));
   }

@@ -197,10 +197,10 @@ void quantize_row_gptq(DType dtype, const float* x, void* y, int64_t k, const Gp
     block_grid(dtype, code, step, offset);
     for (int e = 0; e < format.elems; ++e) {
       const int64_t j = s + e;
-      const int q = nearest_quant(r[j], step[e], offset[e], format.qmin, format.qmax);
+      const int q = format.nearest(r[j], step[e], offset[e]);
       code.q[e] = q;
       const float* u = factor.row(j);
-      const float err = (r[j] - (step[e] * static_cast<float>(q) + offset[e])) / u[j];
+      const float err = (r[j] - (step[e] * format.level(q) + offset[e])) / u[j];
       for (int64_t i = j + 1; i < k; ++i) r[i] -= err * u[i];
     }
     pack_block(dtype, code,

@@ -1,6 +1,6 @@
 // QuantRecipe: the rules of llama.cpp's src/llama-quant.cpp (llama_tensor_get_type,
 // use_more_bits, tensor_type_fallback) restated for the file types tern writes and the dense
-// decoders it runs (no experts, no fused qkv, no falcon, no importance matrix).
+// decoders it runs (no experts, no fused qkv, no falcon).
 #include "tern/quant/quant_recipe.h"
 
 #include <array>
@@ -36,6 +36,8 @@ constexpr std::array kFileTypes{
     FileTypeInfo{FileType::Q5_K_S, "Q5_K_S", DType::Q5_K},
     FileTypeInfo{FileType::Q5_K_M, "Q5_K_M", DType::Q5_K},
     FileTypeInfo{FileType::Q6_K, "Q6_K", DType::Q6_K},
+    FileTypeInfo{FileType::IQ4_NL, "IQ4_NL", DType::IQ4_NL},
+    FileTypeInfo{FileType::IQ4_XS, "IQ4_XS", DType::IQ4_XS},
     FileTypeInfo{FileType::MostlyBF16, "BF16", DType::BF16},
 };
 
@@ -105,6 +107,7 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
     return t.layer;
   };
   const bool medium = ft == FileType::Q4_K_M || ft == FileType::Q5_K_M;
+  const bool iq4 = ft == FileType::IQ4_NL || ft == FileType::IQ4_XS;
   switch (kind) {
     case Kind::Output:
     case Kind::TokenEmbedding: {
@@ -124,6 +127,8 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
         type = i < 2 ? DType::Q5_K : DType::Q4_K;
       else if (ft == FileType::Q3_K_L)
         type = DType::Q5_K;
+      else if (iq4 && m.gqa >= 4)
+        type = DType::Q5_K;
       else if (medium && use_more_bits(i, m.num_layers))
         type = DType::Q6_K;
       else if (ft == FileType::Q4_K_S && i < 4)
@@ -140,6 +145,7 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
       if (ft == FileType::Q3_K_M) return i < m.num_layers / 16 ? DType::Q5_K : DType::Q4_K;
       if (ft == FileType::Q3_K_L) return DType::Q5_K;
       if (medium && use_more_bits(i, m.num_layers)) return DType::Q6_K;
+      if (iq4 && i < m.num_layers / 8 && !m.has_imatrix) return DType::Q5_K;
       if (ft == FileType::Q4_K_S && i < m.num_layers / 8) return DType::Q5_K;
       return base;
     }
@@ -209,6 +215,10 @@ FileType uniform_file_type(DType dtype) {
       return FileType::Q2_K;  // llama.cpp's name of the closest mixture
     case DType::Q3_K:
       return FileType::Q3_K_S;
+    case DType::IQ4_NL:
+      return FileType::IQ4_NL;
+    case DType::IQ4_XS:
+      return FileType::IQ4_XS;
     default:
       throw Error("no GGUF file type for weights of type " + std::string(dtype_name(dtype)));
   }
@@ -218,7 +228,7 @@ DType fitting_type(DType want, int64_t cols) {
   auto fits = [cols](DType t) { return dtype_bytes(t, static_cast<uint64_t>(cols)).has_value(); };
   if (fits(want)) return want;
   DType fallback = DType::F16;
-  if (want == DType::Q2_K || want == DType::Q3_K) fallback = DType::Q4_0;
+  if (want == DType::Q2_K || want == DType::Q3_K || want == DType::IQ4_XS) fallback = DType::IQ4_NL;
   if (want == DType::Q4_K) fallback = DType::Q5_0;
   if (want == DType::Q5_K) fallback = DType::Q5_1;
   if (want == DType::Q6_K) fallback = DType::Q8_0;
@@ -243,7 +253,7 @@ void check_weight_type(DType dtype) {
     throw Error(
         "weight type " + std::string(dtype_name(dtype)) +
         " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, "
-        "Q3_K, Q4_K, Q5_K, Q6_K, INT4_G32/64/128, INT8_G32/64/128)");
+        "Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, INT4_G32/64/128, INT8_G32/64/128)");
 }
 }  // namespace
 
@@ -311,11 +321,12 @@ std::optional<QuantRecipe> parse_weight_recipe(const std::string& name, std::str
     if (equals_ignoring_case(file_type_name(mixed), name)) return QuantRecipe::mixture(mixed);
   if (auto d = dtype_from_name(name); d && is_weight_type(*d)) return QuantRecipe::uniform(*d);
   if (std::optional<DType> d = vllm_float_dtype(name)) return QuantRecipe::uniform(*d);
-  throw Error(std::string(flag) + " '" + name +
-              "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
-              "q3_k, q4_k, q5_k, q6_k, int4_g32, int4_g64, int4_g128, int8_g32, int8_g64, "
-              "int8_g128) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, "
-              "q3_k_l)");
+  throw Error(
+      std::string(flag) + " '" + name +
+      "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
+      "q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, int4_g32, int4_g64, int4_g128, int8_g32, int8_g64, "
+      "int8_g128) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, "
+      "q3_k_l)");
 }
 
 std::optional<DType> parse_float_dtype(const std::string& name, std::string_view flag,

@@ -33,6 +33,8 @@ enum class FileType : uint32_t {
   Q5_K_M = 17,
   Q6_K = 18,
   Q2_K_S = 21,
+  IQ4_NL = 25,
+  IQ4_XS = 30,
   MostlyBF16 = 32,
 };
 
@@ -47,10 +49,10 @@ DType file_type_base(FileType type);
 FileType uniform_file_type(DType dtype);
 
 // The type a matrix of `cols`-element rows gets when `want` is asked for: `want` when its rows
-// are whole blocks, else llama.cpp's fallback (Q2_K, Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1,
-// Q6_K → Q8_0) when that
-// fits, else F16. (llama-quantize refuses a shape no fallback fits; tern keeps F16 so that tiny
-// test models such as stories260K, 172-wide ffn_down, still load.)
+// are whole blocks, else llama.cpp's fallback (Q2_K, Q3_K, IQ4_XS → IQ4_NL, Q4_K → Q5_0,
+// Q5_K → Q5_1, Q6_K → Q8_0) when that fits, else F16. (llama-quantize refuses a shape no fallback
+// fits; tern keeps F16 so that tiny test models such as stories260K, 172-wide ffn_down, still
+// load.)
 DType fitting_type(DType want, int64_t cols);
 
 // The model-wide facts the mixtures depend on.
@@ -59,6 +61,9 @@ struct RecipeModel {
   bool tied_embeddings = false;  // no output.weight: token_embd is also the output matrix
   bool is_70b = false;           // llama.cpp's LLM_TYPE_70B: attn_v gets at least Q5_K
   int64_t gqa = 1;               // query heads per kv head (llama.cpp's n_gqa)
+  // An importance matrix guides the quantization (llama.cpp's has_imatrix): the IQ4 types then
+  // leave the first eighth of ffn_down at their base.
+  bool has_imatrix = false;
 
   static RecipeModel of(const ModelConfig& config);
 };

@@ -13,6 +13,8 @@ namespace tern::cpu {
 
 // The scalar reference of every supported type (generic/vec_dot.cpp).
 VecDotFn scalar_vec_dot(DType weight);
+// IQ4_NL's float chains (block b into chain b % 8), an AVX2 vector's lanes.
+constexpr int kIq4NlChains = 8;
 // The 16-chain arithmetic of the AVX-512 levels written in plain C++ (generic/
 // vec_dot_16lane.cpp): Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F32, F16 and BF16; nullptr for others. The
 // AVX-512 and ARM kernels of these types equal it bit for bit, which the tests check on both.
@@ -29,6 +31,10 @@ VecDotFn avx2_vec_dot_k(DType weight);
 VecDotFn avx2_vec_dot_k2_k3(DType weight);
 VecDotFn avx512_vec_dot_k2_k3(DType weight);
 VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight);
+// IQ4_NL and IQ4_XS ({avx2,avx512}/vec_dot_iq4.cpp), bit for bit scalar_vec_dot; the Avx512
+// level has IQ4_XS only (IQ4_NL keeps the Avx2 level's).
+VecDotFn avx2_vec_dot_iq4(DType weight);
+VecDotFn avx512_vec_dot_iq4(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);
@@ -44,6 +50,8 @@ GemmTileFn avx2_gemm_tile_q(DType weight);
 GemmTileFn avx2_gemm_tile_k(DType weight);
 GemmTileFn avx2_gemm_tile_k2_k3(DType weight);
 GemmTileFn avx512_gemm_tile_k2_k3(DType weight);
+GemmTileFn avx2_gemm_tile_iq4(DType weight);
+GemmTileFn avx512_gemm_tile_iq4(DType weight);
 GemmTileFn avx2_gemm_tile_affine(DType weight);
 
 // The 16-chain arithmetic (the chains16_ getters, in arch/x86/avx512/): Q4_0 and Q8_0 with their

@@ -2,6 +2,7 @@
 // block (or K-type sub-block) an exact integer dot, then one float multiply-add per block by
 // the product of the scales, accumulated in block order. SIMD kernels keep the integer parts
 // exact and may differ only in the order of the float accumulation.
+#include <cmath>
 #include <type_traits>
 
 #include "tern/blocks/block_layouts.h"
@@ -202,6 +203,46 @@ float dot_q6_k(int64_t k, const void* vw, const void* va) {
   return sum;
 }
 
+// Σ L[q] · a over one IQ4 group of 32 (qs as Q4_0's nibbles), exact.
+int iq4_group_dot(const uint8_t* qs, const int8_t* a) {
+  int sumi = 0;
+  for (int j = 0; j < kQK / 2; ++j)
+    sumi += kIq4Levels[qs[j] & 0xf] * a[j] + kIq4Levels[qs[j] >> 4] * a[j + 16];
+  return sumi;
+}
+
+// IQ4_NL: each block's exact integer sum, then 8 float chains, block b feeding chain b % 8 by
+// one fused multiply-add with f16(w.d) · f16(a.d), the chains summed lane j + lane j + 4, then
+// + 2, + 1: what an 8-lane vector computes, so the SIMD kernels give these bits.
+float dot_iq4_nl(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockIq4Nl*>(vw);
+  const auto* a = static_cast<const BlockQ8_0*>(va);
+  float chain[kIq4NlChains] = {};
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    const float scale = f16_to_f32(w[b].d) * f16_to_f32(a[b].d);
+    float& c = chain[b % kIq4NlChains];
+    c = std::fma(static_cast<float>(iq4_group_dot(w[b].qs, a[b].qs)), scale, c);
+  }
+  for (int width = kIq4NlChains / 2; width >= 1; width /= 2)
+    for (int j = 0; j < width; ++j) chain[j] = chain[j] + chain[j + width];
+  return chain[0];
+}
+
+// IQ4_XS: per super-block, as Q3_K: Σ_j (ls_j − 32) · Σ L[q] · a exact in int32, then one float
+// step.
+float dot_iq4_xs(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const BlockIq4Xs*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQKK / kQK; ++j)
+      sumi += (iq4_xs_scale(w[i], j) - 32) * iq4_group_dot(w[i].qs + 16 * j, a[i].qs + kQK * j);
+    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi);
+  }
+  return sum;
+}
+
 float dot_f32(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const float*>(vw);
   const auto* a = static_cast<const float*>(va);
@@ -255,6 +296,10 @@ VecDotFn scalar_vec_dot(DType weight) {
       return dot_k_affine<true>;
     case DType::Q6_K:
       return dot_q6_k;
+    case DType::IQ4_NL:
+      return dot_iq4_nl;
+    case DType::IQ4_XS:
+      return dot_iq4_xs;
     default:
       return scalar_vec_dot_affine(weight);
   }

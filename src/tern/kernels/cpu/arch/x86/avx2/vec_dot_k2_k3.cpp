@@ -4,8 +4,8 @@
 // The scalar twin meets the floats once per super-block: an exact int32 sum of the super-block,
 // then `sum += (a.d · d) · sumi − (a.d · dmin) · summ`. These kernels compute the same int32 sums
 // in vectors (any order gives the same integer), reduce them to one lane per super-block, and do
-// the same float operations in the same order (k2_k3_steps.h), so every token count of the tile
-// gives the scalar twin's bits.
+// the same float operations in the same order (superblock_steps.h), so every token count of the
+// tile gives the scalar twin's bits.
 //
 // Both types keep 2 low bits per element in qs: in half h of the super-block (128 elements), bits
 // 2g..2g+1 of qs[32h + l] are element 128h + 32g + l. So the 32 bytes of a half shifted right by
@@ -18,8 +18,8 @@
 #include <cstdint>
 
 #include "tern/blocks/block_layouts.h"
-#include "tern/kernels/cpu/arch/x86/k2_k3_steps.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
+#include "tern/kernels/cpu/arch/x86/superblock_steps.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -86,7 +86,7 @@ inline void scaled_dots(const Source& q, __m256i sc16, const BlockQ8_K* const* a
   }
 }
 
-// The Dots of k2_k3_steps.h's kernels.
+// The Dots of superblock_steps.h's kernels.
 struct Dots {
   template <int C>
   static void q2(const BlockQ2_K& w, __m256i sc16, const BlockQ8_K* const* a, int64_t i,

@@ -1,6 +1,6 @@
 // AVX-512 dot kernels of Q2_K and Q3_K rows against Q8_K activation rows (see vec_dot_isa.h):
 // avx2/vec_dot_k2_k3.cpp's arithmetic on 64 elements per instruction, and with it bit for bit
-// the scalar twins of generic/vec_dot.cpp (exact int32 sums, then k2_k3_steps.h's float step).
+// the scalar twins of generic/vec_dot.cpp (exact int32 sums, then superblock_steps.h's float step).
 //
 // Register m (< 4) holds elements 64m..64m+63 of the super-block: in qs's 2-bit planes (see the
 // AVX2 file) that is half h = m / 2, groups g = 2 (m % 2) and g + 1, one per 256-bit half, each
@@ -10,8 +10,8 @@
 
 #include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
-#include "tern/kernels/cpu/arch/x86/k2_k3_steps.h"
 #include "tern/kernels/cpu/arch/x86/simd_common.h"
+#include "tern/kernels/cpu/arch/x86/superblock_steps.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -79,7 +79,7 @@ inline void scaled_dots(const Source& q, __m256i sc16, const BlockQ8_K* const* a
         _mm256_add_epi32(_mm512_castsi512_si256(acc[c]), _mm512_extracti64x4_epi64(acc[c], 1));
 }
 
-// The Dots of k2_k3_steps.h's kernels.
+// The Dots of superblock_steps.h's kernels.
 struct Dots {
   template <int C>
   static void q2(const BlockQ2_K& w, __m256i sc16, const BlockQ8_K* const* a, int64_t i,

@@ -1,9 +1,10 @@
-// What the Q2_K and Q3_K kernels of the AVX2 and AVX-512 levels (avx2/vec_dot_k2_k3.cpp,
-// avx512/vec_dot_k2_k3.cpp) share: the sub-block scales, the reductions of their exact int32
-// sums, the scalar twin's float step per super-block (generic/vec_dot.cpp) for one token or four
-// side by side, and the kernels built from them over each level's own integer dots, so that each
-// level gives the scalar twin's bits. Needs AVX2;
-// internal linkage, so each file compiles its own copy with its own flags.
+// What the kernels of the 256-element types whose scalar twins take one float step per
+// super-block (Q2_K, Q3_K: {avx2,avx512}/vec_dot_k2_k3.cpp; IQ4_XS: {avx2,avx512}/vec_dot_iq4.cpp)
+// share: the reductions of their exact int32 sums, the scalar twin's float step per super-block
+// (generic/vec_dot.cpp) for one token or four side by side, the GEMV and GEMM tile built from
+// them, and Q2_K/Q3_K's sub-block scales and kernels over each level's own integer dots, so that
+// each level gives the scalar twin's bits. Needs AVX2; internal linkage, so each file compiles
+// its own copy with its own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -75,13 +76,28 @@ inline __m256i q2_mins_dot(__m256i mins16, const BlockQ8_K& a) {
   return _mm256_madd_epi16(load256(a.bsums), mins16);
 }
 
-// The scalar twin's step: sum += (a.d · d) · sumi − (a.d · dmin) · summ (Q3_K: no mins term).
+// The scalar twin's step: sum += (a.d · d) · sumi − (a.d · dmin) · summ (Q3_K, IQ4_XS: no mins
+// term).
 inline float q2_k_step(float sum, const BlockQ2_K& w, const BlockQ8_K& a, int sumi, int summ) {
   return sum + ((a.d * f16(w.d)) * static_cast<float>(sumi) -
                 (a.d * f16(w.dmin)) * static_cast<float>(summ));
 }
-inline float q3_k_step(float sum, const BlockQ3_K& w, const BlockQ8_K& a, int sumi) {
+template <typename Block>
+inline float symmetric_step(float sum, const Block& w, const BlockQ8_K& a, int sumi) {
   return sum + (a.d * f16(w.d)) * static_cast<float>(sumi);
+}
+
+// IQ4_XS's 8 sub-block scales, unbiased (ls − 32). (block_layouts.h's iq4_xs_scale is an
+// inline function of a shared header: a copy compiled here with ISA flags could be the one the
+// linker keeps for every file.)
+inline void iq4_xs_scales(const BlockIq4Xs& w, int* ls) {
+  for (int j = 0; j < 8; ++j)
+    ls[j] =
+        (((w.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | ((w.scales_h >> (2 * j)) & 3) << 4) - 32;
+}
+// kIq4Levels in each 128-bit lane, for vpshufb.
+inline __m256i iq4_level_table256() {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
 }
 
 // The same steps for 4 tokens a[0..3] at once, lane c token c: the same IEEE operations on the
@@ -94,22 +110,23 @@ inline __m128 q2_k_step4(__m128 sum, const BlockQ2_K& w, __m128 ad, __m128i sumi
   const __m128 y = _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.dmin))), _mm_cvtepi32_ps(summ));
   return _mm_add_ps(sum, _mm_sub_ps(x, y));
 }
-inline __m128 q3_k_step4(__m128 sum, const BlockQ3_K& w, __m128 ad, __m128i sumi) {
+template <typename Block>
+inline __m128 symmetric_step4(__m128 sum, const Block& w, __m128 ad, __m128i sumi) {
   return _mm_add_ps(sum, _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.d))), _mm_cvtepi32_ps(sumi)));
 }
 
-// A row's dot (the GEMV's), for Q2_K (with mins) or Q3_K: sums(i, &dots, &mins) gives super-block
-// i's int32 sums in 8 lanes each (Q3_K: its offset already in dots; mins unused). Four
+// A row's dot (the GEMV's), for Q2_K (with mins), Q3_K or IQ4_XS: sums(i, &dots, &mins) gives
+// super-block i's int32 sums in 8 lanes each (Q3_K: its offset already in dots; mins unused). Four
 // super-blocks' sums are reduced together, then meet the floats one super-block at a time in the
 // scalar twin's order.
 template <typename Block, typename SuperBlockSums>
-float k2_k3_dot(const Block* w, const BlockQ8_K* a, int64_t nb, SuperBlockSums sums) {
+float superblock_dot(const Block* w, const BlockQ8_K* a, int64_t nb, SuperBlockSums sums) {
   constexpr bool kMins = std::is_same_v<Block, BlockQ2_K>;
   auto step = [&](float sum, int64_t i, int sumi, int summ) {
     if constexpr (kMins)
       return q2_k_step(sum, w[i], a[i], sumi, summ);
     else
-      return q3_k_step(sum, w[i], a[i], sumi);
+      return symmetric_step(sum, w[i], a[i], sumi);
   };
   float sum = 0.0f;
   int64_t i = 0;
@@ -134,8 +151,9 @@ float k2_k3_dot(const Block* w, const BlockQ8_K* a, int64_t nb, SuperBlockSums s
 // fewer tokens repeats the last one and drops its lanes.
 constexpr int kMicroTokens = 4;
 template <typename Block, void (*micro)(const Block*, const BlockQ8_K* const*, int64_t, float*)>
-void k2_k3_gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
-                     const void* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy) {
+void superblock_gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
+                          const void* a_data, size_t a_stride, int64_t tokens, float* y,
+                          size_t ldy) {
   const int64_t nb = k / kQKK;
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   const auto* abytes = static_cast<const std::byte*>(a_data);
@@ -162,7 +180,7 @@ template <typename Dots>
 float dot_q2_k(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const BlockQ2_K*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i* mins) {
+  return superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i* mins) {
     prefetch_ahead(w + i, sizeof(w[i]));
     Dots::template q2<1>(w[i], q2_scales16(w[i]), &a, i, dots);
     *mins = q2_mins_dot(q2_mins16(w[i]), a[i]);
@@ -173,7 +191,7 @@ template <typename Dots>
 float dot_q3_k(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const BlockQ3_K*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return k2_k3_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+  return superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
     prefetch_ahead(w + i, sizeof(w[i]));
     const __m256i sc16 = q3_scales16(w[i]);
     Dots::template q3<1>(w[i], sc16, &a, i, dots);
@@ -204,7 +222,7 @@ void micro_q3_k(const BlockQ3_K* w, const BlockQ8_K* const* a, int64_t nb, float
     Dots::template q3<kMicroTokens>(w[i], sc16, a, i, dots);
     for (int c = 0; c < kMicroTokens; ++c)
       dots[c] = _mm256_sub_epi32(dots[c], q3_offset(sc16, a[c][i]));
-    sum = q3_k_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
   }
   _mm_storeu_ps(out, sum);
 }
@@ -225,9 +243,9 @@ template <typename Dots>
 GemmTileFn k2_k3_gemm_tile_of(DType weight) {
   switch (weight) {
     case DType::Q2_K:
-      return k2_k3_gemm_tile<BlockQ2_K, micro_q2_k<Dots>>;
+      return superblock_gemm_tile<BlockQ2_K, micro_q2_k<Dots>>;
     case DType::Q3_K:
-      return k2_k3_gemm_tile<BlockQ3_K, micro_q3_k<Dots>>;
+      return superblock_gemm_tile<BlockQ3_K, micro_q3_k<Dots>>;
     default:
       return nullptr;
   }

@@ -1,0 +1,91 @@
+// AVX-512 dot kernels of IQ4_XS rows against Q8_K activation rows (see vec_dot_isa.h):
+// avx2/vec_dot_iq4.cpp's arithmetic on two sub-blocks (64 elements) per instruction, and with it
+// bit for bit the scalar twin of generic/vec_dot.cpp. AVX-512 has no vpsignb: the activations
+// are negated under the mask of the negative levels instead (never −128, quantize_row.h). The
+// sub-block scales enter by VNNI's vpdpwssd. (IQ4_NL keeps the Avx2 level's kernels.)
+#include <cstdint>
+
+#include "tern/blocks/block_layouts.h"
+#include "tern/kernels/cpu/arch/x86/avx512_intrinsics.h"
+#include "tern/kernels/cpu/arch/x86/simd_common.h"
+#include "tern/kernels/cpu/arch/x86/superblock_steps.h"
+#include "tern/kernels/cpu/vec_dot_isa.h"
+
+namespace tern::cpu {
+namespace {
+
+// Sub-blocks 2m and 2m + 1 (elements 64m..64m+63) as |level| and the mask of negative levels.
+struct Chunk {
+  __m512i magnitude;
+  __mmask64 negative;
+};
+inline Chunk chunk_of(const BlockIq4Xs& w, int m) {
+  const __m256i x = load256(w.qs + 32 * m);
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  // 128-bit lanes: the low nibbles of sub-block 2m, its high nibbles, then sub-block 2m + 1's.
+  const __m512i lo_hi = _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_and_si256(x, nibble)),
+      _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble), 1);
+  const __m512i nibbles = _mm512_shuffle_i64x2(lo_hi, lo_hi, _MM_SHUFFLE(3, 1, 2, 0));
+  const __m512i q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(
+                                            reinterpret_cast<const __m128i*>(kIq4Levels))),
+                                        nibbles);
+  return {_mm512_abs_epi8(q), _mm512_movepi8_mask(q)};
+}
+
+// sumi[c] = Σ_j (ls_j − 32) · Σ level · a_c over super-block i, in 8 int32 lanes.
+template <int C>
+inline void iq4_xs_dots(const BlockIq4Xs& w, const BlockQ8_K* const* a, int64_t i,
+                        __m256i* sumi) {
+  int ls[8];
+  iq4_xs_scales(w, ls);
+  __m512i acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+    const Chunk q = chunk_of(w, m);
+    const __m512i scale =
+        _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(ls[2 * m])),
+                           _mm256_set1_epi16(static_cast<int16_t>(ls[2 * m + 1])), 1);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const __m512i x = _mm512_loadu_si512(a[c][i].qs + 64 * m);
+      const __m512i signed_x = _mm512_mask_sub_epi8(x, q.negative, _mm512_setzero_si512(), x);
+      acc[c] = _mm512_dpwssd_epi32(acc[c], _mm512_maddubs_epi16(q.magnitude, signed_x), scale);
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    sumi[c] =
+        _mm256_add_epi32(_mm512_castsi512_si256(acc[c]), _mm512_extracti64x4_epi64(acc[c], 1));
+}
+
+float dot_iq4_xs(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const BlockIq4Xs*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  return superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+    prefetch_ahead(w + i, sizeof(w[i]));
+    iq4_xs_dots<1>(w[i], &a, i, dots);
+  });
+}
+
+void micro_iq4_xs(const BlockIq4Xs* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i dots[kMicroTokens];
+    iq4_xs_dots<kMicroTokens>(w[i], a, i, dots);
+    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+  }
+  _mm_storeu_ps(out, sum);
+}
+
+}  // namespace
+
+VecDotFn avx512_vec_dot_iq4(DType weight) {
+  return weight == DType::IQ4_XS ? dot_iq4_xs : nullptr;
+}
+
+GemmTileFn avx512_gemm_tile_iq4(DType weight) {
+  return weight == DType::IQ4_XS ? superblock_gemm_tile<BlockIq4Xs, micro_iq4_xs> : nullptr;
+}
+
+}  // namespace tern::cpu
