@@ -97,7 +97,10 @@ LevelKernels avx512_level(DType t) {
             .gemm_tile = avx512_gemm_tile_k2_k3(t),
             .source = "avx512/vec_dot_k2_k3"};
   if (VecDotFn f = avx512_vec_dot_iq4(t))
-    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq4(t), .source = "avx512/vec_dot_iq4"};
+    return {.vec_dot = f,
+            .vec_dot_rows = avx512_vec_dot_rows_iq4(t),
+            .gemm_tile = avx512_gemm_tile_iq4(t),
+            .source = "avx512/vec_dot_iq4"};
   if (VecDotFn f = avx512_vec_dot_float(t))
     return {.vec_dot = f,
             .vec_dot_rows = avx512_vec_dot_rows_float(t),

@@ -35,6 +35,7 @@ VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight);
 // level has IQ4_XS only (IQ4_NL keeps the Avx2 level's).
 VecDotFn avx2_vec_dot_iq4(DType weight);
 VecDotFn avx512_vec_dot_iq4(DType weight);
+VecDotRowsFn avx512_vec_dot_rows_iq4(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);

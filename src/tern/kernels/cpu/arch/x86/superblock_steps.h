@@ -87,13 +87,24 @@ inline float symmetric_step(float sum, const Block& w, const BlockQ8_K& a, int s
   return sum + (a.d * f16(w.d)) * static_cast<float>(sumi);
 }
 
-// IQ4_XS's 8 sub-block scales, unbiased (ls − 32). (block_layouts.h's iq4_xs_scale is an
-// inline function of a shared header: a copy compiled here with ISA flags could be the one the
-// linker keeps for every file.)
-inline void iq4_xs_scales(const BlockIq4Xs& w, int* ls) {
-  for (int j = 0; j < 8; ++j)
-    ls[j] =
-        (((w.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | ((w.scales_h >> (2 * j)) & 3) << 4) - 32;
+// IQ4_XS's 8 sub-block scales (ls − 32), lane j sub-block j, each in both int16 halves of its
+// lane, as vpmaddwd / vpdpwssd pair them: nibble j of scales_l (little-endian) and bits 2j of
+// scales_h.
+inline __m256i iq4_xs_scale_pairs(const BlockIq4Xs& w) {
+  uint32_t low;
+  std::memcpy(&low, w.scales_l, sizeof low);
+  const __m256i l =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)),
+                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                       _mm256_set1_epi32(0xf));
+  const __m256i h =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w.scales_h),
+                                         _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                       _mm256_set1_epi32(3));
+  const __m256i ls =
+      _mm256_sub_epi32(_mm256_or_si256(l, _mm256_slli_epi32(h, 4)), _mm256_set1_epi32(32));
+  return _mm256_or_si256(_mm256_and_si256(ls, _mm256_set1_epi32(0xffff)),
+                         _mm256_slli_epi32(ls, 16));
 }
 // kIq4Levels in each 128-bit lane, for vpshufb.
 inline __m256i iq4_level_table256() {

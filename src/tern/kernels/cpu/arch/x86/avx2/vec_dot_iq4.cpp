@@ -31,7 +31,7 @@ struct Levels {
 };
 inline Levels levels_of(const uint8_t* qs) {
   const __m256i q = group_levels(qs);
-  return {_mm256_sign_epi8(q, q), q};
+  return {_mm256_abs_epi8(q), q};
 }
 
 // Σ level · a over the group in 16 int16 pair sums (exact).
@@ -143,19 +143,17 @@ void gemm_tile_iq4_nl(int64_t k, const void* w_data, size_t w_stride, int64_t ro
 
 // sumi[c] = Σ_j (ls_j − 32) · Σ level · a_c over super-block i, in 8 int32 lanes.
 template <int C>
-inline void iq4_xs_dots(const BlockIq4Xs& w, const BlockQ8_K* const* a, int64_t i,
-                        __m256i* sumi) {
-  int ls[8];
-  iq4_xs_scales(w, ls);
+inline void iq4_xs_dots(const BlockIq4Xs& w, const BlockQ8_K* const* a, int64_t i, __m256i* sumi) {
+  const __m256i scales = iq4_xs_scale_pairs(w);
   for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
     const Levels q = levels_of(w.qs + 16 * j);
-    const __m256i scale = _mm256_set1_epi16(static_cast<int16_t>(ls[j]));
+    const __m256i scale = _mm256_permutevar8x32_epi32(scales, _mm256_set1_epi32(j));
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c)
-      sumi[c] = _mm256_add_epi32(sumi[c],
-                                 _mm256_madd_epi16(pair_dots(q, a[c][i].qs + kQK * j), scale));
+      sumi[c] =
+          _mm256_add_epi32(sumi[c], _mm256_madd_epi16(pair_dots(q, a[c][i].qs + kQK * j), scale));
   }
 }
 
