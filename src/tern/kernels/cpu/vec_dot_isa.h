@@ -13,8 +13,6 @@ namespace tern::cpu {
 
 // The scalar reference of every supported type (generic/vec_dot.cpp).
 VecDotFn scalar_vec_dot(DType weight);
-// IQ4_NL's float chains (block b into chain b % 8), an AVX2 vector's lanes.
-constexpr int kIq4NlChains = 8;
 // The 16-chain arithmetic of the AVX-512 levels written in plain C++ (generic/
 // vec_dot_16lane.cpp): Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F32, F16 and BF16; nullptr for others. The
 // AVX-512 and ARM kernels of these types equal it bit for bit, which the tests check on both.

@@ -211,21 +211,31 @@ int iq4_group_dot(const uint8_t* qs, const int8_t* a) {
   return sumi;
 }
 
-// IQ4_NL: each block's exact integer sum, then 8 float chains, block b feeding chain b % 8 by
-// one fused multiply-add with f16(w.d) · f16(a.d), the chains summed lane j + lane j + 4, then
-// + 2, + 1: what an 8-lane vector computes, so the SIMD kernels give these bits.
+// IQ4_NL: the arithmetic of two 8-lane vectors, which the SIMD kernels reproduce bit for bit
+// (two, so that consecutive blocks' multiply-adds do not wait on each other): lane 8 (b % 2) + m
+// takes, from block b in order, the exact integer sum over its elements 4m..4m+3 times
+// f16(w.d) · f16(a.d) by one fused multiply-add; then the 16 lanes are summed lane j +
+// lane j + 8, then + 4, + 2, + 1.
 float dot_iq4_nl(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const BlockIq4Nl*>(vw);
   const auto* a = static_cast<const BlockQ8_0*>(va);
-  float chain[kIq4NlChains] = {};
+  constexpr int kLanes = 16;
+  float lane[kLanes] = {};
   for (int64_t b = 0; b < k / kQK; ++b) {
     const float scale = f16_to_f32(w[b].d) * f16_to_f32(a[b].d);
-    float& c = chain[b % kIq4NlChains];
-    c = std::fma(static_cast<float>(iq4_group_dot(w[b].qs, a[b].qs)), scale, c);
+    for (int m = 0; m < 8; ++m) {
+      int sumi = 0;
+      for (int e = 4 * m; e < 4 * m + 4; ++e) {
+        const int q = e < kQK / 2 ? w[b].qs[e] & 0xf : w[b].qs[e - kQK / 2] >> 4;
+        sumi += kIq4Levels[q] * a[b].qs[e];
+      }
+      float& l = lane[8 * (b % 2) + m];
+      l = std::fma(static_cast<float>(sumi), scale, l);
+    }
   }
-  for (int width = kIq4NlChains / 2; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) chain[j] = chain[j] + chain[j + width];
-  return chain[0];
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int j = 0; j < width; ++j) lane[j] = lane[j] + lane[j + width];
+  return lane[0];
 }
 
 // IQ4_XS: per super-block, as Q3_K: Σ_j (ls_j − 32) · Σ L[q] · a exact in int32, then one float

@@ -39,93 +39,63 @@ inline __m256i pair_dots(const Levels& q, const int8_t* a) {
   return _mm256_maddubs_epi16(q.magnitude, _mm256_sign_epi8(load256(a), q.sign));
 }
 
-// ---- IQ4_NL: 8 chains of blocks (the scalar twin's), lane j of a vector chain j -----------
+// ---- IQ4_NL: the scalar twin's 16 lanes, lanes 8 (b % 2) .. + 7 vector b % 2 --------------
 
-// Block b's integer sum in 8 int32 partials.
-inline __m256i block_sums(const BlockIq4Nl& w, const BlockQ8_0& a) {
-  return _mm256_madd_epi16(pair_dots(levels_of(w.qs), a.qs), _mm256_set1_epi16(1));
+// Block b's integer sums over elements 4m..4m+3, lane m.
+inline __m256i block_sums(const Levels& q, const BlockQ8_0& a) {
+  return _mm256_madd_epi16(pair_dots(q, a.qs), _mm256_set1_epi16(1));
 }
 
-// The lane sums of v[0..7] as lane j of one vector.
-inline __m256i hsum8_epi32(const __m256i* v) {
-  const __m256i h0 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i h1 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-  // h0: v0..v3's low-lane sums | their high-lane sums; h1 likewise for v4..v7.
-  return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
-                          _mm256_permute2x128_si256(h0, h1, 0x31));
+// lanes = fma(block's lane sums, f16(w.d) · f16(a.d), lanes).
+inline __m256 block_step(__m256 lanes, const Levels& q, float wd, const BlockQ8_0& a) {
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sums(q, a)), _mm256_set1_ps(wd * f16(a.d)),
+                         lanes);
 }
 
-// The f16 scales d of 8 consecutive blocks as 8 floats.
-template <typename Block>
-inline __m256 block_scales8(const Block* b) {
-  alignas(16) uint16_t h[8];
-  for (int j = 0; j < 8; ++j) h[j] = b[j].d;
-  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
-}
-
-// The scalar twin's last steps: blocks past the last whole 8 into their chains one at a time,
-// then the chains summed j + j + 4, + 2, + 1.
-inline float finish_chains(__m256 chains, const BlockIq4Nl* w, const BlockQ8_0* a, int64_t b,
-                           int64_t nb) {
-  alignas(32) float c[kIq4NlChains];
-  _mm256_store_ps(c, chains);
-  for (int j = 0; b < nb; ++b, ++j) {
-    const float scale = f16(w[b].d) * f16(a[b].d);
-    const auto sumi = static_cast<float>(hsum_epi32(block_sums(w[b], a[b])));
-    c[j] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(sumi), _mm_set_ss(scale), _mm_set_ss(c[j])));
-  }
-  __m128 s = _mm_add_ps(_mm_load_ps(c), _mm_load_ps(c + 4));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+// The scalar twin's tree: lane j + lane j + 8 (the two vectors), then + 4, + 2, + 1.
+inline float lanes_sum(const __m256* lanes) { return hsum(_mm256_add_ps(lanes[0], lanes[1])); }
 
 float dot_iq4_nl(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const BlockIq4Nl*>(w_row);
   const auto* a = static_cast<const BlockQ8_0*>(a_row);
   const int64_t nb = k / kQK;
-  __m256 chains = _mm256_setzero_ps();
+  __m256 lanes[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  // Blocks in pairs, so that each vector of lanes stays in a register.
   int64_t b = 0;
-  for (; b + kIq4NlChains <= nb; b += kIq4NlChains) {
-    prefetch_ahead(w + b, kIq4NlChains * sizeof(BlockIq4Nl));
-    __m256i sums[kIq4NlChains];
-#pragma GCC unroll 8
-    for (int j = 0; j < kIq4NlChains; ++j) sums[j] = block_sums(w[b + j], a[b + j]);
-    const __m256 scale = _mm256_mul_ps(block_scales8(w + b), block_scales8(a + b));
-    chains = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8_epi32(sums)), scale, chains);
+  for (; b + 2 <= nb; b += 2) {
+    if (b % 8 == 0) prefetch_ahead(w + b, 8 * sizeof(BlockIq4Nl));
+    lanes[0] = block_step(lanes[0], levels_of(w[b].qs), f16(w[b].d), a[b]);
+    lanes[1] = block_step(lanes[1], levels_of(w[b + 1].qs), f16(w[b + 1].d), a[b + 1]);
   }
-  return finish_chains(chains, w, a, b, nb);
+  if (b < nb) lanes[0] = block_step(lanes[0], levels_of(w[b].qs), f16(w[b].d), a[b]);
+  return lanes_sum(lanes);
 }
 
-// The tile: 1 row × 4 tokens, each token its own chains; a group of 8 weight blocks is decoded
-// once for the 4 tokens.
+// The tile: 1 row × 4 tokens; each weight block is decoded once for the 4 tokens.
 constexpr int kNlTokens = 4;
 void micro_iq4_nl(const BlockIq4Nl* w, const BlockQ8_0* const* a, int64_t nb, float* out) {
-  __m256 chains[kNlTokens];
-  for (__m256& c : chains) c = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + kIq4NlChains <= nb; b += kIq4NlChains) {
-    Levels q[kIq4NlChains];
-    for (int j = 0; j < kIq4NlChains; ++j) q[j] = levels_of(w[b + j].qs);
-    const __m256 w_scale = block_scales8(w + b);
-    for (int c = 0; c < kNlTokens; ++c) {
-      __m256i sums[kIq4NlChains];
-#pragma GCC unroll 8
-      for (int j = 0; j < kIq4NlChains; ++j)
-        sums[j] = _mm256_madd_epi16(pair_dots(q[j], a[c][b + j].qs), _mm256_set1_epi16(1));
-      const __m256 scale = _mm256_mul_ps(w_scale, block_scales8(a[c] + b));
-      chains[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8_epi32(sums)), scale, chains[c]);
+  __m256 lanes[kNlTokens][2];
+  for (auto& l : lanes) l[0] = l[1] = _mm256_setzero_ps();
+  // Blocks in pairs, so that the vectors of lanes stay in registers.
+  for (int64_t b = 0; b < nb; b += 2) {
+#pragma GCC unroll 2
+    for (int half = 0; half < 2 && b + half < nb; ++half) {
+      const Levels q = levels_of(w[b + half].qs);
+      const float wd = f16(w[b + half].d);
+#pragma GCC unroll 4
+      for (int c = 0; c < kNlTokens; ++c)
+        lanes[c][half] = block_step(lanes[c][half], q, wd, a[c][b + half]);
     }
   }
-  for (int c = 0; c < kNlTokens; ++c) out[c] = finish_chains(chains[c], w, a[c], b, nb);
+  for (int c = 0; c < kNlTokens; ++c) out[c] = lanes_sum(lanes[c]);
 }
 
 void gemm_tile_iq4_nl(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
                       const void* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy) {
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   const auto* abytes = static_cast<const std::byte*>(a_data);
+  // Tokens outer: the few tokens' blocks stay in L1 while the tile's rows stream past. A ragged
+  // edge repeats the last token and drops its lanes.
   for (int64_t c0 = 0; c0 < tokens; c0 += kNlTokens) {
     const int cc = static_cast<int>(std::min<int64_t>(kNlTokens, tokens - c0));
     const BlockQ8_0* a[kNlTokens];
