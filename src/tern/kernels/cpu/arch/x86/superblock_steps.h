@@ -157,28 +157,38 @@ float superblock_dot(const Block* w, const BlockQ8_K* a, int64_t nb, SuperBlockS
   return sum;
 }
 
-// The GEMM tile over 4-token micro-kernels micro(w_row, a[4], nb, out[4]): tokens outer, so a
-// few activation rows stay in L1 while the tile's weight rows stream past. A ragged edge of
-// fewer tokens repeats the last one and drops its lanes.
+// A GEMM tile over 4-token micro-kernels micro(w_row, a[4], nb, out[4]) of blocks of kElems
+// (any type's, activations of type Activation): tokens outer, so a few activation rows stay in
+// L1 while the tile's weight rows stream past. A ragged edge of fewer tokens repeats the last
+// one and drops its lanes.
 constexpr int kMicroTokens = 4;
-template <typename Block, void (*micro)(const Block*, const BlockQ8_K* const*, int64_t, float*)>
-void superblock_gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
+template <typename Block, typename Activation, int kElems,
+          void (*micro)(const Block*, const Activation* const*, int64_t, float*)>
+void four_token_gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
                           const void* a_data, size_t a_stride, int64_t tokens, float* y,
                           size_t ldy) {
-  const int64_t nb = k / kQKK;
+  const int64_t nb = k / kElems;
   const auto* wbytes = static_cast<const std::byte*>(w_data);
   const auto* abytes = static_cast<const std::byte*>(a_data);
   for (int64_t c0 = 0; c0 < tokens; c0 += kMicroTokens) {
     const int cc = static_cast<int>(std::min<int64_t>(kMicroTokens, tokens - c0));
-    const BlockQ8_K* a[kMicroTokens];
+    const Activation* a[kMicroTokens];
     for (int c = 0; c < kMicroTokens; ++c)
-      a[c] = reinterpret_cast<const BlockQ8_K*>(abytes + (c0 + std::min(c, cc - 1)) * a_stride);
+      a[c] = reinterpret_cast<const Activation*>(abytes + (c0 + std::min(c, cc - 1)) * a_stride);
     for (int64_t r = 0; r < rows; ++r) {
       float out[kMicroTokens];
       micro(reinterpret_cast<const Block*>(wbytes + r * w_stride), a, nb, out);
       for (int c = 0; c < cc; ++c) y[(c0 + c) * ldy + r] = out[c];
     }
   }
+}
+// The super-block types' (Q8_K activations).
+template <typename Block, void (*micro)(const Block*, const BlockQ8_K* const*, int64_t, float*)>
+void superblock_gemm_tile(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
+                          const void* a_data, size_t a_stride, int64_t tokens, float* y,
+                          size_t ldy) {
+  four_token_gemm_tile<Block, BlockQ8_K, kQKK, micro>(k, w_data, w_stride, rows, a_data, a_stride,
+                                                      tokens, y, ldy);
 }
 
 // ---- The kernels, over a level's Dots ----------------------------------------------------------
@@ -233,6 +243,29 @@ void micro_q3_k(const BlockQ3_K* w, const BlockQ8_K* const* a, int64_t nb, float
     Dots::template q3<kMicroTokens>(w[i], sc16, a, i, dots);
     for (int c = 0; c < kMicroTokens; ++c)
       dots[c] = _mm256_sub_epi32(dots[c], q3_offset(sc16, a[c][i]));
+    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+  }
+  _mm_storeu_ps(out, sum);
+}
+
+// Dots::iq4<C>(w, a, i, sumi): IQ4_XS's sumi[c] = Σ_j (ls_j − 32) · Σ level · a_c over
+// super-block i, in 8 int32 lanes.
+template <typename Dots>
+float dot_iq4_xs(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const BlockIq4Xs*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  return superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+    prefetch_ahead(w + i, sizeof(w[i]));
+    Dots::template iq4<1>(w[i], &a, i, dots);
+  });
+}
+
+template <typename Dots>
+void micro_iq4_xs(const BlockIq4Xs* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i dots[kMicroTokens];
+    Dots::template iq4<kMicroTokens>(w[i], a, i, dots);
     sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
   }
   _mm_storeu_ps(out, sum);

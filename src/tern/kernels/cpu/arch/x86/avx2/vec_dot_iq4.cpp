@@ -71,10 +71,9 @@ float dot_iq4_nl(int64_t k, const void* w_row, const void* a_row) {
   return lanes_sum(lanes);
 }
 
-// The tile: 1 row × 4 tokens; each weight block is decoded once for the 4 tokens.
-constexpr int kNlTokens = 4;
+// The tile's micro-kernel: 1 row × 4 tokens; each weight block is decoded once for the 4.
 void micro_iq4_nl(const BlockIq4Nl* w, const BlockQ8_0* const* a, int64_t nb, float* out) {
-  __m256 lanes[kNlTokens][2];
+  __m256 lanes[kMicroTokens][2];
   for (auto& l : lanes) l[0] = l[1] = _mm256_setzero_ps();
   // Blocks in pairs, so that the vectors of lanes stay in registers.
   for (int64_t b = 0; b < nb; b += 2) {
@@ -83,30 +82,11 @@ void micro_iq4_nl(const BlockIq4Nl* w, const BlockQ8_0* const* a, int64_t nb, fl
       const Levels q = levels_of(w[b + half].qs);
       const float wd = f16(w[b + half].d);
 #pragma GCC unroll 4
-      for (int c = 0; c < kNlTokens; ++c)
+      for (int c = 0; c < kMicroTokens; ++c)
         lanes[c][half] = block_step(lanes[c][half], q, wd, a[c][b + half]);
     }
   }
-  for (int c = 0; c < kNlTokens; ++c) out[c] = lanes_sum(lanes[c]);
-}
-
-void gemm_tile_iq4_nl(int64_t k, const void* w_data, size_t w_stride, int64_t rows,
-                      const void* a_data, size_t a_stride, int64_t tokens, float* y, size_t ldy) {
-  const auto* wbytes = static_cast<const std::byte*>(w_data);
-  const auto* abytes = static_cast<const std::byte*>(a_data);
-  // Tokens outer: the few tokens' blocks stay in L1 while the tile's rows stream past. A ragged
-  // edge repeats the last token and drops its lanes.
-  for (int64_t c0 = 0; c0 < tokens; c0 += kNlTokens) {
-    const int cc = static_cast<int>(std::min<int64_t>(kNlTokens, tokens - c0));
-    const BlockQ8_0* a[kNlTokens];
-    for (int c = 0; c < kNlTokens; ++c)
-      a[c] = reinterpret_cast<const BlockQ8_0*>(abytes + (c0 + std::min(c, cc - 1)) * a_stride);
-    for (int64_t r = 0; r < rows; ++r) {
-      float out[kNlTokens];
-      micro_iq4_nl(reinterpret_cast<const BlockIq4Nl*>(wbytes + r * w_stride), a, k / kQK, out);
-      for (int c = 0; c < cc; ++c) y[(c0 + c) * ldy + r] = out[c];
-    }
-  }
+  for (int c = 0; c < kMicroTokens; ++c) out[c] = lanes_sum(lanes[c]);
 }
 
 // ---- IQ4_XS: superblock_steps.h's kernels over these integer dots ---------------------------
@@ -127,24 +107,13 @@ inline void iq4_xs_dots(const BlockIq4Xs& w, const BlockQ8_K* const* a, int64_t 
   }
 }
 
-float dot_iq4_xs(int64_t k, const void* w_row, const void* a_row) {
-  const auto* w = static_cast<const BlockIq4Xs*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
-    prefetch_ahead(w + i, sizeof(w[i]));
-    iq4_xs_dots<1>(w[i], &a, i, dots);
-  });
-}
-
-void micro_iq4_xs(const BlockIq4Xs* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
-  __m128 sum = _mm_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    __m256i dots[kMicroTokens];
-    iq4_xs_dots<kMicroTokens>(w[i], a, i, dots);
-    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+// The Dots of superblock_steps.h's IQ4_XS kernels.
+struct Dots {
+  template <int C>
+  static void iq4(const BlockIq4Xs& w, const BlockQ8_K* const* a, int64_t i, __m256i* sumi) {
+    iq4_xs_dots<C>(w, a, i, sumi);
   }
-  _mm_storeu_ps(out, sum);
-}
+};
 
 }  // namespace
 
@@ -153,7 +122,7 @@ VecDotFn avx2_vec_dot_iq4(DType weight) {
     case DType::IQ4_NL:
       return dot_iq4_nl;
     case DType::IQ4_XS:
-      return dot_iq4_xs;
+      return dot_iq4_xs<Dots>;
     default:
       return nullptr;
   }
@@ -162,9 +131,9 @@ VecDotFn avx2_vec_dot_iq4(DType weight) {
 GemmTileFn avx2_gemm_tile_iq4(DType weight) {
   switch (weight) {
     case DType::IQ4_NL:
-      return gemm_tile_iq4_nl;
+      return four_token_gemm_tile<BlockIq4Nl, BlockQ8_0, kQK, micro_iq4_nl>;
     case DType::IQ4_XS:
-      return superblock_gemm_tile<BlockIq4Xs, micro_iq4_xs>;
+      return superblock_gemm_tile<BlockIq4Xs, micro_iq4_xs<Dots>>;
     default:
       return nullptr;
   }

@@ -61,24 +61,13 @@ inline void iq4_xs_dots(const BlockIq4Xs& w, const BlockQ8_K* const* a, int64_t 
         _mm256_add_epi32(_mm512_castsi512_si256(acc[c]), _mm512_extracti64x4_epi64(acc[c], 1));
 }
 
-float dot_iq4_xs(int64_t k, const void* w_row, const void* a_row) {
-  const auto* w = static_cast<const BlockIq4Xs*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
-    prefetch_ahead(w + i, sizeof(w[i]));
-    iq4_xs_dots<1>(w[i], &a, i, dots);
-  });
-}
-
-void micro_iq4_xs(const BlockIq4Xs* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
-  __m128 sum = _mm_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    __m256i dots[kMicroTokens];
-    iq4_xs_dots<kMicroTokens>(w[i], a, i, dots);
-    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+// The Dots of superblock_steps.h's IQ4_XS kernels.
+struct Dots {
+  template <int C>
+  static void iq4(const BlockIq4Xs& w, const BlockQ8_K* const* a, int64_t i, __m256i* sumi) {
+    iq4_xs_dots<C>(w, a, i, sumi);
   }
-  _mm_storeu_ps(out, sum);
-}
+};
 
 // The GEMV's four streams side by side (vec_dot_rows): each activation chunk loaded once for
 // four rows, their sums reduced together, and each row's float step in its own lane (lane r row
@@ -124,10 +113,12 @@ VecDotRowsFn avx512_vec_dot_rows_iq4(DType weight) {
   return weight == DType::IQ4_XS ? dot_rows_iq4_xs : nullptr;
 }
 
-VecDotFn avx512_vec_dot_iq4(DType weight) { return weight == DType::IQ4_XS ? dot_iq4_xs : nullptr; }
+VecDotFn avx512_vec_dot_iq4(DType weight) {
+  return weight == DType::IQ4_XS ? dot_iq4_xs<Dots> : nullptr;
+}
 
 GemmTileFn avx512_gemm_tile_iq4(DType weight) {
-  return weight == DType::IQ4_XS ? superblock_gemm_tile<BlockIq4Xs, micro_iq4_xs> : nullptr;
+  return weight == DType::IQ4_XS ? superblock_gemm_tile<BlockIq4Xs, micro_iq4_xs<Dots>> : nullptr;
 }
 
 }  // namespace tern::cpu
