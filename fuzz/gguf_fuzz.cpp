@@ -1,6 +1,8 @@
 // libFuzzer target for the GGUF reader: any input either parses or throws tern::Error, and a
 // file that parses has every value displayable and every tensor's bytes inside the input. Small
-// inputs that parse are also written back and re-read, and must come back the same.
+// inputs that parse are also written back and re-read, and must come back the same. A file that
+// parses is then read as a model: its config and its weights' views (shapes, types, experts)
+// either bind or throw tern::Error.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +13,8 @@
 
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
+#include "tern/formats/model_config.h"
+#include "tern/models/weight_loader.h"
 
 namespace {
 
@@ -91,6 +95,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (auto v = f.get_int_array(key)) sink += v->size();
       } catch (const tern::Error&) {
       }
+    }
+    try {
+      const tern::ModelConfig config = tern::ModelConfig::from_gguf(f);
+      const tern::ModelWeights weights = tern::load_gguf_weights(f, config);
+      sink += weights.layers.size();
+    } catch (const tern::Error&) {
     }
     volatile size_t keep = sink;
     (void)keep;

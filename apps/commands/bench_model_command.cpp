@@ -62,8 +62,7 @@ uint64_t matrix_bytes(const ModelWeights& w) {
   auto bytes = [](const WeightMatrix& m) { return static_cast<uint64_t>(m.row_bytes) * m.rows; };
   uint64_t total = bytes(w.token_embedding) + (w.tied_embeddings ? 0 : bytes(w.lm_head));
   for (const LayerWeights& l : w.layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      total += bytes(*m);
+    l.for_each_matrix([&](const WeightMatrix& m) { total += bytes(m); });
   return total;
 }
 

@@ -77,9 +77,7 @@ template <typename Fn>
 void for_each_matrix(const ModelWeights& w, Fn fn) {
   fn(w.token_embedding);
   if (!w.tied_embeddings) fn(w.lm_head);
-  for (const LayerWeights& l : w.layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      fn(*m);
+  for (const LayerWeights& l : w.layers) l.for_each_matrix(fn);
 }
 
 struct MatrixTotals {

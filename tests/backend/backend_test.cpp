@@ -29,6 +29,7 @@ enum Op {
   kMatmul,
   kQkv,
   kGateUpSilu,
+  kMoeMlp,
   kRope,
   kWriteKv,
   kAttention,
@@ -93,6 +94,10 @@ class CountingBackend final : public Backend {
                     std::span<const float> b_up, Activation x, int64_t t, Activation out) override {
     ++counts[kGateUpSilu];
     inner_->gate_up_silu(w_gate, w_up, w_gate_up_packed, b_gate, b_up, x, t, out);
+  }
+  void moe_mlp(const MixtureOfExperts& moe, Activation x, int64_t t, Activation out) override {
+    ++counts[kMoeMlp];
+    inner_->moe_mlp(moe, x, t, out);
   }
   void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
     ++counts[kRope];

@@ -271,6 +271,22 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
           << e.what();
     }
   }
+  // A mixture of experts (qwen3moe), whatever its types.
+  nlohmann::json moe = testing::tiny_qwen3_overrides(2);
+  moe["architectures"] = {"Qwen3MoeForCausalLM"};
+  moe["model_type"] = "qwen3_moe";
+  moe["num_experts"] = 4;
+  moe["num_experts_per_tok"] = 2;
+  moe["moe_intermediate_size"] = 256;
+  const ModelConfig moe_config = testing::shrunk_config("model-configs/qwen3-0.6b", moe);
+  try {
+    Decoder decoder(moe_config, make_dummy_weights(moe_config, DType::F16, 1), vulkan);
+    ADD_FAILURE() << "a mixture of experts was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 0's MLP is a mixture of experts"),
+              std::string::npos)
+        << e.what();
+  }
   const ModelWeights q4 = make_dummy_weights(c, DType::Q4_0, 1);
   Decoder decoder(c, q4, vulkan);
   try {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "fixtures.h"
 #include "tern/core/error.h"
@@ -247,6 +248,52 @@ TEST(ModelConfig, GenerationConfigOverrides) {
   fs::remove_all(dir);
 }
 
+// Qwen3-30B-A3B (tests/data/model-configs, the published values): the experts' fields, every
+// layer sparse, and to_hf_json reads back as the same config.
+TEST(ModelConfig, Qwen3_30B_A3B) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/qwen3-30b-a3b");
+  EXPECT_EQ(c.arch, ModelArch::Qwen3Moe);
+  EXPECT_EQ(model_arch_name(c.arch), "qwen3moe");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  for (int64_t i = 0; i < c.num_layers; ++i) EXPECT_TRUE(c.is_moe_layer(i)) << i;
+  EXPECT_EQ(c.dense_intermediate_size(), 0);
+  const ModelConfig again = ModelConfig::from_hf_json(c.to_hf_json(), "again");
+  EXPECT_EQ(again.arch, ModelArch::Qwen3Moe);
+  EXPECT_EQ(again.num_experts, 128);
+  EXPECT_EQ(again.num_experts_per_tok, 8);
+  EXPECT_EQ(again.moe_intermediate_size, 768);
+  EXPECT_TRUE(again.norm_topk_prob);
+
+  // transformers' layer rule: sparse unless listed in mlp_only_layers, every
+  // decoder_sparse_step-th layer.
+  json j = json::parse(c.to_hf_json());
+  j["decoder_sparse_step"] = 2;
+  j["mlp_only_layers"] = {3};
+  const ModelConfig mixed = ModelConfig::from_hf_json(j.dump(), "mixed");
+  EXPECT_FALSE(mixed.is_moe_layer(0));
+  EXPECT_TRUE(mixed.is_moe_layer(1));
+  EXPECT_FALSE(mixed.is_moe_layer(3));
+  EXPECT_TRUE(mixed.is_moe_layer(5));
+  EXPECT_EQ(mixed.dense_intermediate_size(), 6144);
+
+  for (const auto& [field, value, message] :
+       {std::tuple{"num_experts", json(0), "num_experts must be in 1..65536, not 0"},
+        std::tuple{"num_experts_per_tok", json(129),
+                   "num_experts_per_tok must be in 1..num_experts (128), not 129"},
+        std::tuple{"moe_intermediate_size", json(-1), "moe_intermediate_size must be positive"},
+        std::tuple{"decoder_sparse_step", json(0), "decoder_sparse_step must be positive"},
+        std::tuple{"mlp_only_layers", json("all"), "'mlp_only_layers' must be a list"}}) {
+    json bad = json::parse(c.to_hf_json());
+    bad[field] = value;
+    expect_config_error([&] { ModelConfig::from_hf_json(bad.dump(), "bad"); }, {"bad", message});
+  }
+}
+
 TEST(ModelConfig, Errors) {
   const std::string name = "test/config.json";
   auto broken = [&](const std::function<void(json&)>& edit) {
@@ -423,6 +470,32 @@ TEST(ModelConfigGguf, Qwen3Like) {
   EXPECT_EQ(c.bos_token_id, hf.bos_token_id);
   EXPECT_EQ(c.eos_token_ids, hf.eos_token_ids);
   EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
+}
+
+// llama.cpp's qwen3moe keys; the top k always renormalised, as llama.cpp's graph does.
+TEST(ModelConfigGguf, Qwen3Moe) {
+  GgufWriter w = qwen3_like_writer();
+  w.set("general.architecture", GgufValue::string("qwen3moe"));
+  GgufWriter moe;
+  const GgufFile dense = parse_gguf(w);
+  for (const auto& [key, value] : dense.metadata())
+    moe.set(key.starts_with("qwen3.") ? "qwen3moe." + key.substr(6) : key, value);
+  expect_config_error([&] { ModelConfig::from_gguf(parse_gguf(moe)); },
+                      {"metadata key 'qwen3moe.expert_count' is missing"});
+  moe.set("qwen3moe.expert_count", GgufValue::u32(128));
+  moe.set("qwen3moe.expert_used_count", GgufValue::u32(8));
+  moe.set("qwen3moe.expert_feed_forward_length", GgufValue::u32(768));
+  const ModelConfig c = ModelConfig::from_gguf(parse_gguf(moe));
+  EXPECT_EQ(c.arch, ModelArch::Qwen3Moe);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_TRUE(c.is_moe_layer(0));
+  moe.set("qwen3moe.expert_used_count", GgufValue::u32(200));
+  expect_config_error([&] { ModelConfig::from_gguf(parse_gguf(moe)); },
+                      {"num_experts_per_tok must be in 1..num_experts (128), not 200"});
 }
 
 TEST(ModelConfigGguf, Qwen2BiasTiedAndScaling) {

@@ -93,7 +93,8 @@ inline bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
-// Hugging Face names and layout, written from dummy weights: matrices in `matrix_type`
+// Hugging Face names and layout (a sparse layer's router and experts too), written from dummy
+// weights: matrices in `matrix_type`
 // (F32 or BF16), norms in BF16 (ones: exact).
 inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_json,
                             const ModelConfig& c, const ModelWeights& w, DType matrix_type) {
@@ -129,11 +130,22 @@ inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_jso
       vec(p + "self_attn.k_norm.weight", l.k_norm);
     }
     vec(p + "post_attention_layernorm.weight", l.ffn_norm);
+    if (l.moe) {
+      matrix(p + "mlp.gate.weight", l.moe->router);
+      for (size_t e = 0; e < l.moe->gate.size(); ++e) {
+        const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+        matrix(x + "gate_proj.weight", l.moe->gate[e]);
+        matrix(x + "up_proj.weight", l.moe->up[e]);
+        matrix(x + "down_proj.weight", l.moe->down[e]);
+      }
+      continue;
+    }
     matrix(p + "mlp.gate_proj.weight", l.w_gate);
     matrix(p + "mlp.up_proj.weight", l.w_up);
     matrix(p + "mlp.down_proj.weight", l.w_down);
   }
   vec("model.norm.weight", w.output_norm);
+  if (!w.tied_embeddings) matrix("lm_head.weight", w.lm_head);
   st.write_sharded(dir.path().string(), 1 << 20);  // several shards + index
 }
 

@@ -206,6 +206,47 @@ TEST(WeightPlan, TensorPartsByGgufAndHuggingFaceNames) {
   EXPECT_EQ(tensor_part("blk.1.attn_norm.weight").role, TensorRole::Other);
   EXPECT_EQ(tensor_part("blk.x.attn_q.weight").role, TensorRole::Other);
   EXPECT_EQ(tensor_part("blk.1").role, TensorRole::Other);
+  // A mixture of experts': the router, stacked experts (GGUF) and one expert's (Hugging Face).
+  EXPECT_EQ(tensor_part("blk.4.ffn_gate_inp.weight").role, TensorRole::Router);
+  EXPECT_EQ(tensor_part("model.layers.4.mlp.gate.weight").role, TensorRole::Router);
+  const TensorPart stacked = tensor_part("blk.4.ffn_down_exps.weight");
+  EXPECT_EQ(stacked.role, TensorRole::Down);
+  EXPECT_TRUE(stacked.experts);
+  const TensorPart one = tensor_part("model.layers.4.mlp.experts.127.up_proj.weight");
+  EXPECT_EQ(one.role, TensorRole::Up);
+  EXPECT_EQ(one.layer, 4);
+  EXPECT_TRUE(one.experts);
+  EXPECT_FALSE(tensor_part("model.layers.4.mlp.up_proj.weight").experts);
+  EXPECT_EQ(tensor_part("model.layers.4.mlp.experts.x.up_proj.weight").role, TensorRole::Other);
+}
+
+// Qwen3-30B-A3B (tests/data/model-configs): 48 layers of hidden 2048, q 4096 and kv 512 wide,
+// 128 experts of 768 with 8 per token, vocabulary 151936, untied. A decode reads the attention,
+// the routers, lm_head and 8/128 of the experts: the active parameters, not the total.
+TEST(WeightPlan, MixtureOfExpertsReadsTheActiveParameters) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/qwen3-30b-a3b");
+  const WeightPlan p = plan_recipe_weights(c, *parse_weight_recipe("bf16"));
+  constexpr uint64_t kAttention = 2 * 4096ull * 2048 + 2 * 512ull * 2048;  // q, o, k, v
+  constexpr uint64_t kRouter = 128ull * 2048;
+  constexpr uint64_t kExperts = 128ull * 3 * 768 * 2048;
+  constexpr uint64_t kEmbedding = 151936ull * 2048;
+  constexpr uint64_t kVectors = 48 * (2 * 2048 + 2 * 128) + 2048;
+  EXPECT_EQ(p.parameters(), 48 * (kAttention + kRouter + kExperts) + 2 * kEmbedding + kVectors);
+  EXPECT_EQ(p.parameters(), 30'532'122'624ull);  // the published 30.5 B
+  const PlannedTensor* router = find_tensor(p, "blk.0.ffn_gate_inp.weight");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->dtype, DType::F32);  // as llama-quantize leaves it
+  const PlannedTensor* gate = find_tensor(p, "blk.47.ffn_gate_exps.weight");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->shape, (std::vector<int64_t>{128, 768, 2048}));
+  EXPECT_EQ(p.bytes_read_per_token(),
+            2 * (48 * (kAttention + kExperts / 16) + kEmbedding) + 4 * 48 * kRouter + 4 * kVectors);
+  // The working memory's matrices: one expert's in the gate, up and down slots.
+  const std::vector<std::vector<MatrixShape>> layers = p.layer_matrices();
+  ASSERT_EQ(layers.size(), 48u);
+  EXPECT_EQ(layers[0][static_cast<size_t>(TensorRole::Down)].rows, 2048);
+  EXPECT_EQ(layers[0][static_cast<size_t>(TensorRole::Down)].cols, 768);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "tern/backend/kv_cache.h"
 #include "tern/backend/kv_types.h"
+#include "tern/weights/model_weights.h"
 #include "tern/weights/weight_matrix.h"
 
 namespace tern {
@@ -88,6 +89,15 @@ class Backend {
                             const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
                             std::span<const float> b_up, Activation x, int64_t t,
                             Activation out) = 0;
+
+  // A sparse layer's MLP (a mixture of experts). Each token's router probabilities are the
+  // softmax of x · routerᵀ; it takes the top_k experts (the higher probability first, the lower
+  // index on a tie), their probabilities as weights (renormalised to sum 1 when
+  // normalize_top_k), and out = Σ weight · down_e(silu(gate_e x) · up_e x) over its experts in
+  // ascending expert order, so a token's result never depends on the other tokens of the step.
+  // A chosen expert's matrices are read once per step for all its tokens; an expert no token
+  // chose is not read. x: [t, hidden]; out: [t, hidden]
+  virtual void moe_mlp(const MixtureOfExperts& moe, Activation x, int64_t t, Activation out) = 0;
 
   // Rotates q and k in place by the positions of set_positions.
   // q: [t, n_heads, head_dim]; k: [t, n_kv_heads, head_dim]

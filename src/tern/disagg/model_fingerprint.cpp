@@ -64,10 +64,11 @@ std::string model_fingerprint(const LanguageModel& decoder, const KvCacheConfig&
   for (int64_t v : {c.vocab_size, c.hidden_size, c.intermediate_size, c.num_layers, c.num_heads,
                     c.num_kv_heads, c.head_dim})
     h.value(v);
+  for (int64_t v : {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size}) h.value(v);
   h.value(c.rope_theta);
   h.value(c.rms_norm_eps);
-  for (bool v :
-       {c.tie_word_embeddings, c.attention_bias, c.attention_out_bias, c.mlp_bias, c.qk_norm})
+  for (bool v : {c.tie_word_embeddings, c.attention_bias, c.attention_out_bias, c.mlp_bias,
+                 c.qk_norm, c.norm_topk_prob})
     h.value(v);
   h.value(kv.num_layers);
   h.value(kv.block_size);
@@ -78,9 +79,7 @@ std::string model_fingerprint(const LanguageModel& decoder, const KvCacheConfig&
   const ModelWeights& w = decoder.weights();
   h.matrix(w.token_embedding);
   for (const LayerWeights& layer : w.layers) {
-    for (const WeightMatrix* m :
-         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down})
-      h.matrix(*m);
+    layer.for_each_matrix([&](const WeightMatrix& m) { h.matrix(m); });
     for (std::span<const float> v :
          {layer.attn_norm, layer.bq, layer.bk, layer.bv, layer.bo, layer.q_norm, layer.k_norm,
           layer.ffn_norm, layer.b_gate, layer.b_up, layer.b_down})

@@ -2,6 +2,7 @@
 // loader shares. The GGUF loader is in model_config_gguf.cpp.
 #include "tern/formats/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -21,6 +22,7 @@ std::optional<ModelArch> arch_from_hf(std::string_view s) {
   if (s == "LlamaForCausalLM" || s == "llama") return ModelArch::Llama;
   if (s == "Qwen2ForCausalLM" || s == "qwen2") return ModelArch::Qwen2;
   if (s == "Qwen3ForCausalLM" || s == "qwen3") return ModelArch::Qwen3;
+  if (s == "Qwen3MoeForCausalLM" || s == "qwen3_moe") return ModelArch::Qwen3Moe;
   return std::nullopt;
 }
 
@@ -62,6 +64,8 @@ std::string_view model_arch_name(ModelArch arch) {
       return "qwen2";
     case ModelArch::Qwen3:
       return "qwen3";
+    case ModelArch::Qwen3Moe:
+      return "qwen3moe";
   }
   return "unknown";
 }
@@ -104,7 +108,8 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
   if (!arch)
     f.fail("unsupported architecture " + quote_name(arch_name) +
            (model_type && architecture ? " (model_type " + quote_name(*model_type) + ")" : "") +
-           "; tern runs LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM");
+           "; tern runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and "
+           "Qwen3MoeForCausalLM");
   if (architecture && model_type) {
     auto by_type = arch_from_hf(*model_type);
     if (by_type && *by_type != *arch)
@@ -166,6 +171,24 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
       c.attention_bias = c.attention_out_bias = f.opt_bool("attention_bias").value_or(false);
       c.qk_norm = true;
       break;
+    case ModelArch::Qwen3Moe:
+      c.attention_bias = c.attention_out_bias = f.opt_bool("attention_bias").value_or(false);
+      c.qk_norm = true;
+      // transformers' Qwen3MoeConfig defaults where a field is absent.
+      c.num_experts = f.opt_int("num_experts").value_or(128);
+      c.num_experts_per_tok = f.opt_int("num_experts_per_tok").value_or(8);
+      c.moe_intermediate_size = f.opt_int("moe_intermediate_size").value_or(768);
+      c.norm_topk_prob = f.opt_bool("norm_topk_prob").value_or(false);
+      c.decoder_sparse_step = f.opt_int("decoder_sparse_step").value_or(1);
+      if (const json* only = f.find("mlp_only_layers")) {
+        if (!only->is_array()) f.fail("field 'mlp_only_layers' must be a list of layer indices");
+        for (const json& i : *only) {
+          if (!i.is_number_integer())
+            f.fail("field 'mlp_only_layers' must be a list of layer indices, not " + only->dump());
+          c.mlp_only_layers.push_back(i.get<int64_t>());
+        }
+      }
+      break;
   }
 
   c.bos_token_id = f.opt_token_id("bos_token_id");
@@ -179,9 +202,10 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
 std::string ModelConfig::to_hf_json() const {
   json j;
   static constexpr const char* kArchitectures[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
-                                                   "Qwen3ForCausalLM"};
+                                                   "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"};
+  static constexpr const char* kModelTypes[] = {"llama", "qwen2", "qwen3", "qwen3_moe"};
   j["architectures"] = {kArchitectures[static_cast<int>(arch)]};
-  j["model_type"] = std::string(model_arch_name(arch));
+  j["model_type"] = kModelTypes[static_cast<int>(arch)];
   j["vocab_size"] = vocab_size;
   j["hidden_size"] = hidden_size;
   j["intermediate_size"] = intermediate_size;
@@ -196,6 +220,14 @@ std::string ModelConfig::to_hf_json() const {
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (arch != ModelArch::Qwen2) j["attention_bias"] = attention_bias;
   if (arch == ModelArch::Llama) j["mlp_bias"] = mlp_bias;
+  if (arch == ModelArch::Qwen3Moe) {
+    j["num_experts"] = num_experts;
+    j["num_experts_per_tok"] = num_experts_per_tok;
+    j["moe_intermediate_size"] = moe_intermediate_size;
+    j["norm_topk_prob"] = norm_topk_prob;
+    j["decoder_sparse_step"] = decoder_sparse_step;
+    j["mlp_only_layers"] = mlp_only_layers;
+  }
   switch (rope_scaling.type) {
     case RopeScalingType::None:
       j["rope_scaling"] = nullptr;
@@ -246,6 +278,17 @@ ModelConfig ModelConfig::from_hf_dir(const std::string& dir) {
   return c;
 }
 
+bool ModelConfig::is_moe_layer(int64_t layer) const {
+  return num_experts > 0 && (layer + 1) % decoder_sparse_step == 0 &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
+}
+
+int64_t ModelConfig::dense_intermediate_size() const {
+  for (int64_t i = 0; i < num_layers; ++i)
+    if (!is_moe_layer(i)) return intermediate_size;
+  return 0;
+}
+
 void ModelConfig::validate(std::string_view name) const {
   auto fail = [&](const std::string& what) { throw Error(std::string(name) + ": " + what); };
   const std::pair<const char*, int64_t> sizes[] = {
@@ -272,6 +315,23 @@ void ModelConfig::validate(std::string_view name) const {
   if (head_dim % 2 != 0)
     fail("head_dim " + std::to_string(head_dim) + " is odd; RoPE rotates pairs of dimensions");
   if (q_dim() > kMaxConfigSize) fail("num_attention_heads × head_dim is absurdly large");
+  if (arch != ModelArch::Qwen3Moe && num_experts != 0)
+    fail(std::string(model_arch_name(arch)) + " has no experts, yet " +
+         std::to_string(num_experts) + " are configured");
+  if (arch == ModelArch::Qwen3Moe) {
+    // Bounded so that a corrupt file cannot make the loader build billions of expert views.
+    constexpr int64_t kMaxExperts = 1 << 16;
+    if (num_experts <= 0 || num_experts > kMaxExperts)
+      fail("num_experts must be in 1.." + std::to_string(kMaxExperts) + ", not " +
+           std::to_string(num_experts));
+    if (num_experts_per_tok <= 0 || num_experts_per_tok > num_experts)
+      fail("num_experts_per_tok must be in 1..num_experts (" + std::to_string(num_experts) +
+           "), not " + std::to_string(num_experts_per_tok));
+    if (moe_intermediate_size <= 0 || moe_intermediate_size > kMaxConfigSize)
+      fail("moe_intermediate_size must be positive, not " + std::to_string(moe_intermediate_size));
+    if (decoder_sparse_step <= 0 || decoder_sparse_step > kMaxConfigSize)
+      fail("decoder_sparse_step must be positive, not " + std::to_string(decoder_sparse_step));
+  }
   if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps))
     fail("rms_norm_eps must be a positive number, not " + std::to_string(rms_norm_eps));
   if (!(rope_theta > 0) || !std::isfinite(rope_theta))

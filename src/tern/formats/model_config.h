@@ -1,6 +1,7 @@
-// The hyperparameters of a decoder of the llama / qwen2 / qwen3 family, read from a Hugging
-// Face config.json (+ generation_config.json) or from GGUF metadata. One struct for all
-// three: the families differ only by feature flags (q/k/v bias, q/k RMSNorm, rope scaling).
+// The hyperparameters of a decoder of the llama / qwen2 / qwen3 family and Qwen3's mixture of
+// experts, read from a Hugging Face config.json (+ generation_config.json) or from GGUF metadata.
+// One struct for all four: the families differ only by feature flags (q/k/v bias, q/k RMSNorm,
+// rope scaling) and, for qwen3moe, the experts that replace the MLP.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,9 @@ namespace tern {
 
 class GgufFile;
 
-enum class ModelArch { Llama, Qwen2, Qwen3 };
-std::string_view model_arch_name(ModelArch arch);  // "llama", "qwen2", "qwen3"
+enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe };
+// "llama", "qwen2", "qwen3", "qwen3moe" (GGUF's general.architecture)
+std::string_view model_arch_name(ModelArch arch);
 
 enum class RopeScalingType { None, Linear, Llama3 };
 std::string_view rope_scaling_name(RopeScalingType type);  // "none", "linear", "llama3"
@@ -57,13 +59,25 @@ struct ModelConfig {
   bool mlp_bias = false;             // gate/up/down have biases (llama mlp_bias)
   bool qk_norm = false;              // RMSNorm over each head of q and k before RoPE (qwen3)
 
+  // Mixture of experts (qwen3moe): a sparse layer's MLP is `num_experts` SwiGLU experts of
+  // width moe_intermediate_size, of which a router picks num_experts_per_tok per token: softmax
+  // over the router's logits, the top k, renormalised to sum 1 when norm_topk_prob. Layer i is
+  // sparse unless listed in mlp_only_layers, when (i + 1) is a multiple of decoder_sparse_step;
+  // the others keep the dense MLP of intermediate_size. num_experts 0: a dense model.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // any of them ends generation; may be empty
   std::string torch_dtype;             // "bfloat16", … ("" when unknown)
 
   // `config_json` is the text of a config.json; `name` (its path, usually) prefixes errors.
   // Throws tern::Error naming the field for a missing required field, a wrong type, an
-  // architecture other than llama/qwen2/qwen3, or sizes that do not fit together.
+  // architecture other than llama/qwen2/qwen3/qwen3_moe, or sizes that do not fit together.
   static ModelConfig from_hf_json(std::string_view config_json, std::string_view name);
   // Reads `dir`/config.json and, when present, `dir`/generation_config.json, whose
   // bos_token_id / eos_token_id replace the config's.
@@ -74,13 +88,19 @@ struct ModelConfig {
 
   // Checks sizes: all positive, num_kv_heads divides num_heads, hidden_size divisible by
   // num_heads when head_dim was derived, head_dim even (RoPE rotates pairs), positive eps and
-  // theta, a sane rope scaling. Throws tern::Error prefixed with `name`.
+  // theta, a sane rope scaling, expert counts that fit (1 ≤ k ≤ num_experts) on qwen3moe and
+  // none elsewhere. Throws tern::Error prefixed with `name`.
   void validate(std::string_view name) const;
 
   // A Hugging Face config.json that from_hf_json reads back as this config (architectures,
   // model_type, the sizes, RoPE and its scaling, biases, token ids, torch_dtype), for a
   // checkpoint written from a model read elsewhere (a GGUF file).
   std::string to_hf_json() const;
+
+  // Whether layer `layer`'s MLP is the mixture of experts (see num_experts).
+  bool is_moe_layer(int64_t layer) const;
+  // intermediate_size when some layer has the dense MLP, else 0 (nothing is that wide).
+  int64_t dense_intermediate_size() const;
 
   int64_t q_dim() const { return num_heads * head_dim; }      // width of q_proj's output
   int64_t kv_dim() const { return num_kv_heads * head_dim; }  // width of k_proj / v_proj

@@ -32,8 +32,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
     c.arch = ModelArch::Qwen2;
   } else if (*arch_name == "qwen3") {
     c.arch = ModelArch::Qwen3;
+  } else if (*arch_name == "qwen3moe") {
+    c.arch = ModelArch::Qwen3Moe;
   } else {
-    fail("unsupported architecture '" + *arch_name + "' (tern runs llama, qwen2 and qwen3)");
+    fail("unsupported architecture '" + *arch_name +
+         "' (tern runs llama, qwen2, qwen3 and qwen3moe)");
   }
   c.arch_name = *arch_name;
 
@@ -109,7 +112,18 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
   c.attention_bias = g.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.attention_out_bias = g.find_tensor("blk.0.attn_output.bias") != nullptr;
   c.mlp_bias = g.find_tensor("blk.0.ffn_up.bias") != nullptr;
-  c.qk_norm = c.arch == ModelArch::Qwen3 || g.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  c.qk_norm = c.arch == ModelArch::Qwen3 || c.arch == ModelArch::Qwen3Moe ||
+              g.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (c.arch == ModelArch::Qwen3Moe) {
+    // Every layer is sparse, and llama.cpp renormalises the chosen experts' weights whatever the
+    // checkpoint's norm_topk_prob said (its qwen3moe graph passes norm_w = true).
+    c.num_experts = req_int("expert_count");
+    c.num_experts_per_tok = req_int("expert_used_count");
+    c.moe_intermediate_size =
+        opt_int("expert_feed_forward_length")
+            .value_or(c.num_experts_per_tok > 0 ? c.intermediate_size / c.num_experts_per_tok : 0);
+    c.norm_topk_prob = true;
+  }
 
   c.bos_token_id = token_id_or_none(g, "tokenizer.ggml.bos_token_id");
   // End of generation: EOS, and the end-of-turn / end-of-message tokens when the file names

@@ -404,6 +404,21 @@ std::vector<std::string> save_quantized_checkpoint(const std::string& dir, const
     out.vector(name(n.q_norm), l.q_norm);
     out.vector(name(n.k_norm), l.k_norm);
     out.vector(name(n.ffn_norm), l.ffn_norm);
+    if (l.moe) {
+      // The router stays unquantized, as quantized checkpoints of these models leave mlp.gate.
+      out.module(module_of(name(n.router)), l.moe->router, false, false);
+      for (size_t e = 0; e < l.moe->gate.size(); ++e) {
+        auto expert = [&](const char* suffix, const WeightMatrix& m) {
+          const std::string full =
+              n.expert(static_cast<int64_t>(i), static_cast<int64_t>(e), suffix);
+          out.module(module_of(full), m, false, true);
+        };
+        expert(n.expert_gate, l.moe->gate[e]);
+        expert(n.expert_up, l.moe->up[e]);
+        expert(n.expert_down, l.moe->down[e]);
+      }
+      continue;
+    }
     linear(n.gate, l.w_gate);
     linear(n.up, l.w_up);
     linear(n.down, l.w_down);

@@ -1,6 +1,7 @@
-// The decoder's forward pass: pre-norm attention and SwiGLU blocks on an f32 residual
-// stream, each op one Backend call over the whole batch. Every op is per row (or per token
-// for attention), which is what makes a sequence's logits independent of the batch it runs in.
+// The decoder's forward pass: pre-norm attention and SwiGLU (or mixture-of-experts) blocks on
+// an f32 residual stream, each op one Backend call over the whole batch. Every op is per row (or
+// per token for attention), which is what makes a sequence's logits independent of the batch it
+// runs in.
 #include "tern/models/decoder.h"
 
 #include <algorithm>
@@ -22,6 +23,13 @@ const ModelWeights& checked(const ModelConfig& config, const ModelWeights& weigh
   if (weights.token_embedding.rows != config.vocab_size ||
       weights.token_embedding.cols != config.hidden_size)
     throw Error("token embedding shape does not match the config");
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    const LayerWeights& l = weights.layers[static_cast<size_t>(i)];
+    if (l.moe.has_value() != config.is_moe_layer(i) ||
+        (l.moe && (l.moe->num_experts() != config.num_experts ||
+                   l.moe->top_k != config.num_experts_per_tok)))
+      throw Error("layer " + std::to_string(i) + "'s experts do not match the config");
+  }
   return weights;
 }
 
@@ -45,11 +53,19 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights,
   v_ = per_token(kv);
   attn_ = per_token(q);
   out_ = per_token(h);
-  gate_ = per_token(config.intermediate_size);
+  gate_ = per_token(config.dense_intermediate_size());
   final_ = backend_->make_activation(h, ActivationRows::PerLogitRow);
 }
 
 void Decoder::reserve(int64_t t, int64_t r) { backend_->reserve(t, r); }
+
+void Decoder::set_observer(ActivationObserver* observer) {
+  if (observer != nullptr && config_.num_experts > 0)
+    throw Error("activations are not collected per expert yet, so a " +
+                std::string(model_arch_name(config_.arch)) +
+                " model (a mixture of experts) has no importance matrix");
+  observer_ = observer;
+}
 
 void Decoder::observe(int layer, MatrixInput input, Activation x, int64_t num_tokens,
                       int64_t cols) {
@@ -125,6 +141,11 @@ void Decoder::mlp_block(int layer, int64_t t) {
   Backend& b = *backend_;
   const int64_t h = c.hidden_size;
   b.rms_norm(x_, l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_);
+  if (l.moe) {
+    b.moe_mlp(*l.moe, xn_, t, out_);
+    b.add(x_, out_, t * h);
+    return;
+  }
   observe(layer, MatrixInput::FfnGateUp, xn_, t, h);
   b.gate_up_silu(l.w_gate, l.w_up, l.w_gate_up_packed, l.b_gate, l.b_up, xn_, t, gate_);
   observe(layer, MatrixInput::FfnDown, gate_, t, c.intermediate_size);

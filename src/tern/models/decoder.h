@@ -1,5 +1,6 @@
-// The llama / qwen2 / qwen3 decoder as one forward pass with feature flags from ModelConfig
-// (q/k/v bias, q/k RMSNorm, rope layout and scaling), over a flat batch and the paged KV cache.
+// The llama / qwen2 / qwen3 / qwen3moe decoder as one forward pass with feature flags from
+// ModelConfig (q/k/v bias, q/k RMSNorm, rope layout and scaling, a mixture of experts in place of
+// the MLP), over a flat batch and the paged KV cache.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ class Decoder final : public LanguageModel {
   void check_step(const StepContext& ctx, const KvCache& cache) const override;
   void reserve(int64_t num_tokens, int64_t num_logit_rows) override;
   uint64_t buffer_bytes() const override { return backend_->working_bytes(); }
-  void set_observer(ActivationObserver* observer) override { observer_ = observer; }
+  // Throws tern::Error for a model with experts, whose inputs are not observed per expert.
+  void set_observer(ActivationObserver* observer) override;
 
   const ModelConfig& config() const override { return config_; }
   const ModelWeights& weights() const override { return weights_; }
@@ -61,7 +63,7 @@ class Decoder final : public LanguageModel {
   Activation v_;                 // [T, n_kv_heads, head_dim]
   Activation attn_;              // [T, n_heads, head_dim]
   Activation out_;               // [T, hidden]: a block's output before the residual add
-  Activation gate_;              // [T, intermediate]: silu(gate) · up
+  Activation gate_;              // [T, intermediate]: silu(gate) · up (dense layers)
   Activation final_;             // [R, hidden]: normed rows whose logits are wanted
   std::vector<float> observed_;  // the host copy an observer reads (only with one)
 };

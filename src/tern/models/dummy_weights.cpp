@@ -103,6 +103,19 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
       l.k_norm = constant_vector(w, c.head_dim, 1.0f);
     }
     l.ffn_norm = constant_vector(w, h, 1.0f);
+    if (c.is_moe_layer(i)) {
+      MixtureOfExperts& moe = l.moe.emplace();
+      const int64_t ffe = c.moe_intermediate_size;
+      moe.router = random(n("ffn_gate_inp.weight"), i, c.num_experts, h);
+      moe.top_k = c.num_experts_per_tok;
+      moe.normalize_top_k = c.norm_topk_prob;
+      // Each of the three stacked as a GGUF file stacks them: one matrix of every expert's rows.
+      const int64_t e = c.num_experts;
+      moe.gate = split_experts(random(n("ffn_gate_exps.weight"), i, e * ffe, h), e);
+      moe.up = split_experts(random(n("ffn_up_exps.weight"), i, e * ffe, h), e);
+      moe.down = split_experts(random(n("ffn_down_exps.weight"), i, e * h, ffe), e);
+      continue;
+    }
     l.w_gate = random(n("ffn_gate.weight"), i, ff, h);
     l.w_up = random(n("ffn_up.weight"), i, ff, h);
     l.w_down = random(n("ffn_down.weight"), i, h, ff);

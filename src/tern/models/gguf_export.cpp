@@ -102,6 +102,20 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     g.set(p + "rope.scaling.type", GgufValue::string("linear"));
     g.set(p + "rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
   }
+  if (c.num_experts > 0) {
+    // llama.cpp's qwen3moe makes every layer sparse and always renormalises the top k.
+    for (int64_t i = 0; i < c.num_layers; ++i)
+      if (!c.is_moe_layer(i))
+        throw Error(path + ": layer " + std::to_string(i) +
+                    " has a dense MLP, which a qwen3moe GGUF file cannot hold");
+    if (!c.norm_topk_prob)
+      throw Error(path +
+                  ": norm_topk_prob is false, which a qwen3moe GGUF file cannot say "
+                  "(llama.cpp always renormalises the chosen experts' weights)");
+    g.set(p + "expert_count", u32(c.num_experts));
+    g.set(p + "expert_used_count", u32(c.num_experts_per_tok));
+    g.set(p + "expert_feed_forward_length", u32(c.moe_intermediate_size));
+  }
   if (tokenizer != nullptr) tokenizer->write_gguf(g, c.vocab_size);
 
   // llama in GGUF is interleaved; anything else stays neox.
@@ -114,6 +128,17 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
   // The weights outlive the write: no copy of them.
   auto matrix = [&](const std::string& name, const WeightMatrix& m) {
     g.add_tensor_view(name, m.dtype, {m.rows, m.cols}, bytes_of(m));
+  };
+  // A layer's experts as one [n, rows, cols] tensor: in place when they lie back to back.
+  auto experts = [&](const std::string& name, const std::vector<WeightMatrix>& parts) {
+    const WeightMatrix& m = parts.front();
+    const std::vector<int64_t> shape{static_cast<int64_t>(parts.size()), m.rows, m.cols};
+    if (const std::optional<WeightMatrix> whole = stacked_experts(parts))
+      return g.add_tensor_view(name, m.dtype, shape, bytes_of(*whole));
+    std::vector<std::byte> bytes;
+    for (const WeightMatrix& part : parts)
+      bytes.insert(bytes.end(), part.data, part.data + bytes_of(part).size());
+    g.add_tensor(name, m.dtype, shape, bytes);
   };
   auto qk_matrix = [&](const std::string& name, const WeightMatrix& m) {
     if (!permute_qk) return matrix(name, m);
@@ -150,6 +175,13 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     vector(n("attn_q_norm.weight"), l.q_norm);
     vector(n("attn_k_norm.weight"), l.k_norm);
     vector(n("ffn_norm.weight"), l.ffn_norm);
+    if (l.moe) {
+      matrix(n("ffn_gate_inp.weight"), l.moe->router);
+      experts(n("ffn_gate_exps.weight"), l.moe->gate);
+      experts(n("ffn_up_exps.weight"), l.moe->up);
+      experts(n("ffn_down_exps.weight"), l.moe->down);
+      continue;
+    }
     matrix(n("ffn_gate.weight"), l.w_gate);
     matrix(n("ffn_up.weight"), l.w_up);
     matrix(n("ffn_down.weight"), l.w_down);

@@ -2,6 +2,7 @@
 #include "tern/models/imatrix_fits.h"
 
 #include <map>
+#include <span>
 #include <utility>
 
 #include "tern/core/error.h"
@@ -21,7 +22,9 @@ std::map<std::string, int64_t> matrix_columns(const ModelWeights& w) {
         {"attn_q.weight", &l.wq},      {"attn_k.weight", &l.wk},       {"attn_v.weight", &l.wv},
         {"attn_output.weight", &l.wo}, {"ffn_gate.weight", &l.w_gate}, {"ffn_up.weight", &l.w_up},
         {"ffn_down.weight", &l.w_down}};
-    for (const auto& [what, m] : matrices) cols[gguf_tensor_name(layer, what)] = m->cols;
+    // A sparse layer has no dense MLP, and its experts are quantized without importances.
+    for (const auto& [what, m] : std::span(matrices).first(l.moe ? 4 : 7))
+      cols[gguf_tensor_name(layer, what)] = m->cols;
   }
   return cols;
 }
@@ -33,6 +36,10 @@ void check_imatrix_fits(const ImportanceMatrix& imatrix, const ModelWeights& wei
   const std::map<std::string, int64_t> cols = matrix_columns(weights);
   for (const auto& [name, e] : imatrix.entries) {
     const auto it = cols.find(name);
+    if (it == cols.end() && name.find("_exps.weight") != std::string::npos)
+      throw Error(source + ": importance matrix entry '" + name +
+                  "' is an expert's; tern quantizes experts without importances (leave the "
+                  "experts out of the importance matrix)");
     if (it == cols.end())
       throw Error(source + ": importance matrix entry '" + name +
                   "' is not a matrix of this model (was it made for another one?)");

@@ -22,9 +22,10 @@ bool has_tokenizer_files(const fs::path& dir) {
 
 std::string weight_types(const ModelWeights& w) {
   if (w.layers.empty()) return std::string(dtype_name(w.token_embedding.dtype));
-  std::string s(dtype_name(w.layers[0].wq.dtype));
-  if (w.layers[0].w_down.dtype != w.layers[0].wq.dtype)
-    s += "/" + std::string(dtype_name(w.layers[0].w_down.dtype));
+  const LayerWeights& l = w.layers[0];
+  std::string s(dtype_name(l.wq.dtype));
+  const DType down = l.moe ? l.moe->down.front().dtype : l.w_down.dtype;
+  if (down != l.wq.dtype) s += "/" + std::string(dtype_name(down));
   return s;
 }
 

@@ -240,8 +240,11 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
   model.num_layers = static_cast<int64_t>(src.layers.size());
   model.tied_embeddings = src.tied_embeddings;
   model.has_imatrix = options.imatrix != nullptr;
-  const int64_t total = 1 + (src.tied_embeddings ? 0 : 1) + 7 * model.num_layers;
+  // GGUF's tensors: a layer's experts are three (stacked), its router one more.
+  int64_t total = 1 + (src.tied_embeddings ? 0 : 1);
+  for (const LayerWeights& l : src.layers) total += l.moe ? 8 : 7;
   int64_t done = 0;
+  std::vector<std::vector<std::byte>> gathered_experts;  // a layer's experts put back to back
   auto requantize = [&](const std::string& name, int64_t layer, const WeightMatrix& m,
                         const ImportanceMatrix* imatrix) {
     const DType dtype = recipe.weight_type(model, {name, layer, m.cols});
@@ -269,6 +272,38 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
     ImportanceMatrix scaled;
     const ImportanceMatrix* imatrix = options.imatrix;
     LayerWeights from = s;
+    if (s.moe) {
+      if (options.awq)
+        throw Error("AWQ's scaling of layer " + std::to_string(i) +
+                    "'s experts is not supported; quantize this model without --awq");
+      for (const auto& [field, name] : std::span(kLayerMatrices).first(kGate))
+        l.*field = requantize(n(name), layer, s.*field, imatrix);
+      for (const auto field : kLayerVectors) l.*field = copy_vector(w, s.*field);
+      // The experts' importances are not collected per expert (tern imatrix refuses a mixture
+      // of experts): each expert is fitted by the plain squared error.
+      MixtureOfExperts& moe = l.moe.emplace(*s.moe);
+      moe.router = requantize(n("ffn_gate_inp.weight"), layer, s.moe->router, nullptr);
+      const auto experts = [&](const char* name, const std::vector<WeightMatrix>& parts) {
+        const int64_t count = static_cast<int64_t>(parts.size());
+        // Stacked in memory as GGUF stores them, which save_gguf then writes without a copy.
+        std::optional<WeightMatrix> whole = stacked_experts(parts);
+        if (!whole) {
+          std::vector<std::byte>& bytes = gathered_experts.emplace_back();
+          for (const WeightMatrix& m : parts)
+            bytes.insert(bytes.end(), m.data, m.data + m.row_bytes * static_cast<size_t>(m.rows));
+          whole = parts.front();
+          whole->rows *= count;
+          whole->data = bytes.data();
+          whole->packed = nullptr;
+        }
+        return split_experts(requantize(n(name), layer, *whole, nullptr), count);
+      };
+      moe.gate = experts("ffn_gate_exps.weight", s.moe->gate);
+      moe.up = experts("ffn_up_exps.weight", s.moe->up);
+      moe.down = experts("ffn_down_exps.weight", s.moe->down);
+      gathered_experts.clear();
+      continue;
+    }
     if (options.awq) {
       f.emplace(s);
       const DType dtype = recipe.weight_type(model, {n("attn_q.weight"), layer, s.wq.cols});
@@ -306,8 +341,7 @@ void convert_float_matrices(ModelWeights& w, DType dtype) {
     w.lm_head = w.token_embedding;
   else
     convert(w.lm_head);
-  for (LayerWeights& l : w.layers)
-    for (const auto& [field, name] : kLayerMatrices) convert(l.*field);
+  for (LayerWeights& l : w.layers) l.for_each_matrix(convert);
   const bool float_file = w.file_type == FileType::AllF32 || w.file_type == FileType::MostlyF16 ||
                           w.file_type == FileType::MostlyBF16;
   if (converted && float_file) w.file_type = uniform_file_type(dtype);

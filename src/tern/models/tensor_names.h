@@ -1,5 +1,5 @@
 // The tensor names of the two layouts tern reads and writes: GGUF's (llama.cpp's converter,
-// gguf-py constants.py) and Hugging Face transformers' (llama, qwen2, qwen3).
+// gguf-py constants.py) and Hugging Face transformers' (llama, qwen2, qwen3, qwen3_moe).
 #pragma once
 
 #include <cstdint>
@@ -18,45 +18,74 @@ struct TensorNames {
   // Per-layer suffixes, in the order of LayerWeights' fields.
   const char *attn_norm, *q, *k, *v, *o, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *ffn_norm, *gate,
       *up, *down, *b_gate, *b_up, *b_down;
+  // A sparse layer's router and experts' gate, up and down. GGUF stacks the experts into one
+  // tensor per matrix ([n_experts, rows, cols], named by `layer`); Hugging Face names each
+  // expert's own, which `expert` builds from the layer, the expert and the suffix.
+  const char *router, *expert_gate, *expert_up, *expert_down;
+  std::function<std::string(int64_t, int64_t, std::string_view)> expert;
 };
 
 inline const TensorNames kGgufTensorNames{
-    "token_embd.weight",  "output_norm.weight",
-    "output.weight",      [](int64_t i, std::string_view s) { return gguf_tensor_name(i, s); },
-    "attn_norm.weight",   "attn_q.weight",
-    "attn_k.weight",      "attn_v.weight",
-    "attn_output.weight", "attn_q.bias",
-    "attn_k.bias",        "attn_v.bias",
-    "attn_output.bias",   "attn_q_norm.weight",
-    "attn_k_norm.weight", "ffn_norm.weight",
-    "ffn_gate.weight",    "ffn_up.weight",
-    "ffn_down.weight",    "ffn_gate.bias",
-    "ffn_up.bias",        "ffn_down.bias"};
+    "token_embd.weight",
+    "output_norm.weight",
+    "output.weight",
+    [](int64_t i, std::string_view s) { return gguf_tensor_name(i, s); },
+    "attn_norm.weight",
+    "attn_q.weight",
+    "attn_k.weight",
+    "attn_v.weight",
+    "attn_output.weight",
+    "attn_q.bias",
+    "attn_k.bias",
+    "attn_v.bias",
+    "attn_output.bias",
+    "attn_q_norm.weight",
+    "attn_k_norm.weight",
+    "ffn_norm.weight",
+    "ffn_gate.weight",
+    "ffn_up.weight",
+    "ffn_down.weight",
+    "ffn_gate.bias",
+    "ffn_up.bias",
+    "ffn_down.bias",
+    "ffn_gate_inp.weight",
+    "ffn_gate_exps.weight",
+    "ffn_up_exps.weight",
+    "ffn_down_exps.weight",
+    nullptr};
 
-inline const TensorNames kHfTensorNames{"model.embed_tokens.weight",
-                                        "model.norm.weight",
-                                        "lm_head.weight",
-                                        [](int64_t i, std::string_view s) {
-                                          return "model.layers." + std::to_string(i) + "." +
-                                                 std::string(s);
-                                        },
-                                        "input_layernorm.weight",
-                                        "self_attn.q_proj.weight",
-                                        "self_attn.k_proj.weight",
-                                        "self_attn.v_proj.weight",
-                                        "self_attn.o_proj.weight",
-                                        "self_attn.q_proj.bias",
-                                        "self_attn.k_proj.bias",
-                                        "self_attn.v_proj.bias",
-                                        "self_attn.o_proj.bias",
-                                        "self_attn.q_norm.weight",
-                                        "self_attn.k_norm.weight",
-                                        "post_attention_layernorm.weight",
-                                        "mlp.gate_proj.weight",
-                                        "mlp.up_proj.weight",
-                                        "mlp.down_proj.weight",
-                                        "mlp.gate_proj.bias",
-                                        "mlp.up_proj.bias",
-                                        "mlp.down_proj.bias"};
+inline const TensorNames kHfTensorNames{
+    "model.embed_tokens.weight",
+    "model.norm.weight",
+    "lm_head.weight",
+    [](int64_t i, std::string_view s) {
+      return "model.layers." + std::to_string(i) + "." + std::string(s);
+    },
+    "input_layernorm.weight",
+    "self_attn.q_proj.weight",
+    "self_attn.k_proj.weight",
+    "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight",
+    "self_attn.q_proj.bias",
+    "self_attn.k_proj.bias",
+    "self_attn.v_proj.bias",
+    "self_attn.o_proj.bias",
+    "self_attn.q_norm.weight",
+    "self_attn.k_norm.weight",
+    "post_attention_layernorm.weight",
+    "mlp.gate_proj.weight",
+    "mlp.up_proj.weight",
+    "mlp.down_proj.weight",
+    "mlp.gate_proj.bias",
+    "mlp.up_proj.bias",
+    "mlp.down_proj.bias",
+    "mlp.gate.weight",
+    "gate_proj.weight",
+    "up_proj.weight",
+    "down_proj.weight",
+    [](int64_t i, int64_t e, std::string_view s) {
+      return "model.layers." + std::to_string(i) + ".mlp.experts." + std::to_string(e) + "." +
+             std::string(s);
+    }};
 
 }  // namespace tern

@@ -74,6 +74,19 @@ class Binder {
 
   WeightMatrix matrix(const TensorInfo& t, int64_t rows, int64_t cols, const char* what) const {
     check_shape(t, {rows, cols}, what);
+    return rows_of(t, rows, cols);
+  }
+
+  // The `n` experts' matrices of a stacked tensor [n, rows, cols]: views one after another.
+  std::vector<WeightMatrix> stacked(const TensorInfo& t, int64_t n, int64_t rows, int64_t cols,
+                                    const char* what) const {
+    check_shape(t, {n, rows, cols}, what);
+    return split_experts(rows_of(t, n * rows, cols), n);
+  }
+
+  // A matrix of `rows` rows of `cols` elements starting at t.data, once its type is known to
+  // be one the kernels multiply in whole blocks.
+  WeightMatrix rows_of(const TensorInfo& t, int64_t rows, int64_t cols) const {
     if (!is_matmul_type(t.dtype))
       throw Error(source_ + ": tensor '" + t.name + "' has type " +
                   std::string(dtype_name(t.dtype)) + ", which tern cannot multiply (" +
@@ -141,6 +154,34 @@ class Binder {
   mutable InputOrders orders_;
 };
 
+// Layer i's router and experts: stacked tensors (GGUF) or one tensor per expert (Hugging Face).
+MixtureOfExperts bind_experts(const Binder& b, const TensorNames& n, const ModelConfig& c,
+                              int64_t i) {
+  const int64_t h = c.hidden_size, ff = c.moe_intermediate_size, e = c.num_experts;
+  MixtureOfExperts moe;
+  moe.router = b.matrix(n.layer(i, n.router), e, h, "num_experts × hidden_size");
+  moe.top_k = c.num_experts_per_tok;
+  moe.normalize_top_k = c.norm_topk_prob;
+  const struct {
+    std::vector<WeightMatrix>* into;
+    const char* suffix;
+    int64_t rows, cols;
+    const char* what;
+  } parts[] = {{&moe.gate, n.expert_gate, ff, h, "moe_intermediate_size × hidden_size"},
+               {&moe.up, n.expert_up, ff, h, "moe_intermediate_size × hidden_size"},
+               {&moe.down, n.expert_down, h, ff, "hidden_size × moe_intermediate_size"}};
+  for (const auto& p : parts) {
+    if (!n.expert) {
+      const std::string what = std::string("num_experts × ") + p.what;
+      *p.into = b.stacked(b.required(n.layer(i, p.suffix)), e, p.rows, p.cols, what.c_str());
+      continue;
+    }
+    for (int64_t x = 0; x < e; ++x)
+      p.into->push_back(b.matrix(n.expert(i, x, p.suffix), p.rows, p.cols, p.what));
+  }
+  return moe;
+}
+
 void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, ModelWeights& w) {
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
   w.token_embedding = b.matrix(n.embedding, c.vocab_size, h, "vocab_size × hidden_size");
@@ -151,9 +192,10 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
                   ? w.token_embedding
                   : b.matrix(n.lm_head, c.vocab_size, h, "vocab_size × hidden_size");
 
-  w.layers.resize(static_cast<size_t>(c.num_layers));
+  // Grown layer by layer: a file claiming billions of layers fails at its first missing tensor,
+  // not by allocating them all.
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    LayerWeights& l = w.layers[static_cast<size_t>(i)];
+    LayerWeights& l = w.layers.emplace_back();
     auto name = [&](const char* s) { return n.layer(i, s); };
     l.attn_norm = b.vector(name(n.attn_norm), h, "hidden_size");
     l.wq = b.matrix(name(n.q), q, h, "num_heads·head_dim × hidden_size");
@@ -169,6 +211,10 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
       l.k_norm = b.vector(name(n.k_norm), c.head_dim, "head_dim");
     }
     l.ffn_norm = b.vector(name(n.ffn_norm), h, "hidden_size");
+    if (c.is_moe_layer(i)) {
+      l.moe = bind_experts(b, n, c, i);
+      continue;
+    }
     l.w_gate = b.matrix(name(n.gate), ff, h, "intermediate_size × hidden_size");
     l.w_up = b.matrix(name(n.up), ff, h, "intermediate_size × hidden_size");
     l.w_down = b.matrix(name(n.down), h, ff, "hidden_size × intermediate_size");

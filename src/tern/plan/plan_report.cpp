@@ -50,15 +50,21 @@ std::string format_plan(const Plan& p) {
   const ModelConfig& c = p.model.config;
   const PlanOptions& o = p.options;
   std::string s;
+  const std::string mlp =
+      c.num_experts > 0 ? printf_string("%lld experts of %lld (%lld per token)",
+                                        static_cast<long long>(c.num_experts),
+                                        static_cast<long long>(c.moe_intermediate_size),
+                                        static_cast<long long>(c.num_experts_per_tok))
+                        : printf_string("ffn %lld", static_cast<long long>(c.intermediate_size));
   s += printf_string(
-      "model: %s (%s): %s, %lld layers, hidden %lld, ffn %lld, heads %lld / kv %lld x %lld, vocab "
+      "model: %s (%s): %s, %lld layers, hidden %lld, %s, heads %lld / kv %lld x %lld, vocab "
       "%lld, "
       "context %lld%s\n",
       p.model.name.c_str(), p.model.format.c_str(), std::string(model_arch_name(c.arch)).c_str(),
-      static_cast<long long>(c.num_layers), static_cast<long long>(c.hidden_size),
-      static_cast<long long>(c.intermediate_size), static_cast<long long>(c.num_heads),
-      static_cast<long long>(c.num_kv_heads), static_cast<long long>(c.head_dim),
-      static_cast<long long>(c.vocab_size), static_cast<long long>(c.max_position_embeddings),
+      static_cast<long long>(c.num_layers), static_cast<long long>(c.hidden_size), mlp.c_str(),
+      static_cast<long long>(c.num_heads), static_cast<long long>(c.num_kv_heads),
+      static_cast<long long>(c.head_dim), static_cast<long long>(c.vocab_size),
+      static_cast<long long>(c.max_position_embeddings),
       c.tie_word_embeddings ? ", tied embeddings" : "");
 
   s += printf_string("\nweights (%s): %s parameters, %s\n", p.weights.types.c_str(),
@@ -69,10 +75,15 @@ std::string format_plan(const Plan& p) {
     s += printf_string("  %-6s %8lld %16s %16s %11s\n", std::string(dtype_name(t.dtype)).c_str(),
                        static_cast<long long>(t.tensors), grouped(t.elements).c_str(),
                        grouped(t.bytes).c_str(), format_bytes(t.bytes).c_str());
+  std::string read_note =
+      p.weights.tied_embeddings ? "" : "; of the token embedding table, one row";
+  if (p.weights.num_experts > 0)
+    read_note += printf_string("; of the experts, the %lld of %lld a token chooses",
+                               static_cast<long long>(p.weights.experts_per_token),
+                               static_cast<long long>(p.weights.num_experts));
   s += printf_string("  read per decoded token: %s (%s bytes%s)\n",
                      format_bytes(p.weights.bytes_read_per_token()).c_str(),
-                     grouped(p.weights.bytes_read_per_token()).c_str(),
-                     p.weights.tied_embeddings ? "" : "; of the token embedding table, one row");
+                     grouped(p.weights.bytes_read_per_token()).c_str(), read_note.c_str());
   if (p.model.repo_weight_bytes)
     s += printf_string("  the repository's *.safetensors files: %s bytes (headers included)\n",
                        grouped(*p.model.repo_weight_bytes).c_str());
@@ -168,7 +179,10 @@ nlohmann::ordered_json plan_json(const Plan& p) {
                  {"head_dim", c.head_dim},
                  {"vocab_size", c.vocab_size},
                  {"max_position_embeddings", c.max_position_embeddings},
-                 {"tie_word_embeddings", c.tie_word_embeddings}};
+                 {"tie_word_embeddings", c.tie_word_embeddings},
+                 {"num_experts", c.num_experts},
+                 {"num_experts_per_tok", c.num_experts_per_tok},
+                 {"moe_intermediate_size", c.moe_intermediate_size}};
   j["settings"] = {{"weight_type", o.recipe ? json(o.recipe->name()) : json(nullptr)},
                    {"kv_cache_dtype", std::string(kv_dtype_name(o.kv_cache_dtype))},
                    {"max_model_len", o.max_model_len},

@@ -35,7 +35,8 @@ std::optional<std::pair<int64_t, std::string_view>> layer_prefix(std::string_vie
   return std::pair{layer, s.substr(static_cast<size_t>(end - s.data()) + 1)};
 }
 
-bool is_matrix_role(TensorRole r) { return r != TensorRole::Other; }
+// q, k, v, o, gate, up, down: the matrices of a layer's list (layer_matrices).
+bool is_layer_matrix(TensorRole r) { return r <= TensorRole::Down; }
 
 }  // namespace
 
@@ -52,8 +53,13 @@ TensorPart tensor_part(std::string_view name) {
   struct Suffix {
     std::string_view gguf, hf;
     TensorRole role;
+    bool experts = false;
   };
   static constexpr Suffix kSuffixes[] = {
+      {"ffn_gate_inp.weight", "mlp.gate.weight", TensorRole::Router},
+      {"ffn_gate_exps.weight", "", TensorRole::Gate, true},
+      {"ffn_up_exps.weight", "", TensorRole::Up, true},
+      {"ffn_down_exps.weight", "", TensorRole::Down, true},
       {"attn_q.weight", "self_attn.q_proj.weight", TensorRole::Q},
       {"attn_k.weight", "self_attn.k_proj.weight", TensorRole::K},
       {"attn_v.weight", "self_attn.v_proj.weight", TensorRole::V},
@@ -67,8 +73,21 @@ TensorPart tensor_part(std::string_view name) {
     if (!name.starts_with(prefix)) continue;
     const auto split = layer_prefix(name.substr(prefix.size()));
     if (!split) return {};
-    for (const Suffix& s : kSuffixes)
-      if (split->second == (hf ? s.hf : s.gguf)) return {s.role, split->first};
+    const std::string_view rest = split->second;
+    if (hf && rest.starts_with("mlp.experts.")) {
+      // Hugging Face names each expert's own: mlp.experts.N.gate_proj.weight.
+      const auto expert = layer_prefix(rest.substr(std::string_view("mlp.experts.").size()));
+      if (!expert) return {};
+      for (const auto& [suffix, role] : {std::pair{"gate_proj.weight", TensorRole::Gate},
+                                         std::pair{"up_proj.weight", TensorRole::Up},
+                                         std::pair{"down_proj.weight", TensorRole::Down}})
+        if (expert->second == suffix) return {role, split->first, true};
+      return {};
+    }
+    for (const Suffix& s : kSuffixes) {
+      const std::string_view own = hf ? s.hf : s.gguf;
+      if (!own.empty() && rest == own) return {s.role, split->first, s.experts};
+    }
     return {};
   }
   return {};
@@ -108,6 +127,11 @@ uint64_t WeightPlan::bytes_read_per_token() const {
     const TensorRole role = tensor_part(t.name).role;
     if (role == TensorRole::TokenEmbedding && !tied_embeddings) continue;  // one row of it
     if (role == TensorRole::Output && tied_embeddings) continue;           // a copy tern ignores
+    if (tensor_part(t.name).experts && num_experts > 0) {
+      total +=
+          t.bytes * static_cast<uint64_t>(experts_per_token) / static_cast<uint64_t>(num_experts);
+      continue;
+    }
     total += t.bytes;
   }
   return total;
@@ -126,12 +150,15 @@ std::vector<std::vector<MatrixShape>> WeightPlan::layer_matrices() const {
   std::vector<std::vector<MatrixShape>> layers;
   for (const PlannedTensor& t : tensors) {
     const TensorPart part = tensor_part(t.name);
-    if (part.layer < 0 || !is_matrix_role(part.role) || t.shape.size() != 2) continue;
+    if (part.layer < 0 || !is_layer_matrix(part.role)) continue;
+    // A stacked experts' tensor [n, rows, cols] stands for one expert's matrix.
+    const size_t dims = t.shape.size();
+    if (dims != 2 && !(dims == 3 && part.experts)) continue;
     if (static_cast<size_t>(part.layer) >= layers.size())
       layers.resize(static_cast<size_t>(part.layer) + 1);
     std::vector<MatrixShape>& l = layers[static_cast<size_t>(part.layer)];
     l.resize(7);
-    l[static_cast<size_t>(part.role)] = {t.dtype, t.shape[0], t.shape[1]};
+    l[static_cast<size_t>(part.role)] = {t.dtype, t.shape[dims - 2], t.shape[dims - 1]};
   }
   return layers;
 }
@@ -151,6 +178,10 @@ std::vector<PlannedTensor> model_tensors(const ModelConfig& c, const QuantRecipe
   auto matrix = [&](std::string name, int64_t layer, int64_t rows, int64_t cols) {
     const DType dtype = recipe.weight_type(model, {name, layer, cols});
     out.push_back(tensor(std::move(name), dtype, {rows, cols}));
+  };
+  auto experts = [&](std::string name, int64_t layer, int64_t rows, int64_t cols) {
+    const DType dtype = recipe.weight_type(model, {name, layer, cols});
+    out.push_back(tensor(std::move(name), dtype, {c.num_experts, rows, cols}));
   };
   auto vector = [&](std::string name, int64_t n) {
     out.push_back(tensor(std::move(name), vector_dtype, {n}));
@@ -177,6 +208,14 @@ std::vector<PlannedTensor> model_tensors(const ModelConfig& c, const QuantRecipe
       vector(n("attn_k_norm.weight"), c.head_dim);
     }
     vector(n("ffn_norm.weight"), h);
+    if (c.is_moe_layer(i)) {
+      const int64_t ffe = c.moe_intermediate_size;
+      matrix(n("ffn_gate_inp.weight"), i, c.num_experts, h);
+      experts(n("ffn_gate_exps.weight"), i, ffe, h);
+      experts(n("ffn_up_exps.weight"), i, ffe, h);
+      experts(n("ffn_down_exps.weight"), i, h, ffe);
+      continue;
+    }
     matrix(n("ffn_gate.weight"), i, ff, h);
     matrix(n("ffn_up.weight"), i, ff, h);
     matrix(n("ffn_down.weight"), i, h, ff);
@@ -195,6 +234,8 @@ WeightPlan plan_file_weights(const ModelConfig& config, const std::vector<Tensor
   WeightPlan p;
   p.types = "the file's";
   p.tied_embeddings = config.tie_word_embeddings;
+  p.num_experts = config.num_experts;
+  p.experts_per_token = config.num_experts_per_tok;
   for (const TensorInfo& t : tensors) {
     const uint64_t bytes = bytes_of(t.name, t.dtype, t.shape);
     if (bytes != t.nbytes)
@@ -210,6 +251,8 @@ WeightPlan plan_recipe_weights(const ModelConfig& config, const QuantRecipe& rec
   WeightPlan p;
   p.types = "--weight-type " + recipe.name();
   p.tied_embeddings = config.tie_word_embeddings;
+  p.num_experts = config.num_experts;
+  p.experts_per_token = config.num_experts_per_tok;
   p.tensors = model_tensors(config, recipe);
   const bool has_freqs =
       std::any_of(p.tensors.begin(), p.tensors.end(),
@@ -224,6 +267,8 @@ WeightPlan plan_checkpoint_weights(const ModelConfig& config, DType dtype) {
   WeightPlan p;
   p.types = "config.json's torch_dtype (" + std::string(dtype_name(dtype)) + ")";
   p.tied_embeddings = config.tie_word_embeddings;
+  p.num_experts = config.num_experts;
+  p.experts_per_token = config.num_experts_per_tok;
   for (PlannedTensor& t : model_tensors(config, QuantRecipe::uniform(dtype), dtype))
     if (t.name != "rope_freqs.weight")
       p.tensors.push_back(std::move(t));  // tern's, not the checkpoint's

@@ -27,10 +27,13 @@ struct PlannedTensor {
 };
 
 // What a tensor is to the decoder, by its GGUF or Hugging Face name.
-enum class TensorRole { Q, K, V, O, Gate, Up, Down, TokenEmbedding, Output, Other };
+enum class TensorRole { Q, K, V, O, Gate, Up, Down, TokenEmbedding, Output, Router, Other };
 struct TensorPart {
   TensorRole role = TensorRole::Other;
   int64_t layer = -1;  // for the per-layer matrices
+  // Gate, Up, Down of a mixture of experts: every expert's stacked (GGUF's ffn_gate_exps) or
+  // one expert's (Hugging Face's mlp.experts.N.gate_proj).
+  bool experts = false;
 };
 TensorPart tensor_part(std::string_view name);
 
@@ -48,13 +51,16 @@ struct WeightPlan {
   // Q4_K_M".
   std::string types;
   bool tied_embeddings = false;  // lm_head is the token embedding table
+  // A mixture of experts': each token reads experts_per_token of num_experts experts.
+  int64_t num_experts = 0, experts_per_token = 0;
 
   uint64_t total_bytes() const;
   uint64_t parameters() const;
   // Per type, most bytes first.
   std::vector<TypeTotal> by_type() const;
   // What one decode step reads: every tensor but an untied token-embedding table (a decode
-  // reads one row of it) and a tied checkpoint's own lm_head copy (tern reads the embedding).
+  // reads one row of it) and a tied checkpoint's own lm_head copy (tern reads the embedding);
+  // of the experts, the share one token chooses (the active parameters, not the total).
   uint64_t bytes_read_per_token() const;
   // The extra copy `device` makes at load (Device::prepare_weights): on the CPU, a tied
   // embedding that the best ISA reads in a packed layout is packed for lm_head while its rows
@@ -62,14 +68,15 @@ struct WeightPlan {
   // more.
   uint64_t repacked_bytes(const Device& device) const;
   // The matrices the decoder multiplies by, in layer order (q, k, v, o, gate, up, down per
-  // layer), and lm_head; what the working memory depends on.
+  // layer; one expert's in a sparse layer), and lm_head; what the working memory depends on.
   std::vector<std::vector<MatrixShape>> layer_matrices() const;  // [layer][q k v o gate up down]
   MatrixShape lm_head() const;
 };
 
 // The tensors tern makes for a model of `config` (dummy weights, `tern quantize`, `--weight-type`):
 // token_embd, per layer the norms, q/k/v/o, their biases where the config has them, q/k norms
-// (qwen3), gate/up/down (+ biases), output_norm, output unless tied, rope_freqs for llama3
+// (qwen3), gate/up/down (+ biases) or a sparse layer's router and stacked experts, output_norm,
+// output unless tied, rope_freqs for llama3
 // scaling, as save_gguf writes them. Matrices get the recipe's types (fallbacks for their row
 // length applied), vectors `vector_dtype` (F32 as tern writes them; a checkpoint's own type
 // when describing one).

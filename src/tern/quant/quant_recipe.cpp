@@ -292,6 +292,9 @@ void QuantRecipe::set_token_embedding_type(DType type) {
 }
 
 DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& tensor) const {
+  // A mixture of experts' router stays F32 whatever the recipe, as llama-quantize keeps it (its
+  // few rows decide which experts run at all).
+  if (tensor.name.find("ffn_gate_inp.weight") != std::string_view::npos) return DType::F32;
   if (output_type_ && tensor.name == "output.weight")
     return fitting_type(*output_type_, tensor.cols);
   if (token_embedding_type_ && tensor.name == "token_embd.weight")

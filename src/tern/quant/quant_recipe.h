@@ -97,7 +97,8 @@ class QuantRecipe {
   void set_output_type(DType type);
   void set_token_embedding_type(DType type);
 
-  // The type of `tensor` in `model`, fallbacks for its row length applied. Throws tern::Error
+  // The type of `tensor` in `model`, fallbacks for its row length applied; a mixture of
+  // experts' router (ffn_gate_inp) is always F32. Throws tern::Error
   // for a layer outside [0, num_layers) on a tensor whose choice depends on it.
   DType weight_type(const RecipeModel& model, const RecipeTensor& tensor) const;
   // `general.file_type` of the result; nullopt for a uniform type GGUF has none of (INT4_G128).

@@ -16,6 +16,32 @@ std::string_view rope_layout_name(RopeLayout layout) {
   return layout == RopeLayout::Interleaved ? "interleaved" : "neox";
 }
 
+std::optional<WeightMatrix> stacked_experts(std::span<const WeightMatrix> parts) {
+  if (parts.empty()) return std::nullopt;
+  const WeightMatrix& first = parts.front();
+  const size_t bytes = static_cast<size_t>(first.rows) * first.row_bytes;
+  for (size_t e = 0; e < parts.size(); ++e) {
+    const WeightMatrix& m = parts[e];
+    if (m.dtype != first.dtype || m.rows != first.rows || m.cols != first.cols ||
+        m.row_bytes != first.row_bytes || m.input_order != first.input_order ||
+        m.data != first.data + e * bytes)
+      return std::nullopt;
+  }
+  WeightMatrix whole = first;
+  whole.rows = first.rows * static_cast<int64_t>(parts.size());
+  whole.packed = nullptr;
+  return whole;
+}
+
+std::vector<WeightMatrix> split_experts(const WeightMatrix& stacked, int64_t n) {
+  WeightMatrix part = stacked;
+  part.rows = stacked.rows / n;
+  part.packed = nullptr;
+  std::vector<WeightMatrix> parts(static_cast<size_t>(n), part);
+  for (int64_t e = 0; e < n; ++e) parts[static_cast<size_t>(e)].data = stacked.row(e * part.rows);
+  return parts;
+}
+
 void ModelWeights::AlignedFree::operator()(std::byte* p) const { std::free(p); }
 
 std::span<float> ModelWeights::own_floats(size_t n) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tern/quant/quant_recipe.h"
@@ -25,6 +26,26 @@ class MappedFile;
 // ("NEOX", transformers' rotate_half).
 enum class RopeLayout { Interleaved, Neox };
 std::string_view rope_layout_name(RopeLayout layout);
+
+// A sparse layer's MLP (ModelConfig::num_experts): the router and each expert's SwiGLU. An
+// expert's matrices are views into the file's stacked tensors (GGUF's ffn_*_exps, [n_experts,
+// rows, cols]) or its own tensors (Hugging Face's mlp.experts.N.*).
+struct MixtureOfExperts {
+  WeightMatrix router;                 // [n_experts, hidden]: ffn_gate_inp, mlp.gate
+  std::vector<WeightMatrix> gate, up;  // per expert [moe_ff, hidden]
+  std::vector<WeightMatrix> down;      // per expert [hidden, moe_ff]
+  int64_t top_k = 0;                   // experts chosen per token
+  bool normalize_top_k = false;        // the chosen weights renormalised to sum 1
+
+  int64_t num_experts() const { return static_cast<int64_t>(gate.size()); }
+};
+
+// The experts' matrices `parts` as one [n · rows, cols] matrix when they lie back to back in
+// memory, as a GGUF file's stacked tensor does (and what make_dummy_weights and
+// quantize_weights make); nullopt when they do not, or differ in type or shape.
+std::optional<WeightMatrix> stacked_experts(std::span<const WeightMatrix> parts);
+// `n` experts' views into `stacked`, [n · rows, cols]: expert e's rows are e·rows … (e+1)·rows-1.
+std::vector<WeightMatrix> split_experts(const WeightMatrix& stacked, int64_t n);
 
 struct LayerWeights {
   std::span<const float> attn_norm;   // [hidden]
@@ -45,6 +66,27 @@ struct LayerWeights {
   // three (two), as vLLM's QKVParallelLinear and MergedColumnParallelLinear. Only `packed` is
   // set (the parts' own `packed` point into it); empty() otherwise.
   WeightMatrix wqkv_packed, w_gate_up_packed;
+  // A sparse layer's experts, in place of w_gate, w_up and w_down (which are then empty).
+  std::optional<MixtureOfExperts> moe;
+
+  // fn(m) for every matrix of the layer: attention, then the MLP's (dense or router and
+  // experts). Not the stacked `*_packed` views, which alias their parts.
+  template <typename Fn>
+  void for_each_matrix(Fn&& fn) const {
+    for (const WeightMatrix* m : {&wq, &wk, &wv, &wo}) fn(*m);
+    if (!moe) {
+      for (const WeightMatrix* m : {&w_gate, &w_up, &w_down}) fn(*m);
+      return;
+    }
+    fn(moe->router);
+    for (size_t e = 0; e < moe->gate.size(); ++e)
+      for (const WeightMatrix* m : {&moe->gate[e], &moe->up[e], &moe->down[e]}) fn(*m);
+  }
+  template <typename Fn>
+  void for_each_matrix(Fn&& fn) {
+    std::as_const(*this).for_each_matrix(
+        [&](const WeightMatrix& m) { fn(const_cast<WeightMatrix&>(m)); });
+  }
 };
 
 class ModelWeights {

@@ -14,8 +14,11 @@
 #include "tern/backend/rope_config.h"
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/matmul.h"
+#include "tern/kernels/cpu/ops/expert_routing.h"
 #include "tern/kernels/cpu/ops/rope.h"
 #include "tern/kernels/cpu/ops/row_ops.h"
+#include "tern/kernels/cpu/stealing_split.h"
+#include "tern/kernels/cpu/thread_team.h"
 #include "tern/kernels/cpu/vec_dot.h"
 
 namespace tern {
@@ -48,8 +51,7 @@ class CpuBackend final : public Backend {
       : config_(config), weights_(weights), rope_(rope_config(config, weights)) {
     // Resolve every matrix's kernels now: an unsupported type fails here, not mid-forward.
     for (const LayerWeights& l : weights.layers)
-      for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-        (void)cpu::type_kernels(m->dtype);
+      l.for_each_matrix([](const WeightMatrix& m) { (void)cpu::type_kernels(m.dtype); });
     (void)cpu::type_kernels(weights.lm_head.dtype);
     for (const LayerWeights& l : weights.layers)
       has_fused_ =
@@ -75,22 +77,43 @@ class CpuBackend final : public Backend {
     up_.grow(s.up);
     fused_.grow(s.fused);
     cos_sin_.grow(s.cos_sin);
+    if (config_.num_experts > 0) {
+      const auto routes = static_cast<size_t>(t * config_.num_experts_per_tok);
+      router_.grow(s.router);
+      expert_rows_.grow(s.expert_rows);
+      expert_gate_.grow(s.expert_ff / 2);
+      expert_up_.grow(s.expert_ff / 2);
+      route_weights_.grow(static_cast<int64_t>(routes));
+      route_experts_.resize(routes);
+      expert_routes_.resize(routes);
+      route_slots_.resize(routes);
+      expert_first_.resize(static_cast<size_t>(config_.num_experts + 1));
+      active_experts_.resize(static_cast<size_t>(config_.num_experts));
+    }
     // The matmuls quantize their inputs into ws_; growing it now keeps the first big step from
     // reallocating it matrix by matrix.
     auto shape = [](const WeightMatrix& m) { return MatrixShape{m.dtype, m.rows, m.cols}; };
     std::vector<MatrixShape> shapes;
     for (const LayerWeights& l : weights_.layers)
-      for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-        shapes.push_back(shape(*m));
-    ws_.reserve(decoder_workspace_bytes(shapes, shape(weights_.lm_head), t, r));
+      l.for_each_matrix([&](const WeightMatrix& m) { shapes.push_back(shape(m)); });
+    const uint64_t ws_bytes = decoder_workspace_bytes(shapes, shape(weights_.lm_head), t, r);
+    ws_.reserve(ws_bytes);
+    expert_ws_.resize(static_cast<size_t>(decoder_workspace_count(config_) - 1));
+    for (cpu::Workspace& w : expert_ws_) w.reserve(ws_bytes);
     capacity_tokens_ = t;
     capacity_rows_ = r;
   }
 
   uint64_t working_bytes() const override {
-    int64_t floats = up_.size() + fused_.size() + cos_sin_.size();
+    int64_t floats = up_.size() + fused_.size() + cos_sin_.size() + router_.size() +
+                     expert_rows_.size() + expert_gate_.size() + expert_up_.size() +
+                     route_weights_.size() +
+                     static_cast<int64_t>(route_experts_.size() + expert_routes_.size() +
+                                          route_slots_.size() + expert_first_.size());
     for (const ActivationBuffer& a : activations_) floats += a.rows.size();
-    return static_cast<uint64_t>(floats) * sizeof(float) + ws_.capacity();
+    uint64_t workspaces = ws_.capacity();
+    for (const cpu::Workspace& w : expert_ws_) workspaces += w.capacity();
+    return static_cast<uint64_t>(floats) * sizeof(float) + workspaces;
   }
 
   std::unique_ptr<KvCache> make_kv_cache(const KvCacheConfig& config) override {
@@ -173,7 +196,7 @@ class CpuBackend final : public Backend {
                     const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
                     std::span<const float> b_up, Activation x_rows, int64_t t,
                     Activation out_rows) override {
-    const int64_t h = config_.hidden_size, ff = config_.intermediate_size;
+    const int64_t ff = config_.intermediate_size;
     const float* x = at(x_rows);
     float* out = at(out_rows);
     if (w_gate_up_packed.packed != nullptr && b_gate.empty() && b_up.empty()) {
@@ -183,18 +206,68 @@ class CpuBackend final : public Backend {
       cpu::silu_mul_fused(fused_.data(), t, ff, out);
       return;
     }
-    if (same_activation(w_gate, w_up)) {
-      const cpu::QuantizedActivations a =
-          cpu::quantize_activations(w_gate.dtype, x, t, h, ws_, w_gate.input_order);
-      cpu::matmul(view(w_gate), a, out);
-      cpu::matmul(view(w_up), a, up_.data());
-    } else {
-      cpu::matmul(view(w_gate), x, t, out, ws_);
-      cpu::matmul(view(w_up), x, t, up_.data(), ws_);
-    }
+    gate_and_up(w_gate, w_up, x, t, out, up_.data(), ws_);
     add_bias(out, b_gate, t);
     add_bias(up_.data(), b_up, t);
     cpu::silu_mul(out, up_.data(), out, t * ff);
+  }
+
+  void moe_mlp(const MixtureOfExperts& moe, Activation x_rows, int64_t t,
+               Activation out_rows) override {
+    const int64_t h = config_.hidden_size, n = moe.num_experts(), k = moe.top_k;
+    const float* x = at(x_rows);
+    float* out = at(out_rows);
+    cpu::matmul(view(moe.router), x, t, router_.data(), ws_);
+    cpu::route_top_k(router_.data(), t, n, k, moe.normalize_top_k, route_experts_.data(),
+                     route_weights_.data());
+    cpu::group_by_expert(route_experts_.data(), t * k, n, expert_first_.data(),
+                         expert_routes_.data(), route_slots_.data());
+    int64_t active = 0;
+    for (int64_t e = 0; e < n; ++e)
+      if (expert_first_[static_cast<size_t>(e + 1)] > expert_first_[static_cast<size_t>(e)])
+        active_experts_[static_cast<size_t>(active++)] = static_cast<int32_t>(e);
+
+    // Each chosen expert over its routes' rows, in its own slice of the grouped buffers. Many
+    // experts (a prefill, or 8 of 128 on 2 threads): side by side, each expert's matmuls on one
+    // thread, one job for the layer rather than three per expert. Few: one after another, each
+    // matmul shared by the team. A row's bits are the same either way.
+    const auto run_expert = [&](int64_t i, cpu::Workspace& ws) {
+      const auto e = static_cast<size_t>(active_experts_[static_cast<size_t>(i)]);
+      const int32_t begin = expert_first_[e];
+      const int64_t rows = expert_first_[e + 1] - begin, ff = moe.gate[e].rows;
+      float* in = expert_rows_.data() + begin * h;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* token = x + expert_routes_[static_cast<size_t>(begin + r)] / k * h;
+        std::copy(token, token + h, in + r * h);
+      }
+      float* gate = expert_gate_.data() + begin * ff;
+      float* up = expert_up_.data() + begin * ff;
+      gate_and_up(moe.gate[e], moe.up[e], in, rows, gate, up, ws);
+      cpu::silu_mul(gate, up, gate, rows * ff);
+      cpu::matmul(view(moe.down[e]), gate, rows, in, ws);  // its input rows are done with
+    };
+    const int threads = cpu::team_threads();
+    if (active >= 2 * threads && threads <= static_cast<int>(expert_ws_.size())) {
+      cpu::StealingSplit split = cpu::StealingSplit::even(threads, active);
+      cpu::run_team(split.threads(), [&](int member) {
+        for (cpu::StealingSplit::Range r; (r = split.next(member)).count > 0;)
+          run_expert(r.first, expert_ws_[static_cast<size_t>(member)]);
+      });
+    } else {
+      for (int64_t i = 0; i < active; ++i) run_expert(i, ws_);
+    }
+
+    // Each token's weighted sum over its choices in the router's order: its own, whoever
+    // shares the step.
+    cpu::parallel_for(t, [&](int64_t token) {
+      float* o = out + token * h;
+      std::fill(o, o + h, 0.0f);
+      for (int64_t route = token * k; route < (token + 1) * k; ++route) {
+        const float w = route_weights_.data()[route];
+        const float* y = expert_rows_.data() + route_slots_[static_cast<size_t>(route)] * h;
+        for (int64_t c = 0; c < h; ++c) o[c] += w * y[c];
+      }
+    });
   }
 
   void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
@@ -234,6 +307,21 @@ class CpuBackend final : public Backend {
   };
   float* at(Activation a) const { return activations_[static_cast<size_t>(a.id)].rows.data(); }
 
+  // gate = x · w_gateᵀ, up = x · w_upᵀ, sharing one quantization of x (in `ws`) when their
+  // formats agree. x: [t, w_gate.cols]; gate, up: [t, w_gate.rows]
+  void gate_and_up(const WeightMatrix& w_gate, const WeightMatrix& w_up, const float* x, int64_t t,
+                   float* gate, float* up, cpu::Workspace& ws) {
+    if (same_activation(w_gate, w_up)) {
+      const cpu::QuantizedActivations a =
+          cpu::quantize_activations(w_gate.dtype, x, t, w_gate.cols, ws, w_gate.input_order);
+      cpu::matmul(view(w_gate), a, gate);
+      cpu::matmul(view(w_up), a, up);
+    } else {
+      cpu::matmul(view(w_gate), x, t, gate, ws);
+      cpu::matmul(view(w_up), x, t, up, ws);
+    }
+  }
+
   const ModelConfig& config_;
   const ModelWeights& weights_;
   cpu::Rope rope_;
@@ -245,6 +333,16 @@ class CpuBackend final : public Backend {
   HostFloats up_;       // [T, intermediate]: the up projection beside the gate
   HostFloats fused_;    // [T, q_dim + 2 kv_dim] or [T, 2 intermediate]
   HostFloats cos_sin_;  // [T, head_dim]: RoPE cos/sin of the step's positions
+  // moe_mlp's (cpu_working_memory.h's DecoderBufferSizes says what each holds); a route is a
+  // token's j-th choice, token · k + j.
+  HostFloats router_, expert_rows_, expert_gate_, expert_up_;
+  HostFloats route_weights_;               // [T · k]
+  std::vector<int32_t> route_experts_;     // [T · k]: each route's expert
+  std::vector<int32_t> expert_routes_;     // [T · k]: the routes grouped by expert
+  std::vector<int32_t> route_slots_;       // [T · k]: where each route sits in the grouping
+  std::vector<int32_t> expert_first_;      // [n_experts + 1]: each expert's first slot
+  std::vector<int32_t> active_experts_;    // the step's chosen experts, ascending
+  std::vector<cpu::Workspace> expert_ws_;  // one per team member, for experts side by side
 };
 
 }  // namespace

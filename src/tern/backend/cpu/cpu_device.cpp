@@ -52,7 +52,8 @@ class CpuDevice final : public Device {
     }
     WorkingBytes w;
     w.activations = decoder_buffer_sizes(c, num_tokens, num_logit_rows, fused).bytes();
-    w.workspace = decoder_workspace_bytes(all, lm_head, num_tokens, num_logit_rows);
+    w.workspace = static_cast<uint64_t>(decoder_workspace_count(c)) *
+                  decoder_workspace_bytes(all, lm_head, num_tokens, num_logit_rows);
     return w;
   }
 };

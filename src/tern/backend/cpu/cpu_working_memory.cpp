@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "tern/kernels/cpu/matmul.h"
+#include "tern/kernels/cpu/thread_team.h"
 
 namespace tern {
 
@@ -16,12 +17,24 @@ DecoderBufferSizes decoder_buffer_sizes(const ModelConfig& c, int64_t t, int64_t
   s.v = t * c.kv_dim();
   s.attn = t * c.q_dim();
   s.out = t * c.hidden_size;
-  s.gate = t * c.intermediate_size;
-  s.up = t * c.intermediate_size;
-  if (fused) s.fused = t * std::max(c.q_dim() + 2 * c.kv_dim(), 2 * c.intermediate_size);
+  const int64_t ff = c.dense_intermediate_size();
+  s.gate = t * ff;
+  s.up = t * ff;
+  if (fused) s.fused = t * std::max(c.q_dim() + 2 * c.kv_dim(), 2 * ff);
   s.cos_sin = t * c.head_dim;
   s.final_rows = r * c.hidden_size;
+  if (c.num_experts > 0) {
+    const int64_t routes = t * c.num_experts_per_tok;
+    s.router = t * c.num_experts;
+    s.expert_rows = routes * c.hidden_size;
+    s.expert_ff = 2 * routes * c.moe_intermediate_size;
+    s.routes = 4 * routes + c.num_experts + 1;
+  }
   return s;
+}
+
+int64_t decoder_workspace_count(const ModelConfig& c) {
+  return c.num_experts > 0 ? 1 + cpu::max_team_threads() : 1;
 }
 
 bool packs_back_to_back(std::span<const MatrixShape> parts) {

@@ -21,14 +21,21 @@ struct DecoderBufferSizes {
   int64_t v = 0;           // [T, n_kv_heads, head_dim]
   int64_t attn = 0;        // [T, n_heads, head_dim]
   int64_t out = 0;         // [T, hidden]
-  int64_t gate = 0;        // [T, intermediate]
-  int64_t up = 0;          // [T, intermediate]
+  int64_t gate = 0;        // [T, intermediate] (0 when every layer is sparse)
+  int64_t up = 0;          // [T, intermediate] (0 when every layer is sparse)
   int64_t fused = 0;       // [T, max(q_dim + 2 kv_dim, 2 intermediate)], only with fused matrices
   int64_t cos_sin = 0;     // [T, head_dim]
   int64_t final_rows = 0;  // [R, hidden]
+  // A mixture of experts' (none for a dense model), over the step's T · k routes (a token's
+  // choices) grouped by expert:
+  int64_t router = 0;       // [T, n_experts]: router logits, then probabilities
+  int64_t expert_rows = 0;  // [T · k, hidden]: each expert's tokens gathered, then its output
+  int64_t expert_ff = 0;    // 2 × [T · k, moe_intermediate]: the experts' gate and up
+  int64_t routes = 0;       // 4 × [T · k] + n_experts + 1 (f32 and int32): choices, grouping
 
   int64_t floats() const {
-    return x + xn + q + k + v + attn + out + gate + up + fused + cos_sin + final_rows;
+    return x + xn + q + k + v + attn + out + gate + up + fused + cos_sin + final_rows + router +
+           expert_rows + expert_ff + routes;
   }
   uint64_t bytes() const { return static_cast<uint64_t>(floats()) * sizeof(float); }
 };
@@ -42,6 +49,11 @@ DecoderBufferSizes decoder_buffer_sizes(const ModelConfig& config, int64_t num_t
 // best ISA reads their type in a packed layout, they share type and width, and each is whole
 // groups of the layout's rows.
 bool packs_back_to_back(std::span<const MatrixShape> parts);
+
+// How many matmul workspaces a decoder of `config` keeps: one, and with experts one per team
+// member besides (cpu::max_team_threads(): a step runs experts side by side, each quantizing its
+// own input).
+int64_t decoder_workspace_count(const ModelConfig& config);
 
 // The matmul workspace (cpu::Workspace) a forward of T tokens and R logit rows needs: the
 // largest activation rows any matrix quantizes its input into (the layers' with T rows,

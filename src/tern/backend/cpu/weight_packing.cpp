@@ -54,7 +54,7 @@ void pack_for_kernels(ModelWeights& w) {
   for (LayerWeights& l : w.layers) {
     pack_fused({&l.wq, &l.wk, &l.wv}, l.wqkv_packed);
     pack_fused({&l.w_gate, &l.w_up}, l.w_gate_up_packed);
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m);
+    l.for_each_matrix(pack);
   }
   pack(w.lm_head);
 }

@@ -198,6 +198,11 @@ class VulkanBackend final : public Backend {
     dispatch_1d(context_, *silu_mul_, &p, n, 256);
   }
 
+  // DeviceWeights refuses a model with experts, so no forward reaches this.
+  void moe_mlp(const MixtureOfExperts&, Activation, int64_t, Activation) override {
+    throw Error("the Vulkan backend has no mixture-of-experts kernels");
+  }
+
   void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
     if (!staged_cos_sin_.current(context_)) {
       staged_cos_sin_.address =

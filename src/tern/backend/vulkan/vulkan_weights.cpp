@@ -91,6 +91,10 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& l = weights.layers[i];
     const std::string layer = "layer " + std::to_string(i) + "'s ";
+    if (l.moe)
+      throw Error("--device vulkan: " + layer +
+                  "MLP is a mixture of experts (ffn_gate_exps), which the Vulkan backend does not "
+                  "run yet; run this model on the CPU");
     check(l.wq, layer + "attn_q");
     check(l.wk, layer + "attn_k");
     check(l.wv, layer + "attn_v");

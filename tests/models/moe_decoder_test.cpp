@@ -1,0 +1,324 @@
+// The mixture-of-experts decoder (qwen3moe) against a float64 forward written here from the
+// model's definition (transformers' Qwen3MoeSparseMoeBlock: softmax over the router's logits,
+// the top k, renormalised when norm_topk_prob, each expert a SwiGLU), batch invariance, and a
+// GGUF file written and read back.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "models/model_test_util.h"
+#include "tern/backend/device.h"
+#include "tern/core/error.h"
+#include "tern/engine/sequence_runner.h"
+#include "tern/formats/gguf.h"
+#include "tern/models/decoder.h"
+#include "tern/models/gguf_export.h"
+#include "tern/models/model_loader.h"
+#include "tern/models/weight_loader.h"
+
+namespace tern {
+namespace {
+
+// A Qwen3-MoE of test size: 2 layers of hidden 256, 4 q and 2 kv heads of 64, 6 experts of
+// 256 (whole K-quant super-blocks), 2 chosen per token, vocabulary 512.
+nlohmann::json tiny_moe_json() {
+  return {{"architectures", {"Qwen3MoeForCausalLM"}},
+          {"model_type", "qwen3_moe"},
+          {"vocab_size", 512},
+          {"hidden_size", 256},
+          {"intermediate_size", 512},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"head_dim", 64},
+          {"rope_theta", 10000.0},
+          {"rms_norm_eps", 1e-6},
+          {"tie_word_embeddings", false},
+          {"num_experts", 6},
+          {"num_experts_per_tok", 2},
+          {"moe_intermediate_size", 256},
+          {"norm_topk_prob", true}};
+}
+
+ModelConfig config_of(const nlohmann::json& j) {
+  return ModelConfig::from_hf_json(j.dump(), "tiny qwen3moe");
+}
+
+using Vec = std::vector<double>;
+
+Vec times(const WeightMatrix& m, const Vec& x) {
+  EXPECT_EQ(m.dtype, DType::F32);
+  Vec y(static_cast<size_t>(m.rows));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const auto* w = reinterpret_cast<const float*>(m.row(r));
+    double s = 0;
+    for (int64_t j = 0; j < m.cols; ++j) s += static_cast<double>(w[j]) * x[static_cast<size_t>(j)];
+    y[static_cast<size_t>(r)] = s;
+  }
+  return y;
+}
+
+Vec rms_norm(const double* x, std::span<const float> weight, double eps) {
+  const size_t n = weight.size();
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+  Vec out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+  return out;
+}
+
+Vec swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+           const Vec& x) {
+  Vec g = times(gate, x);
+  const Vec u = times(up, x);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+  return times(down, g);
+}
+
+// transformers' Qwen3MoeSparseMoeBlock for one token.
+Vec experts_of(const MixtureOfExperts& moe, const Vec& x) {
+  Vec p = times(moe.router, x);
+  const double top = *std::max_element(p.begin(), p.end());
+  double sum = 0;
+  for (double& v : p) sum += (v = std::exp(v - top));
+  for (double& v : p) v /= sum;
+  std::vector<size_t> order(p.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+  order.resize(static_cast<size_t>(moe.top_k));
+  double chosen = 0;
+  for (size_t e : order) chosen += p[e];
+  Vec out(x.size(), 0.0);
+  for (size_t e : order) {
+    const double w = moe.normalize_top_k ? p[e] / chosen : p[e];
+    const Vec y = swiglu(moe.gate[e], moe.up[e], moe.down[e], x);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+  }
+  return out;
+}
+
+// Every position's logits of `tokens` from position 0, in float64: [tokens, vocab].
+std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w,
+                                     const std::vector<int32_t>& tokens) {
+  const auto t = tokens.size();
+  const auto h = static_cast<size_t>(c.hidden_size), hd = static_cast<size_t>(c.head_dim);
+  const auto nh = static_cast<size_t>(c.num_heads), nkv = static_cast<size_t>(c.num_kv_heads);
+  std::vector<Vec> x(t, Vec(h));
+  for (size_t i = 0; i < t; ++i) {
+    std::vector<float> row(h);
+    w.embed(tokens[i], row.data());
+    std::copy(row.begin(), row.end(), x[i].begin());
+  }
+  auto rope = [&](double* v, size_t pos) {
+    for (size_t i = 0; i < hd / 2; ++i) {
+      const double a =
+          static_cast<double>(pos) *
+          std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+      const double x0 = v[i], x1 = v[i + hd / 2];
+      v[i] = x0 * std::cos(a) - x1 * std::sin(a);
+      v[i + hd / 2] = x1 * std::cos(a) + x0 * std::sin(a);
+    }
+  };
+  for (size_t layer = 0; layer < w.layers.size(); ++layer) {
+    const LayerWeights& l = w.layers[layer];
+    std::vector<Vec> q(t), k(t), v(t);
+    for (size_t i = 0; i < t; ++i) {
+      const Vec xn = rms_norm(x[i].data(), l.attn_norm, c.rms_norm_eps);
+      q[i] = times(l.wq, xn);
+      k[i] = times(l.wk, xn);
+      v[i] = times(l.wv, xn);
+      for (size_t head = 0; head < nh; ++head) {
+        const Vec n = rms_norm(&q[i][head * hd], l.q_norm, c.rms_norm_eps);
+        std::copy(n.begin(), n.end(), &q[i][head * hd]);
+        rope(&q[i][head * hd], i);
+      }
+      for (size_t head = 0; head < nkv; ++head) {
+        const Vec n = rms_norm(&k[i][head * hd], l.k_norm, c.rms_norm_eps);
+        std::copy(n.begin(), n.end(), &k[i][head * hd]);
+        rope(&k[i][head * hd], i);
+      }
+    }
+    for (size_t i = 0; i < t; ++i) {
+      Vec attn(nh * hd, 0.0);
+      for (size_t head = 0; head < nh; ++head) {
+        const size_t kvh = head / (nh / nkv);
+        Vec s(i + 1);
+        for (size_t j = 0; j <= i; ++j) {
+          double d = 0;
+          for (size_t e = 0; e < hd; ++e) d += q[i][head * hd + e] * k[j][kvh * hd + e];
+          s[j] = d / std::sqrt(static_cast<double>(hd));
+        }
+        const double top = *std::max_element(s.begin(), s.end());
+        double sum = 0;
+        for (double& e : s) sum += (e = std::exp(e - top));
+        for (size_t j = 0; j <= i; ++j)
+          for (size_t e = 0; e < hd; ++e) attn[head * hd + e] += s[j] / sum * v[j][kvh * hd + e];
+      }
+      const Vec o = times(l.wo, attn);
+      for (size_t e = 0; e < h; ++e) x[i][e] += o[e];
+    }
+    for (size_t i = 0; i < t; ++i) {
+      const Vec xn = rms_norm(x[i].data(), l.ffn_norm, c.rms_norm_eps);
+      const Vec y = l.moe ? experts_of(*l.moe, xn) : swiglu(l.w_gate, l.w_up, l.w_down, xn);
+      for (size_t e = 0; e < h; ++e) x[i][e] += y[e];
+    }
+  }
+  std::vector<double> logits;
+  for (size_t i = 0; i < t; ++i) {
+    const Vec l = times(w.lm_head, rms_norm(x[i].data(), w.output_norm, c.rms_norm_eps));
+    logits.insert(logits.end(), l.begin(), l.end());
+  }
+  return logits;
+}
+
+void expect_matches_reference(const ModelConfig& c, const ModelWeights& w) {
+  const std::vector<int32_t> tokens = {1, 17, 42, 99, 5, 300, 21};
+  // An f32 KV cache, so that what differs is the arithmetic's f32 rounding alone.
+  Decoder decoder(c, w, find_device("cpu"));
+  SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()), 16, KvDtype::F32);
+  const std::span<const float> got = runner.feed(tokens, /*all_logits=*/true);
+  const std::vector<double> want = reference_logits(c, w, tokens);
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  // f32 arithmetic over rows of 256 and 3 layers.
+  EXPECT_LT(err, 1e-5 * scale) << "largest difference " << err << " of logits up to " << scale;
+}
+
+TEST(MoeDecoder, MatchesFloat64Reference) {
+  const ModelConfig c = config_of(tiny_moe_json());
+  ASSERT_EQ(c.arch, ModelArch::Qwen3Moe);
+  ASSERT_TRUE(c.is_moe_layer(0) && c.is_moe_layer(1));
+  expect_matches_reference(c, make_dummy_weights(c, DType::F32, 5));
+}
+
+// A dense layer among the sparse ones (mlp_only_layers), and the chosen weights left as the
+// softmax gave them (norm_topk_prob false, transformers' default).
+TEST(MoeDecoder, DenseLayersAndUnnormalisedWeightsMatchFloat64Reference) {
+  nlohmann::json j = tiny_moe_json();
+  j["num_hidden_layers"] = 3;
+  j["mlp_only_layers"] = {1};
+  j["norm_topk_prob"] = false;
+  j["num_experts_per_tok"] = 3;
+  const ModelConfig c = config_of(j);
+  ASSERT_FALSE(c.is_moe_layer(1));
+  const ModelWeights w = make_dummy_weights(c, DType::F32, 6);
+  ASSERT_TRUE(w.layers[0].moe && !w.layers[1].moe && w.layers[2].moe);
+  expect_matches_reference(c, w);
+}
+
+TEST(MoeDecoder, BatchInvariant) {
+  const ModelConfig c = config_of(tiny_moe_json());
+  testing::expect_batch_invariant(c, make_dummy_weights(c, DType::F32, 7));
+  testing::expect_batch_invariant(c,
+                                  make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 7));
+}
+
+// save_gguf writes llama.cpp's qwen3moe (stacked ffn_*_exps, an F32 router, the expert keys),
+// and the file loads back to the same logits bit for bit, its experts views of the stacked
+// tensors.
+TEST(MoeDecoder, GgufRoundTrip) {
+  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 8);
+  EXPECT_EQ(w.layers[0].moe->router.dtype, DType::F32);
+  testing::TempDir dir("moe_gguf");
+  const std::string path = dir.file("moe.gguf");
+  save_gguf(path, w, c, nullptr, "tiny");
+  const GgufFile g = GgufFile::open(path);
+  const TensorInfo* gate = g.find_tensor("blk.1.ffn_gate_exps.weight");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->shape, (std::vector<int64_t>{6, 256, 256}));
+  EXPECT_EQ(g.get_int("qwen3moe.expert_count"), 6);
+  EXPECT_EQ(g.get_int("qwen3moe.expert_used_count"), 2);
+  EXPECT_EQ(g.get_int("qwen3moe.expert_feed_forward_length"), 256);
+  const ModelConfig read = ModelConfig::from_gguf(g);
+  EXPECT_EQ(read.arch, ModelArch::Qwen3Moe);
+  EXPECT_EQ(read.num_experts, 6);
+  EXPECT_TRUE(read.norm_topk_prob);
+  const ModelWeights loaded = load_gguf_weights(g, read);
+  EXPECT_EQ(loaded.layers[1].moe->down[5].data,
+            loaded.layers[1].moe->down[0].data + 5 * 256 * loaded.layers[1].moe->down[0].row_bytes);
+  const std::vector<int32_t> tokens = {3, 9, 27, 81, 243};
+  EXPECT_TRUE(testing::bitwise_equal(testing::prefill_logits(read, loaded, tokens),
+                                     testing::prefill_logits(c, w, tokens)));
+}
+
+// A Hugging Face folder (mlp.gate, mlp.experts.N.*_proj: one tensor per expert) loads to the
+// weights it was written from.
+TEST(MoeDecoder, HuggingFaceFolder) {
+  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelWeights w = make_dummy_weights(c, DType::F32, 10);
+  testing::TempDir dir("moe_hf");
+  testing::write_hf_folder(dir, tiny_moe_json(), c, w, DType::F32);
+  LoadOptions load;
+  load.model = dir.path().string();
+  const LoadedModel m = load_model(load);
+  ASSERT_TRUE(m.weights.layers[1].moe);
+  EXPECT_EQ(m.weights.layers[1].moe->down.size(), 6u);
+  const std::vector<int32_t> tokens = {3, 9, 27, 81, 243};
+  EXPECT_TRUE(testing::bitwise_equal(testing::prefill_logits(m.config, m.weights, tokens),
+                                     testing::prefill_logits(c, w, tokens)));
+}
+
+// tern imatrix watches the decoder's matrix inputs; an expert's are not collected yet, so a
+// mixture of experts refuses the watcher rather than give an importance matrix without them.
+TEST(MoeDecoder, RefusesAnActivationObserver) {
+  struct Watcher : ActivationObserver {
+    void observe(int, MatrixInput, const float*, int64_t, int64_t) override {}
+  } watcher;
+  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelWeights w = make_dummy_weights(c, DType::F32, 11);
+  Decoder decoder(c, w, find_device("cpu"));
+  try {
+    decoder.set_observer(&watcher);
+    ADD_FAILURE() << "a mixture of experts was watched";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not collected per expert"), std::string::npos)
+        << e.what();
+  }
+  decoder.set_observer(nullptr);
+}
+
+TEST(MoeDecoder, BadExpertsAreNamed) {
+  nlohmann::json j = tiny_moe_json();
+  j["num_experts_per_tok"] = 7;
+  EXPECT_THROW(
+      {
+        try {
+          config_of(j);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("num_experts_per_tok must be in 1..num_experts"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      Error);
+
+  // A file whose expert tensor is missing names it.
+  const ModelConfig c = config_of(tiny_moe_json());
+  ModelWeights broken = make_dummy_weights(c, DType::F32, 8);
+  testing::TempDir dir("moe_missing_expert");
+  const std::string path = dir.file("moe.gguf");
+  broken.layers[1].moe->up.resize(5);  // the stacked tensor of 5: a shape the config refuses
+  save_gguf(path, broken, c, nullptr, "tiny");
+  const GgufFile g = GgufFile::open(path);
+  try {
+    (void)load_gguf_weights(g, ModelConfig::from_gguf(g));
+    ADD_FAILURE() << "loaded a file with 5 of 6 experts";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.1.ffn_up_exps.weight' has shape [5, 256, 256]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tern
