@@ -294,6 +294,40 @@ TEST(ModelConfig, Qwen3_30B_A3B) {
   }
 }
 
+// Qwen1.5-MoE-A2.7B (tests/data/model-configs, the published values): the shared expert, q/k/v
+// biases, the chosen weights not renormalised; to_hf_json reads back as the same config.
+TEST(ModelConfig, Qwen15MoeA27B) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/qwen1.5-moe-a2.7b");
+  EXPECT_EQ(c.arch, ModelArch::Qwen2Moe);
+  EXPECT_EQ(model_arch_name(c.arch), "qwen2moe");
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 60);
+  EXPECT_EQ(c.num_experts_per_tok, 4);
+  EXPECT_EQ(c.moe_intermediate_size, 1408);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 5632);
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_EQ(c.dense_intermediate_size(), 0);
+  const ModelConfig again = ModelConfig::from_hf_json(c.to_hf_json(), "again");
+  EXPECT_EQ(again.arch, ModelArch::Qwen2Moe);
+  EXPECT_TRUE(again.attention_bias);
+  EXPECT_EQ(again.num_experts_per_tok, 4);
+  EXPECT_EQ(again.shared_expert_intermediate_size, 5632);
+  EXPECT_FALSE(again.norm_topk_prob);
+
+  json bad = json::parse(c.to_hf_json());
+  bad["shared_expert_intermediate_size"] = 0;
+  expect_config_error([&] { ModelConfig::from_hf_json(bad.dump(), "bad"); },
+                      {"bad", "shared_expert_intermediate_size must be positive, not 0"});
+  json dense = json::parse(c.to_hf_json());
+  dense["architectures"] = {"Qwen3MoeForCausalLM"};
+  dense["model_type"] = "qwen3_moe";
+  // Read as qwen3moe, the shared expert's width is not one of its fields: ignored, as
+  // transformers' Qwen3MoeConfig ignores it.
+  EXPECT_EQ(ModelConfig::from_hf_json(dense.dump(), "q3").shared_expert_intermediate_size, 0);
+}
+
 TEST(ModelConfig, Errors) {
   const std::string name = "test/config.json";
   auto broken = [&](const std::function<void(json&)>& edit) {
@@ -496,6 +530,29 @@ TEST(ModelConfigGguf, Qwen3Moe) {
   moe.set("qwen3moe.expert_used_count", GgufValue::u32(200));
   expect_config_error([&] { ModelConfig::from_gguf(parse_gguf(moe)); },
                       {"num_experts_per_tok must be in 1..num_experts (128), not 200"});
+}
+
+// llama.cpp's qwen2moe keys: the shared expert's width (n_ff when absent), the top k never
+// renormalised, as llama.cpp's graph does.
+TEST(ModelConfigGguf, Qwen2Moe) {
+  GgufWriter w = qwen3_like_writer();
+  w.set("general.architecture", GgufValue::string("qwen2moe"));
+  GgufWriter moe;
+  const GgufFile dense = parse_gguf(w);
+  for (const auto& [key, value] : dense.metadata())
+    moe.set(key.starts_with("qwen3.") ? "qwen2moe." + key.substr(6) : key, value);
+  moe.set("qwen2moe.expert_count", GgufValue::u32(60));
+  moe.set("qwen2moe.expert_used_count", GgufValue::u32(4));
+  moe.set("qwen2moe.expert_feed_forward_length", GgufValue::u32(1408));
+  ModelConfig c = ModelConfig::from_gguf(parse_gguf(moe));
+  EXPECT_EQ(c.arch, ModelArch::Qwen2Moe);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 60);
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_EQ(c.shared_expert_intermediate_size, c.intermediate_size);
+  moe.set("qwen2moe.expert_shared_feed_forward_length", GgufValue::u32(5632));
+  c = ModelConfig::from_gguf(parse_gguf(moe));
+  EXPECT_EQ(c.shared_expert_intermediate_size, 5632);
 }
 
 TEST(ModelConfigGguf, Qwen2BiasTiedAndScaling) {

@@ -116,6 +116,10 @@ inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_jso
     for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
     st.add_tensor(name, DType::BF16, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span(b)));
   };
+  // A vector stored as a Linear to one output ([1, n]), kept f32.
+  auto row = [&](const std::string& name, std::span<const float> v) {
+    st.add_tensor(name, DType::F32, {1, static_cast<int64_t>(v.size())}, std::as_bytes(v));
+  };
   matrix("model.embed_tokens.weight", w.token_embedding);
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
@@ -125,6 +129,11 @@ inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_jso
     matrix(p + "self_attn.k_proj.weight", l.wk);
     matrix(p + "self_attn.v_proj.weight", l.wv);
     matrix(p + "self_attn.o_proj.weight", l.wo);
+    for (const auto& [suffix, bias] : {std::pair{"q_proj.bias", l.bq},
+                                       {"k_proj.bias", l.bk},
+                                       {"v_proj.bias", l.bv},
+                                       {"o_proj.bias", l.bo}})
+      if (!bias.empty()) vec(p + "self_attn." + suffix, bias);
     if (c.qk_norm) {
       vec(p + "self_attn.q_norm.weight", l.q_norm);
       vec(p + "self_attn.k_norm.weight", l.k_norm);
@@ -137,6 +146,12 @@ inline void write_hf_folder(const TempDir& dir, const nlohmann::json& config_jso
         matrix(x + "gate_proj.weight", l.moe->gate[e]);
         matrix(x + "up_proj.weight", l.moe->up[e]);
         matrix(x + "down_proj.weight", l.moe->down[e]);
+      }
+      if (const std::optional<SharedExpert>& shared = l.moe->shared) {
+        matrix(p + "mlp.shared_expert.gate_proj.weight", shared->gate);
+        matrix(p + "mlp.shared_expert.up_proj.weight", shared->up);
+        matrix(p + "mlp.shared_expert.down_proj.weight", shared->down);
+        row(p + "mlp.shared_expert_gate.weight", shared->gate_weight);
       }
       continue;
     }

@@ -1,7 +1,8 @@
-// The mixture-of-experts decoder (qwen3moe) against a float64 forward written here from the
-// model's definition (transformers' Qwen3MoeSparseMoeBlock: softmax over the router's logits,
-// the top k, renormalised when norm_topk_prob, each expert a SwiGLU), batch invariance, and a
-// GGUF file written and read back.
+// The mixture-of-experts decoders (qwen3moe, qwen2moe) against a float64 forward written here
+// from the models' definitions (transformers' Qwen3MoeSparseMoeBlock: softmax over the router's
+// logits, the top k, renormalised when norm_topk_prob, each expert a SwiGLU; Qwen2MoeSparseMoeBlock
+// adds a shared expert scaled by sigmoid(x · shared_expert_gate)), batch invariance, and GGUF
+// files and Hugging Face folders written and read back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,9 +12,11 @@
 
 #include "models/model_test_util.h"
 #include "tern/backend/device.h"
+#include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
+#include "tern/models/checkpoint_export.h"
 #include "tern/models/decoder.h"
 #include "tern/models/gguf_export.h"
 #include "tern/models/model_loader.h"
@@ -43,8 +46,20 @@ nlohmann::json tiny_moe_json() {
           {"norm_topk_prob", true}};
 }
 
+// A Qwen2-MoE of test size: as above with q/k/v biases, no q/k norms, a shared expert of 512,
+// 3 chosen per token and their softmax weights not renormalised (Qwen1.5-MoE's settings).
+nlohmann::json tiny_qwen2moe_json() {
+  nlohmann::json j = tiny_moe_json();
+  j["architectures"] = {"Qwen2MoeForCausalLM"};
+  j["model_type"] = "qwen2_moe";
+  j["num_experts_per_tok"] = 3;
+  j["norm_topk_prob"] = false;
+  j["shared_expert_intermediate_size"] = 512;
+  return j;
+}
+
 ModelConfig config_of(const nlohmann::json& j) {
-  return ModelConfig::from_hf_json(j.dump(), "tiny qwen3moe");
+  return ModelConfig::from_hf_json(j.dump(), "tiny mixture of experts");
 }
 
 using Vec = std::vector<double>;
@@ -98,6 +113,12 @@ Vec experts_of(const MixtureOfExperts& moe, const Vec& x) {
     const Vec y = swiglu(moe.gate[e], moe.up[e], moe.down[e], x);
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
+  if (const std::optional<SharedExpert>& s = moe.shared) {
+    double z = 0;
+    for (size_t i = 0; i < x.size(); ++i) z += x[i] * s->gate_weight[i];
+    const Vec y = swiglu(s->gate, s->up, s->down, x);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += y[i] / (1 + std::exp(-z));
+  }
   return out;
 }
 
@@ -131,16 +152,18 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
       q[i] = times(l.wq, xn);
       k[i] = times(l.wk, xn);
       v[i] = times(l.wv, xn);
-      for (size_t head = 0; head < nh; ++head) {
-        const Vec n = rms_norm(&q[i][head * hd], l.q_norm, c.rms_norm_eps);
-        std::copy(n.begin(), n.end(), &q[i][head * hd]);
-        rope(&q[i][head * hd], i);
-      }
-      for (size_t head = 0; head < nkv; ++head) {
-        const Vec n = rms_norm(&k[i][head * hd], l.k_norm, c.rms_norm_eps);
-        std::copy(n.begin(), n.end(), &k[i][head * hd]);
-        rope(&k[i][head * hd], i);
-      }
+      for (const auto& [y, b] : {std::pair{&q[i], l.bq}, {&k[i], l.bk}, {&v[i], l.bv}})
+        for (size_t e = 0; e < b.size(); ++e) (*y)[e] += b[e];
+      // q/k RMSNorm per head (qwen3moe) before RoPE.
+      auto norm_and_rope = [&](double* head, std::span<const float> norm) {
+        if (!norm.empty()) {
+          const Vec n = rms_norm(head, norm, c.rms_norm_eps);
+          std::copy(n.begin(), n.end(), head);
+        }
+        rope(head, i);
+      };
+      for (size_t head = 0; head < nh; ++head) norm_and_rope(&q[i][head * hd], l.q_norm);
+      for (size_t head = 0; head < nkv; ++head) norm_and_rope(&k[i][head * hd], l.k_norm);
     }
     for (size_t i = 0; i < t; ++i) {
       Vec attn(nh * hd, 0.0);
@@ -214,11 +237,34 @@ TEST(MoeDecoder, DenseLayersAndUnnormalisedWeightsMatchFloat64Reference) {
   expect_matches_reference(c, w);
 }
 
+// Qwen2-MoE: the shared expert beside the chosen ones, q/k/v biases, no q/k norms.
+TEST(MoeDecoder, Qwen2MoeMatchesFloat64Reference) {
+  const ModelConfig c = config_of(tiny_qwen2moe_json());
+  ASSERT_EQ(c.arch, ModelArch::Qwen2Moe);
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 512);
+  ModelWeights w = make_dummy_weights(c, DType::F32, 12);
+  ASSERT_TRUE(w.layers[0].moe && w.layers[0].moe->shared);
+  EXPECT_EQ(w.layers[0].moe->shared->down.cols, 512);
+  // Dummy biases are zeros; these make the reference check that they are added.
+  for (LayerWeights& l : w.layers)
+    for (std::span<const float>* b : {&l.bq, &l.bk, &l.bv}) {
+      std::span<float> v = w.own_floats(b->size());
+      for (size_t e = 0; e < v.size(); ++e) v[e] = 0.01f * static_cast<float>(e % 7) - 0.03f;
+      *b = v;
+    }
+  expect_matches_reference(c, w);
+}
+
 TEST(MoeDecoder, BatchInvariant) {
   const ModelConfig c = config_of(tiny_moe_json());
   testing::expect_batch_invariant(c, make_dummy_weights(c, DType::F32, 7));
   testing::expect_batch_invariant(c,
                                   make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 7));
+  const ModelConfig shared = config_of(tiny_qwen2moe_json());
+  testing::expect_batch_invariant(
+      shared, make_dummy_weights(shared, QuantRecipe::mixture(FileType::Q4_K_M), 7));
 }
 
 // save_gguf writes llama.cpp's qwen3moe (stacked ffn_*_exps, an F32 router, the expert keys),
@@ -250,21 +296,116 @@ TEST(MoeDecoder, GgufRoundTrip) {
                                      testing::prefill_logits(c, w, tokens)));
 }
 
-// A Hugging Face folder (mlp.gate, mlp.experts.N.*_proj: one tensor per expert) loads to the
-// weights it was written from.
+// save_gguf writes llama.cpp's qwen2moe: the shared expert's ffn_*_shexp, its gate a vector
+// [hidden] (ffn_gate_inp_shexp), expert_shared_feed_forward_length, an output matrix even when
+// tied; norm_topk_prob, which llama.cpp's qwen2moe never applies, is refused when true.
+TEST(MoeDecoder, Qwen2MoeGgufRoundTrip) {
+  nlohmann::json j = tiny_qwen2moe_json();
+  j["tie_word_embeddings"] = true;
+  const ModelConfig c = config_of(j);
+  const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 13);
+  testing::TempDir dir("qwen2moe_gguf");
+  const std::string path = dir.file("moe.gguf");
+  save_gguf(path, w, c, nullptr, "tiny");
+  const GgufFile g = GgufFile::open(path);
+  EXPECT_EQ(g.get_string("general.architecture"), "qwen2moe");
+  EXPECT_EQ(g.get_int("qwen2moe.expert_shared_feed_forward_length"), 512);
+  EXPECT_EQ(g.get_int("qwen2moe.expert_used_count"), 3);
+  const TensorInfo* gate = g.find_tensor("blk.1.ffn_gate_inp_shexp.weight");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->shape, (std::vector<int64_t>{256}));
+  ASSERT_NE(g.find_tensor("blk.1.ffn_down_shexp.weight"), nullptr);
+  EXPECT_EQ(g.find_tensor("blk.1.ffn_down_shexp.weight")->shape, (std::vector<int64_t>{256, 512}));
+  ASSERT_NE(g.find_tensor("output.weight"), nullptr);
+  const ModelConfig read = ModelConfig::from_gguf(g);
+  EXPECT_EQ(read.arch, ModelArch::Qwen2Moe);
+  EXPECT_FALSE(read.norm_topk_prob);
+  EXPECT_TRUE(read.attention_bias);
+  EXPECT_EQ(read.shared_expert_intermediate_size, 512);
+  const ModelWeights loaded = load_gguf_weights(g, read);
+  const std::vector<int32_t> tokens = {3, 9, 27, 81, 243};
+  EXPECT_TRUE(testing::bitwise_equal(testing::prefill_logits(read, loaded, tokens),
+                                     testing::prefill_logits(c, w, tokens)));
+
+  j["norm_topk_prob"] = true;
+  try {
+    save_gguf(dir.file("normalised.gguf"), w, config_of(j), nullptr, "tiny");
+    ADD_FAILURE() << "wrote a qwen2moe file llama.cpp would read differently";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("norm_topk_prob is true"), std::string::npos) << e.what();
+  }
+}
+
+// A Hugging Face folder (mlp.gate, mlp.experts.N.*_proj: one tensor per expert; qwen2moe's
+// mlp.shared_expert.* and its gate, a Linear to one output) loads to the weights it was written
+// from.
 TEST(MoeDecoder, HuggingFaceFolder) {
-  const ModelConfig c = config_of(tiny_moe_json());
-  const ModelWeights w = make_dummy_weights(c, DType::F32, 10);
-  testing::TempDir dir("moe_hf");
-  testing::write_hf_folder(dir, tiny_moe_json(), c, w, DType::F32);
+  for (const nlohmann::json& j : {tiny_moe_json(), tiny_qwen2moe_json()}) {
+    const ModelConfig c = config_of(j);
+    const ModelWeights w = make_dummy_weights(c, DType::F32, 10);
+    testing::TempDir dir("moe_hf");
+    testing::write_hf_folder(dir, j, c, w, DType::F32);
+    LoadOptions load;
+    load.model = dir.path().string();
+    const LoadedModel m = load_model(load);
+    ASSERT_TRUE(m.weights.layers[1].moe);
+    EXPECT_EQ(m.weights.layers[1].moe->down.size(), 6u);
+    EXPECT_EQ(m.weights.layers[1].moe->shared.has_value(), c.arch == ModelArch::Qwen2Moe);
+    const std::vector<int32_t> tokens = {3, 9, 27, 81, 243};
+    EXPECT_TRUE(testing::bitwise_equal(testing::prefill_logits(m.config, m.weights, tokens),
+                                       testing::prefill_logits(c, w, tokens)))
+        << c.arch_name;
+  }
+}
+
+// tern quantize gives the shared expert llama-quantize's types by its GGUF names (Q4_K_M:
+// ffn_down_shexp Q6_K in the layers use_more_bits picks), and a GPTQ checkpoint holds it as
+// mlp.shared_expert.* modules that load back to the same values.
+TEST(MoeDecoder, Qwen2MoeQuantizedAndWrittenAsGptq) {
+  const ModelConfig c = config_of(tiny_qwen2moe_json());
+  const ModelWeights f32 = make_dummy_weights(c, DType::F32, 14);
+  const ModelWeights q4km =
+      quantize_weights(f32, c, QuantRecipe::mixture(FileType::Q4_K_M), QuantizeOptions{});
+  EXPECT_EQ(q4km.layers[0].moe->shared->down.dtype, DType::Q4_K);
+  EXPECT_EQ(q4km.layers[1].moe->shared->down.dtype, DType::Q6_K);
+  EXPECT_EQ(q4km.layers[1].moe->shared->gate.dtype, DType::Q4_K);
+  EXPECT_EQ(q4km.layers[1].moe->router.dtype, DType::F32);
+  ASSERT_EQ(q4km.layers[1].moe->shared->gate_weight.size(), 256u);
+  EXPECT_EQ(q4km.layers[1].moe->shared->gate_weight[3], f32.layers[1].moe->shared->gate_weight[3]);
+
+  CheckpointFolder folder;
+  folder.quantization.method = QuantMethod::Gptq;
+  folder.quantization.bits = 4;
+  folder.quantization.group_size = 128;
+  folder.quantization.zeros_minus_one = true;
+  folder.quantization.sym = false;
+  folder.config_json = tiny_qwen2moe_json().dump();
+  QuantRecipe int4 = QuantRecipe::uniform(DType::INT4_G128);
+  int4.set_token_embedding_type(DType::F16);
+  int4.set_output_type(DType::F16);
+  QuantizeOptions options;
+  options.affine_rule = quant::AffineRule::ZeroPointFromOne;
+  const ModelWeights w = quantize_weights(f32, c, int4, options);
+  testing::TempDir dir("qwen2moe_gptq");
+  save_quantized_checkpoint(dir.path().string(), w, c, folder);
   LoadOptions load;
   load.model = dir.path().string();
   const LoadedModel m = load_model(load);
-  ASSERT_TRUE(m.weights.layers[1].moe);
-  EXPECT_EQ(m.weights.layers[1].moe->down.size(), 6u);
-  const std::vector<int32_t> tokens = {3, 9, 27, 81, 243};
-  EXPECT_TRUE(testing::bitwise_equal(testing::prefill_logits(m.config, m.weights, tokens),
-                                     testing::prefill_logits(c, w, tokens)));
+  const SharedExpert& read = *m.weights.layers[1].moe->shared;
+  const SharedExpert& wrote = *w.layers[1].moe->shared;
+  for (const auto& [a, b] :
+       {std::pair{&read.gate, &wrote.gate}, {&read.up, &wrote.up}, {&read.down, &wrote.down}}) {
+    ASSERT_EQ(a->dtype, DType::INT4_G128);
+    std::vector<float> ra(static_cast<size_t>(a->cols)), rb(ra.size());
+    for (int64_t r = 0; r < a->rows; ++r) {
+      dequantize_row(a->dtype, a->row(r), ra.data(), a->cols);
+      dequantize_row(b->dtype, b->row(r), rb.data(), b->cols);
+      ASSERT_EQ(ra, rb) << "row " << r;
+    }
+  }
+  // The gate, a float module, travels in f16 as the format's float tensors do.
+  ASSERT_EQ(read.gate_weight.size(), 256u);
+  EXPECT_NEAR(read.gate_weight[5], wrote.gate_weight[5], 1e-4);
 }
 
 // tern imatrix watches the decoder's matrix inputs; an expert's are not collected yet, so a

@@ -249,5 +249,40 @@ TEST(WeightPlan, MixtureOfExpertsReadsTheActiveParameters) {
   EXPECT_EQ(layers[0][static_cast<size_t>(TensorRole::Down)].cols, 768);
 }
 
+// Qwen1.5-MoE-A2.7B (tests/data/model-configs): 24 layers of hidden 2048 with q/k/v biases, 60
+// experts of 1408 with 4 per token and a shared expert of 5632 every token reads, vocabulary
+// 151936, untied: the published 14.3 B parameters, 2.7 B of them active.
+TEST(WeightPlan, SharedExpertIsReadByEveryToken) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/qwen1.5-moe-a2.7b");
+  const WeightPlan p = plan_recipe_weights(c, *parse_weight_recipe("bf16"));
+  constexpr uint64_t kAttention = 4 * 2048ull * 2048;
+  constexpr uint64_t kRouter = 60ull * 2048;
+  constexpr uint64_t kExperts = 60ull * 3 * 1408 * 2048;
+  constexpr uint64_t kShared = 3ull * 5632 * 2048;
+  constexpr uint64_t kEmbedding = 151936ull * 2048;
+  // Per layer two norms, the shared expert's gate and the q, k and v biases; the final norm.
+  constexpr uint64_t kVectors = 24 * (3 * 2048 + 3 * 2048) + 2048;
+  EXPECT_EQ(p.parameters(),
+            24 * (kAttention + kRouter + kExperts + kShared) + 2 * kEmbedding + kVectors);
+  EXPECT_EQ(p.parameters(), 14'315'784'192ull);
+  const PlannedTensor* shared = find_tensor(p, "blk.23.ffn_down_shexp.weight");
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(shared->shape, (std::vector<int64_t>{2048, 5632}));
+  EXPECT_TRUE(tensor_part("blk.3.ffn_up_shexp.weight").shared_expert);
+  EXPECT_FALSE(tensor_part("blk.3.ffn_up_shexp.weight").experts);
+  EXPECT_EQ(tensor_part("model.layers.3.mlp.shared_expert.up_proj.weight").role, TensorRole::Up);
+  EXPECT_EQ(p.bytes_read_per_token(),
+            2 * (24 * (kAttention + kExperts / 15 + kShared) + kEmbedding) + 4 * 24 * kRouter +
+                4 * kVectors);
+  // The working memory's matrices: an expert's in the gate, up and down slots, the shared
+  // expert's after them.
+  const std::vector<std::vector<MatrixShape>> layers = p.layer_matrices();
+  ASSERT_EQ(layers.size(), 24u);
+  ASSERT_EQ(layers[0].size(), 10u);
+  EXPECT_EQ(layers[0][static_cast<size_t>(TensorRole::Down)].cols, 1408);
+  EXPECT_EQ(layers[0][9].cols, 5632);
+}
+
 }  // namespace
 }  // namespace tern::plan

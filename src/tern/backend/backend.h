@@ -94,7 +94,8 @@ class Backend {
   // softmax of x · routerᵀ; it takes the top_k experts (the higher probability first, the lower
   // index on a tie), their probabilities as weights (renormalised to sum 1 when
   // normalize_top_k), and out = Σ weight · down_e(silu(gate_e x) · up_e x) over its experts in
-  // that order, so a token's result never depends on the other tokens of the step.
+  // that order, so a token's result never depends on the other tokens of the step. A shared
+  // expert (qwen2moe's) adds sigmoid(x · gate_weight) · down_s(silu(gate_s x) · up_s x).
   // A chosen expert's matrices are read once per step for all its tokens; an expert no token
   // chose is not read. x: [t, hidden]; out: [t, hidden]
   virtual void moe_mlp(const MixtureOfExperts& moe, Activation x, int64_t t, Activation out) = 0;

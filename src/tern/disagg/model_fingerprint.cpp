@@ -64,7 +64,9 @@ std::string model_fingerprint(const LanguageModel& decoder, const KvCacheConfig&
   for (int64_t v : {c.vocab_size, c.hidden_size, c.intermediate_size, c.num_layers, c.num_heads,
                     c.num_kv_heads, c.head_dim})
     h.value(v);
-  for (int64_t v : {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size}) h.value(v);
+  for (int64_t v : {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size,
+                    c.shared_expert_intermediate_size})
+    h.value(v);
   h.value(c.rope_theta);
   h.value(c.rms_norm_eps);
   for (bool v : {c.tie_word_embeddings, c.attention_bias, c.attention_out_bias, c.mlp_bias,

@@ -23,6 +23,7 @@ std::optional<ModelArch> arch_from_hf(std::string_view s) {
   if (s == "Qwen2ForCausalLM" || s == "qwen2") return ModelArch::Qwen2;
   if (s == "Qwen3ForCausalLM" || s == "qwen3") return ModelArch::Qwen3;
   if (s == "Qwen3MoeForCausalLM" || s == "qwen3_moe") return ModelArch::Qwen3Moe;
+  if (s == "Qwen2MoeForCausalLM" || s == "qwen2_moe") return ModelArch::Qwen2Moe;
   return std::nullopt;
 }
 
@@ -54,6 +55,20 @@ RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std
          " is not supported (tern implements default, linear and llama3)");
 }
 
+// The mixtures of experts' router normalisation and which layers are sparse.
+void read_sparse_layers(const JsonFields& f, ModelConfig& c) {
+  c.norm_topk_prob = f.opt_bool("norm_topk_prob").value_or(false);
+  c.decoder_sparse_step = f.opt_int("decoder_sparse_step").value_or(1);
+  if (const json* only = f.find("mlp_only_layers")) {
+    if (!only->is_array()) f.fail("field 'mlp_only_layers' must be a list of layer indices");
+    for (const json& i : *only) {
+      if (!i.is_number_integer())
+        f.fail("field 'mlp_only_layers' must be a list of layer indices, not " + only->dump());
+      c.mlp_only_layers.push_back(i.get<int64_t>());
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view model_arch_name(ModelArch arch) {
@@ -66,6 +81,8 @@ std::string_view model_arch_name(ModelArch arch) {
       return "qwen3";
     case ModelArch::Qwen3Moe:
       return "qwen3moe";
+    case ModelArch::Qwen2Moe:
+      return "qwen2moe";
   }
   return "unknown";
 }
@@ -108,8 +125,8 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
   if (!arch)
     f.fail("unsupported architecture " + quote_name(arch_name) +
            (model_type && architecture ? " (model_type " + quote_name(*model_type) + ")" : "") +
-           "; tern runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and "
-           "Qwen3MoeForCausalLM");
+           "; tern runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+           "Qwen2MoeForCausalLM and Qwen3MoeForCausalLM");
   if (architecture && model_type) {
     auto by_type = arch_from_hf(*model_type);
     if (by_type && *by_type != *arch)
@@ -178,16 +195,18 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
       c.num_experts = f.opt_int("num_experts").value_or(128);
       c.num_experts_per_tok = f.opt_int("num_experts_per_tok").value_or(8);
       c.moe_intermediate_size = f.opt_int("moe_intermediate_size").value_or(768);
-      c.norm_topk_prob = f.opt_bool("norm_topk_prob").value_or(false);
-      c.decoder_sparse_step = f.opt_int("decoder_sparse_step").value_or(1);
-      if (const json* only = f.find("mlp_only_layers")) {
-        if (!only->is_array()) f.fail("field 'mlp_only_layers' must be a list of layer indices");
-        for (const json& i : *only) {
-          if (!i.is_number_integer())
-            f.fail("field 'mlp_only_layers' must be a list of layer indices, not " + only->dump());
-          c.mlp_only_layers.push_back(i.get<int64_t>());
-        }
-      }
+      read_sparse_layers(f, c);
+      break;
+    case ModelArch::Qwen2Moe:
+      // q/k/v carry a bias (qkv_bias, true unless said otherwise), o_proj never; transformers'
+      // Qwen2MoeConfig defaults where a field is absent.
+      c.attention_bias = f.opt_bool("qkv_bias").value_or(true);
+      c.num_experts = f.opt_int("num_experts").value_or(60);
+      c.num_experts_per_tok = f.opt_int("num_experts_per_tok").value_or(4);
+      c.moe_intermediate_size = f.opt_int("moe_intermediate_size").value_or(1408);
+      c.shared_expert_intermediate_size =
+          f.opt_int("shared_expert_intermediate_size").value_or(5632);
+      read_sparse_layers(f, c);
       break;
   }
 
@@ -202,8 +221,10 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
 std::string ModelConfig::to_hf_json() const {
   json j;
   static constexpr const char* kArchitectures[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
-                                                   "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"};
-  static constexpr const char* kModelTypes[] = {"llama", "qwen2", "qwen3", "qwen3_moe"};
+                                                   "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+                                                   "Qwen2MoeForCausalLM"};
+  static constexpr const char* kModelTypes[] = {"llama", "qwen2", "qwen3", "qwen3_moe",
+                                                "qwen2_moe"};
   j["architectures"] = {kArchitectures[static_cast<int>(arch)]};
   j["model_type"] = kModelTypes[static_cast<int>(arch)];
   j["vocab_size"] = vocab_size;
@@ -218,9 +239,12 @@ std::string ModelConfig::to_hf_json() const {
   j["rope_theta"] = rope_theta;
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = tie_word_embeddings;
-  if (arch != ModelArch::Qwen2) j["attention_bias"] = attention_bias;
+  if (arch == ModelArch::Qwen2Moe) j["qkv_bias"] = attention_bias;
+  if (arch != ModelArch::Qwen2 && arch != ModelArch::Qwen2Moe) j["attention_bias"] = attention_bias;
   if (arch == ModelArch::Llama) j["mlp_bias"] = mlp_bias;
-  if (arch == ModelArch::Qwen3Moe) {
+  if (arch == ModelArch::Qwen2Moe)
+    j["shared_expert_intermediate_size"] = shared_expert_intermediate_size;
+  if (has_experts()) {
     j["num_experts"] = num_experts;
     j["num_experts_per_tok"] = num_experts_per_tok;
     j["moe_intermediate_size"] = moe_intermediate_size;
@@ -315,10 +339,18 @@ void ModelConfig::validate(std::string_view name) const {
   if (head_dim % 2 != 0)
     fail("head_dim " + std::to_string(head_dim) + " is odd; RoPE rotates pairs of dimensions");
   if (q_dim() > kMaxConfigSize) fail("num_attention_heads × head_dim is absurdly large");
-  if (arch != ModelArch::Qwen3Moe && num_experts != 0)
+  if (!has_experts() && num_experts != 0)
     fail(std::string(model_arch_name(arch)) + " has no experts, yet " +
          std::to_string(num_experts) + " are configured");
-  if (arch == ModelArch::Qwen3Moe) {
+  if ((arch == ModelArch::Qwen2Moe) != (shared_expert_intermediate_size != 0))
+    fail(arch == ModelArch::Qwen2Moe
+             ? "shared_expert_intermediate_size must be positive, not " +
+                   std::to_string(shared_expert_intermediate_size)
+             : std::string(model_arch_name(arch)) + " has no shared expert, yet one is configured");
+  if (shared_expert_intermediate_size > kMaxConfigSize)
+    fail("shared_expert_intermediate_size " + std::to_string(shared_expert_intermediate_size) +
+         " is absurdly large");
+  if (has_experts()) {
     // Bounded so that a corrupt file cannot make the loader build billions of expert views.
     constexpr int64_t kMaxExperts = 1 << 16;
     if (num_experts <= 0 || num_experts > kMaxExperts)

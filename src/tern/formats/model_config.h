@@ -1,7 +1,7 @@
-// The hyperparameters of a decoder of the llama / qwen2 / qwen3 family and Qwen3's mixture of
-// experts, read from a Hugging Face config.json (+ generation_config.json) or from GGUF metadata.
-// One struct for all four: the families differ only by feature flags (q/k/v bias, q/k RMSNorm,
-// rope scaling) and, for qwen3moe, the experts that replace the MLP.
+// The hyperparameters of a decoder of the llama / qwen2 / qwen3 family and of Qwen2's and Qwen3's
+// mixtures of experts, read from a Hugging Face config.json (+ generation_config.json) or from
+// GGUF metadata. One struct for all five: the families differ only by feature flags (q/k/v bias,
+// q/k RMSNorm, rope scaling) and, for qwen2moe and qwen3moe, the experts that replace the MLP.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,8 @@ namespace tern {
 
 class GgufFile;
 
-enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe };
-// "llama", "qwen2", "qwen3", "qwen3moe" (GGUF's general.architecture)
+enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe, Qwen2Moe };
+// "llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe" (GGUF's general.architecture)
 std::string_view model_arch_name(ModelArch arch);
 
 enum class RopeScalingType { None, Linear, Llama3 };
@@ -59,14 +59,17 @@ struct ModelConfig {
   bool mlp_bias = false;             // gate/up/down have biases (llama mlp_bias)
   bool qk_norm = false;              // RMSNorm over each head of q and k before RoPE (qwen3)
 
-  // Mixture of experts (qwen3moe): a sparse layer's MLP is `num_experts` SwiGLU experts of
-  // width moe_intermediate_size, of which a router picks num_experts_per_tok per token: softmax
-  // over the router's logits, the top k, renormalised to sum 1 when norm_topk_prob. Layer i is
-  // sparse unless listed in mlp_only_layers, when (i + 1) is a multiple of decoder_sparse_step;
-  // the others keep the dense MLP of intermediate_size. num_experts 0: a dense model.
+  // Mixture of experts (qwen2moe, qwen3moe): a sparse layer's MLP is `num_experts` SwiGLU
+  // experts of width moe_intermediate_size, of which a router picks num_experts_per_tok per
+  // token: softmax over the router's logits, the top k, renormalised to sum 1 when
+  // norm_topk_prob. Layer i is sparse unless listed in mlp_only_layers, when (i + 1) is a
+  // multiple of decoder_sparse_step; the others keep the dense MLP of intermediate_size.
+  // num_experts 0: a dense model. qwen2moe adds a shared expert every token runs, a SwiGLU of
+  // width shared_expert_intermediate_size scaled by sigmoid(x · shared_expert_gate); 0: none.
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
+  int64_t shared_expert_intermediate_size = 0;
   bool norm_topk_prob = false;
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
@@ -77,7 +80,8 @@ struct ModelConfig {
 
   // `config_json` is the text of a config.json; `name` (its path, usually) prefixes errors.
   // Throws tern::Error naming the field for a missing required field, a wrong type, an
-  // architecture other than llama/qwen2/qwen3/qwen3_moe, or sizes that do not fit together.
+  // architecture other than llama/qwen2/qwen3/qwen2_moe/qwen3_moe, or sizes that do not fit
+  // together.
   static ModelConfig from_hf_json(std::string_view config_json, std::string_view name);
   // Reads `dir`/config.json and, when present, `dir`/generation_config.json, whose
   // bos_token_id / eos_token_id replace the config's.
@@ -88,8 +92,9 @@ struct ModelConfig {
 
   // Checks sizes: all positive, num_kv_heads divides num_heads, hidden_size divisible by
   // num_heads when head_dim was derived, head_dim even (RoPE rotates pairs), positive eps and
-  // theta, a sane rope scaling, expert counts that fit (1 ≤ k ≤ num_experts) on qwen3moe and
-  // none elsewhere. Throws tern::Error prefixed with `name`.
+  // theta, a sane rope scaling, expert counts that fit (1 ≤ k ≤ num_experts) on qwen2moe and
+  // qwen3moe (and a shared expert on qwen2moe) and none elsewhere. Throws tern::Error prefixed
+  // with `name`.
   void validate(std::string_view name) const;
 
   // A Hugging Face config.json that from_hf_json reads back as this config (architectures,
@@ -97,6 +102,8 @@ struct ModelConfig {
   // checkpoint written from a model read elsewhere (a GGUF file).
   std::string to_hf_json() const;
 
+  // Whether the architecture's sparse layers are mixtures of experts (qwen2moe, qwen3moe).
+  bool has_experts() const { return arch == ModelArch::Qwen2Moe || arch == ModelArch::Qwen3Moe; }
   // Whether layer `layer`'s MLP is the mixture of experts (see num_experts).
   bool is_moe_layer(int64_t layer) const;
   // intermediate_size when some layer has the dense MLP, else 0 (nothing is that wide).

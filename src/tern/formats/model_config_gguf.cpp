@@ -34,9 +34,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
     c.arch = ModelArch::Qwen3;
   } else if (*arch_name == "qwen3moe") {
     c.arch = ModelArch::Qwen3Moe;
+  } else if (*arch_name == "qwen2moe") {
+    c.arch = ModelArch::Qwen2Moe;
   } else {
     fail("unsupported architecture '" + *arch_name +
-         "' (tern runs llama, qwen2, qwen3 and qwen3moe)");
+         "' (tern runs llama, qwen2, qwen3, qwen2moe and qwen3moe)");
   }
   c.arch_name = *arch_name;
 
@@ -114,16 +116,20 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
   c.mlp_bias = g.find_tensor("blk.0.ffn_up.bias") != nullptr;
   c.qk_norm = c.arch == ModelArch::Qwen3 || c.arch == ModelArch::Qwen3Moe ||
               g.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
-  if (c.arch == ModelArch::Qwen3Moe) {
-    // Every layer is sparse, and llama.cpp renormalises the chosen experts' weights whatever the
-    // checkpoint's norm_topk_prob said (its qwen3moe graph passes norm_w = true).
+  if (c.has_experts()) {
+    // Every layer is sparse. llama.cpp renormalises qwen3moe's chosen experts' weights and never
+    // qwen2moe's, whatever the checkpoint's norm_topk_prob said (its graphs pass norm_w = true
+    // and false).
     c.num_experts = req_int("expert_count");
     c.num_experts_per_tok = req_int("expert_used_count");
     c.moe_intermediate_size =
         opt_int("expert_feed_forward_length")
             .value_or(c.num_experts_per_tok > 0 ? c.intermediate_size / c.num_experts_per_tok : 0);
-    c.norm_topk_prob = true;
+    c.norm_topk_prob = c.arch == ModelArch::Qwen3Moe;
   }
+  if (c.arch == ModelArch::Qwen2Moe)
+    c.shared_expert_intermediate_size =
+        opt_int("expert_shared_feed_forward_length").value_or(c.intermediate_size);
 
   c.bos_token_id = token_id_or_none(g, "tokenizer.ggml.bos_token_id");
   // End of generation: EOS, and the end-of-turn / end-of-message tokens when the file names

@@ -417,6 +417,16 @@ std::vector<std::string> save_quantized_checkpoint(const std::string& dir, const
         expert(n.expert_up, l.moe->up[e]);
         expert(n.expert_down, l.moe->down[e]);
       }
+      if (const std::optional<SharedExpert>& shared = l.moe->shared) {
+        linear(n.shared_gate, shared->gate);
+        linear(n.shared_up, shared->up);
+        linear(n.shared_down, shared->down);
+        // A Linear to one output ([1, hidden]), unquantized as mlp.gate.
+        const std::span<const float> g = shared->gate_weight;
+        const WeightMatrix gate_row{DType::F32, 1, static_cast<int64_t>(g.size()),
+                                    reinterpret_cast<const std::byte*>(g.data()), g.size_bytes()};
+        out.module(module_of(name(n.shared_gate_weight)), gate_row, false, false);
+      }
       continue;
     }
     linear(n.gate, l.w_gate);

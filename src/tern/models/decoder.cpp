@@ -27,7 +27,8 @@ const ModelWeights& checked(const ModelConfig& config, const ModelWeights& weigh
     const LayerWeights& l = weights.layers[static_cast<size_t>(i)];
     if (l.moe.has_value() != config.is_moe_layer(i) ||
         (l.moe && (l.moe->num_experts() != config.num_experts ||
-                   l.moe->top_k != config.num_experts_per_tok)))
+                   l.moe->top_k != config.num_experts_per_tok ||
+                   l.moe->shared.has_value() != (config.shared_expert_intermediate_size > 0))))
       throw Error("layer " + std::to_string(i) + "'s experts do not match the config");
   }
   return weights;

@@ -64,19 +64,27 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
   const float a = 0.02f * std::sqrt(3.0f);
   // The seed of a matrix is its position in this order, not its type: a mixture and a uniform
   // type draw the same f32 values.
+  auto fill = [&](uint64_t id, int64_t i, float* row, int64_t cols) {
+    uint64_t state = seed * 0x632be59bd9b4e019ull ^ (id << 40) ^ static_cast<uint64_t>(i);
+    splitmix64(state);
+    for (int64_t j = 0; j + 1 < cols; j += 2) {
+      const uint64_t r = splitmix64(state);
+      row[j] = a * (static_cast<float>(static_cast<uint32_t>(r) >> 8) * 0x1p-23f - 1.0f);
+      row[j + 1] = a * (static_cast<float>(r >> 40) * 0x1p-23f - 1.0f);
+    }
+    if (cols % 2)
+      row[cols - 1] = a * (static_cast<float>(splitmix64(state) >> 40) * 0x1p-23f - 1.0f);
+  };
   auto random = [&](const std::string& name, int64_t layer, int64_t rows, int64_t cols) {
     const uint64_t id = ++matrix_id;
-    return build_matrix(w, recipe, model, name, layer, rows, cols, [&, id](int64_t i, float* row) {
-      uint64_t state = seed * 0x632be59bd9b4e019ull ^ (id << 40) ^ static_cast<uint64_t>(i);
-      splitmix64(state);
-      for (int64_t j = 0; j + 1 < cols; j += 2) {
-        const uint64_t r = splitmix64(state);
-        row[j] = a * (static_cast<float>(static_cast<uint32_t>(r) >> 8) * 0x1p-23f - 1.0f);
-        row[j + 1] = a * (static_cast<float>(r >> 40) * 0x1p-23f - 1.0f);
-      }
-      if (cols % 2)
-        row[cols - 1] = a * (static_cast<float>(splitmix64(state) >> 40) * 0x1p-23f - 1.0f);
-    });
+    return build_matrix(w, recipe, model, name, layer, rows, cols,
+                        [&, id](int64_t i, float* row) { fill(id, i, row, cols); });
+  };
+  // A vector of weights (not a norm's ones): random as a matrix row, kept f32.
+  auto random_vector = [&](int64_t n) {
+    std::span<float> v = w.own_floats(static_cast<size_t>(n));
+    fill(++matrix_id, 0, v.data(), n);
+    return std::span<const float>(v);
   };
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
   w.token_embedding = random("token_embd.weight", -1, c.vocab_size, h);
@@ -114,6 +122,13 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
       moe.gate = split_experts(random(n("ffn_gate_exps.weight"), i, e * ffe, h), e);
       moe.up = split_experts(random(n("ffn_up_exps.weight"), i, e * ffe, h), e);
       moe.down = split_experts(random(n("ffn_down_exps.weight"), i, e * h, ffe), e);
+      if (const int64_t sff = c.shared_expert_intermediate_size; sff > 0) {
+        SharedExpert& shared = moe.shared.emplace();
+        shared.gate_weight = random_vector(h);
+        shared.gate = random(n("ffn_gate_shexp.weight"), i, sff, h);
+        shared.up = random(n("ffn_up_shexp.weight"), i, sff, h);
+        shared.down = random(n("ffn_down_shexp.weight"), i, h, sff);
+      }
       continue;
     }
     l.w_gate = random(n("ffn_gate.weight"), i, ff, h);

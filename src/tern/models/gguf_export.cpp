@@ -103,18 +103,23 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     g.set(p + "rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
   }
   if (c.num_experts > 0) {
-    // llama.cpp's qwen3moe makes every layer sparse and always renormalises the top k.
+    // llama.cpp's qwen2moe and qwen3moe make every layer sparse; its qwen3moe always renormalises
+    // the top k, its qwen2moe never.
     for (int64_t i = 0; i < c.num_layers; ++i)
       if (!c.is_moe_layer(i))
-        throw Error(path + ": layer " + std::to_string(i) +
-                    " has a dense MLP, which a qwen3moe GGUF file cannot hold");
-    if (!c.norm_topk_prob)
-      throw Error(path +
-                  ": norm_topk_prob is false, which a qwen3moe GGUF file cannot say "
-                  "(llama.cpp always renormalises the chosen experts' weights)");
+        throw Error(path + ": layer " + std::to_string(i) + " has a dense MLP, which a " + arch +
+                    " GGUF file cannot hold");
+    const bool renormalises = c.arch == ModelArch::Qwen3Moe;
+    if (c.norm_topk_prob != renormalises)
+      throw Error(path + ": norm_topk_prob is " + (c.norm_topk_prob ? "true" : "false") +
+                  ", which a " + arch + " GGUF file cannot say (llama.cpp " +
+                  (renormalises ? "always" : "never") +
+                  " renormalises the chosen experts' weights)");
     g.set(p + "expert_count", u32(c.num_experts));
     g.set(p + "expert_used_count", u32(c.num_experts_per_tok));
     g.set(p + "expert_feed_forward_length", u32(c.moe_intermediate_size));
+    if (c.shared_expert_intermediate_size > 0)
+      g.set(p + "expert_shared_feed_forward_length", u32(c.shared_expert_intermediate_size));
   }
   if (tokenizer != nullptr) tokenizer->write_gguf(g, c.vocab_size);
 
@@ -133,12 +138,10 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
   auto experts = [&](const std::string& name, const std::vector<WeightMatrix>& parts) {
     const WeightMatrix& m = parts.front();
     const std::vector<int64_t> shape{static_cast<int64_t>(parts.size()), m.rows, m.cols};
-    if (const std::optional<WeightMatrix> whole = stacked_experts(parts))
-      return g.add_tensor_view(name, m.dtype, shape, bytes_of(*whole));
-    std::vector<std::byte> bytes;
-    for (const WeightMatrix& part : parts)
-      bytes.insert(bytes.end(), part.data, part.data + bytes_of(part).size());
-    g.add_tensor(name, m.dtype, shape, bytes);
+    std::vector<std::byte> copy;
+    const WeightMatrix whole = gather_experts(parts, copy);
+    if (copy.empty()) return g.add_tensor_view(name, m.dtype, shape, bytes_of(whole));
+    g.add_tensor(name, m.dtype, shape, copy);
   };
   auto qk_matrix = [&](const std::string& name, const WeightMatrix& m) {
     if (!permute_qk) return matrix(name, m);
@@ -180,6 +183,12 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
       experts(n("ffn_gate_exps.weight"), l.moe->gate);
       experts(n("ffn_up_exps.weight"), l.moe->up);
       experts(n("ffn_down_exps.weight"), l.moe->down);
+      if (const std::optional<SharedExpert>& shared = l.moe->shared) {
+        vector(n("ffn_gate_inp_shexp.weight"), shared->gate_weight);
+        matrix(n("ffn_gate_shexp.weight"), shared->gate);
+        matrix(n("ffn_up_shexp.weight"), shared->up);
+        matrix(n("ffn_down_shexp.weight"), shared->down);
+      }
       continue;
     }
     matrix(n("ffn_gate.weight"), l.w_gate);
@@ -190,7 +199,9 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     vector(n("ffn_down.bias"), l.b_down);
   }
   vector("output_norm.weight", w.output_norm);
-  if (!w.tied_embeddings) matrix("output.weight", w.lm_head);
+  // llama.cpp's qwen2moe requires an output matrix even when the checkpoint ties it: the
+  // embedding's bytes again, under its name.
+  if (!w.tied_embeddings || c.arch == ModelArch::Qwen2Moe) matrix("output.weight", w.lm_head);
   g.write(path);
 }
 

@@ -36,7 +36,8 @@ void check_imatrix_fits(const ImportanceMatrix& imatrix, const ModelWeights& wei
   const std::map<std::string, int64_t> cols = matrix_columns(weights);
   for (const auto& [name, e] : imatrix.entries) {
     const auto it = cols.find(name);
-    if (it == cols.end() && name.find("_exps.weight") != std::string::npos)
+    if (it == cols.end() && (name.find("_exps.weight") != std::string::npos ||
+                             name.find("_shexp.weight") != std::string::npos))
       throw Error(source + ": importance matrix entry '" + name +
                   "' is an expert's; tern quantizes experts without importances (leave the "
                   "experts out of the importance matrix)");

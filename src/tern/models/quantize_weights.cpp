@@ -240,11 +240,11 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
   model.num_layers = static_cast<int64_t>(src.layers.size());
   model.tied_embeddings = src.tied_embeddings;
   model.has_imatrix = options.imatrix != nullptr;
-  // GGUF's tensors: a layer's experts are three (stacked), its router one more.
+  // GGUF's tensors: a layer's experts are three (stacked), its router one more, its shared
+  // expert three more.
   int64_t total = 1 + (src.tied_embeddings ? 0 : 1);
-  for (const LayerWeights& l : src.layers) total += l.moe ? 8 : 7;
+  for (const LayerWeights& l : src.layers) total += !l.moe ? 7 : l.moe->shared ? 11 : 8;
   int64_t done = 0;
-  std::vector<std::vector<std::byte>> gathered_experts;  // a layer's experts put back to back
   auto requantize = [&](const std::string& name, int64_t layer, const WeightMatrix& m,
                         const ImportanceMatrix* imatrix) {
     const DType dtype = recipe.weight_type(model, {name, layer, m.cols});
@@ -272,38 +272,9 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
     ImportanceMatrix scaled;
     const ImportanceMatrix* imatrix = options.imatrix;
     LayerWeights from = s;
-    if (s.moe) {
-      if (options.awq)
-        throw Error("AWQ's scaling of layer " + std::to_string(i) +
-                    "'s experts is not supported; quantize this model without --awq");
-      for (const auto& [field, name] : std::span(kLayerMatrices).first(kGate))
-        l.*field = requantize(n(name), layer, s.*field, imatrix);
-      for (const auto field : kLayerVectors) l.*field = copy_vector(w, s.*field);
-      // The experts' importances are not collected per expert (tern imatrix refuses a mixture
-      // of experts): each expert is fitted by the plain squared error.
-      MixtureOfExperts& moe = l.moe.emplace(*s.moe);
-      moe.router = requantize(n("ffn_gate_inp.weight"), layer, s.moe->router, nullptr);
-      const auto experts = [&](const char* name, const std::vector<WeightMatrix>& parts) {
-        const int64_t count = static_cast<int64_t>(parts.size());
-        // Stacked in memory as GGUF stores them, which save_gguf then writes without a copy.
-        std::optional<WeightMatrix> whole = stacked_experts(parts);
-        if (!whole) {
-          std::vector<std::byte>& bytes = gathered_experts.emplace_back();
-          for (const WeightMatrix& m : parts)
-            bytes.insert(bytes.end(), m.data, m.data + m.row_bytes * static_cast<size_t>(m.rows));
-          whole = parts.front();
-          whole->rows *= count;
-          whole->data = bytes.data();
-          whole->packed = nullptr;
-        }
-        return split_experts(requantize(n(name), layer, *whole, nullptr), count);
-      };
-      moe.gate = experts("ffn_gate_exps.weight", s.moe->gate);
-      moe.up = experts("ffn_up_exps.weight", s.moe->up);
-      moe.down = experts("ffn_down_exps.weight", s.moe->down);
-      gathered_experts.clear();
-      continue;
-    }
+    if (options.awq && s.moe)
+      throw Error("AWQ's scaling of layer " + std::to_string(i) +
+                  "'s experts is not supported; quantize this model without --awq");
     if (options.awq) {
       f.emplace(s);
       const DType dtype = recipe.weight_type(model, {n("attn_q.weight"), layer, s.wq.cols});
@@ -316,9 +287,32 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
       imatrix = &scaled;
       from = f->weights();
     }
-    for (const auto& [field, name] : kLayerMatrices)
+    // A sparse layer has no dense MLP (its gate, up and down are empty).
+    for (const auto& [field, name] :
+         std::span(kLayerMatrices).first(s.moe ? kGate : kNumLayerMatrices))
       l.*field = requantize(n(name), layer, from.*field, imatrix);
     for (const auto field : kLayerVectors) l.*field = copy_vector(w, from.*field);
+    if (!s.moe) continue;
+    // The experts' importances are not collected per expert (tern imatrix refuses a mixture of
+    // experts): each expert, and the shared one, is fitted by the plain squared error.
+    MixtureOfExperts& moe = l.moe.emplace(*s.moe);
+    moe.router = requantize(n("ffn_gate_inp.weight"), layer, s.moe->router, nullptr);
+    const auto experts = [&](const char* name, const std::vector<WeightMatrix>& parts) {
+      // Stacked in memory as GGUF stores them, which save_gguf then writes without a copy.
+      std::vector<std::byte> copy;
+      const WeightMatrix whole = gather_experts(parts, copy);
+      return split_experts(requantize(n(name), layer, whole, nullptr),
+                           static_cast<int64_t>(parts.size()));
+    };
+    moe.gate = experts("ffn_gate_exps.weight", s.moe->gate);
+    moe.up = experts("ffn_up_exps.weight", s.moe->up);
+    moe.down = experts("ffn_down_exps.weight", s.moe->down);
+    if (const std::optional<SharedExpert>& shared = s.moe->shared) {
+      moe.shared->gate = requantize(n("ffn_gate_shexp.weight"), layer, shared->gate, nullptr);
+      moe.shared->up = requantize(n("ffn_up_shexp.weight"), layer, shared->up, nullptr);
+      moe.shared->down = requantize(n("ffn_down_shexp.weight"), layer, shared->down, nullptr);
+      moe.shared->gate_weight = copy_vector(w, shared->gate_weight);
+    }
   }
   w.file_type = recipe.file_type();
   return w;

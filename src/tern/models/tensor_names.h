@@ -1,5 +1,6 @@
 // The tensor names of the two layouts tern reads and writes: GGUF's (llama.cpp's converter,
-// gguf-py constants.py) and Hugging Face transformers' (llama, qwen2, qwen3, qwen3_moe).
+// gguf-py constants.py) and Hugging Face transformers' (llama, qwen2, qwen3, qwen2_moe,
+// qwen3_moe).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,9 @@ struct TensorNames {
   // expert's own, which `expert` builds from the layer, the expert and the suffix.
   const char *router, *expert_gate, *expert_up, *expert_down;
   std::function<std::string(int64_t, int64_t, std::string_view)> expert;
+  // qwen2moe's shared expert: its gate, up and down, and the vector its sigmoid gate takes
+  // (GGUF: [hidden]; Hugging Face: a Linear to one output, [1, hidden]).
+  const char *shared_gate, *shared_up, *shared_down, *shared_gate_weight;
 };
 
 inline const TensorNames kGgufTensorNames{
@@ -52,7 +56,11 @@ inline const TensorNames kGgufTensorNames{
     "ffn_gate_exps.weight",
     "ffn_up_exps.weight",
     "ffn_down_exps.weight",
-    nullptr};
+    nullptr,
+    "ffn_gate_shexp.weight",
+    "ffn_up_shexp.weight",
+    "ffn_down_shexp.weight",
+    "ffn_gate_inp_shexp.weight"};
 
 inline const TensorNames kHfTensorNames{
     "model.embed_tokens.weight",
@@ -86,6 +94,10 @@ inline const TensorNames kHfTensorNames{
     [](int64_t i, int64_t e, std::string_view s) {
       return "model.layers." + std::to_string(i) + ".mlp.experts." + std::to_string(e) + "." +
              std::string(s);
-    }};
+    },
+    "mlp.shared_expert.gate_proj.weight",
+    "mlp.shared_expert.up_proj.weight",
+    "mlp.shared_expert.down_proj.weight",
+    "mlp.shared_expert_gate.weight"};
 
 }  // namespace tern

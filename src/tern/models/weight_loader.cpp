@@ -136,6 +136,13 @@ class Binder {
     return vector(required(name), n, what);
   }
 
+  // A vector stored as a vector [n] or as a matrix of one row [1, n] (a Linear to one output).
+  std::span<const float> row_vector(const std::string& name, int64_t n, const char* what) const {
+    TensorInfo t = required(name);
+    if (t.shape == std::vector<int64_t>{1, n}) t.shape = {n};
+    return vector(t, n, what);
+  }
+
   std::span<const float> optional_vector(const std::string& name, int64_t n, const char* what,
                                          bool required_by_config) const {
     const TensorInfo* t = find_(name);
@@ -178,6 +185,14 @@ MixtureOfExperts bind_experts(const Binder& b, const TensorNames& n, const Model
     }
     for (int64_t x = 0; x < e; ++x)
       p.into->push_back(b.matrix(n.expert(i, x, p.suffix), p.rows, p.cols, p.what));
+  }
+  if (const int64_t sff = c.shared_expert_intermediate_size; sff > 0) {
+    SharedExpert& s = moe.shared.emplace();
+    auto name = [&](const char* suffix) { return n.layer(i, suffix); };
+    s.gate = b.matrix(name(n.shared_gate), sff, h, "shared_expert_intermediate_size × hidden_size");
+    s.up = b.matrix(name(n.shared_up), sff, h, "shared_expert_intermediate_size × hidden_size");
+    s.down = b.matrix(name(n.shared_down), h, sff, "hidden_size × shared_expert_intermediate_size");
+    s.gate_weight = b.row_vector(name(n.shared_gate_weight), h, "hidden_size");
   }
   return moe;
 }

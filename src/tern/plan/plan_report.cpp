@@ -51,11 +51,16 @@ std::string format_plan(const Plan& p) {
   const PlanOptions& o = p.options;
   std::string s;
   const std::string mlp =
-      c.num_experts > 0 ? printf_string("%lld experts of %lld (%lld per token)",
-                                        static_cast<long long>(c.num_experts),
-                                        static_cast<long long>(c.moe_intermediate_size),
-                                        static_cast<long long>(c.num_experts_per_tok))
-                        : printf_string("ffn %lld", static_cast<long long>(c.intermediate_size));
+      c.num_experts > 0
+          ? printf_string("%lld experts of %lld (%lld per token)",
+                          static_cast<long long>(c.num_experts),
+                          static_cast<long long>(c.moe_intermediate_size),
+                          static_cast<long long>(c.num_experts_per_tok)) +
+                (c.shared_expert_intermediate_size > 0
+                     ? printf_string(" + a shared expert of %lld",
+                                     static_cast<long long>(c.shared_expert_intermediate_size))
+                     : std::string())
+          : printf_string("ffn %lld", static_cast<long long>(c.intermediate_size));
   s += printf_string(
       "model: %s (%s): %s, %lld layers, hidden %lld, %s, heads %lld / kv %lld x %lld, vocab "
       "%lld, "
@@ -182,7 +187,8 @@ nlohmann::ordered_json plan_json(const Plan& p) {
                  {"tie_word_embeddings", c.tie_word_embeddings},
                  {"num_experts", c.num_experts},
                  {"num_experts_per_tok", c.num_experts_per_tok},
-                 {"moe_intermediate_size", c.moe_intermediate_size}};
+                 {"moe_intermediate_size", c.moe_intermediate_size},
+                 {"shared_expert_intermediate_size", c.shared_expert_intermediate_size}};
   j["settings"] = {{"weight_type", o.recipe ? json(o.recipe->name()) : json(nullptr)},
                    {"kv_cache_dtype", std::string(kv_dtype_name(o.kv_cache_dtype))},
                    {"max_model_len", o.max_model_len},

@@ -54,12 +54,18 @@ TensorPart tensor_part(std::string_view name) {
     std::string_view gguf, hf;
     TensorRole role;
     bool experts = false;
+    bool shared_expert = false;
   };
   static constexpr Suffix kSuffixes[] = {
       {"ffn_gate_inp.weight", "mlp.gate.weight", TensorRole::Router},
       {"ffn_gate_exps.weight", "", TensorRole::Gate, true},
       {"ffn_up_exps.weight", "", TensorRole::Up, true},
       {"ffn_down_exps.weight", "", TensorRole::Down, true},
+      {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", TensorRole::Gate, false,
+       true},
+      {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight", TensorRole::Up, false, true},
+      {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight", TensorRole::Down, false,
+       true},
       {"attn_q.weight", "self_attn.q_proj.weight", TensorRole::Q},
       {"attn_k.weight", "self_attn.k_proj.weight", TensorRole::K},
       {"attn_v.weight", "self_attn.v_proj.weight", TensorRole::V},
@@ -86,7 +92,7 @@ TensorPart tensor_part(std::string_view name) {
     }
     for (const Suffix& s : kSuffixes) {
       const std::string_view own = hf ? s.hf : s.gguf;
-      if (!own.empty() && rest == own) return {s.role, split->first, s.experts};
+      if (!own.empty() && rest == own) return {s.role, split->first, s.experts, s.shared_expert};
     }
     return {};
   }
@@ -157,8 +163,12 @@ std::vector<std::vector<MatrixShape>> WeightPlan::layer_matrices() const {
     if (static_cast<size_t>(part.layer) >= layers.size())
       layers.resize(static_cast<size_t>(part.layer) + 1);
     std::vector<MatrixShape>& l = layers[static_cast<size_t>(part.layer)];
-    l.resize(7);
-    l[static_cast<size_t>(part.role)] = {t.dtype, t.shape[dims - 2], t.shape[dims - 1]};
+    l.resize(std::max<size_t>(l.size(), 7));
+    const MatrixShape shape{t.dtype, t.shape[dims - 2], t.shape[dims - 1]};
+    if (part.shared_expert)
+      l.push_back(shape);
+    else
+      l[static_cast<size_t>(part.role)] = shape;
   }
   return layers;
 }
@@ -214,6 +224,12 @@ std::vector<PlannedTensor> model_tensors(const ModelConfig& c, const QuantRecipe
       experts(n("ffn_gate_exps.weight"), i, ffe, h);
       experts(n("ffn_up_exps.weight"), i, ffe, h);
       experts(n("ffn_down_exps.weight"), i, h, ffe);
+      if (const int64_t sff = c.shared_expert_intermediate_size; sff > 0) {
+        vector(n("ffn_gate_inp_shexp.weight"), h);
+        matrix(n("ffn_gate_shexp.weight"), i, sff, h);
+        matrix(n("ffn_up_shexp.weight"), i, sff, h);
+        matrix(n("ffn_down_shexp.weight"), i, h, sff);
+      }
       continue;
     }
     matrix(n("ffn_gate.weight"), i, ff, h);

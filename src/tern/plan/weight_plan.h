@@ -34,6 +34,9 @@ struct TensorPart {
   // Gate, Up, Down of a mixture of experts: every expert's stacked (GGUF's ffn_gate_exps) or
   // one expert's (Hugging Face's mlp.experts.N.gate_proj).
   bool experts = false;
+  // Gate, Up, Down of qwen2moe's shared expert (ffn_gate_shexp, mlp.shared_expert.gate_proj),
+  // which every token reads.
+  bool shared_expert = false;
 };
 TensorPart tensor_part(std::string_view name);
 
@@ -69,7 +72,8 @@ struct WeightPlan {
   uint64_t repacked_bytes(const Device& device) const;
   // The matrices the decoder multiplies by, in layer order (q, k, v, o, gate, up, down per
   // layer; one expert's in a sparse layer), and lm_head; what the working memory depends on.
-  std::vector<std::vector<MatrixShape>> layer_matrices() const;  // [layer][q k v o gate up down]
+  // [layer][q k v o gate up down], then a shared expert's gate, up and down where there is one.
+  std::vector<std::vector<MatrixShape>> layer_matrices() const;
   MatrixShape lm_head() const;
 };
 

@@ -33,6 +33,18 @@ std::optional<WeightMatrix> stacked_experts(std::span<const WeightMatrix> parts)
   return whole;
 }
 
+WeightMatrix gather_experts(std::span<const WeightMatrix> parts, std::vector<std::byte>& storage) {
+  if (std::optional<WeightMatrix> whole = stacked_experts(parts)) return *whole;
+  storage.clear();
+  for (const WeightMatrix& m : parts)
+    storage.insert(storage.end(), m.data, m.data + m.row_bytes * static_cast<size_t>(m.rows));
+  WeightMatrix whole = parts.front();
+  whole.rows *= static_cast<int64_t>(parts.size());
+  whole.data = storage.data();
+  whole.packed = nullptr;
+  return whole;
+}
+
 std::vector<WeightMatrix> split_experts(const WeightMatrix& stacked, int64_t n) {
   WeightMatrix part = stacked;
   part.rows = stacked.rows / n;

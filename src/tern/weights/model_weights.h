@@ -1,7 +1,7 @@
-// The weights of a llama / qwen2 / qwen3 decoder, as views: matrices stay in their file's
-// element type and block layout (GGUF and safetensors mmapped, never copied); only small
-// vectors stored as F16/BF16 (norms, biases) are widened to f32 once at load. A backend is made
-// for them, so they sit below backend/; models/weight_loader.h makes them.
+// The weights of a llama / qwen2 / qwen3 decoder and of their mixtures of experts, as views:
+// matrices stay in their file's element type and block layout (GGUF and safetensors mmapped, never
+// copied); only small vectors stored as F16/BF16 (norms, biases) are widened to f32 once at load. A
+// backend is made for them, so they sit below backend/; models/weight_loader.h makes them.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,15 @@ class MappedFile;
 enum class RopeLayout { Interleaved, Neox };
 std::string_view rope_layout_name(RopeLayout layout);
 
+// Qwen2-MoE's shared expert: a SwiGLU every token runs beside its chosen experts, its output
+// scaled by sigmoid(x · gate_weight) (ffn_*_shexp and ffn_gate_inp_shexp in GGUF,
+// mlp.shared_expert.* and mlp.shared_expert_gate in Hugging Face's checkpoints).
+struct SharedExpert {
+  WeightMatrix gate, up;               // [shared_ff, hidden]
+  WeightMatrix down;                   // [hidden, shared_ff]
+  std::span<const float> gate_weight;  // [hidden]
+};
+
 // A sparse layer's MLP (ModelConfig::num_experts): the router and each expert's SwiGLU. An
 // expert's matrices are views into the file's stacked tensors (GGUF's ffn_*_exps, [n_experts,
 // rows, cols]) or its own tensors (Hugging Face's mlp.experts.N.*).
@@ -36,6 +45,7 @@ struct MixtureOfExperts {
   std::vector<WeightMatrix> down;      // per expert [hidden, moe_ff]
   int64_t top_k = 0;                   // experts chosen per token
   bool normalize_top_k = false;        // the chosen weights renormalised to sum 1
+  std::optional<SharedExpert> shared;  // qwen2moe's
 
   int64_t num_experts() const { return static_cast<int64_t>(gate.size()); }
 };
@@ -44,6 +54,9 @@ struct MixtureOfExperts {
 // memory, as a GGUF file's stacked tensor does (and what make_dummy_weights and
 // quantize_weights make); nullopt when they do not, or differ in type or shape.
 std::optional<WeightMatrix> stacked_experts(std::span<const WeightMatrix> parts);
+// The experts' matrices as one [n · rows, cols] matrix: stacked_experts' view when they lie back
+// to back, else their bytes copied back to back into `storage` (which must outlive the view).
+WeightMatrix gather_experts(std::span<const WeightMatrix> parts, std::vector<std::byte>& storage);
 // `n` experts' views into `stacked`, [n · rows, cols]: expert e's rows are e·rows … (e+1)·rows-1.
 std::vector<WeightMatrix> split_experts(const WeightMatrix& stacked, int64_t n);
 
@@ -69,8 +82,8 @@ struct LayerWeights {
   // A sparse layer's experts, in place of w_gate, w_up and w_down (which are then empty).
   std::optional<MixtureOfExperts> moe;
 
-  // fn(m) for every matrix of the layer: attention, then the MLP's (dense or router and
-  // experts). Not the stacked `*_packed` views, which alias their parts.
+  // fn(m) for every matrix of the layer: attention, then the MLP's (dense, or router, experts
+  // and shared expert). Not the stacked `*_packed` views, which alias their parts.
   template <typename Fn>
   void for_each_matrix(Fn&& fn) const {
     for (const WeightMatrix* m : {&wq, &wk, &wv, &wo}) fn(*m);
@@ -81,6 +94,8 @@ struct LayerWeights {
     fn(moe->router);
     for (size_t e = 0; e < moe->gate.size(); ++e)
       for (const WeightMatrix* m : {&moe->gate[e], &moe->up[e], &moe->down[e]}) fn(*m);
+    if (const std::optional<SharedExpert>& s = moe->shared)
+      for (const WeightMatrix* m : {&s->gate, &s->up, &s->down}) fn(*m);
   }
   template <typename Fn>
   void for_each_matrix(Fn&& fn) {

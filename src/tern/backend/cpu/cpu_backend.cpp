@@ -5,6 +5,7 @@
 #include "tern/backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "tern/backend/cpu/cpu_device.h"
@@ -217,6 +218,13 @@ class CpuBackend final : public Backend {
     const int64_t h = config_.hidden_size, n = moe.num_experts(), k = moe.top_k;
     const float* x = at(x_rows);
     float* out = at(out_rows);
+    // The shared expert first, into `out`: the routed experts reuse its gate and up buffers.
+    if (const std::optional<SharedExpert>& s = moe.shared) {
+      const int64_t ff = s->gate.rows;
+      gate_and_up(s->gate, s->up, x, t, expert_gate_.data(), expert_up_.data(), ws_);
+      cpu::silu_mul(expert_gate_.data(), expert_up_.data(), expert_gate_.data(), t * ff);
+      cpu::matmul(view(s->down), expert_gate_.data(), t, out, ws_);
+    }
     cpu::matmul(view(moe.router), x, t, router_.data(), ws_);
     cpu::route_top_k(router_.data(), t, n, k, moe.normalize_top_k, route_experts_.data(),
                      route_weights_.data());
@@ -257,11 +265,21 @@ class CpuBackend final : public Backend {
       for (int64_t i = 0; i < active; ++i) run_expert(i, ws_);
     }
 
-    // Each token's weighted sum over its choices in the router's order: its own, whoever
-    // shares the step.
+    // Each token's shared expert scaled by its gate, plus the weighted sum over its choices in
+    // the router's order: its own, whoever shares the step.
+    const std::span<const float> shared_gate =
+        moe.shared ? moe.shared->gate_weight : std::span<const float>();
     cpu::parallel_for(t, [&](int64_t token) {
       float* o = out + token * h;
-      std::fill(o, o + h, 0.0f);
+      if (shared_gate.empty()) {
+        std::fill(o, o + h, 0.0f);
+      } else {
+        const float* xt = x + token * h;
+        double z = 0;
+        for (int64_t c = 0; c < h; ++c) z += static_cast<double>(xt[c]) * shared_gate[c];
+        const auto g = static_cast<float>(1.0 / (1.0 + std::exp(-z)));
+        for (int64_t c = 0; c < h; ++c) o[c] *= g;
+      }
       for (int64_t route = token * k; route < (token + 1) * k; ++route) {
         const float w = route_weights_.data()[route];
         const float* y = expert_rows_.data() + route_slots_[static_cast<size_t>(route)] * h;

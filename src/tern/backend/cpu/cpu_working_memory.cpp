@@ -27,8 +27,10 @@ DecoderBufferSizes decoder_buffer_sizes(const ModelConfig& c, int64_t t, int64_t
     const int64_t routes = t * c.num_experts_per_tok;
     s.router = t * c.num_experts;
     s.expert_rows = routes * c.hidden_size;
-    s.expert_ff = 2 * routes * c.moe_intermediate_size;
-    s.routes = 4 * routes + c.num_experts + 1;
+    // The shared expert's gate and up use the same buffers before the routed experts do.
+    s.expert_ff =
+        2 * std::max(routes * c.moe_intermediate_size, t * c.shared_expert_intermediate_size);
+    s.routes = 4 * routes + 2 * c.num_experts + 1;
   }
   return s;
 }

@@ -30,8 +30,9 @@ struct DecoderBufferSizes {
   // choices) grouped by expert:
   int64_t router = 0;       // [T, n_experts]: router logits, then probabilities
   int64_t expert_rows = 0;  // [T · k, hidden]: each expert's tokens gathered, then its output
-  int64_t expert_ff = 0;    // 2 × [T · k, moe_intermediate]: the experts' gate and up
-  int64_t routes = 0;       // 4 × [T · k] + n_experts + 1 (f32 and int32): choices, grouping
+  int64_t expert_ff = 0;    // 2 × [T · k, moe_intermediate]: the experts' gate and up (or
+                            // 2 × [T, shared_intermediate], the shared expert's, if larger)
+  int64_t routes = 0;       // 4 × [T · k] + 2 n_experts + 1 (f32 and int32): choices, grouping
 
   int64_t floats() const {
     return x + xn + q + k + v + attn + out + gate + up + fused + cos_sin + final_rows + router +
