@@ -70,10 +70,11 @@ struct FilledCache {
   }
 };
 
-// args: context length, decoding sequences
+// args: context length, decoding sequences, sliding window (0: the whole context)
 void BM_DecodeAttention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0));
   const int seqs = static_cast<int>(state.range(1));
+  const auto window = static_cast<int32_t>(state.range(2));
   FilledCache f(ctx, seqs);
   std::vector<int32_t> seq_of_token(seqs), context_lens(seqs, ctx);
   std::iota(seq_of_token.begin(), seq_of_token.end(), 0);
@@ -82,23 +83,25 @@ void BM_DecodeAttention(benchmark::State& state) {
   std::vector<float> out(q.size());
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, out.data());
+    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, window, out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   // K and V bytes read per call; the decode bound.
-  const double kv_bytes = 2.0 * seqs * ctx * f.cache.config().row_elems() * 2;
+  const int keys = window > 0 ? std::min(ctx, window) : ctx;
+  const double kv_bytes = 2.0 * seqs * keys * f.cache.config().row_elems() * 2;
   state.counters["kv_bytes_per_s"] =
       benchmark::Counter(kv_bytes * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["tokens_per_s"] =
       benchmark::Counter(double(seqs) * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_DecodeAttention)
-    ->ArgNames({"ctx", "seqs"})
-    ->Args({512, 1})
-    ->Args({2048, 1})
-    ->Args({512, 8})
-    ->Args({2048, 8})
+    ->ArgNames({"ctx", "seqs", "window"})
+    ->Args({512, 1, 0})
+    ->Args({2048, 1, 0})
+    ->Args({2048, 1, 512})
+    ->Args({512, 8, 0})
+    ->Args({2048, 8, 0})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
@@ -115,7 +118,7 @@ void BM_PrefillAttention(benchmark::State& state) {
   std::vector<float> out(q.size());
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, out.data());
+    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, 0, out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }

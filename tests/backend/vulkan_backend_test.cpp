@@ -177,6 +177,19 @@ TEST(VulkanDecoder, TinyQwen3MatchesTheCpuWithinTolerance) {
   }
 }
 
+// Sliding-window attention (a window of 5 keys in layer 1) on the device: the CPU's logits
+// within the same tolerance, and batch invariant.
+TEST(VulkanDecoder, SlidingWindowMatchesTheCpu) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
+  c.sliding_window = 5;
+  c.sliding_layers = {false, true};
+  const ModelWeights w = make_dummy_weights(c, DType::F32, 5);
+  expect_close_to_cpu(c, w, 1e-4, "tiny qwen3, layer 1 sliding over 5 keys");
+  testing::expect_batch_invariant(c, w, find_device("vulkan"));
+}
+
 TEST(VulkanDecoder, BatchInvariant) {
   TERN_REQUIRE_VULKAN();
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");

@@ -187,6 +187,28 @@ TEST(ModelConfig, Qwen2_5WithBiases) {
 json qwen25() { return json::parse(kQwen25Config); }
 ModelConfig load(const json& j) { return ModelConfig::from_hf_json(j.dump(), "test/config.json"); }
 
+// Qwen2's use_sliding_window slides the layers from max_window_layers on; layer_types, where a
+// config lists them, says it per layer; Qwen2.5's own (use_sliding_window false) slides none.
+TEST(ModelConfig, SlidingWindowLayers) {
+  EXPECT_FALSE(load(qwen25()).has_sliding_window());
+  json j = qwen25();
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 4096;
+  ModelConfig c = load(j);
+  EXPECT_EQ(c.attention_window(20), 0);
+  EXPECT_EQ(c.attention_window(21), 4096);
+  EXPECT_EQ(c.attention_window(23), 4096);
+  std::vector<std::string> types(24, "full_attention");
+  types[3] = "sliding_attention";
+  j["layer_types"] = types;
+  c = load(j);
+  EXPECT_EQ(c.attention_window(3), 4096);
+  EXPECT_EQ(c.attention_window(21), 0);
+  const ModelConfig again = load(json::parse(c.to_hf_json()));
+  EXPECT_EQ(again.sliding_layers, c.sliding_layers);
+  EXPECT_EQ(again.sliding_window, 4096);
+}
+
 TEST(ModelConfig, DefaultsAndAlternativeSpellings) {
   // model_type alone, no num_key_value_heads / rope_theta / rms_norm_eps / token ids.
   json j = {{"model_type", "llama"},      {"vocab_size", 32000},     {"hidden_size", 4096},
@@ -336,10 +358,10 @@ TEST(ModelConfig, Errors) {
     return [j] { load(j); };
   };
   expect_config_error(broken([](json& j) {
-                        j["architectures"] = {"MistralForCausalLM"};
-                        j["model_type"] = "mistral";
+                        j["architectures"] = {"Gemma3ForCausalLM"};
+                        j["model_type"] = "gemma3_text";
                       }),
-                      {name, "unsupported architecture 'MistralForCausalLM'"});
+                      {name, "unsupported architecture 'Gemma3ForCausalLM'"});
   expect_config_error(broken([](json& j) {
                         j.erase("architectures");
                         j["model_type"] = "gemma2";
@@ -381,7 +403,21 @@ TEST(ModelConfig, Errors) {
                       {name, "'eos_token_id'"});
   expect_config_error(broken([](json& j) { j["hidden_act"] = "gelu"; }),
                       {name, "hidden_act 'gelu'"});
-  expect_config_error(broken([](json& j) { j["use_sliding_window"] = true; }), {name, "sliding"});
+  expect_config_error(broken([](json& j) { j["layer_types"] = json::array({"full_attention"}); }),
+                      {name, "'layer_types' must list num_hidden_layers (24)"});
+  expect_config_error(
+      broken([](json& j) { j["layer_types"] = std::vector<std::string>(24, "chunked_attention"); }),
+      {name, "layer type \"chunked_attention\" is not supported"});
+  expect_config_error(broken([](json& j) {
+                        j["use_sliding_window"] = true;
+                        j["sliding_window"] = nullptr;
+                      }),
+                      {name, "'sliding_window' gives no window"});
+  expect_config_error(broken([](json& j) {
+                        j["use_sliding_window"] = true;
+                        j["sliding_window"] = 0;
+                      }),
+                      {name, "sliding_window must be positive, not 0"});
   expect_config_error(broken([](json& j) {
                         j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}};
                       }),

@@ -120,7 +120,7 @@ std::vector<float> random_q(size_t tokens, const Shape& s, uint32_t seed) {
 
 // The definition, in double.
 std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens,
-                              const std::vector<float>& q, double scale) {
+                              const std::vector<float>& q, double scale, int window = 0) {
   const Shape& s = f.shape;
   const int group = s.n_heads / s.n_kv_heads;
   std::vector<double> out(q.size());
@@ -128,12 +128,13 @@ std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens
     const auto& k = f.keys[tokens[t].seq];
     const auto& v = f.values[tokens[t].seq];
     const int ctx = tokens[t].pos + 1;
+    const int lo = window > 0 ? std::max(0, ctx - window) : 0;  // the first key it sees
     for (int h = 0; h < s.n_heads; ++h) {
       const int kvh = h / group;
       const float* qh = q.data() + (t * s.n_heads + h) * s.head_dim;
-      std::vector<double> p(ctx);
+      std::vector<double> p(ctx, 0.0);
       double max = -1e300;
-      for (int j = 0; j < ctx; ++j) {
+      for (int j = lo; j < ctx; ++j) {
         const float* kj = k.data() + (int64_t{j} * s.n_kv_heads + kvh) * s.head_dim;
         double dot = 0;
         for (int d = 0; d < s.head_dim; ++d) dot += double(qh[d]) * kj[d];
@@ -141,9 +142,9 @@ std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens
         max = std::max(max, p[j]);
       }
       double sum = 0;
-      for (int j = 0; j < ctx; ++j) sum += p[j] = std::exp(p[j] - max);
+      for (int j = lo; j < ctx; ++j) sum += p[j] = std::exp(p[j] - max);
       double* o = out.data() + (t * s.n_heads + h) * s.head_dim;
-      for (int j = 0; j < ctx; ++j) {
+      for (int j = lo; j < ctx; ++j) {
         const float* vj = v.data() + (int64_t{j} * s.n_kv_heads + kvh) * s.head_dim;
         for (int d = 0; d < s.head_dim; ++d) o[d] += p[j] / sum * vj[d];
       }
@@ -153,12 +154,12 @@ std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens
 }
 
 std::vector<float> run(const Fixture& f, const std::vector<Token>& tokens,
-                       const std::vector<float>& q, float scale, int layer = 1) {
+                       const std::vector<float>& q, float scale, int layer = 1, int window = 0) {
   Step step = make_step(tokens);
   AttentionBatch batch = step.batch(f);
   check_attention_batch(batch, f.cache, f.shape.n_heads);
   std::vector<float> out(q.size(), 12345.0f);  // garbage: the kernel must overwrite it
-  paged_attention(q.data(), f.cache, layer, batch, f.shape.n_heads, scale, out.data());
+  paged_attention(q.data(), f.cache, layer, batch, f.shape.n_heads, scale, window, out.data());
   return out;
 }
 
@@ -235,7 +236,7 @@ TEST(Attention, ZeroContextGivesZeros) {
   Step step{{0}, {0}};
   auto q = random_q(1, s, 7);
   std::vector<float> out(q.size(), 1.0f);
-  paged_attention(q.data(), f.cache, 1, step.batch(f), s.n_heads, 0.25f, out.data());
+  paged_attention(q.data(), f.cache, 1, step.batch(f), s.n_heads, 0.25f, 0, out.data());
   for (float x : out) EXPECT_EQ(x, 0.0f);
 }
 
@@ -357,7 +358,7 @@ TEST(Attention, RunsStopAtSequenceBoundaries) {
   step.context_lens[1] = 0;
   const auto q3 = q_rows(q, s, 0, 3);
   std::vector<float> out(q3.size(), 7.0f);
-  paged_attention(q3.data(), f.cache, 1, step.batch(f), s.n_heads, scale, out.data());
+  paged_attention(q3.data(), f.cache, 1, step.batch(f), s.n_heads, scale, 0, out.data());
   const auto first = run(f, {{1, 10}}, q_rows(q, s, 0, 1), scale);
   const size_t row = size_t(s.n_heads) * s.head_dim;
   for (size_t i = 0; i < row; ++i) {
@@ -426,20 +427,49 @@ TEST(Attention, EveryLevelGivesTheScalarTwinsBits) {
       const auto q = random_q(tokens.size(), s, 41);
       const Step step = make_step(tokens);
       const AttentionBatch batch = step.batch(f);
-      auto at_level = [&](Isa isa) {
-        std::vector<float> out(q.size(), 12345.0f);
-        paged_attention(q.data(), f.cache, 1, batch, s.n_heads, 0.125f, out.data(), isa);
-        return out;
-      };
-      const std::vector<float> scalar = at_level(Isa::Scalar);
-      for (Isa isa : isa_levels()) {
-        if (!isa_supported(isa)) continue;
-        const std::vector<float> got = at_level(isa);
-        ASSERT_EQ(0, std::memcmp(got.data(), scalar.data(), got.size() * sizeof(float)))
-            << isa_name(isa) << ", head_dim " << s.head_dim;
+      // Whole contexts, and sliding windows of 20 keys.
+      for (int window : {0, 20}) {
+        auto at_level = [&](Isa isa) {
+          std::vector<float> out(q.size(), 12345.0f);
+          paged_attention(q.data(), f.cache, 1, batch, s.n_heads, 0.125f, window, out.data(), isa);
+          return out;
+        };
+        const std::vector<float> scalar = at_level(Isa::Scalar);
+        for (Isa isa : isa_levels()) {
+          if (!isa_supported(isa)) continue;
+          const std::vector<float> got = at_level(isa);
+          ASSERT_EQ(0, std::memcmp(got.data(), scalar.data(), got.size() * sizeof(float)))
+              << isa_name(isa) << ", head_dim " << s.head_dim << ", window " << window;
+        }
       }
     }
   }
+}
+
+// Sliding-window attention: a token sees its last `window` keys (its own included), windows
+// shorter, equal to and longer than a chunk of 16 and starting anywhere in one; the same bits
+// alone or batched, prefill runs and decodes mixed.
+TEST(Attention, SlidingWindowMatchesReferenceAndIsBatchInvariant) {
+  const Shape s{8, 2, 64, 16};
+  Fixture f(s, {70, 45}, 50);
+  std::vector<Token> tokens{{0, 69}, {0, 16}};
+  for (int p = 0; p < 45; ++p) tokens.push_back({1, p});
+  const auto q = random_q(tokens.size(), s, 51);
+  const float scale = 0.125f;
+  for (int window : {1, 5, 16, 17, 40, 100}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    const auto got = run(f, tokens, q, scale, 1, window);
+    const auto want = reference(f, tokens, q, scale, window);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << i;
+    const int64_t row = int64_t{s.n_heads} * s.head_dim;
+    for (size_t t = 0; t < tokens.size(); t += 7) {
+      const auto alone = run(f, {tokens[t]}, q_rows(q, s, t, 1), scale, 1, window);
+      for (int64_t i = 0; i < row; ++i)
+        ASSERT_EQ(alone[static_cast<size_t>(i)], got[t * row + i]) << "token " << t;
+    }
+  }
+  // A window as long as the context changes nothing.
+  EXPECT_EQ(run(f, tokens, q, scale, 1, 70), run(f, tokens, q, scale, 1, 0));
 }
 
 TEST(Attention, CheckRejectsInconsistentBatches) {

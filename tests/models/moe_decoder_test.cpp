@@ -165,12 +165,15 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
       for (size_t head = 0; head < nh; ++head) norm_and_rope(&q[i][head * hd], l.q_norm);
       for (size_t head = 0; head < nkv; ++head) norm_and_rope(&k[i][head * hd], l.k_norm);
     }
+    // A sliding layer's token i sees keys i + 1 - window .. i.
+    const auto window = static_cast<size_t>(c.attention_window(static_cast<int64_t>(layer)));
     for (size_t i = 0; i < t; ++i) {
       Vec attn(nh * hd, 0.0);
+      const size_t lo = window > 0 && i + 1 > window ? i + 1 - window : 0;
       for (size_t head = 0; head < nh; ++head) {
         const size_t kvh = head / (nh / nkv);
-        Vec s(i + 1);
-        for (size_t j = 0; j <= i; ++j) {
+        Vec s(i + 1, -1e300);
+        for (size_t j = lo; j <= i; ++j) {
           double d = 0;
           for (size_t e = 0; e < hd; ++e) d += q[i][head * hd + e] * k[j][kvh * hd + e];
           s[j] = d / std::sqrt(static_cast<double>(hd));
@@ -178,7 +181,7 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
         const double top = *std::max_element(s.begin(), s.end());
         double sum = 0;
         for (double& e : s) sum += (e = std::exp(e - top));
-        for (size_t j = 0; j <= i; ++j)
+        for (size_t j = lo; j <= i; ++j)
           for (size_t e = 0; e < hd; ++e) attn[head * hd + e] += s[j] / sum * v[j][kvh * hd + e];
       }
       const Vec o = times(l.wo, attn);
@@ -255,6 +258,48 @@ TEST(MoeDecoder, Qwen2MoeMatchesFloat64Reference) {
       *b = v;
     }
   expect_matches_reference(c, w);
+}
+
+// Sliding-window attention: Qwen2-MoE with use_sliding_window (layers from max_window_layers
+// on slide), and Mistral (every layer), each against the float64 forward with windows of 3
+// keys over 7 tokens, and batch invariant.
+TEST(MoeDecoder, SlidingWindowMatchesFloat64Reference) {
+  nlohmann::json qwen = tiny_qwen2moe_json();
+  qwen["use_sliding_window"] = true;
+  qwen["sliding_window"] = 3;
+  qwen["max_window_layers"] = 1;
+  const ModelConfig c = config_of(qwen);
+  EXPECT_EQ(c.attention_window(0), 0);
+  EXPECT_EQ(c.attention_window(1), 3);
+  expect_matches_reference(c, make_dummy_weights(c, DType::F32, 15));
+
+  nlohmann::json mistral = tiny_moe_json();
+  for (const char* key :
+       {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob"})
+    mistral.erase(key);
+  mistral["architectures"] = {"MistralForCausalLM"};
+  mistral["model_type"] = "mistral";
+  mistral["sliding_window"] = 3;
+  const ModelConfig m = config_of(mistral);
+  EXPECT_EQ(m.arch, ModelArch::Llama);
+  EXPECT_EQ(m.attention_window(0), 3);
+  EXPECT_EQ(m.attention_window(1), 3);
+  const ModelWeights w = make_dummy_weights(m, DType::F32, 16);
+  expect_matches_reference(m, w);
+  testing::expect_batch_invariant(m, w);
+  const ModelConfig again = config_of(nlohmann::json::parse(m.to_hf_json()));
+  EXPECT_EQ(again.arch_name, "MistralForCausalLM");
+  EXPECT_EQ(again.attention_window(1), 3);
+
+  // A GGUF file cannot say the window (llama.cpp's llama attends to every key): refused.
+  testing::TempDir dir("sliding_gguf");
+  try {
+    save_gguf(dir.file("m.gguf"), w, m, nullptr, "tiny");
+    ADD_FAILURE() << "wrote a sliding-window llama as GGUF";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sliding-window attention (3 keys)"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(MoeDecoder, BatchInvariant) {

@@ -67,6 +67,8 @@ std::string model_fingerprint(const LanguageModel& decoder, const KvCacheConfig&
   for (int64_t v : {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size,
                     c.shared_expert_intermediate_size})
     h.value(v);
+  h.value(c.sliding_window);
+  for (int64_t i = 0; i < c.num_layers; ++i) h.value(static_cast<int64_t>(c.attention_window(i)));
   h.value(c.rope_theta);
   h.value(c.rms_norm_eps);
   for (bool v : {c.tie_word_embeddings, c.attention_bias, c.attention_out_bias, c.mlp_bias,

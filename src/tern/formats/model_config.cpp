@@ -19,7 +19,9 @@ namespace {
 using nlohmann::json;
 
 std::optional<ModelArch> arch_from_hf(std::string_view s) {
-  if (s == "LlamaForCausalLM" || s == "llama") return ModelArch::Llama;
+  // Mistral is llama with a sliding window (which its GGUF files, as llama, do not say).
+  if (s == "LlamaForCausalLM" || s == "llama" || s == "MistralForCausalLM" || s == "mistral")
+    return ModelArch::Llama;
   if (s == "Qwen2ForCausalLM" || s == "qwen2") return ModelArch::Qwen2;
   if (s == "Qwen3ForCausalLM" || s == "qwen3") return ModelArch::Qwen3;
   if (s == "Qwen3MoeForCausalLM" || s == "qwen3_moe") return ModelArch::Qwen3Moe;
@@ -67,6 +69,35 @@ void read_sparse_layers(const JsonFields& f, ModelConfig& c) {
       c.mlp_only_layers.push_back(i.get<int64_t>());
     }
   }
+}
+
+// Which layers slide (ModelConfig::sliding_layers): the config's layer_types where it lists
+// them (transformers ≥ 4.53), else each family's rule: Mistral every layer when sliding_window
+// is set; Qwen2/Qwen3 with use_sliding_window the layers from max_window_layers on (transformers'
+// default 28); llama none.
+void read_sliding_window(const JsonFields& f, std::string_view arch_name, ModelConfig& c) {
+  const std::optional<int64_t> window = f.opt_int("sliding_window");
+  std::vector<bool> sliding;
+  if (const json* types = f.find("layer_types")) {
+    if (!types->is_array() || types->size() != static_cast<size_t>(c.num_layers))
+      f.fail("field 'layer_types' must list num_hidden_layers (" + std::to_string(c.num_layers) +
+             ") layer types");
+    for (const json& t : *types) {
+      if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
+        f.fail("layer type " + t.dump() +
+               " is not supported (tern runs full_attention and sliding_attention)");
+      sliding.push_back(t == "sliding_attention");
+    }
+  } else if (arch_name == "MistralForCausalLM" || arch_name == "mistral") {
+    if (window) sliding.assign(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)), true);
+  } else if (c.arch != ModelArch::Llama && f.opt_bool("use_sliding_window").value_or(false)) {
+    const int64_t from = f.opt_int("max_window_layers").value_or(28);
+    for (int64_t i = 0; i < c.num_layers; ++i) sliding.push_back(i >= from);
+  }
+  if (std::find(sliding.begin(), sliding.end(), true) == sliding.end()) return;
+  if (!window) f.fail("layers slide, but 'sliding_window' gives no window");
+  c.sliding_window = *window;
+  c.sliding_layers = std::move(sliding);
 }
 
 }  // namespace
@@ -138,8 +169,6 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
 
   if (auto act = f.opt_string("hidden_act"); act && *act != "silu")
     f.fail("hidden_act " + quote_name(*act) + " is not supported (the MLP is SwiGLU with silu)");
-  if (f.opt_bool("use_sliding_window").value_or(false))
-    f.fail("use_sliding_window is true; sliding-window attention is not supported");
 
   c.vocab_size = f.req_int("vocab_size");
   c.hidden_size = f.req_int("hidden_size");
@@ -210,6 +239,8 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
       break;
   }
 
+  read_sliding_window(f, arch_name, c);
+
   c.bos_token_id = f.opt_token_id("bos_token_id");
   c.eos_token_ids = f.opt_token_ids("eos_token_id").value_or(std::vector<int32_t>{});
   c.torch_dtype = f.opt_string("torch_dtype").value_or(f.opt_string("dtype").value_or(""));
@@ -227,6 +258,18 @@ std::string ModelConfig::to_hf_json() const {
                                                 "qwen2_moe"};
   j["architectures"] = {kArchitectures[static_cast<int>(arch)]};
   j["model_type"] = kModelTypes[static_cast<int>(arch)];
+  if (has_sliding_window()) {
+    // transformers' llama never slides: a llama that does is a Mistral.
+    if (arch == ModelArch::Llama) {
+      j["architectures"] = {"MistralForCausalLM"};
+      j["model_type"] = "mistral";
+    }
+    j["sliding_window"] = sliding_window;
+    j["use_sliding_window"] = true;
+    std::vector<std::string> types;
+    for (bool s : sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+  }
   j["vocab_size"] = vocab_size;
   j["hidden_size"] = hidden_size;
   j["intermediate_size"] = intermediate_size;
@@ -364,6 +407,11 @@ void ModelConfig::validate(std::string_view name) const {
     if (decoder_sparse_step <= 0 || decoder_sparse_step > kMaxConfigSize)
       fail("decoder_sparse_step must be positive, not " + std::to_string(decoder_sparse_step));
   }
+  if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers)
+    fail("sliding_layers lists " + std::to_string(sliding_layers.size()) + " layers, not " +
+         std::to_string(num_layers));
+  if (has_sliding_window() && (sliding_window <= 0 || sliding_window > kMaxConfigSize))
+    fail("sliding_window must be positive, not " + std::to_string(sliding_window));
   if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps))
     fail("rms_norm_eps must be a positive number, not " + std::to_string(rms_norm_eps));
   if (!(rope_theta > 0) || !std::isfinite(rope_theta))

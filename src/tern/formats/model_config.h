@@ -74,6 +74,13 @@ struct ModelConfig {
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
 
+  // Sliding-window attention: a query of layer i sees only its last sliding_window keys (its own
+  // included) when sliding_layers[i]; sliding_layers empty: every layer sees its whole context.
+  // Mistral slides every layer, Qwen2/Qwen3 with use_sliding_window those from
+  // max_window_layers on, and a config's layer_types ("sliding_attention") says so per layer.
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;
+
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // any of them ends generation; may be empty
   std::string torch_dtype;             // "bfloat16", … ("" when unknown)
@@ -104,6 +111,18 @@ struct ModelConfig {
 
   // Whether the architecture's sparse layers are mixtures of experts (qwen2moe, qwen3moe).
   bool has_experts() const { return arch == ModelArch::Qwen2Moe || arch == ModelArch::Qwen3Moe; }
+  // The keys layer `layer`'s attention sees: 0 for its whole context, else the last this many.
+  int32_t attention_window(int64_t layer) const {
+    return layer < static_cast<int64_t>(sliding_layers.size()) &&
+                   sliding_layers[static_cast<size_t>(layer)]
+               ? static_cast<int32_t>(sliding_window)
+               : 0;
+  }
+  bool has_sliding_window() const {
+    for (bool s : sliding_layers)
+      if (s) return true;
+    return false;
+  }
   // Whether layer `layer`'s MLP is the mixture of experts (see num_experts).
   bool is_moe_layer(int64_t layer) const;
   // intermediate_size when some layer has the dense MLP, else 0 (nothing is that wide).

@@ -70,9 +70,14 @@ std::span<const std::byte> float_bytes(std::span<const float> v) { return std::a
 void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig& c,
                const Tokenizer* tokenizer, const std::string& model_name,
                const std::vector<std::pair<std::string, GgufValue>>& carried_metadata) {
+  const std::string arch(model_arch_name(c.arch));
+  // llama.cpp's llama, qwen2 and qwen3 graphs attend to every key of the context.
+  if (c.has_sliding_window())
+    throw Error(path + ": the model's sliding-window attention (" +
+                std::to_string(c.sliding_window) + " keys) cannot be said in a " + arch +
+                " GGUF file: llama.cpp would attend to the whole context");
   GgufWriter g;
   for (const auto& [key, value] : carried_metadata) g.set(key, value);
-  const std::string arch(model_arch_name(c.arch));
   const std::string p = arch + ".";
   auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
   g.set("general.architecture", GgufValue::string(arch));

@@ -299,9 +299,9 @@ class CpuBackend final : public Backend {
   }
 
   void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                 int n_heads, float scale, Activation out) override {
+                 int n_heads, float scale, int32_t window, Activation out) override {
     cpu::paged_attention(at(q), static_cast<const CpuKvCache&>(cache).host(), layer, batch, n_heads,
-                         scale, at(out));
+                         scale, window, at(out));
   }
 
   void add(Activation x, Activation y, int64_t n) override { cpu::add(at(x), at(y), at(x), n); }

@@ -1,19 +1,33 @@
 #version 450
 // Causal paged attention, one workgroup per (query token, head), flash-style: the keys of the
-// token's context are visited in chunks of 64 (one per invocation) with a running max and
-// sum, and each invocation owns up to 4 of the head's output dims. Grouped-query heads read
-// kv head head / (n_heads / n_kv_heads). Every sum runs in a fixed order and chunks start at
-// absolute positions, so a token's output depends only on its q row and its context: the same
-// bits alone or in any batch. head_dim: even, at most 256. With KV_INT8, the cache holds int8
-// codes (a byte each) and an f16 scale per slot and kv head (write_kv_int8.comp).
+// token's context (all of it, or its last `window` keys: sliding-window attention) are visited
+// in chunks of 64 (one per invocation) with a running max and sum, and each invocation owns up to 4
+// of the head's output dims. Grouped-query heads read kv head head / (n_heads / n_kv_heads). Every
+// sum runs in a fixed order and chunks start at absolute positions, so a token's output depends
+// only on its q row and its context: the same bits alone or in any batch. head_dim: even, at most
+// 256. With KV_INT8, the cache holds int8 codes (a byte each) and an f16 scale per slot and kv head
+// (write_kv_int8.comp).
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-  Floats q; Floats outp; Words k_cache; Words v_cache;
-  Ints block_tables; Ints seq_of_token; Ints context_lens;
-  Words k_scales; Words v_scales;
-  uint max_blocks; uint block_size; uint n_heads; uint n_kv_heads; uint head_dim; float scale;
-} p;
+  Floats q;
+  Floats outp;
+  Words k_cache;
+  Words v_cache;
+  Ints block_tables;
+  Ints seq_of_token;
+  Ints context_lens;
+  Words k_scales;
+  Words v_scales;
+  uint max_blocks;
+  uint block_size;
+  uint n_heads;
+  uint n_kv_heads;
+  uint head_dim;
+  float scale;
+  uint window;
+}
+p;
 shared float qs[256];
 shared float ps[64];
 shared uint slot_of[64];
@@ -32,10 +46,12 @@ void main() {
   float m = kNone;
   float l = 0.0;
   float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
-  for (uint c0 = 0u; c0 < ctx; c0 += 64u) {
+  const uint lo = p.window > 0u && ctx > p.window ? ctx - p.window : 0u;  // the first key seen
+  for (uint c0 = lo / 64u * 64u; c0 < ctx; c0 += 64u) {
     const uint key = c0 + lid;
+    const bool seen = key >= lo && key < ctx;
     float s = kNone;
-    if (key < ctx) {
+    if (seen) {
       const uint block = uint(p.block_tables.v[table + key / p.block_size]);
       const uint slot = block * p.block_size + key % p.block_size;
       slot_of[lid] = slot;
@@ -44,7 +60,8 @@ void main() {
 #ifdef KV_INT8
       for (uint d = 0u; d < p.head_dim; d += 4u) {
         const int word = int(p.k_cache.v[(base + d) >> 2]);
-        for (uint j = 0u; j < 4u; ++j) dot += qs[d + j] * float(bitfieldExtract(word, int(8u * j), 8));
+        for (uint j = 0u; j < 4u; ++j)
+          dot += qs[d + j] * float(bitfieldExtract(word, int(8u * j), 8));
       }
       dot *= half_at(p.k_scales, slot * p.n_kv_heads + kvh);
 #else
@@ -63,17 +80,18 @@ void main() {
     const float new_m = max(m, chunk_max);
     const float correction = exp(m - new_m);
     barrier();
-    ps[lid] = key < ctx ? exp(s - new_m) : 0.0;
+    ps[lid] = seen ? exp(s - new_m) : 0.0;
     barrier();
     float sum = 0.0;
     for (uint j = 0u; j < 64u; ++j) sum += ps[j];
     l = l * correction + sum;
     const uint keys = min(64u, ctx - c0);
+    const uint first = lo > c0 ? lo - c0 : 0u;
     for (uint i = 0u; i < 4u; ++i) {
       const uint d = lid + 64u * i;
       if (d >= p.head_dim) break;
       float a = acc[i] * correction;
-      for (uint j = 0u; j < keys; ++j) {
+      for (uint j = first; j < keys; ++j) {
 #ifdef KV_INT8
         const uint e = slot_of[j] * row_elems + kvh * p.head_dim + d;
         const float code = float(bitfieldExtract(int(p.v_cache.v[e >> 2]), int(8u * (e & 3u)), 8));

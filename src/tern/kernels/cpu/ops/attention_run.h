@@ -7,10 +7,10 @@
 // K and V rows on the stack, whatever the context length.
 //
 // Batch invariance: every (query token, q head) — a chain below — does exactly the same
-// arithmetic on its keys 0..ctx-1 in chunks aligned to absolute positions, whichever run it
-// is in, whoever else shares the chunk and however many keys that loaded: lanes past its own
-// keys are masked to -inf before they are used. How a chunk's rows are read: ops/kv_rows.h.
-// Internal linkage, so each level's copy keeps its own flags.
+// arithmetic on its keys lo..ctx-1 (lo 0, or the start of its sliding window) in chunks aligned
+// to absolute positions, whichever run it is in, whoever else shares the chunk and however many
+// keys that loaded: lanes outside its own keys are masked to -inf before they are used. How a
+// chunk's rows are read: ops/kv_rows.h. Internal linkage, so each level's copy keeps its own flags.
 #pragma once
 
 #include <algorithm>
@@ -115,17 +115,19 @@ struct KeyScales {
   alignas(64) float v[kKeyChunk];
 };
 
-// Advances a chain by keys c0 .. c0+n-1 of a chunk (n ≤ 16; the rows past n may hold other
-// keys, or anything): scores, online softmax, o = o·alpha + p·V. `scales`: the keys' K and V
-// row scales (8-bit dtypes), or nullptr.
+// Advances a chain by keys c0 + first .. c0 + n - 1 of a chunk (first < n ≤ 16; the rows outside
+// may hold other keys, or anything): scores, online softmax, o = o·alpha + p·V. `scales`: the
+// keys' K and V row scales (8-bit dtypes), or nullptr.
 // q, o: [hd]
 template <class L, class KRows, class VRows>
 inline void attend_chunk(const float* q, float* o, Chain& chain, const KRows& k, const VRows& v,
-                         int n, const AttentionGeometry& g, const KeyScales* scales) {
+                         int first, int n, const AttentionGeometry& g, const KeyScales* scales) {
   F32x16 s = chunk_scores<L>(q, k, g.head_dim);
   if (scales != nullptr) s = s * load16(scales->k);
   s = s * g.scale;
-  s = lane_index16() < n ? s : splat16(kMinusInf);
+  const I32x16 lane = lane_index16();
+  s = lane < n ? s : splat16(kMinusInf);
+  if (first > 0) s = lane < first ? splat16(kMinusInf) : s;
   const float new_max = std::max(chain.max, max_lane(s));
   if (new_max == kMinusInf) return;  // all -inf so far
   // exp(-inf) = 0 on the first chunk: the zeroed output and sum stay zero. exp16<L>(0) is
@@ -153,11 +155,13 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
   };
 
   Chain chains[kMaxRun][kMaxGroup];
-  int ctx[kMaxRun];
-  int max_ctx = 0;
+  int ctx[kMaxRun], lo[kMaxRun];  // token i sees keys lo[i] .. ctx[i] - 1
+  int max_ctx = 0, min_lo = std::numeric_limits<int>::max();
   for (int i = 0; i < run.count; ++i) {
     ctx[i] = batch.context_lens[run.first + i];
+    lo[i] = g.window > 0 ? std::max(0, ctx[i] - g.window) : 0;
     max_ctx = std::max(max_ctx, ctx[i]);
+    if (ctx[i] > 0) min_lo = std::min(min_lo, lo[i]);
     for (int h = 0; h < nh; ++h) {
       chains[i][h] = Chain{kMinusInf, F32x16{}};
       std::fill_n(out + head_offset(i, h), hd, 0.0f);
@@ -200,17 +204,20 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
   const int64_t row_elems = static_cast<int64_t>(g.n_kv_heads) * hd;
   KeyScales key_scales{};
   const KeyScales* scales = kScaled ? &key_scales : nullptr;
+  // A chain visits exactly the chunks (aligned to absolute positions) that hold its keys,
+  // whichever run it is in.
   auto attend_all = [&](int c0, const auto& k, const auto& v) {
     for (int i = 0; i < run.count; ++i) {
-      if (ctx[i] <= c0) continue;
+      if (ctx[i] <= c0 || c0 + kKeyChunk <= lo[i]) continue;
       const int n = std::min(kKeyChunk, ctx[i] - c0);
+      const int first = std::max(0, lo[i] - c0);
       for (int h = 0; h < nh; ++h) {
         const int64_t offset = head_offset(i, h);
-        attend_chunk<L>(q + offset, out + offset, chains[i][h], k, v, n, g, scales);
+        attend_chunk<L>(q + offset, out + offset, chains[i][h], k, v, first, n, g, scales);
       }
     }
   };
-  for (int c0 = 0; c0 < max_ctx; c0 += kKeyChunk) {
+  for (int c0 = min_lo / kKeyChunk * kKeyChunk; c0 < max_ctx; c0 += kKeyChunk) {
     const int n_loaded = std::min(kKeyChunk, max_ctx - c0);
     // The rows of a kv head are n_kv_heads rows apart and the blocks scattered, which the
     // hardware prefetcher follows poorly: ask for the next chunk while this one computes.
