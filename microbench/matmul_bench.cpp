@@ -71,7 +71,7 @@ void bm_matmul(benchmark::State& state, DType dtype, int64_t n, int64_t k, int64
 int register_all() {
   for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
                       DType::Q5_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                      DType::IQ4_NL, DType::IQ4_XS}) {
+                      DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
     for (int64_t t : {1, 4, 8, 12, 16, 32, 64, 512}) {  // 4-32: batched decode
       for (int threads : {1, 2}) {
         for (bool packed : {false, true}) {
@@ -99,7 +99,7 @@ int register_all() {
     }
   }
   for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                      DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
+                      DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
     for (bool packed : {false, true}) {
       if (packed && packed_weight_bytes(packed_weight_view(dtype, 256, kK, nullptr)) == 0) continue;
       const std::string name = "matmul_in_l2/" + std::string(tern::dtype_name(dtype)) +

@@ -49,11 +49,11 @@ void ModelOptions::add_to(CLI::App* cmd) {
       "--weight-type", weight_type,
       "Weight type of every matrix: auto (the file's; dummy: --dtype's, or the config's "
       "torch_dtype), f32, f16, bf16, "
-      "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, "
+      "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4, "
       "int4_g32/64/128, "
       "int8_g32/64/128 (the int types are GPTQ's groups, s · (q − z)); or llama.cpp's mixtures "
-      "q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, q3_k_l (per-tensor types as llama-quantize "
-      "chooses them; --save-gguf "
+      "q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, q3_k_l, mxfp4_moe (per-tensor types as "
+      "llama-quantize chooses them; --save-gguf "
       "writes them). Real weights are requantized. With --dtype, the matrices it leaves float "
       "(rows no block fits) then become --dtype's type");
   cmd->add_option("--weight-seed", weight_seed, "Seed of dummy weights");

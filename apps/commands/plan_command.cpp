@@ -95,9 +95,9 @@ void add_plan_command(CLI::App& app) {
                   "Weight type the plan assumes (what --weight-type of a run would make): auto "
                   "(the file's; a config: its torch_dtype), "
                   "f32, f16, bf16, q8_0, "
-                  "q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or "
-                  "llama.cpp's mixtures "
-                  "q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, q3_k_l "
+                  "q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4, "
+                  "or llama.cpp's mixtures "
+                  "q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, q3_k_l, mxfp4_moe "
                   "(per-tensor types as tern quantize makes them)")
       ->capture_default_str();
   cmd->add_option("--kv-cache-dtype", flags->kv_cache_dtype,

@@ -57,7 +57,7 @@ struct QuantizeOptions {
 
 constexpr const char* kTypes =
     "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q2_k_s, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, "
-    "q5_k_m, q6_k, iq4_nl, iq4_xs, f16, bf16, f32";
+    "q5_k_m, q6_k, iq4_nl, iq4_xs, mxfp4_moe, f16, bf16, f32";
 
 FileType parse_file_type(const std::string& name) {
   if (auto ft = file_type_from_name(name)) return *ft;
@@ -69,7 +69,7 @@ DType parse_tensor_type(const std::string& flag, const std::string& name) {
   throw Error(
       flag + " '" + name +
       "' is not a tensor type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
-      "iq4_xs, f16, bf16, f32)");
+      "iq4_xs, mxfp4, f16, bf16, f32)");
 }
 
 // Every matrix of the model, the embedding (and untied lm_head) included.

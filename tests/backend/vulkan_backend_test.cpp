@@ -274,7 +274,8 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
   const Device& vulkan = find_device("vulkan");
   const ModelConfig c = testing::tiny_qwen3_config(2);
   // Types the CPU multiplies and the device does not yet.
-  for (DType type : {DType::Q5_0, DType::Q3_K, DType::Q2_K, DType::IQ4_NL, DType::IQ4_XS}) {
+  for (DType type :
+       {DType::Q5_0, DType::Q3_K, DType::Q2_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
     const std::string name(dtype_name(type));
     try {
       Decoder decoder(c, make_dummy_weights(c, type, 1), vulkan);

@@ -41,6 +41,7 @@ TEST(Quantize, RoundTripErrorPerType) {
       {DType::Q4_0, 1.0e-1},        // 8.75e-2
       {DType::IQ4_NL, 8.85e-2},     // 7.72e-2: 16 levels denser near 0
       {DType::IQ4_XS, 8.9e-2},      // 7.75e-2
+      {DType::MXFP4, 1.29e-1},      // 1.12e-1: llama.cpp's rule, the scale a power of two
       {DType::Q3_K, 1.65e-1},       // 1.43e-1: 8 levels per 16 values
       {DType::Q2_K, 3.1e-1},        // 2.70e-1: 4 levels per 16 values
       {DType::INT8_G32, 5.5e-3},    // 4.74e-3: GPTQ's round to nearest, 0 in the range
@@ -64,7 +65,7 @@ TEST(Quantize, RoundTripErrorPerType) {
 TEST(Quantize, EdgeRowsStayBounded) {
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q3_K,
                   DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS,
-                  DType::INT4_G32, DType::INT8_G128}) {
+                  DType::MXFP4, DType::INT4_G32, DType::INT8_G128}) {
     std::vector<float> x = gaussian(512, 2);
     for (int i = 0; i < 32; ++i) x[i] = 0.0f;                      // zero block
     for (int i = 32; i < 64; ++i) x[i] = 1.0f + std::fabs(x[i]);   // all positive
@@ -77,7 +78,9 @@ TEST(Quantize, EdgeRowsStayBounded) {
       err += (y[i] - x[i]) * (y[i] - x[i]);
       ref += x[i] * x[i];
     }
-    EXPECT_LE(std::sqrt(err / ref), 0.12) << dtype_name(t);
+    // MXFP4 measured 0.124: its power-of-two scale leaves a one-sided block's range anywhere in
+    // [8, 16) steps of the top level's 12.
+    EXPECT_LE(std::sqrt(err / ref), t == DType::MXFP4 ? 0.14 : 0.12) << dtype_name(t);
   }
 }
 
@@ -260,6 +263,61 @@ TEST(Quantize, HandBuiltIq4) {
     const uint8_t byte = xs.qs[16 * j + l % 16];
     const int q = l < 16 ? byte & 15 : byte >> 4;
     EXPECT_EQ(y[e], static_cast<float>((ls[j] - 32) * levels[q])) << e;
+  }
+}
+
+// MXFP4: element j is 2^(e − 127) · E[low nibble of qs[j]], element j + 16 the same of its high
+// nibble, E the e2m1 values (sign bit 3, then 0, 0.5, 1, 1.5, 2, 3, 4, 6); e = 0 and 1 are
+// the subnormal scales 2^−128 and 2^−127.
+TEST(Quantize, HandBuiltMxfp4) {
+  const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  auto value = [&](int nibble, int e) {
+    const float v = std::ldexp(e2m1[nibble & 7], e - 127);
+    return nibble & 8 ? -v : v;
+  };
+  for (int e : {0, 1, 2, 100, 127, 131, 254}) {
+    BlockMxfp4 b;
+    b.e = static_cast<uint8_t>(e);
+    for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | (15 - (j * 5) % 16) << 4);
+    const std::vector<float> y = dequantized(DType::MXFP4, &b, 32);
+    for (int j = 0; j < 16; ++j) {
+      EXPECT_EQ(y[j], value(j, e)) << "e " << e << " element " << j;
+      EXPECT_EQ(y[j + 16], value(15 - (j * 5) % 16, e)) << "e " << e << " element " << j + 16;
+    }
+    EXPECT_EQ(mxfp4_scale(static_cast<uint8_t>(e)), std::ldexp(1.0f, e - 128)) << e;
+  }
+  // 17 bytes a block: the exponent, then the nibbles.
+  EXPECT_EQ(*dtype_bytes(DType::MXFP4, 64), 34u);
+  EXPECT_EQ(dtype_traits(DType::MXFP4).ggml_type, 39);
+}
+
+// llama.cpp's rule for an MXFP4 block, written out here: the exponent ⌊log2 max |x|⌋ + 125, each
+// element the nearest level under it (ties to the lower index). The row quantizer writes
+// exactly these bytes, on blocks of every range.
+TEST(Quantize, Mxfp4RowsAreLlamaCppsRule) {
+  const float levels[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  std::vector<float> x = gaussian(32 * 64, 7);
+  for (int i = 0; i < 32; ++i) x[i] *= 1e-37f;  // subnormal scales
+  for (int i = 32; i < 64; ++i) x[i] *= 1e30f;  // near the top exponent
+  x[70] = 40.0f;                                // an outlier
+  for (int i = 96; i < 128; ++i) x[i] = 0.75f;  // every element halfway between two levels
+  const std::vector<uint8_t> q = quantized(DType::MXFP4, x);
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    const float* xb = &x[32 * b];
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const int e = static_cast<int>(std::floor(std::log2(amax))) + 125;
+    ASSERT_GE(e, 0);
+    const float scale = std::ldexp(1.0f, e - 127);
+    BlockMxfp4 ref = {static_cast<uint8_t>(e), {}};
+    for (int j = 0; j < 32; ++j) {
+      int best = 0;
+      for (int l = 1; l < 16; ++l)
+        if (std::fabs(levels[l] * scale - xb[j]) < std::fabs(levels[best] * scale - xb[j]))
+          best = l;
+      ref.qs[j % 16] |= static_cast<uint8_t>(best << (j < 16 ? 0 : 4));
+    }
+    EXPECT_EQ(std::memcmp(&q[17 * b], &ref, sizeof ref), 0) << "block " << b;
   }
 }
 

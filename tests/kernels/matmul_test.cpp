@@ -54,9 +54,10 @@ class ThreadCount {
 TEST(Matmul, BatchInvariance) {
   const int64_t t_max = 64;
   const std::vector<float> x = gaussian(t_max * kK, 11);
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
-                      DType::Q2_K, DType::Q3_K, DType::Q5_K, DType::Q4_K, DType::Q6_K,
-                      DType::IQ4_NL, DType::IQ4_XS, DType::INT4_G128, DType::INT8_G64}) {
+  for (DType dtype :
+       {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q2_K,
+        DType::Q3_K, DType::Q5_K, DType::Q4_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS,
+        DType::MXFP4, DType::INT4_G128, DType::INT8_G64}) {
     const Weights w = make_weights(dtype, kN, kK, 5);
     Workspace ws;
     // Each row alone, one thread: the reference every other shape must reproduce bit for bit.
@@ -84,19 +85,20 @@ TEST(Matmul, BatchInvariance) {
   }
 }
 
-// Q2_K, Q3_K and the IQ4 types: every output of a matmul, at 1…40 tokens and 1–3 threads, is
+// Q2_K, Q3_K, the IQ4 types and MXFP4: every output of a matmul, at 1…40 tokens and 1–3 threads, is
 // the bits of the scalar twin's dot of its row (their kernels meet the floats in the scalar
 // order).
 TEST(Matmul, LowBitTypesAreTheScalarTwinAtEveryShape) {
   const int64_t t_max = 40;
-  // The GEMV's group of 4 super-blocks and one more; IQ4_NL: its 8 chains twice and 5 blocks.
+  // The GEMV's group of 4 super-blocks and one more; IQ4_NL, MXFP4: 8 chains twice and 5 blocks.
   const struct {
     DType dtype;
     int64_t k;
   } cases[] = {{DType::Q2_K, 256 * 5},
                {DType::Q3_K, 256 * 5},
                {DType::IQ4_XS, 256 * 5},
-               {DType::IQ4_NL, 32 * 21}};
+               {DType::IQ4_NL, 32 * 21},
+               {DType::MXFP4, 32 * 21}};
   for (const auto& c : cases) {
     const int64_t k = c.k;
     const std::vector<float> x = gaussian(t_max * k, 31);
@@ -145,8 +147,9 @@ std::vector<TileCase> tile_cases() {
   // floats per super-block), so two lengths suffice.
   for (DType dtype : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS})
     for (int64_t k : {int64_t{256}, int64_t{256 * 5}}) cases.push_back({dtype, k});
-  // IQ4_NL: fewer blocks than its 8 chains, and chains used twice with a tail.
-  for (int64_t k : {int64_t{32 * 5}, int64_t{32 * 21}}) cases.push_back({DType::IQ4_NL, k});
+  // IQ4_NL and MXFP4: fewer blocks than their 8 chains, and chains used twice with a tail.
+  for (DType dtype : {DType::IQ4_NL, DType::MXFP4})
+    for (int64_t k : {int64_t{32 * 5}, int64_t{32 * 21}}) cases.push_back({dtype, k});
   // The affine groups: 21 and 48 blocks of 32 (chains used more than once, or not all); 5 and
   // 20 groups of 128, 10 and 40 of 64.
   for (DType dtype : {DType::INT4_G32, DType::INT8_G32})
@@ -315,11 +318,11 @@ TEST(Matmul, MatchesReference) {
   const struct {
     DType dtype;
     double bound;
-  } cases[] = {{DType::F32, 1e-6},         {DType::F16, 1e-6},       {DType::BF16, 6e-3},
-               {DType::Q8_0, 1.5e-2},      {DType::Q4_0, 1.5e-2},    {DType::Q5_1, 1.5e-2},
-               {DType::Q4_K, 1.5e-2},      {DType::Q6_K, 1.5e-2},    {DType::Q2_K, 1.5e-2},
-               {DType::Q3_K, 1.5e-2},      {DType::IQ4_NL, 1.5e-2},  {DType::IQ4_XS, 1.5e-2},
-               {DType::INT4_G128, 1.5e-2}, {DType::INT8_G32, 1.5e-2}};
+  } cases[] = {{DType::F32, 1e-6},     {DType::F16, 1e-6},         {DType::BF16, 6e-3},
+               {DType::Q8_0, 1.5e-2},  {DType::Q4_0, 1.5e-2},      {DType::Q5_1, 1.5e-2},
+               {DType::Q4_K, 1.5e-2},  {DType::Q6_K, 1.5e-2},      {DType::Q2_K, 1.5e-2},
+               {DType::Q3_K, 1.5e-2},  {DType::IQ4_NL, 1.5e-2},    {DType::IQ4_XS, 1.5e-2},
+               {DType::MXFP4, 1.5e-2}, {DType::INT4_G128, 1.5e-2}, {DType::INT8_G32, 1.5e-2}};
   for (const auto& c : cases) {
     const Weights w = make_weights(c.dtype, kN, kK, 6);
     Workspace ws;

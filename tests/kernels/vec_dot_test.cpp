@@ -22,19 +22,19 @@ namespace {
 using testing::dequantized;
 using testing::gaussian;
 
-const DType kWeightTypes[] = {DType::F32,      DType::F16,       DType::BF16,     DType::Q4_0,
-                              DType::Q4_1,     DType::Q5_0,      DType::Q5_1,     DType::Q8_0,
-                              DType::Q2_K,     DType::Q3_K,      DType::Q4_K,     DType::Q5_K,
-                              DType::Q6_K,     DType::IQ4_NL,    DType::IQ4_XS,   DType::INT4_G32,
-                              DType::INT4_G64, DType::INT4_G128, DType::INT8_G32, DType::INT8_G64,
-                              DType::INT8_G128};
+const DType kWeightTypes[] = {DType::F32,      DType::F16,      DType::BF16,      DType::Q4_0,
+                              DType::Q4_1,     DType::Q5_0,     DType::Q5_1,      DType::Q8_0,
+                              DType::Q2_K,     DType::Q3_K,     DType::Q4_K,      DType::Q5_K,
+                              DType::Q6_K,     DType::IQ4_NL,   DType::IQ4_XS,    DType::MXFP4,
+                              DType::INT4_G32, DType::INT4_G64, DType::INT4_G128, DType::INT8_G32,
+                              DType::INT8_G64, DType::INT8_G128};
 
 // Types whose every level gives the scalar twin's bits (their kernels meet the floats in the
 // scalar order): the affine groups (the 16-chain arithmetic is their scalar dot), the K types
-// below 4 bits and the IQ4 types.
+// below 4 bits, the IQ4 types and MXFP4.
 bool every_level_is_scalar(DType weight) {
   return affine_int_format(weight) || weight == DType::Q2_K || weight == DType::Q3_K ||
-         weight == DType::IQ4_NL || weight == DType::IQ4_XS;
+         weight == DType::IQ4_NL || weight == DType::IQ4_XS || weight == DType::MXFP4;
 }
 
 // Row lengths with odd block counts and tails, per block size.
@@ -43,7 +43,7 @@ std::vector<int64_t> row_lengths(DType weight) {
     case 1:
       return {1, 7, 16, 24, 33, 57, 100, 256, 1000, 2047, 4096};  // every tail shape of 16 and 32
     case 32:
-      // (800: IQ4_NL's 8 chains 3 times and one more block)
+      // (800: IQ4_NL's and MXFP4's 8 chains 3 times and one more block)
       return {32, 96, 160, 256, 800, 4096};
     case 64:
       return {64, 192, 576, 4096};
@@ -168,12 +168,18 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   // Where each block keeps its f16 scales, which must be finite: d (and Q2_K's dmin) last in
-  // the K types, d first in the IQ4 types.
+  // the K types, d first in the IQ4 types. MXFP4's exponent (byte 0) is drawn in [0, 150], so
+  // that the sums stay finite; its scales 2^−128 and 2^−127 are subnormal floats, and so are
+  // their products with the activations' scales.
   const struct {
     DType weight;
     std::vector<size_t> halves;
-  } cases[] = {
-      {DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}}, {DType::IQ4_NL, {0}}, {DType::IQ4_XS, {0}}};
+    bool exponent = false;
+  } cases[] = {{DType::Q2_K, {80, 82}},
+               {DType::Q3_K, {108}},
+               {DType::IQ4_NL, {0}},
+               {DType::IQ4_XS, {0}},
+               {DType::MXFP4, {}, true}};
   const int64_t k = 256 * 9;  // two groups of four super-blocks and one more; 72 blocks of 32
   std::vector<float> x = gaussian(k, 6);
   for (const auto& c : cases) {
@@ -187,6 +193,7 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
         const uint16_t d = f32_to_f16(unit(rng));
         std::memcpy(&w[i * block + off], &d, 2);
       }
+      if (c.exponent) w[i * block] = static_cast<uint8_t>(i < 4 ? i : byte(rng) % 151);
     }
     scalar.quantize_activation(x.data(), a.data(), k);
     const float want = scalar_vec_dot(c.weight)(k, w.data(), a.data());

@@ -381,6 +381,36 @@ TEST(MoeDecoder, Qwen2MoeGgufRoundTrip) {
   }
 }
 
+// llama-quantize's MXFP4_MOE (gpt-oss's published files): the stacked experts MXFP4 (ggml type
+// 39), every other matrix Q8_0, the router F32, the file type 38; save_gguf writes it and it
+// loads back zero-copy to the same logits bit for bit.
+TEST(MoeDecoder, Mxfp4MoeGgufRoundTrip) {
+  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::MXFP4_MOE), 9);
+  testing::TempDir dir("moe_mxfp4");
+  const std::string path = dir.file("moe.gguf");
+  save_gguf(path, w, c, nullptr, "tiny");
+  const GgufFile g = GgufFile::open(path);
+  EXPECT_EQ(g.get_int("general.file_type"), 38);
+  for (const TensorInfo& t : g.tensors()) {
+    const bool experts = t.name.find("_exps.weight") != std::string::npos;
+    const bool vector = t.shape.size() == 1 || t.name.find("ffn_gate_inp") != std::string::npos;
+    EXPECT_EQ(dtype_name(t.dtype), experts ? "MXFP4" : vector ? "F32" : "Q8_0") << t.name;
+  }
+  const TensorInfo* down = g.find_tensor("blk.0.ffn_down_exps.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->shape, (std::vector<int64_t>{6, 256, 256}));
+  EXPECT_EQ(down->nbytes, 6u * 256 * 256 / 32 * 17);
+  const ModelConfig read = ModelConfig::from_gguf(g);
+  const ModelWeights loaded = load_gguf_weights(g, read);
+  EXPECT_EQ(loaded.layers[1].moe->up[0].dtype, DType::MXFP4);
+  EXPECT_EQ(loaded.layers[0].moe->down[0].data, down->data);  // read in place
+  const std::vector<int32_t> tokens = {3, 9, 27, 81, 243};
+  EXPECT_TRUE(testing::bitwise_equal(testing::prefill_logits(read, loaded, tokens),
+                                     testing::prefill_logits(c, w, tokens)));
+  testing::expect_batch_invariant(read, loaded);
+}
+
 // A Hugging Face folder (mlp.gate, mlp.experts.N.*_proj: one tensor per expert; qwen2moe's
 // mlp.shared_expert.* and its gate, a Linear to one output) loads to the weights it was written
 // from.

@@ -235,6 +235,48 @@ TEST(QuantRecipe, RowsThatAreNotWholeSuperBlocksFallBack) {
             DType::Q5_0);
 }
 
+// llama-quantize's MXFP4_MOE: the stacked experts (ne[2] > 1) MXFP4, every other matrix Q8_0,
+// the output and the embedding, tied or not, included; the router stays F32.
+TEST(QuantRecipe, Mxfp4MoeGivesTheExpertsMxfp4AndTheRestQ8_0) {
+  const QuantRecipe r = QuantRecipe::mixture(FileType::MXFP4_MOE);
+  for (bool tied : {false, true}) {
+    RecipeModel m;
+    m.num_layers = 4;
+    m.tied_embeddings = tied;
+    m.gqa = 8;
+    for (int64_t i = 0; i < 4; ++i) {
+      for (const char* what :
+           {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"})
+        EXPECT_EQ(r.weight_type(m, {gguf_tensor_name(i, what), i, 2048, 128}), DType::MXFP4)
+            << what;
+      for (const char* what : kLayerMatrices)
+        EXPECT_EQ(r.weight_type(m, {gguf_tensor_name(i, what), i, 2048}), DType::Q8_0) << what;
+      // A dense layer's ffn in a model with experts elsewhere, and a single-expert stack.
+      EXPECT_EQ(r.weight_type(m, {gguf_tensor_name(i, "ffn_down_exps.weight"), i, 2048, 1}),
+                DType::Q8_0);
+      EXPECT_EQ(r.weight_type(m, {gguf_tensor_name(i, "ffn_gate_inp.weight"), i, 2048}),
+                DType::F32);
+    }
+    EXPECT_EQ(r.weight_type(m, {"output.weight", -1, 2048}), DType::Q8_0);
+    EXPECT_EQ(r.weight_type(m, {"token_embd.weight", -1, 2048}), DType::Q8_0);
+  }
+  // --pure: every matrix the base type, MXFP4.
+  RecipeModel m;
+  m.num_layers = 4;
+  EXPECT_EQ(QuantRecipe::pure(FileType::MXFP4_MOE).weight_type(m, {"blk.0.attn_q.weight", 0, 2048}),
+            DType::MXFP4);
+  // Rows that are not whole blocks: tern keeps F16 (llama-quantize has no fallback for MXFP4).
+  EXPECT_EQ(r.weight_type(m, {"blk.0.ffn_down_exps.weight", 0, 100, 8}), DType::F16);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::MXFP4_MOE), 38u);
+  EXPECT_EQ(file_type_from_name("mxfp4_moe"), FileType::MXFP4_MOE);
+  EXPECT_EQ(file_type_from_gguf(38), FileType::MXFP4_MOE);
+  EXPECT_EQ(file_type_base(FileType::MXFP4_MOE), DType::MXFP4);
+  EXPECT_EQ(uniform_file_type(DType::MXFP4), FileType::MXFP4_MOE);
+  EXPECT_EQ(parse_weight_recipe("mxfp4_moe")->file_type(), FileType::MXFP4_MOE);
+  EXPECT_FALSE(parse_weight_recipe("mxfp4_moe")->is_uniform());
+  EXPECT_TRUE(parse_weight_recipe("mxfp4")->is_uniform());
+}
+
 TEST(QuantRecipe, SeventyBillionLlamaGivesAttnVAtLeastQ5_K) {
   ModelConfig c;
   c.arch = ModelArch::Llama;

@@ -1,7 +1,8 @@
 // ggml's quantized block layouts, byte for byte, so GGUF tensors are used in place.
-// Scales are f16 bit patterns (tern/core/half.h) except Q8_K's f32.
+// Scales are f16 bit patterns (tern/core/half.h) except Q8_K's f32 and MXFP4's exponent.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -159,7 +160,24 @@ inline int iq4_xs_scale(const BlockIq4Xs& b, int j) {
   return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | ((b.scales_h >> (2 * j)) & 3) << 4;
 }
 
-static_assert(sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136);
+// MXFP4's 16 levels (ggml's kvalues_mxfp4): the e2m1 values 0, 0.5, 1, 1.5, 2, 3, 4, 6 doubled
+// into integers, index 8 + i the negation of i (a sign bit). Never −128, as kIq4Levels.
+inline constexpr int8_t kMxfp4Levels[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+// x = 2^(e − 128) · kMxfp4Levels[q] (OCP's e8m0 scale 2^(e − 127) times the e2m1 value, both
+// halved and doubled); q's nibbles as IQ4_NL's.
+struct BlockMxfp4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+// 2^(e − 128), exact: a normal float's exponent field e − 1, or for e < 2 the subnormals 2^−128
+// and 2^−127 (ggml's E8M0_TO_FP32_HALF).
+inline float mxfp4_scale(uint8_t e) {
+  return std::bit_cast<float>(e < 2 ? uint32_t{0x00200000} << e
+                                    : static_cast<uint32_t>(e - 1) << 23);
+}
+
+static_assert(sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136 && sizeof(BlockMxfp4) == 17);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&

@@ -137,6 +137,11 @@ void pack_iq4_nl(uint16_t d, const int* q, BlockIq4Nl* b) {
   pack_nibbles(q, b->qs);
 }
 
+void pack_mxfp4(uint8_t e, const int* q, BlockMxfp4* b) {
+  b->e = e;
+  pack_nibbles(q, b->qs);
+}
+
 void pack_iq4_xs(uint16_t d, const int* scales, const int* q, BlockIq4Xs* b) {
   b->d = d;
   b->scales_h = 0;

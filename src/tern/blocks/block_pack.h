@@ -31,5 +31,16 @@ void pack_q3_k(uint16_t d, const int* scales, const int* q, BlockQ3_K* b);
 // q: level indices (kIq4Levels) in 0..15: [32] (IQ4_NL), [256] (IQ4_XS, scales [8] in -32..31).
 void pack_iq4_nl(uint16_t d, const int* q, BlockIq4Nl* b);
 void pack_iq4_xs(uint16_t d, const int* scales, const int* q, BlockIq4Xs* b);
+// q: [32] level indices (kMxfp4Levels) in 0..15 under the scale 2^(e − 128).
+void pack_mxfp4(uint8_t e, const int* q, BlockMxfp4* b);
+
+// The other way, for the lookup types (IQ4_NL, IQ4_XS's groups, MXFP4): y[32] = d · levels[q],
+// q the nibbles of qs[16] (element j the low nibble of qs[j], j + 16 the high one).
+inline void unpack_lookup_block(const uint8_t* qs, const int8_t* levels, float d, float* y) {
+  for (int j = 0; j < kQK / 2; ++j) {
+    y[j] = d * static_cast<float>(levels[qs[j] & 0xf]);
+    y[j + kQK / 2] = d * static_cast<float>(levels[qs[j] >> 4]);
+  }
+}
 
 }  // namespace tern

@@ -113,13 +113,8 @@ void quantize_row_iq4_nl(const float* x, void* vy, int64_t k) {
 
 void dequantize_row_iq4_nl(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockIq4Nl*>(vx);
-  for (int64_t i = 0; i < k / kQK; ++i, y += kQK) {
-    const float d = f16_to_f32(x[i].d);
-    for (int j = 0; j < kQK / 2; ++j) {
-      y[j] = d * static_cast<float>(kIq4Levels[x[i].qs[j] & 0xf]);
-      y[j + 16] = d * static_cast<float>(kIq4Levels[x[i].qs[j] >> 4]);
-    }
-  }
+  for (int64_t i = 0; i < k / kQK; ++i, y += kQK)
+    unpack_lookup_block(x[i].qs, kIq4Levels, f16_to_f32(x[i].d), y);
 }
 
 void quantize_row_iq4_xs(const float* x, void* vy, int64_t k) {
@@ -138,13 +133,9 @@ void dequantize_row_iq4_xs(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockIq4Xs*>(vx);
   for (int64_t i = 0; i < k / kQKK; ++i) {
     const float d = f16_to_f32(x[i].d);
-    for (int j = 0; j < kQKK / kQK; ++j, y += kQK) {
-      const float dl = d * static_cast<float>(iq4_xs_scale(x[i], j) - 32);
-      for (int l = 0; l < kQK / 2; ++l) {
-        y[l] = dl * static_cast<float>(kIq4Levels[x[i].qs[16 * j + l] & 0xf]);
-        y[l + 16] = dl * static_cast<float>(kIq4Levels[x[i].qs[16 * j + l] >> 4]);
-      }
-    }
+    for (int j = 0; j < kQKK / kQK; ++j, y += kQK)
+      unpack_lookup_block(x[i].qs + 16 * j, kIq4Levels,
+                          d * static_cast<float>(iq4_xs_scale(x[i], j) - 32), y);
   }
 }
 

@@ -256,6 +256,8 @@ QuantizeFn find_quantize(DType dtype) {
       return quantize_row_iq4_nl;
     case DType::IQ4_XS:
       return quantize_row_iq4_xs;
+    case DType::MXFP4:
+      return quantize_row_mxfp4;
     default:
       return affine_quantize_fn(dtype);
   }
@@ -297,6 +299,8 @@ DequantizeFn find_dequantize(DType dtype) {
       return dequantize_row_iq4_nl;
     case DType::IQ4_XS:
       return dequantize_row_iq4_xs;
+    case DType::MXFP4:
+      return dequantize_row_mxfp4;
     default:
       return affine_dequantize_fn(dtype);
   }

@@ -61,5 +61,7 @@ void quantize_row_iq4_nl(const float* x, void* y, int64_t k);
 void quantize_row_iq4_xs(const float* x, void* y, int64_t k);
 void dequantize_row_iq4_nl(const void* x, float* y, int64_t k);
 void dequantize_row_iq4_xs(const void* x, float* y, int64_t k);
+void quantize_row_mxfp4(const float* x, void* y, int64_t k);
+void dequantize_row_mxfp4(const void* x, float* y, int64_t k);
 
 }  // namespace tern

@@ -40,6 +40,7 @@ constexpr std::array<DTypeTraits, kNumDTypes> kTraits = {{
     {DType::INT8_G128, "INT8_G128", 128, 8 + 128, -1, ""},
     {DType::IQ4_NL, "IQ4_NL", 32, 18, 20, ""},
     {DType::IQ4_XS, "IQ4_XS", 256, 136, 23, ""},
+    {DType::MXFP4, "MXFP4", 32, 17, 39, ""},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -45,9 +45,12 @@ enum class DType : uint8_t {
   // 6-bit scale per 32 under one f16 per 256 (IQ4_XS) (blocks/block_layouts.h).
   IQ4_NL,
   IQ4_XS,
+  // OCP's microscaling FP4 (gpt-oss's experts): x = 2^(e − 128) · kMxfp4Levels[q] per block of
+  // 32, the levels e2m1's values doubled (blocks/block_layouts.h).
+  MXFP4,
 };
 // One past the last enumerator: loops over every type go to it.
-inline constexpr int kNumDTypes = static_cast<int>(DType::IQ4_XS) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::MXFP4) + 1;
 
 struct DTypeTraits {
   DType dtype;

@@ -21,13 +21,14 @@ uint64_t splitmix64(uint64_t& state) {
 }
 
 // Allocates a [rows, cols] matrix of the type `recipe` gives the tensor `name` (of layer
-// `layer`, -1 outside the blocks) and fills each row from `make_row(i, f32_row)`, converting
-// it. Rows are independent, so the result never depends on the threads.
+// `layer`, -1 outside the blocks; `experts` matrices stacked) and fills each row from
+// `make_row(i, f32_row)`, converting it. Rows are independent, so the result never depends on
+// the threads.
 template <typename MakeRow>
 WeightMatrix build_matrix(ModelWeights& w, const QuantRecipe& recipe, const RecipeModel& model,
                           const std::string& name, int64_t layer, int64_t rows, int64_t cols,
-                          MakeRow make_row) {
-  const DType dtype = recipe.weight_type(model, {name, layer, cols});
+                          int64_t experts, MakeRow make_row) {
+  const DType dtype = recipe.weight_type(model, {name, layer, cols, experts});
   const auto row_bytes = dtype_bytes(dtype, static_cast<uint64_t>(cols));
   std::span<std::byte> data =
       w.own_bytes(static_cast<size_t>(*row_bytes) * static_cast<size_t>(rows));
@@ -75,9 +76,10 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
     if (cols % 2)
       row[cols - 1] = a * (static_cast<float>(splitmix64(state) >> 40) * 0x1p-23f - 1.0f);
   };
-  auto random = [&](const std::string& name, int64_t layer, int64_t rows, int64_t cols) {
+  auto random = [&](const std::string& name, int64_t layer, int64_t rows, int64_t cols,
+                    int64_t experts = 1) {
     const uint64_t id = ++matrix_id;
-    return build_matrix(w, recipe, model, name, layer, rows, cols,
+    return build_matrix(w, recipe, model, name, layer, rows, cols, experts,
                         [&, id](int64_t i, float* row) { fill(id, i, row, cols); });
   };
   // A vector of weights (not a norm's ones): random as a matrix row, kept f32.
@@ -119,9 +121,9 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
       moe.normalize_top_k = c.norm_topk_prob;
       // Each of the three stacked as a GGUF file stacks them: one matrix of every expert's rows.
       const int64_t e = c.num_experts;
-      moe.gate = split_experts(random(n("ffn_gate_exps.weight"), i, e * ffe, h), e);
-      moe.up = split_experts(random(n("ffn_up_exps.weight"), i, e * ffe, h), e);
-      moe.down = split_experts(random(n("ffn_down_exps.weight"), i, e * h, ffe), e);
+      moe.gate = split_experts(random(n("ffn_gate_exps.weight"), i, e * ffe, h, e), e);
+      moe.up = split_experts(random(n("ffn_up_exps.weight"), i, e * ffe, h, e), e);
+      moe.down = split_experts(random(n("ffn_down_exps.weight"), i, e * h, ffe, e), e);
       if (const int64_t sff = c.shared_expert_intermediate_size; sff > 0) {
         SharedExpert& shared = moe.shared.emplace();
         shared.gate_weight = random_vector(h);

@@ -21,7 +21,7 @@ size_t interleaved_row(size_t r, size_t head_dim);
 
 // `general.file_type` for weights whose matrices are all `dtype` (llama_ftype: 0 all F32,
 // 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 10 Q2_K, 11 Q3_K_S, 14 Q4_K_S, 16 Q5_K_S,
-// 18 Q6_K, 25 IQ4_NL, 30 IQ4_XS, 32 BF16).
+// 18 Q6_K, 25 IQ4_NL, 30 IQ4_XS, 32 BF16, 38 MXFP4_MOE).
 // Weights that carry a file type (ModelWeights::file_type, e.g. 15 Q4_K_M) are saved with it.
 uint32_t gguf_file_type(DType dtype);
 

@@ -246,8 +246,8 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
   for (const LayerWeights& l : src.layers) total += !l.moe ? 7 : l.moe->shared ? 11 : 8;
   int64_t done = 0;
   auto requantize = [&](const std::string& name, int64_t layer, const WeightMatrix& m,
-                        const ImportanceMatrix* imatrix) {
-    const DType dtype = recipe.weight_type(model, {name, layer, m.cols});
+                        const ImportanceMatrix* imatrix, int64_t experts = 1) {
+    const DType dtype = recipe.weight_type(model, {name, layer, m.cols, experts});
     WeightMatrix out = requantized_matrix(w, m, dtype, imatrix, name, options.affine_rule,
                                           options.act_order && layer >= 0, orders);
     if (options.on_matrix) options.on_matrix(name, m.dtype, dtype, ++done, total);
@@ -301,8 +301,8 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
       // Stacked in memory as GGUF stores them, which save_gguf then writes without a copy.
       std::vector<std::byte> copy;
       const WeightMatrix whole = gather_experts(parts, copy);
-      return split_experts(requantize(n(name), layer, whole, nullptr),
-                           static_cast<int64_t>(parts.size()));
+      const auto count = static_cast<int64_t>(parts.size());
+      return split_experts(requantize(n(name), layer, whole, nullptr, count), count);
     };
     moe.gate = experts("ffn_gate_exps.weight", s.moe->gate);
     moe.up = experts("ffn_up_exps.weight", s.moe->up);

@@ -190,7 +190,7 @@ std::vector<PlannedTensor> model_tensors(const ModelConfig& c, const QuantRecipe
     out.push_back(tensor(std::move(name), dtype, {rows, cols}));
   };
   auto experts = [&](std::string name, int64_t layer, int64_t rows, int64_t cols) {
-    const DType dtype = recipe.weight_type(model, {name, layer, cols});
+    const DType dtype = recipe.weight_type(model, {name, layer, cols, c.num_experts});
     out.push_back(tensor(std::move(name), dtype, {c.num_experts, rows, cols}));
   };
   auto vector = [&](std::string name, int64_t n) {

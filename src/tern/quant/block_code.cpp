@@ -8,6 +8,7 @@
 #include "tern/blocks/block_layouts.h"
 #include "tern/blocks/block_pack.h"
 #include "tern/blocks/iq4_fit.h"
+#include "tern/blocks/mxfp4_fit.h"
 #include "tern/core/half.h"
 #include "tern/quant/block_fit.h"
 
@@ -276,6 +277,8 @@ BlockFormat block_format(DType dtype) {
       return {kQK, 0, 15, kIq4Levels};
     case DType::IQ4_XS:
       return {kQKK, 0, 15, kIq4Levels};
+    case DType::MXFP4:
+      return {kQK, 0, 15, kMxfp4Levels};
     default:
       if (const std::optional<AffineIntFormat> f = affine_int_format(dtype))
         return {f->group, 0, (1 << f->bits) - 1};
@@ -287,7 +290,7 @@ bool has_block_code(DType dtype) { return block_format(dtype).elems > 0; }
 
 int BlockFormat::nearest(float x, float step, float offset) const {
   if (levels == nullptr) return nearest_quant(x, step, offset, qmin, qmax);
-  // The only non-uniform grid is the IQ4 types'.
+  if (levels == kMxfp4Levels) return nearest_mxfp4_level(x - offset, step);
   return nearest_iq4_level(step != 0.0f ? (x - offset) / step : 0.0f);
 }
 
@@ -314,6 +317,12 @@ void fit_block(DType dtype, const float* x, const float* w, BlockCode* code, Aff
       return fit_iq4_nl(x, w, Iq4Fit::Search, &code->d16, code->q);
     case DType::IQ4_XS:
       return fit_iq4_xs(x, w, Iq4Fit::Search, &code->d16, code->ls, code->q);
+    case DType::MXFP4: {
+      uint8_t e;
+      fit_mxfp4(x, w, Mxfp4Fit::Search, &e, code->q);
+      code->d16 = e;
+      return;
+    }
     default:
       switch (rule) {
         case AffineRule::ZeroPoint:
@@ -354,6 +363,10 @@ void block_grid(DType dtype, const BlockCode& code, float* step, float* offset) 
         break;
       case DType::IQ4_XS:
         step[e] = d * static_cast<float>(code.ls[e / 32]);
+        offset[e] = 0.0f;
+        break;
+      case DType::MXFP4:
+        step[e] = mxfp4_scale(static_cast<uint8_t>(code.d16));
         offset[e] = 0.0f;
         break;
       default:  // Q8_0, Q4_0, Q5_0, IQ4_NL, the affine groups
@@ -404,6 +417,8 @@ void pack_block(DType dtype, const BlockCode& code, void* y) {
       return pack_iq4_nl(code.d16, biased, static_cast<BlockIq4Nl*>(y));
     case DType::IQ4_XS:
       return pack_iq4_xs(code.d16, code.ls, biased, static_cast<BlockIq4Xs*>(y));
+    case DType::MXFP4:
+      return pack_mxfp4(static_cast<uint8_t>(code.d16), biased, static_cast<BlockMxfp4*>(y));
     default:
       return pack_q6_k(code.d16, code.ls, biased, static_cast<BlockQ6_K*>(y));
   }

@@ -12,14 +12,16 @@
 namespace tern::quant {
 
 struct BlockCode {
-  uint16_t d16 = 0;  // the f16 scale (the K types' super-block scale; the affine groups' s)
+  // The f16 scale (the K types' super-block scale; the affine groups' s); MXFP4's exponent e.
+  uint16_t d16 = 0;
   uint16_t m16 = 0;  // Q4_1 / Q5_1's f16 offset, the K types' f16 dmin
   // Sub-block scales: Q4_K / Q5_K's 8 6-bit ones, Q6_K's 16 int8 ones, Q3_K's 16 6-bit signed
   // ones, Q2_K's 16 4-bit ones, IQ4_XS's 8 6-bit signed ones.
   int ls[16] = {};
   int lm[16] = {};  // sub-block mins: Q4_K / Q5_K's 8 6-bit ones, Q2_K's 16 4-bit ones
   float bias = 0;   // the affine groups' offset b (x = s · q + b): −s · z, or MLX's f16 bias
-  int q[256] = {};  // the quants, in [qmin, qmax] (no storage bias; the IQ4 types' level indices)
+  // The quants, in [qmin, qmax] (no storage bias; the IQ4 types' and MXFP4's level indices).
+  int q[256] = {};
 };
 
 // What the checkpoint format an affine group is written to lets its scale s (always f16) and
@@ -32,14 +34,14 @@ struct BlockCode {
 // The other types ignore it.
 enum class AffineRule { ZeroPoint, ZeroPointFromOne, SymmetricZero, HalfBias };
 
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL (blocks of 32), Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (blocks of 32), Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS
 // (blocks of 256), the affine groups INT4_G* / INT8_G* (one group a block, s · q + b); elems 0 for
 // every other type. The functions below take only these types.
 struct BlockFormat {
   int elems = 0;
   int qmin = 0, qmax = 0;
-  // The value quant q stands for: levels[q] (the IQ4 types' non-uniform kIq4Levels), or q itself
-  // when null. An element decodes as step · level(q) + offset.
+  // The value quant q stands for: levels[q] (the IQ4 types' non-uniform kIq4Levels, MXFP4's
+  // kMxfp4Levels), or q itself when null. An element decodes as step · level(q) + offset.
   const int8_t* levels = nullptr;
 
   float level(int q) const { return static_cast<float>(levels != nullptr ? levels[q] : q); }

@@ -1,6 +1,6 @@
 // QuantRecipe: the rules of llama.cpp's src/llama-quant.cpp (llama_tensor_get_type,
-// use_more_bits, tensor_type_fallback) restated for the file types tern writes and the dense
-// decoders it runs (no experts, no fused qkv, no falcon).
+// use_more_bits, tensor_type_fallback) restated for the file types tern writes and the decoders
+// it runs (no fused qkv, no falcon; of the experts' own rules, MXFP4_MOE's).
 #include "tern/quant/quant_recipe.h"
 
 #include <array>
@@ -39,6 +39,7 @@ constexpr std::array kFileTypes{
     FileTypeInfo{FileType::IQ4_NL, "IQ4_NL", DType::IQ4_NL},
     FileTypeInfo{FileType::IQ4_XS, "IQ4_XS", DType::IQ4_XS},
     FileTypeInfo{FileType::MostlyBF16, "BF16", DType::BF16},
+    FileTypeInfo{FileType::MXFP4_MOE, "MXFP4_MOE", DType::MXFP4},
 };
 
 const FileTypeInfo& info(FileType type) {
@@ -106,6 +107,9 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
                   " is outside the model's " + std::to_string(m.num_layers) + " layers");
     return t.layer;
   };
+  // MXFP4_MOE: the stacked experts MXFP4, every other matrix (the output and embedding too)
+  // Q8_0.
+  if (ft == FileType::MXFP4_MOE) return t.experts > 1 ? DType::MXFP4 : DType::Q8_0;
   const bool medium = ft == FileType::Q4_K_M || ft == FileType::Q5_K_M;
   const bool iq4 = ft == FileType::IQ4_NL || ft == FileType::IQ4_XS;
   switch (kind) {
@@ -219,6 +223,8 @@ FileType uniform_file_type(DType dtype) {
       return FileType::IQ4_NL;
     case DType::IQ4_XS:
       return FileType::IQ4_XS;
+    case DType::MXFP4:
+      return FileType::MXFP4_MOE;  // (llama-quantize --pure MXFP4_MOE)
     default:
       throw Error("no GGUF file type for weights of type " + std::string(dtype_name(dtype)));
   }
@@ -253,7 +259,7 @@ void check_weight_type(DType dtype) {
     throw Error(
         "weight type " + std::string(dtype_name(dtype)) +
         " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, "
-        "Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, INT4_G32/64/128, INT8_G32/64/128)");
+        "Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, INT4_G32/64/128, INT8_G32/64/128)");
 }
 }  // namespace
 
@@ -320,16 +326,16 @@ std::optional<QuantRecipe> parse_weight_recipe(const std::string& name, std::str
   if (name.empty() || name == "auto") return std::nullopt;
   // (Q2_K_S needs an importance matrix, which a load-time requantization has none of.)
   for (FileType mixed : {FileType::Q4_K_M, FileType::Q4_K_S, FileType::Q5_K_M, FileType::Q5_K_S,
-                         FileType::Q3_K_S, FileType::Q3_K_M, FileType::Q3_K_L})
+                         FileType::Q3_K_S, FileType::Q3_K_M, FileType::Q3_K_L, FileType::MXFP4_MOE})
     if (equals_ignoring_case(file_type_name(mixed), name)) return QuantRecipe::mixture(mixed);
   if (auto d = dtype_from_name(name); d && is_weight_type(*d)) return QuantRecipe::uniform(*d);
   if (std::optional<DType> d = vllm_float_dtype(name)) return QuantRecipe::uniform(*d);
   throw Error(
       std::string(flag) + " '" + name +
       "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
-      "q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, int4_g32, int4_g64, int4_g128, int8_g32, int8_g64, "
-      "int8_g128) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, q3_k_m, "
-      "q3_k_l)");
+      "q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4, int4_g32, int4_g64, int4_g128, int8_g32, "
+      "int8_g64, int8_g128) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, "
+      "q3_k_m, q3_k_l, mxfp4_moe)");
 }
 
 std::optional<DType> parse_float_dtype(const std::string& name, std::string_view flag,

@@ -36,6 +36,7 @@ enum class FileType : uint32_t {
   IQ4_NL = 25,
   IQ4_XS = 30,
   MostlyBF16 = 32,
+  MXFP4_MOE = 38,  // the experts MXFP4, every other matrix Q8_0 (gpt-oss's published files)
 };
 
 std::string_view file_type_name(FileType type);  // "Q4_K_M", "F16", …
@@ -44,8 +45,8 @@ std::optional<FileType> file_type_from_name(
 std::optional<FileType> file_type_from_gguf(uint32_t value);  // nullopt for types tern cannot write
 // The type of most matrices (llama.cpp's llama_ftype_get_default_type): Q4_K for Q4_K_M.
 DType file_type_base(FileType type);
-// The file type of a model whose matrices are all `dtype` (Q4_K → Q4_K_S, the closest
-// llama.cpp name). Throws tern::Error for a type no file type describes.
+// The file type of a model whose matrices are all `dtype` (Q4_K → Q4_K_S, MXFP4 → MXFP4_MOE:
+// the closest llama.cpp name). Throws tern::Error for a type no file type describes.
 FileType uniform_file_type(DType dtype);
 
 // The type a matrix of `cols`-element rows gets when `want` is asked for: `want` when its rows
@@ -78,6 +79,9 @@ struct RecipeTensor {
   // layer. -1 for tensors outside the blocks.
   int64_t layer = -1;
   int64_t cols = 0;  // elements per row (GGUF ne[0]), which must be whole blocks
+  // Matrices stacked in the tensor (GGUF ne[2]): a mixture of experts' ffn_*_exps has one per
+  // expert. llama.cpp's MXFP4_MOE tells the experts by it (ne[2] > 1).
+  int64_t experts = 1;
 };
 
 // What a model's matrices are quantized to: one type for all (tern's `--weight-type q4_k`,

@@ -15,7 +15,7 @@
 namespace tern::quant {
 
 // F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
-// INT4_G*, INT8_G*.
+// MXFP4, INT4_G*, INT8_G*.
 bool has_weight_quantizer(DType dtype);
 
 // x: [k] floats, k whole blocks of `dtype`; y: dtype_bytes(dtype, k) bytes. importance: [k]

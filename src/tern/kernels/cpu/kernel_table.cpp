@@ -25,6 +25,7 @@ DType activation_of(DType weight) {
     case DType::Q5_0:
     case DType::Q8_0:
     case DType::IQ4_NL:
+    case DType::MXFP4:
       return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1:

@@ -211,23 +211,32 @@ int iq4_group_dot(const uint8_t* qs, const int8_t* a) {
   return sumi;
 }
 
-// IQ4_NL: the arithmetic of two 8-lane vectors, which the SIMD kernels reproduce bit for bit
-// (two, so that consecutive blocks' multiply-adds do not wait on each other): lane 8 (b % 2) + m
-// takes, from block b in order, the exact integer sum over its elements 4m..4m+3 times
-// f16(w.d) · f16(a.d) by one fused multiply-add; then the 16 lanes are summed lane j +
-// lane j + 8, then + 4, + 2, + 1.
-float dot_iq4_nl(int64_t k, const void* vw, const void* va) {
-  const auto* w = static_cast<const BlockIq4Nl*>(vw);
+// The lookup blocks of 32 against Q8_0: an element is scale · levels[q], q as Q4_0's nibbles.
+inline const int8_t* block_levels(const BlockIq4Nl&) { return kIq4Levels; }
+inline float block_scale(const BlockIq4Nl& w) { return f16_to_f32(w.d); }
+inline const int8_t* block_levels(const BlockMxfp4&) { return kMxfp4Levels; }
+inline float block_scale(const BlockMxfp4& w) { return mxfp4_scale(w.e); }
+
+// IQ4_NL and MXFP4: the arithmetic of two 8-lane vectors, which the SIMD kernels reproduce bit
+// for bit (two, so that consecutive blocks' multiply-adds do not wait on each other): lane
+// 8 (b % 2) + m takes, from block b in order, the exact integer sum over its elements 4m..4m+3
+// times scale(w) · f16(a.d) by one fused multiply-add; then the 16 lanes are summed lane j +
+// lane j + 8, then + 4, + 2, + 1. (MXFP4's scale is a power of two, so the product of the
+// scales is exact unless it falls below the normal floats.)
+template <typename Block>
+float dot_lookup(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const Block*>(vw);
   const auto* a = static_cast<const BlockQ8_0*>(va);
   constexpr int kLanes = 16;
   float lane[kLanes] = {};
   for (int64_t b = 0; b < k / kQK; ++b) {
-    const float scale = f16_to_f32(w[b].d) * f16_to_f32(a[b].d);
+    const int8_t* levels = block_levels(w[b]);
+    const float scale = block_scale(w[b]) * f16_to_f32(a[b].d);
     for (int m = 0; m < 8; ++m) {
       int sumi = 0;
       for (int e = 4 * m; e < 4 * m + 4; ++e) {
         const int q = e < kQK / 2 ? w[b].qs[e] & 0xf : w[b].qs[e - kQK / 2] >> 4;
-        sumi += kIq4Levels[q] * a[b].qs[e];
+        sumi += levels[q] * a[b].qs[e];
       }
       float& l = lane[8 * (b % 2) + m];
       l = std::fma(static_cast<float>(sumi), scale, l);
@@ -307,9 +316,11 @@ VecDotFn scalar_vec_dot(DType weight) {
     case DType::Q6_K:
       return dot_q6_k;
     case DType::IQ4_NL:
-      return dot_iq4_nl;
+      return dot_lookup<BlockIq4Nl>;
     case DType::IQ4_XS:
       return dot_iq4_xs;
+    case DType::MXFP4:
+      return dot_lookup<BlockMxfp4>;
     default:
       return scalar_vec_dot_affine(weight);
   }

@@ -3,7 +3,8 @@
 // share: the reductions of their exact int32 sums, the scalar twin's float step per super-block
 // (generic/vec_dot.cpp) for one token or four side by side, the GEMV and GEMM tile built from
 // them, and Q2_K/Q3_K's sub-block scales and kernels over each level's own integer dots, so that
-// each level gives the scalar twin's bits. Needs AVX2; internal linkage, so each file compiles
+// each level gives the scalar twin's bits; and what the 32-element lookup types (IQ4_NL, MXFP4)
+// differ by, whose kernels are one template. Needs AVX2; internal linkage, so each file compiles
 // its own copy with its own flags.
 #pragma once
 
@@ -106,10 +107,17 @@ inline __m256i iq4_xs_scale_pairs(const BlockIq4Xs& w) {
   return _mm256_or_si256(_mm256_and_si256(ls, _mm256_set1_epi32(0xffff)),
                          _mm256_slli_epi32(ls, 16));
 }
-// kIq4Levels in each 128-bit lane, for vpshufb.
-inline __m256i iq4_level_table256() {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
+// 16 levels (kIq4Levels, kMxfp4Levels) in each 128-bit lane, for vpshufb.
+inline __m256i level_table256(const int8_t* levels) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(levels)));
 }
+
+// The 32-element lookup blocks (IQ4_NL, MXFP4: x = scale · levels[q], q as Q4_0's nibbles), whose
+// kernels are one template: a block's levels and its scale as the scalar twin takes it.
+inline const int8_t* lookup_levels(const BlockIq4Nl*) { return kIq4Levels; }
+inline const int8_t* lookup_levels(const BlockMxfp4*) { return kMxfp4Levels; }
+inline float lookup_scale(const BlockIq4Nl& w) { return f16(w.d); }
+inline float lookup_scale(const BlockMxfp4& w) { return mxfp4_scale(w.e); }
 
 // The same steps for 4 tokens a[0..3] at once, lane c token c: the same IEEE operations on the
 // same values as the scalar step, so each lane has its bits.
