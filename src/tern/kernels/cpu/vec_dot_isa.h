@@ -30,8 +30,7 @@ VecDotFn avx2_vec_dot_k2_k3(DType weight);
 VecDotFn avx512_vec_dot_k2_k3(DType weight);
 VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight);
 // IQ4_NL, IQ4_XS and MXFP4 ({avx2,avx512}/vec_dot_iq4.cpp; MXFP4 runs IQ4_NL's kernels with its
-// own levels and scale), bit for bit scalar_vec_dot; the Avx512 level has IQ4_XS only (IQ4_NL
-// and MXFP4 keep the Avx2 level's).
+// own levels and scale), bit for bit scalar_vec_dot; the Amx level inherits the Avx512 level's.
 VecDotFn avx2_vec_dot_iq4(DType weight);
 VecDotFn avx512_vec_dot_iq4(DType weight);
 VecDotRowsFn avx512_vec_dot_rows_iq4(DType weight);
