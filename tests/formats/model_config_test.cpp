@@ -209,6 +209,34 @@ TEST(ModelConfig, SlidingWindowLayers) {
   EXPECT_EQ(again.sliding_window, 4096);
 }
 
+// YaRN as Qwen3's model cards ask for it (factor 4 over 32768), transformers' attention factor
+// (0.1 ln factor + 1, or mscale / mscale_all_dim, or attention_factor given), and GGUF's keys as
+// llama.cpp writes and reads them.
+TEST(ModelConfig, YarnRopeScaling) {
+  json j = qwen25();
+  j["rope_scaling"] = {
+      {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  ModelConfig c = load(j);
+  ASSERT_EQ(c.rope_scaling.type, RopeScalingType::Yarn);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.beta_fast, 32);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.beta_slow, 1);
+  EXPECT_TRUE(c.rope_scaling.truncate);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.attention_factor, 0.1 * std::log(4.0) + 1);
+  j["rope_scaling"]["mscale"] = 0.5;
+  j["rope_scaling"]["mscale_all_dim"] = 1.0;
+  EXPECT_DOUBLE_EQ(load(j).rope_scaling.attention_factor,
+                   (0.05 * std::log(4.0) + 1) / (0.1 * std::log(4.0) + 1));
+  j["rope_scaling"]["attention_factor"] = 1.25;
+  j["rope_scaling"]["truncate"] = false;
+  c = load(j);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.attention_factor, 1.25);
+  const ModelConfig again = load(json::parse(c.to_hf_json()));
+  EXPECT_EQ(again.rope_scaling.type, RopeScalingType::Yarn);
+  EXPECT_DOUBLE_EQ(again.rope_scaling.attention_factor, 1.25);
+  EXPECT_FALSE(again.rope_scaling.truncate);
+}
+
 TEST(ModelConfig, DefaultsAndAlternativeSpellings) {
   // model_type alone, no num_key_value_heads / rope_theta / rms_norm_eps / token ids.
   json j = {{"model_type", "llama"},      {"vocab_size", 32000},     {"hidden_size", 4096},
@@ -419,9 +447,14 @@ TEST(ModelConfig, Errors) {
                       }),
                       {name, "sliding_window must be positive, not 0"});
   expect_config_error(broken([](json& j) {
-                        j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}};
+                        j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4}};
                       }),
-                      {name, "rope scaling type 'yarn' is not supported"});
+                      {name, "rope scaling type 'dynamic' is not supported"});
+  expect_config_error(
+      broken([](json& j) {
+        j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 0}};
+      }),
+      {name, "yarn rope scaling needs"});
   expect_config_error(broken([](json& j) {
                         j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
                       }),
@@ -568,6 +601,23 @@ TEST(ModelConfigGguf, Qwen3Moe) {
                       {"num_experts_per_tok must be in 1..num_experts (128), not 200"});
 }
 
+// YaRN from llama.cpp's keys, as its context reads them: cos/sin times 1 + 0.1 ln(factor) and
+// rope.scaling.attn_factor.
+TEST(ModelConfigGguf, YarnRopeScaling) {
+  GgufWriter w = qwen3_like_writer();
+  w.set("qwen3.rope.scaling.type", GgufValue::string("yarn"));
+  w.set("qwen3.rope.scaling.factor", GgufValue::f32(4.0f));
+  w.set("qwen3.rope.scaling.original_context_length", GgufValue::u32(32768));
+  ModelConfig g = ModelConfig::from_gguf(parse_gguf(w));
+  ASSERT_EQ(g.rope_scaling.type, RopeScalingType::Yarn);
+  EXPECT_NEAR(g.rope_scaling.attention_factor, 0.1 * std::log(4.0) + 1, 1e-7);
+  w.set("qwen3.rope.scaling.attn_factor", GgufValue::f32(0.5f));
+  w.set("qwen3.rope.scaling.yarn_beta_fast", GgufValue::f32(16.0f));
+  g = ModelConfig::from_gguf(parse_gguf(w));
+  EXPECT_NEAR(g.rope_scaling.attention_factor, 0.5 * (0.1 * std::log(4.0) + 1), 1e-7);
+  EXPECT_DOUBLE_EQ(g.rope_scaling.beta_fast, 16);
+}
+
 // llama.cpp's qwen2moe keys: the shared expert's width (n_ff when absent), the top k never
 // renormalised, as llama.cpp's graph does.
 TEST(ModelConfigGguf, Qwen2Moe) {
@@ -648,7 +698,11 @@ TEST(ModelConfigGguf, Errors) {
       {"bad.gguf: ", "num_key_value_heads 5 does not divide num_attention_heads 16"});
   expect_config_error(
       broken([](GgufWriter& w) { w.set("qwen3.rope.scaling.type", GgufValue::string("yarn")); }),
-      {"bad.gguf: ", "rope.scaling.type 'yarn' is not supported"});
+      {"bad.gguf: ", "rope.scaling.original_context_length is needed by yarn scaling"});
+  expect_config_error(broken([](GgufWriter& w) {
+                        w.set("qwen3.rope.scaling.type", GgufValue::string("longrope"));
+                      }),
+                      {"bad.gguf: ", "rope.scaling.type 'longrope' is not supported"});
   expect_config_error(
       broken([](GgufWriter& w) { w.set("qwen3.rope.dimension_count", GgufValue::u32(64)); }),
       {"bad.gguf: ", "partial rotary"});

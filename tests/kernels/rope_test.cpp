@@ -136,6 +136,43 @@ TEST(Rope, Llama3ScaledFrequencies) {
   near(f[31], 9.41830672543491e-08);
 }
 
+// Qwen3's long-context YaRN (head_dim 128, theta 1e6, factor 4 over an original 32768): pairs
+// up to 23 (floor of the correction dim of 32 rotations, 23.6) keep their frequency, from 40
+// (ceil of 1 rotation's, 39.65) on are divided by 4, the ramp between linear; cos and sin are
+// scaled by 1 + 0.1 ln 4. Values computed by hand from HF's _compute_yarn_parameters.
+TEST(Rope, YarnScaledFrequenciesAndMagnitude) {
+  RopeConfig c = config(128, RopeLayout::Neox, 1e6);
+  c.scaling.type = RopeScalingType::Yarn;
+  c.scaling.factor = 4;
+  c.scaling.original_max_position_embeddings = 32768;
+  c.scaling.attention_factor = 1.138629436111989;
+  Rope rope(c);
+  auto f = rope.inv_freq();
+  ASSERT_EQ(f.size(), 64u);
+  auto near = [](double got, double want) { EXPECT_NEAR(got, want, want * 1e-12); };
+  near(f[0], 1.0);
+  near(f[1], 0.8058421877614819);
+  near(f[23], 0.006978305848598663);  // the last kept
+  near(f[24], 0.005375321490790102);
+  near(f[30], 0.001064360981247002);
+  near(f[39], 6.490394320837029e-05);
+  near(f[40], 4.445698525097307e-05);  // the first divided by 4
+  near(f[63], 3.102344401879299e-07);
+  const int32_t positions[] = {0, 777};
+  std::vector<float> table(2 * 128);
+  rope.fill_cos_sin(positions, table.data());
+  EXPECT_FLOAT_EQ(table[0], 1.138629436111989f);  // cos 0, scaled
+  for (int i = 0; i < 64; ++i) {
+    const double cos = table[128 + i], sin = table[128 + 64 + i];
+    EXPECT_NEAR(std::sqrt(cos * cos + sin * sin), 1.138629436111989, 1e-6) << i;
+  }
+  // Without truncation (gpt-oss's), the ramp runs between the unrounded dims.
+  c.scaling.truncate = false;
+  const double low = 23.5959476083381, high = 39.6508807104171;
+  const double ramp = (30 - low) / (high - low), extrapolated = std::pow(1e6, -60.0 / 128);
+  near(Rope(c).inv_freq()[30], extrapolated / 4 * ramp + extrapolated * (1 - ramp));
+}
+
 TEST(Rope, LinearScalingAndFreqFactors) {
   RopeConfig base = config(16, RopeLayout::Neox);
   Rope plain(base);

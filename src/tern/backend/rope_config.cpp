@@ -13,13 +13,19 @@ cpu::RopeConfig rope_config(const ModelConfig& c, const ModelWeights& w) {
     // GGUF llama 3: the divisors replace the scaling parameters, which such files lack.
     r.freq_factors.assign(w.rope_freq_factors.begin(), w.rope_freq_factors.end());
   } else if (c.rope_scaling.type != RopeScalingType::None) {
-    r.scaling.type = c.rope_scaling.type == RopeScalingType::Linear ? cpu::RopeScalingType::Linear
-                                                                    : cpu::RopeScalingType::Llama3;
-    r.scaling.factor = c.rope_scaling.factor;
-    r.scaling.low_freq_factor = c.rope_scaling.low_freq_factor;
-    r.scaling.high_freq_factor = c.rope_scaling.high_freq_factor;
-    if (c.rope_scaling.original_max_position_embeddings > 0)
-      r.scaling.original_max_position_embeddings = c.rope_scaling.original_max_position_embeddings;
+    const RopeScaling& s = c.rope_scaling;
+    r.scaling.type = s.type == RopeScalingType::Linear   ? cpu::RopeScalingType::Linear
+                     : s.type == RopeScalingType::Llama3 ? cpu::RopeScalingType::Llama3
+                                                         : cpu::RopeScalingType::Yarn;
+    r.scaling.factor = s.factor;
+    r.scaling.low_freq_factor = s.low_freq_factor;
+    r.scaling.high_freq_factor = s.high_freq_factor;
+    if (s.original_max_position_embeddings > 0)
+      r.scaling.original_max_position_embeddings = s.original_max_position_embeddings;
+    r.scaling.beta_fast = s.beta_fast;
+    r.scaling.beta_slow = s.beta_slow;
+    r.scaling.truncate = s.truncate;
+    r.scaling.attention_factor = s.attention_factor;
   }
   return r;
 }

@@ -31,7 +31,8 @@ std::optional<ModelArch> arch_from_hf(std::string_view s) {
 
 // rope_scaling (transformers 4.x) or rope_parameters (5.x): {"rope_type" (or legacy "type"),
 // "factor", …}.
-RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std::string& prefix) {
+RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std::string& prefix,
+                               int64_t max_position_embeddings) {
   JsonFields f(obj, name, prefix);
   RopeScaling rs;
   auto type = f.opt_string("rope_type");
@@ -53,8 +54,26 @@ RopeScaling parse_rope_scaling(const json& obj, std::string_view name, const std
     rs.original_max_position_embeddings = f.req_int("original_max_position_embeddings");
     return rs;
   }
+  if (*type == "yarn") {
+    rs.type = RopeScalingType::Yarn;
+    rs.factor = f.req_double("factor");
+    rs.original_max_position_embeddings =
+        f.opt_int("original_max_position_embeddings").value_or(max_position_embeddings);
+    rs.beta_fast = f.opt_double("beta_fast").value_or(32.0);
+    rs.beta_slow = f.opt_double("beta_slow").value_or(1.0);
+    rs.truncate = f.opt_bool("truncate").value_or(true);
+    // transformers' get_mscale: 0.1 · mscale · ln(factor) + 1 above a factor of 1.
+    auto mscale = [&](double m) {
+      return rs.factor <= 1 ? 1.0 : 0.1 * m * std::log(rs.factor) + 1;
+    };
+    const std::optional<double> m = f.opt_double("mscale"), all = f.opt_double("mscale_all_dim");
+    rs.attention_factor =
+        f.opt_double("attention_factor")
+            .value_or(m && all && *m != 0 && *all != 0 ? mscale(*m) / mscale(*all) : mscale(1.0));
+    return rs;
+  }
   f.fail("rope scaling type " + quote_name(*type) +
-         " is not supported (tern implements default, linear and llama3)");
+         " is not supported (tern implements default, linear, llama3 and yarn)");
 }
 
 // The mixtures of experts' router normalisation and which layers are sparse.
@@ -126,6 +145,8 @@ std::string_view rope_scaling_name(RopeScalingType type) {
       return "linear";
     case RopeScalingType::Llama3:
       return "llama3";
+    case RopeScalingType::Yarn:
+      return "yarn";
   }
   return "unknown";
 }
@@ -199,10 +220,11 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
     JsonFields p(*params, name, "rope_parameters.");
     c.rope_theta = p.opt_double("rope_theta").value_or(c.rope_theta);
     if (p.find("rope_type") || p.find("type"))
-      c.rope_scaling = parse_rope_scaling(*params, name, "rope_parameters.");
+      c.rope_scaling =
+          parse_rope_scaling(*params, name, "rope_parameters.", c.max_position_embeddings);
   } else if (const json* scaling = f.find("rope_scaling")) {
     if (!scaling->is_object()) f.fail("field 'rope_scaling' must be an object or null");
-    c.rope_scaling = parse_rope_scaling(*scaling, name, "rope_scaling.");
+    c.rope_scaling = parse_rope_scaling(*scaling, name, "rope_scaling.", c.max_position_embeddings);
   }
 
   switch (c.arch) {
@@ -312,6 +334,16 @@ std::string ModelConfig::to_hf_json() const {
           {"low_freq_factor", rope_scaling.low_freq_factor},
           {"high_freq_factor", rope_scaling.high_freq_factor},
           {"original_max_position_embeddings", rope_scaling.original_max_position_embeddings}};
+      break;
+    case RopeScalingType::Yarn:
+      j["rope_scaling"] = {
+          {"rope_type", "yarn"},
+          {"factor", rope_scaling.factor},
+          {"original_max_position_embeddings", rope_scaling.original_max_position_embeddings},
+          {"beta_fast", rope_scaling.beta_fast},
+          {"beta_slow", rope_scaling.beta_slow},
+          {"truncate", rope_scaling.truncate},
+          {"attention_factor", rope_scaling.attention_factor}};
       break;
   }
   if (bos_token_id) j["bos_token_id"] = *bos_token_id;
@@ -423,6 +455,13 @@ void ModelConfig::validate(std::string_view name) const {
     if (rs.original_max_position_embeddings < 0)
       fail("rope scaling original_max_position_embeddings must not be negative");
   }
+  if (rs.type == RopeScalingType::Yarn &&
+      (rs.original_max_position_embeddings <= 0 || !(rs.beta_fast > 0) || !(rs.beta_slow > 0) ||
+       !(rs.attention_factor > 0) || !std::isfinite(rs.attention_factor) ||
+       !std::isfinite(rs.beta_fast) || !std::isfinite(rs.beta_slow)))
+    fail(
+        "yarn rope scaling needs a positive original_max_position_embeddings, beta_fast, "
+        "beta_slow and attention_factor");
   if (rs.type == RopeScalingType::Llama3) {
     if (rs.original_max_position_embeddings <= 0)
       fail("llama3 rope scaling needs a positive original_max_position_embeddings");

@@ -18,14 +18,19 @@ enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe, Qwen2Moe };
 // "llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe" (GGUF's general.architecture)
 std::string_view model_arch_name(ModelArch arch);
 
-enum class RopeScalingType { None, Linear, Llama3 };
-std::string_view rope_scaling_name(RopeScalingType type);  // "none", "linear", "llama3"
+enum class RopeScalingType { None, Linear, Llama3, Yarn };
+std::string_view rope_scaling_name(RopeScalingType type);  // "none", "linear", "llama3", "yarn"
 
 // RoPE frequency scaling, as transformers defines it:
 //   linear: positions are divided by `factor`;
 //   llama3: wavelengths longer than original_max_position_embeddings / low_freq_factor are
 //           divided by `factor`, shorter than original / high_freq_factor are kept, and those
-//           between are interpolated smoothly.
+//           between are interpolated smoothly;
+//   yarn:   frequencies that turn fewer than beta_slow times over original_max_position_embeddings
+//           are divided by `factor`, more than beta_fast kept, those between mixed along a linear
+//           ramp (its ends rounded outwards when `truncate`), and cos/sin multiplied by
+//           attention_factor (0.1·ln(factor) + 1 unless the config says; mscale and
+//           mscale_all_dim as transformers).
 // GGUF files of llama3-scaled models carry no such keys: the converter bakes the per-frequency
 // divisors into a `rope_freqs.weight` tensor instead, which the model loader must use.
 struct RopeScaling {
@@ -33,7 +38,11 @@ struct RopeScaling {
   double factor = 1.0;
   double low_freq_factor = 1.0;                  // llama3 only
   double high_freq_factor = 4.0;                 // llama3 only
-  int64_t original_max_position_embeddings = 0;  // llama3 (required), linear (optional)
+  int64_t original_max_position_embeddings = 0;  // llama3, yarn (required), linear (optional)
+  double beta_fast = 32.0;                       // yarn only
+  double beta_slow = 1.0;                        // yarn only
+  bool truncate = true;                          // yarn only
+  double attention_factor = 1.0;                 // yarn only
 };
 
 struct ModelConfig {

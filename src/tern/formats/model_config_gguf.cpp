@@ -1,6 +1,7 @@
 // ModelConfig from GGUF metadata, with llama.cpp's key names (gguf-py constants.py) and its
 // defaults where a key is optional.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "tern/core/error.h"
@@ -92,9 +93,29 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
       c.rope_scaling.original_max_position_embeddings =
           opt_int("rope.scaling.original_context_length").value_or(0);
     }
+  } else if (scaling == "yarn") {
+    // llama.cpp's keys and what its context makes of them: betas 32 and 1, the dims always
+    // rounded outwards, cos/sin times 1 + 0.1 ln(factor) (above a factor of 1) and the file's
+    // rope.scaling.attn_factor; its yarn_attn_factor is overwritten there, so ignored here.
+    RopeScaling& rs = c.rope_scaling;
+    rs.type = RopeScalingType::Yarn;
+    rs.factor = factor;
+    rs.original_max_position_embeddings =
+        opt_int("rope.scaling.original_context_length").value_or(0);
+    if (rs.original_max_position_embeddings <= 0)
+      fail(prefix + "rope.scaling.original_context_length is needed by yarn scaling");
+    rs.beta_fast = opt_float("rope.scaling.yarn_beta_fast").value_or(32.0);
+    rs.beta_slow = opt_float("rope.scaling.yarn_beta_slow").value_or(1.0);
+    rs.attention_factor = (factor > 1 ? 1.0 + 0.1 * std::log(factor) : 1.0) *
+                          opt_float("rope.scaling.attn_factor").value_or(1.0);
+    if (auto ext = opt_float("rope.scaling.yarn_ext_factor"); ext && *ext != 1.0 && *ext >= 0)
+      fail(prefix + "rope.scaling.yarn_ext_factor " + std::to_string(*ext) +
+           " is not supported (tern's yarn mixes the frequencies fully, llama.cpp's 1)");
+    if (auto log_mul = opt_float("rope.scaling.yarn_log_multiplier"); log_mul && *log_mul != 0)
+      fail(prefix + "rope.scaling.yarn_log_multiplier is not supported (DeepSeek's mscale)");
   } else if (scaling != "none") {
     fail(prefix + "rope.scaling.type '" + scaling +
-         "' is not supported (tern implements none and linear from GGUF)");
+         "' is not supported (tern implements none, linear and yarn from GGUF)");
   }
 
   if (auto n = opt_int("vocab_size")) {

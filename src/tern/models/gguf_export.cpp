@@ -107,6 +107,23 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     g.set(p + "rope.scaling.type", GgufValue::string("linear"));
     g.set(p + "rope.scaling.factor", GgufValue::f32(static_cast<float>(c.rope_scaling.factor)));
   }
+  if (const RopeScaling& rs = c.rope_scaling; rs.type == RopeScalingType::Yarn) {
+    // llama.cpp always rounds the ramp's ends outwards, and multiplies cos/sin by
+    // 1 + 0.1 ln(factor) times rope.scaling.attn_factor.
+    if (!rs.truncate)
+      throw Error(path +
+                  ": yarn rope scaling with truncate false cannot be said in GGUF "
+                  "(llama.cpp always rounds the ramp's ends)");
+    const double implied = rs.factor > 1 ? 1.0 + 0.1 * std::log(rs.factor) : 1.0;
+    g.set(p + "rope.scaling.type", GgufValue::string("yarn"));
+    g.set(p + "rope.scaling.factor", GgufValue::f32(static_cast<float>(rs.factor)));
+    g.set(p + "rope.scaling.original_context_length", u32(rs.original_max_position_embeddings));
+    g.set(p + "rope.scaling.yarn_beta_fast", GgufValue::f32(static_cast<float>(rs.beta_fast)));
+    g.set(p + "rope.scaling.yarn_beta_slow", GgufValue::f32(static_cast<float>(rs.beta_slow)));
+    if (rs.attention_factor != implied)
+      g.set(p + "rope.scaling.attn_factor",
+            GgufValue::f32(static_cast<float>(rs.attention_factor / implied)));
+  }
   if (c.num_experts > 0) {
     // llama.cpp's qwen2moe and qwen3moe make every layer sparse; its qwen3moe always renormalises
     // the top k, its qwen2moe never.

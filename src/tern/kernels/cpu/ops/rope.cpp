@@ -3,6 +3,7 @@
 // the same whatever else is in the batch.
 #include "tern/kernels/cpu/ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -44,6 +45,34 @@ double llama3_scaled_inv_freq(double inv_freq, const RopeScaling& s) {
   return (1.0 - smooth) * inv_freq / s.factor + smooth * inv_freq;
 }
 
+std::vector<double> yarn_inv_freq(double theta, int rotary_dim, const RopeScaling& s) {
+  const double dim = rotary_dim;
+  const double original = static_cast<double>(s.original_max_position_embeddings);
+  // The pair index whose wavelength turns `rotations` times over the original context.
+  auto correction_dim = [&](double rotations) {
+    return dim * std::log(original / (rotations * 2.0 * std::numbers::pi)) /
+           (2.0 * std::log(theta));
+  };
+  double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+  if (s.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, dim - 1.0);
+  if (low == high) high += 0.001;  // a ramp of one step
+  const int pairs = rotary_dim / 2;
+  std::vector<double> inv_freq(static_cast<size_t>(pairs));
+  for (int i = 0; i < pairs; ++i) {
+    const double extrapolated = std::pow(theta, -2.0 * i / dim);
+    const double interpolated = extrapolated / s.factor;
+    const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+    const double keep = 1.0 - ramp;  // of the extrapolated frequency
+    inv_freq[static_cast<size_t>(i)] = interpolated * (1.0 - keep) + extrapolated * keep;
+  }
+  return inv_freq;
+}
+
 Rope::Rope(const RopeConfig& config) : config_(config) {
   if (config_.rotary_dim == 0) config_.rotary_dim = config_.head_dim;
   const RopeConfig& c = config_;
@@ -70,12 +99,24 @@ Rope::Rope(const RopeConfig& config) : config_(config) {
     throw Error(rope_where(c) + ": rope_freqs has " + std::to_string(c.freq_factors.size()) +
                 " values, expected " + std::to_string(pairs));
   }
+  if (s.type == RopeScalingType::Yarn &&
+      (s.original_max_position_embeddings <= 0 || !(s.beta_fast > 0.0) || !(s.beta_slow > 0.0) ||
+       !(s.attention_factor > 0.0) || !std::isfinite(s.attention_factor))) {
+    throw Error(rope_where(c) +
+                ": yarn rope_scaling needs positive beta_fast, beta_slow, attention_factor and "
+                "original_max_position_embeddings");
+  }
+  const std::vector<double> yarn = s.type == RopeScalingType::Yarn
+                                       ? yarn_inv_freq(c.theta, c.rotary_dim, s)
+                                       : std::vector<double>();
+  magnitude_ = s.type == RopeScalingType::Yarn ? s.attention_factor : 1.0;
   inv_freq_.resize(pairs);
   for (int i = 0; i < pairs; ++i) {
     // theta^(-2i / rotary_dim), as HF and llama.cpp (n_dims = rotary dims) define it.
     double f = std::pow(c.theta, -2.0 * i / c.rotary_dim);
     if (s.type == RopeScalingType::Linear) f /= s.factor;
     if (s.type == RopeScalingType::Llama3) f = llama3_scaled_inv_freq(f, s);
+    if (s.type == RopeScalingType::Yarn) f = yarn[static_cast<size_t>(i)];
     if (!c.freq_factors.empty()) {
       if (!(c.freq_factors[i] > 0.0f)) {
         throw Error(rope_where(c) + ": rope_freqs[" + std::to_string(i) + "] is not positive");
@@ -90,8 +131,8 @@ void Rope::cos_sin(int32_t position, float* cs) const {
   const int pairs = config_.rotary_dim / 2;
   for (int i = 0; i < pairs; ++i) {
     const double angle = static_cast<double>(position) * inv_freq_[i];
-    cs[i] = static_cast<float>(std::cos(angle));
-    cs[pairs + i] = static_cast<float>(std::sin(angle));
+    cs[i] = static_cast<float>(magnitude_ * std::cos(angle));
+    cs[pairs + i] = static_cast<float>(magnitude_ * std::sin(angle));
   }
 }
 

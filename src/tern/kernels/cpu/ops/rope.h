@@ -20,16 +20,24 @@ enum class RopeLayout {
   Neox,
 };
 
-enum class RopeScalingType { None, Linear, Llama3 };
+enum class RopeScalingType { None, Linear, Llama3, Yarn };
 
 // HF config.json `rope_scaling`.
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::None;
-  double factor = 1.0;  // Linear: positions / factor; Llama3: long-wavelength frequencies / factor
+  // Linear: positions / factor; Llama3, Yarn: long-wavelength frequencies / factor
+  double factor = 1.0;
   // Llama3 only:
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
-  int64_t original_max_position_embeddings = 8192;
+  int64_t original_max_position_embeddings = 8192;  // Llama3, Yarn
+  // Yarn only: the rotations per original context that bound the ramp between interpolated
+  // (below beta_slow) and kept (above beta_fast) frequencies; its dims rounded outwards
+  // (truncate); and the factor cos and sin are multiplied by.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  double attention_factor = 1.0;
 };
 
 struct RopeConfig {
@@ -92,11 +100,18 @@ class Rope {
 
   RopeConfig config_;
   std::vector<double> inv_freq_;  // [rotary_dim / 2]
+  double magnitude_ = 1.0;        // what cos and sin are multiplied by (YaRN's attention factor)
 };
 
 // The Llama 3 frequency scaling (HF `_compute_llama3_parameters`): wavelengths shorter than
 // original_max / high_freq_factor keep their frequency, longer than original_max /
 // low_freq_factor are divided by factor, and the band between interpolates smoothly.
 double llama3_scaled_inv_freq(double inv_freq, const RopeScaling& scaling);
+
+// YaRN (HF `_compute_yarn_parameters`, llama.cpp's rope_yarn): the inverse frequencies of
+// `rotary_dim` dimensions, each a mix of theta's own (extrapolated) and that divided by factor
+// (interpolated), the mix ramping linearly over the pairs between the correction dims of
+// beta_fast and beta_slow rotations per original context.
+std::vector<double> yarn_inv_freq(double theta, int rotary_dim, const RopeScaling& scaling);
 
 }  // namespace tern::cpu
