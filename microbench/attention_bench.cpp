@@ -83,7 +83,7 @@ void BM_DecodeAttention(benchmark::State& state) {
   std::vector<float> out(q.size());
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, window, out.data());
+    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, window, nullptr, out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -118,7 +118,7 @@ void BM_PrefillAttention(benchmark::State& state) {
   std::vector<float> out(q.size());
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, 0, out.data());
+    paged_attention(q.data(), f.cache, 0, batch, kHeads, scale, 0, nullptr, out.data());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }

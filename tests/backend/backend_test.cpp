@@ -109,9 +109,10 @@ class CountingBackend final : public Backend {
     inner_->write_kv(cache, layer, k, v, slots);
   }
   void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                 int n_heads, float scale, int32_t window, Activation out) override {
+                 int n_heads, float scale, int32_t window, std::span<const float> sinks,
+                 Activation out) override {
     ++counts[kAttention];
-    inner_->attention(q, cache, layer, batch, n_heads, scale, window, out);
+    inner_->attention(q, cache, layer, batch, n_heads, scale, window, sinks, out);
   }
   void add(Activation x, Activation y, int64_t n) override {
     ++counts[kAdd];

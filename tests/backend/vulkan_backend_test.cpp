@@ -190,6 +190,20 @@ TEST(VulkanDecoder, SlidingWindowMatchesTheCpu) {
   testing::expect_batch_invariant(c, w, find_device("vulkan"));
 }
 
+// gpt-oss's attention sinks on the device: the CPU's logits within the same tolerance.
+TEST(VulkanDecoder, AttentionSinksMatchTheCpu) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
+  ModelWeights w = make_dummy_weights(c, DType::F32, 5);
+  for (LayerWeights& l : w.layers) {
+    std::span<float> sinks = w.own_floats(static_cast<size_t>(c.num_heads));
+    for (size_t h = 0; h < sinks.size(); ++h) sinks[h] = 0.5f * static_cast<float>(h % 5) - 1.0f;
+    l.attn_sinks = sinks;
+  }
+  expect_close_to_cpu(c, w, 1e-4, "tiny qwen3 with attention sinks");
+}
+
 TEST(VulkanDecoder, BatchInvariant) {
   TERN_REQUIRE_VULKAN();
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");

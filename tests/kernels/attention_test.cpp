@@ -120,7 +120,8 @@ std::vector<float> random_q(size_t tokens, const Shape& s, uint32_t seed) {
 
 // The definition, in double.
 std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens,
-                              const std::vector<float>& q, double scale, int window = 0) {
+                              const std::vector<float>& q, double scale, int window = 0,
+                              const float* sinks = nullptr) {
   const Shape& s = f.shape;
   const int group = s.n_heads / s.n_kv_heads;
   std::vector<double> out(q.size());
@@ -141,7 +142,9 @@ std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens
         p[j] = dot * scale;
         max = std::max(max, p[j]);
       }
-      double sum = 0;
+      // A sink is one more logit in the softmax, with no value.
+      if (sinks != nullptr) max = std::max(max, double(sinks[h]));
+      double sum = sinks != nullptr ? std::exp(sinks[h] - max) : 0.0;
       for (int j = lo; j < ctx; ++j) sum += p[j] = std::exp(p[j] - max);
       double* o = out.data() + (t * s.n_heads + h) * s.head_dim;
       for (int j = lo; j < ctx; ++j) {
@@ -154,12 +157,14 @@ std::vector<double> reference(const Fixture& f, const std::vector<Token>& tokens
 }
 
 std::vector<float> run(const Fixture& f, const std::vector<Token>& tokens,
-                       const std::vector<float>& q, float scale, int layer = 1, int window = 0) {
+                       const std::vector<float>& q, float scale, int layer = 1, int window = 0,
+                       const float* sinks = nullptr) {
   Step step = make_step(tokens);
   AttentionBatch batch = step.batch(f);
   check_attention_batch(batch, f.cache, f.shape.n_heads);
   std::vector<float> out(q.size(), 12345.0f);  // garbage: the kernel must overwrite it
-  paged_attention(q.data(), f.cache, layer, batch, f.shape.n_heads, scale, window, out.data());
+  paged_attention(q.data(), f.cache, layer, batch, f.shape.n_heads, scale, window, sinks,
+                  out.data());
   return out;
 }
 
@@ -236,7 +241,7 @@ TEST(Attention, ZeroContextGivesZeros) {
   Step step{{0}, {0}};
   auto q = random_q(1, s, 7);
   std::vector<float> out(q.size(), 1.0f);
-  paged_attention(q.data(), f.cache, 1, step.batch(f), s.n_heads, 0.25f, 0, out.data());
+  paged_attention(q.data(), f.cache, 1, step.batch(f), s.n_heads, 0.25f, 0, nullptr, out.data());
   for (float x : out) EXPECT_EQ(x, 0.0f);
 }
 
@@ -358,7 +363,7 @@ TEST(Attention, RunsStopAtSequenceBoundaries) {
   step.context_lens[1] = 0;
   const auto q3 = q_rows(q, s, 0, 3);
   std::vector<float> out(q3.size(), 7.0f);
-  paged_attention(q3.data(), f.cache, 1, step.batch(f), s.n_heads, scale, 0, out.data());
+  paged_attention(q3.data(), f.cache, 1, step.batch(f), s.n_heads, scale, 0, nullptr, out.data());
   const auto first = run(f, {{1, 10}}, q_rows(q, s, 0, 1), scale);
   const size_t row = size_t(s.n_heads) * s.head_dim;
   for (size_t i = 0; i < row; ++i) {
@@ -427,11 +432,13 @@ TEST(Attention, EveryLevelGivesTheScalarTwinsBits) {
       const auto q = random_q(tokens.size(), s, 41);
       const Step step = make_step(tokens);
       const AttentionBatch batch = step.batch(f);
-      // Whole contexts, and sliding windows of 20 keys.
-      for (int window : {0, 20}) {
+      // Whole contexts, sliding windows of 20 keys, and sinks.
+      const std::vector<float> sinks = {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.25f, 3.0f, 0.75f};
+      for (const auto& [window, sink] : {std::pair{0, false}, {20, false}, {0, true}}) {
         auto at_level = [&](Isa isa) {
           std::vector<float> out(q.size(), 12345.0f);
-          paged_attention(q.data(), f.cache, 1, batch, s.n_heads, 0.125f, window, out.data(), isa);
+          paged_attention(q.data(), f.cache, 1, batch, s.n_heads, 0.125f, window,
+                          sink ? sinks.data() : nullptr, out.data(), isa);
           return out;
         };
         const std::vector<float> scalar = at_level(Isa::Scalar);
@@ -470,6 +477,32 @@ TEST(Attention, SlidingWindowMatchesReferenceAndIsBatchInvariant) {
   }
   // A window as long as the context changes nothing.
   EXPECT_EQ(run(f, tokens, q, scale, 1, 70), run(f, tokens, q, scale, 1, 0));
+}
+
+// gpt-oss's sinks: a logit per q head in each softmax with no value, so the weights of the keys
+// sum to less than 1; with a window too; the same bits alone or batched.
+TEST(Attention, SinksMatchReferenceAndAreBatchInvariant) {
+  const Shape s{8, 2, 64, 16};
+  Fixture f(s, {70, 45}, 52);
+  std::vector<Token> tokens{{0, 69}, {0, 0}};
+  for (int p = 0; p < 45; ++p) tokens.push_back({1, p});
+  const auto q = random_q(tokens.size(), s, 53);
+  const float scale = 0.125f;
+  const std::vector<float> sinks = {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.25f, 3.0f, 40.0f};
+  for (int window : {0, 5}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    const auto got = run(f, tokens, q, scale, 1, window, sinks.data());
+    const auto want = reference(f, tokens, q, scale, window, sinks.data());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << i;
+    const int64_t row = int64_t{s.n_heads} * s.head_dim;
+    for (size_t t = 0; t < tokens.size(); t += 5) {
+      const auto alone = run(f, {tokens[t]}, q_rows(q, s, t, 1), scale, 1, window, sinks.data());
+      for (int64_t i = 0; i < row; ++i)
+        ASSERT_EQ(alone[static_cast<size_t>(i)], got[t * row + i]) << "token " << t;
+    }
+    // Head 7's sink of 40 outweighs every key: its output is all but zero.
+    EXPECT_NEAR(got[7 * 64], 0.0, 1e-9);
+  }
 }
 
 TEST(Attention, CheckRejectsInconsistentBatches) {

@@ -110,9 +110,12 @@ class Backend {
                         std::span<const int64_t> slot_mapping) = 0;
   // Causal paged attention of every query token over its sequence's cached K/V: all of its
   // context (window 0), or its last `window` keys, its own included (sliding-window attention).
+  // `sinks` (empty, or one logit per q head: gpt-oss's) join each head's softmax as a key with
+  // no value.
   // q, out: [t, n_heads, head_dim]
   virtual void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                         int n_heads, float scale, int32_t window, Activation out) = 0;
+                         int n_heads, float scale, int32_t window, std::span<const float> sinks,
+                         Activation out) = 0;
 
   // The residual connection: x[i] += y[i]. x, y: [n]
   virtual void add(Activation x, Activation y, int64_t n) = 0;

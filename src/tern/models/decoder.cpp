@@ -130,7 +130,8 @@ void Decoder::attention_block(int layer, const StepContext& ctx, KvCache& cache)
   b.rope(q_, n_heads, k_, n_kv, t);
   b.write_kv(cache, layer, k_, v_, ctx.slot_mapping);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  b.attention(q_, cache, layer, ctx.attention, n_heads, scale, c.attention_window(layer), attn_);
+  b.attention(q_, cache, layer, ctx.attention, n_heads, scale, c.attention_window(layer),
+              l.attn_sinks, attn_);
   observe(layer, MatrixInput::AttnOutput, attn_, t, c.q_dim());
   b.matmul(l.wo, l.bo, attn_, t, out_);
   b.add(x_, out_, t * h);

@@ -146,9 +146,10 @@ constexpr std::pair<WeightMatrix LayerWeights::*, const char*> kLayerMatrices[] 
     {&LayerWeights::w_down, "ffn_down.weight"}};
 enum LayerMatrix { kQ, kK, kV, kO, kGate, kUp, kDown, kNumLayerMatrices };
 constexpr std::span<const float> LayerWeights::*kLayerVectors[] = {
-    &LayerWeights::attn_norm, &LayerWeights::bq,     &LayerWeights::bk,     &LayerWeights::bv,
-    &LayerWeights::bo,        &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::ffn_norm,
-    &LayerWeights::b_gate,    &LayerWeights::b_up,   &LayerWeights::b_down};
+    &LayerWeights::attn_norm, &LayerWeights::bq,       &LayerWeights::bk,
+    &LayerWeights::bv,        &LayerWeights::bo,       &LayerWeights::q_norm,
+    &LayerWeights::k_norm,    &LayerWeights::ffn_norm, &LayerWeights::b_gate,
+    &LayerWeights::b_up,      &LayerWeights::b_down,   &LayerWeights::attn_sinks};
 
 // A layer's matrices (in kLayerMatrices' order) and the vectors AWQ's scaling changes, as f32
 // copies in the inputs' order.

@@ -69,6 +69,7 @@ struct LayerWeights {
   std::span<const float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim]; empty without attention_bias
   std::span<const float> bo;          // [hidden]; empty without attention_out_bias
   std::span<const float> q_norm, k_norm;        // [head_dim] each; qwen3 (qk_norm) only
+  std::span<const float> attn_sinks;            // [num_heads]: gpt-oss's softmax sinks, or empty
   std::span<const float> ffn_norm;              // [hidden]
   WeightMatrix w_gate;                          // [ffn, hidden]
   WeightMatrix w_up;                            // [ffn, hidden]

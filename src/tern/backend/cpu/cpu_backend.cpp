@@ -299,9 +299,10 @@ class CpuBackend final : public Backend {
   }
 
   void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                 int n_heads, float scale, int32_t window, Activation out) override {
+                 int n_heads, float scale, int32_t window, std::span<const float> sinks,
+                 Activation out) override {
     cpu::paged_attention(at(q), static_cast<const CpuKvCache&>(cache).host(), layer, batch, n_heads,
-                         scale, window, at(out));
+                         scale, window, sinks.empty() ? nullptr : sinks.data(), at(out));
   }
 
   void add(Activation x, Activation y, int64_t n) override { cpu::add(at(x), at(y), at(x), n); }

@@ -57,6 +57,8 @@ struct AttentionPush {
   uint32_t max_blocks, block_size, n_heads, n_kv_heads, head_dim;
   float scale;
   uint32_t window;
+  uint32_t has_sinks;
+  VkDeviceAddress sinks;
 };
 
 constexpr uint32_t kMaxGroups = 65535;  // the least maxComputeWorkGroupCount Vulkan allows
@@ -267,7 +269,8 @@ class VulkanBackend final : public Backend {
   }
 
   void attention(Activation q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                 int n_heads, float scale, int32_t window, Activation out) override {
+                 int n_heads, float scale, int32_t window, std::span<const float> sinks,
+                 Activation out) override {
     const auto& c = static_cast<const vulkan::VulkanKvCache&>(cache);
     if (!staged_batch_.current(context_) || staged_batch_.source != batch.seq_of_token.data() ||
         staged_batch_.count != batch.seq_of_token.size()) {
@@ -298,7 +301,9 @@ class VulkanBackend final : public Backend {
                     u32(kc.n_kv_heads),
                     u32(kc.head_dim),
                     scale,
-                    u32(window)};
+                    u32(window),
+                    sinks.empty() ? 0u : 1u,
+                    device_weights_.vector(sinks)};
     const int64_t gy = std::min<int64_t>(t, kMaxGroups);
     context_.dispatch(kc.dtype == KvDtype::Int8 ? *attention_int8_ : *attention_, &p, u32(n_heads),
                       u32(gy), u32((t + kMaxGroups - 1) / kMaxGroups));

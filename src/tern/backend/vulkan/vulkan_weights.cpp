@@ -109,7 +109,7 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       add_matrix(context, *m);
     for (std::span<const float> v : {l.attn_norm, l.ffn_norm, l.q_norm, l.k_norm, l.bq, l.bk, l.bv,
-                                     l.bo, l.b_gate, l.b_up, l.b_down})
+                                     l.bo, l.b_gate, l.b_up, l.b_down, l.attn_sinks})
       add_vector(context, v);
   }
   add_matrix(context, weights.lm_head);

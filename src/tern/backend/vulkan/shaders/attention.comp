@@ -1,33 +1,22 @@
 #version 450
 // Causal paged attention, one workgroup per (query token, head), flash-style: the keys of the
 // token's context (all of it, or its last `window` keys: sliding-window attention) are visited
-// in chunks of 64 (one per invocation) with a running max and sum, and each invocation owns up to 4
-// of the head's output dims. Grouped-query heads read kv head head / (n_heads / n_kv_heads). Every
-// sum runs in a fixed order and chunks start at absolute positions, so a token's output depends
-// only on its q row and its context: the same bits alone or in any batch. head_dim: even, at most
-// 256. With KV_INT8, the cache holds int8 codes (a byte each) and an f16 scale per slot and kv head
-// (write_kv_int8.comp).
+// in chunks of 64 (one per invocation) with a running max and sum, and each invocation owns up
+// to 4 of the head's output dims. With sinks (gpt-oss's), each head's sink logit joins the
+// softmax's denominator as a key with no value. Grouped-query heads read
+// kv head head / (n_heads / n_kv_heads). Every sum runs in a fixed order and chunks start at
+// absolute positions, so a token's output depends only on its q row and its context: the same
+// bits alone or in any batch. head_dim: even, at most 256. With KV_INT8, the cache holds int8
+// codes (a byte each) and an f16 scale per slot and kv head (write_kv_int8.comp).
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-  Floats q;
-  Floats outp;
-  Words k_cache;
-  Words v_cache;
-  Ints block_tables;
-  Ints seq_of_token;
-  Ints context_lens;
-  Words k_scales;
-  Words v_scales;
-  uint max_blocks;
-  uint block_size;
-  uint n_heads;
-  uint n_kv_heads;
-  uint head_dim;
-  float scale;
-  uint window;
-}
-p;
+  Floats q; Floats outp; Words k_cache; Words v_cache;
+  Ints block_tables; Ints seq_of_token; Ints context_lens;
+  Words k_scales; Words v_scales;
+  uint max_blocks; uint block_size; uint n_heads; uint n_kv_heads; uint head_dim; float scale;
+  uint window; uint has_sinks; Floats sinks;
+} p;
 shared float qs[256];
 shared float ps[64];
 shared uint slot_of[64];
@@ -60,8 +49,7 @@ void main() {
 #ifdef KV_INT8
       for (uint d = 0u; d < p.head_dim; d += 4u) {
         const int word = int(p.k_cache.v[(base + d) >> 2]);
-        for (uint j = 0u; j < 4u; ++j)
-          dot += qs[d + j] * float(bitfieldExtract(word, int(8u * j), 8));
+        for (uint j = 0u; j < 4u; ++j) dot += qs[d + j] * float(bitfieldExtract(word, int(8u * j), 8));
       }
       dot *= half_at(p.k_scales, slot * p.n_kv_heads + kvh);
 #else
@@ -105,9 +93,17 @@ void main() {
     m = new_m;
     barrier();
   }
+  // The sink moves the sums to the larger max and adds to the denominator alone.
+  float scale_out = 1.0 / l;
+  if (p.has_sinks != 0u) {
+    const float sink = p.sinks.v[head];
+    const float top = max(m, sink);
+    const float alpha = exp(m - top);
+    scale_out = alpha / (l * alpha + exp(sink - top));
+  }
   for (uint i = 0u; i < 4u; ++i) {
     const uint d = lid + 64u * i;
     if (d >= p.head_dim) break;
-    p.outp.v[q_base + d] = ctx > 0u ? acc[i] / l : 0.0;
+    p.outp.v[q_base + d] = ctx > 0u ? acc[i] * scale_out : 0.0;
   }
 }

@@ -39,7 +39,8 @@ const std::vector<AttentionRun>& runs_of(const AttentionBatch& batch) {
 AttentionKernels scalar_attention_kernels() { return attention_kernels_of<ScalarF32x16>(); }
 
 void paged_attention(const float* q, const KvCache& kv, int layer, const AttentionBatch& batch,
-                     int n_heads, float scale, int32_t window, float* out, Isa isa) {
+                     int n_heads, float scale, int32_t window, const float* sinks, float* out,
+                     Isa isa) {
   const KvCacheConfig& c = kv.config();
   const OpKernels& ops = op_kernels(isa);
   const AttendItemFn attend_item = ops.attention.of(c.dtype);
@@ -51,6 +52,7 @@ void paged_attention(const float* q, const KvCache& kv, int layer, const Attenti
                             kv.element_bytes(),
                             scale,
                             window,
+                            sinks,
                             select_kv_dequantize(c.dtype, ops.kv_dequantize_int8,
                                                  ops.kv_dequantize_e4m3, ops.kv_dequantize_e5m2),
                             ops.f16_rows.to_f32};
@@ -74,10 +76,10 @@ void paged_attention(const float* q, const KvCache& kv, int layer, const Attenti
 }
 
 void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                     int n_heads, float scale, int32_t window, float* out) {
+                     int n_heads, float scale, int32_t window, const float* sinks, float* out) {
   // Dispatched once: the level's item functions and row conversions.
   static const Isa isa = best_isa();
-  paged_attention(q, cache, layer, batch, n_heads, scale, window, out, isa);
+  paged_attention(q, cache, layer, batch, n_heads, scale, window, sinks, out, isa);
 }
 
 }  // namespace tern::cpu

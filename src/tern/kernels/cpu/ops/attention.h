@@ -49,17 +49,20 @@ inline constexpr int kKeyChunk = 16;
 // out[t, h] = softmax(q[t, h] · K[lo..ctx)ᵀ · scale) · V[lo..ctx), K/V of kv head
 // h / (n_heads / n_kv_heads) of token t's sequence, read from `layer` of the cache through the
 // block table; lo = 0 (window 0: causal attention over the whole context), or max(0, ctx −
-// window) (sliding-window attention: the last `window` keys, the token's own included). The
-// sums are in f32; K/V are converted from the cache's dtype.
+// window) (sliding-window attention: the last `window` keys, the token's own included). With
+// `sinks` (gpt-oss's, one logit per q head, nullptr for none) the softmax's denominator also
+// has exp(sinks[h]), a key with no value. The sums are in f32; K/V are converted from the
+// cache's dtype.
 // q, out: [num_tokens, n_heads, head_dim] (n_kv_heads and head_dim are the cache's)
 // Preconditions (check_attention_batch verifies them): n_heads is a multiple of n_kv_heads,
 // the arrays have consistent sizes, every block a token reads is in the cache; window ≥ 0.
 // Runs the best level's kernels (best_isa(), read once).
 void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                     int n_heads, float scale, int32_t window, float* out);
+                     int n_heads, float scale, int32_t window, const float* sinks, float* out);
 // The same with level `isa`'s (one this CPU runs): every level gives the same bits.
 void paged_attention(const float* q, const KvCache& cache, int layer, const AttentionBatch& batch,
-                     int n_heads, float scale, int32_t window, float* out, Isa isa);
+                     int n_heads, float scale, int32_t window, const float* sinks, float* out,
+                     Isa isa);
 
 // Throws tern::Error naming the first inconsistency of `batch` against `cache` and `n_heads`
 // (sizes, a context longer than its block table, a block id outside the cache, a sequence row

@@ -43,7 +43,8 @@ struct AttentionGeometry {
   int block_size;
   size_t elem_bytes;
   float scale;
-  int32_t window;  // 0: every key of the context; else its last `window`
+  int32_t window;      // 0: every key of the context; else its last `window`
+  const float* sinks;  // [n_heads]: each q head's softmax sink logit, or nullptr
   // The level's row conversions for rows that are not whole blocks of 16 (the 8-bit dtypes'
   // dequantizer; nullptr for the others), from the same table row as the item's function.
   KvDequantizeFn dequantize;

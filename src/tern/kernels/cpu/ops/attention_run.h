@@ -277,7 +277,17 @@ void attend_run(const float* q, const LayerCache& cache, const AttentionBatch& b
     if (ctx[i] == 0) continue;
     for (int h = 0; h < nh; ++h) {
       float* oh = out + head_offset(i, h);
-      const float inv_sum = 1.0f / sum_lanes_scalar(chains[i][h].sum);
+      const Chain& chain = chains[i][h];
+      float inv_sum = 1.0f / sum_lanes_scalar(chain.sum);
+      if (g.sinks != nullptr) {
+        // The sink joins the softmax as one more logit with no value: the sums move to the
+        // larger max, and its exponential adds to the denominator alone.
+        const float sink = g.sinks[h0 + h];
+        const float max = std::max(chain.max, sink);
+        const float alpha = exp16<L>(splat16(chain.max - max))[0];
+        const float sink_p = exp16<L>(splat16(sink - max))[0];
+        inv_sum = alpha / (sum_lanes_scalar(chain.sum) * alpha + sink_p);
+      }
       for (int d = 0; d < hd; ++d) oh[d] *= inv_sum;
     }
   }
