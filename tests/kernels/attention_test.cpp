@@ -434,7 +434,10 @@ TEST(Attention, EveryLevelGivesTheScalarTwinsBits) {
       const AttentionBatch batch = step.batch(f);
       // Whole contexts, sliding windows of 20 keys, and sinks.
       const std::vector<float> sinks = {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.25f, 3.0f, 0.75f};
-      for (const auto& [window, sink] : {std::pair{0, false}, {20, false}, {0, true}}) {
+      for (const std::pair<int, bool>& setting :
+           {std::pair{0, false}, std::pair{20, false}, std::pair{0, true}}) {
+        const int window = setting.first;
+        const bool sink = setting.second;
         auto at_level = [&](Isa isa) {
           std::vector<float> out(q.size(), 12345.0f);
           paged_attention(q.data(), f.cache, 1, batch, s.n_heads, 0.125f, window,
