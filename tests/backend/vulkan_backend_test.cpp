@@ -194,7 +194,8 @@ TEST(VulkanDecoder, SlidingWindowMatchesTheCpu) {
 TEST(VulkanDecoder, AttentionSinksMatchTheCpu) {
   TERN_REQUIRE_VULKAN();
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
-  const ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
+  ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
+  c.attention_sinks = true;  // dummy weights' sinks are zeros: patterned below
   ModelWeights w = make_dummy_weights(c, DType::F32, 5);
   for (LayerWeights& l : w.layers) {
     std::span<float> sinks = w.own_floats(static_cast<size_t>(c.num_heads));

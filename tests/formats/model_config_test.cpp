@@ -378,6 +378,50 @@ TEST(ModelConfig, Qwen15MoeA27B) {
   EXPECT_EQ(ModelConfig::from_hf_json(dense.dump(), "q3").shared_expert_intermediate_size, 0);
 }
 
+// gpt-oss-20b (tests/data/model-configs, the published values): every layer 32 experts of 2880
+// with biases and the SwiGLU clamped at 7, the layers sliding (128 keys) and full by turns from
+// the first, q/k/v/o biases and sinks, YaRN ×32 over 4096 without truncation; its
+// quantization_config (MXFP4 experts) read by the loader, not refused; to_hf_json reads back.
+TEST(ModelConfig, GptOss20B) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/gpt-oss-20b");
+  EXPECT_EQ(c.arch, ModelArch::GptOss);
+  EXPECT_EQ(model_arch_name(c.arch), "gpt-oss");
+  EXPECT_TRUE(c.attention_bias && c.attention_out_bias && c.attention_sinks && c.expert_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 32);
+  EXPECT_EQ(c.num_experts_per_tok, 4);
+  EXPECT_EQ(c.moe_intermediate_size, 2880);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.swiglu_limit, 7.0);
+  EXPECT_TRUE(c.is_moe_layer(0) && c.is_moe_layer(23));
+  EXPECT_EQ(c.dense_intermediate_size(), 0);
+  EXPECT_EQ(c.attention_window(0), 128);
+  EXPECT_EQ(c.attention_window(1), 0);
+  EXPECT_EQ(c.attention_window(22), 128);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::Yarn);
+  EXPECT_FALSE(c.rope_scaling.truncate);
+  EXPECT_NEAR(c.rope_scaling.attention_factor, 1 + 0.1 * std::log(32.0), 1e-12);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{200002});
+  const ModelConfig again = ModelConfig::from_hf_json(c.to_hf_json(), "again");
+  EXPECT_EQ(again.arch, ModelArch::GptOss);
+  EXPECT_EQ(again.num_experts, 32);
+  EXPECT_EQ(again.swiglu_limit, 7.0);
+  EXPECT_EQ(again.sliding_layers, c.sliding_layers);
+  EXPECT_EQ(again.sliding_window, 128);
+
+  // Without layer_types, transformers' alternation from the first layer, and its window 128.
+  json bare = json::parse(c.to_hf_json());
+  bare.erase("layer_types");
+  bare.erase("sliding_window");
+  const ModelConfig alternating = ModelConfig::from_hf_json(bare.dump(), "bare");
+  EXPECT_EQ(alternating.sliding_layers, c.sliding_layers);
+  EXPECT_EQ(alternating.sliding_window, 128);
+  bare["swiglu_limit"] = -1;
+  expect_config_error([&] { ModelConfig::from_hf_json(bare.dump(), "bad"); },
+                      {"bad", "swiglu_limit must be a non-negative number"});
+}
+
 TEST(ModelConfig, Errors) {
   const std::string name = "test/config.json";
   auto broken = [&](const std::function<void(json&)>& edit) {

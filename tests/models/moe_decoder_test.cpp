@@ -1,8 +1,10 @@
-// The mixture-of-experts decoders (qwen3moe, qwen2moe) against a float64 forward written here
-// from the models' definitions (transformers' Qwen3MoeSparseMoeBlock: softmax over the router's
-// logits, the top k, renormalised when norm_topk_prob, each expert a SwiGLU; Qwen2MoeSparseMoeBlock
-// adds a shared expert scaled by sigmoid(x · shared_expert_gate)), batch invariance, and GGUF
-// files and Hugging Face folders written and read back.
+// The mixture-of-experts decoders (qwen3moe, qwen2moe, gpt-oss) against a float64 forward written
+// here from the models' definitions (transformers' Qwen3MoeSparseMoeBlock: softmax over the
+// router's logits, the top k, renormalised when norm_topk_prob, each expert a SwiGLU;
+// Qwen2MoeSparseMoeBlock adds a shared expert scaled by sigmoid(x · shared_expert_gate);
+// GptOssMLP biases the router and the experts and clamps their SwiGLU, GptOssAttention adds a
+// sink per head to the softmax's denominator), batch invariance, and GGUF files and Hugging Face
+// folders written and read back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,6 +60,40 @@ nlohmann::json tiny_qwen2moe_json() {
   return j;
 }
 
+// A gpt-oss of test size: 2 layers of hidden 256, the first sliding over 3 keys, 4 q and 2 kv
+// heads of 64 with biases and sinks, 6 experts of 256 with biases, 2 chosen per token, the SwiGLU
+// clamped at 0.3 (a third of the dummy weights' gates and ups reach it; gpt-oss's 7 none would).
+nlohmann::json tiny_gpt_oss_json() {
+  nlohmann::json j = tiny_moe_json();
+  j["architectures"] = {"GptOssForCausalLM"};
+  j["model_type"] = "gpt_oss";
+  j["intermediate_size"] = 256;
+  for (const char* key : {"num_experts", "moe_intermediate_size", "norm_topk_prob"}) j.erase(key);
+  j["num_local_experts"] = 6;
+  j["sliding_window"] = 3;
+  j["swiglu_limit"] = 0.3;
+  return j;
+}
+
+// The vectors dummy weights leave zero (biases, sinks), patterned, so that a forward that
+// dropped one would differ.
+void pattern_vectors(ModelWeights& w) {
+  auto fill = [&](std::span<const float>& v, float scale) {
+    std::span<float> out = w.own_floats(v.size());
+    for (size_t e = 0; e < out.size(); ++e)
+      out[e] = scale * (static_cast<float>((e * 7 + 3) % 11) - 5.0f);
+    v = out;
+  };
+  for (LayerWeights& l : w.layers) {
+    for (std::span<const float>* b : {&l.bq, &l.bk, &l.bv, &l.bo}) fill(*b, 0.01f);
+    fill(l.attn_sinks, 0.3f);
+    if (!l.moe) continue;
+    fill(l.moe->router_bias, 0.05f);
+    for (std::span<const float>* b : {&l.moe->gate_bias, &l.moe->up_bias, &l.moe->down_bias})
+      fill(*b, 0.02f);
+  }
+}
+
 ModelConfig config_of(const nlohmann::json& j) {
   return ModelConfig::from_hf_json(j.dump(), "tiny mixture of experts");
 }
@@ -86,6 +122,12 @@ Vec rms_norm(const double* x, std::span<const float> weight, double eps) {
   return out;
 }
 
+// y += bias[from, from + y.size()) (nothing when bias is empty).
+void add_bias(Vec& y, std::span<const float> bias, size_t from = 0) {
+  if (bias.empty()) return;
+  for (size_t i = 0; i < y.size(); ++i) y[i] += bias[from + i];
+}
+
 Vec swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
            const Vec& x) {
   Vec g = times(gate, x);
@@ -94,9 +136,27 @@ Vec swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix&
   return times(down, g);
 }
 
-// transformers' Qwen3MoeSparseMoeBlock for one token.
+// gpt-oss's expert e (GptOssExperts): biased gate and up, the gate clamped above and the up on
+// both sides at `limit`, gate · sigmoid(1.702 gate) · (up + 1), a biased down.
+Vec gpt_oss_expert(const MixtureOfExperts& moe, size_t e, const Vec& x) {
+  Vec g = times(moe.gate[e], x), u = times(moe.up[e], x);
+  add_bias(g, moe.gate_bias, e * g.size());
+  add_bias(u, moe.up_bias, e * u.size());
+  const double limit = moe.swiglu_limit;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double gi = std::min(g[i], limit), ui = std::clamp(u[i], -limit, limit);
+    g[i] = gi / (1 + std::exp(-1.702 * gi)) * (ui + 1);
+  }
+  Vec y = times(moe.down[e], g);
+  add_bias(y, moe.down_bias, e * y.size());
+  return y;
+}
+
+// transformers' Qwen3MoeSparseMoeBlock for one token (and GptOssMLP's, whose router has a bias
+// and whose softmax over the top k logits is the renormalised top k of the softmax over all).
 Vec experts_of(const MixtureOfExperts& moe, const Vec& x) {
   Vec p = times(moe.router, x);
+  add_bias(p, moe.router_bias);
   const double top = *std::max_element(p.begin(), p.end());
   double sum = 0;
   for (double& v : p) sum += (v = std::exp(v - top));
@@ -110,7 +170,8 @@ Vec experts_of(const MixtureOfExperts& moe, const Vec& x) {
   Vec out(x.size(), 0.0);
   for (size_t e : order) {
     const double w = moe.normalize_top_k ? p[e] / chosen : p[e];
-    const Vec y = swiglu(moe.gate[e], moe.up[e], moe.down[e], x);
+    const Vec y = moe.swiglu_limit > 0 ? gpt_oss_expert(moe, e, x)
+                                       : swiglu(moe.gate[e], moe.up[e], moe.down[e], x);
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
   if (const std::optional<SharedExpert>& s = moe.shared) {
@@ -178,13 +239,16 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
           for (size_t e = 0; e < hd; ++e) d += q[i][head * hd + e] * k[j][kvh * hd + e];
           s[j] = d / std::sqrt(static_cast<double>(hd));
         }
-        const double top = *std::max_element(s.begin(), s.end());
-        double sum = 0;
+        // A sink joins the softmax's denominator as a key with no value.
+        const double sink = l.attn_sinks.empty() ? -1e300 : l.attn_sinks[head];
+        const double top = std::max(*std::max_element(s.begin(), s.end()), sink);
+        double sum = std::exp(sink - top);
         for (double& e : s) sum += (e = std::exp(e - top));
         for (size_t j = lo; j <= i; ++j)
           for (size_t e = 0; e < hd; ++e) attn[head * hd + e] += s[j] / sum * v[j][kvh * hd + e];
       }
-      const Vec o = times(l.wo, attn);
+      Vec o = times(l.wo, attn);
+      add_bias(o, l.bo);
       for (size_t e = 0; e < h; ++e) x[i][e] += o[e];
     }
     for (size_t i = 0; i < t; ++i) {
@@ -300,6 +364,23 @@ TEST(MoeDecoder, SlidingWindowMatchesFloat64Reference) {
     EXPECT_NE(std::string(e.what()).find("sliding-window attention (3 keys)"), std::string::npos)
         << e.what();
   }
+}
+
+// gpt-oss: the router's and experts' biases, the clamped SwiGLU, the sinks, o_proj's bias, a
+// sliding layer and a full one; and batch invariant.
+TEST(MoeDecoder, GptOssMatchesFloat64Reference) {
+  const ModelConfig c = config_of(tiny_gpt_oss_json());
+  ASSERT_EQ(c.arch, ModelArch::GptOss);
+  EXPECT_EQ(c.attention_window(0), 3);
+  EXPECT_EQ(c.attention_window(1), 0);
+  ModelWeights w = make_dummy_weights(c, DType::F32, 17);
+  ASSERT_EQ(w.layers[1].moe->down_bias.size(), 6u * 256);
+  ASSERT_EQ(w.layers[1].attn_sinks.size(), 4u);
+  pattern_vectors(w);
+  expect_matches_reference(c, w);
+  testing::expect_batch_invariant(c, w);
+  testing::expect_batch_invariant(
+      c, make_dummy_weights(c, QuantRecipe::mixture(FileType::MXFP4_MOE), 18));
 }
 
 TEST(MoeDecoder, BatchInvariant) {

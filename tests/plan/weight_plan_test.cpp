@@ -284,5 +284,34 @@ TEST(WeightPlan, SharedExpertIsReadByEveryToken) {
   EXPECT_EQ(layers[0][9].cols, 5632);
 }
 
+// gpt-oss-20b (tests/data/model-configs): 24 layers of q/k/v/o with biases and sinks, 32 experts
+// of 2880 with biases, 4 per token, vocabulary 201088, untied: the published 20.91 B parameters;
+// a token reads its 4 experts' matrices and biases only.
+TEST(WeightPlan, GptOssCountsItsBiasesAndSinks) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/gpt-oss-20b");
+  const WeightPlan p = plan_recipe_weights(c, *parse_weight_recipe("bf16"));
+  constexpr uint64_t kAttention = 2 * 4096ull * 2880 + 2 * 512ull * 2880;
+  constexpr uint64_t kRouter = 32ull * 2880;
+  constexpr uint64_t kExperts = 32ull * 3 * 2880 * 2880;
+  constexpr uint64_t kEmbedding = 201088ull * 2880;
+  // Per layer q/k/v/o biases, sinks, two norms and the router's bias; the experts' biases.
+  constexpr uint64_t kVectors = 4096 + 2 * 512 + 2880 + 64 + 2 * 2880 + 32;
+  constexpr uint64_t kExpertBiases = 32ull * 3 * 2880;
+  EXPECT_EQ(p.parameters(), 24 * (kAttention + kRouter + kExperts + kVectors + kExpertBiases) +
+                                2 * kEmbedding + 2880);
+  EXPECT_EQ(p.parameters(), 20'914'757'184ull);
+  ASSERT_NE(find_tensor(p, "blk.0.post_attention_norm.weight"), nullptr);
+  const PlannedTensor* bias = find_tensor(p, "blk.5.ffn_down_exps.bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->shape, (std::vector<int64_t>{32, 2880}));
+  EXPECT_TRUE(tensor_part("blk.5.ffn_down_exps.bias").experts);
+  EXPECT_TRUE(tensor_part("model.layers.5.mlp.experts.gate_up_proj_blocks").experts);
+  // bf16 matrices, an f32 router, f32 vectors.
+  EXPECT_EQ(p.bytes_read_per_token(), 2 * (24 * (kAttention + kExperts / 8) + kEmbedding) +
+                                          4 * 24 * kRouter +
+                                          4 * (24 * (kVectors + kExpertBiases / 8) + 2880));
+}
+
 }  // namespace
 }  // namespace tern::plan

@@ -212,12 +212,15 @@ std::optional<CheckpointQuantization> parse_checkpoint_quantization(
     const std::optional<std::string> method = f.opt_string("quant_method");
     if (method == "gptq") return parse_gptq(f);
     if (method == "awq") return parse_awq(f);
+    // OpenAI's MXFP4 (gpt-oss) quantizes only the experts, whose *_blocks / *_scales tensors the
+    // gpt-oss loader reads by name (models/openai_mxfp4.h); every other module loads as is.
+    if (method == "mxfp4") return std::nullopt;
     // mlx-lm writes its settings under both names; `quantization` is the one it reads.
     if (!method && top.find("quantization") != nullptr)
       return parse_mlx(*top.find("quantization"), name, "quantization.");
     f.fail("field " + f.field("quant_method") + " is " +
            (method ? quote_name(*method) : std::string("missing")) +
-           "; tern reads GPTQ, AWQ and MLX checkpoints (and GGUF files)");
+           "; tern reads GPTQ, AWQ, MLX and gpt-oss's MXFP4 checkpoints (and GGUF files)");
   }
   if (const json* mlx = top.find("quantization")) {
     if (!mlx->is_object()) top.fail("field 'quantization' must be an object");

@@ -26,6 +26,7 @@ std::optional<ModelArch> arch_from_hf(std::string_view s) {
   if (s == "Qwen3ForCausalLM" || s == "qwen3") return ModelArch::Qwen3;
   if (s == "Qwen3MoeForCausalLM" || s == "qwen3_moe") return ModelArch::Qwen3Moe;
   if (s == "Qwen2MoeForCausalLM" || s == "qwen2_moe") return ModelArch::Qwen2Moe;
+  if (s == "GptOssForCausalLM" || s == "gpt_oss") return ModelArch::GptOss;
   return std::nullopt;
 }
 
@@ -109,13 +110,18 @@ void read_sliding_window(const JsonFields& f, std::string_view arch_name, ModelC
     }
   } else if (arch_name == "MistralForCausalLM" || arch_name == "mistral") {
     if (window) sliding.assign(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)), true);
+  } else if (c.arch == ModelArch::GptOss) {
+    // transformers' GptOssConfig: sliding and full layers alternate, the first sliding.
+    for (int64_t i = 0; i < c.num_layers; ++i) sliding.push_back(i % 2 == 0);
   } else if (c.arch != ModelArch::Llama && f.opt_bool("use_sliding_window").value_or(false)) {
     const int64_t from = f.opt_int("max_window_layers").value_or(28);
     for (int64_t i = 0; i < c.num_layers; ++i) sliding.push_back(i >= from);
   }
   if (std::find(sliding.begin(), sliding.end(), true) == sliding.end()) return;
-  if (!window) f.fail("layers slide, but 'sliding_window' gives no window");
-  c.sliding_window = *window;
+  const std::optional<int64_t> given =
+      c.arch == ModelArch::GptOss ? std::optional<int64_t>(window.value_or(128)) : window;
+  if (!given) f.fail("layers slide, but 'sliding_window' gives no window");
+  c.sliding_window = *given;
   c.sliding_layers = std::move(sliding);
 }
 
@@ -133,6 +139,8 @@ std::string_view model_arch_name(ModelArch arch) {
       return "qwen3moe";
     case ModelArch::Qwen2Moe:
       return "qwen2moe";
+    case ModelArch::GptOss:
+      return "gpt-oss";
   }
   return "unknown";
 }
@@ -178,7 +186,7 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
     f.fail("unsupported architecture " + quote_name(arch_name) +
            (model_type && architecture ? " (model_type " + quote_name(*model_type) + ")" : "") +
            "; tern runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-           "Qwen2MoeForCausalLM and Qwen3MoeForCausalLM");
+           "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM and GptOssForCausalLM");
   if (architecture && model_type) {
     auto by_type = arch_from_hf(*model_type);
     if (by_type && *by_type != *arch)
@@ -259,6 +267,18 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
           f.opt_int("shared_expert_intermediate_size").value_or(5632);
       read_sparse_layers(f, c);
       break;
+    case ModelArch::GptOss:
+      // Every layer a mixture of experts as wide as intermediate_size, q/k/v/o with biases
+      // (attention_bias), sinks; transformers' GptOssConfig defaults where a field is absent.
+      c.attention_bias = c.attention_out_bias = f.opt_bool("attention_bias").value_or(true);
+      c.num_experts = f.opt_int("num_local_experts").value_or(128);
+      c.num_experts_per_tok = f.opt_int("num_experts_per_tok").value_or(4);
+      c.moe_intermediate_size = c.intermediate_size;
+      c.norm_topk_prob = true;
+      c.expert_bias = true;
+      c.swiglu_limit = f.opt_double("swiglu_limit").value_or(7.0);
+      c.attention_sinks = true;
+      break;
   }
 
   read_sliding_window(f, arch_name, c);
@@ -273,11 +293,11 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
 
 std::string ModelConfig::to_hf_json() const {
   json j;
-  static constexpr const char* kArchitectures[] = {"LlamaForCausalLM", "Qwen2ForCausalLM",
-                                                   "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
-                                                   "Qwen2MoeForCausalLM"};
-  static constexpr const char* kModelTypes[] = {"llama", "qwen2", "qwen3", "qwen3_moe",
-                                                "qwen2_moe"};
+  static constexpr const char* kArchitectures[] = {"LlamaForCausalLM",    "Qwen2ForCausalLM",
+                                                   "Qwen3ForCausalLM",    "Qwen3MoeForCausalLM",
+                                                   "Qwen2MoeForCausalLM", "GptOssForCausalLM"};
+  static constexpr const char* kModelTypes[] = {"llama",     "qwen2",     "qwen3",
+                                                "qwen3_moe", "qwen2_moe", "gpt_oss"};
   j["architectures"] = {kArchitectures[static_cast<int>(arch)]};
   j["model_type"] = kModelTypes[static_cast<int>(arch)];
   if (has_sliding_window()) {
@@ -309,7 +329,11 @@ std::string ModelConfig::to_hf_json() const {
   if (arch == ModelArch::Llama) j["mlp_bias"] = mlp_bias;
   if (arch == ModelArch::Qwen2Moe)
     j["shared_expert_intermediate_size"] = shared_expert_intermediate_size;
-  if (has_experts()) {
+  if (arch == ModelArch::GptOss) {
+    j["num_local_experts"] = num_experts;
+    j["num_experts_per_tok"] = num_experts_per_tok;
+    j["swiglu_limit"] = swiglu_limit;
+  } else if (has_experts()) {
     j["num_experts"] = num_experts;
     j["num_experts_per_tok"] = num_experts_per_tok;
     j["moe_intermediate_size"] = moe_intermediate_size;
@@ -439,6 +463,10 @@ void ModelConfig::validate(std::string_view name) const {
     if (decoder_sparse_step <= 0 || decoder_sparse_step > kMaxConfigSize)
       fail("decoder_sparse_step must be positive, not " + std::to_string(decoder_sparse_step));
   }
+  if (!(swiglu_limit >= 0) || !std::isfinite(swiglu_limit))
+    fail("swiglu_limit must be a non-negative number, not " + std::to_string(swiglu_limit));
+  if (!has_experts() && (expert_bias || swiglu_limit != 0))
+    fail(std::string(model_arch_name(arch)) + " has no experts, yet expert biases are configured");
   if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers)
     fail("sliding_layers lists " + std::to_string(sliding_layers.size()) + " layers, not " +
          std::to_string(num_layers));

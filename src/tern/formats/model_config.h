@@ -1,7 +1,8 @@
-// The hyperparameters of a decoder of the llama / qwen2 / qwen3 family and of Qwen2's and Qwen3's
-// mixtures of experts, read from a Hugging Face config.json (+ generation_config.json) or from
-// GGUF metadata. One struct for all five: the families differ only by feature flags (q/k/v bias,
-// q/k RMSNorm, rope scaling) and, for qwen2moe and qwen3moe, the experts that replace the MLP.
+// The hyperparameters of a decoder of the llama / qwen2 / qwen3 family, of Qwen2's and Qwen3's
+// mixtures of experts and of gpt-oss, read from a Hugging Face config.json (+
+// generation_config.json) or from GGUF metadata. One struct for all six: the families differ only
+// by feature flags (q/k/v bias, q/k RMSNorm, rope scaling, sliding windows, attention sinks) and,
+// for the mixtures, the experts that replace the MLP.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,8 @@ namespace tern {
 
 class GgufFile;
 
-enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe, Qwen2Moe };
-// "llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe" (GGUF's general.architecture)
+enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe, Qwen2Moe, GptOss };
+// "llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe", "gpt-oss" (GGUF's general.architecture)
 std::string_view model_arch_name(ModelArch arch);
 
 enum class RopeScalingType { None, Linear, Llama3, Yarn };
@@ -82,6 +83,14 @@ struct ModelConfig {
   bool norm_topk_prob = false;
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
+  // gpt-oss's experts: the router and each expert's gate, up and down have biases, the router's
+  // weights are the softmax of its top k logits (what norm_topk_prob gives), and the activation
+  // is clamped: with g = min(gate, swiglu_limit) and u = clamp(up, ±swiglu_limit), an expert
+  // computes down(g · sigmoid(1.702 g) · (u + 1)). swiglu_limit 0: silu(gate) · up.
+  bool expert_bias = false;
+  double swiglu_limit = 0;
+  // gpt-oss: each attention head has a learnt sink logit in its softmax (Backend::attention).
+  bool attention_sinks = false;
 
   // Sliding-window attention: a query of layer i sees only its last sliding_window keys (its own
   // included) when sliding_layers[i]; sliding_layers empty: every layer sees its whole context.
@@ -96,7 +105,7 @@ struct ModelConfig {
 
   // `config_json` is the text of a config.json; `name` (its path, usually) prefixes errors.
   // Throws tern::Error naming the field for a missing required field, a wrong type, an
-  // architecture other than llama/qwen2/qwen3/qwen2_moe/qwen3_moe, or sizes that do not fit
+  // architecture other than llama/qwen2/qwen3/qwen2_moe/qwen3_moe/gpt_oss, or sizes that do not fit
   // together.
   static ModelConfig from_hf_json(std::string_view config_json, std::string_view name);
   // Reads `dir`/config.json and, when present, `dir`/generation_config.json, whose
@@ -118,8 +127,11 @@ struct ModelConfig {
   // checkpoint written from a model read elsewhere (a GGUF file).
   std::string to_hf_json() const;
 
-  // Whether the architecture's sparse layers are mixtures of experts (qwen2moe, qwen3moe).
-  bool has_experts() const { return arch == ModelArch::Qwen2Moe || arch == ModelArch::Qwen3Moe; }
+  // Whether the architecture's sparse layers are mixtures of experts (qwen2moe, qwen3moe,
+  // gpt-oss).
+  bool has_experts() const {
+    return arch == ModelArch::Qwen2Moe || arch == ModelArch::Qwen3Moe || arch == ModelArch::GptOss;
+  }
   // The keys layer `layer`'s attention sees: 0 for its whole context, else the last this many.
   int32_t attention_window(int64_t layer) const {
     return layer < static_cast<int64_t>(sliding_layers.size()) &&

@@ -37,9 +37,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
     c.arch = ModelArch::Qwen3Moe;
   } else if (*arch_name == "qwen2moe") {
     c.arch = ModelArch::Qwen2Moe;
+  } else if (*arch_name == "gpt-oss") {
+    c.arch = ModelArch::GptOss;
   } else {
     fail("unsupported architecture '" + *arch_name +
-         "' (tern runs llama, qwen2, qwen3, qwen2moe and qwen3moe)");
+         "' (tern runs llama, qwen2, qwen3, qwen2moe, qwen3moe and gpt-oss)");
   }
   c.arch_name = *arch_name;
 
@@ -146,7 +148,22 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
     c.moe_intermediate_size =
         opt_int("expert_feed_forward_length")
             .value_or(c.num_experts_per_tok > 0 ? c.intermediate_size / c.num_experts_per_tok : 0);
-    c.norm_topk_prob = c.arch == ModelArch::Qwen3Moe;
+    c.norm_topk_prob = c.arch == ModelArch::Qwen3Moe || c.arch == ModelArch::GptOss;
+  }
+  if (c.arch == ModelArch::GptOss) {
+    // llama.cpp's gpt-oss: biases on the router and experts, the clamped SwiGLU with its fixed
+    // limit 7, sinks, and sliding layers every sliding_window_pattern-th but the last of each
+    // period (period 2: the even layers).
+    c.expert_bias = c.attention_sinks = true;
+    c.swiglu_limit = 7.0;
+    c.sliding_window = req_int("attention.sliding_window");
+    const std::string pattern_key = prefix + "attention.sliding_window_pattern";
+    const std::optional<int64_t> period = g.get_int(pattern_key);
+    if (g.find(pattern_key) != nullptr && (!period || *period <= 0))
+      fail(pattern_key + " must be a positive integer (a per-layer list is not supported)");
+    // Bounded so that a corrupt block_count cannot allocate; validate() names the mismatch.
+    for (int64_t i = 0; i < std::min<int64_t>(c.num_layers, 1 << 20); ++i)
+      c.sliding_layers.push_back(i % period.value_or(2) < period.value_or(2) - 1);
   }
   if (c.arch == ModelArch::Qwen2Moe)
     c.shared_expert_intermediate_size =

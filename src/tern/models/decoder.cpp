@@ -30,6 +30,9 @@ const ModelWeights& checked(const ModelConfig& config, const ModelWeights& weigh
                    l.moe->top_k != config.num_experts_per_tok ||
                    l.moe->shared.has_value() != (config.shared_expert_intermediate_size > 0))))
       throw Error("layer " + std::to_string(i) + "'s experts do not match the config");
+    if (l.attn_sinks.empty() == config.attention_sinks ||
+        (l.moe && l.moe->router_bias.empty() == config.expert_bias))
+      throw Error("layer " + std::to_string(i) + "'s sinks or biases do not match the config");
   }
   return weights;
 }

@@ -112,6 +112,7 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
       l.q_norm = constant_vector(w, c.head_dim, 1.0f);
       l.k_norm = constant_vector(w, c.head_dim, 1.0f);
     }
+    if (c.attention_sinks) l.attn_sinks = constant_vector(w, c.num_heads, 0.0f);
     l.ffn_norm = constant_vector(w, h, 1.0f);
     if (c.is_moe_layer(i)) {
       MixtureOfExperts& moe = l.moe.emplace();
@@ -124,6 +125,13 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
       moe.gate = split_experts(random(n("ffn_gate_exps.weight"), i, e * ffe, h, e), e);
       moe.up = split_experts(random(n("ffn_up_exps.weight"), i, e * ffe, h, e), e);
       moe.down = split_experts(random(n("ffn_down_exps.weight"), i, e * h, ffe, e), e);
+      moe.swiglu_limit = static_cast<float>(c.swiglu_limit);
+      if (c.expert_bias) {
+        moe.router_bias = constant_vector(w, e, 0.0f);
+        moe.gate_bias = constant_vector(w, e * ffe, 0.0f);
+        moe.up_bias = constant_vector(w, e * ffe, 0.0f);
+        moe.down_bias = constant_vector(w, e * h, 0.0f);
+      }
       if (const int64_t sff = c.shared_expert_intermediate_size; sff > 0) {
         SharedExpert& shared = moe.shared.emplace();
         shared.gate_weight = random_vector(h);

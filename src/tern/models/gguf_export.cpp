@@ -71,11 +71,20 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
                const Tokenizer* tokenizer, const std::string& model_name,
                const std::vector<std::pair<std::string, GgufValue>>& carried_metadata) {
   const std::string arch(model_arch_name(c.arch));
-  // llama.cpp's llama, qwen2 and qwen3 graphs attend to every key of the context.
-  if (c.has_sliding_window())
+  const bool gpt_oss = c.arch == ModelArch::GptOss;
+  // llama.cpp's llama, qwen2 and qwen3 graphs attend to every key of the context; its gpt-oss
+  // slides the even layers (sliding_window_pattern 2, which tern always writes).
+  std::vector<bool> gguf_sliding;
+  for (int64_t i = 0; gpt_oss && i < c.num_layers; ++i) gguf_sliding.push_back(i % 2 == 0);
+  if (c.sliding_layers != gguf_sliding && (c.has_sliding_window() || gpt_oss))
     throw Error(path + ": the model's sliding-window attention (" +
                 std::to_string(c.sliding_window) + " keys) cannot be said in a " + arch +
-                " GGUF file: llama.cpp would attend to the whole context");
+                " GGUF file: llama.cpp " +
+                (gpt_oss ? "slides every other layer, from the first, and no other"
+                         : "would attend to the whole context"));
+  if (gpt_oss && c.swiglu_limit != 7.0)
+    throw Error(path + ": swiglu_limit " + std::to_string(c.swiglu_limit) +
+                " cannot be said in a gpt-oss GGUF file (llama.cpp's is always 7)");
   GgufWriter g;
   for (const auto& [key, value] : carried_metadata) g.set(key, value);
   const std::string p = arch + ".";
@@ -131,7 +140,7 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
       if (!c.is_moe_layer(i))
         throw Error(path + ": layer " + std::to_string(i) + " has a dense MLP, which a " + arch +
                     " GGUF file cannot hold");
-    const bool renormalises = c.arch == ModelArch::Qwen3Moe;
+    const bool renormalises = c.arch == ModelArch::Qwen3Moe || gpt_oss;
     if (c.norm_topk_prob != renormalises)
       throw Error(path + ": norm_topk_prob is " + (c.norm_topk_prob ? "true" : "false") +
                   ", which a " + arch + " GGUF file cannot say (llama.cpp " +
@@ -142,6 +151,10 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     g.set(p + "expert_feed_forward_length", u32(c.moe_intermediate_size));
     if (c.shared_expert_intermediate_size > 0)
       g.set(p + "expert_shared_feed_forward_length", u32(c.shared_expert_intermediate_size));
+  }
+  if (gpt_oss) {
+    g.set(p + "attention.sliding_window", u32(c.sliding_window));
+    g.set(p + "attention.sliding_window_pattern", u32(2));
   }
   if (tokenizer != nullptr) tokenizer->write_gguf(g, c.vocab_size);
 
@@ -174,6 +187,12 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     if (!v.empty())
       g.add_tensor(name, DType::F32, {static_cast<int64_t>(v.size())}, float_bytes(v));
   };
+  // `v` as n vectors stacked, [n, v.size() / n] (the experts' biases).
+  auto stacked_vector = [&](const std::string& name, std::span<const float> v, size_t n) {
+    if (!v.empty())
+      g.add_tensor(name, DType::F32, {static_cast<int64_t>(n), static_cast<int64_t>(v.size() / n)},
+                   float_bytes(v));
+  };
   auto qk_vector = [&](const std::string& name, std::span<const float> v) {
     if (!permute_qk || v.empty()) return vector(name, v);
     std::vector<float> permuted = permute_vector(v, hd);
@@ -199,12 +218,18 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     vector(n("attn_output.bias"), l.bo);
     vector(n("attn_q_norm.weight"), l.q_norm);
     vector(n("attn_k_norm.weight"), l.k_norm);
-    vector(n("ffn_norm.weight"), l.ffn_norm);
+    vector(n("attn_sinks.weight"), l.attn_sinks);
+    vector(n(gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), l.ffn_norm);
     if (l.moe) {
+      const size_t e = l.moe->gate.size();
       matrix(n("ffn_gate_inp.weight"), l.moe->router);
+      vector(n("ffn_gate_inp.bias"), l.moe->router_bias);
       experts(n("ffn_gate_exps.weight"), l.moe->gate);
       experts(n("ffn_up_exps.weight"), l.moe->up);
       experts(n("ffn_down_exps.weight"), l.moe->down);
+      stacked_vector(n("ffn_gate_exps.bias"), l.moe->gate_bias, e);
+      stacked_vector(n("ffn_up_exps.bias"), l.moe->up_bias, e);
+      stacked_vector(n("ffn_down_exps.bias"), l.moe->down_bias, e);
       if (const std::optional<SharedExpert>& shared = l.moe->shared) {
         vector(n("ffn_gate_inp_shexp.weight"), shared->gate_weight);
         matrix(n("ffn_gate_shexp.weight"), shared->gate);
@@ -221,9 +246,10 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     vector(n("ffn_down.bias"), l.b_down);
   }
   vector("output_norm.weight", w.output_norm);
-  // llama.cpp's qwen2moe requires an output matrix even when the checkpoint ties it: the
-  // embedding's bytes again, under its name.
-  if (!w.tied_embeddings || c.arch == ModelArch::Qwen2Moe) matrix("output.weight", w.lm_head);
+  // llama.cpp's qwen2moe and gpt-oss require an output matrix even when the checkpoint ties it:
+  // the embedding's bytes again, under its name.
+  if (!w.tied_embeddings || c.arch == ModelArch::Qwen2Moe || gpt_oss)
+    matrix("output.weight", w.lm_head);
   g.write(path);
 }
 

@@ -314,6 +314,9 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
       moe.shared->down = requantize(n("ffn_down_shexp.weight"), layer, shared->down, nullptr);
       moe.shared->gate_weight = copy_vector(w, shared->gate_weight);
     }
+    for (auto field : {&MixtureOfExperts::router_bias, &MixtureOfExperts::gate_bias,
+                       &MixtureOfExperts::up_bias, &MixtureOfExperts::down_bias})
+      moe.*field = copy_vector(w, (*s.moe).*field);
   }
   w.file_type = recipe.file_type();
   return w;

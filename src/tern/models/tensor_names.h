@@ -1,6 +1,6 @@
 // The tensor names of the two layouts tern reads and writes: GGUF's (llama.cpp's converter,
 // gguf-py constants.py) and Hugging Face transformers' (llama, qwen2, qwen3, qwen2_moe,
-// qwen3_moe).
+// qwen3_moe, gpt_oss).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,12 @@ struct TensorNames {
   // qwen2moe's shared expert: its gate, up and down, and the vector its sigmoid gate takes
   // (GGUF: [hidden]; Hugging Face: a Linear to one output, [1, hidden]).
   const char *shared_gate, *shared_up, *shared_down, *shared_gate_weight;
+  // gpt-oss's attention sinks [n_heads], router bias [n_experts] and (GGUF) the experts'
+  // stacked biases [n_experts, rows]. Hugging Face's gpt-oss experts are OpenAI's MXFP4 tensors
+  // (openai_mxfp4.h) named by the layer and these prefixes: gate_up_proj (gate and up
+  // interleaved, outputs 2j and 2j + 1) and down_proj, each with _blocks, _scales and _bias.
+  const char *attn_sinks, *router_bias, *expert_gate_bias, *expert_up_bias, *expert_down_bias;
+  const char *fused_gate_up, *fused_down;
 };
 
 inline const TensorNames kGgufTensorNames{
@@ -60,7 +66,14 @@ inline const TensorNames kGgufTensorNames{
     "ffn_gate_shexp.weight",
     "ffn_up_shexp.weight",
     "ffn_down_shexp.weight",
-    "ffn_gate_inp_shexp.weight"};
+    "ffn_gate_inp_shexp.weight",
+    "attn_sinks.weight",
+    "ffn_gate_inp.bias",
+    "ffn_gate_exps.bias",
+    "ffn_up_exps.bias",
+    "ffn_down_exps.bias",
+    nullptr,
+    nullptr};
 
 inline const TensorNames kHfTensorNames{
     "model.embed_tokens.weight",
@@ -98,6 +111,27 @@ inline const TensorNames kHfTensorNames{
     "mlp.shared_expert.gate_proj.weight",
     "mlp.shared_expert.up_proj.weight",
     "mlp.shared_expert.down_proj.weight",
-    "mlp.shared_expert_gate.weight"};
+    "mlp.shared_expert_gate.weight",
+    "self_attn.sinks",
+    "mlp.router.bias",
+    nullptr,
+    nullptr,
+    nullptr,
+    "mlp.experts.gate_up_proj",
+    "mlp.experts.down_proj"};
+
+// The names of `arch`'s tensors in each layout, where the architecture renames the common ones
+// (gpt-oss's post_attention_norm and mlp.router).
+inline TensorNames gguf_tensor_names(ModelArch arch) {
+  TensorNames n = kGgufTensorNames;
+  if (arch == ModelArch::GptOss) n.ffn_norm = "post_attention_norm.weight";
+  return n;
+}
+
+inline TensorNames hf_tensor_names(ModelArch arch) {
+  TensorNames n = kHfTensorNames;
+  if (arch == ModelArch::GptOss) n.router = "mlp.router.weight";
+  return n;
+}
 
 }  // namespace tern

@@ -15,6 +15,7 @@
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
 #include "tern/models/checkpoint_weights.h"
+#include "tern/models/openai_mxfp4.h"
 #include "tern/models/tensor_names.h"
 
 namespace tern {
@@ -136,6 +137,18 @@ class Binder {
     return vector(required(name), n, what);
   }
 
+  // `n` vectors of `width` stacked, [n, width], as one of n · width floats.
+  std::span<const float> stacked_vector(const std::string& name, int64_t n, int64_t width,
+                                        const char* what) const {
+    TensorInfo t = required(name);
+    check_shape(t, {n, width}, what);
+    t.shape = {n * width};
+    return vector(t, n * width, what);
+  }
+
+  const std::string& source() const { return source_; }
+  ModelWeights& weights() const { return w_; }
+
   // A vector stored as a vector [n] or as a matrix of one row [1, n] (a Linear to one output).
   std::span<const float> row_vector(const std::string& name, int64_t n, const char* what) const {
     TensorInfo t = required(name);
@@ -161,6 +174,45 @@ class Binder {
   mutable InputOrders orders_;
 };
 
+// gpt-oss's Hugging Face experts: OpenAI's MXFP4 tensors, gate and up interleaved in one
+// (openai_mxfp4.h), converted to ggml's blocks, gate and up apart; the biases likewise.
+void bind_openai_experts(const Binder& b, const TensorNames& n, const ModelConfig& c, int64_t i,
+                         MixtureOfExperts& moe) {
+  const int64_t h = c.hidden_size, ff = c.moe_intermediate_size, e = c.num_experts;
+  auto name = [&](const char* prefix, const char* suffix) {
+    return n.layer(i, std::string(prefix) + suffix);
+  };
+  if (b.optional(name(n.fused_gate_up, "_blocks")) == nullptr &&
+      b.optional(name(n.fused_gate_up, "")) != nullptr)
+    throw Error(b.source() + ": tensor '" + name(n.fused_gate_up, "") +
+                "' holds gpt-oss's experts unquantized ([n, hidden, 2·intermediate], inputs "
+                "first), which tern does not read yet: use the MXFP4 checkpoint or a GGUF file");
+  const TensorInfo &gate_up = b.required(name(n.fused_gate_up, "_blocks")),
+                   &gate_up_scales = b.required(name(n.fused_gate_up, "_scales")),
+                   &down = b.required(name(n.fused_down, "_blocks")),
+                   &down_scales = b.required(name(n.fused_down, "_scales"));
+  ModelWeights& w = b.weights();
+  try {
+    moe.gate = split_experts(openai_mxfp4_rows(gate_up, gate_up_scales, e, 2 * ff, h, 0, 2, w), e);
+    moe.up = split_experts(openai_mxfp4_rows(gate_up, gate_up_scales, e, 2 * ff, h, 1, 2, w), e);
+    moe.down = split_experts(openai_mxfp4_rows(down, down_scales, e, h, ff, 0, 1, w), e);
+  } catch (const Error& x) {
+    throw Error(b.source() + ": " + x.what());
+  }
+
+  const std::span<const float> gate_up_bias = b.stacked_vector(
+      name(n.fused_gate_up, "_bias"), e, 2 * ff, "num_experts × 2·intermediate_size");
+  std::span<float> gate_bias = w.own_floats(static_cast<size_t>(e * ff)),
+                   up_bias = w.own_floats(static_cast<size_t>(e * ff));
+  for (size_t j = 0; j < gate_bias.size(); ++j) {
+    gate_bias[j] = gate_up_bias[2 * j];
+    up_bias[j] = gate_up_bias[2 * j + 1];
+  }
+  moe.gate_bias = gate_bias;
+  moe.up_bias = up_bias;
+  moe.down_bias = b.stacked_vector(name(n.fused_down, "_bias"), e, h, "num_experts × hidden_size");
+}
+
 // Layer i's router and experts: stacked tensors (GGUF) or one tensor per expert (Hugging Face).
 MixtureOfExperts bind_experts(const Binder& b, const TensorNames& n, const ModelConfig& c,
                               int64_t i) {
@@ -169,6 +221,12 @@ MixtureOfExperts bind_experts(const Binder& b, const TensorNames& n, const Model
   moe.router = b.matrix(n.layer(i, n.router), e, h, "num_experts × hidden_size");
   moe.top_k = c.num_experts_per_tok;
   moe.normalize_top_k = c.norm_topk_prob;
+  moe.swiglu_limit = static_cast<float>(c.swiglu_limit);
+  if (c.expert_bias) moe.router_bias = b.vector(n.layer(i, n.router_bias), e, "num_experts");
+  if (n.fused_gate_up != nullptr && c.arch == ModelArch::GptOss) {
+    bind_openai_experts(b, n, c, i, moe);
+    return moe;
+  }
   const struct {
     std::vector<WeightMatrix>* into;
     const char* suffix;
@@ -185,6 +243,14 @@ MixtureOfExperts bind_experts(const Binder& b, const TensorNames& n, const Model
     }
     for (int64_t x = 0; x < e; ++x)
       p.into->push_back(b.matrix(n.expert(i, x, p.suffix), p.rows, p.cols, p.what));
+  }
+  if (c.expert_bias) {
+    moe.gate_bias = b.stacked_vector(n.layer(i, n.expert_gate_bias), e, ff,
+                                     "num_experts × moe_intermediate_size");
+    moe.up_bias = b.stacked_vector(n.layer(i, n.expert_up_bias), e, ff,
+                                   "num_experts × moe_intermediate_size");
+    moe.down_bias =
+        b.stacked_vector(n.layer(i, n.expert_down_bias), e, h, "num_experts × hidden_size");
   }
   if (const int64_t sff = c.shared_expert_intermediate_size; sff > 0) {
     SharedExpert& s = moe.shared.emplace();
@@ -225,6 +291,8 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
       l.q_norm = b.vector(name(n.q_norm), c.head_dim, "head_dim");
       l.k_norm = b.vector(name(n.k_norm), c.head_dim, "head_dim");
     }
+    if (c.attention_sinks)
+      l.attn_sinks = b.vector(name(n.attn_sinks), c.num_heads, "num_attention_heads");
     l.ffn_norm = b.vector(name(n.ffn_norm), h, "hidden_size");
     if (c.is_moe_layer(i)) {
       l.moe = bind_experts(b, n, c, i);
@@ -246,7 +314,7 @@ ModelWeights load_gguf_weights(const GgufFile& gguf, const ModelConfig& config) 
   w.keep_mapping(gguf.mapped_file());
   Binder b(
       gguf.path(), [&](std::string_view name) { return gguf.find_tensor(name); }, w);
-  bind_all(b, kGgufTensorNames, config, w);
+  bind_all(b, gguf_tensor_names(config.arch), config, w);
   // llama.cpp's converter permutes llama's q/k rows to pair adjacent elements; qwen is
   // converted as is (neox).
   w.rope_layout = config.arch == ModelArch::Llama ? RopeLayout::Interleaved : RopeLayout::Neox;
@@ -266,7 +334,7 @@ ModelWeights load_safetensors_weights(const SafetensorsModel& model, const Model
   Binder b(
       model.path(), [&](std::string_view name) { return model.find_tensor(name); }, w,
       quantization);
-  bind_all(b, kHfTensorNames, config, w);
+  bind_all(b, hf_tensor_names(config.arch), config, w);
   w.rope_layout = RopeLayout::Neox;  // transformers' rotate_half, for every architecture
   return w;
 }

@@ -61,6 +61,10 @@ TensorPart tensor_part(std::string_view name) {
       {"ffn_gate_exps.weight", "", TensorRole::Gate, true},
       {"ffn_up_exps.weight", "", TensorRole::Up, true},
       {"ffn_down_exps.weight", "", TensorRole::Down, true},
+      // gpt-oss's experts' biases: a token reads its experts' rows only.
+      {"ffn_gate_exps.bias", "", TensorRole::Other, true},
+      {"ffn_up_exps.bias", "", TensorRole::Other, true},
+      {"ffn_down_exps.bias", "", TensorRole::Other, true},
       {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", TensorRole::Gate, false,
        true},
       {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight", TensorRole::Up, false, true},
@@ -81,6 +85,10 @@ TensorPart tensor_part(std::string_view name) {
     if (!split) return {};
     const std::string_view rest = split->second;
     if (hf && rest.starts_with("mlp.experts.")) {
+      // gpt-oss stacks its experts in OpenAI's MXFP4 tensors (mlp.experts.gate_up_proj_blocks,
+      // …), which are no layer matrix tern multiplies as stored.
+      if (rest.starts_with("mlp.experts.gate_up_proj") || rest.starts_with("mlp.experts.down_proj"))
+        return {TensorRole::Other, split->first, true};
       // Hugging Face names each expert's own: mlp.experts.N.gate_proj.weight.
       const auto expert = layer_prefix(rest.substr(std::string_view("mlp.experts.").size()));
       if (!expert) return {};
@@ -217,13 +225,20 @@ std::vector<PlannedTensor> model_tensors(const ModelConfig& c, const QuantRecipe
       vector(n("attn_q_norm.weight"), c.head_dim);
       vector(n("attn_k_norm.weight"), c.head_dim);
     }
-    vector(n("ffn_norm.weight"), h);
+    if (c.attention_sinks) vector(n("attn_sinks.weight"), c.num_heads);
+    vector(n(c.arch == ModelArch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight"), h);
     if (c.is_moe_layer(i)) {
-      const int64_t ffe = c.moe_intermediate_size;
-      matrix(n("ffn_gate_inp.weight"), i, c.num_experts, h);
+      const int64_t ffe = c.moe_intermediate_size, e = c.num_experts;
+      matrix(n("ffn_gate_inp.weight"), i, e, h);
       experts(n("ffn_gate_exps.weight"), i, ffe, h);
       experts(n("ffn_up_exps.weight"), i, ffe, h);
       experts(n("ffn_down_exps.weight"), i, h, ffe);
+      if (c.expert_bias) {
+        vector(n("ffn_gate_inp.bias"), e);
+        out.push_back(tensor(n("ffn_gate_exps.bias"), vector_dtype, {e, ffe}));
+        out.push_back(tensor(n("ffn_up_exps.bias"), vector_dtype, {e, ffe}));
+        out.push_back(tensor(n("ffn_down_exps.bias"), vector_dtype, {e, h}));
+      }
       if (const int64_t sff = c.shared_expert_intermediate_size; sff > 0) {
         vector(n("ffn_gate_inp_shexp.weight"), h);
         matrix(n("ffn_gate_shexp.weight"), i, sff, h);

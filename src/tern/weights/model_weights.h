@@ -46,6 +46,12 @@ struct MixtureOfExperts {
   int64_t top_k = 0;                   // experts chosen per token
   bool normalize_top_k = false;        // the chosen weights renormalised to sum 1
   std::optional<SharedExpert> shared;  // qwen2moe's
+  // gpt-oss's (ModelConfig::expert_bias), else empty: the router's bias [n_experts] and the
+  // experts' biases stacked, expert e's at [e · rows, (e + 1) · rows): gate and up [n_experts ·
+  // moe_ff], down [n_experts · hidden].
+  std::span<const float> router_bias, gate_bias, up_bias, down_bias;
+  // ModelConfig::swiglu_limit: 0 for silu(gate) · up, else gpt-oss's clamped activation.
+  float swiglu_limit = 0;
 
   int64_t num_experts() const { return static_cast<int64_t>(gate.size()); }
 };

@@ -39,6 +39,13 @@ void add_bias(float* y, std::span<const float> bias, int64_t rows) {
   }
 }
 
+// Expert e's slice of stacked per-expert biases [n_experts · width] (empty stays empty).
+std::span<const float> expert_bias(std::span<const float> stacked, size_t e, int64_t width) {
+  return stacked.empty()
+             ? stacked
+             : stacked.subspan(e * static_cast<size_t>(width), static_cast<size_t>(width));
+}
+
 // a and b can share one quantization of their input.
 bool same_activation(const WeightMatrix& a, const WeightMatrix& b) {
   return a.input_order == b.input_order &&
@@ -226,6 +233,7 @@ class CpuBackend final : public Backend {
       cpu::matmul(view(s->down), expert_gate_.data(), t, out, ws_);
     }
     cpu::matmul(view(moe.router), x, t, router_.data(), ws_);
+    add_bias(router_.data(), moe.router_bias, t);
     cpu::route_top_k(router_.data(), t, n, k, moe.normalize_top_k, route_experts_.data(),
                      route_weights_.data());
     cpu::group_by_expert(route_experts_.data(), t * k, n, expert_first_.data(),
@@ -251,8 +259,14 @@ class CpuBackend final : public Backend {
       float* gate = expert_gate_.data() + begin * ff;
       float* up = expert_up_.data() + begin * ff;
       gate_and_up(moe.gate[e], moe.up[e], in, rows, gate, up, ws);
-      cpu::silu_mul(gate, up, gate, rows * ff);
+      add_bias(gate, expert_bias(moe.gate_bias, e, ff), rows);
+      add_bias(up, expert_bias(moe.up_bias, e, ff), rows);
+      if (moe.swiglu_limit > 0)
+        cpu::clamped_swiglu(gate, up, gate, rows * ff, moe.swiglu_limit);
+      else
+        cpu::silu_mul(gate, up, gate, rows * ff);
       cpu::matmul(view(moe.down[e]), gate, rows, in, ws);  // its input rows are done with
+      add_bias(in, expert_bias(moe.down_bias, e, h), rows);
     };
     const int threads = cpu::team_threads();
     if (active >= 2 * threads && threads <= static_cast<int>(expert_ws_.size())) {

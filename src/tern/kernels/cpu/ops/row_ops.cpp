@@ -92,6 +92,21 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
       n >= kParallelMinElems);
 }
 
+void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, float limit) {
+  constexpr float kAlpha = 1.702f;  // gpt-oss's: sigmoid(1.702 x) approximates GELU's Φ(x)
+  parallel_for(
+      chunks_of(n),
+      [&](int64_t c) {
+        const int64_t begin = c * kChunk, end = std::min(begin + kChunk, n);
+        for (int64_t i = begin; i < end; ++i) {
+          const float g = std::min(gate[i], limit);
+          const float u = std::clamp(up[i], -limit, limit);
+          out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+        }
+      },
+      n >= kParallelMinElems);
+}
+
 void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
   const SiluMulRowFn silu_row = silu_mul_row_fn();
   parallel_for(

@@ -20,6 +20,12 @@ void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, fl
 // gate, up, out: [n]
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
+// gpt-oss's experts' activation: with g = min(gate[i], limit) and u = clamp(up[i], -limit,
+// limit), out[i] = g · sigmoid(1.702 g) · (u + 1). One scalar loop for every level (its cost, a
+// few experts' widths per token, is nothing beside their weights). out may alias gate or up.
+// gate, up, out: [n]
+void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, float limit);
+
 // The same on a fused gate_up projection, whose row holds gate then up (vLLM's
 // MergedColumnParallelLinear layout).
 // gate_up: [rows, 2 * dim]; out: [rows, dim]
