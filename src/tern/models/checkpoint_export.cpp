@@ -372,6 +372,12 @@ std::vector<std::string> tokenizer_files(const std::string& dir) {
 std::vector<std::string> save_quantized_checkpoint(const std::string& dir, const ModelWeights& w,
                                                    const ModelConfig& c,
                                                    const CheckpointFolder& folder) {
+  // gpt-oss's checkpoints keep their experts in OpenAI's MXFP4 tensors, gate and up interleaved
+  // (openai_mxfp4.h), with biases: a layout this writer does not produce.
+  if (c.arch == ModelArch::GptOss)
+    throw Error(dir +
+                ": a gpt-oss checkpoint cannot be written yet (its experts' MXFP4 layout); "
+                "--save-gguf writes the model as GGUF");
   if (!w.rope_freq_factors.empty() && c.rope_scaling.type == RopeScalingType::None)
     throw Error(dir +
                 ": the model's RoPE frequencies are scaled by a rope_freqs tensor (a GGUF "
