@@ -157,15 +157,16 @@ TEST(ByteLevelBpe, ByteAlphabet) {
   EXPECT_EQ(ByteLevelBpe::token_text_to_bytes(text), all);
 }
 
+std::vector<std::string> split(PreTokenizer kind, std::string_view text) {
+  const PreTokenizerRegex regex(kind);
+  std::vector<std::pair<size_t, size_t>> pieces;
+  regex.split(text, pieces);
+  std::vector<std::string> out;
+  for (auto [b, e] : pieces) out.emplace_back(text.substr(b, e - b));
+  return out;
+}
+
 TEST(PreTokenizerRegex, SplitsLikeEachModel) {
-  const auto split = [](PreTokenizer kind, std::string_view text) {
-    const PreTokenizerRegex regex(kind);
-    std::vector<std::pair<size_t, size_t>> pieces;
-    regex.split(text, pieces);
-    std::vector<std::string> out;
-    for (auto [b, e] : pieces) out.emplace_back(text.substr(b, e - b));
-    return out;
-  };
   const std::string text = "I'VE got 12345 apples!!\n\n  ok";
   using V = std::vector<std::string>;
   EXPECT_EQ(split(PreTokenizer::Gpt2, text),
@@ -184,12 +185,58 @@ TEST(PreTokenizerRegex, SplitsLikeEachModel) {
   EXPECT_EQ(pre_tokenizer_from_pattern("\\s+"), std::nullopt);
 }
 
+// Each expectation is worked out by hand from the o200k regex's alternatives, in order:
+// (1) [^\r\n\p{L}\p{N}]? upper* lower+ contraction?, (2) the same with upper+ lower*,
+// (3) \p{N}{1,3}, (4) " ?" punctuation+ [\r\n/]*, (5) \s*[\r\n]+, (6) \s+(?!\S), (7) \s+.
+TEST(PreTokenizerRegex, O200kSplits) {
+  using V = std::vector<std::string>;
+  const auto o200k = [](std::string_view text) { return split(PreTokenizer::O200k, text); };
+  // Case changes split words: a lower-case run ends a word, so the next capital starts one,
+  // while capitals before a lower-case run stay with it ("XMLHttp" is one word).
+  EXPECT_EQ(o200k("HelloWorld camelCase XMLHttp"),
+            (V{"Hello", "World", " camel", "Case", " XMLHttp"}));
+  // An all-capital word takes the second shape, and a contraction stays on its word in any case
+  // (Llama 3 splits "'S" off).
+  EXPECT_EQ(o200k("HE'S here, I'M sure they're fine"),
+            (V{"HE'S", " here", ",", " I'M", " sure", " they're", " fine"}));
+  EXPECT_EQ(split(PreTokenizer::Llama3, "HE'S"), (V{"HE", "'S"}));
+  // Digits in groups of at most three; a space before digits is a piece of its own, one
+  // before a letter joins the word.
+  EXPECT_EQ(o200k("12345 678 x1234567"), (V{"123", "45", " ", "678", " x", "123", "456", "7"}));
+  // \s*[\r\n]+ takes the spaces and newlines up to the last newline; the spaces after it are
+  // left for \s+(?!\S) at the end of the text.
+  EXPECT_EQ(o200k("  \n\n  "), (V{"  \n\n", "  "}));
+  // Before a word, the last space of a run goes to the word; \r\n is one piece.
+  EXPECT_EQ(o200k("a   b\r\nnext"), (V{"a", "  ", " b", "\r\n", "next"}));
+  // Punctuation runs take one leading space and trailing newlines or slashes (o200k's own
+  // "/"); a single non-letter (tab, slash) prefixes the word after it.
+  EXPECT_EQ(o200k("x = y // note\n\n"), (V{"x", " =", " y", " //", " note", "\n\n"}));
+  EXPECT_EQ(o200k("end.\n\nNext path/to/ !!/\n\tif"),
+            (V{"end", ".\n\n", "Next", " path", "/to", "/", " !!/\n", "\tif"}));
+  // Scripts without case: Lo letters belong to both classes, so a run is one word.
+  EXPECT_EQ(o200k("\u041F\u0440\u0438\u0432\u0435\u0442 \u043C\u0438\u0440"),  // Привет мир
+            (V{"\u041F\u0440\u0438\u0432\u0435\u0442", " \u043C\u0438\u0440"}));
+  EXPECT_EQ(o200k("\u4F60\u597D \u4E16\u754C"),  // 你好 世界
+            (V{"\u4F60\u597D", " \u4E16\u754C"}));
+  // Marks stay inside the word: "e" + combining acute, and Devanagari's virama and vowel sign,
+  // which Llama 3's \p{L}+ splits apart.
+  EXPECT_EQ(o200k("cafe\u0301 ok"), (V{"cafe\u0301", " ok"}));
+  const std::string namaste = "\u0928\u092E\u0938\u094D\u0924\u0947";  // नमस्ते
+  EXPECT_EQ(o200k(namaste), (V{namaste}));
+  EXPECT_EQ(split(PreTokenizer::Llama3, namaste),
+            (V{"\u0928\u092E\u0938", "\u094D\u0924", "\u0947"}));
+  // The pattern is recognised in a tokenizer.json Split.
+  EXPECT_EQ(pre_tokenizer_from_pattern(pre_tokenizer_pattern(PreTokenizer::O200k)),
+            PreTokenizer::O200k);
+}
+
 TEST(ByteLevelBpe, PreTokenizerFromGguf) {
   EXPECT_EQ(pre_tokenizer_from_gguf("gpt-2"), PreTokenizer::Gpt2);
   EXPECT_EQ(pre_tokenizer_from_gguf("llama-bpe"), PreTokenizer::Llama3);
   EXPECT_EQ(pre_tokenizer_from_gguf("llama3"), PreTokenizer::Llama3);
   EXPECT_EQ(pre_tokenizer_from_gguf("qwen2"), PreTokenizer::Qwen2);
   EXPECT_EQ(pre_tokenizer_from_gguf("deepseek-r1-qwen"), PreTokenizer::Qwen2);
+  EXPECT_EQ(pre_tokenizer_from_gguf("gpt-4o"), PreTokenizer::O200k);
   try {
     pre_tokenizer_from_gguf("default");
     FAIL() << "expected tern::Error";
@@ -199,6 +246,8 @@ TEST(ByteLevelBpe, PreTokenizerFromGguf) {
   EXPECT_THROW(pre_tokenizer_from_gguf("starcoder"), Error);
   EXPECT_TRUE(default_byte_level_options(PreTokenizer::Qwen2).nfc);
   EXPECT_TRUE(default_byte_level_options(PreTokenizer::Llama3).ignore_merges);
+  EXPECT_TRUE(default_byte_level_options(PreTokenizer::O200k).ignore_merges);
+  EXPECT_FALSE(default_byte_level_options(PreTokenizer::O200k).nfc);
   EXPECT_FALSE(default_byte_level_options(PreTokenizer::Gpt2).nfc);
 }
 

@@ -354,7 +354,7 @@ TEST(HfTokenizerFiles, RejectsMalformedTokenizerJson) {
             "t.json: byte-level BPE without a pre-tokenizer regex (ByteLevel or Split)");
   EXPECT_EQ(
       error("{" + model + R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\d+"}}})"),
-      "t.json: Split regex '\\d+' is not one tern knows (GPT-2, Llama 3, Qwen2)");
+      "t.json: Split regex '\\d+' is not one tern knows (GPT-2, Llama 3, Qwen2, o200k)");
   EXPECT_EQ(error("{" + model + "," + byte_level + R"(, "normalizer": {"type": "NFKC"}})"),
             "t.json: normalizer 'NFKC' is not supported (NFC, or SentencePiece's Prepend/Replace "
             "with \xE2\x96\x81)");

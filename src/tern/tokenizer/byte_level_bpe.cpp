@@ -164,22 +164,27 @@ void append_nfc(std::string_view text, std::string& out) {
 }  // namespace
 
 PreTokenizer pre_tokenizer_from_gguf(std::string_view pre) {
-  // The names llama.cpp's converter writes for these three regexes (llama-vocab.cpp maps the
-  // same names to its GPT2, LLAMA3 and QWEN2 pre-tokenizer types). "default" is not GPT-2:
+  // The names llama.cpp's converter writes for these regexes (llama-vocab.cpp maps the same
+  // names to its GPT2, LLAMA3, QWEN2 and GPT4O pre-tokenizer types). "default" is not GPT-2:
   // llama.cpp splits it with a different set of regexes.
   if (pre == "gpt-2") return PreTokenizer::Gpt2;
   if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") return PreTokenizer::Llama3;
   if (pre == "qwen2" || pre == "deepseek-r1-qwen") return PreTokenizer::Qwen2;
+  if (pre == "gpt-4o") return PreTokenizer::O200k;
   throw Error("tokenizer.ggml.pre: pre-tokenizer '" + std::string(pre) +
               "' is not supported (known: gpt-2, llama-bpe, llama3, llama-v3, qwen2, "
-              "deepseek-r1-qwen)");
+              "deepseek-r1-qwen, gpt-4o)");
 }
 
 ByteLevelBpeOptions default_byte_level_options(PreTokenizer pre_tokenizer) {
   ByteLevelBpeOptions options;
   options.pre_tokenizer = pre_tokenizer;
   options.nfc = pre_tokenizer == PreTokenizer::Qwen2;
-  options.ignore_merges = pre_tokenizer == PreTokenizer::Llama3;
+  // Both vocabularies come from tiktoken, which looks a whole pre-token up in its ranks before
+  // merging (llama.cpp leaves this off for gpt-4o; tiktoken is the reference gpt-oss was
+  // trained with, so tern follows it).
+  options.ignore_merges =
+      pre_tokenizer == PreTokenizer::Llama3 || pre_tokenizer == PreTokenizer::O200k;
   return options;
 }
 

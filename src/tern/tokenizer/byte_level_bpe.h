@@ -1,4 +1,4 @@
-// Byte-level BPE (GPT-2, Llama 3, Qwen2/3): normalise (NFC for Qwen), split with the model's
+// Byte-level BPE (GPT-2, Llama 3, Qwen2/3, o200k): normalise (NFC for Qwen), split with the model's
 // pre-tokenizer regex, map bytes to GPT-2's unicode alphabet, merge by rank.
 #pragma once
 
@@ -16,6 +16,7 @@ enum class PreTokenizer {
   Gpt2,    // 's|'t|… ?\p{L}+| ?\p{N}+|…
   Llama3,  // case-insensitive contractions, digits in groups of 1–3
   Qwen2,   // like Llama 3 but single digits
+  O200k,   // tiktoken's o200k_base (GPT-4o, gpt-oss): case-aware words that keep contractions
 };
 
 // GGUF `tokenizer.ggml.pre` ("gpt-2", "llama-bpe", "qwen2", …) → pre-tokenizer; tern::Error
@@ -25,11 +26,11 @@ PreTokenizer pre_tokenizer_from_gguf(std::string_view pre);
 struct ByteLevelBpeOptions {
   PreTokenizer pre_tokenizer = PreTokenizer::Gpt2;
   bool nfc = false;            // Qwen2/3 normalise to NFC first
-  bool ignore_merges = false;  // Llama 3: a pre-token that is a vocabulary entry is one token
+  bool ignore_merges = false;  // Llama 3, o200k: a pre-token in the vocabulary is one token
 };
 
 // What the models of a pre-tokenizer need besides the regex, for files that do not say (GGUF,
-// vocab.json + merges.txt): Qwen2 normalises to NFC, Llama 3 sets ignore_merges.
+// vocab.json + merges.txt): Qwen2 normalises to NFC, Llama 3 and o200k set ignore_merges.
 ByteLevelBpeOptions default_byte_level_options(PreTokenizer pre_tokenizer);
 
 class ByteLevelBpe {

@@ -218,7 +218,7 @@ void read_pre_tokenizer(const Json& p, PreTokenization& out, const std::string& 
     const std::optional<PreTokenizer> kind = pre_tokenizer_from_pattern(text);
     if (!kind)
       throw Error(where + ": Split regex '" + text +
-                  "' is not one tern knows (GPT-2, Llama 3, Qwen2)");
+                  "' is not one tern knows (GPT-2, Llama 3, Qwen2, o200k)");
     const Json* behavior = member(p, "behavior");
     if ((behavior != nullptr && *behavior != "Isolated") ||
         bool_member(p, "invert", false, where + ": Split"))

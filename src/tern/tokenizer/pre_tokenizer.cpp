@@ -20,6 +20,12 @@ constexpr std::string_view kLlama3Pattern =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 constexpr std::string_view kQwen2Pattern =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+// tiktoken's o200k_base (gpt-oss's tokenizer.json writes the same string): a word is a run of
+// upper/title-case letters then lower-case ones (or the reverse shape), so "HelloWorld" splits
+// in two; marks (\p{M}) stay inside words; a contraction stays on its word ("HE'S"); "/" may
+// trail a punctuation run.
+constexpr std::string_view kO200kPattern =
+    R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 
 pcre2_code* as_code(void* code) { return static_cast<pcre2_code*>(code); }
 
@@ -63,12 +69,15 @@ std::string_view pre_tokenizer_pattern(PreTokenizer kind) {
       return kLlama3Pattern;
     case PreTokenizer::Qwen2:
       return kQwen2Pattern;
+    case PreTokenizer::O200k:
+      return kO200kPattern;
   }
   return kGpt2Pattern;
 }
 
 std::optional<PreTokenizer> pre_tokenizer_from_pattern(std::string_view pattern) {
-  for (PreTokenizer kind : {PreTokenizer::Gpt2, PreTokenizer::Llama3, PreTokenizer::Qwen2})
+  for (PreTokenizer kind :
+       {PreTokenizer::Gpt2, PreTokenizer::Llama3, PreTokenizer::Qwen2, PreTokenizer::O200k})
     if (pattern == pre_tokenizer_pattern(kind)) return kind;
   return std::nullopt;
 }
@@ -139,7 +148,7 @@ void PreTokenizerRegex::split(std::string_view text,
       end = ovector[1];
     }
     if (rc <= 0 || end <= begin || begin < start || end > size) {
-      // A match error (resource limits) or an empty match: none of the three patterns can
+      // A match error (resource limits) or an empty match: none of the patterns can
       // produce one on valid input, but never loop or throw here; step one character.
       const size_t step =
           std::min(utf8_length(static_cast<unsigned char>(text[start])), size - start);

@@ -1,5 +1,6 @@
-// Splits text into pre-tokens with a byte-level BPE model's regex (GPT-2, Llama 3, Qwen2), the
-// way Hugging Face's Split / ByteLevel pre-tokenizers do, using PCRE2 (UTF + UCP, JIT).
+// Splits text into pre-tokens with a byte-level BPE model's regex (GPT-2, Llama 3, Qwen2,
+// o200k), the way Hugging Face's Split / ByteLevel pre-tokenizers do, using PCRE2 (UTF + UCP,
+// JIT).
 #pragma once
 
 #include <cstddef>

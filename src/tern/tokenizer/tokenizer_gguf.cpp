@@ -16,6 +16,8 @@ const char* gguf_pre_name(PreTokenizer kind) {
       return "llama-bpe";
     case PreTokenizer::Qwen2:
       return "qwen2";
+    case PreTokenizer::O200k:
+      return "gpt-4o";
   }
   return "gpt-2";
 }
