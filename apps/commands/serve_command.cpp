@@ -180,7 +180,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--enable-auto-tool-choice", opt->server.enable_auto_tool_choice,
                 "Accept tool_choice \"auto\" (the default with tools); needs --tool-call-parser");
   cmd->add_option("--reasoning-parser", opt->server.reasoning_parser,
-                  "Splits <think>...</think> into reasoning_content: qwen3 or deepseek_r1");
+                  "Splits <think>...</think> (gpt-oss: the analysis channel) into "
+                  "reasoning_content: qwen3, deepseek_r1 or openai_gptoss");
   cmd->add_option_function<std::string>(
          "--metrics-compat",
          [opt](const std::string& names) {

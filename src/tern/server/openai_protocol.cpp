@@ -544,6 +544,9 @@ GenerationRequest parse_chat_request(const std::string& text, const ModelContext
     base.structured.think_start_token = model.think_start_token;
     base.structured.think_end_token = model.think_end_token;
   }
+  // Harmony's channel tags are special tokens, which detokenizing would drop; the parser needs
+  // them and takes them out of what the client sees.
+  if (model.reasoning_parser == ReasoningFormat::GptOss) base.skip_special_tokens = false;
   r.prompts.push_back(chat_prompt_tokens(ordered, model));
   r.params = per_prompt_params(r.prompts, base, max_tokens_given, r.endpoint, model);
   r.n = base.n;

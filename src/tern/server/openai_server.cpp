@@ -158,9 +158,11 @@ struct OpenAIServer::Impl {
       ctx.model.reasoning_parser = reasoning_format_from_name(o.reasoning_parser);
       if (!ctx.model.reasoning_parser)
         throw Error("--reasoning-parser: unknown parser '" + o.reasoning_parser +
-                    "' (tern has qwen3 and deepseek_r1)");
+                    "' (tern has qwen3, deepseek_r1 and openai_gptoss)");
       // Where a constraint waits for the end of reasoning: the think tags as single tokens (a
-      // vocabulary without them constrains from the first token).
+      // vocabulary without them constrains from the first token). Harmony's reasoning ends with
+      // a sequence of tokens, not one, so openai_gptoss constrains from the first token too.
+      if (*ctx.model.reasoning_parser == ReasoningFormat::GptOss) return;
       auto single_token = [&](const char* tag) {
         const std::vector<int32_t> ids = ctx.tokenizer.encode(tag, false, /*parse_special=*/true);
         return ids.size() == 1 ? ids[0] : -1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tern/server/harmony_channels.h"
 #include "tern/server/partial_tag.h"
 
 namespace tern::server {
@@ -35,10 +36,12 @@ ReasoningParse split_at_close(string_view body, bool final) {
 std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name) {
   if (name == "qwen3") return ReasoningFormat::Qwen3;
   if (name == "deepseek_r1") return ReasoningFormat::DeepSeekR1;
+  if (name == "openai_gptoss") return ReasoningFormat::GptOss;
   return std::nullopt;
 }
 
 ReasoningParse parse_reasoning(ReasoningFormat format, std::string_view text, bool final) {
+  if (format == ReasoningFormat::GptOss) return parse_harmony_channels(text, final);
   if (!final && may_become(text, kThinkOpen)) return {};  // undecided
   const bool opened = text.starts_with(kThinkOpen);
   const string_view body = opened ? text.substr(kThinkOpen.size()) : text;

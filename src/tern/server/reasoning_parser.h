@@ -1,6 +1,7 @@
 // Reasoning in a model's output, as vLLM's --reasoning-parser splits it: the text inside
-// <think>…</think> becomes reasoning_content, the rest content. Like the tool-call parser, a
-// pure function of the text: on a stream's prefix it returns only what is decided.
+// <think>…</think> (gpt-oss: the analysis channel) becomes reasoning_content, the rest content.
+// Like the tool-call parser, a pure function of the text: on a stream's prefix it returns only
+// what is decided.
 #pragma once
 
 #include <optional>
@@ -12,10 +13,11 @@ namespace tern::server {
 // qwen3: reasoning only when the output opens with <think> and closes it with </think>; a
 // whole output without both is content (vLLM's qwen3 parser). deepseek_r1: everything before
 // </think> is reasoning, with or without an opening <think>, and an output without </think>
-// is all reasoning (vLLM's deepseek_r1 parser).
-enum class ReasoningFormat { Qwen3, DeepSeekR1 };
+// is all reasoning (vLLM's deepseek_r1 parser). openai_gptoss: harmony's channels
+// (harmony_channels.h), which are special tokens: the server keeps them in the text it parses.
+enum class ReasoningFormat { Qwen3, DeepSeekR1, GptOss };
 
-// "qwen3" / "deepseek_r1"; nullopt for any other name.
+// "qwen3" / "deepseek_r1" / "openai_gptoss"; nullopt for any other name.
 std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name);
 
 struct ReasoningParse {

@@ -1,0 +1,119 @@
+// --reasoning-parser openai_gptoss through tern serve's HTTP routes: harmony's channel tags are
+// special tokens, so a scripted model that writes them as such must still have its analysis
+// channel answered as reasoning_content and its final channel as content, whole and streamed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "server/server_test_util.h"
+#include "shared_tokenizer.h"
+#include "tern/tokenizer/hf_tokenizer_files.h"
+
+namespace tern::testing {
+namespace {
+
+// The Qwen tokenizer with harmony's tags as special tokens in the embedding rows it leaves
+// unused. <|channel|> and <|message|> get two ids each: scripted_qwen3 needs the tokens of its
+// chain distinct, and the answer writes each tag twice (both ids decode to the tag).
+struct HarmonyIds {
+  int32_t channel[2], message[2], start, end;
+};
+
+struct HarmonyTokens {
+  HarmonyIds ids;
+  Tokenizer tokenizer;
+};
+
+HarmonyTokens harmony_tokenizer() {
+  HfTokenizerFiles files = load_hf_tokenizer_files(fixture("qwen-tokenizer"));
+  const auto add = [&](const std::string& tag) {
+    const int32_t id = files.vocab.size();
+    files.vocab.tokens.push_back(tag);
+    files.vocab.types.push_back(TokenType::Control);
+    files.added_tokens.push_back({id, tag, /*special=*/true});
+    return id;
+  };
+  HarmonyIds ids{};
+  ids.channel[0] = add("<|channel|>");
+  ids.channel[1] = add("<|channel|>");
+  ids.message[0] = add("<|message|>");
+  ids.message[1] = add("<|message|>");
+  ids.start = add("<|start|>");
+  ids.end = add("<|end|>");
+  files.vocab.build_index();
+  return {ids, Tokenizer::from_hf_files(std::move(files), "qwen + harmony tags")};
+}
+
+std::vector<int32_t> text_tokens(const Tokenizer& tok, const std::string& text) {
+  return tok.encode(text, false, /*parse_special=*/false);
+}
+
+// "<|channel|>analysis<|message|>ok<|end|><|start|>assistant<|channel|>final<|message|>Hi there"
+// after the Qwen template's generation prompt, then end of sequence.
+std::vector<int32_t> harmony_chain(const HarmonyTokens& harmony) {
+  const Tokenizer& tok = harmony.tokenizer;
+  const HarmonyIds& h = harmony.ids;
+  std::vector<int32_t> chain = {tok.encode("<|im_start|>assistant\n", false, true).back()};
+  const auto append = [&](std::vector<int32_t> ids) {
+    chain.insert(chain.end(), ids.begin(), ids.end());
+  };
+  append({h.channel[0]});
+  append(text_tokens(tok, "analysis"));
+  append({h.message[0]});
+  append(text_tokens(tok, "ok"));
+  append({h.end, h.start});
+  append(text_tokens(tok, "assistant"));
+  append({h.channel[1]});
+  append(text_tokens(tok, "final"));
+  append({h.message[1]});
+  append(text_tokens(tok, "Hi there"));
+  chain.push_back(*tok.eos_id());
+  return chain;
+}
+
+TEST(HarmonyServer, AnalysisChannelIsReasoningContent) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  const HarmonyTokens h = harmony_tokenizer();
+  const std::vector<int32_t> chain = harmony_chain(h);
+  std::vector<int32_t> sorted = chain;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+      << "the scripted chain repeats a token";
+  LoadedModel model = scripted_qwen3(chain);
+  ASSERT_LT(h.tokenizer.vocab_size(), model.config.vocab_size);
+  model.tokenizer = h.tokenizer;
+  server::ServerOptions o;
+  o.reasoning_parser = "openai_gptoss";
+  TestServer s(std::move(model), server_engine(1024), o);
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+               {"max_tokens", 30},
+               {"temperature", 0}};
+  const HttpResult r = post(s.port(), "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json answer = r.body_json();
+  const json& m = answer["choices"][0]["message"];
+  EXPECT_EQ(m["reasoning_content"], "ok") << r.body;
+  EXPECT_EQ(m["content"], "Hi there") << r.body;
+  body["stream"] = true;
+  const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
+  ASSERT_EQ(st.status, 200) << st.error_body;
+  std::string reasoning, content;
+  for (const json& e : st.events) {
+    const json& delta = e["choices"][0]["delta"];
+    if (delta.contains("reasoning_content"))
+      reasoning += delta["reasoning_content"].get<std::string>();
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+  }
+  EXPECT_EQ(reasoning, "ok");
+  EXPECT_EQ(content, "Hi there");
+  // Completions keep skipping special tokens: the tags vanish from the text.
+  const HttpResult c =
+      post(s.port(), "/v1/completions",
+           {{"prompt", "<|im_start|>assistant\n"}, {"max_tokens", 30}, {"temperature", 0}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  EXPECT_EQ(c.body_json()["choices"][0]["text"], "analysisokassistantfinalHi there") << c.body;
+}
+
+}  // namespace
+}  // namespace tern::testing
