@@ -123,6 +123,25 @@ const Case kCases[] = {
      "}} {{ 2 is in xs }} {{ false is false }} {{ none is none }} {{ 'ab' is lower }} {{ 5 is gt 3 "
      "}} {{ missing is undefined }}",
      "True True True True True True True True True True True True True True True"},
+    // What gpt-oss's template leans on: a macro that calls itself and inspects its own result
+    // (TypeScript types of nested JSON-schema arrays), a `set` inside a loop of a macro that
+    // does not outlive the loop while a global it sets when undefined does, and a look ahead
+    // through the rest of the messages by slicing at loop.index.
+    {"{% macro ts(spec) %}{% if spec.type == 'array' %}{% set inner = ts(spec['items']) %}{% if "
+     "inner | length > 4 %}any[]{% else %}{{ inner ~ '[]' }}{% endif %}{% else %}{{ spec.type "
+     "}}{% endif %}{% endmacro %}{{ ts({'type': 'array', 'items': {'type': 'x'}}) }} {{ "
+     "ts({'type': 'array', 'items': {'type': 'array', 'items': {'type': 'x'}}}) }} {{ "
+     "ts({'type': 'array', 'items': {'type': 'array', 'items': {'type': 'int'}}}) }}",
+     "x[] x[][] any[]"},
+    {"{% macro f(vs) %}{% set found = false %}{% for v in vs %}{% if v == 'o' %}{% set found = "
+     "true %}{% endif %}{% endfor %}{{ found }}{% if who is not defined %}{% set who = 'anon' "
+     "%}{% endif %}/{{ who }}/{{ s }}{% endmacro %}{{ f(['o']) }}",
+     "False/anon/Hello World"},
+    {"{% for m in msgs %}{% set later = namespace(found=false) %}{% for f in msgs[loop.index:] "
+     "%}{% if f.role == 'assistant' and 'tool_calls' not in f %}{% set later.found = true %}{% "
+     "endif %}{% endfor %}{{ m.role }}:{{ later.found }}{{ (m.type if m.type is defined else "
+     "'json') + ';' }}{% endfor %}",
+     "user:Truejson;assistant:Falsejson;"},
 };
 
 TEST(JinjaTemplate, FeaturesRenderLikeJinja2) {
