@@ -7,6 +7,8 @@
 
 #include "server/server_test_util.h"
 #include "shared_tokenizer.h"
+#include "tern/server/openai_protocol.h"
+#include "tern/tokenizer/chat_template.h"
 #include "tern/tokenizer/hf_tokenizer_files.h"
 
 namespace tern::testing {
@@ -113,6 +115,27 @@ TEST(HarmonyServer, AnalysisChannelIsReasoningContent) {
            {{"prompt", "<|im_start|>assistant\n"}, {"max_tokens", 30}, {"temperature", 0}});
   ASSERT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(c.body_json()["choices"][0]["text"], "analysisokassistantfinalHi there") << c.body;
+}
+
+// A client sends back the reasoning_content it was answered with; gpt-oss's template reads the
+// analysis of an assistant turn from `thinking`.
+TEST(HarmonyServer, ReasoningContentReachesTheTemplateAsThinking) {
+  const ChatTemplate tmpl(
+      "{% for m in messages %}{{ m.role }}[{{ m.thinking }}|{{ m.content }}]{% endfor %}", "", "");
+  server::ModelContext model;
+  model.chat_template = &tmpl;
+  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(R"({"messages": [
+    {"role": "user", "content": "Hi", "reasoning_content": "not an assistant's"},
+    {"role": "assistant", "content": "Hello", "reasoning_content": "greet"},
+    {"role": "assistant", "content": "Let me check", "reasoning_content": "need a tool",
+     "tool_calls": [{"id": "c", "type": "function",
+                     "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "assistant", "thinking": "given", "reasoning_content": "other", "content": "x"}]})");
+  EXPECT_EQ(server::render_chat_prompt(body, model),
+            "user[|Hi]assistant[|Hello]assistant[|Let me check]assistant[given|x]");
+  model.reasoning_parser = server::ReasoningFormat::GptOss;
+  EXPECT_EQ(server::render_chat_prompt(body, model),
+            "user[|Hi]assistant[greet|Hello]assistant[need a tool|]assistant[given|x]");
 }
 
 }  // namespace

@@ -239,6 +239,20 @@ void normalise_tool_calls(ordered_json& m, const std::string& where) {
     m["content"] = "";
 }
 
+// gpt-oss's template reads an assistant turn's analysis from `thinking`, while OpenAI clients
+// send back the reasoning_content tern answered with: under openai_gptoss it becomes thinking,
+// as llama.cpp does. That template also renders a tool-call turn's content as its analysis and
+// refuses a turn with both, so there the reasoning takes the content's place.
+void reasoning_as_thinking(ordered_json& messages) {
+  for (ordered_json& m : messages) {
+    if (m.value("role", std::string()) != "assistant" || m.contains("thinking")) continue;
+    const auto reasoning = m.find("reasoning_content");
+    if (reasoning == m.end() || !reasoning->is_string()) continue;
+    m["thinking"] = *reasoning;
+    if (m.contains("tool_calls")) m["content"] = "";
+  }
+}
+
 // The request's tools, checked: OpenAI's [{type: "function", function: {name, description,
 // parameters}}]. Null when there are none.
 ordered_json checked_tools(const ordered_json& body) {
@@ -371,7 +385,8 @@ std::string render_chat_prompt(const ordered_json& body, const ModelContext& mod
   const auto messages = body.find("messages");
   if (messages == body.end() || messages->is_null())
     throw ApiError(400, "'messages' is required", "messages");
-  const ordered_json normalised = normalise_messages(*messages);
+  ordered_json normalised = normalise_messages(*messages);
+  if (model.reasoning_parser == ReasoningFormat::GptOss) reasoning_as_thinking(normalised);
   if (!model.chat_template)
     throw ApiError(400, "the model has no usable chat template (" + model.chat_template_error +
                             "); start the server with --chat-template FILE");
