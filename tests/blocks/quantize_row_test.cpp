@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 
 #include "kernels/kernel_test_util.h"
@@ -264,6 +265,79 @@ TEST(Quantize, HandBuiltIq4) {
     const int q = l < 16 ? byte & 15 : byte >> 4;
     EXPECT_EQ(y[e], static_cast<float>((ls[j] - 32) * levels[q])) << e;
   }
+}
+
+// IQ3_XXS: element e of sub-block j (of 8) is d · (0.5 + ls) · 0.5 · G[qs[8j + e / 4]]'s byte
+// e % 4 · ±1, the word at bytes 64 + 4j holding ls (top 4 bits) and, in bits 7l.., the 7 sign
+// bits of elements 8l..8l+6; element 8l + 7 is negative when an odd number of those are.
+TEST(Quantize, HandBuiltIq3Xxs) {
+  BlockIq3Xxs b = {};
+  b.d = 0x3800;  // 0.5
+  for (int i = 0; i < 64; ++i) b.qs[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+  b.qs[0] = 5;  // G[5] = 0x04040c3e: 62, 12, 4, 4
+  uint32_t words[8];
+  for (int j = 0; j < 8; ++j) {
+    words[j] =
+        static_cast<uint32_t>((j * 5 + 3) % 16) << 28 | (((j + 1) * 0x2468ace1u) & 0x0fffffff);
+    std::memcpy(b.qs + 64 + 4 * j, &words[j], 4);
+  }
+  const std::vector<float> y = dequantized(DType::IQ3_XXS, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, l = (e % 32) / 8, bit = e % 8;
+    const uint32_t seven = (words[j] >> (7 * l)) & 127;
+    const bool negative = bit < 7 ? (seven >> bit) & 1 : std::popcount(seven) % 2 == 1;
+    const int m =
+        static_cast<int>((kIq3XxsGrid[b.qs[8 * j + (e % 32) / 4]] >> (8 * (e % 4))) & 255);
+    const float scale = 0.5f * (0.5f + static_cast<float>(words[j] >> 28)) * 0.5f;
+    EXPECT_EQ(y[e], scale * static_cast<float>(negative ? -m : m)) << e;
+  }
+  // The first group by hand: word 0's ls 3 and first sign bits 0x61 (elements 0, 5, 6
+  // negative, and 7: three of the seven).
+  EXPECT_EQ(words[0] >> 28, 3u);
+  EXPECT_EQ(words[0] & 127, 0x61u);
+  const float s0 = 0.5f * 3.5f * 0.5f;
+  const float first[4] = {-62, 12, 4, 4};
+  for (int e = 0; e < 4; ++e) EXPECT_EQ(y[e], s0 * first[e]) << e;
+  EXPECT_LT(y[7], 0.0f);
+  for (int i = 0; i < 128; ++i)
+    EXPECT_EQ(kIq3XxsSigns[i], i | (std::popcount(static_cast<unsigned>(i)) % 2) << 7) << i;
+  EXPECT_EQ(*dtype_bytes(DType::IQ3_XXS, 512), 196u);
+  EXPECT_EQ(dtype_traits(DType::IQ3_XXS).ggml_type, 18);
+}
+
+// IQ3_S: element e of sub-block j is d · (1 + 2 ls) · G[qs[8j + e / 4] | (bit e / 4 of qh[j])
+// << 8]'s byte e % 4 · ±1, negative when bit e % 8 of signs[4j + e / 8] is set, ls nibble j % 2
+// of scales[j / 2].
+TEST(Quantize, HandBuiltIq3S) {
+  BlockIq3S b = {};
+  b.d = 0x3c00;  // 1
+  for (int i = 0; i < 64; ++i) b.qs[i] = static_cast<uint8_t>((i * 53 + 7) % 256);
+  for (int j = 0; j < 8; ++j) b.qh[j] = static_cast<uint8_t>(j * 0x35 + 0x5a);
+  for (int i = 0; i < 32; ++i) b.signs[i] = static_cast<uint8_t>(i * 29 + 101);
+  for (int i = 0; i < 4; ++i) b.scales[i] = static_cast<uint8_t>(0x3f + 0x52 * i);
+  b.qs[0] = 7;  // with bit 0 of qh[0] set: G[263] = 0x050b0303: 3, 3, 11, 5
+  b.qh[0] |= 1;
+  const std::vector<float> y = dequantized(DType::IQ3_S, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, g = (e % 32) / 4;
+    const int ls = (b.scales[j / 2] >> (4 * (j % 2))) & 15;
+    const int index = b.qs[8 * j + g] | ((b.qh[j] >> g) & 1) << 8;
+    const int m = static_cast<int>((kIq3SGrid[index] >> (8 * (e % 4))) & 255);
+    const bool negative = (b.signs[4 * j + (e % 32) / 8] >> (e % 8)) & 1;
+    EXPECT_EQ(y[e], static_cast<float>((1 + 2 * ls) * (negative ? -m : m))) << e;
+  }
+  const float s0 = static_cast<float>(1 + 2 * (b.scales[0] & 15));  // ls 15
+  EXPECT_EQ(s0, 31.0f);
+  for (int e = 0; e < 4; ++e) {
+    const float m = static_cast<float>(e < 2 ? 3 : e == 2 ? 11 : 5);
+    EXPECT_EQ(y[e], (b.signs[0] >> e) & 1 ? -s0 * m : s0 * m) << e;
+  }
+  EXPECT_EQ(*dtype_bytes(DType::IQ3_S, 512), 220u);
+  EXPECT_EQ(dtype_traits(DType::IQ3_S).ggml_type, 21);
+  // tern reads them and writes neither.
+  EXPECT_FALSE(has_quantizer(DType::IQ3_S));
+  EXPECT_FALSE(has_quantizer(DType::IQ3_XXS));
+  EXPECT_TRUE(has_dequantizer(DType::IQ3_XXS));
 }
 
 // MXFP4: element j is 2^(e − 127) · E[low nibble of qs[j]], element j + 16 the same of its high

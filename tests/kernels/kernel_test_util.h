@@ -40,6 +40,22 @@ inline std::vector<float> dequantized(DType dtype, const void* q, int64_t k) {
 }
 
 // ‖a - b‖ / ‖b‖
+// `k` elements (whole super-blocks) of IQ3_XXS or IQ3_S, the types tern reads but does not
+// write: random bytes (every grid index, sign and scale pattern) under finite f16 scales d
+// (each block's first 2 bytes) of about 1/400, so a dot stays near a quantized row's size.
+inline std::vector<uint8_t> random_blocks(DType dtype, int64_t k, uint32_t seed) {
+  const DTypeTraits& t = dtype_traits(dtype);
+  std::vector<uint8_t> out(static_cast<size_t>(k / t.block_elems * t.block_bytes));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(byte(rng));
+  for (size_t i = 0; i < out.size(); i += static_cast<size_t>(t.block_bytes)) {
+    // f16 0x1800..0x1bff (2^-9 ≤ d < 2^-8), either sign.
+    out[i + 1] = static_cast<uint8_t>(0x18 | (out[i + 1] & 0x03) | (out[i + 1] & 0x80));
+  }
+  return out;
+}
+
 inline double relative_rms_error(const std::vector<float>& a, const std::vector<float>& b) {
   double err = 0, ref = 0;
   for (size_t i = 0; i < a.size(); ++i) {

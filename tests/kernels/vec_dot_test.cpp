@@ -14,6 +14,7 @@
 #include "tern/blocks/block_layouts.h"
 #include "tern/core/error.h"
 #include "tern/core/half.h"
+#include "tern/kernels/cpu/kernel_table.h"
 #include "tern/kernels/cpu/vec_dot_isa.h"
 
 namespace tern::cpu {
@@ -160,9 +161,9 @@ TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
   }
 }
 
-// Q2_K, Q3_K and IQ4 blocks of random bytes (every scale, min, high bit and quant pattern a
-// quantizer may never write) against random activations: every level gives the scalar twin's
-// bits.
+// Q2_K, Q3_K, IQ4, MXFP4 and IQ3 blocks of random bytes (every scale, min, high bit and quant
+// pattern a quantizer may never write) against random activations: every level gives the scalar
+// twin's bits.
 TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -175,11 +176,9 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
     DType weight;
     std::vector<size_t> halves;
     bool exponent = false;
-  } cases[] = {{DType::Q2_K, {80, 82}},
-               {DType::Q3_K, {108}},
-               {DType::IQ4_NL, {0}},
-               {DType::IQ4_XS, {0}},
-               {DType::MXFP4, {}, true}};
+  } cases[] = {{DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}},     {DType::IQ4_NL, {0}},
+               {DType::IQ4_XS, {0}},    {DType::MXFP4, {}, true}, {DType::IQ3_XXS, {0}},
+               {DType::IQ3_S, {0}}};
   const int64_t k = 256 * 9;  // two groups of four super-blocks and one more; 72 blocks of 32
   std::vector<float> x = gaussian(k, 6);
   for (const auto& c : cases) {
@@ -203,6 +202,50 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
       EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
           << isa_name(isa) << " " << dtype_name(c.weight);
     }
+  }
+}
+
+// IQ3_XXS and IQ3_S (random blocks: tern has no quantizer for them) against Q8_K activations:
+// the scalar twin is the dot of the dequantized rows up to float rounding, and every level this
+// CPU runs gives its bits, for rows of 1, 3, 5 and 16 super-blocks (the GEMV's groups of 4 and
+// their tails).
+TEST(VecDot, Iq3TypesOnRandomBlocks) {
+  for (DType weight : {DType::IQ3_XXS, DType::IQ3_S}) {
+    const TypeKernels& scalar = type_kernels(weight, Isa::Scalar);
+    EXPECT_EQ(scalar.activation, DType::Q8_K);
+    for (int64_t k : {int64_t{256}, int64_t{768}, int64_t{1280}, int64_t{4096}}) {
+      for (uint32_t seed : {1u, 2u, 3u}) {
+        const std::vector<uint8_t> w = testing::random_blocks(weight, k, seed * 31 + k);
+        std::vector<float> x = gaussian(k, seed + 77, 3.0f);
+        for (int64_t i = 0; i < k; i += 37) x[i] *= 8.0f;
+        std::vector<uint8_t> a(*dtype_bytes(DType::Q8_K, k));
+        scalar.quantize_activation(x.data(), a.data(), k);
+        const std::vector<float> wf = dequantized(weight, w.data(), k),
+                                 af = dequantized(DType::Q8_K, a.data(), k);
+        double exact = 0, magnitude = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          exact += static_cast<double>(wf[i]) * af[i];
+          magnitude += std::fabs(static_cast<double>(wf[i]) * af[i]);
+        }
+        const float want = scalar_vec_dot(weight)(k, w.data(), a.data());
+        EXPECT_NEAR(want, exact, 1e-6 * magnitude) << dtype_name(weight) << " k=" << k;
+        for (Isa isa : testing::simd_levels()) {
+          if (!isa_supported(isa)) continue;
+          const float got = type_kernels(weight, isa).vec_dot(k, w.data(), a.data());
+          EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+              << isa_name(isa) << " " << dtype_name(weight) << " k=" << k << " seed=" << seed;
+        }
+      }
+    }
+  }
+  // Where the x86 levels are built, they have their own kernels for both (not the scalar
+  // twin's); the ARM levels have none and run the scalar twin.
+  for (Isa isa : testing::simd_levels()) {
+    const KernelRow& row = kernel_row(DType::IQ3_XXS, isa);
+    if (isa == Isa::Avx2 || isa == Isa::Avx512)
+      EXPECT_EQ(row.from, isa) << isa_name(isa);
+    else if (isa != Isa::Amx)
+      EXPECT_EQ(row.from, Isa::Scalar) << isa_name(isa);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/iq3_grids.h"
 #include "tern/core/dtype.h"
 
 namespace tern {
@@ -177,7 +178,65 @@ inline float mxfp4_scale(uint8_t e) {
                                     : static_cast<uint32_t>(e - 1) << 23);
 }
 
+// The 3-bit lattice types (iq3_grids.h's grids): super-blocks of 256 in 8 sub-blocks of 32,
+// element e of sub-block j = d · c · m · (sign bit e ? −1 : 1), m byte e % 4 of the grid entry
+// of group e / 4, c the sub-block's scale: IQ3_XXS's (2 ls + 1) / 4, IQ3_S's 2 ls + 1. The
+// helpers below give each sub-block's integer parts: scale (2 ls + 1), sign word (bit e: element
+// e negative) and grid entry of group m (0..7).
+//
+// IQ3_XXS: qs[8j + m] the grid index of group m; bytes 64 + 4j.. the little-endian word of
+// sub-block j: ls its top 4 bits, below them 4 × 7 sign bits (kIq3XxsSigns, group of 8 l at
+// bits 7l..7l+6).
+struct BlockIq3Xxs {
+  uint16_t d;
+  uint8_t qs[3 * kQKK / 8];
+};
+inline uint32_t iq3_xxs_word(const BlockIq3Xxs& b, int j) {
+  uint32_t w;
+  std::memcpy(&w, b.qs + kQKK / 4 + 4 * j, sizeof w);
+  return w;
+}
+inline int iq3_scale(const BlockIq3Xxs& b, int j) {
+  return 2 * static_cast<int>(iq3_xxs_word(b, j) >> 28) + 1;
+}
+inline uint32_t iq3_signs(const BlockIq3Xxs& b, int j) {
+  const uint32_t w = iq3_xxs_word(b, j);
+  uint32_t s = 0;
+  for (int l = 0; l < 4; ++l)
+    s |= static_cast<uint32_t>(kIq3XxsSigns[(w >> (7 * l)) & 127]) << (8 * l);
+  return s;
+}
+inline uint32_t iq3_grid(const BlockIq3Xxs& b, int j, int m) {
+  return kIq3XxsGrid[b.qs[8 * j + m]];
+}
+
+// IQ3_S: group m of sub-block j indexes the grid by qs[8j + m] | (bit m of qh[j]) << 8; its
+// sign bits are signs[4j .. 4j + 3] (little-endian: bit e element e), its ls the nibble j % 2 of
+// scales[j / 2].
+struct BlockIq3S {
+  uint16_t d;
+  uint8_t qs[kQKK / 4];
+  uint8_t qh[kQKK / 32];
+  uint8_t signs[kQKK / 8];
+  uint8_t scales[kQKK / 64];
+};
+inline int iq3_scale(const BlockIq3S& b, int j) {
+  return 2 * ((b.scales[j / 2] >> (4 * (j % 2))) & 0xf) + 1;
+}
+inline uint32_t iq3_signs(const BlockIq3S& b, int j) {
+  uint32_t s;
+  std::memcpy(&s, b.signs + 4 * j, sizeof s);
+  return s;
+}
+inline uint32_t iq3_grid(const BlockIq3S& b, int j, int m) {
+  return kIq3SGrid[b.qs[8 * j + m] | ((b.qh[j] >> m) & 1) << 8];
+}
+// What multiplies d · Σ_j (2 ls_j + 1) · Σ ±m · a: IQ3_XXS's quarter (exact in floats).
+inline float iq3_factor(const BlockIq3Xxs*) { return 0.25f; }
+inline float iq3_factor(const BlockIq3S*) { return 1.0f; }
+
 static_assert(sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136 && sizeof(BlockMxfp4) == 17);
+static_assert(sizeof(BlockIq3Xxs) == 98 && sizeof(BlockIq3S) == 110);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&

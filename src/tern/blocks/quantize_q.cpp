@@ -301,6 +301,10 @@ DequantizeFn find_dequantize(DType dtype) {
       return dequantize_row_iq4_xs;
     case DType::MXFP4:
       return dequantize_row_mxfp4;
+    case DType::IQ3_XXS:
+      return dequantize_row_iq3_xxs;
+    case DType::IQ3_S:
+      return dequantize_row_iq3_s;
     default:
       return affine_dequantize_fn(dtype);
   }

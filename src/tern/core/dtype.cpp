@@ -41,6 +41,8 @@ constexpr std::array<DTypeTraits, kNumDTypes> kTraits = {{
     {DType::IQ4_NL, "IQ4_NL", 32, 18, 20, ""},
     {DType::IQ4_XS, "IQ4_XS", 256, 136, 23, ""},
     {DType::MXFP4, "MXFP4", 32, 17, 39, ""},
+    {DType::IQ3_XXS, "IQ3_XXS", 256, 98, 18, ""},
+    {DType::IQ3_S, "IQ3_S", 256, 110, 21, ""},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {

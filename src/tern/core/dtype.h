@@ -48,9 +48,15 @@ enum class DType : uint8_t {
   // OCP's microscaling FP4 (gpt-oss's experts): x = 2^(e − 128) · kMxfp4Levels[q] per block of
   // 32, the levels e2m1's values doubled (blocks/block_layouts.h).
   MXFP4,
+  // ggml's 3-bit lattice types: per super-block of 256 an f16 d and per sub-block of 32 a 4-bit
+  // scale; each group of 4 elements a grid entry of 4 magnitudes (an 8-bit index into 256,
+  // IQ3_XXS; 9-bit into 512, IQ3_S), each element a sign (blocks/block_layouts.h). Read and
+  // multiplied; tern does not write them (llama-quantize's grid search).
+  IQ3_XXS,
+  IQ3_S,
 };
 // One past the last enumerator: loops over every type go to it.
-inline constexpr int kNumDTypes = static_cast<int>(DType::MXFP4) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::IQ3_S) + 1;
 
 struct DTypeTraits {
   DType dtype;

@@ -34,6 +34,13 @@ VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight);
 VecDotFn avx2_vec_dot_iq4(DType weight);
 VecDotFn avx512_vec_dot_iq4(DType weight);
 VecDotRowsFn avx512_vec_dot_rows_iq4(DType weight);
+// IQ3_XXS and IQ3_S ({avx2,avx512}/vec_dot_iq3.cpp: superblock_steps.h's GEMV and tile), bit for
+// bit scalar_vec_dot; the Amx level inherits the Avx512 level's. The ARM levels have none: there
+// these types run the scalar twin.
+VecDotFn avx2_vec_dot_iq3(DType weight);
+VecDotFn avx512_vec_dot_iq3(DType weight);
+GemmTileFn avx2_gemm_tile_iq3(DType weight);
+GemmTileFn avx512_gemm_tile_iq3(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);

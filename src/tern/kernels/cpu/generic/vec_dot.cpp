@@ -262,6 +262,31 @@ float dot_iq4_xs(int64_t k, const void* vw, const void* va) {
   return sum;
 }
 
+// IQ3_XXS and IQ3_S: per super-block, as IQ4_XS: Σ_j (2 ls_j + 1) · Σ ±m · a exact in int32
+// (|Σ| < 8 · 31 · 32 · 62 · 127), then one float step; the row's sum then times iq3_factor
+// (IQ3_XXS's quarter, exact). m and a stay under 128, so SIMD pairs of m · a fit int16.
+template <typename Block>
+float dot_iq3(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const Block*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQKK / kQK; ++j) {
+      const uint32_t signs = iq3_signs(w[i], j);
+      const int8_t* x = a[i].qs + kQK * j;
+      int dot = 0;
+      for (int e = 0; e < kQK; ++e) {
+        const int m = static_cast<int>((iq3_grid(w[i], j, e / 4) >> (8 * (e % 4))) & 0xff);
+        dot += ((signs >> e) & 1 ? -m : m) * x[e];
+      }
+      sumi += iq3_scale(w[i], j) * dot;
+    }
+    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi);
+  }
+  return iq3_factor(w) * sum;
+}
+
 float dot_f32(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const float*>(vw);
   const auto* a = static_cast<const float*>(va);
@@ -321,6 +346,10 @@ VecDotFn scalar_vec_dot(DType weight) {
       return dot_iq4_xs;
     case DType::MXFP4:
       return dot_lookup<BlockMxfp4>;
+    case DType::IQ3_XXS:
+      return dot_iq3<BlockIq3Xxs>;
+    case DType::IQ3_S:
+      return dot_iq3<BlockIq3S>;
     default:
       return scalar_vec_dot_affine(weight);
   }

@@ -1,0 +1,80 @@
+// What the AVX2 and AVX-512 kernels of IQ3_XXS and IQ3_S ({avx2,avx512}/vec_dot_iq3.cpp) decode
+// alike, with AVX2 (block_layouts.h's helpers in vectors): the 8 sub-block scales, the 8 sign
+// words and a sub-block's magnitudes. Internal linkage, so each file compiles its own copy with
+// its own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "tern/blocks/block_layouts.h"
+#include "tern/kernels/cpu/arch/x86/simd_common.h"
+
+namespace tern::cpu {
+namespace {
+
+// Lane j: 2 ls_j + 1 in both int16 halves, as vpmaddwd / vpdpwssd pair them.
+inline __m256i iq3_pairs_of(__m256i ls) {
+  const __m256i s = _mm256_add_epi32(_mm256_slli_epi32(ls, 1), _mm256_set1_epi32(1));
+  return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+}
+// IQ3_XXS: ls_j the top 4 bits of word j.
+inline __m256i iq3_scale_pairs(const BlockIq3Xxs& w) {
+  return iq3_pairs_of(_mm256_srli_epi32(load256(w.qs + kQKK / 4), 28));
+}
+// IQ3_S: ls_j nibble j of the 4 scale bytes (little-endian).
+inline __m256i iq3_scale_pairs(const BlockIq3S& w) {
+  uint32_t packed;
+  std::memcpy(&packed, w.scales, sizeof packed);
+  return iq3_pairs_of(
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(packed)),
+                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                       _mm256_set1_epi32(0xf)));
+}
+
+// Lane j: sub-block j's sign word (bit e: element e negative). IQ3_XXS's byte l is the 7 bits
+// 7l.. of word j and their parity (kIq3XxsSigns's rule, which the tests hold the table to).
+inline __m256i iq3_sign_words(const BlockIq3Xxs& w) {
+  const __m256i words = load256(w.qs + kQKK / 4);
+  __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int l = 0; l < 4; ++l) {
+    const __m256i b = _mm256_and_si256(_mm256_srli_epi32(words, 7 * l), _mm256_set1_epi32(127));
+    __m256i p = _mm256_xor_si256(b, _mm256_srli_epi32(b, 4));
+    p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 2));
+    p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 1));
+    const __m256i byte =
+        _mm256_or_si256(b, _mm256_slli_epi32(_mm256_and_si256(p, _mm256_set1_epi32(1)), 7));
+    s = _mm256_or_si256(s, _mm256_slli_epi32(byte, 8 * l));
+  }
+  return s;
+}
+inline __m256i iq3_sign_words(const BlockIq3S& w) { return load256(w.signs); }
+
+// The grid indices of sub-block j's 8 groups, lane m group m.
+inline __m256i iq3_indices(const BlockIq3Xxs& w, int j) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.qs + 8 * j)));
+}
+inline __m256i iq3_indices(const BlockIq3S& w, int j) {
+  const __m256i high = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(w.qh[j]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+      _mm256_set1_epi32(1));
+  return _mm256_or_si256(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.qs + 8 * j))),
+      _mm256_slli_epi32(high, 8));
+}
+inline const int* iq3_grid_of(const BlockIq3Xxs&) {
+  return reinterpret_cast<const int*>(kIq3XxsGrid);
+}
+inline const int* iq3_grid_of(const BlockIq3S&) { return reinterpret_cast<const int*>(kIq3SGrid); }
+
+// Sub-block j's 32 magnitudes, in element order (unsigned bytes, < 64).
+template <typename Block>
+inline __m256i iq3_magnitudes(const Block& w, int j) {
+  return _mm256_i32gather_epi32(iq3_grid_of(w), iq3_indices(w, j), 4);
+}
+
+}  // namespace
+}  // namespace tern::cpu
