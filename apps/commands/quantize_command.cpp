@@ -61,10 +61,12 @@ constexpr const char* kTypes =
 
 FileType parse_file_type(const std::string& name) {
   if (auto ft = file_type_from_name(name)) return *ft;
+  check_writable_type(name, "quantization type");
   throw Error("unknown quantization type '" + name + "' (one of " + kTypes + ")");
 }
 
 DType parse_tensor_type(const std::string& flag, const std::string& name) {
+  check_writable_type(name, flag);
   if (auto d = dtype_from_name(name)) return *d;
   throw Error(
       flag + " '" + name +

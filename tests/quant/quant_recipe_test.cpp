@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <set>
 #include <string>
 
@@ -329,7 +330,7 @@ TEST(QuantRecipe, ParsesWeightTypeFlag) {
   EXPECT_EQ(parse_weight_recipe("q3_k_m")->file_type(), FileType::Q3_K_M);
   EXPECT_TRUE(parse_weight_recipe("q2_k")->is_uniform());  // a type: every matrix Q2_K
   // A load-time requantization has no importance matrix for Q2_K_S.
-  for (const char* bad : {"q2_k_s", "iq3_xxs"}) {
+  for (const char* bad : {"q2_k_s", "iq2_xxs"}) {
     try {
       parse_weight_recipe(bad);
       ADD_FAILURE() << bad << ": no error";
@@ -338,6 +339,30 @@ TEST(QuantRecipe, ParsesWeightTypeFlag) {
     }
   }
   EXPECT_THROW(QuantRecipe::uniform(DType::Q8_K), Error);
+  // The IQ3 types tern reads but cannot write (llama-quantize's grid search): refused by name,
+  // as types and as llama.cpp's file types.
+  for (const char* name : {"iq3_xxs", "IQ3_S", "iq3_m", "iq3_xs"}) {
+    try {
+      parse_weight_recipe(name);
+      ADD_FAILURE() << name << ": no error";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      std::string upper(name);
+      for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      EXPECT_NE(what.find("--weight-type " + upper + ": tern reads"), std::string::npos) << what;
+      EXPECT_NE(what.find("cannot write"), std::string::npos) << what;
+    }
+  }
+  for (DType t : {DType::IQ3_XXS, DType::IQ3_S}) {
+    try {
+      QuantRecipe::uniform(t);
+      ADD_FAILURE() << dtype_name(t) << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(dtype_name(t)) + ": tern reads"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 std::string float_dtype_error(const std::string& name) {

@@ -253,8 +253,19 @@ RecipeModel RecipeModel::of(const ModelConfig& c) {
   return m;
 }
 
+void check_writable_type(std::string_view name, std::string_view what) {
+  for (std::string_view type : {"IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M"})
+    if (equals_ignoring_case(name, type))
+      throw Error(std::string(what) + " " + std::string(type) +
+                  ": tern reads and multiplies IQ3_XXS and IQ3_S weights from GGUF files but "
+                  "cannot write them (llama-quantize makes them, by a grid search with an "
+                  "importance matrix: llama-quantize --imatrix FILE in.gguf out.gguf " +
+                  std::string(type) + ")");
+}
+
 namespace {
 void check_weight_type(DType dtype) {
+  check_writable_type(dtype_name(dtype), "weight type");
   if (!is_weight_type(dtype))
     throw Error(
         "weight type " + std::string(dtype_name(dtype)) +
@@ -330,6 +341,7 @@ std::optional<QuantRecipe> parse_weight_recipe(const std::string& name, std::str
     if (equals_ignoring_case(file_type_name(mixed), name)) return QuantRecipe::mixture(mixed);
   if (auto d = dtype_from_name(name); d && is_weight_type(*d)) return QuantRecipe::uniform(*d);
   if (std::optional<DType> d = vllm_float_dtype(name)) return QuantRecipe::uniform(*d);
+  check_writable_type(name, flag);
   throw Error(
       std::string(flag) + " '" + name +
       "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "

@@ -121,10 +121,16 @@ class QuantRecipe {
 
 // `--weight-type` (`flag`): "auto" → nullopt; a file type with a mixture ("q4_k_m", "q3_k_m",
 // "q2_k", …; not q2_k_s, which needs an importance matrix) → its mixture; a weight type ("q4_0",
-// "Q4_K", "bf16", "float16", …) → uniform. Throws tern::Error listing the choices for anything
-// else.
+// "Q4_K", "bf16", "float16", …) → uniform. Throws tern::Error naming a type tern cannot write
+// (check_writable_type), listing the choices for anything else.
 std::optional<QuantRecipe> parse_weight_recipe(const std::string& name,
                                                std::string_view flag = "--weight-type");
+
+// Throws tern::Error naming the type when `name` (any case) is a weight type or llama.cpp file
+// type tern reads but cannot write (IQ3_XXS, IQ3_S; the file types IQ3_XXS, IQ3_XS, IQ3_S,
+// IQ3_M): llama-quantize makes them by a grid search with an importance matrix. `what`: the
+// flag or argument that named it.
+void check_writable_type(std::string_view name, std::string_view what);
 
 // vLLM's `--dtype` (`flag`): the type the matrices stored unquantized (F32, F16, BF16) are
 // converted to; "auto" → nullopt (as stored). vLLM's names (auto, half, float16, bfloat16,
