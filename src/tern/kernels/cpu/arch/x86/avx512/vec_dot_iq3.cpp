@@ -18,9 +18,8 @@ namespace {
 // Sub-blocks 2m and 2m + 1's 64 magnitudes, in element order.
 template <typename Block>
 inline __m512i chunk_magnitudes(const Block& w, int m) {
-  const __m512i index = _mm512_inserti64x4(_mm512_castsi256_si512(iq3_indices(w, 2 * m)),
-                                           iq3_indices(w, 2 * m + 1), 1);
-  return _mm512_i32gather_epi32(index, iq3_grid_of(w), 4);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(iq3_magnitudes(w, 2 * m)),
+                            iq3_magnitudes(w, 2 * m + 1), 1);
 }
 
 // The scales of sub-blocks 2m and 2m + 1, 8 lanes each, from iq3_scale_pairs.
