@@ -223,6 +223,18 @@ TEST(GptOss, GgufRoundTrip) {
     EXPECT_NE(std::string(e.what()).find("slides every other layer"), std::string::npos)
         << e.what();
   }
+  // Generation stops at <|return|> and <|call|>, never at <|end|> (which ends the analysis),
+  // whatever end-of-turn id the file names.
+  std::vector<std::string> vocab(256, "x");
+  vocab[1] = "<|end|>";
+  vocab[2] = "<|return|>";
+  vocab[3] = "<|call|>";
+  save_gguf(dir.file("harmony.gguf"), w, c, nullptr, "tiny",
+            {{"tokenizer.ggml.tokens", GgufValue::string_array(vocab)},
+             {"tokenizer.ggml.eot_token_id", GgufValue::u32(1)}});
+  EXPECT_EQ(ModelConfig::from_gguf(GgufFile::open(dir.file("harmony.gguf"))).eos_token_ids,
+            (std::vector<int32_t>{2, 3}));
+
   CheckpointFolder folder;
   folder.quantization.method = QuantMethod::Gptq;
   EXPECT_THROW(save_quantized_checkpoint(dir.file("gptq"), w, c, folder), Error);

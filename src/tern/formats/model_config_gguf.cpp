@@ -18,6 +18,26 @@ std::optional<int32_t> token_id_or_none(const GgufFile& g, const char* key) {
   return static_cast<int32_t>(*v);
 }
 
+// gpt-oss's harmony format ends a message with <|end|> and the answer with <|return|> (or a tool
+// call with <|call|>): generation stops at the latter two, never at <|end|>, whatever the file's
+// end-of-turn id says (llama.cpp takes <|end|> out of its stop list for this vocabulary too).
+void harmony_stop_tokens(const GgufFile& g, ModelConfig& c) {
+  const GgufValue* tokens = g.find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || tokens->as_array() == nullptr) return;
+  const auto& items = tokens->as_array()->items;
+  for (size_t id = 0; id < items.size(); ++id) {
+    const std::string* text = items[id].as_string();
+    if (text == nullptr) continue;
+    const auto token = static_cast<int32_t>(id);
+    auto& stops = c.eos_token_ids;
+    if (*text == "<|end|>")
+      stops.erase(std::remove(stops.begin(), stops.end(), token), stops.end());
+    if ((*text == "<|return|>" || *text == "<|call|>") &&
+        std::find(stops.begin(), stops.end(), token) == stops.end())
+      stops.push_back(token);
+  }
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
@@ -179,6 +199,8 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
         std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *id) == c.eos_token_ids.end())
       c.eos_token_ids.push_back(*id);
   }
+
+  if (c.arch == ModelArch::GptOss) harmony_stop_tokens(g, c);
 
   c.validate(name);
   return c;
