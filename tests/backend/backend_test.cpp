@@ -28,7 +28,7 @@ enum Op {
   kRmsNormRows,
   kMatmul,
   kQkv,
-  kGateUpSilu,
+  kGateUp,
   kMoeMlp,
   kRope,
   kWriteKv,
@@ -89,19 +89,20 @@ class CountingBackend final : public Backend {
     ++counts[kQkv];
     inner_->qkv(wq, wk, wv, wqkv_packed, bq, bk, bv, x, t, q, k, v);
   }
-  void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
-                    const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
-                    std::span<const float> b_up, Activation x, int64_t t, Activation out) override {
-    ++counts[kGateUpSilu];
-    inner_->gate_up_silu(w_gate, w_up, w_gate_up_packed, b_gate, b_up, x, t, out);
+  void gate_up(const WeightMatrix& w_gate, const WeightMatrix& w_up,
+               const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
+               std::span<const float> b_up, Activation x, int64_t t, Activation out) override {
+    ++counts[kGateUp];
+    inner_->gate_up(w_gate, w_up, w_gate_up_packed, b_gate, b_up, x, t, out);
   }
   void moe_mlp(const MixtureOfExperts& moe, Activation x, int64_t t, Activation out) override {
     ++counts[kMoeMlp];
     inner_->moe_mlp(moe, x, t, out);
   }
-  void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
+  void rope(int layer, Activation q, int n_heads, Activation k, int n_kv_heads,
+            int64_t t) override {
     ++counts[kRope];
-    inner_->rope(q, n_heads, k, n_kv_heads, t);
+    inner_->rope(layer, q, n_heads, k, n_kv_heads, t);
   }
   void write_kv(KvCache& cache, int layer, Activation k, Activation v,
                 std::span<const int64_t> slots) override {
@@ -168,7 +169,7 @@ TEST(Backend, DecoderCallsEachOpOncePerLayerPerStep) {
   per_step[kRmsNormRows] = 1;       // the final norm
   per_step[kMatmul] = 2 * layers;   // o, down
   per_step[kQkv] = layers;
-  per_step[kGateUpSilu] = layers;
+  per_step[kGateUp] = layers;
   per_step[kRope] = layers;
   per_step[kWriteKv] = layers;
   per_step[kAttention] = layers;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -378,6 +379,37 @@ TEST(ModelConfig, Qwen15MoeA27B) {
   EXPECT_EQ(ModelConfig::from_hf_json(dense.dump(), "q3").shared_expert_intermediate_size, 0);
 }
 
+// Gemma 3 1B (tests/data/model-configs, the published values): GeGLU, the post norms, the
+// embedding times √1152, queries by 1/√256, layers 5, 11, … global and the others sliding over 512
+// keys with their own RoPE base; softcapping refused; to_hf_json reads back.
+TEST(ModelConfig, Gemma3_1B) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/gemma-3-1b-it");
+  EXPECT_EQ(c.arch, ModelArch::Gemma3);
+  EXPECT_EQ(model_arch_name(c.arch), "gemma3");
+  EXPECT_EQ(c.mlp_activation, MlpActivation::GeluTanh);
+  EXPECT_TRUE(c.post_norms && c.qk_norm && c.tie_word_embeddings);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_DOUBLE_EQ(c.embedding_scale, std::sqrt(1152.0));
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1 / 16.0);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_local_theta, 10000);
+  EXPECT_EQ(c.attention_window(0), 512);
+  EXPECT_EQ(c.attention_window(5), 0);
+  EXPECT_TRUE(c.local_rope(4) && !c.local_rope(11));
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1, 106}));
+  const ModelConfig again = ModelConfig::from_hf_json(c.to_hf_json(), "again");
+  EXPECT_EQ(again.arch, ModelArch::Gemma3);
+  EXPECT_EQ(again.sliding_layers, c.sliding_layers);
+  EXPECT_DOUBLE_EQ(again.attention_scale, c.attention_scale);
+  EXPECT_EQ(again.rope_local_theta, 10000);
+  EXPECT_EQ(again.mlp_activation, MlpActivation::GeluTanh);
+  json capped = json::parse(c.to_hf_json());
+  capped["final_logit_softcapping"] = 30.0;
+  expect_config_error([&] { ModelConfig::from_hf_json(capped.dump(), "capped"); },
+                      {"capped", "final_logit_softcapping"});
+}
+
 // gpt-oss-20b (tests/data/model-configs, the published values): every layer 32 experts of 2880
 // with biases and the SwiGLU clamped at 7, the layers sliding (128 keys) and full by turns from
 // the first, q/k/v/o biases and sinks, YaRN ×32 over 4096 without truncation; its
@@ -430,10 +462,10 @@ TEST(ModelConfig, Errors) {
     return [j] { load(j); };
   };
   expect_config_error(broken([](json& j) {
-                        j["architectures"] = {"Gemma3ForCausalLM"};
-                        j["model_type"] = "gemma3_text";
+                        j["architectures"] = {"Gemma3ForConditionalGeneration"};
+                        j["model_type"] = "gemma3";
                       }),
-                      {name, "unsupported architecture 'Gemma3ForCausalLM'"});
+                      {name, "unsupported architecture 'Gemma3ForConditionalGeneration'"});
   expect_config_error(broken([](json& j) {
                         j.erase("architectures");
                         j["model_type"] = "gemma2";

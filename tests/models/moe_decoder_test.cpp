@@ -1,15 +1,18 @@
-// The mixture-of-experts decoders (qwen3moe, qwen2moe, gpt-oss) against a float64 forward written
-// here from the models' definitions (transformers' Qwen3MoeSparseMoeBlock: softmax over the
-// router's logits, the top k, renormalised when norm_topk_prob, each expert a SwiGLU;
-// Qwen2MoeSparseMoeBlock adds a shared expert scaled by sigmoid(x · shared_expert_gate);
-// GptOssMLP biases the router and the experts and clamps their SwiGLU, GptOssAttention adds a
-// sink per head to the softmax's denominator), batch invariance, and GGUF files and Hugging Face
-// folders written and read back.
+// The mixture-of-experts decoders (qwen3moe, qwen2moe, gpt-oss), and Gemma 3's dense one, against
+// a float64 forward written here from the models' definitions (transformers'
+// Qwen3MoeSparseMoeBlock: softmax over the router's logits, the top k, renormalised when
+// norm_topk_prob, each expert a SwiGLU; Qwen2MoeSparseMoeBlock adds a shared expert scaled by
+// sigmoid(x · shared_expert_gate); GptOssMLP biases the router and the experts and clamps their
+// SwiGLU, GptOssAttention adds a sink per head to the softmax's denominator), batch invariance, and
+// GGUF files and Hugging Face folders written and read back. Gemma3DecoderLayer: the embedding
+// times √hidden, each block's output RMS-normed before the residual, GeGLU with tanh GELU, queries
+// scaled by query_pre_attn_scalar^-½, the sliding layers rotated by rope_local_base_freq.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <numeric>
 
 #include "models/model_test_util.h"
@@ -128,11 +131,18 @@ void add_bias(Vec& y, std::span<const float> bias, size_t from = 0) {
   for (size_t i = 0; i < y.size(); ++i) y[i] += bias[from + i];
 }
 
-Vec swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
-           const Vec& x) {
+Vec swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const Vec& x,
+           MlpActivation act = MlpActivation::Silu) {
   Vec g = times(gate, x);
   const Vec u = times(up, x);
-  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double a = act == MlpActivation::Silu
+                         ? g[i] / (1 + std::exp(-g[i]))
+                         : 0.5 * g[i] *
+                               (1 + std::tanh(std::sqrt(2 / std::numbers::pi) *
+                                              (g[i] + 0.044715 * g[i] * g[i] * g[i])));
+    g[i] = a * u[i];
+  }
   return times(down, g);
 }
 
@@ -193,13 +203,13 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
   for (size_t i = 0; i < t; ++i) {
     std::vector<float> row(h);
     w.embed(tokens[i], row.data());
-    std::copy(row.begin(), row.end(), x[i].begin());
+    for (size_t e = 0; e < h; ++e) x[i][e] = row[e] * c.embedding_scale;
   }
+  double theta = c.rope_theta;  // the layer's (Gemma's sliding layers: rope_local_theta)
   auto rope = [&](double* v, size_t pos) {
     for (size_t i = 0; i < hd / 2; ++i) {
-      const double a =
-          static_cast<double>(pos) *
-          std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+      const double a = static_cast<double>(pos) *
+                       std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
       const double x0 = v[i], x1 = v[i + hd / 2];
       v[i] = x0 * std::cos(a) - x1 * std::sin(a);
       v[i + hd / 2] = x1 * std::cos(a) + x0 * std::sin(a);
@@ -207,6 +217,7 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
   };
   for (size_t layer = 0; layer < w.layers.size(); ++layer) {
     const LayerWeights& l = w.layers[layer];
+    theta = c.local_rope(static_cast<int64_t>(layer)) ? c.rope_local_theta : c.rope_theta;
     std::vector<Vec> q(t), k(t), v(t);
     for (size_t i = 0; i < t; ++i) {
       const Vec xn = rms_norm(x[i].data(), l.attn_norm, c.rms_norm_eps);
@@ -237,7 +248,8 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
         for (size_t j = lo; j <= i; ++j) {
           double d = 0;
           for (size_t e = 0; e < hd; ++e) d += q[i][head * hd + e] * k[j][kvh * hd + e];
-          s[j] = d / std::sqrt(static_cast<double>(hd));
+          s[j] = d * (c.attention_scale > 0 ? c.attention_scale
+                                            : 1 / std::sqrt(static_cast<double>(hd)));
         }
         // A sink joins the softmax's denominator as a key with no value.
         const double sink = l.attn_sinks.empty() ? -1e300 : l.attn_sinks[head];
@@ -249,11 +261,14 @@ std::vector<double> reference_logits(const ModelConfig& c, const ModelWeights& w
       }
       Vec o = times(l.wo, attn);
       add_bias(o, l.bo);
+      if (c.post_norms) o = rms_norm(o.data(), l.attn_post_norm, c.rms_norm_eps);
       for (size_t e = 0; e < h; ++e) x[i][e] += o[e];
     }
     for (size_t i = 0; i < t; ++i) {
       const Vec xn = rms_norm(x[i].data(), l.ffn_norm, c.rms_norm_eps);
-      const Vec y = l.moe ? experts_of(*l.moe, xn) : swiglu(l.w_gate, l.w_up, l.w_down, xn);
+      Vec y =
+          l.moe ? experts_of(*l.moe, xn) : swiglu(l.w_gate, l.w_up, l.w_down, xn, c.mlp_activation);
+      if (c.post_norms) y = rms_norm(y.data(), l.ffn_post_norm, c.rms_norm_eps);
       for (size_t e = 0; e < h; ++e) x[i][e] += y[e];
     }
   }
@@ -381,6 +396,39 @@ TEST(MoeDecoder, GptOssMatchesFloat64Reference) {
   testing::expect_batch_invariant(c, w);
   testing::expect_batch_invariant(
       c, make_dummy_weights(c, QuantRecipe::mixture(FileType::MXFP4_MOE), 18));
+}
+
+// Gemma 3 (text): 3 layers of hidden 256, the last global and the others sliding over 3 keys and
+// rotated by rope_local_base_freq, 4 q and 2 kv heads of 64 with q/k norms, queries scaled by
+// 1/√32, the embedding by √256, GeGLU of 512, every block's output normed (norms patterned, as a
+// Gemma checkpoint's are not ones); and batch invariant.
+TEST(MoeDecoder, Gemma3MatchesFloat64Reference) {
+  nlohmann::json j = tiny_moe_json();
+  for (const char* key :
+       {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob"})
+    j.erase(key);
+  j["architectures"] = {"Gemma3ForCausalLM"};
+  j["model_type"] = "gemma3_text";
+  j["num_hidden_layers"] = 3;
+  j["sliding_window"] = 3;
+  j["sliding_window_pattern"] = 3;
+  j["query_pre_attn_scalar"] = 32;
+  j["rope_local_base_freq"] = 100.0;
+  const ModelConfig c = config_of(j);
+  ASSERT_EQ(c.arch, ModelArch::Gemma3);
+  EXPECT_EQ(c.mlp_activation, MlpActivation::GeluTanh);
+  EXPECT_TRUE(c.local_rope(0) && c.local_rope(1) && !c.local_rope(2));
+  EXPECT_EQ(c.embedding_scale, 16.0);
+  ModelWeights w = make_dummy_weights(c, DType::F32, 19);
+  for (LayerWeights& l : w.layers)
+    for (std::span<const float>* norm :
+         {&l.attn_norm, &l.attn_post_norm, &l.ffn_norm, &l.ffn_post_norm, &l.q_norm, &l.k_norm}) {
+      std::span<float> v = w.own_floats(norm->size());
+      for (size_t e = 0; e < v.size(); ++e) v[e] = 0.5f + 0.1f * static_cast<float>(e % 11);
+      *norm = v;
+    }
+  expect_matches_reference(c, w);
+  testing::expect_batch_invariant(c, w);
 }
 
 TEST(MoeDecoder, BatchInvariant) {

@@ -284,6 +284,17 @@ TEST(WeightPlan, SharedExpertIsReadByEveryToken) {
   EXPECT_EQ(layers[0][9].cols, 5632);
 }
 
+// Gemma 3 1B (tests/data/model-configs): four norms a layer and q/k norms, tied: the published
+// 999,885,952 parameters.
+TEST(WeightPlan, Gemma3CountsItsPostNorms) {
+  const ModelConfig c = ModelConfig::from_hf_dir(std::string(TERN_SOURCE_DIR) +
+                                                 "/tests/data/model-configs/gemma-3-1b-it");
+  const WeightPlan p = plan_recipe_weights(c, *parse_weight_recipe("bf16"));
+  EXPECT_EQ(p.parameters(), 999'885'952ull);
+  ASSERT_NE(find_tensor(p, "blk.25.post_ffw_norm.weight"), nullptr);
+  ASSERT_NE(find_tensor(p, "blk.25.post_attention_norm.weight"), nullptr);
+}
+
 // gpt-oss-20b (tests/data/model-configs): 24 layers of q/k/v/o with biases and sinks, 32 experts
 // of 2880 with biases, 4 per token, vocabulary 201088, untied: the published 20.91 B parameters;
 // a token reads its 4 experts' matrices and biases only.

@@ -56,7 +56,8 @@ class Backend {
   virtual void check_attention(const AttentionBatch& batch, const KvCache& cache,
                                int n_heads) const = 0;
 
-  // x: [T, hidden] ← the embedding rows of token_ids [T] (ids already checked).
+  // x: [T, hidden] ← the embedding rows of token_ids [T] (ids already checked), times the
+  // config's embedding_scale (Gemma's √hidden) where it is not 1.
   virtual void embed(std::span<const int32_t> token_ids, Activation x) = 0;
 
   // The step's token positions [T], once per step: every layer's rope() rotates by them.
@@ -82,13 +83,13 @@ class Backend {
                    const WeightMatrix& wqkv_packed, std::span<const float> bq,
                    std::span<const float> bk, std::span<const float> bv, Activation x, int64_t t,
                    Activation q, Activation k, Activation v) = 0;
-  // The MLP's activation: out = silu(x · w_gateᵀ + b_gate) · (x · w_upᵀ + b_up).
+  // The MLP's activation: out = act(x · w_gateᵀ + b_gate) · (x · w_upᵀ + b_up), act the
+  // config's MlpActivation (SiLU, or Gemma's tanh GELU).
   // x: [t, hidden]; out: [t, intermediate]
   // `w_gate_up_packed`: the two stacked, as `wqkv_packed`. b_gate, b_up: empty without mlp_bias.
-  virtual void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
-                            const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
-                            std::span<const float> b_up, Activation x, int64_t t,
-                            Activation out) = 0;
+  virtual void gate_up(const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                       const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
+                       std::span<const float> b_up, Activation x, int64_t t, Activation out) = 0;
 
   // A sparse layer's MLP (a mixture of experts). Each token's router probabilities are the
   // softmax of x · routerᵀ; it takes the top_k experts (the higher probability first, the lower
@@ -100,9 +101,12 @@ class Backend {
   // chose is not read. x: [t, hidden]; out: [t, hidden]
   virtual void moe_mlp(const MixtureOfExperts& moe, Activation x, int64_t t, Activation out) = 0;
 
-  // Rotates q and k in place by the positions of set_positions.
+  // Rotates q and k of `layer` in place by the positions of set_positions: by the config's
+  // rope_theta and scaling, or in a layer where ModelConfig::local_rope (Gemma 3's sliding
+  // ones) by rope_local_theta unscaled.
   // q: [t, n_heads, head_dim]; k: [t, n_kv_heads, head_dim]
-  virtual void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) = 0;
+  virtual void rope(int layer, Activation q, int n_heads, Activation k, int n_kv_heads,
+                    int64_t t) = 0;
 
   // Stores each token's K and V of `layer` at its slot (-1: skip).
   // k, v: [t, n_kv_heads, head_dim]; slot_mapping: [t]

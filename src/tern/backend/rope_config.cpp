@@ -30,4 +30,13 @@ cpu::RopeConfig rope_config(const ModelConfig& c, const ModelWeights& w) {
   return r;
 }
 
+cpu::RopeConfig local_rope_config(const ModelConfig& c, const ModelWeights& w) {
+  cpu::RopeConfig r = rope_config(c, w);
+  if (c.rope_local_theta <= 0) return r;  // no local RoPE: the one every layer uses
+  r.theta = c.rope_local_theta;
+  r.scaling = {};
+  r.freq_factors.clear();
+  return r;
+}
+
 }  // namespace tern

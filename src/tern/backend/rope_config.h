@@ -10,5 +10,8 @@
 namespace tern {
 
 cpu::RopeConfig rope_config(const ModelConfig& config, const ModelWeights& weights);
+// Gemma 3's sliding layers (ModelConfig::local_rope): rope_local_theta, without the scaling
+// (rope_config's when the config has no rope_local_theta).
+cpu::RopeConfig local_rope_config(const ModelConfig& config, const ModelWeights& weights);
 
 }  // namespace tern

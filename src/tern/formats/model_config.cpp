@@ -27,6 +27,7 @@ std::optional<ModelArch> arch_from_hf(std::string_view s) {
   if (s == "Qwen3MoeForCausalLM" || s == "qwen3_moe") return ModelArch::Qwen3Moe;
   if (s == "Qwen2MoeForCausalLM" || s == "qwen2_moe") return ModelArch::Qwen2Moe;
   if (s == "GptOssForCausalLM" || s == "gpt_oss") return ModelArch::GptOss;
+  if (s == "Gemma3ForCausalLM" || s == "gemma3_text") return ModelArch::Gemma3;
   return std::nullopt;
 }
 
@@ -113,13 +114,21 @@ void read_sliding_window(const JsonFields& f, std::string_view arch_name, ModelC
   } else if (c.arch == ModelArch::GptOss) {
     // transformers' GptOssConfig: sliding and full layers alternate, the first sliding.
     for (int64_t i = 0; i < c.num_layers; ++i) sliding.push_back(i % 2 == 0);
+  } else if (c.arch == ModelArch::Gemma3) {
+    // transformers' Gemma3TextConfig: every sliding_window_pattern-th layer is global.
+    const int64_t period = f.opt_int("sliding_window_pattern").value_or(6);
+    if (period <= 0) f.fail("sliding_window_pattern must be positive");
+    for (int64_t i = 0; i < c.num_layers; ++i) sliding.push_back((i + 1) % period != 0);
   } else if (c.arch != ModelArch::Llama && f.opt_bool("use_sliding_window").value_or(false)) {
     const int64_t from = f.opt_int("max_window_layers").value_or(28);
     for (int64_t i = 0; i < c.num_layers; ++i) sliding.push_back(i >= from);
   }
   if (std::find(sliding.begin(), sliding.end(), true) == sliding.end()) return;
+  // transformers' defaults: gpt-oss's 128, Gemma 3's 4096.
   const std::optional<int64_t> given =
-      c.arch == ModelArch::GptOss ? std::optional<int64_t>(window.value_or(128)) : window;
+      c.arch == ModelArch::GptOss   ? std::optional<int64_t>(window.value_or(128))
+      : c.arch == ModelArch::Gemma3 ? std::optional<int64_t>(window.value_or(4096))
+                                    : window;
   if (!given) f.fail("layers slide, but 'sliding_window' gives no window");
   c.sliding_window = *given;
   c.sliding_layers = std::move(sliding);
@@ -141,6 +150,8 @@ std::string_view model_arch_name(ModelArch arch) {
       return "qwen2moe";
     case ModelArch::GptOss:
       return "gpt-oss";
+    case ModelArch::Gemma3:
+      return "gemma3";
   }
   return "unknown";
 }
@@ -186,7 +197,8 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
     f.fail("unsupported architecture " + quote_name(arch_name) +
            (model_type && architecture ? " (model_type " + quote_name(*model_type) + ")" : "") +
            "; tern runs LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-           "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM and GptOssForCausalLM");
+           "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM and "
+           "Gemma3ForCausalLM");
   if (architecture && model_type) {
     auto by_type = arch_from_hf(*model_type);
     if (by_type && *by_type != *arch)
@@ -196,8 +208,17 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
   c.arch = *arch;
   c.arch_name = arch_name;
 
-  if (auto act = f.opt_string("hidden_act"); act && *act != "silu")
+  if (c.arch == ModelArch::Gemma3) {
+    // Gemma names it hidden_activation (hidden_act in older configs), tanh-approximated GELU.
+    const std::string act = f.opt_string("hidden_activation")
+                                .value_or(f.opt_string("hidden_act").value_or("gelu_pytorch_tanh"));
+    if (act != "gelu_pytorch_tanh")
+      f.fail("hidden_activation " + quote_name(act) +
+             " is not supported (Gemma 3's MLP is GeGLU with gelu_pytorch_tanh)");
+    c.mlp_activation = MlpActivation::GeluTanh;
+  } else if (auto act = f.opt_string("hidden_act"); act && *act != "silu") {
     f.fail("hidden_act " + quote_name(*act) + " is not supported (the MLP is SwiGLU with silu)");
+  }
 
   c.vocab_size = f.req_int("vocab_size");
   c.hidden_size = f.req_int("hidden_size");
@@ -207,6 +228,8 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
   c.num_kv_heads = f.opt_int("num_key_value_heads").value_or(c.num_heads);
   if (auto head_dim = f.opt_int("head_dim")) {
     c.head_dim = *head_dim;
+  } else if (c.arch == ModelArch::Gemma3) {
+    c.head_dim = 256;  // Gemma3TextConfig's default
   } else {
     if (c.num_heads <= 0)
       f.fail("num_attention_heads must be positive, not " + std::to_string(c.num_heads));
@@ -217,12 +240,15 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
     c.head_dim = c.hidden_size / c.num_heads;
   }
   // transformers' defaults where a field is absent.
-  c.max_position_embeddings =
-      f.opt_int("max_position_embeddings").value_or(c.arch == ModelArch::Llama ? 2048 : 32768);
+  const bool gemma = c.arch == ModelArch::Gemma3;
+  c.max_position_embeddings = f.opt_int("max_position_embeddings")
+                                  .value_or(c.arch == ModelArch::Llama ? 2048
+                                            : gemma                    ? 131072
+                                                                       : 32768);
   c.rms_norm_eps = f.opt_double("rms_norm_eps").value_or(1e-6);
-  c.tie_word_embeddings = f.opt_bool("tie_word_embeddings").value_or(false);
+  c.tie_word_embeddings = f.opt_bool("tie_word_embeddings").value_or(gemma);
 
-  c.rope_theta = f.opt_double("rope_theta").value_or(10000.0);
+  c.rope_theta = f.opt_double("rope_theta").value_or(gemma ? 1000000.0 : 10000.0);
   if (const json* params = f.find("rope_parameters")) {
     if (!params->is_object()) f.fail("field 'rope_parameters' must be an object");
     JsonFields p(*params, name, "rope_parameters.");
@@ -267,6 +293,19 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
           f.opt_int("shared_expert_intermediate_size").value_or(5632);
       read_sparse_layers(f, c);
       break;
+    case ModelArch::Gemma3:
+      // transformers' Gemma3TextConfig defaults where a field is absent.
+      c.attention_bias = c.attention_out_bias = f.opt_bool("attention_bias").value_or(false);
+      c.qk_norm = true;
+      c.post_norms = true;
+      c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+      c.attention_scale = 1 / std::sqrt(f.opt_double("query_pre_attn_scalar").value_or(256));
+      c.rope_local_theta = f.opt_double("rope_local_base_freq").value_or(10000.0);
+      for (const char* softcap : {"final_logit_softcapping", "attn_logit_softcapping"})
+        if (const json* v = f.find(softcap); v != nullptr && !v->is_null())
+          f.fail(std::string("field '") + softcap +
+                 "' is not supported (Gemma 3 has none; Gemma 2's softcapping is not run)");
+      break;
     case ModelArch::GptOss:
       // Every layer a mixture of experts as wide as intermediate_size, q/k/v/o with biases
       // (attention_bias), sinks; transformers' GptOssConfig defaults where a field is absent.
@@ -293,11 +332,11 @@ ModelConfig ModelConfig::from_hf_json(std::string_view config_json, std::string_
 
 std::string ModelConfig::to_hf_json() const {
   json j;
-  static constexpr const char* kArchitectures[] = {"LlamaForCausalLM",    "Qwen2ForCausalLM",
-                                                   "Qwen3ForCausalLM",    "Qwen3MoeForCausalLM",
-                                                   "Qwen2MoeForCausalLM", "GptOssForCausalLM"};
-  static constexpr const char* kModelTypes[] = {"llama",     "qwen2",     "qwen3",
-                                                "qwen3_moe", "qwen2_moe", "gpt_oss"};
+  static constexpr const char* kArchitectures[] = {
+      "LlamaForCausalLM",    "Qwen2ForCausalLM",  "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+      "Qwen2MoeForCausalLM", "GptOssForCausalLM", "Gemma3ForCausalLM"};
+  static constexpr const char* kModelTypes[] = {"llama",     "qwen2",   "qwen3",      "qwen3_moe",
+                                                "qwen2_moe", "gpt_oss", "gemma3_text"};
   j["architectures"] = {kArchitectures[static_cast<int>(arch)]};
   j["model_type"] = kModelTypes[static_cast<int>(arch)];
   if (has_sliding_window()) {
@@ -322,7 +361,14 @@ std::string ModelConfig::to_hf_json() const {
   j["max_position_embeddings"] = max_position_embeddings;
   j["rms_norm_eps"] = rms_norm_eps;
   j["rope_theta"] = rope_theta;
-  j["hidden_act"] = "silu";
+  if (mlp_activation == MlpActivation::GeluTanh)
+    j["hidden_activation"] = "gelu_pytorch_tanh";
+  else
+    j["hidden_act"] = "silu";
+  if (arch == ModelArch::Gemma3) {
+    j["query_pre_attn_scalar"] = 1 / (attention_scale * attention_scale);
+    j["rope_local_base_freq"] = rope_local_theta;
+  }
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (arch == ModelArch::Qwen2Moe) j["qkv_bias"] = attention_bias;
   if (arch != ModelArch::Qwen2 && arch != ModelArch::Qwen2Moe) j["attention_bias"] = attention_bias;
@@ -463,6 +509,10 @@ void ModelConfig::validate(std::string_view name) const {
     if (decoder_sparse_step <= 0 || decoder_sparse_step > kMaxConfigSize)
       fail("decoder_sparse_step must be positive, not " + std::to_string(decoder_sparse_step));
   }
+  if (!(embedding_scale > 0) || !std::isfinite(embedding_scale) || !(attention_scale >= 0) ||
+      !std::isfinite(attention_scale) || !(rope_local_theta >= 0) ||
+      !std::isfinite(rope_local_theta))
+    fail("embedding_scale, attention_scale and rope_local_theta must be finite and positive");
   if (!(swiglu_limit >= 0) || !std::isfinite(swiglu_limit))
     fail("swiglu_limit must be a non-negative number, not " + std::to_string(swiglu_limit));
   if (!has_experts() && (expert_bias || swiglu_limit != 0))

@@ -1,8 +1,8 @@
 // The hyperparameters of a decoder of the llama / qwen2 / qwen3 family, of Qwen2's and Qwen3's
-// mixtures of experts and of gpt-oss, read from a Hugging Face config.json (+
-// generation_config.json) or from GGUF metadata. One struct for all six: the families differ only
-// by feature flags (q/k/v bias, q/k RMSNorm, rope scaling, sliding windows, attention sinks) and,
-// for the mixtures, the experts that replace the MLP.
+// mixtures of experts, of gpt-oss and of Gemma 3 (text), read from a Hugging Face config.json (+
+// generation_config.json) or from GGUF metadata. One struct for all seven: the families differ
+// only by feature flags (q/k/v bias, q/k RMSNorm, rope scaling, sliding windows, attention sinks,
+// Gemma's norms and GeGLU) and, for the mixtures, the experts that replace the MLP.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +15,9 @@ namespace tern {
 
 class GgufFile;
 
-enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe, Qwen2Moe, GptOss };
-// "llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe", "gpt-oss" (GGUF's general.architecture)
+enum class ModelArch { Llama, Qwen2, Qwen3, Qwen3Moe, Qwen2Moe, GptOss, Gemma3 };
+// "llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe", "gpt-oss", "gemma3" (GGUF's
+// general.architecture)
 std::string_view model_arch_name(ModelArch arch);
 
 enum class RopeScalingType { None, Linear, Llama3, Yarn };
@@ -45,6 +46,10 @@ struct RopeScaling {
   bool truncate = true;                          // yarn only
   double attention_factor = 1.0;                 // yarn only
 };
+
+// The MLP's gate activation: SiLU (SwiGLU), or the tanh approximation of GELU (GeGLU, Gemma's
+// gelu_pytorch_tanh: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))).
+enum class MlpActivation { Silu, GeluTanh };
 
 struct ModelConfig {
   ModelArch arch = ModelArch::Llama;
@@ -92,6 +97,17 @@ struct ModelConfig {
   // gpt-oss: each attention head has a learnt sink logit in its softmax (Backend::attention).
   bool attention_sinks = false;
 
+  // Gemma 3: the embedding rows are multiplied by embedding_scale (√hidden_size); each block's
+  // output is RMS-normed before the residual adds it (post_norms: post_attention_norm and
+  // post_ffw_norm); the MLP's activation; queries scaled by attention_scale rather than
+  // 1/√head_dim (query_pre_attn_scalar^-½; 0: 1/√head_dim); and the sliding layers rotated by
+  // rope_local_theta without the rope scaling (0: as every other layer).
+  double embedding_scale = 1.0;
+  bool post_norms = false;
+  MlpActivation mlp_activation = MlpActivation::Silu;
+  double attention_scale = 0;
+  double rope_local_theta = 0;
+
   // Sliding-window attention: a query of layer i sees only its last sliding_window keys (its own
   // included) when sliding_layers[i]; sliding_layers empty: every layer sees its whole context.
   // Mistral slides every layer, Qwen2/Qwen3 with use_sliding_window those from
@@ -105,8 +121,8 @@ struct ModelConfig {
 
   // `config_json` is the text of a config.json; `name` (its path, usually) prefixes errors.
   // Throws tern::Error naming the field for a missing required field, a wrong type, an
-  // architecture other than llama/qwen2/qwen3/qwen2_moe/qwen3_moe/gpt_oss, or sizes that do not fit
-  // together.
+  // architecture other than llama/qwen2/qwen3/qwen2_moe/qwen3_moe/gpt_oss/gemma3_text, or sizes
+  // that do not fit together.
   static ModelConfig from_hf_json(std::string_view config_json, std::string_view name);
   // Reads `dir`/config.json and, when present, `dir`/generation_config.json, whose
   // bos_token_id / eos_token_id replace the config's.
@@ -148,6 +164,11 @@ struct ModelConfig {
   bool is_moe_layer(int64_t layer) const;
   // intermediate_size when some layer has the dense MLP, else 0 (nothing is that wide).
   int64_t dense_intermediate_size() const;
+
+  // Whether layer `layer` rotates by rope_local_theta (a Gemma 3 sliding layer).
+  bool local_rope(int64_t layer) const {
+    return rope_local_theta > 0 && attention_window(layer) > 0;
+  }
 
   int64_t q_dim() const { return num_heads * head_dim; }      // width of q_proj's output
   int64_t kv_dim() const { return num_kv_heads * head_dim; }  // width of k_proj / v_proj

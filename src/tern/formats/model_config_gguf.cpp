@@ -38,6 +38,20 @@ void harmony_stop_tokens(const GgufFile& g, ModelConfig& c) {
   }
 }
 
+// llama.cpp's sliding layers (set_swa_pattern): with the period `{arch}.attention.
+// sliding_window_pattern` (else `default_period`), every layer but the last of each period.
+void read_sliding_layers(const GgufFile& g, const std::string& prefix, int64_t default_period,
+                         ModelConfig& c) {
+  const std::string key = prefix + "attention.sliding_window_pattern";
+  const int64_t period = g.get_int(key).value_or(default_period);
+  if (g.find(key) != nullptr && (!g.get_int(key) || period <= 0))
+    throw Error(g.path() + ": " + key +
+                " must be a positive integer (a per-layer list is not supported)");
+  // Bounded so that a corrupt block_count cannot allocate; validate() names the mismatch.
+  for (int64_t i = 0; i < std::min<int64_t>(c.num_layers, 1 << 20); ++i)
+    c.sliding_layers.push_back(i % period < period - 1);
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
@@ -59,9 +73,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
     c.arch = ModelArch::Qwen2Moe;
   } else if (*arch_name == "gpt-oss") {
     c.arch = ModelArch::GptOss;
+  } else if (*arch_name == "gemma3") {
+    c.arch = ModelArch::Gemma3;
   } else {
     fail("unsupported architecture '" + *arch_name +
-         "' (tern runs llama, qwen2, qwen3, qwen2moe, qwen3moe and gpt-oss)");
+         "' (tern runs llama, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss and gemma3)");
   }
   c.arch_name = *arch_name;
 
@@ -177,13 +193,26 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
     c.expert_bias = c.attention_sinks = true;
     c.swiglu_limit = 7.0;
     c.sliding_window = req_int("attention.sliding_window");
-    const std::string pattern_key = prefix + "attention.sliding_window_pattern";
-    const std::optional<int64_t> period = g.get_int(pattern_key);
-    if (g.find(pattern_key) != nullptr && (!period || *period <= 0))
-      fail(pattern_key + " must be a positive integer (a per-layer list is not supported)");
-    // Bounded so that a corrupt block_count cannot allocate; validate() names the mismatch.
-    for (int64_t i = 0; i < std::min<int64_t>(c.num_layers, 1 << 20); ++i)
-      c.sliding_layers.push_back(i % period.value_or(2) < period.value_or(2) - 1);
+    read_sliding_layers(g, prefix, 2, c);
+  }
+  if (c.arch == ModelArch::Gemma3) {
+    // llama.cpp's gemma3: the embedding times √hidden, the post norms, GeGLU, the sliding layers
+    // (when the file gives a window) every sliding_window_pattern-th but the last of each period
+    // (6), rotated by rope.freq_base_swa (10000) unscaled; queries scaled by 1/√head_dim, or for
+    // the 27B (62 layers) by 1/√(hidden / heads), its query_pre_attn_scalar.
+    c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+    c.post_norms = true;
+    c.mlp_activation = MlpActivation::GeluTanh;
+    c.attention_scale =
+        1 / std::sqrt(static_cast<double>(
+                c.num_layers == 62 && c.num_heads > 0 ? c.hidden_size / c.num_heads : c.head_dim));
+    if (auto softcap = opt_float("final_logit_softcapping"); softcap && *softcap != 0)
+      fail(prefix + "final_logit_softcapping is not supported");
+    if (auto window = opt_int("attention.sliding_window"); window && *window > 0) {
+      c.sliding_window = *window;
+      read_sliding_layers(g, prefix, 6, c);
+      c.rope_local_theta = opt_float("rope.freq_base_swa").value_or(10000.0);
+    }
   }
   if (c.arch == ModelArch::Qwen2Moe)
     c.shared_expert_intermediate_size =

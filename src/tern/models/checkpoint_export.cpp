@@ -378,6 +378,10 @@ std::vector<std::string> save_quantized_checkpoint(const std::string& dir, const
     throw Error(dir +
                 ": a gpt-oss checkpoint cannot be written yet (its experts' MXFP4 layout); "
                 "--save-gguf writes the model as GGUF");
+  // Gemma's norms are stored as weight − 1 and its post norms by other names.
+  if (c.arch == ModelArch::Gemma3)
+    throw Error(dir + ": a Gemma 3 checkpoint cannot be written yet; --save-gguf writes the " +
+                "model as GGUF");
   if (!w.rope_freq_factors.empty() && c.rope_scaling.type == RopeScalingType::None)
     throw Error(dir +
                 ": the model's RoPE frequencies are scaled by a rope_freqs tensor (a GGUF "

@@ -1,5 +1,6 @@
-// The decoder's forward pass: pre-norm attention and SwiGLU (or mixture-of-experts) blocks on
-// an f32 residual stream, each op one Backend call over the whole batch. Every op is per row (or
+// The decoder's forward pass: pre-norm attention and SwiGLU / GeGLU (or mixture-of-experts)
+// blocks on an f32 residual stream (Gemma 3 norms each block's output again before adding it),
+// each op one Backend call over the whole batch. Every op is per row (or
 // per token for attention), which is what makes a sequence's logits independent of the batch it
 // runs in.
 #include "tern/models/decoder.h"
@@ -30,6 +31,9 @@ const ModelWeights& checked(const ModelConfig& config, const ModelWeights& weigh
                    l.moe->top_k != config.num_experts_per_tok ||
                    l.moe->shared.has_value() != (config.shared_expert_intermediate_size > 0))))
       throw Error("layer " + std::to_string(i) + "'s experts do not match the config");
+    if (l.attn_post_norm.empty() == config.post_norms ||
+        l.ffn_post_norm.empty() == config.post_norms)
+      throw Error("layer " + std::to_string(i) + "'s post norms do not match the config");
     if (l.attn_sinks.empty() == config.attention_sinks ||
         (l.moe && l.moe->router_bias.empty() == config.expert_bias))
       throw Error("layer " + std::to_string(i) + "'s sinks or biases do not match the config");
@@ -130,13 +134,15 @@ void Decoder::attention_block(int layer, const StepContext& ctx, KvCache& cache)
     b.rms_norm(q_, l.q_norm.data(), t * n_heads, c.head_dim, eps, q_);
     b.rms_norm(k_, l.k_norm.data(), t * n_kv, c.head_dim, eps, k_);
   }
-  b.rope(q_, n_heads, k_, n_kv, t);
+  b.rope(layer, q_, n_heads, k_, n_kv, t);
   b.write_kv(cache, layer, k_, v_, ctx.slot_mapping);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = c.attention_scale > 0 ? static_cast<float>(c.attention_scale)
+                                            : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   b.attention(q_, cache, layer, ctx.attention, n_heads, scale, c.attention_window(layer),
               l.attn_sinks, attn_);
   observe(layer, MatrixInput::AttnOutput, attn_, t, c.q_dim());
   b.matmul(l.wo, l.bo, attn_, t, out_);
+  if (c.post_norms) b.rms_norm(out_, l.attn_post_norm.data(), t, h, eps, out_);
   b.add(x_, out_, t * h);
 }
 
@@ -152,9 +158,11 @@ void Decoder::mlp_block(int layer, int64_t t) {
     return;
   }
   observe(layer, MatrixInput::FfnGateUp, xn_, t, h);
-  b.gate_up_silu(l.w_gate, l.w_up, l.w_gate_up_packed, l.b_gate, l.b_up, xn_, t, gate_);
+  b.gate_up(l.w_gate, l.w_up, l.w_gate_up_packed, l.b_gate, l.b_up, xn_, t, gate_);
   observe(layer, MatrixInput::FfnDown, gate_, t, c.intermediate_size);
   b.matmul(l.w_down, l.b_down, gate_, t, out_);
+  if (c.post_norms)
+    b.rms_norm(out_, l.ffn_post_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), out_);
   b.add(x_, out_, t * h);
 }
 

@@ -114,6 +114,10 @@ ModelWeights make_dummy_weights(const ModelConfig& c, const QuantRecipe& recipe,
     }
     if (c.attention_sinks) l.attn_sinks = constant_vector(w, c.num_heads, 0.0f);
     l.ffn_norm = constant_vector(w, h, 1.0f);
+    if (c.post_norms) {
+      l.attn_post_norm = constant_vector(w, h, 1.0f);
+      l.ffn_post_norm = constant_vector(w, h, 1.0f);
+    }
     if (c.is_moe_layer(i)) {
       MixtureOfExperts& moe = l.moe.emplace();
       const int64_t ffe = c.moe_intermediate_size;

@@ -71,17 +71,32 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
                const Tokenizer* tokenizer, const std::string& model_name,
                const std::vector<std::pair<std::string, GgufValue>>& carried_metadata) {
   const std::string arch(model_arch_name(c.arch));
-  const bool gpt_oss = c.arch == ModelArch::GptOss;
+  const bool gpt_oss = c.arch == ModelArch::GptOss, gemma = c.arch == ModelArch::Gemma3;
   // llama.cpp's llama, qwen2 and qwen3 graphs attend to every key of the context; its gpt-oss
-  // slides the even layers (sliding_window_pattern 2, which tern always writes).
+  // slides the even layers and its gemma3 all but every sixth (sliding_window_pattern 2 and 6,
+  // which tern writes), or none when a gemma3 file gives no window.
+  const int64_t period = gpt_oss ? 2 : gemma && c.has_sliding_window() ? 6 : 0;
   std::vector<bool> gguf_sliding;
-  for (int64_t i = 0; gpt_oss && i < c.num_layers; ++i) gguf_sliding.push_back(i % 2 == 0);
+  for (int64_t i = 0; period > 0 && i < c.num_layers; ++i)
+    gguf_sliding.push_back(i % period < period - 1);
   if (c.sliding_layers != gguf_sliding && (c.has_sliding_window() || gpt_oss))
     throw Error(path + ": the model's sliding-window attention (" +
                 std::to_string(c.sliding_window) + " keys) cannot be said in a " + arch +
                 " GGUF file: llama.cpp " +
                 (gpt_oss ? "slides every other layer, from the first, and no other"
+                 : gemma ? "slides all layers but every sixth, and no other"
                          : "would attend to the whole context"));
+  if (gemma) {
+    // What llama.cpp's gemma3 derives: √hidden, and 1/√head_dim (the 27B's 62 layers:
+    // 1/√(hidden / heads)).
+    const double scale = 1 / std::sqrt(static_cast<double>(
+                                 c.num_layers == 62 ? c.hidden_size / c.num_heads : c.head_dim));
+    if (std::abs(c.attention_scale - scale) > 1e-9 * scale ||
+        std::abs(c.embedding_scale - std::sqrt(static_cast<double>(c.hidden_size))) > 1e-9)
+      throw Error(path +
+                  ": the model's query or embedding scale cannot be said in a gemma3 GGUF "
+                  "file (llama.cpp derives them from the sizes)");
+  }
   if (gpt_oss && c.swiglu_limit != 7.0)
     throw Error(path + ": swiglu_limit " + std::to_string(c.swiglu_limit) +
                 " cannot be said in a gpt-oss GGUF file (llama.cpp's is always 7)");
@@ -152,10 +167,12 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     if (c.shared_expert_intermediate_size > 0)
       g.set(p + "expert_shared_feed_forward_length", u32(c.shared_expert_intermediate_size));
   }
-  if (gpt_oss) {
+  if (period > 0) {
     g.set(p + "attention.sliding_window", u32(c.sliding_window));
-    g.set(p + "attention.sliding_window_pattern", u32(2));
+    g.set(p + "attention.sliding_window_pattern", u32(period));
   }
+  if (gemma && period > 0)
+    g.set(p + "rope.freq_base_swa", GgufValue::f32(static_cast<float>(c.rope_local_theta)));
   if (tokenizer != nullptr) tokenizer->write_gguf(g, c.vocab_size);
 
   // llama in GGUF is interleaved; anything else stays neox.
@@ -220,6 +237,8 @@ void save_gguf(const std::string& path, const ModelWeights& w, const ModelConfig
     vector(n("attn_k_norm.weight"), l.k_norm);
     vector(n("attn_sinks.weight"), l.attn_sinks);
     vector(n(gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), l.ffn_norm);
+    vector(n("post_attention_norm.weight"), l.attn_post_norm);  // Gemma 3's
+    vector(n("post_ffw_norm.weight"), l.ffn_post_norm);
     if (l.moe) {
       const size_t e = l.moe->gate.size();
       matrix(n("ffn_gate_inp.weight"), l.moe->router);

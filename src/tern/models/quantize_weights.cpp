@@ -145,11 +145,20 @@ constexpr std::pair<WeightMatrix LayerWeights::*, const char*> kLayerMatrices[] 
     {&LayerWeights::w_gate, "ffn_gate.weight"}, {&LayerWeights::w_up, "ffn_up.weight"},
     {&LayerWeights::w_down, "ffn_down.weight"}};
 enum LayerMatrix { kQ, kK, kV, kO, kGate, kUp, kDown, kNumLayerMatrices };
-constexpr std::span<const float> LayerWeights::*kLayerVectors[] = {
-    &LayerWeights::attn_norm, &LayerWeights::bq,       &LayerWeights::bk,
-    &LayerWeights::bv,        &LayerWeights::bo,       &LayerWeights::q_norm,
-    &LayerWeights::k_norm,    &LayerWeights::ffn_norm, &LayerWeights::b_gate,
-    &LayerWeights::b_up,      &LayerWeights::b_down,   &LayerWeights::attn_sinks};
+constexpr std::span<const float> LayerWeights::*kLayerVectors[] = {&LayerWeights::attn_norm,
+                                                                   &LayerWeights::bq,
+                                                                   &LayerWeights::bk,
+                                                                   &LayerWeights::bv,
+                                                                   &LayerWeights::bo,
+                                                                   &LayerWeights::q_norm,
+                                                                   &LayerWeights::k_norm,
+                                                                   &LayerWeights::ffn_norm,
+                                                                   &LayerWeights::b_gate,
+                                                                   &LayerWeights::b_up,
+                                                                   &LayerWeights::b_down,
+                                                                   &LayerWeights::attn_sinks,
+                                                                   &LayerWeights::attn_post_norm,
+                                                                   &LayerWeights::ffn_post_norm};
 
 // A layer's matrices (in kLayerMatrices' order) and the vectors AWQ's scaling changes, as f32
 // copies in the inputs' order.

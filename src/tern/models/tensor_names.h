@@ -33,6 +33,11 @@ struct TensorNames {
   // interleaved, outputs 2j and 2j + 1) and down_proj, each with _blocks, _scales and _bias.
   const char *attn_sinks, *router_bias, *expert_gate_bias, *expert_up_bias, *expert_down_bias;
   const char *fused_gate_up, *fused_down;
+  // Gemma 3's post norms ([hidden]).
+  const char *attn_post_norm, *ffn_post_norm;
+  // Added to every norm's weight as it loads: transformers' Gemma3RMSNorm multiplies by
+  // 1 + weight, which llama.cpp's converter writes into the GGUF norms (tern's form).
+  float norm_offset = 0;
 };
 
 inline const TensorNames kGgufTensorNames{
@@ -73,7 +78,9 @@ inline const TensorNames kGgufTensorNames{
     "ffn_up_exps.bias",
     "ffn_down_exps.bias",
     nullptr,
-    nullptr};
+    nullptr,
+    "post_attention_norm.weight",
+    "post_ffw_norm.weight"};
 
 inline const TensorNames kHfTensorNames{
     "model.embed_tokens.weight",
@@ -118,10 +125,12 @@ inline const TensorNames kHfTensorNames{
     nullptr,
     nullptr,
     "mlp.experts.gate_up_proj",
-    "mlp.experts.down_proj"};
+    "mlp.experts.down_proj",
+    "post_attention_layernorm.weight",
+    "post_feedforward_layernorm.weight"};
 
 // The names of `arch`'s tensors in each layout, where the architecture renames the common ones
-// (gpt-oss's post_attention_norm and mlp.router).
+// (gpt-oss's post_attention_norm and mlp.router, Gemma 3's pre_feedforward_layernorm).
 inline TensorNames gguf_tensor_names(ModelArch arch) {
   TensorNames n = kGgufTensorNames;
   if (arch == ModelArch::GptOss) n.ffn_norm = "post_attention_norm.weight";
@@ -131,6 +140,10 @@ inline TensorNames gguf_tensor_names(ModelArch arch) {
 inline TensorNames hf_tensor_names(ModelArch arch) {
   TensorNames n = kHfTensorNames;
   if (arch == ModelArch::GptOss) n.router = "mlp.router.weight";
+  if (arch == ModelArch::Gemma3) {
+    n.ffn_norm = "pre_feedforward_layernorm.weight";
+    n.norm_offset = 1;
+  }
   return n;
 }
 

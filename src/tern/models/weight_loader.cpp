@@ -137,6 +137,16 @@ class Binder {
     return vector(required(name), n, what);
   }
 
+  // A norm's weight plus `offset` (TensorNames::norm_offset), in owned storage when nonzero.
+  std::span<const float> norm(const std::string& name, int64_t n, const char* what,
+                              float offset) const {
+    const std::span<const float> v = vector(name, n, what);
+    if (offset == 0) return v;
+    std::span<float> out = w_.own_floats(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] + offset;
+    return out;
+  }
+
   // `n` vectors of `width` stacked, [n, width], as one of n · width floats.
   std::span<const float> stacked_vector(const std::string& name, int64_t n, int64_t width,
                                         const char* what) const {
@@ -266,7 +276,7 @@ MixtureOfExperts bind_experts(const Binder& b, const TensorNames& n, const Model
 void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, ModelWeights& w) {
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
   w.token_embedding = b.matrix(n.embedding, c.vocab_size, h, "vocab_size × hidden_size");
-  w.output_norm = b.vector(n.output_norm, h, "hidden_size");
+  w.output_norm = b.norm(n.output_norm, h, "hidden_size", n.norm_offset);
   // Tied: the embedding is the head even when a checkpoint also stores a copy of it.
   w.tied_embeddings = c.tie_word_embeddings;
   w.lm_head = c.tie_word_embeddings
@@ -278,7 +288,10 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
   for (int64_t i = 0; i < c.num_layers; ++i) {
     LayerWeights& l = w.layers.emplace_back();
     auto name = [&](const char* s) { return n.layer(i, s); };
-    l.attn_norm = b.vector(name(n.attn_norm), h, "hidden_size");
+    auto norm = [&](const char* s, int64_t size, const char* what) {
+      return b.norm(name(s), size, what, n.norm_offset);
+    };
+    l.attn_norm = norm(n.attn_norm, h, "hidden_size");
     l.wq = b.matrix(name(n.q), q, h, "num_heads·head_dim × hidden_size");
     l.wk = b.matrix(name(n.k), kv, h, "num_kv_heads·head_dim × hidden_size");
     l.wv = b.matrix(name(n.v), kv, h, "num_kv_heads·head_dim × hidden_size");
@@ -288,12 +301,16 @@ void bind_all(const Binder& b, const TensorNames& n, const ModelConfig& c, Model
     l.bv = b.optional_vector(name(n.bv), kv, "num_kv_heads·head_dim", c.attention_bias);
     l.bo = b.optional_vector(name(n.bo), h, "hidden_size", c.attention_out_bias);
     if (c.qk_norm) {
-      l.q_norm = b.vector(name(n.q_norm), c.head_dim, "head_dim");
-      l.k_norm = b.vector(name(n.k_norm), c.head_dim, "head_dim");
+      l.q_norm = norm(n.q_norm, c.head_dim, "head_dim");
+      l.k_norm = norm(n.k_norm, c.head_dim, "head_dim");
     }
     if (c.attention_sinks)
       l.attn_sinks = b.vector(name(n.attn_sinks), c.num_heads, "num_attention_heads");
-    l.ffn_norm = b.vector(name(n.ffn_norm), h, "hidden_size");
+    l.ffn_norm = norm(n.ffn_norm, h, "hidden_size");
+    if (c.post_norms) {
+      l.attn_post_norm = norm(n.attn_post_norm, h, "hidden_size");
+      l.ffn_post_norm = norm(n.ffn_post_norm, h, "hidden_size");
+    }
     if (c.is_moe_layer(i)) {
       l.moe = bind_experts(b, n, c, i);
       continue;

@@ -227,6 +227,10 @@ std::vector<PlannedTensor> model_tensors(const ModelConfig& c, const QuantRecipe
     }
     if (c.attention_sinks) vector(n("attn_sinks.weight"), c.num_heads);
     vector(n(c.arch == ModelArch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight"), h);
+    if (c.post_norms) {
+      vector(n("post_attention_norm.weight"), h);
+      vector(n("post_ffw_norm.weight"), h);
+    }
     if (c.is_moe_layer(i)) {
       const int64_t ffe = c.moe_intermediate_size, e = c.num_experts;
       matrix(n("ffn_gate_inp.weight"), i, e, h);

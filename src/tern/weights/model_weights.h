@@ -74,9 +74,12 @@ struct LayerWeights {
   WeightMatrix wo;                    // [hidden, q_dim]
   std::span<const float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim]; empty without attention_bias
   std::span<const float> bo;          // [hidden]; empty without attention_out_bias
-  std::span<const float> q_norm, k_norm;        // [head_dim] each; qwen3 (qk_norm) only
-  std::span<const float> attn_sinks;            // [num_heads]: gpt-oss's softmax sinks, or empty
-  std::span<const float> ffn_norm;              // [hidden]
+  std::span<const float> q_norm, k_norm;  // [head_dim] each; qwen3 (qk_norm) only
+  std::span<const float> attn_sinks;      // [num_heads]: gpt-oss's softmax sinks, or empty
+  std::span<const float> ffn_norm;        // [hidden]
+  // Gemma 3's norms of the attention's and the MLP's outputs before the residual adds them
+  // ([hidden] each; empty without ModelConfig::post_norms).
+  std::span<const float> attn_post_norm, ffn_post_norm;
   WeightMatrix w_gate;                          // [ffn, hidden]
   WeightMatrix w_up;                            // [ffn, hidden]
   WeightMatrix w_down;                          // [hidden, ffn]

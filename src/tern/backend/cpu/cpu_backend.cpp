@@ -56,7 +56,10 @@ bool same_activation(const WeightMatrix& a, const WeightMatrix& b) {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const ModelConfig& config, const ModelWeights& weights)
-      : config_(config), weights_(weights), rope_(rope_config(config, weights)) {
+      : config_(config),
+        weights_(weights),
+        rope_(rope_config(config, weights)),
+        local_rope_(local_rope_config(config, weights)) {
     // Resolve every matrix's kernels now: an unsupported type fails here, not mid-forward.
     for (const LayerWeights& l : weights.layers)
       l.for_each_matrix([](const WeightMatrix& m) { (void)cpu::type_kernels(m.dtype); });
@@ -140,10 +143,14 @@ class CpuBackend final : public Backend {
     float* rows = at(x);
     for (size_t i = 0; i < ids.size(); ++i)
       weights_.embed(ids[i], rows + static_cast<int64_t>(i) * h);
+    if (const auto scale = static_cast<float>(config_.embedding_scale); scale != 1.0f)
+      for (int64_t i = 0; i < h * static_cast<int64_t>(ids.size()); ++i) rows[i] *= scale;
   }
 
   void set_positions(std::span<const int32_t> positions) override {
     rope_.fill_cos_sin(positions, cos_sin_.data());
+    if (config_.rope_local_theta > 0)
+      local_rope_.fill_cos_sin(positions, local_cos_sin(static_cast<int64_t>(positions.size())));
   }
 
   void rms_norm(Activation x, const float* weight, int64_t rows, int64_t dim, float eps,
@@ -200,24 +207,31 @@ class CpuBackend final : public Backend {
     add_bias(v, bv, t);
   }
 
-  void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
-                    const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
-                    std::span<const float> b_up, Activation x_rows, int64_t t,
-                    Activation out_rows) override {
+  void gate_up(const WeightMatrix& w_gate, const WeightMatrix& w_up,
+               const WeightMatrix& w_gate_up_packed, std::span<const float> b_gate,
+               std::span<const float> b_up, Activation x_rows, int64_t t,
+               Activation out_rows) override {
     const int64_t ff = config_.intermediate_size;
+    const bool gelu = config_.mlp_activation == MlpActivation::GeluTanh;
     const float* x = at(x_rows);
     float* out = at(out_rows);
     if (w_gate_up_packed.packed != nullptr && b_gate.empty() && b_up.empty()) {
       // One matmul over the two stacked: each token's row is [gate | up], what silu_mul_fused
       // takes.
       cpu::matmul(view(w_gate_up_packed), x, t, fused_.data(), ws_);
-      cpu::silu_mul_fused(fused_.data(), t, ff, out);
+      if (!gelu) return cpu::silu_mul_fused(fused_.data(), t, ff, out);
+      for (int64_t i = 0; i < t; ++i)
+        cpu::gelu_tanh_mul(fused_.data() + 2 * i * ff, fused_.data() + (2 * i + 1) * ff,
+                           out + i * ff, ff);
       return;
     }
     gate_and_up(w_gate, w_up, x, t, out, up_.data(), ws_);
     add_bias(out, b_gate, t);
     add_bias(up_.data(), b_up, t);
-    cpu::silu_mul(out, up_.data(), out, t * ff);
+    if (gelu)
+      cpu::gelu_tanh_mul(out, up_.data(), out, t * ff);
+    else
+      cpu::silu_mul(out, up_.data(), out, t * ff);
   }
 
   void moe_mlp(const MixtureOfExperts& moe, Activation x_rows, int64_t t,
@@ -302,8 +316,12 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
-    rope_.apply_qk(at(q), n_heads, at(k), n_kv_heads, cos_sin_.data(), t);
+  void rope(int layer, Activation q, int n_heads, Activation k, int n_kv_heads,
+            int64_t t) override {
+    if (config_.local_rope(layer))
+      local_rope_.apply_qk(at(q), n_heads, at(k), n_kv_heads, local_cos_sin(t), t);
+    else
+      rope_.apply_qk(at(q), n_heads, at(k), n_kv_heads, cos_sin_.data(), t);
   }
 
   void write_kv(KvCache& cache, int layer, Activation k, Activation v,
@@ -339,6 +357,8 @@ class CpuBackend final : public Backend {
     HostFloats rows;
   };
   float* at(Activation a) const { return activations_[static_cast<size_t>(a.id)].rows.data(); }
+  // The local RoPE's table of a step of t tokens: after the global one in cos_sin_.
+  float* local_cos_sin(int64_t t) { return cos_sin_.data() + t * config_.head_dim; }
 
   // gate = x · w_gateᵀ, up = x · w_upᵀ, sharing one quantization of x (in `ws`) when their
   // formats agree. x: [t, w_gate.cols]; gate, up: [t, w_gate.rows]
@@ -358,6 +378,7 @@ class CpuBackend final : public Backend {
   const ModelConfig& config_;
   const ModelWeights& weights_;
   cpu::Rope rope_;
+  cpu::Rope local_rope_;  // Gemma 3's sliding layers' (used only when rope_local_theta > 0)
   cpu::Workspace ws_;
   bool has_fused_ = false;  // some layer has wqkv_packed or w_gate_up_packed
   int64_t capacity_tokens_ = 0;

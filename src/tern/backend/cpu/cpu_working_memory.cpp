@@ -21,7 +21,7 @@ DecoderBufferSizes decoder_buffer_sizes(const ModelConfig& c, int64_t t, int64_t
   s.gate = t * ff;
   s.up = t * ff;
   if (fused) s.fused = t * std::max(c.q_dim() + 2 * c.kv_dim(), 2 * ff);
-  s.cos_sin = t * c.head_dim;
+  s.cos_sin = t * c.head_dim * (c.rope_local_theta > 0 ? 2 : 1);  // Gemma's local table after
   s.final_rows = r * c.hidden_size;
   if (c.num_experts > 0) {
     const int64_t routes = t * c.num_experts_per_tok;

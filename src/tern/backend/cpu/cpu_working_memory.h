@@ -24,7 +24,7 @@ struct DecoderBufferSizes {
   int64_t gate = 0;        // [T, intermediate] (0 when every layer is sparse)
   int64_t up = 0;          // [T, intermediate] (0 when every layer is sparse)
   int64_t fused = 0;       // [T, max(q_dim + 2 kv_dim, 2 intermediate)], only with fused matrices
-  int64_t cos_sin = 0;     // [T, head_dim]
+  int64_t cos_sin = 0;     // [T, head_dim], twice with a local RoPE (ModelConfig::local_rope)
   int64_t final_rows = 0;  // [R, hidden]
   // A mixture of experts' (none for a dense model), over the step's T · k routes (a token's
   // choices) grouped by expert:

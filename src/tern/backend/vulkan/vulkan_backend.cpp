@@ -191,9 +191,10 @@ class VulkanBackend final : public Backend {
     multiply(wv, bv, address(x), t, address(v));
   }
 
-  void gate_up_silu(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix&,
-                    std::span<const float> b_gate, std::span<const float> b_up, Activation x,
-                    int64_t t, Activation out) override {
+  // DeviceWeights refuses Gemma 3 (its post norms), so the activation here is always SiLU.
+  void gate_up(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix&,
+               std::span<const float> b_gate, std::span<const float> b_up, Activation x, int64_t t,
+               Activation out) override {
     multiply(w_gate, b_gate, address(x), t, address(out));
     multiply(w_up, b_up, address(x), t, up_.address());
     const int64_t n = t * config_.intermediate_size;
@@ -206,7 +207,9 @@ class VulkanBackend final : public Backend {
     throw Error("the Vulkan backend has no mixture-of-experts kernels");
   }
 
-  void rope(Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
+  // Every layer by the one table: DeviceWeights refuses Gemma 3, whose sliding layers rotate by
+  // another (ModelConfig::local_rope).
+  void rope(int, Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
     if (!staged_cos_sin_.current(context_)) {
       staged_cos_sin_.address =
           context_.stage(cos_sin_.data(), cos_sin_.size() * sizeof(float)).address;

@@ -91,6 +91,11 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& l = weights.layers[i];
     const std::string layer = "layer " + std::to_string(i) + "'s ";
+    if (!l.attn_post_norm.empty())
+      throw Error("--device vulkan: " + layer +
+                  "attention and MLP outputs are normed (Gemma 3's post_attention_norm and "
+                  "post_ffw_norm, with GeGLU and a second RoPE), which the Vulkan backend does "
+                  "not run yet; run this model on the CPU");
     if (l.moe)
       throw Error("--device vulkan: " + layer +
                   "MLP is a mixture of experts (ffn_gate_exps), which the Vulkan backend does not "

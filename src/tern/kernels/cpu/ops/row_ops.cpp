@@ -107,6 +107,21 @@ void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, f
       n >= kParallelMinElems);
 }
 
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  const double k = std::sqrt(2.0 / 3.14159265358979323846);
+  parallel_for(
+      chunks_of(n),
+      [&](int64_t c) {
+        const int64_t begin = c * kChunk, end = std::min(begin + kChunk, n);
+        for (int64_t i = begin; i < end; ++i) {
+          const double x = gate[i];
+          out[i] =
+              static_cast<float>(0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))) * up[i]);
+        }
+      },
+      n >= kParallelMinElems);
+}
+
 void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
   const SiluMulRowFn silu_row = silu_mul_row_fn();
   parallel_for(

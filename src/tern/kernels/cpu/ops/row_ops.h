@@ -26,6 +26,11 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 // gate, up, out: [n]
 void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, float limit);
 
+// Gemma's GeGLU: out[i] = gelu_tanh(gate[i]) · up[i], gelu_tanh(x) = 0.5 x (1 + tanh(√(2/π)
+// (x + 0.044715 x³))) (PyTorch's gelu(approximate="tanh")). One scalar loop for every level, tanh
+// in double. out may alias gate or up. gate, up, out: [n]
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
+
 // The same on a fused gate_up projection, whose row holds gate then up (vLLM's
 // MergedColumnParallelLinear layout).
 // gate_up: [rows, 2 * dim]; out: [rows, dim]
