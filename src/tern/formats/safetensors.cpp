@@ -22,15 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 std::string supported_dtypes() {
   std::string s;
   for (int i = 0; i < kNumDTypes; ++i) {
@@ -178,10 +169,9 @@ class SafetensorsParser {
       overflow = false;
       nelements = 0;
     }
-    if (overflow)
-      fail_tensor(name, "element count of shape " + shape_string(t.shape) + " overflows");
+    if (overflow) fail_tensor(name, "element count of shape " + shape_text(t.shape) + " overflows");
     auto expected = dtype_bytes(t.dtype, nelements);
-    if (!expected) fail_tensor(name, "byte size of shape " + shape_string(t.shape) + " overflows");
+    if (!expected) fail_tensor(name, "byte size of shape " + shape_text(t.shape) + " overflows");
 
     auto off_it = entry.find("data_offsets");
     if (off_it == entry.end()) fail_tensor(name, "entry has no data_offsets");
@@ -195,7 +185,7 @@ class SafetensorsParser {
       fail_tensor(
           name, "data_offsets begin " + std::to_string(*begin) + " > end " + std::to_string(*end));
     if (*end - *begin != *expected)
-      fail_tensor(name, "size mismatch: shape " + shape_string(t.shape) + " of " + dtype_name +
+      fail_tensor(name, "size mismatch: shape " + shape_text(t.shape) + " of " + dtype_name +
                             " needs " + std::to_string(*expected) + " bytes but data_offsets [" +
                             std::to_string(*begin) + ", " + std::to_string(*end) + "] hold " +
                             std::to_string(*end - *begin));
@@ -274,14 +264,14 @@ void SafetensorsWriter::add_tensor(std::string name, DType dtype, std::vector<in
     throw Error(what + ": safetensors has no dtype for " + std::string(dtype_name(dtype)));
   uint64_t nelements = 1;
   for (int64_t d : shape) {
-    if (d < 0) throw Error(what + ": negative dimension in shape " + shape_string(shape));
+    if (d < 0) throw Error(what + ": negative dimension in shape " + shape_text(shape));
     if (__builtin_mul_overflow(nelements, static_cast<uint64_t>(d), &nelements))
-      throw Error(what + ": element count of shape " + shape_string(shape) + " overflows");
+      throw Error(what + ": element count of shape " + shape_text(shape) + " overflows");
   }
   auto expected = dtype_bytes(dtype, nelements);
   if (!expected || *expected != data.size())
     throw Error(what + ": data has " + std::to_string(data.size()) + " bytes, shape " +
-                shape_string(shape) + " of " + std::string(dtype_name(dtype)) + " needs " +
+                shape_text(shape) + " of " + std::string(dtype_name(dtype)) + " needs " +
                 (expected ? std::to_string(*expected) : std::string("too many")));
   names_.emplace(name, tensors_.size());
   tensors_.push_back(

@@ -29,4 +29,11 @@ struct TensorInfo {
   }
 };
 
+// "[2, 3]": a shape as error messages print it.
+inline std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 }  // namespace tern

@@ -25,10 +25,6 @@ namespace fs = std::filesystem;
 // llama read from GGUF (interleaved RoPE pairs) the row llama.cpp's converter moved it to.
 using RowMap = std::function<int64_t(int64_t)>;
 
-std::string shape_text(int64_t rows, int64_t cols) {
-  return std::to_string(rows) + " × " + std::to_string(cols);
-}
-
 template <class T>
 std::span<const std::byte> bytes_of(const std::vector<T>& v) {
   return std::as_bytes(std::span<const T>(v));
@@ -235,9 +231,9 @@ class CheckpointWriter {
     if (!f || !quantized_by_format) {
       if (quantized_by_format && !mlx)
         throw Error(name + ": is " + std::string(dtype_name(m.dtype)) + " (" +
-                    shape_text(m.rows, m.cols) + "), not " + std::string(dtype_name(q_.dtype())) +
-                    "; every linear layer of a " + upper(quant_method_name(q_.method)) +
-                    " checkpoint is quantized");
+                    std::to_string(m.rows) + " × " + std::to_string(m.cols) + "), not " +
+                    std::string(dtype_name(q_.dtype())) + "; every linear layer of a " +
+                    upper(quant_method_name(q_.method)) + " checkpoint is quantized");
       if (mlx && quantized_by_format) q_.mlx_modules[name] = std::nullopt;
       return float_matrix(name + ".weight", m, rows);
     }

@@ -15,12 +15,6 @@
 namespace tern {
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Element access to a checkpoint tensor whose dtype and shape were checked.
 uint32_t word_at(const TensorInfo& t, int64_t i) {
   uint32_t v;

@@ -8,15 +8,6 @@
 #include "tern/core/error.h"
 
 namespace tern {
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-}  // namespace
 
 WeightMatrix openai_mxfp4_rows(const TensorInfo& blocks, const TensorInfo& scales, int64_t n,
                                int64_t rows, int64_t cols, int64_t first_row, int64_t row_step,

@@ -44,12 +44,6 @@ std::string matmul_type_names() {
   return names;
 }
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Finds tensors by name in one file (or checkpoint) and checks them.
 class Binder {
  public:
@@ -69,8 +63,8 @@ class Binder {
 
   void check_shape(const TensorInfo& t, std::vector<int64_t> expected, const char* what) const {
     if (t.shape != expected)
-      throw Error(source_ + ": tensor '" + t.name + "' has shape " + shape_string(t.shape) +
-                  ", expected " + shape_string(expected) + " (" + what + " from the config)");
+      throw Error(source_ + ": tensor '" + t.name + "' has shape " + shape_text(t.shape) +
+                  ", expected " + shape_text(expected) + " (" + what + " from the config)");
   }
 
   WeightMatrix matrix(const TensorInfo& t, int64_t rows, int64_t cols, const char* what) const {
