@@ -83,6 +83,30 @@ TEST(Ops, SiluMul) {
   EXPECT_EQ(fused, out);
 }
 
+// Gemma's GeGLU: PyTorch's tanh GELU times up, and the fused [gate | up] rows give the same bits.
+TEST(Ops, GeluTanhMul) {
+  const int64_t rows = 3, dim = 4099;  // more than one parallel chunk, with a tail
+  const int64_t n = rows * dim;
+  auto g = random_vector(n, 11, 6.0f);
+  auto u = random_vector(n, 12);
+  std::vector<float> out(n);
+  gelu_tanh_mul(g.data(), u.data(), out.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = g[i];
+    const double want =
+        0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i];
+    EXPECT_NEAR(out[i], want, 1e-6 * std::abs(want) + 1e-7) << i;
+  }
+  std::vector<float> gate_up(rows * 2 * dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(g.begin() + r * dim, dim, gate_up.begin() + r * 2 * dim);
+    std::copy_n(u.begin() + r * dim, dim, gate_up.begin() + r * 2 * dim + dim);
+  }
+  std::vector<float> fused(n);
+  gelu_tanh_mul_fused(gate_up.data(), rows, dim, fused.data());
+  EXPECT_EQ(fused, out);
+}
+
 // Every level's SiLU·up rows this CPU runs give the scalar twin's bits (with a tail, and
 // arguments where exp over- and underflows).
 TEST(Ops, SiluMulRowsOfEveryLevelMatchScalar) {

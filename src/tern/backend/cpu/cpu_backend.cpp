@@ -216,14 +216,11 @@ class CpuBackend final : public Backend {
     const float* x = at(x_rows);
     float* out = at(out_rows);
     if (w_gate_up_packed.packed != nullptr && b_gate.empty() && b_up.empty()) {
-      // One matmul over the two stacked: each token's row is [gate | up], what silu_mul_fused
-      // takes.
+      // One matmul over the two stacked: each token's row is [gate | up], what the fused
+      // activations take.
       cpu::matmul(view(w_gate_up_packed), x, t, fused_.data(), ws_);
-      if (!gelu) return cpu::silu_mul_fused(fused_.data(), t, ff, out);
-      for (int64_t i = 0; i < t; ++i)
-        cpu::gelu_tanh_mul(fused_.data() + 2 * i * ff, fused_.data() + (2 * i + 1) * ff,
-                           out + i * ff, ff);
-      return;
+      if (gelu) return cpu::gelu_tanh_mul_fused(fused_.data(), t, ff, out);
+      return cpu::silu_mul_fused(fused_.data(), t, ff, out);
     }
     gate_and_up(w_gate, w_up, x, t, out, up_.data(), ws_);
     add_bias(out, b_gate, t);

@@ -107,17 +107,24 @@ void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, f
       n >= kParallelMinElems);
 }
 
-void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+namespace {
+
+void gelu_tanh_mul_row(const float* gate, const float* up, float* out, int64_t n) {
   const double k = std::sqrt(2.0 / 3.14159265358979323846);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = gate[i];
+    out[i] = static_cast<float>(0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))) * up[i]);
+  }
+}
+
+}  // namespace
+
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
   parallel_for(
       chunks_of(n),
       [&](int64_t c) {
-        const int64_t begin = c * kChunk, end = std::min(begin + kChunk, n);
-        for (int64_t i = begin; i < end; ++i) {
-          const double x = gate[i];
-          out[i] =
-              static_cast<float>(0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))) * up[i]);
-        }
+        const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
+        gelu_tanh_mul_row(gate + begin, up + begin, out + begin, len);
       },
       n >= kParallelMinElems);
 }
@@ -129,6 +136,16 @@ void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out)
       [&](int64_t r) {
         const float* g = gate_up + r * 2 * dim;
         silu_row(g, g + dim, out + r * dim, dim);
+      },
+      rows * dim >= kParallelMinElems);
+}
+
+void gelu_tanh_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
+  parallel_for(
+      rows,
+      [&](int64_t r) {
+        const float* g = gate_up + r * 2 * dim;
+        gelu_tanh_mul_row(g, g + dim, out + r * dim, dim);
       },
       rows * dim >= kParallelMinElems);
 }

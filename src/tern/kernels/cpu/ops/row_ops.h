@@ -31,10 +31,11 @@ void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, f
 // in double. out may alias gate or up. gate, up, out: [n]
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
 
-// The same on a fused gate_up projection, whose row holds gate then up (vLLM's
-// MergedColumnParallelLinear layout).
+// silu_mul and gelu_tanh_mul on a fused gate_up projection, whose row holds gate then up
+// (vLLM's MergedColumnParallelLinear layout); each output equals the unfused op's bit for bit.
 // gate_up: [rows, 2 * dim]; out: [rows, dim]
 void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out);
+void gelu_tanh_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out);
 
 // out[i] = a[i] + b[i] (the residual connection); out may alias a or b.
 // a, b, out: [n]
