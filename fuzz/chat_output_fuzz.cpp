@@ -1,7 +1,9 @@
 // libFuzzer target for the chat output parsers (tool calls, reasoning): any text parses without
 // a crash, whole and streamed; a stream's deltas add up to the whole answer, or to the reading
 // of the text as a prefix when the end changed the meaning of what was already sent; a whole
-// answer's tool-call arguments are JSON. The first byte picks the parsers and the piece size.
+// answer's tool-call arguments are JSON (but gpt-oss's, passed on as written). The first byte
+// picks the parsers and the piece size; its top bit, gpt-oss's pair (harmony channels, openai).
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -49,12 +51,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   else if (pick & 8)
     options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
   options.parallel_tool_calls = (pick & 16) == 0;
-  const size_t step = 1 + (pick >> 5);
+  const size_t step = 1 + ((pick >> 5) & 3);
+  if (pick & 128) {
+    options.reasoning = ReasoningFormat::GptOss;
+    options.tool_calls = ToolCallFormat::Openai;
+    options.forced_calls = ChatOutputOptions::ForcedCalls::None;
+  }
 
   const ChatOutput whole = parse_chat_output(options, text, true);
   for (const ParsedToolCall& call : whole.tool_calls) {
     if (call.name.empty()) die("a call without a name");
-    if (!nlohmann::json::accept(call.arguments)) die("a call's arguments are not JSON");
+    if (options.tool_calls != ToolCallFormat::Openai && !nlohmann::json::accept(call.arguments))
+      die("a call's arguments are not JSON");
   }
   ChatOutputStream stream(options);
   Sum sum;

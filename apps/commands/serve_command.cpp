@@ -176,7 +176,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", opt->chat_template_path,
                   "Jinja chat template file instead of the model's");
   cmd->add_option("--tool-call-parser", opt->server.tool_call_parser,
-                  "Reads tool calls in chat output: hermes (Qwen2.5/Qwen3) or llama3_json");
+                  "Reads tool calls in chat output: hermes (Qwen2.5/Qwen3), llama3_json or "
+                  "openai (gpt-oss; implies --reasoning-parser openai_gptoss)");
   cmd->add_flag("--enable-auto-tool-choice", opt->server.enable_auto_tool_choice,
                 "Accept tool_choice \"auto\" (the default with tools); needs --tool-call-parser");
   cmd->add_option("--reasoning-parser", opt->server.reasoning_parser,

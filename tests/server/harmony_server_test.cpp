@@ -117,6 +117,99 @@ TEST(HarmonyServer, AnalysisChannelIsReasoningContent) {
   EXPECT_EQ(c.body_json()["choices"][0]["text"], "analysisokassistantfinalHi there") << c.body;
 }
 
+// --tool-call-parser openai alone (vLLM's gpt-oss habit): the channels split without a reasoning
+// parser named, and the analysis, then a message to functions.get_weather, answer as
+// reasoning_content and a tool call, whole and streamed.
+TEST(HarmonyServer, MessageToAFunctionIsAToolCall) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  const HarmonyTokens h = harmony_tokenizer();
+  const Tokenizer& tok = h.tokenizer;
+  std::vector<int32_t> chain = {tok.encode("<|im_start|>assistant\n", false, true).back()};
+  const auto append = [&](std::vector<int32_t> ids) {
+    chain.insert(chain.end(), ids.begin(), ids.end());
+  };
+  append({h.ids.channel[0]});
+  append(text_tokens(tok, "analysis"));
+  append({h.ids.message[0]});
+  append(text_tokens(tok, "ok"));
+  append({h.ids.end, h.ids.start});
+  append(text_tokens(tok, "assistant"));
+  append({h.ids.channel[1]});
+  append(text_tokens(tok, "commentary to=functions.get_weather"));
+  append({h.ids.message[1]});
+  append(text_tokens(tok, "{\"city\": \"Paris\"}"));
+  chain.push_back(*tok.eos_id());
+  std::vector<int32_t> sorted = chain;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+      << "the scripted chain repeats a token";
+  LoadedModel model = scripted_qwen3(chain);
+  model.tokenizer = h.tokenizer;
+  server::ServerOptions o;
+  o.tool_call_parser = "openai";
+  o.enable_auto_tool_choice = true;
+  TestServer s(std::move(model), server_engine(1024), o);
+  const json tool = {
+      {"type", "function"},
+      {"function",
+       {{"name", "get_weather"},
+        {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}};
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+               {"tools", json::array({tool})},
+               {"max_tokens", 40},
+               {"temperature", 0}};
+  const HttpResult r = post(s.port(), "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json answer = r.body_json();
+  const json& choice = answer["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+  EXPECT_EQ(choice["message"]["reasoning_content"], "ok") << r.body;
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.body;
+  const json& call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(call["function"]["arguments"], "{\"city\": \"Paris\"}");
+  body["stream"] = true;
+  const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
+  ASSERT_EQ(st.status, 200) << st.error_body;
+  std::string reasoning, name, arguments, finish;
+  for (const json& e : st.events) {
+    const json& c = e["choices"][0];
+    const json& delta = c["delta"];
+    if (delta.contains("reasoning_content"))
+      reasoning += delta["reasoning_content"].get<std::string>();
+    EXPECT_FALSE(delta.contains("content") && !delta["content"].is_null() &&
+                 !delta["content"].get<std::string>().empty())
+        << e.dump();
+    if (delta.contains("tool_calls")) {
+      const json& f = delta["tool_calls"][0]["function"];
+      if (f.contains("name")) name += f["name"].get<std::string>();
+      if (f.contains("arguments")) arguments += f["arguments"].get<std::string>();
+    }
+    if (c.contains("finish_reason") && c["finish_reason"].is_string())
+      finish = c["finish_reason"].get<std::string>();
+  }
+  EXPECT_EQ(reasoning, "ok");
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(finish, "tool_calls");
+}
+
+// --tool-call-parser openai reads harmony only: another reasoning parser beside it is refused.
+TEST(HarmonyServer, OpenaiToolParserRefusesAnotherReasoningParser) {
+  TERN_REQUIRE_FIXTURE("qwen-tokenizer");
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b");
+  server::ServerOptions o;
+  o.tool_call_parser = "openai";
+  o.reasoning_parser = "qwen3";
+  try {
+    TestServer s(scripted_qwen3({1, 2}), server_engine(1024), o);
+    FAIL() << "accepted --reasoning-parser qwen3 beside --tool-call-parser openai";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("openai_gptoss"), std::string::npos) << e.what();
+  }
+}
+
 // A client sends back the reasoning_content it was answered with; gpt-oss's template reads the
 // analysis of an assistant turn from `thinking`.
 TEST(HarmonyServer, ReasoningContentReachesTheTemplateAsThinking) {

@@ -74,7 +74,68 @@ ChatOutputOptions llama3() { return {std::nullopt, ToolCallFormat::Llama3Json, t
 TEST(ToolCallParser, NamesAreVllms) {
   EXPECT_EQ(tool_call_format_from_name("hermes"), ToolCallFormat::Hermes);
   EXPECT_EQ(tool_call_format_from_name("llama3_json"), ToolCallFormat::Llama3Json);
+  EXPECT_EQ(tool_call_format_from_name("openai"), ToolCallFormat::Openai);
   EXPECT_FALSE(tool_call_format_from_name("mistral"));
+}
+
+// gpt-oss: the harmony channels split first (reasoning, the preamble as content, the call
+// message whole), then the message to functions.NAME is a call whose arguments are its body.
+ChatOutputOptions gpt_oss() { return {ReasoningFormat::GptOss, ToolCallFormat::Openai, true}; }
+
+TEST(ToolCallParser, OpenaiHarmonyCallAfterReasoningAndPreamble) {
+  const std::string text =
+      "<|channel|>analysis<|message|>Need the weather.<|end|>"
+      "<|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+      "<|message|>{\"city\":\"Paris\"}";
+  const ChatOutput o = parse_chat_output(gpt_oss(), text, true);
+  EXPECT_EQ(o.reasoning, "Need the weather.");
+  EXPECT_EQ(o.content, "Checking.");
+  ASSERT_EQ(o.tool_calls.size(), 1u);
+  EXPECT_EQ(o.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(o.tool_calls[0].arguments, "{\"city\":\"Paris\"}");
+  expect_every_split(gpt_oss(), text);
+  // The recipient may stand in the role's place, before the channel (how the chat template
+  // renders a past call), and a call may follow a call.
+  const std::string two =
+      "<|channel|>analysis<|message|>Two.<|end|>"
+      "<|start|>assistant to=functions.a<|channel|>commentary json<|message|>{}<|call|>"
+      "<|start|>assistant to=functions.b<|channel|>commentary json<|message|>{\"x\": [1]}";
+  const ChatOutput t = parse_chat_output(gpt_oss(), two, true);
+  EXPECT_EQ(t.content, "");
+  ASSERT_EQ(t.tool_calls.size(), 2u);
+  EXPECT_EQ(t.tool_calls[0].name, "a");
+  EXPECT_EQ(t.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(t.tool_calls[1].name, "b");
+  EXPECT_EQ(t.tool_calls[1].arguments, "{\"x\": [1]}");
+  expect_every_split(gpt_oss(), two);
+}
+
+TEST(ToolCallParser, OpenaiOtherRecipientsAndPlainAnswers) {
+  // A built-in tool's call (browser, python) is neither a call nor content, as vLLM answers.
+  const std::string builtin =
+      "<|channel|>analysis<|message|>Search.<|end|>"
+      "<|start|>assistant<|channel|>analysis to=browser.search code<|message|>{\"query\":\"x\"}";
+  const ChatOutput b = parse_chat_output(gpt_oss(), builtin, true);
+  EXPECT_EQ(b.reasoning, "Search.");
+  EXPECT_EQ(b.content, "");
+  EXPECT_TRUE(b.tool_calls.empty());
+  expect_every_split(gpt_oss(), builtin);
+  // No call: the final channel is the content, "<|" in it stays text.
+  const std::string answer =
+      "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>final<|message|>1 <| 2";
+  const ChatOutput a = parse_chat_output(gpt_oss(), answer, true);
+  EXPECT_EQ(a.content, "1 <| 2");
+  EXPECT_TRUE(a.tool_calls.empty());
+  expect_every_split(gpt_oss(), answer);
+  // A stream names the call once its header is whole, and sends the body as it comes.
+  const std::string head = "<|channel|>commentary to=functions.get_weather <|constrain|>json";
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::Openai, head, false).calls.empty());
+  const ToolCallParse p =
+      parse_tool_calls(ToolCallFormat::Openai, head + "<|message|>{\"ci<|", false);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, "{\"ci");
 }
 
 TEST(ToolCallParser, HermesContentBeforeTwoCalls) {
@@ -307,7 +368,12 @@ TEST(ToolCallParser, FuzzRegressionsStreamAsTheyParse) {
     else if (pick & 8)
       options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
     options.parallel_tool_calls = (pick & 16) == 0;
-    const Streamed st = stream(options, text, 1 + (pick >> 5));
+    if (pick & 128) {
+      options.reasoning = ReasoningFormat::GptOss;
+      options.tool_calls = ToolCallFormat::Openai;
+      options.forced_calls = ChatOutputOptions::ForcedCalls::None;
+    }
+    const Streamed st = stream(options, text, 1 + ((pick >> 5) & 3));
     EXPECT_TRUE(same(parse_chat_output(options, text, true), st) ||
                 same(parse_chat_output(options, text, false), st))
         << entry.path();

@@ -49,6 +49,14 @@ size_t body_end(string_view text, size_t from) {
   return end;
 }
 
+// The recipient a header names after "to=", up to a space or a tag ("functions.get_weather").
+string_view recipient(string_view header) {
+  const size_t at = header.find("to=");
+  if (at == string_view::npos) return {};
+  const string_view name = header.substr(at + 3);
+  return name.substr(0, std::min(name.find(' '), name.find('<')));
+}
+
 size_t skip_closing_tag(string_view text, size_t at) {
   for (string_view tag : {kHarmonyEnd, kHarmonyCall, kHarmonyReturn})
     if (text.substr(at).starts_with(tag)) return at + tag.size();
@@ -91,6 +99,29 @@ ReasoningParse parse_harmony_channels(string_view text, bool final) {
     pos = skip_closing_tag(text, end);
   }
   if (has_reasoning) out.reasoning = std::move(reasoning);
+  return out;
+}
+
+ToolCallParse parse_harmony_tool_calls(string_view content, bool final) {
+  if (!final) content.remove_suffix(harmony_partial_tag_length(content));
+  constexpr string_view kFunctions = "functions.";
+  ToolCallParse out;
+  size_t pos = 0;
+  while (pos < content.size()) {
+    const size_t header_begin =
+        std::min(content.find(kHarmonyStart, pos), content.find(kHarmonyChannel, pos));
+    out.content += content.substr(pos, header_begin - pos);
+    if (header_begin == string_view::npos) break;
+    const size_t body_tag = content.find(kHarmonyMessage, header_begin);
+    if (body_tag == string_view::npos) break;  // the header is still being written
+    const string_view to = recipient(content.substr(header_begin, body_tag - header_begin));
+    const size_t body_begin = body_tag + kHarmonyMessage.size();
+    const size_t end = body_end(content, body_begin);
+    if (to.starts_with(kFunctions) && to.size() > kFunctions.size())
+      out.calls.push_back({std::string(to.substr(kFunctions.size())),
+                           std::string(content.substr(body_begin, end - body_begin))});
+    pos = skip_closing_tag(content, end);
+  }
   return out;
 }
 

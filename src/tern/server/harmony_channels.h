@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "tern/server/reasoning_parser.h"
+#include "tern/server/tool_call_parser.h"
 
 namespace tern::server {
 
@@ -19,5 +20,12 @@ namespace tern::server {
 // its final channel is all reasoning. On a prefix (`final` false) a message is read once its
 // header is complete, and a possible start of a tag at the end is held back.
 ReasoningParse parse_harmony_channels(std::string_view text, bool final);
+
+// --tool-call-parser openai: the content parse_harmony_channels leaves, read for its tool calls.
+// A message to `functions.NAME` is a call of NAME whose arguments are its body as written (vLLM
+// passes them on unchecked too); one to another recipient (a built-in tool: browser, python) is
+// neither call nor content, as vLLM answers; the text outside the messages is content. On a
+// prefix a call is reported once its header is complete, with the body written so far.
+ToolCallParse parse_harmony_tool_calls(std::string_view content, bool final);
 
 }  // namespace tern::server

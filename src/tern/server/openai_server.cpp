@@ -149,7 +149,7 @@ struct OpenAIServer::Impl {
       ctx.model.tool_call_parser = tool_call_format_from_name(o.tool_call_parser);
       if (!ctx.model.tool_call_parser)
         throw Error("--tool-call-parser: unknown parser '" + o.tool_call_parser +
-                    "' (tern has hermes and llama3_json)");
+                    "' (tern has hermes, llama3_json and openai)");
     }
     if (o.enable_auto_tool_choice && !ctx.model.tool_call_parser)
       throw Error("--enable-auto-tool-choice requires --tool-call-parser");
@@ -159,6 +159,19 @@ struct OpenAIServer::Impl {
       if (!ctx.model.reasoning_parser)
         throw Error("--reasoning-parser: unknown parser '" + o.reasoning_parser +
                     "' (tern has qwen3, deepseek_r1 and openai_gptoss)");
+    }
+    // The openai tool parser reads harmony messages, which only the channel split leaves (vLLM
+    // splits gpt-oss's channels without being asked, so its users pass no reasoning parser).
+    if (ctx.model.tool_call_parser == ToolCallFormat::Openai) {
+      if (!ctx.model.reasoning_parser)
+        ctx.model.reasoning_parser = ReasoningFormat::GptOss;
+      else if (*ctx.model.reasoning_parser != ReasoningFormat::GptOss)
+        throw Error(
+            "--tool-call-parser openai reads gpt-oss's harmony channels: it takes "
+            "--reasoning-parser openai_gptoss (or none), not " +
+            o.reasoning_parser);
+    }
+    if (ctx.model.reasoning_parser) {
       // Where a constraint waits for the end of reasoning: the think tags as single tokens (a
       // vocabulary without them constrains from the first token). Harmony's reasoning ends with
       // a sequence of tokens, not one, so openai_gptoss constrains from the first token too.

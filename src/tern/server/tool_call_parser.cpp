@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tern/server/harmony_channels.h"
 #include "tern/server/partial_tag.h"
 
 namespace tern::server {
@@ -322,12 +323,20 @@ ToolCallParse parse_named_tool_call(std::string_view name, std::string_view text
 std::optional<ToolCallFormat> tool_call_format_from_name(std::string_view name) {
   if (name == "hermes") return ToolCallFormat::Hermes;
   if (name == "llama3_json") return ToolCallFormat::Llama3Json;
+  if (name == "openai") return ToolCallFormat::Openai;
   return std::nullopt;
 }
 
 ToolCallParse parse_tool_calls(ToolCallFormat format, std::string_view text, bool final) {
-  return format == ToolCallFormat::Hermes ? parse_hermes(text, final)
-                                          : parse_llama3_json(text, final);
+  switch (format) {
+    case ToolCallFormat::Hermes:
+      return parse_hermes(text, final);
+    case ToolCallFormat::Llama3Json:
+      return parse_llama3_json(text, final);
+    case ToolCallFormat::Openai:
+      return parse_harmony_tool_calls(text, final);
+  }
+  return all_content(text);
 }
 
 }  // namespace tern::server

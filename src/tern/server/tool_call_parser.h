@@ -1,6 +1,7 @@
 // Tool calls in a model's output text, in the formats vLLM's --tool-call-parser names: hermes
 // (Qwen2.5/Qwen3: <tool_call>{"name": …, "arguments": …}</tool_call> blocks) and llama3_json
-// ({"name": …, "parameters": …} objects, after an optional <|python_tag|>, joined by ';').
+// ({"name": …, "parameters": …} objects, after an optional <|python_tag|>, joined by ';') and
+// openai (gpt-oss's harmony messages to functions.NAME, harmony_channels.h).
 // One pure function of the text serves both the whole output and a stream: on a prefix it
 // returns only what is decided, so that a stream can send the growth of each part.
 #pragma once
@@ -12,9 +13,9 @@
 
 namespace tern::server {
 
-enum class ToolCallFormat { Hermes, Llama3Json };
+enum class ToolCallFormat { Hermes, Llama3Json, Openai };
 
-// "hermes" / "llama3_json"; nullopt for any other name.
+// "hermes" / "llama3_json" / "openai"; nullopt for any other name.
 std::optional<ToolCallFormat> tool_call_format_from_name(std::string_view name);
 
 struct ParsedToolCall {
