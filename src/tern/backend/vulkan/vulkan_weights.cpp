@@ -1,7 +1,8 @@
-// Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0 and
-// Q6_K: 34, 18 and 210 bytes) are split at upload into their f16 scales and the rest, so the
-// kernel reads whole aligned words; Q4_K and Q5_K (144 and 176 bytes) and the affine groups go
-// up as they are.
+// Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0, Q5_0,
+// IQ4_NL, Q3_K and Q6_K: 34, 18, 22, 18, 110 and 210 bytes) are split at upload into their f16
+// scales and the rest, and MXFP4's (17) into its scales as f32 and its nibbles, so the kernel
+// reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K and IQ4_XS (20, 24, 84, 144, 176 and
+// 136 bytes) and the affine groups go up as they are.
 #include "tern/backend/vulkan/vulkan_weights.h"
 
 #include <cstring>
@@ -23,9 +24,17 @@ constexpr TypeKernel kKernels[] = {
     {DType::BF16, "matmul_bf16"},
     {DType::Q8_0, "matmul_q8_0"},
     {DType::Q4_0, "matmul_q4_0"},
+    {DType::Q4_1, "matmul_q4_1"},
+    {DType::Q5_0, "matmul_q5_0"},
+    {DType::Q5_1, "matmul_q5_1"},
+    {DType::Q2_K, "matmul_q2_k"},
+    {DType::Q3_K, "matmul_q3_k"},
     {DType::Q4_K, "matmul_q4_k"},
     {DType::Q5_K, "matmul_q5_k"},
     {DType::Q6_K, "matmul_q6_k"},
+    {DType::IQ4_NL, "matmul_iq4_nl"},
+    {DType::IQ4_XS, "matmul_iq4_xs"},
+    {DType::MXFP4, "matmul_mxfp4"},
     {DType::INT4_G32, "matmul_int4_g32"},
     {DType::INT4_G64, "matmul_int4_g64"},
     {DType::INT4_G128, "matmul_int4_g128"},
@@ -56,12 +65,31 @@ void split_blocks(const WeightMatrix& m, std::vector<uint16_t>& scales,
       const size_t i = static_cast<size_t>(r * nb + b);
       scales[i] = blocks[b].d;
       std::byte* to = quants.data() + i * quant_bytes;
-      if constexpr (std::is_same_v<Block, BlockQ6_K>) {  // d last
+      if constexpr (std::is_same_v<Block, BlockQ6_K> ||
+                    std::is_same_v<Block, BlockQ3_K>) {  // d last
         std::memcpy(to, &blocks[b], quant_bytes);
       } else {  // d first
         std::memcpy(to, reinterpret_cast<const std::byte*>(&blocks[b]) + sizeof(uint16_t),
                     quant_bytes);
       }
+    }
+  }
+}
+
+// MXFP4's blocks split into their scales 2^(e − 128) as f32 (exact) and their 16 bytes of
+// nibbles: the kernel reads a word per scale rather than decoding e8m0.
+void split_mxfp4(const WeightMatrix& m, std::vector<float>& scales,
+                 std::vector<std::byte>& quants) {
+  constexpr size_t quant_bytes = sizeof(BlockMxfp4::qs);
+  const int64_t nb = m.cols / kQK;
+  scales.resize(static_cast<size_t>(m.rows * nb));
+  quants.resize(static_cast<size_t>(m.rows * nb) * quant_bytes);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const auto* blocks = reinterpret_cast<const BlockMxfp4*>(m.row(r));
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t i = static_cast<size_t>(r * nb + b);
+      scales[i] = mxfp4_scale(blocks[b].e);
+      std::memcpy(quants.data() + i * quant_bytes, blocks[b].qs, quant_bytes);
     }
   }
 }
@@ -128,27 +156,50 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m) {
   d.rows = m.rows;
   d.cols = m.cols;
   std::vector<uint16_t> scales;
+  std::vector<float> float_scales;
   std::vector<std::byte> quants;
   const void* values = m.data;
   uint64_t value_bytes = static_cast<uint64_t>(m.rows) * m.row_bytes;
-  if (m.dtype == DType::Q4_0) {
-    split_blocks<BlockQ4_0>(m, scales, quants);
-  } else if (m.dtype == DType::Q8_0) {
-    split_blocks<BlockQ8_0>(m, scales, quants);
-  } else if (m.dtype == DType::Q6_K) {
-    split_blocks<BlockQ6_K>(m, scales, quants);
+  switch (m.dtype) {
+    case DType::Q4_0:
+      split_blocks<BlockQ4_0>(m, scales, quants);
+      break;
+    case DType::Q5_0:
+      split_blocks<BlockQ5_0>(m, scales, quants);
+      break;
+    case DType::Q8_0:
+      split_blocks<BlockQ8_0>(m, scales, quants);
+      break;
+    case DType::IQ4_NL:
+      split_blocks<BlockIq4Nl>(m, scales, quants);
+      break;
+    case DType::Q3_K:
+      split_blocks<BlockQ3_K>(m, scales, quants);
+      break;
+    case DType::Q6_K:
+      split_blocks<BlockQ6_K>(m, scales, quants);
+      break;
+    case DType::MXFP4:
+      split_mxfp4(m, float_scales, quants);
+      break;
+    default:
+      break;
   }
   if (!quants.empty()) {
     values = quants.data();
     value_bytes = quants.size();
   }
+  const void* scale_data = scales.empty() ? static_cast<const void*>(float_scales.data())
+                                          : static_cast<const void*>(scales.data());
+  const size_t scale_bytes =
+      scales.empty() ? float_scales.size() * sizeof(float) : scales.size() * sizeof(uint16_t);
   Buffer& w = buffers_.emplace_back(context, value_bytes, Memory::Device);
   context.upload(w, 0, values, value_bytes);
   d.words = w.address();
   bytes_ += w.bytes();
-  if (!scales.empty()) {
-    Buffer& s = buffers_.emplace_back(context, scales.size() * sizeof(uint16_t), Memory::Device);
-    context.upload(s, 0, scales.data(), scales.size() * sizeof(uint16_t));
+  if (scale_bytes != 0) {
+    Buffer& s = buffers_.emplace_back(context, scale_bytes, Memory::Device);
+    context.upload(s, 0, scale_data, scale_bytes);
     d.scales = s.address();
     bytes_ += s.bytes();
   }

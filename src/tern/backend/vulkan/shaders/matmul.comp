@@ -1,7 +1,8 @@
 #version 450
 // y[t, row] = x[t, :] · w[row, :] (+ bias[row]) for one weight type (WEIGHT_F32, _F16, _BF16,
-// _Q8_0, _Q4_0, _Q4_K, _Q5_K, _Q6_K, or _AFFINE with AFFINE_BITS and AFFINE_GROUP: tern's
-// INT4/INT8 groups; chosen at build time). A workgroup takes 4 weight rows
+// _Q8_0, _Q4_0, _Q4_1, _Q5_0, _Q5_1, _Q2_K, _Q3_K, _Q4_K, _Q5_K, _Q6_K, _IQ4_NL, _IQ4_XS,
+// _MXFP4, or _AFFINE with AFFINE_BITS and AFFINE_GROUP: tern's INT4/INT8 groups; chosen at
+// build time). A workgroup takes 4 weight rows
 // and a group of up to 8 tokens, 16 lanes per row: lane i takes the row's units of 32 elements
 // (or its elements) i, i + 16, ..., accumulating every token's sum in registers, and a fixed
 // tree adds the 16 partial sums. A token's output is the same sum in the same order whatever
@@ -10,11 +11,14 @@
 //
 // Weight layouts, as vulkan_weights.cpp uploads them (row-major rows of `cols` elements):
 //   F32: floats; F16, BF16: two to a word, element e of the matrix in word e / 2;
-//   Q8_0, Q4_0: the blocks' f16 scales apart from their quants (`scales`: one per block, two to
-//   a word; `w`: 8 words of int8 (Q8_0) or 4 words of nibbles (Q4_0) per block), so that every
-//   read is an aligned word; Q4_K, Q5_K: ggml's super-blocks as they are (144 and 176 bytes,
-//   whole words); Q6_K: its super-blocks' f16 d in `scales`, the other 208 bytes in `w`;
-//   INT4_G*, INT8_G*: tern's blocks as they are (whole words).
+//   Q8_0, Q4_0, Q5_0, IQ4_NL: the blocks' f16 scales apart from their quants (`scales`: one
+//   per block, two to a word; `w`: 8 words of int8 (Q8_0), 4 words of nibbles (Q4_0, IQ4_NL)
+//   or Q5_0's word of fifth bits and 4 of nibbles per block), so that every read is an aligned
+//   word; MXFP4: its e8m0 exponents as f32 scales 2^(e − 128) (one word a block, exact) and 4
+//   words of nibbles a block; Q4_1, Q5_1 (20 and 24 bytes), Q2_K, Q4_K, Q5_K, IQ4_XS (84, 144,
+//   176 and 136 bytes): ggml's blocks as they are, whole words; Q3_K, Q6_K: their
+//   super-blocks' f16 d in `scales`, the other 108 and 208 bytes in `w`; INT4_G*, INT8_G*:
+//   tern's blocks as they are (whole words).
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 4) in;
 #define LANES 16u
@@ -28,6 +32,25 @@ shared float partial[ROWS][TOKENS][LANES];
 
 uint byte_of(uint words[8], uint k) { return (words[k >> 2] >> (8u * (k & 3u))) & 0xFFu; }
 
+// The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl) and of MXFP4 (its e2m1 values
+// doubled, index 8 + i the negation of i), as blocks/block_layouts.h.
+const float kIq4Levels[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                       1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+const float kMxfp4Levels[16] = float[16](0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0,
+                                         0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+
+// The 32 nibbles of 4 words as Q4_0 lays them (element i low nibble of byte i, i + 16 high).
+void nibbles(Words w, uint at, out uint n[32]) {
+  for (uint i = 0u; i < 4u; ++i) {
+    const uint word = w.v[at + i];
+    for (uint j = 0u; j < 4u; ++j) {
+      const uint byte = (word >> (8u * j)) & 0xFFu;
+      n[4u * i + j] = byte & 0xFu;
+      n[16u + 4u * i + j] = byte >> 4;
+    }
+  }
+}
+
 void main() {
   const uint row = (gl_WorkGroupID.x + gl_WorkGroupID.z * 65535u) * ROWS + gl_LocalInvocationID.y;
   // A row past the matrix still takes part in the barriers.
@@ -39,8 +62,10 @@ void main() {
   float acc[TOKENS];
   for (uint i = 0u; i < TOKENS; ++i) acc[i] = 0.0;
 
-#if defined(WEIGHT_Q4_0) || defined(WEIGHT_Q8_0) || defined(WEIGHT_Q4_K) || \
-    defined(WEIGHT_Q5_K) || defined(WEIGHT_Q6_K) || defined(WEIGHT_AFFINE)
+#if defined(WEIGHT_F32) || defined(WEIGHT_F16) || defined(WEIGHT_BF16)
+#define ELEMENT_WISE
+#endif
+#if !defined(ELEMENT_WISE)
   // Units of 32 elements: a block of Q4_0/Q8_0, a sub-block of the K types. A unit's sum is
   // a · Σ₀..₁₅ q·x + b · Σ₁₆..₃₁ q·x − m · Σ x, with its integer quants q and its scales.
   const uint units = in_matrix ? p.cols / 32u : 0u;
@@ -51,13 +76,105 @@ void main() {
 #if defined(WEIGHT_Q4_0)
     a = half_at(p.scales, g);
     b = a;
-    for (uint i = 0u; i < 4u; ++i) {
-      const uint word = p.w.v[g * 4u + i];
-      for (uint j = 0u; j < 4u; ++j) {
-        const uint byte = (word >> (8u * j)) & 0xFFu;
-        q[4u * i + j] = float(int(byte & 0xFu) - 8);
-        q[16u + 4u * i + j] = float(int(byte >> 4) - 8);
-      }
+    uint n[32];
+    nibbles(p.w, g * 4u, n);
+    for (uint l = 0u; l < 32u; ++l) q[l] = float(int(n[l]) - 8);
+#elif defined(WEIGHT_Q4_1) || defined(WEIGHT_Q5_1)
+    // f16 d and m in the first word, (Q5_1: the fifth bits' word,) 4 words of nibbles: x = d q + m.
+#if defined(WEIGHT_Q4_1)
+    const uint base = g * 5u;
+#else
+    const uint base = g * 6u;
+#endif
+    const vec2 dm = unpackHalf2x16(p.w.v[base]);
+    a = dm.x;
+    b = a;
+    m = -dm.y;
+    uint n[32];
+#if defined(WEIGHT_Q4_1)
+    nibbles(p.w, base + 1u, n);
+    for (uint l = 0u; l < 32u; ++l) q[l] = float(n[l]);
+#else
+    nibbles(p.w, base + 2u, n);
+    const uint qh = p.w.v[base + 1u];
+    for (uint l = 0u; l < 32u; ++l) q[l] = float(n[l] | (((qh >> l) & 1u) << 4));
+#endif
+#elif defined(WEIGHT_Q5_0)
+    a = half_at(p.scales, g);
+    b = a;
+    uint n[32];
+    nibbles(p.w, g * 5u + 1u, n);
+    const uint qh = p.w.v[g * 5u];
+    for (uint l = 0u; l < 32u; ++l) q[l] = float(int(n[l] | (((qh >> l) & 1u) << 4)) - 16);
+#elif defined(WEIGHT_IQ4_NL) || defined(WEIGHT_MXFP4)
+    uint n[32];
+    nibbles(p.w, g * 4u, n);
+#if defined(WEIGHT_IQ4_NL)
+    a = half_at(p.scales, g);
+    for (uint l = 0u; l < 32u; ++l) q[l] = kIq4Levels[n[l]];
+#else
+    a = uintBitsToFloat(p.scales.v[g]);
+    for (uint l = 0u; l < 32u; ++l) q[l] = kMxfp4Levels[n[l]];
+#endif
+    b = a;
+#elif defined(WEIGHT_IQ4_XS)
+    // ggml's super-block: f16 d and the scales' high bits (a word), their low nibbles (a word),
+    // then 8 sub-blocks of 4 words of nibbles. Sub-block j's scale: d · (ls − 32).
+    const uint base = (g / 8u) * 34u;
+    const uint j = g % 8u;
+    const uint head = p.w.v[base];
+    const uint ls = ((byte_at(p.w, base + 1u, j / 2u) >> (4u * (j % 2u))) & 0xFu) |
+                    (((head >> (16u + 2u * j)) & 3u) << 4);
+    a = unpackHalf2x16(head).x * float(int(ls) - 32);
+    b = a;
+    uint n[32];
+    nibbles(p.w, base + 2u + 4u * j, n);
+    for (uint l = 0u; l < 32u; ++l) q[l] = kIq4Levels[n[l]];
+#elif defined(WEIGHT_Q2_K)
+    // ggml's super-block: 16 bytes of scales (4 bits) and mins (4 bits), one a 16 elements,
+    // 64 bytes of 2-bit quants, f16 d and dmin. Each half of a unit has its own min, which the
+    // shared `m` cannot carry, so q holds the weights themselves, as ggml's dequantizer makes
+    // them (dl · q − ml), and a = b = 1.
+    const uint base = (g / 8u) * 21u;
+    const uint u8 = g % 8u;
+    const uint shift = 2u * (u8 % 4u);
+    const vec2 dm = unpackHalf2x16(p.w.v[base + 20u]);
+    uint qw[8];  // the 32 bytes whose bit pair `shift` is the unit's quants
+    for (uint i = 0u; i < 8u; ++i) qw[i] = p.w.v[base + 4u + 8u * (u8 / 4u) + i];
+    for (uint h = 0u; h < 2u; ++h) {
+      const uint sc = byte_at(p.w, base, 2u * u8 + h);
+      const float dl = dm.x * float(sc & 0xFu), ml = dm.y * float(sc >> 4);
+      for (uint l = 16u * h; l < 16u * h + 16u; ++l)
+        q[l] = dl * float((byte_of(qw, l) >> shift) & 3u) - ml;
+    }
+    a = 1.0;
+    b = 1.0;
+#elif defined(WEIGHT_Q3_K)
+    // ggml's super-block without its f16 d (in `scales`): 32 bytes of high bits (bit u of byte l
+    // for unit u's element l), 64 of 2-bit quants, 12 of 6-bit scales, one a 16 elements:
+    // scale i's low 4 bits in nibble i / 8 of byte i % 8, its high 2 in bits 2 (i / 4) of byte
+    // 8 + i % 4, less 32. x = d · scale · (q − 4 unless its high bit is set).
+    const uint base = (g / 8u) * 27u;
+    const uint u8 = g % 8u;
+    const uint shift = 2u * (u8 % 4u);
+    const float d = half_at(p.scales, g / 8u);
+    float s[2];
+    for (uint h = 0u; h < 2u; ++h) {
+      const uint i = 2u * u8 + h;
+      const uint lo = (byte_at(p.w, base + 24u, i % 8u) >> (4u * (i / 8u))) & 0xFu;
+      const uint hi = (byte_at(p.w, base + 24u, 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
+      s[h] = d * float(int(lo | (hi << 4)) - 32);
+    }
+    a = s[0];
+    b = s[1];
+    uint qw[8], hw[8];
+    for (uint i = 0u; i < 8u; ++i) {
+      qw[i] = p.w.v[base + 8u + 8u * (u8 / 4u) + i];
+      hw[i] = p.w.v[base + i];
+    }
+    for (uint l = 0u; l < 32u; ++l) {
+      const int v = int((byte_of(qw, l) >> shift) & 3u);
+      q[l] = float(((byte_of(hw, l) >> u8) & 1u) != 0u ? v : v - 4);
     }
 #elif defined(WEIGHT_Q8_0)
     a = half_at(p.scales, g);
@@ -116,14 +233,9 @@ void main() {
     b = a;
     m = -uintBitsToFloat(p.w.v[base + 1u]);
 #if AFFINE_BITS == 4
-    for (uint i = 0u; i < 4u; ++i) {
-      const uint word = p.w.v[codes + i];
-      for (uint j = 0u; j < 4u; ++j) {
-        const uint byte = (word >> (8u * j)) & 0xFFu;
-        q[4u * i + j] = float(byte & 0xFu);
-        q[16u + 4u * i + j] = float(byte >> 4);
-      }
-    }
+    uint n[32];
+    nibbles(p.w, codes, n);
+    for (uint l = 0u; l < 32u; ++l) q[l] = float(n[l]);
 #else
     for (uint i = 0u; i < 8u; ++i) {
       const uint word = p.w.v[codes + i];
