@@ -8,7 +8,7 @@ file(MAKE_DIRECTORY ${TERN_VULKAN_SHADER_DIR})
 
 # name:file[:DEFINE[+DEFINE...]]
 set(TERN_VULKAN_KERNELS
-    add:add silu_mul:silu_mul rms_norm:rms_norm rope:rope write_kv:write_kv
+    add:add silu_mul:silu_mul gelu_tanh_mul:gelu_tanh_mul rms_norm:rms_norm rope:rope write_kv:write_kv
     write_kv_int8:write_kv_int8 attention:attention attention_int8:attention:KV_INT8
     matmul_f32:matmul:WEIGHT_F32 matmul_f16:matmul:WEIGHT_F16 matmul_bf16:matmul:WEIGHT_BF16
     matmul_q8_0:matmul:WEIGHT_Q8_0 matmul_q4_0:matmul:WEIGHT_Q4_0 matmul_q4_1:matmul:WEIGHT_Q4_1

@@ -81,13 +81,16 @@ class VulkanBackend final : public Backend {
         context_(context),
         config_(config),
         weights_(weights),
-        rope_(rope_config(config, weights)),
+        rope_{cpu::Rope(rope_config(config, weights))},
+        local_rope_{cpu::Rope(local_rope_config(config, weights))},
         device_weights_(context, weights) {
     if (config.head_dim % 2 != 0 || config.head_dim > 256)
       throw Error("--device vulkan: head_dim " + std::to_string(config.head_dim) +
                   " is not one the Vulkan attention takes (even, at most 256)");
     add_ = &context.pipeline("add", sizeof(AddPush));
-    silu_mul_ = &context.pipeline("silu_mul", sizeof(SiluMulPush));
+    silu_mul_ = &context.pipeline(
+        config.mlp_activation == MlpActivation::GeluTanh ? "gelu_tanh_mul" : "silu_mul",
+        sizeof(SiluMulPush));
     rms_norm_ = &context.pipeline("rms_norm", sizeof(RmsNormPush));
     rope_kernel_ = &context.pipeline("rope", sizeof(RopePush));
     write_kv_ = &context.pipeline("write_kv", sizeof(WriteKvPush));
@@ -112,7 +115,8 @@ class VulkanBackend final : public Backend {
     capacity_rows_ = std::max(r, capacity_rows_);
     for (ActivationBuffer& a : activations_) grow(a);
     up_ = Buffer(context_, bytes_of(config_.intermediate_size * capacity_tokens_), Memory::Device);
-    cos_sin_.reserve(static_cast<size_t>(capacity_tokens_ * rope_.rotary_dim()));
+    for (RopeTable* r : {&rope_, &local_rope_})
+      r->cos_sin.reserve(static_cast<size_t>(capacity_tokens_ * r->rope.rotary_dim()));
   }
 
   uint64_t working_bytes() const override {
@@ -142,15 +146,21 @@ class VulkanBackend final : public Backend {
     auto* out = reinterpret_cast<float*>(host);
     for (size_t i = 0; i < ids.size(); ++i)
       weights_.embed(ids[i], out + static_cast<int64_t>(i) * h);
+    // Gemma's √hidden, as the CPU backend applies it (one float product a value).
+    if (const auto scale = static_cast<float>(config_.embedding_scale); scale != 1.0f)
+      for (int64_t i = 0; i < h * static_cast<int64_t>(ids.size()); ++i) out[i] *= scale;
     const Buffer& dst = buffer(x);
     context_.copy(rows, {dst.handle(), 0, dst.address()}, bytes);
   }
 
   void set_positions(std::span<const int32_t> positions) override {
-    cos_sin_.resize(positions.size() * static_cast<size_t>(rope_.rotary_dim()));
-    rope_.fill_cos_sin(positions, cos_sin_.data());
-    // A new step: what an earlier one staged is not this one's.
-    staged_cos_sin_ = {};
+    for (RopeTable* r : {&rope_, &local_rope_}) {
+      if (r == &local_rope_ && config_.rope_local_theta <= 0) continue;
+      r->cos_sin.resize(positions.size() * static_cast<size_t>(r->rope.rotary_dim()));
+      r->rope.fill_cos_sin(positions, r->cos_sin.data());
+      // A new step: what an earlier one staged is not this one's.
+      r->staged = {};
+    }
     staged_slots_ = {};
     staged_batch_ = {};
   }
@@ -191,7 +201,7 @@ class VulkanBackend final : public Backend {
     multiply(wv, bv, address(x), t, address(v));
   }
 
-  // DeviceWeights refuses Gemma 3 (its post norms), so the activation here is always SiLU.
+  // The activation is the config's (silu_mul_ is SiLU's or Gemma's tanh GELU's kernel).
   void gate_up(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix&,
                std::span<const float> b_gate, std::span<const float> b_up, Activation x, int64_t t,
                Activation out) override {
@@ -207,24 +217,24 @@ class VulkanBackend final : public Backend {
     throw Error("the Vulkan backend has no mixture-of-experts kernels");
   }
 
-  // Every layer by the one table: DeviceWeights refuses Gemma 3, whose sliding layers rotate by
-  // another (ModelConfig::local_rope).
-  void rope(int, Activation q, int n_heads, Activation k, int n_kv_heads, int64_t t) override {
-    if (!staged_cos_sin_.current(context_)) {
-      staged_cos_sin_.address =
-          context_.stage(cos_sin_.data(), cos_sin_.size() * sizeof(float)).address;
-      staged_cos_sin_.finishes = context_.finishes();
+  // Gemma 3's sliding layers rotate by their own table (ModelConfig::local_rope).
+  void rope(int layer, Activation q, int n_heads, Activation k, int n_kv_heads,
+            int64_t t) override {
+    RopeTable& r = config_.local_rope(layer) ? local_rope_ : rope_;
+    if (!r.staged.current(context_)) {
+      r.staged.address = context_.stage(r.cos_sin.data(), r.cos_sin.size() * sizeof(float)).address;
+      r.staged.finishes = context_.finishes();
     }
     RopePush p{address(q),
                address(k),
-               staged_cos_sin_.address,
+               r.staged.address,
                u32(t),
                u32(n_heads),
                u32(n_kv_heads),
-               u32(rope_.head_dim()),
-               u32(rope_.rotary_dim()),
-               rope_.config().layout == cpu::RopeLayout::Interleaved ? 1u : 0u};
-    dispatch_1d(context_, *rope_kernel_, &p, t * (n_heads + n_kv_heads) * (rope_.rotary_dim() / 2),
+               u32(r.rope.head_dim()),
+               u32(r.rope.rotary_dim()),
+               r.rope.config().layout == cpu::RopeLayout::Interleaved ? 1u : 0u};
+    dispatch_1d(context_, *rope_kernel_, &p, t * (n_heads + n_kv_heads) * (r.rope.rotary_dim() / 2),
                 64);
   }
 
@@ -354,6 +364,12 @@ class VulkanBackend final : public Backend {
   struct StagedCosSin : Staged {
     VkDeviceAddress address = 0;
   };
+  // A RoPE and the step's table of it ([T, rotary_dim], made on the host from the positions).
+  struct RopeTable {
+    cpu::Rope rope;
+    std::vector<float> cos_sin;
+    StagedCosSin staged;
+  };
   struct StagedSlots : Staged {
     const void* source = nullptr;
     size_t count = 0;
@@ -404,7 +420,8 @@ class VulkanBackend final : public Backend {
   Context& context_;
   const ModelConfig& config_;
   const ModelWeights& weights_;
-  cpu::Rope rope_;
+  RopeTable rope_;
+  RopeTable local_rope_;  // Gemma 3's sliding layers' (used only when rope_local_theta > 0)
   vulkan::DeviceWeights device_weights_;
   const Pipeline* add_ = nullptr;
   const Pipeline* silu_mul_ = nullptr;
@@ -418,8 +435,6 @@ class VulkanBackend final : public Backend {
   int64_t capacity_rows_ = 0;
   std::vector<ActivationBuffer> activations_;  // indexed by Activation::id
   Buffer up_;                                  // [T, intermediate]: the up projection
-  std::vector<float> cos_sin_;                 // [T, rotary_dim]: the step's RoPE table
-  StagedCosSin staged_cos_sin_;
   StagedSlots staged_slots_;
   StagedBatch staged_batch_;
 };

@@ -119,11 +119,6 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& l = weights.layers[i];
     const std::string layer = "layer " + std::to_string(i) + "'s ";
-    if (!l.attn_post_norm.empty())
-      throw Error("--device vulkan: " + layer +
-                  "attention and MLP outputs are normed (Gemma 3's post_attention_norm and "
-                  "post_ffw_norm, with GeGLU and a second RoPE), which the Vulkan backend does "
-                  "not run yet; run this model on the CPU");
     if (l.moe)
       throw Error("--device vulkan: " + layer +
                   "MLP is a mixture of experts (ffn_gate_exps), which the Vulkan backend does not "
@@ -141,8 +136,9 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
   for (const LayerWeights& l : weights.layers) {
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       add_matrix(context, *m);
-    for (std::span<const float> v : {l.attn_norm, l.ffn_norm, l.q_norm, l.k_norm, l.bq, l.bk, l.bv,
-                                     l.bo, l.b_gate, l.b_up, l.b_down, l.attn_sinks})
+    for (std::span<const float> v :
+         {l.attn_norm, l.ffn_norm, l.attn_post_norm, l.ffn_post_norm, l.q_norm, l.k_norm, l.bq,
+          l.bk, l.bv, l.bo, l.b_gate, l.b_up, l.b_down, l.attn_sinks})
       add_vector(context, v);
   }
   add_matrix(context, weights.lm_head);
