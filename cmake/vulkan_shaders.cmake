@@ -8,14 +8,16 @@ file(MAKE_DIRECTORY ${TERN_VULKAN_SHADER_DIR})
 
 # name:file[:DEFINE[+DEFINE...]]
 set(TERN_VULKAN_KERNELS
-    add:add silu_mul:silu_mul gelu_tanh_mul:gelu_tanh_mul rms_norm:rms_norm rope:rope write_kv:write_kv
-    write_kv_int8:write_kv_int8 attention:attention attention_int8:attention:KV_INT8
-    matmul_f32:matmul:WEIGHT_F32 matmul_f16:matmul:WEIGHT_F16 matmul_bf16:matmul:WEIGHT_BF16
-    matmul_q8_0:matmul:WEIGHT_Q8_0 matmul_q4_0:matmul:WEIGHT_Q4_0 matmul_q4_1:matmul:WEIGHT_Q4_1
-    matmul_q5_0:matmul:WEIGHT_Q5_0 matmul_q5_1:matmul:WEIGHT_Q5_1 matmul_q2_k:matmul:WEIGHT_Q2_K
-    matmul_q3_k:matmul:WEIGHT_Q3_K matmul_q4_k:matmul:WEIGHT_Q4_K matmul_q5_k:matmul:WEIGHT_Q5_K
-    matmul_q6_k:matmul:WEIGHT_Q6_K matmul_iq4_nl:matmul:WEIGHT_IQ4_NL
-    matmul_iq4_xs:matmul:WEIGHT_IQ4_XS matmul_mxfp4:matmul:WEIGHT_MXFP4)
+    add:add silu_mul:silu_mul gelu_tanh_mul:gelu_tanh_mul clamped_swiglu:clamped_swiglu
+    rms_norm:rms_norm rope:rope write_kv:write_kv write_kv_int8:write_kv_int8
+    attention:attention attention_int8:attention:KV_INT8 moe_route:moe_route
+    moe_combine:moe_combine)
+# Each ggml weight type's matmul, and its mixture-of-experts variant (matmul_id_*: EXPERTS).
+foreach(type f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4)
+  string(TOUPPER ${type} upper)
+  list(APPEND TERN_VULKAN_KERNELS matmul_${type}:matmul:WEIGHT_${upper}
+       matmul_id_${type}:matmul:WEIGHT_${upper}+EXPERTS)
+endforeach()
 foreach(bits 4 8)
   foreach(group 32 64 128)
     list(APPEND TERN_VULKAN_KERNELS

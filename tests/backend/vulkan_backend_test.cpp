@@ -22,6 +22,7 @@
 #include "engine/engine_test_util.h"
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "models/moe_test_util.h"
 #include "spec_decode/spec_test_util.h"
 #include "tern/backend/device.h"
 #include "tern/blocks/quantize_row.h"
@@ -245,6 +246,33 @@ TEST(VulkanDecoder, Gemma3MatchesTheCpu) {
   expect_close_to_cpu(c, quantize_weights(w, DType::Q8_0), 0.025, "tiny gemma 3 Q8_0");
 }
 
+// The mixtures of experts on the device, routed there: qwen3moe (6 experts, 2 a token,
+// renormalised), qwen2moe (3 a token, not renormalised, a shared expert) and gpt-oss (biased
+// router and experts, the clamped SwiGLU, sinks, a sliding layer), in F32 within the F32
+// tolerance of the CPU (the choices the same: no two experts' probabilities within that error
+// of each other here), and batch invariant. Quantized experts: with every expert chosen (k = n)
+// no rounding can change a choice, so each expert type's matmul_id kernel meets the CPU's
+// tolerance for quantized matrices.
+TEST(VulkanDecoder, MixturesOfExpertsMatchTheCpu) {
+  TERN_REQUIRE_VULKAN();
+  const Device& vulkan = find_device("vulkan");
+  for (const auto& [name, json] : {std::pair{"qwen3moe", testing::tiny_moe_json()},
+                                   {"qwen2moe", testing::tiny_qwen2moe_json()},
+                                   {"gpt-oss", testing::tiny_gpt_oss_json()}}) {
+    const ModelConfig c = testing::config_from_json(json);
+    ModelWeights w = make_dummy_weights(c, DType::F32, 31);
+    testing::pattern_vectors(w);
+    expect_close_to_cpu(c, w, 1e-4, std::string("tiny ") + name);
+    testing::expect_batch_invariant(c, w, vulkan);
+  }
+  nlohmann::json every = testing::tiny_moe_json();
+  every["num_experts"] = 2;
+  const ModelConfig c = testing::config_from_json(every);
+  for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::MXFP4})
+    expect_close_to_cpu(c, make_dummy_weights(c, type, 32), 0.025,
+                        "tiny qwen3moe, both experts " + std::string(dtype_name(type)));
+}
+
 TEST(VulkanDecoder, BatchInvariant) {
   TERN_REQUIRE_VULKAN();
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
@@ -347,20 +375,26 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
           << e.what();
     }
   }
-  // A mixture of experts (qwen3moe), whatever its types.
-  nlohmann::json moe = testing::tiny_qwen3_overrides(2);
-  moe["architectures"] = {"Qwen3MoeForCausalLM"};
-  moe["model_type"] = "qwen3_moe";
-  moe["num_experts"] = 4;
-  moe["num_experts_per_tok"] = 2;
-  moe["moe_intermediate_size"] = 256;
-  const ModelConfig moe_config = testing::shrunk_config("model-configs/qwen3-0.6b", moe);
+  // A router that picks more experts a token than the device's routing holds, and experts in
+  // tern's affine groups (which have no matmul_id kernel).
+  nlohmann::json many = testing::tiny_moe_json();
+  many["num_experts"] = 20;
+  many["num_experts_per_tok"] = 17;
+  const ModelConfig many_config = testing::config_from_json(many);
   try {
-    Decoder decoder(moe_config, make_dummy_weights(moe_config, DType::F16, 1), vulkan);
-    ADD_FAILURE() << "a mixture of experts was accepted";
+    Decoder decoder(many_config, make_dummy_weights(many_config, DType::F16, 1), vulkan);
+    ADD_FAILURE() << "17 experts a token were accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("layer 0's MLP is a mixture of experts"),
+    EXPECT_NE(std::string(e.what()).find("layer 0's router chooses 17 experts a token"),
               std::string::npos)
+        << e.what();
+  }
+  const ModelConfig moe_config = testing::config_from_json(testing::tiny_moe_json());
+  try {
+    Decoder decoder(moe_config, make_dummy_weights(moe_config, DType::INT4_G128, 1), vulkan);
+    ADD_FAILURE() << "INT4_G128 experts were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 0's ffn_gate_exps is INT4_G128"), std::string::npos)
         << e.what();
   }
   const ModelWeights q4 = make_dummy_weights(c, DType::Q4_0, 1);

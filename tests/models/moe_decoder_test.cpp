@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "models/model_test_util.h"
+#include "models/moe_test_util.h"
 #include "tern/backend/device.h"
 #include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
@@ -30,76 +31,11 @@
 namespace tern {
 namespace {
 
-// A Qwen3-MoE of test size: 2 layers of hidden 256, 4 q and 2 kv heads of 64, 6 experts of
-// 256 (whole K-quant super-blocks), 2 chosen per token, vocabulary 512.
-nlohmann::json tiny_moe_json() {
-  return {{"architectures", {"Qwen3MoeForCausalLM"}},
-          {"model_type", "qwen3_moe"},
-          {"vocab_size", 512},
-          {"hidden_size", 256},
-          {"intermediate_size", 512},
-          {"num_hidden_layers", 2},
-          {"num_attention_heads", 4},
-          {"num_key_value_heads", 2},
-          {"head_dim", 64},
-          {"rope_theta", 10000.0},
-          {"rms_norm_eps", 1e-6},
-          {"tie_word_embeddings", false},
-          {"num_experts", 6},
-          {"num_experts_per_tok", 2},
-          {"moe_intermediate_size", 256},
-          {"norm_topk_prob", true}};
-}
-
-// A Qwen2-MoE of test size: as above with q/k/v biases, no q/k norms, a shared expert of 512,
-// 3 chosen per token and their softmax weights not renormalised (Qwen1.5-MoE's settings).
-nlohmann::json tiny_qwen2moe_json() {
-  nlohmann::json j = tiny_moe_json();
-  j["architectures"] = {"Qwen2MoeForCausalLM"};
-  j["model_type"] = "qwen2_moe";
-  j["num_experts_per_tok"] = 3;
-  j["norm_topk_prob"] = false;
-  j["shared_expert_intermediate_size"] = 512;
-  return j;
-}
-
-// A gpt-oss of test size: 2 layers of hidden 256, the first sliding over 3 keys, 4 q and 2 kv
-// heads of 64 with biases and sinks, 6 experts of 256 with biases, 2 chosen per token, the SwiGLU
-// clamped at 0.3 (a third of the dummy weights' gates and ups reach it; gpt-oss's 7 none would).
-nlohmann::json tiny_gpt_oss_json() {
-  nlohmann::json j = tiny_moe_json();
-  j["architectures"] = {"GptOssForCausalLM"};
-  j["model_type"] = "gpt_oss";
-  j["intermediate_size"] = 256;
-  for (const char* key : {"num_experts", "moe_intermediate_size", "norm_topk_prob"}) j.erase(key);
-  j["num_local_experts"] = 6;
-  j["sliding_window"] = 3;
-  j["swiglu_limit"] = 0.3;
-  return j;
-}
-
-// The vectors dummy weights leave zero (biases, sinks), patterned, so that a forward that
-// dropped one would differ.
-void pattern_vectors(ModelWeights& w) {
-  auto fill = [&](std::span<const float>& v, float scale) {
-    std::span<float> out = w.own_floats(v.size());
-    for (size_t e = 0; e < out.size(); ++e)
-      out[e] = scale * (static_cast<float>((e * 7 + 3) % 11) - 5.0f);
-    v = out;
-  };
-  for (LayerWeights& l : w.layers) {
-    for (std::span<const float>* b : {&l.bq, &l.bk, &l.bv, &l.bo}) fill(*b, 0.01f);
-    fill(l.attn_sinks, 0.3f);
-    if (!l.moe) continue;
-    fill(l.moe->router_bias, 0.05f);
-    for (std::span<const float>* b : {&l.moe->gate_bias, &l.moe->up_bias, &l.moe->down_bias})
-      fill(*b, 0.02f);
-  }
-}
-
-ModelConfig config_of(const nlohmann::json& j) {
-  return ModelConfig::from_hf_json(j.dump(), "tiny mixture of experts");
-}
+using testing::config_from_json;
+using testing::pattern_vectors;
+using testing::tiny_gpt_oss_json;
+using testing::tiny_moe_json;
+using testing::tiny_qwen2moe_json;
 
 using Vec = std::vector<double>;
 
@@ -298,7 +234,7 @@ void expect_matches_reference(const ModelConfig& c, const ModelWeights& w) {
 }
 
 TEST(MoeDecoder, MatchesFloat64Reference) {
-  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelConfig c = config_from_json(tiny_moe_json());
   ASSERT_EQ(c.arch, ModelArch::Qwen3Moe);
   ASSERT_TRUE(c.is_moe_layer(0) && c.is_moe_layer(1));
   expect_matches_reference(c, make_dummy_weights(c, DType::F32, 5));
@@ -312,7 +248,7 @@ TEST(MoeDecoder, DenseLayersAndUnnormalisedWeightsMatchFloat64Reference) {
   j["mlp_only_layers"] = {1};
   j["norm_topk_prob"] = false;
   j["num_experts_per_tok"] = 3;
-  const ModelConfig c = config_of(j);
+  const ModelConfig c = config_from_json(j);
   ASSERT_FALSE(c.is_moe_layer(1));
   const ModelWeights w = make_dummy_weights(c, DType::F32, 6);
   ASSERT_TRUE(w.layers[0].moe && !w.layers[1].moe && w.layers[2].moe);
@@ -321,7 +257,7 @@ TEST(MoeDecoder, DenseLayersAndUnnormalisedWeightsMatchFloat64Reference) {
 
 // Qwen2-MoE: the shared expert beside the chosen ones, q/k/v biases, no q/k norms.
 TEST(MoeDecoder, Qwen2MoeMatchesFloat64Reference) {
-  const ModelConfig c = config_of(tiny_qwen2moe_json());
+  const ModelConfig c = config_from_json(tiny_qwen2moe_json());
   ASSERT_EQ(c.arch, ModelArch::Qwen2Moe);
   EXPECT_TRUE(c.attention_bias);
   EXPECT_FALSE(c.qk_norm);
@@ -347,7 +283,7 @@ TEST(MoeDecoder, SlidingWindowMatchesFloat64Reference) {
   qwen["use_sliding_window"] = true;
   qwen["sliding_window"] = 3;
   qwen["max_window_layers"] = 1;
-  const ModelConfig c = config_of(qwen);
+  const ModelConfig c = config_from_json(qwen);
   EXPECT_EQ(c.attention_window(0), 0);
   EXPECT_EQ(c.attention_window(1), 3);
   expect_matches_reference(c, make_dummy_weights(c, DType::F32, 15));
@@ -359,14 +295,14 @@ TEST(MoeDecoder, SlidingWindowMatchesFloat64Reference) {
   mistral["architectures"] = {"MistralForCausalLM"};
   mistral["model_type"] = "mistral";
   mistral["sliding_window"] = 3;
-  const ModelConfig m = config_of(mistral);
+  const ModelConfig m = config_from_json(mistral);
   EXPECT_EQ(m.arch, ModelArch::Llama);
   EXPECT_EQ(m.attention_window(0), 3);
   EXPECT_EQ(m.attention_window(1), 3);
   const ModelWeights w = make_dummy_weights(m, DType::F32, 16);
   expect_matches_reference(m, w);
   testing::expect_batch_invariant(m, w);
-  const ModelConfig again = config_of(nlohmann::json::parse(m.to_hf_json()));
+  const ModelConfig again = config_from_json(nlohmann::json::parse(m.to_hf_json()));
   EXPECT_EQ(again.arch_name, "MistralForCausalLM");
   EXPECT_EQ(again.attention_window(1), 3);
 
@@ -384,7 +320,7 @@ TEST(MoeDecoder, SlidingWindowMatchesFloat64Reference) {
 // gpt-oss: the router's and experts' biases, the clamped SwiGLU, the sinks, o_proj's bias, a
 // sliding layer and a full one; and batch invariant.
 TEST(MoeDecoder, GptOssMatchesFloat64Reference) {
-  const ModelConfig c = config_of(tiny_gpt_oss_json());
+  const ModelConfig c = config_from_json(tiny_gpt_oss_json());
   ASSERT_EQ(c.arch, ModelArch::GptOss);
   EXPECT_EQ(c.attention_window(0), 3);
   EXPECT_EQ(c.attention_window(1), 0);
@@ -414,7 +350,7 @@ TEST(MoeDecoder, Gemma3MatchesFloat64Reference) {
   j["sliding_window_pattern"] = 3;
   j["query_pre_attn_scalar"] = 32;
   j["rope_local_base_freq"] = 100.0;
-  const ModelConfig c = config_of(j);
+  const ModelConfig c = config_from_json(j);
   ASSERT_EQ(c.arch, ModelArch::Gemma3);
   EXPECT_EQ(c.mlp_activation, MlpActivation::GeluTanh);
   EXPECT_TRUE(c.local_rope(0) && c.local_rope(1) && !c.local_rope(2));
@@ -432,11 +368,11 @@ TEST(MoeDecoder, Gemma3MatchesFloat64Reference) {
 }
 
 TEST(MoeDecoder, BatchInvariant) {
-  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelConfig c = config_from_json(tiny_moe_json());
   testing::expect_batch_invariant(c, make_dummy_weights(c, DType::F32, 7));
   testing::expect_batch_invariant(c,
                                   make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 7));
-  const ModelConfig shared = config_of(tiny_qwen2moe_json());
+  const ModelConfig shared = config_from_json(tiny_qwen2moe_json());
   testing::expect_batch_invariant(
       shared, make_dummy_weights(shared, QuantRecipe::mixture(FileType::Q4_K_M), 7));
 }
@@ -445,7 +381,7 @@ TEST(MoeDecoder, BatchInvariant) {
 // and the file loads back to the same logits bit for bit, its experts views of the stacked
 // tensors.
 TEST(MoeDecoder, GgufRoundTrip) {
-  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelConfig c = config_from_json(tiny_moe_json());
   const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 8);
   EXPECT_EQ(w.layers[0].moe->router.dtype, DType::F32);
   testing::TempDir dir("moe_gguf");
@@ -476,7 +412,7 @@ TEST(MoeDecoder, GgufRoundTrip) {
 TEST(MoeDecoder, Qwen2MoeGgufRoundTrip) {
   nlohmann::json j = tiny_qwen2moe_json();
   j["tie_word_embeddings"] = true;
-  const ModelConfig c = config_of(j);
+  const ModelConfig c = config_from_json(j);
   const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::Q4_K_M), 13);
   testing::TempDir dir("qwen2moe_gguf");
   const std::string path = dir.file("moe.gguf");
@@ -503,7 +439,7 @@ TEST(MoeDecoder, Qwen2MoeGgufRoundTrip) {
 
   j["norm_topk_prob"] = true;
   try {
-    save_gguf(dir.file("normalised.gguf"), w, config_of(j), nullptr, "tiny");
+    save_gguf(dir.file("normalised.gguf"), w, config_from_json(j), nullptr, "tiny");
     ADD_FAILURE() << "wrote a qwen2moe file llama.cpp would read differently";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("norm_topk_prob is true"), std::string::npos) << e.what();
@@ -514,7 +450,7 @@ TEST(MoeDecoder, Qwen2MoeGgufRoundTrip) {
 // 39), every other matrix Q8_0, the router F32, the file type 38; save_gguf writes it and it
 // loads back zero-copy to the same logits bit for bit.
 TEST(MoeDecoder, Mxfp4MoeGgufRoundTrip) {
-  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelConfig c = config_from_json(tiny_moe_json());
   const ModelWeights w = make_dummy_weights(c, QuantRecipe::mixture(FileType::MXFP4_MOE), 9);
   testing::TempDir dir("moe_mxfp4");
   const std::string path = dir.file("moe.gguf");
@@ -545,7 +481,7 @@ TEST(MoeDecoder, Mxfp4MoeGgufRoundTrip) {
 // from.
 TEST(MoeDecoder, HuggingFaceFolder) {
   for (const nlohmann::json& j : {tiny_moe_json(), tiny_qwen2moe_json()}) {
-    const ModelConfig c = config_of(j);
+    const ModelConfig c = config_from_json(j);
     const ModelWeights w = make_dummy_weights(c, DType::F32, 10);
     testing::TempDir dir("moe_hf");
     testing::write_hf_folder(dir, j, c, w, DType::F32);
@@ -566,7 +502,7 @@ TEST(MoeDecoder, HuggingFaceFolder) {
 // ffn_down_shexp Q6_K in the layers use_more_bits picks), and a GPTQ checkpoint holds it as
 // mlp.shared_expert.* modules that load back to the same values.
 TEST(MoeDecoder, Qwen2MoeQuantizedAndWrittenAsGptq) {
-  const ModelConfig c = config_of(tiny_qwen2moe_json());
+  const ModelConfig c = config_from_json(tiny_qwen2moe_json());
   const ModelWeights f32 = make_dummy_weights(c, DType::F32, 14);
   const ModelWeights q4km =
       quantize_weights(f32, c, QuantRecipe::mixture(FileType::Q4_K_M), QuantizeOptions{});
@@ -618,7 +554,7 @@ TEST(MoeDecoder, RefusesAnActivationObserver) {
   struct Watcher : ActivationObserver {
     void observe(int, MatrixInput, const float*, int64_t, int64_t) override {}
   } watcher;
-  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelConfig c = config_from_json(tiny_moe_json());
   const ModelWeights w = make_dummy_weights(c, DType::F32, 11);
   Decoder decoder(c, w, find_device("cpu"));
   try {
@@ -637,7 +573,7 @@ TEST(MoeDecoder, BadExpertsAreNamed) {
   EXPECT_THROW(
       {
         try {
-          config_of(j);
+          config_from_json(j);
         } catch (const Error& e) {
           EXPECT_NE(std::string(e.what()).find("num_experts_per_tok must be in 1..num_experts"),
                     std::string::npos)
@@ -648,7 +584,7 @@ TEST(MoeDecoder, BadExpertsAreNamed) {
       Error);
 
   // A file whose expert tensor is missing names it.
-  const ModelConfig c = config_of(tiny_moe_json());
+  const ModelConfig c = config_from_json(tiny_moe_json());
   ModelWeights broken = make_dummy_weights(c, DType::F32, 8);
   testing::TempDir dir("moe_missing_expert");
   const std::string path = dir.file("moe.gguf");

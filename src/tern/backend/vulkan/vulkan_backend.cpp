@@ -20,6 +20,7 @@ using vulkan::Buffer;
 using vulkan::BufferSlice;
 using vulkan::Context;
 using vulkan::DeviceMatrix;
+using vulkan::MatmulIdPush;
 using vulkan::MatmulPush;
 using vulkan::Memory;
 using vulkan::Pipeline;
@@ -38,6 +39,19 @@ struct AddPush {
 struct SiluMulPush {
   VkDeviceAddress gate, up, out;
   uint32_t n, pad;
+};
+struct ClampedSwigluPush {
+  VkDeviceAddress gate, up, out;
+  uint32_t n;
+  float limit;
+};
+struct MoeRoutePush {
+  VkDeviceAddress logits, experts, weights;
+  uint32_t t, n, top_k, normalize;
+};
+struct MoeCombinePush {
+  VkDeviceAddress out, routed, weights, x, shared_gate;
+  uint32_t h, top_k, has_shared, pad;
 };
 struct RopePush {
   VkDeviceAddress q, k, table;
@@ -97,6 +111,12 @@ class VulkanBackend final : public Backend {
     write_kv_int8_ = &context.pipeline("write_kv_int8", sizeof(WriteKvInt8Push));
     attention_ = &context.pipeline("attention", sizeof(AttentionPush));
     attention_int8_ = &context.pipeline("attention_int8", sizeof(AttentionPush));
+    if (config.num_experts > 0) {
+      silu_mul_experts_ = &context.pipeline("silu_mul", sizeof(SiluMulPush));
+      clamped_swiglu_ = &context.pipeline("clamped_swiglu", sizeof(ClampedSwigluPush));
+      moe_route_ = &context.pipeline("moe_route", sizeof(MoeRoutePush));
+      moe_combine_ = &context.pipeline("moe_combine", sizeof(MoeCombinePush));
+    }
   }
 
   const Device& device() const override { return device_; }
@@ -115,12 +135,25 @@ class VulkanBackend final : public Backend {
     capacity_rows_ = std::max(r, capacity_rows_);
     for (ActivationBuffer& a : activations_) grow(a);
     up_ = Buffer(context_, bytes_of(config_.intermediate_size * capacity_tokens_), Memory::Device);
+    if (config_.num_experts > 0) {
+      const int64_t t_cap = capacity_tokens_, routes = t_cap * config_.num_experts_per_tok;
+      const int64_t ff =
+          std::max(config_.moe_intermediate_size, config_.shared_expert_intermediate_size);
+      router_ = Buffer(context_, bytes_of(t_cap * config_.num_experts), Memory::Device);
+      route_experts_ = Buffer(context_, bytes_of(routes), Memory::Device);
+      route_weights_ = Buffer(context_, bytes_of(routes), Memory::Device);
+      expert_gate_ = Buffer(context_, bytes_of(std::max(routes, t_cap) * ff), Memory::Device);
+      expert_up_ = Buffer(context_, bytes_of(std::max(routes, t_cap) * ff), Memory::Device);
+      expert_out_ = Buffer(context_, bytes_of(routes * config_.hidden_size), Memory::Device);
+    }
     for (RopeTable* r : {&rope_, &local_rope_})
       r->cos_sin.reserve(static_cast<size_t>(capacity_tokens_ * r->rope.rotary_dim()));
   }
 
   uint64_t working_bytes() const override {
-    uint64_t bytes = up_.bytes();
+    uint64_t bytes = up_.bytes() + router_.bytes() + route_experts_.bytes() +
+                     route_weights_.bytes() + expert_gate_.bytes() + expert_up_.bytes() +
+                     expert_out_.bytes();
     for (const ActivationBuffer& a : activations_) bytes += a.buffer.bytes();
     return bytes;
   }
@@ -212,9 +245,54 @@ class VulkanBackend final : public Backend {
     dispatch_1d(context_, *silu_mul_, &p, n, 256);
   }
 
-  // DeviceWeights refuses a model with experts, so no forward reaches this.
-  void moe_mlp(const MixtureOfExperts&, Activation, int64_t, Activation) override {
-    throw Error("the Vulkan backend has no mixture-of-experts kernels");
+  // The routing stays on the device: the router's logits, each token's top k (moe_route), each
+  // route through its expert's gate, up and down (matmul_id_*: a route reads only its expert's
+  // rows), and the weighted sum (moe_combine), after the shared expert where there is one.
+  void moe_mlp(const MixtureOfExperts& moe, Activation x_rows, int64_t t,
+               Activation out_rows) override {
+    const int64_t k = moe.top_k, routes = t * k, ff = moe.gate[0].rows;
+    const VkDeviceAddress x = address(x_rows), out = address(out_rows);
+    if (const std::optional<SharedExpert>& s = moe.shared) {
+      multiply(s->gate, {}, x, t, expert_gate_.address());
+      multiply(s->up, {}, x, t, expert_up_.address());
+      SiluMulPush a{expert_gate_.address(), expert_up_.address(), expert_gate_.address(),
+                    u32(t * s->gate.rows), 0};
+      dispatch_1d(context_, *silu_mul_experts_, &a, t * s->gate.rows, 256);
+      multiply(s->down, {}, expert_gate_.address(), t, out);
+    }
+    multiply(moe.router, moe.router_bias, x, t, router_.address());
+    MoeRoutePush r{router_.address(),
+                   route_experts_.address(),
+                   route_weights_.address(),
+                   u32(t),
+                   u32(moe.num_experts()),
+                   u32(k),
+                   moe.normalize_top_k ? 1u : 0u};
+    dispatch_1d(context_, *moe_route_, &r, t, 64);
+    multiply_experts(moe.gate, moe.gate_bias, x, /*x_by_token=*/true, t, k, expert_gate_.address());
+    multiply_experts(moe.up, moe.up_bias, x, true, t, k, expert_up_.address());
+    if (moe.swiglu_limit > 0) {
+      ClampedSwigluPush a{expert_gate_.address(), expert_up_.address(), expert_gate_.address(),
+                          u32(routes * ff), moe.swiglu_limit};
+      dispatch_1d(context_, *clamped_swiglu_, &a, routes * ff, 256);
+    } else {
+      SiluMulPush a{expert_gate_.address(), expert_up_.address(), expert_gate_.address(),
+                    u32(routes * ff), 0};
+      dispatch_1d(context_, *silu_mul_experts_, &a, routes * ff, 256);
+    }
+    multiply_experts(moe.down, moe.down_bias, expert_gate_.address(), false, t, k,
+                     expert_out_.address());
+    MoeCombinePush c{out,
+                     expert_out_.address(),
+                     route_weights_.address(),
+                     x,
+                     moe.shared ? device_weights_.vector(moe.shared->gate_weight) : 0,
+                     u32(config_.hidden_size),
+                     u32(k),
+                     moe.shared ? 1u : 0u,
+                     0};
+    context_.dispatch(*moe_combine_, &c, u32(std::min<int64_t>(t, kMaxGroups)),
+                      u32((t + kMaxGroups - 1) / kMaxGroups));
   }
 
   // Gemma 3's sliding layers rotate by their own table (ModelConfig::local_rope).
@@ -416,6 +494,35 @@ class VulkanBackend final : public Backend {
                       u32((groups + kMaxGroups - 1) / kMaxGroups));
   }
 
+  // Each route r (token r / k's choice r % k) of a step through its expert's rows of `parts`:
+  // y[r, :] = x[x_by_token ? r / k : r, :] · expert(r)ᵀ (+ its bias), in slices of routes that
+  // a dispatch's y dimension holds.
+  void multiply_experts(const std::vector<WeightMatrix>& parts, std::span<const float> bias,
+                        VkDeviceAddress x, bool x_by_token, int64_t t, int64_t k,
+                        VkDeviceAddress y) {
+    const vulkan::DeviceMatrix& m = device_weights_.experts(parts);
+    const int64_t routes = t * k, groups = (m.rows + 3) / 4;
+    for (int64_t route0 = 0; route0 < routes; route0 += kMaxGroups) {
+      const int64_t n = std::min<int64_t>(kMaxGroups, routes - route0);
+      MatmulIdPush p{m.words,
+                     m.scales,
+                     x,
+                     y,
+                     device_weights_.vector(bias),
+                     route_experts_.address(),
+                     u32(m.rows),
+                     u32(m.cols),
+                     u32(routes),
+                     bias.empty() ? 0u : 1u,
+                     u32(k),
+                     x_by_token ? 1u : 0u,
+                     u32(route0),
+                     0};
+      context_.dispatch(*m.matmul, &p, u32(std::min<int64_t>(groups, kMaxGroups)), u32(n),
+                        u32((groups + kMaxGroups - 1) / kMaxGroups));
+    }
+  }
+
   const Device& device_;
   Context& context_;
   const ModelConfig& config_;
@@ -435,6 +542,14 @@ class VulkanBackend final : public Backend {
   int64_t capacity_rows_ = 0;
   std::vector<ActivationBuffer> activations_;  // indexed by Activation::id
   Buffer up_;                                  // [T, intermediate]: the up projection
+  // A mixture of experts' step: router logits [T, n_experts], each route's expert and weight
+  // [T · k], each route's gate/up [T · k, moe_ff] (the shared expert's [T, its ff] first), and
+  // each route's expert output [T · k, hidden].
+  Buffer router_, route_experts_, route_weights_, expert_gate_, expert_up_, expert_out_;
+  const Pipeline* silu_mul_experts_ = nullptr;  // SiLU's kernel whatever the dense MLP's
+  const Pipeline* clamped_swiglu_ = nullptr;
+  const Pipeline* moe_route_ = nullptr;
+  const Pipeline* moe_combine_ = nullptr;
   StagedSlots staged_slots_;
   StagedBatch staged_batch_;
 };

@@ -17,35 +17,36 @@ namespace {
 struct TypeKernel {
   DType dtype;
   const char* kernel;
+  const char* experts_kernel;  // its mixture-of-experts variant; none for the affine groups
 };
 constexpr TypeKernel kKernels[] = {
-    {DType::F32, "matmul_f32"},
-    {DType::F16, "matmul_f16"},
-    {DType::BF16, "matmul_bf16"},
-    {DType::Q8_0, "matmul_q8_0"},
-    {DType::Q4_0, "matmul_q4_0"},
-    {DType::Q4_1, "matmul_q4_1"},
-    {DType::Q5_0, "matmul_q5_0"},
-    {DType::Q5_1, "matmul_q5_1"},
-    {DType::Q2_K, "matmul_q2_k"},
-    {DType::Q3_K, "matmul_q3_k"},
-    {DType::Q4_K, "matmul_q4_k"},
-    {DType::Q5_K, "matmul_q5_k"},
-    {DType::Q6_K, "matmul_q6_k"},
-    {DType::IQ4_NL, "matmul_iq4_nl"},
-    {DType::IQ4_XS, "matmul_iq4_xs"},
-    {DType::MXFP4, "matmul_mxfp4"},
-    {DType::INT4_G32, "matmul_int4_g32"},
-    {DType::INT4_G64, "matmul_int4_g64"},
-    {DType::INT4_G128, "matmul_int4_g128"},
-    {DType::INT8_G32, "matmul_int8_g32"},
-    {DType::INT8_G64, "matmul_int8_g64"},
-    {DType::INT8_G128, "matmul_int8_g128"},
+    {DType::F32, "matmul_f32", "matmul_id_f32"},
+    {DType::F16, "matmul_f16", "matmul_id_f16"},
+    {DType::BF16, "matmul_bf16", "matmul_id_bf16"},
+    {DType::Q8_0, "matmul_q8_0", "matmul_id_q8_0"},
+    {DType::Q4_0, "matmul_q4_0", "matmul_id_q4_0"},
+    {DType::Q4_1, "matmul_q4_1", "matmul_id_q4_1"},
+    {DType::Q5_0, "matmul_q5_0", "matmul_id_q5_0"},
+    {DType::Q5_1, "matmul_q5_1", "matmul_id_q5_1"},
+    {DType::Q2_K, "matmul_q2_k", "matmul_id_q2_k"},
+    {DType::Q3_K, "matmul_q3_k", "matmul_id_q3_k"},
+    {DType::Q4_K, "matmul_q4_k", "matmul_id_q4_k"},
+    {DType::Q5_K, "matmul_q5_k", "matmul_id_q5_k"},
+    {DType::Q6_K, "matmul_q6_k", "matmul_id_q6_k"},
+    {DType::IQ4_NL, "matmul_iq4_nl", "matmul_id_iq4_nl"},
+    {DType::IQ4_XS, "matmul_iq4_xs", "matmul_id_iq4_xs"},
+    {DType::MXFP4, "matmul_mxfp4", "matmul_id_mxfp4"},
+    {DType::INT4_G32, "matmul_int4_g32", nullptr},
+    {DType::INT4_G64, "matmul_int4_g64", nullptr},
+    {DType::INT4_G128, "matmul_int4_g128", nullptr},
+    {DType::INT8_G32, "matmul_int8_g32", nullptr},
+    {DType::INT8_G64, "matmul_int8_g64", nullptr},
+    {DType::INT8_G128, "matmul_int8_g128", nullptr},
 };
 
-const char* kernel_of(DType dtype) {
+const TypeKernel* kernels_of(DType dtype) {
   for (const TypeKernel& k : kKernels)
-    if (k.dtype == dtype) return k.kernel;
+    if (k.dtype == dtype) return &k;
   return nullptr;
 }
 
@@ -103,7 +104,7 @@ std::string vulkan_matrix_types() {
   return s;
 }
 
-bool has_vulkan_matmul(DType dtype) { return kernel_of(dtype) != nullptr; }
+bool has_vulkan_matmul(DType dtype) { return kernels_of(dtype) != nullptr; }
 
 DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
   auto check = [](const WeightMatrix& m, const std::string& what) {
@@ -116,13 +117,34 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
                   " has an act-order input permutation, which the Vulkan backend does not "
                   "apply yet");
   };
+  auto check_experts = [&](const std::vector<WeightMatrix>& parts, const std::string& what) {
+    for (const WeightMatrix& m : parts) {
+      check(m, what);
+      if (kernels_of(m.dtype)->experts_kernel == nullptr)
+        throw Error("--device vulkan: " + what + " is " + std::string(dtype_name(m.dtype)) +
+                    ", which the Vulkan backend multiplies in dense layers only");
+    }
+  };
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& l = weights.layers[i];
     const std::string layer = "layer " + std::to_string(i) + "'s ";
-    if (l.moe)
-      throw Error("--device vulkan: " + layer +
-                  "MLP is a mixture of experts (ffn_gate_exps), which the Vulkan backend does not "
-                  "run yet; run this model on the CPU");
+    if (l.moe) {
+      const MixtureOfExperts& moe = *l.moe;
+      if (moe.top_k > kMaxTopK)
+        throw Error("--device vulkan: " + layer + "router chooses " + std::to_string(moe.top_k) +
+                    " experts a token; the Vulkan backend's routing "
+                    "takes at most " +
+                    std::to_string(kMaxTopK));
+      check(moe.router, layer + "ffn_gate_inp");
+      check_experts(moe.gate, layer + "ffn_gate_exps");
+      check_experts(moe.up, layer + "ffn_up_exps");
+      check_experts(moe.down, layer + "ffn_down_exps");
+      if (const std::optional<SharedExpert>& s = moe.shared) {
+        check(s->gate, layer + "ffn_gate_shexp");
+        check(s->up, layer + "ffn_up_shexp");
+        check(s->down, layer + "ffn_down_shexp");
+      }
+    }
     check(l.wq, layer + "attn_q");
     check(l.wk, layer + "attn_k");
     check(l.wv, layer + "attn_v");
@@ -136,6 +158,18 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
   for (const LayerWeights& l : weights.layers) {
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       add_matrix(context, *m);
+    if (l.moe) {
+      const MixtureOfExperts& moe = *l.moe;
+      add_matrix(context, moe.router);
+      for (const std::vector<WeightMatrix>* parts : {&moe.gate, &moe.up, &moe.down})
+        add_experts(context, *parts);
+      for (std::span<const float> v : {moe.router_bias, moe.gate_bias, moe.up_bias, moe.down_bias})
+        add_vector(context, v);
+      if (const std::optional<SharedExpert>& s = moe.shared) {
+        for (const WeightMatrix* m : {&s->gate, &s->up, &s->down}) add_matrix(context, *m);
+        add_vector(context, s->gate_weight);
+      }
+    }
     for (std::span<const float> v :
          {l.attn_norm, l.ffn_norm, l.attn_post_norm, l.ffn_post_norm, l.q_norm, l.k_norm, l.bq,
           l.bk, l.bv, l.bo, l.b_gate, l.b_up, l.b_down, l.attn_sinks})
@@ -145,10 +179,21 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
   add_vector(context, weights.output_norm);
 }
 
-void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m) {
-  if (m.empty() || matrices_.count(m.data) != 0) return;
+void DeviceWeights::add_experts(Context& context, const std::vector<WeightMatrix>& parts) {
+  if (parts.empty() || matrices_.count(parts[0].data) != 0) return;
+  std::vector<std::byte> storage;
+  const WeightMatrix stacked = gather_experts(parts, storage);
+  add_matrix(context, stacked, parts[0].data, kernels_of(stacked.dtype)->experts_kernel);
+  matrices_.at(parts[0].data).rows = parts[0].rows;
+}
+
+void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const void* key,
+                               const char* kernel) {
+  if (key == nullptr) key = m.data;
+  if (m.empty() || matrices_.count(key) != 0) return;
   DeviceMatrix d;
-  d.matmul = &context.pipeline(kernel_of(m.dtype), sizeof(MatmulPush));
+  d.matmul = kernel != nullptr ? &context.pipeline(kernel, sizeof(MatmulIdPush))
+                               : &context.pipeline(kernels_of(m.dtype)->kernel, sizeof(MatmulPush));
   d.rows = m.rows;
   d.cols = m.cols;
   std::vector<uint16_t> scales;
@@ -199,7 +244,7 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m) {
     d.scales = s.address();
     bytes_ += s.bytes();
   }
-  matrices_.emplace(m.data, d);
+  matrices_.emplace(key, d);
 }
 
 void DeviceWeights::add_vector(Context& context, std::span<const float> v) {
@@ -208,6 +253,12 @@ void DeviceWeights::add_vector(Context& context, std::span<const float> v) {
   context.upload(b, 0, v.data(), v.size_bytes());
   vectors_.emplace(v.data(), b.address());
   bytes_ += b.bytes();
+}
+
+const DeviceMatrix& DeviceWeights::experts(const std::vector<WeightMatrix>& parts) const {
+  auto it = parts.empty() ? matrices_.end() : matrices_.find(parts[0].data);
+  if (it == matrices_.end()) throw Error("vulkan: experts that were not uploaded");
+  return it->second;
 }
 
 const DeviceMatrix& DeviceWeights::matrix(const WeightMatrix& m) const {

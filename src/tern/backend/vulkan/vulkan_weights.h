@@ -22,14 +22,22 @@ struct MatmulPush {
   VkDeviceAddress w, scales, x, y, bias;
   uint32_t rows, cols, t, has_bias;
 };
+// The push constants of its mixture-of-experts variants (matmul_id_*).
+struct MatmulIdPush {
+  VkDeviceAddress w, scales, x, y, bias, experts;
+  uint32_t rows, cols, t, has_bias, top_k, x_by_token, route0, pad;
+};
 
 struct DeviceMatrix {
-  const Pipeline* matmul = nullptr;  // the kernel of its type
+  const Pipeline* matmul = nullptr;  // the kernel of its type (experts: its matmul_id_ variant)
   VkDeviceAddress words = 0;         // the values (floats, halves, or the blocks' quants)
   VkDeviceAddress scales = 0;        // the blocks' scales; 0 for unquantized types
-  int64_t rows = 0;
+  int64_t rows = 0;                  // experts: an expert's rows
   int64_t cols = 0;
 };
+
+// The most experts a token may be routed to on the device (moe_route.comp's registers).
+inline constexpr int64_t kMaxTopK = 16;
 
 // The weight types with a Vulkan matmul kernel, for messages: "F32, F16, ...".
 std::string vulkan_matrix_types();
@@ -45,13 +53,19 @@ class DeviceWeights {
 
   // The device copy of `m` (one of the uploaded matrices).
   const DeviceMatrix& matrix(const WeightMatrix& m) const;
+  // A mixture of experts' matrices of one kind (MixtureOfExperts::gate, up or down), stacked
+  // [n_experts · rows, cols] on the device.
+  const DeviceMatrix& experts(const std::vector<WeightMatrix>& parts) const;
   // The device copy of a norm or bias vector; 0 for an empty span.
   VkDeviceAddress vector(std::span<const float> v) const;
   VkDeviceAddress vector(const float* v) const;
   uint64_t bytes() const { return bytes_; }
 
  private:
-  void add_matrix(Context& context, const WeightMatrix& m);
+  // `key`: what matrix() / experts() find it by (m.data by default); `kernel` its pipeline.
+  void add_matrix(Context& context, const WeightMatrix& m, const void* key = nullptr,
+                  const char* kernel = nullptr);
+  void add_experts(Context& context, const std::vector<WeightMatrix>& parts);
   void add_vector(Context& context, std::span<const float> v);
 
   std::vector<Buffer> buffers_;

@@ -9,6 +9,12 @@
 // the step's other tokens, so the kernel is batch invariant, and a weight row is read once per
 // 8 tokens.
 //
+// EXPERTS (a mixture of experts' matmul_id_* variants): the experts' matrices stacked, [n_experts
+// · rows, cols], and workgroup y takes one route (a token's j-th choice) alone: the rows of its
+// expert (experts[route]), its token's input row (x_by_token: route / top_k) or its own, and its
+// output row; biases stacked as the matrices are. A route's sum is the plain kernel's of its
+// expert for that one input row.
+//
 // Weight layouts, as vulkan_weights.cpp uploads them (row-major rows of `cols` elements):
 //   F32: floats; F16, BF16: two to a word, element e of the matrix in word e / 2;
 //   Q8_0, Q4_0, Q5_0, IQ4_NL: the blocks' f16 scales apart from their quants (`scales`: one
@@ -24,10 +30,17 @@ layout(local_size_x = 16, local_size_y = 4) in;
 #define LANES 16u
 #define ROWS 4u
 #define TOKENS 8u
+#if defined(EXPERTS)
+layout(push_constant) uniform Push {
+  Words w; Words scales; Floats x; Floats y; Floats bias; Ints experts;
+  uint rows; uint cols; uint t; uint has_bias; uint top_k; uint x_by_token; uint route0;
+} p;
+#else
 layout(push_constant) uniform Push {
   Words w; Words scales; Floats x; Floats y; Floats bias;
   uint rows; uint cols; uint t; uint has_bias;
 } p;
+#endif
 shared float partial[ROWS][TOKENS][LANES];
 
 uint byte_of(uint words[8], uint k) { return (words[k >> 2] >> (8u * (k & 3u))) & 0xFFu; }
@@ -55,8 +68,17 @@ void main() {
   const uint row = (gl_WorkGroupID.x + gl_WorkGroupID.z * 65535u) * ROWS + gl_LocalInvocationID.y;
   // A row past the matrix still takes part in the barriers.
   const bool in_matrix = row < p.rows;
+#if defined(EXPERTS)
+  const uint tok0 = p.route0 + gl_WorkGroupID.y;  // the route: its output row
+  const uint ntok = 1u;
+  const uint wrow = uint(p.experts.v[tok0]) * p.rows + row;  // its expert's row in the stack
+  const uint xrow0 = p.x_by_token != 0u ? tok0 / p.top_k : tok0;
+#else
   const uint tok0 = gl_WorkGroupID.y * TOKENS;
   const uint ntok = min(TOKENS, p.t - tok0);
+  const uint wrow = row;
+  const uint xrow0 = tok0;
+#endif
   const uint lid = gl_LocalInvocationID.x;
   const uint ry = gl_LocalInvocationID.y;
   float acc[TOKENS];
@@ -70,7 +92,7 @@ void main() {
   // a · Σ₀..₁₅ q·x + b · Σ₁₆..₃₁ q·x − m · Σ x, with its integer quants q and its scales.
   const uint units = in_matrix ? p.cols / 32u : 0u;
   for (uint u = lid; u < units; u += LANES) {
-    const uint g = row * units + u;
+    const uint g = wrow * units + u;
     float q[32];
     float a, b, m = 0.0;
 #if defined(WEIGHT_Q4_0)
@@ -266,7 +288,7 @@ void main() {
 #endif
     for (uint tt = 0u; tt < TOKENS; ++tt) {
       if (tt >= ntok) break;
-      const uint xb = (tok0 + tt) * p.cols + u * 32u;
+      const uint xb = (xrow0 + tt) * p.cols + u * 32u;
       float sa = 0.0, sb = 0.0, sx = 0.0;
       for (uint i = 0u; i < 16u; ++i) sa += q[i] * p.x.v[xb + i];
       for (uint i = 16u; i < 32u; ++i) sb += q[i] * p.x.v[xb + i];
@@ -277,7 +299,7 @@ void main() {
   }
 #else
   for (uint k = lid; in_matrix && k < p.cols; k += LANES) {
-    const uint e = row * p.cols + k;
+    const uint e = wrow * p.cols + k;
 #if defined(WEIGHT_F32)
     const float wv = uintBitsToFloat(p.w.v[e]);
 #elif defined(WEIGHT_F16)
@@ -287,7 +309,7 @@ void main() {
 #endif
     for (uint tt = 0u; tt < TOKENS; ++tt) {
       if (tt >= ntok) break;
-      acc[tt] += wv * p.x.v[(tok0 + tt) * p.cols + k];
+      acc[tt] += wv * p.x.v[(xrow0 + tt) * p.cols + k];
     }
   }
 #endif
@@ -300,7 +322,7 @@ void main() {
     barrier();
   }
   if (in_matrix && lid < ntok) {
-    const float b = p.has_bias != 0u ? p.bias.v[row] : 0.0;
+    const float b = p.has_bias != 0u ? p.bias.v[wrow] : 0.0;
     p.y.v[(tok0 + lid) * p.rows + row] = partial[ry][lid][0] + b;
   }
 }
