@@ -479,15 +479,8 @@ class VulkanBackend final : public Backend {
   void multiply(const WeightMatrix& w, std::span<const float> bias, VkDeviceAddress x, int64_t t,
                 VkDeviceAddress y) {
     const DeviceMatrix& m = device_weights_.matrix(w);
-    MatmulPush p{m.words,
-                 m.scales,
-                 x,
-                 y,
-                 device_weights_.vector(bias),
-                 u32(m.rows),
-                 u32(m.cols),
-                 u32(t),
-                 bias.empty() ? 0u : 1u};
+    MatmulPush p{m.words,  m.scales,    x,           y,      device_weights_.vector(bias),
+                 m.tables, u32(m.rows), u32(m.cols), u32(t), bias.empty() ? 0u : 1u};
     // matmul.comp: 4 rows by up to 8 tokens per workgroup.
     const int64_t groups = (m.rows + 3) / 4;
     context_.dispatch(*m.matmul, &p, u32(std::min<int64_t>(groups, kMaxGroups)), u32((t + 7) / 8),
@@ -510,6 +503,7 @@ class VulkanBackend final : public Backend {
                      y,
                      device_weights_.vector(bias),
                      route_experts_.address(),
+                     m.tables,
                      u32(m.rows),
                      u32(m.cols),
                      u32(routes),

@@ -6,6 +6,7 @@
 #include "tern/backend/vulkan/vulkan_weights.h"
 
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "tern/blocks/block_layouts.h"
@@ -36,6 +37,8 @@ constexpr TypeKernel kKernels[] = {
     {DType::IQ4_NL, "matmul_iq4_nl", "matmul_id_iq4_nl"},
     {DType::IQ4_XS, "matmul_iq4_xs", "matmul_id_iq4_xs"},
     {DType::MXFP4, "matmul_mxfp4", "matmul_id_mxfp4"},
+    {DType::IQ3_XXS, "matmul_iq3_xxs", "matmul_id_iq3_xxs"},
+    {DType::IQ3_S, "matmul_iq3_s", "matmul_id_iq3_s"},
     {DType::INT4_G32, "matmul_int4_g32", nullptr},
     {DType::INT4_G64, "matmul_int4_g64", nullptr},
     {DType::INT4_G128, "matmul_int4_g128", nullptr},
@@ -91,6 +94,33 @@ void split_mxfp4(const WeightMatrix& m, std::vector<float>& scales,
       const size_t i = static_cast<size_t>(r * nb + b);
       scales[i] = mxfp4_scale(blocks[b].e);
       std::memcpy(quants.data() + i * quant_bytes, blocks[b].qs, quant_bytes);
+    }
+  }
+}
+
+// IQ3_XXS's super-blocks as matmul.comp reads them: the f16 d into `scales`; the 64 grid
+// indices, each sub-block's sign word (its four 7-bit sign indices looked up once here rather
+// than in every dot) and a word of the 8 sub-blocks' 4-bit scales into `quants`.
+void repack_iq3_xxs(const WeightMatrix& m, std::vector<uint16_t>& scales,
+                    std::vector<std::byte>& quants) {
+  constexpr size_t index_bytes = kQKK / 4, super_block_bytes = index_bytes + 9 * 4;
+  const int64_t nb = m.cols / kQKK;
+  scales.resize(static_cast<size_t>(m.rows * nb + 1));
+  quants.resize(static_cast<size_t>(m.rows * nb) * super_block_bytes);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const auto* blocks = reinterpret_cast<const BlockIq3Xxs*>(m.row(r));
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t i = static_cast<size_t>(r * nb + b);
+      scales[i] = blocks[b].d;
+      std::byte* to = quants.data() + i * super_block_bytes;
+      std::memcpy(to, blocks[b].qs, index_bytes);
+      uint32_t ls = 0;
+      for (int j = 0; j < kQKK / kQK; ++j) {
+        const uint32_t signs = iq3_signs(blocks[b], j);
+        std::memcpy(to + index_bytes + 4 * j, &signs, 4);
+        ls |= (iq3_xxs_word(blocks[b], j) >> 28) << (4 * j);
+      }
+      std::memcpy(to + index_bytes + 32, &ls, 4);
     }
   }
 }
@@ -220,6 +250,14 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
     case DType::Q6_K:
       split_blocks<BlockQ6_K>(m, scales, quants);
       break;
+    case DType::IQ3_S:
+      split_blocks<BlockIq3S>(m, scales, quants);
+      d.tables = lattice_tables(context);
+      break;
+    case DType::IQ3_XXS:
+      repack_iq3_xxs(m, scales, quants);
+      d.tables = lattice_tables(context);
+      break;
     case DType::MXFP4:
       split_mxfp4(m, float_scales, quants);
       break;
@@ -245,6 +283,18 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
     bytes_ += s.bytes();
   }
   matrices_.emplace(key, d);
+}
+
+VkDeviceAddress DeviceWeights::lattice_tables(Context& context) {
+  if (lattice_tables_ != 0) return lattice_tables_;
+  std::vector<uint32_t> tables(std::begin(kIq3XxsGrid), std::end(kIq3XxsGrid));
+  tables.insert(tables.end(), std::begin(kIq3SGrid), std::end(kIq3SGrid));
+  const uint64_t bytes = tables.size() * sizeof(uint32_t);
+  Buffer& b = buffers_.emplace_back(context, bytes, Memory::Device);
+  context.upload(b, 0, tables.data(), bytes);
+  bytes_ += b.bytes();
+  lattice_tables_ = b.address();
+  return lattice_tables_;
 }
 
 void DeviceWeights::add_vector(Context& context, std::span<const float> v) {

@@ -19,12 +19,12 @@ namespace tern::vulkan {
 
 // The push constants of matmul.comp (every weight type's variant), as its GLSL block lays them.
 struct MatmulPush {
-  VkDeviceAddress w, scales, x, y, bias;
+  VkDeviceAddress w, scales, x, y, bias, tables;
   uint32_t rows, cols, t, has_bias;
 };
 // The push constants of its mixture-of-experts variants (matmul_id_*).
 struct MatmulIdPush {
-  VkDeviceAddress w, scales, x, y, bias, experts;
+  VkDeviceAddress w, scales, x, y, bias, experts, tables;
   uint32_t rows, cols, t, has_bias, top_k, x_by_token, route0, pad;
 };
 
@@ -32,6 +32,7 @@ struct DeviceMatrix {
   const Pipeline* matmul = nullptr;  // the kernel of its type (experts: its matmul_id_ variant)
   VkDeviceAddress words = 0;         // the values (floats, halves, or the blocks' quants)
   VkDeviceAddress scales = 0;        // the blocks' scales; 0 for unquantized types
+  VkDeviceAddress tables = 0;        // the lattice types' grids; 0 for the others
   int64_t rows = 0;                  // experts: an expert's rows
   int64_t cols = 0;
 };
@@ -67,11 +68,14 @@ class DeviceWeights {
                   const char* kernel = nullptr);
   void add_experts(Context& context, const std::vector<WeightMatrix>& parts);
   void add_vector(Context& context, std::span<const float> v);
+  // The lattice types' grids, uploaded with the first matrix that needs them.
+  VkDeviceAddress lattice_tables(Context& context);
 
   std::vector<Buffer> buffers_;
   std::unordered_map<const void*, DeviceMatrix> matrices_;
   std::unordered_map<const void*, VkDeviceAddress> vectors_;
   uint64_t bytes_ = 0;
+  VkDeviceAddress lattice_tables_ = 0;
 };
 
 }  // namespace tern::vulkan

@@ -1,7 +1,7 @@
 #version 450
 // y[t, row] = x[t, :] · w[row, :] (+ bias[row]) for one weight type (WEIGHT_F32, _F16, _BF16,
 // _Q8_0, _Q4_0, _Q4_1, _Q5_0, _Q5_1, _Q2_K, _Q3_K, _Q4_K, _Q5_K, _Q6_K, _IQ4_NL, _IQ4_XS,
-// _MXFP4, or _AFFINE with AFFINE_BITS and AFFINE_GROUP: tern's INT4/INT8 groups; chosen at
+// _MXFP4, _IQ3_XXS, _IQ3_S, or _AFFINE with AFFINE_BITS and AFFINE_GROUP: tern's INT4/INT8 groups; chosen at
 // build time). A workgroup takes 4 weight rows
 // and a group of up to 8 tokens, 16 lanes per row: lane i takes the row's units of 32 elements
 // (or its elements) i, i + 16, ..., accumulating every token's sum in registers, and a fixed
@@ -22,9 +22,13 @@
 //   or Q5_0's word of fifth bits and 4 of nibbles per block), so that every read is an aligned
 //   word; MXFP4: its e8m0 exponents as f32 scales 2^(e − 128) (one word a block, exact) and 4
 //   words of nibbles a block; Q4_1, Q5_1 (20 and 24 bytes), Q2_K, Q4_K, Q5_K, IQ4_XS (84, 144,
-//   176 and 136 bytes): ggml's blocks as they are, whole words; Q3_K, Q6_K: their
-//   super-blocks' f16 d in `scales`, the other 108 and 208 bytes in `w`; INT4_G*, INT8_G*:
-//   tern's blocks as they are (whole words).
+//   176 and 136 bytes): ggml's blocks as they are, whole words; Q3_K, Q6_K, IQ3_S: their
+//   super-blocks' f16 d in `scales`, the other 108, 208 and 108 bytes in `w`; IQ3_XXS: d in
+//   `scales`, then its 64 grid indices, 8 sign words (bit e: element e of sub-block j
+//   negative, decoded at upload from the 7-bit sign indices) and a word of the 8 sub-blocks'
+//   4-bit scales (25 words); INT4_G*, INT8_G*: tern's blocks as they are (whole words).
+//   `tables`: the lattice types' grids (vulkan_weights.cpp's lattice tables: IQ3_XXS's 256
+//   entries, then IQ3_S's 512, each 4 magnitudes a byte).
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 4) in;
 #define LANES 16u
@@ -32,12 +36,12 @@ layout(local_size_x = 16, local_size_y = 4) in;
 #define TOKENS 8u
 #if defined(EXPERTS)
 layout(push_constant) uniform Push {
-  Words w; Words scales; Floats x; Floats y; Floats bias; Ints experts;
+  Words w; Words scales; Floats x; Floats y; Floats bias; Ints experts; Words tables;
   uint rows; uint cols; uint t; uint has_bias; uint top_k; uint x_by_token; uint route0;
 } p;
 #else
 layout(push_constant) uniform Push {
-  Words w; Words scales; Floats x; Floats y; Floats bias;
+  Words w; Words scales; Floats x; Floats y; Floats bias; Words tables;
   uint rows; uint cols; uint t; uint has_bias;
 } p;
 #endif
@@ -197,6 +201,36 @@ void main() {
     for (uint l = 0u; l < 32u; ++l) {
       const int v = int((byte_of(qw, l) >> shift) & 3u);
       q[l] = float(((byte_of(hw, l) >> u8) & 1u) != 0u ? v : v - 4);
+    }
+#elif defined(WEIGHT_IQ3_XXS) || defined(WEIGHT_IQ3_S)
+    // Sub-block j of a super-block: 8 groups of 4 magnitudes from the grid, each element's
+    // sign from the sub-block's sign word, its scale d · (2 ls + 1) (IQ3_XXS's a quarter of it).
+    const uint j = g % 8u;
+    const float d = half_at(p.scales, g / 8u);
+#if defined(WEIGHT_IQ3_XXS)
+    const uint base = (g / 8u) * 25u;
+    const uint ls = (p.w.v[base + 24u] >> (4u * j)) & 0xFu;
+    a = d * float(2u * ls + 1u) * 0.25;
+    const uint signs = p.w.v[base + 16u + j];
+#else
+    const uint base = (g / 8u) * 27u;
+    const uint ls = (byte_at(p.w, base + 26u, j / 2u) >> (4u * (j % 2u))) & 0xFu;
+    a = d * float(2u * ls + 1u);
+    const uint qh = byte_at(p.w, base + 16u, j);
+    const uint signs = p.w.v[base + 18u + j];
+#endif
+    b = a;
+    for (uint m = 0u; m < 8u; ++m) {
+#if defined(WEIGHT_IQ3_XXS)
+      const uint entry = p.tables.v[byte_at(p.w, base, 8u * j + m)];
+#else
+      const uint entry =
+          p.tables.v[256u + (byte_at(p.w, base, 8u * j + m) | (((qh >> m) & 1u) << 8))];
+#endif
+      for (uint e = 0u; e < 4u; ++e) {
+        const float magnitude = float((entry >> (8u * e)) & 0xFFu);
+        q[4u * m + e] = ((signs >> (4u * m + e)) & 1u) != 0u ? -magnitude : magnitude;
+      }
     }
 #elif defined(WEIGHT_Q8_0)
     a = half_at(p.scales, g);
