@@ -100,15 +100,9 @@ TEST(HarmonyServer, AnalysisChannelIsReasoningContent) {
   body["stream"] = true;
   const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
   ASSERT_EQ(st.status, 200) << st.error_body;
-  std::string reasoning, content;
-  for (const json& e : st.events) {
-    const json& delta = e["choices"][0]["delta"];
-    if (delta.contains("reasoning_content"))
-      reasoning += delta["reasoning_content"].get<std::string>();
-    if (delta.contains("content")) content += delta["content"].get<std::string>();
-  }
-  EXPECT_EQ(reasoning, "ok");
-  EXPECT_EQ(content, "Hi there");
+  const StreamedChat streamed = streamed_chat(st);
+  EXPECT_EQ(streamed.reasoning, "ok");
+  EXPECT_EQ(streamed.content, "Hi there");
   // Completions keep skipping special tokens: the tags vanish from the text.
   const HttpResult c =
       post(s.port(), "/v1/completions",
@@ -172,27 +166,13 @@ TEST(HarmonyServer, MessageToAFunctionIsAToolCall) {
   body["stream"] = true;
   const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
   ASSERT_EQ(st.status, 200) << st.error_body;
-  std::string reasoning, name, arguments, finish;
-  for (const json& e : st.events) {
-    const json& c = e["choices"][0];
-    const json& delta = c["delta"];
-    if (delta.contains("reasoning_content"))
-      reasoning += delta["reasoning_content"].get<std::string>();
-    EXPECT_FALSE(delta.contains("content") && !delta["content"].is_null() &&
-                 !delta["content"].get<std::string>().empty())
-        << e.dump();
-    if (delta.contains("tool_calls")) {
-      const json& f = delta["tool_calls"][0]["function"];
-      if (f.contains("name")) name += f["name"].get<std::string>();
-      if (f.contains("arguments")) arguments += f["arguments"].get<std::string>();
-    }
-    if (c.contains("finish_reason") && c["finish_reason"].is_string())
-      finish = c["finish_reason"].get<std::string>();
-  }
-  EXPECT_EQ(reasoning, "ok");
-  EXPECT_EQ(name, "get_weather");
-  EXPECT_EQ(arguments, "{\"city\": \"Paris\"}");
-  EXPECT_EQ(finish, "tool_calls");
+  const StreamedChat streamed = streamed_chat(st);
+  EXPECT_EQ(streamed.reasoning, "ok");
+  EXPECT_EQ(streamed.content, "");
+  ASSERT_EQ(streamed.tool_calls.size(), 1u);
+  EXPECT_EQ(streamed.tool_calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(streamed.tool_calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
+  EXPECT_EQ(streamed.finish_reason, "tool_calls");
 }
 
 // --tool-call-parser openai reads harmony only: another reasoning parser beside it is refused.

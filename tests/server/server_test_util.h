@@ -193,6 +193,41 @@ inline StreamResult stream(int port, const std::string& path, const json& body, 
   return out;
 }
 
+// A streamed chat completion's first choice put together as one message: its reasoning and
+// content joined, its tool calls (OpenAI's message form: id, function.name, function.arguments
+// joined from their pieces; a call's first delta must come at the next index) and the finish
+// reason (null until one came).
+struct StreamedChat {
+  std::string reasoning, content;
+  json tool_calls = json::array();
+  json finish_reason;
+};
+inline StreamedChat streamed_chat(const StreamResult& st) {
+  StreamedChat out;
+  for (const json& e : st.events) {
+    if (e["choices"].empty()) continue;  // the usage chunk
+    const json& choice = e["choices"][0];
+    if (!choice["finish_reason"].is_null()) out.finish_reason = choice["finish_reason"];
+    const json& delta = choice["delta"];
+    if (delta.contains("reasoning_content"))
+      out.reasoning += delta["reasoning_content"].get<std::string>();
+    if (delta.contains("content") && !delta["content"].is_null())
+      out.content += delta["content"].get<std::string>();
+    if (!delta.contains("tool_calls")) continue;
+    for (const json& c : delta["tool_calls"]) {
+      const size_t i = c["index"];
+      if (c.contains("id")) {
+        EXPECT_EQ(i, out.tool_calls.size());
+        out.tool_calls.push_back(
+            {{"id", c["id"]}, {"function", {{"name", c["function"]["name"]}, {"arguments", ""}}}});
+      }
+      json& arguments = out.tool_calls.at(i)["function"]["arguments"];
+      arguments = arguments.get<std::string>() + c["function"]["arguments"].get<std::string>();
+    }
+  }
+  return out;
+}
+
 // The value of one sample of the /metrics text: `series` is the name with its labels as
 // written, e.g. `tern:num_requests_running{model_name="test-model"}`. NaN when absent.
 inline double metric(const std::string& text, const std::string& series) {

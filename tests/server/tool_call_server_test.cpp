@@ -124,29 +124,6 @@ std::string call_violation(const json& call, const json& tools) {
   return "no tool named " + call["function"]["name"].dump();
 }
 
-// A stream's tool calls as one message's: headers give id and name, later deltas arguments.
-json streamed_calls(const StreamResult& st, json& finish) {
-  json calls = json::array();
-  for (const json& e : st.events) {
-    if (e["choices"].empty()) continue;
-    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
-    const json& delta = e["choices"][0]["delta"];
-    if (!delta.contains("tool_calls")) continue;
-    for (const json& c : delta["tool_calls"]) {
-      const size_t i = c["index"];
-      if (c.contains("id")) {
-        EXPECT_EQ(i, calls.size());
-        calls.push_back(
-            {{"id", c["id"]}, {"function", {{"name", c["function"]["name"]}, {"arguments", ""}}}});
-      }
-      calls.at(i)["function"]["arguments"] =
-          calls.at(i)["function"]["arguments"].get<std::string>() +
-          c["function"]["arguments"].get<std::string>();
-    }
-  }
-  return calls;
-}
-
 // Random weights write whatever the mask leaves them: every call of tool_choice "required"
 // and of a named function parses and satisfies its tool's schema, with no --tool-call-parser.
 TEST(ToolCallServer, RequiredAndNamedChoicesAreEnforced) {
@@ -178,13 +155,11 @@ TEST(ToolCallServer, RequiredAndNamedChoicesAreEnforced) {
       body["stream"] = true;
       const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
       ASSERT_TRUE(st.done) << st.error_body;
-      json finish;
-      const json streamed = streamed_calls(st, finish);
-      EXPECT_EQ(finish, "tool_calls");
-      ASSERT_EQ(streamed.size(), calls.size());
-      for (size_t i = 0; i < calls.size(); ++i) {
-        EXPECT_EQ(streamed[i]["function"], calls[i]["function"]);
-      }
+      const StreamedChat streamed = streamed_chat(st);
+      EXPECT_EQ(streamed.finish_reason, "tool_calls");
+      ASSERT_EQ(streamed.tool_calls.size(), calls.size());
+      for (size_t i = 0; i < calls.size(); ++i)
+        EXPECT_EQ(streamed.tool_calls[i]["function"], calls[i]["function"]);
     }
 
     body = {{"messages", messages}, {"tools", tools},     {"tool_choice", named},
@@ -263,15 +238,9 @@ TEST(ReasoningServer, ScriptedThinkIsReasoningContent) {
     body["stream"] = true;
     const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
     ASSERT_EQ(st.status, 200) << st.error_body;
-    std::string reasoning, content;
-    for (const json& e : st.events) {
-      const json& delta = e["choices"][0]["delta"];
-      if (delta.contains("reasoning_content"))
-        reasoning += delta["reasoning_content"].get<std::string>();
-      if (delta.contains("content")) content += delta["content"].get<std::string>();
-    }
-    EXPECT_EQ(reasoning, "ok") << parser;
-    EXPECT_EQ(content, "Hi there") << parser;
+    const StreamedChat streamed = streamed_chat(st);
+    EXPECT_EQ(streamed.reasoning, "ok") << parser;
+    EXPECT_EQ(streamed.content, "Hi there") << parser;
   }
   // Without a reasoning parser the tags stay in the content.
   TestServer plain(scripted_qwen3(chain), server_engine(1024));
@@ -363,20 +332,13 @@ TEST(ToolCallServer, ToolsReachTheTemplateAndAnswersParse) {
   const StreamResult st = stream(s.port(), "/v1/chat/completions", body);
   ASSERT_EQ(st.status, 200) << st.error_body;
   ASSERT_TRUE(st.done);
-  std::string content, reasoning;
-  json finish;
-  for (const json& e : st.events) {
-    const json& delta = e["choices"][0]["delta"];
-    if (delta.contains("content")) content += delta["content"].get<std::string>();
-    if (delta.contains("reasoning_content"))
-      reasoning += delta["reasoning_content"].get<std::string>();
-    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
-  }
-  EXPECT_EQ(content, message["content"].is_null() ? "" : message["content"].get<std::string>());
-  EXPECT_EQ(reasoning, message["reasoning_content"].is_null()
-                           ? ""
-                           : message["reasoning_content"].get<std::string>());
-  EXPECT_EQ(finish, answer["choices"][0]["finish_reason"]);
+  const StreamedChat streamed = streamed_chat(st);
+  EXPECT_EQ(streamed.content,
+            message["content"].is_null() ? "" : message["content"].get<std::string>());
+  EXPECT_EQ(streamed.reasoning, message["reasoning_content"].is_null()
+                                    ? ""
+                                    : message["reasoning_content"].get<std::string>());
+  EXPECT_EQ(streamed.finish_reason, answer["choices"][0]["finish_reason"]);
 }
 
 TEST(ToolCallServer, VllmsToolChoiceRulesAreHttp400s) {
