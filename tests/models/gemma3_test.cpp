@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/model_test_util.h"
+#include "models/tiny_model_configs.h"
 #include "tern/core/error.h"
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
@@ -17,47 +18,20 @@
 namespace tern {
 namespace {
 
-// A Gemma 3 of test size: 3 layers of hidden 64 (two sliding over 4 keys, then a global one), 4
-// q and 2 kv heads of 16, GeGLU of 128, vocabulary 256, tied.
-nlohmann::json tiny_gemma_json() {
-  return {{"architectures", {"Gemma3ForCausalLM"}},
-          {"model_type", "gemma3_text"},
-          {"vocab_size", 256},
-          {"hidden_size", 64},
-          {"intermediate_size", 128},
-          {"num_hidden_layers", 3},
-          {"num_attention_heads", 4},
-          {"num_key_value_heads", 2},
-          {"head_dim", 16},
-          {"query_pre_attn_scalar", 16},
-          {"sliding_window", 4},
-          {"sliding_window_pattern", 3},
-          {"rope_theta", 1000000.0},
-          {"rope_local_base_freq", 10000.0},
-          {"rms_norm_eps", 1e-6}};
-}
+using testing::tiny_gemma3_json;
 
-// Dummy weights whose norms are not ones: 0.5 + k/8, exact as weight − 1 and back.
+// Dummy weights whose norms are not ones (testing::pattern_norms).
 ModelWeights tiny_gemma_weights(const ModelConfig& c) {
   ModelWeights w = make_dummy_weights(c, DType::F32, 23);
-  auto pattern = [&](std::span<const float>& v) {
-    std::span<float> out = w.own_floats(v.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = 0.5f + 0.125f * static_cast<float>(i % 9);
-    v = out;
-  };
-  for (LayerWeights& l : w.layers)
-    for (std::span<const float>* n :
-         {&l.attn_norm, &l.attn_post_norm, &l.ffn_norm, &l.ffn_post_norm, &l.q_norm, &l.k_norm})
-      pattern(*n);
-  pattern(w.output_norm);
+  testing::pattern_norms(w);
   return w;
 }
 
 TEST(Gemma3, HuggingFaceNormsAreStoredLessOne) {
-  const ModelConfig c = ModelConfig::from_hf_json(tiny_gemma_json().dump(), "tiny gemma");
+  const ModelConfig c = ModelConfig::from_hf_json(tiny_gemma3_json().dump(), "tiny gemma");
   const ModelWeights w = tiny_gemma_weights(c);
   testing::TempDir dir("gemma_hf");
-  std::ofstream(dir.file("config.json")) << tiny_gemma_json().dump();
+  std::ofstream(dir.file("config.json")) << tiny_gemma3_json().dump();
   SafetensorsWriter st;
   auto matrix = [&](const std::string& name, const WeightMatrix& m) {
     st.add_tensor(name, DType::F32, {m.rows, m.cols},
@@ -102,7 +76,7 @@ TEST(Gemma3, HuggingFaceNormsAreStoredLessOne) {
 // local RoPE base), which loads back to the same logits bit for bit; another sliding pattern,
 // or a query scale llama.cpp would not derive, is refused.
 TEST(Gemma3, GgufRoundTrip) {
-  nlohmann::json j = tiny_gemma_json();
+  nlohmann::json j = tiny_gemma3_json();
   j["num_hidden_layers"] = 6;
   j["sliding_window_pattern"] = 6;
   const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "tiny gemma");

@@ -16,7 +16,7 @@
 #include <numeric>
 
 #include "models/model_test_util.h"
-#include "models/moe_test_util.h"
+#include "models/tiny_model_configs.h"
 #include "tern/backend/device.h"
 #include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
@@ -356,13 +356,7 @@ TEST(MoeDecoder, Gemma3MatchesFloat64Reference) {
   EXPECT_TRUE(c.local_rope(0) && c.local_rope(1) && !c.local_rope(2));
   EXPECT_EQ(c.embedding_scale, 16.0);
   ModelWeights w = make_dummy_weights(c, DType::F32, 19);
-  for (LayerWeights& l : w.layers)
-    for (std::span<const float>* norm :
-         {&l.attn_norm, &l.attn_post_norm, &l.ffn_norm, &l.ffn_post_norm, &l.q_norm, &l.k_norm}) {
-      std::span<float> v = w.own_floats(norm->size());
-      for (size_t e = 0; e < v.size(); ++e) v[e] = 0.5f + 0.1f * static_cast<float>(e % 11);
-      *norm = v;
-    }
+  testing::pattern_norms(w);
   expect_matches_reference(c, w);
   testing::expect_batch_invariant(c, w);
 }

@@ -80,16 +80,57 @@ void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, fl
       rows * dim >= kParallelMinElems);
 }
 
-void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  const SiluMulRowFn silu_row = silu_mul_row_fn();
+namespace {
+
+void gelu_tanh_mul_row(const float* gate, const float* up, float* out, int64_t n) {
+  const double k = std::sqrt(2.0 / 3.14159265358979323846);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = gate[i];
+    out[i] = static_cast<float>(0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))) * up[i]);
+  }
+}
+
+// A gated activation's row function (SiLU's or GELU's, the same signature) over n elements in
+// parallel chunks, and over fused [gate | up] rows: each output element is the row function's
+// whichever way the rows come.
+void gated_chunks(SiluMulRowFn row, const float* gate, const float* up, float* out, int64_t n) {
   // kChunk is a multiple of 16: every chunk but the last is whole vectors.
   parallel_for(
       chunks_of(n),
       [&](int64_t c) {
         const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
-        silu_row(gate + begin, up + begin, out + begin, len);
+        row(gate + begin, up + begin, out + begin, len);
       },
       n >= kParallelMinElems);
+}
+
+void gated_fused_rows(SiluMulRowFn row, const float* gate_up, int64_t rows, int64_t dim,
+                      float* out) {
+  parallel_for(
+      rows,
+      [&](int64_t r) {
+        const float* g = gate_up + r * 2 * dim;
+        row(g, g + dim, out + r * dim, dim);
+      },
+      rows * dim >= kParallelMinElems);
+}
+
+}  // namespace
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  gated_chunks(silu_mul_row_fn(), gate, up, out, n);
+}
+
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  gated_chunks(gelu_tanh_mul_row, gate, up, out, n);
+}
+
+void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
+  gated_fused_rows(silu_mul_row_fn(), gate_up, rows, dim, out);
+}
+
+void gelu_tanh_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
+  gated_fused_rows(gelu_tanh_mul_row, gate_up, rows, dim, out);
 }
 
 void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, float limit) {
@@ -105,49 +146,6 @@ void clamped_swiglu(const float* gate, const float* up, float* out, int64_t n, f
         }
       },
       n >= kParallelMinElems);
-}
-
-namespace {
-
-void gelu_tanh_mul_row(const float* gate, const float* up, float* out, int64_t n) {
-  const double k = std::sqrt(2.0 / 3.14159265358979323846);
-  for (int64_t i = 0; i < n; ++i) {
-    const double x = gate[i];
-    out[i] = static_cast<float>(0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))) * up[i]);
-  }
-}
-
-}  // namespace
-
-void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
-  parallel_for(
-      chunks_of(n),
-      [&](int64_t c) {
-        const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
-        gelu_tanh_mul_row(gate + begin, up + begin, out + begin, len);
-      },
-      n >= kParallelMinElems);
-}
-
-void silu_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
-  const SiluMulRowFn silu_row = silu_mul_row_fn();
-  parallel_for(
-      rows,
-      [&](int64_t r) {
-        const float* g = gate_up + r * 2 * dim;
-        silu_row(g, g + dim, out + r * dim, dim);
-      },
-      rows * dim >= kParallelMinElems);
-}
-
-void gelu_tanh_mul_fused(const float* gate_up, int64_t rows, int64_t dim, float* out) {
-  parallel_for(
-      rows,
-      [&](int64_t r) {
-        const float* g = gate_up + r * 2 * dim;
-        gelu_tanh_mul_row(g, g + dim, out + r * dim, dim);
-      },
-      rows * dim >= kParallelMinElems);
 }
 
 void add(const float* a, const float* b, float* out, int64_t n) {

@@ -1,5 +1,6 @@
-// Mixture-of-experts models of test size, as Hugging Face configs (qwen3moe, qwen2moe, gpt-oss),
-// and the vectors dummy weights leave zero made non-zero: shared by the CPU decoder's tests and
+// Models of test size as Hugging Face configs: the mixtures of experts (qwen3moe, qwen2moe,
+// gpt-oss) and Gemma 3; and what dummy weights leave plain made patterned (zero vectors, ones
+// norms), so that a forward that dropped one would differ. Shared by the CPU decoder's tests and
 // the Vulkan backend's.
 #pragma once
 
@@ -75,6 +76,42 @@ inline void pattern_vectors(ModelWeights& w) {
     for (std::span<const float>* b : {&l.moe->gate_bias, &l.moe->up_bias, &l.moe->down_bias})
       fill(*b, 0.02f);
   }
+}
+
+// A Gemma 3 of test size: 3 layers of hidden 64 (two sliding over 4 keys, then a global one), 4
+// q and 2 kv heads of 16, GeGLU of 128, vocabulary 512, tied.
+inline nlohmann::json tiny_gemma3_json() {
+  return {{"architectures", {"Gemma3ForCausalLM"}},
+          {"model_type", "gemma3_text"},
+          {"vocab_size", 512},
+          {"hidden_size", 64},
+          {"intermediate_size", 128},
+          {"num_hidden_layers", 3},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"head_dim", 16},
+          {"query_pre_attn_scalar", 16},
+          {"sliding_window", 4},
+          {"sliding_window_pattern", 3},
+          {"rope_theta", 1000000.0},
+          {"rope_local_base_freq", 10000.0},
+          {"rms_norm_eps", 1e-6}};
+}
+
+// Every norm 0.5 + k/8 (k = index % 9), as a checkpoint's are not ones; exact as Hugging Face's
+// Gemma stores them (weight − 1) and back.
+inline void pattern_norms(ModelWeights& w) {
+  auto pattern = [&](std::span<const float>& v) {
+    if (v.empty()) return;
+    std::span<float> out = w.own_floats(v.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = 0.5f + 0.125f * static_cast<float>(i % 9);
+    v = out;
+  };
+  for (LayerWeights& l : w.layers)
+    for (std::span<const float>* n :
+         {&l.attn_norm, &l.attn_post_norm, &l.ffn_norm, &l.ffn_post_norm, &l.q_norm, &l.k_norm})
+      pattern(*n);
+  pattern(w.output_norm);
 }
 
 inline ModelConfig config_from_json(const nlohmann::json& j) {
