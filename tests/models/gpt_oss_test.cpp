@@ -1,5 +1,6 @@
-// gpt-oss's files: its Hugging Face checkpoints (the experts in OpenAI's MXFP4 tensors, gate and
-// up interleaved; router, sinks and biases by transformers' names) and llama.cpp's gpt-oss GGUF
+// gpt-oss's files: its Hugging Face checkpoints (the experts in OpenAI's MXFP4 tensors or
+// unquantized, gate and up interleaved; router, sinks and biases by transformers' names) and
+// llama.cpp's gpt-oss GGUF
 // (post_attention_norm, attn_sinks, the experts' biases stacked, the sliding-window keys). The
 // forward itself is checked against a float64 one in moe_decoder_test.cpp.
 #include <gtest/gtest.h>
@@ -42,9 +43,10 @@ nlohmann::json tiny_json() {
           {"quantization_config", {{"quant_method", "mxfp4"}}}};
 }
 
-// Dummy weights with F32 matrices but MXFP4 experts (the published checkpoints' types), and
-// patterned biases and sinks (dummy ones are zeros, which a dropped term would not show).
-ModelWeights tiny_weights(const ModelConfig& c) {
+// Dummy weights with F32 matrices but MXFP4 experts (the published checkpoints' types; F32 ones
+// too unless `mxfp4_experts`), and patterned biases and sinks (dummy ones are zeros, which a
+// dropped term would not show).
+ModelWeights tiny_weights(const ModelConfig& c, bool mxfp4_experts = true) {
   ModelWeights w = make_dummy_weights(c, DType::F32, 21);
   auto pattern = [&](std::span<const float>& v, float scale) {
     std::span<float> out = w.own_floats(v.size());
@@ -70,7 +72,8 @@ ModelWeights tiny_weights(const ModelConfig& c) {
     pattern(l.moe->router_bias, 0.05f);
     for (std::span<const float>* b : {&l.moe->gate_bias, &l.moe->up_bias, &l.moe->down_bias})
       pattern(*b, 0.02f);
-    for (std::vector<WeightMatrix>* m : {&l.moe->gate, &l.moe->up, &l.moe->down}) mxfp4(*m);
+    if (mxfp4_experts)
+      for (std::vector<WeightMatrix>* m : {&l.moe->gate, &l.moe->up, &l.moe->down}) mxfp4(*m);
   }
   return w;
 }
@@ -103,10 +106,30 @@ void add_f32(SafetensorsWriter& st, const std::string& name, std::vector<int64_t
   st.add_tensor(name, DType::F32, std::move(shape), std::as_bytes(v));
 }
 
+// The BF16 checkpoints' layout of unquantized experts: one tensor [n, cols, rows], inputs first,
+// whose output j of expert e is rows_of_expert[e · rows + j] (an F32 matrix and a row of it).
+void add_transposed(SafetensorsWriter& st, const std::string& name,
+                    const std::vector<std::pair<const WeightMatrix*, int64_t>>& rows_of_expert,
+                    int64_t n) {
+  const int64_t rows = static_cast<int64_t>(rows_of_expert.size()) / n;
+  const int64_t cols = rows_of_expert.front().first->cols;
+  std::vector<float> values(static_cast<size_t>(n * cols * rows));
+  for (int64_t e = 0; e < n; ++e)
+    for (int64_t j = 0; j < rows; ++j) {
+      const auto& [m, r] = rows_of_expert[static_cast<size_t>(e * rows + j)];
+      const auto* row = reinterpret_cast<const float*>(m->row(r));
+      for (int64_t k = 0; k < cols; ++k)
+        values[static_cast<size_t>((e * cols + k) * rows + j)] = row[k];
+    }
+  st.add_tensor(name, DType::F32, {n, cols, rows}, std::as_bytes(std::span<const float>(values)));
+}
+
 // transformers' gpt_oss names and layout, as the published checkpoints (F32 where they hold
-// BF16, so that the values are exact).
-void write_hf_folder(const testing::TempDir& dir, const ModelConfig& c, const ModelWeights& w) {
-  std::ofstream(dir.file("config.json")) << tiny_json().dump();
+// BF16, so that the values are exact): the experts in OpenAI's MXFP4 pairs when `w` holds them
+// so, else unquantized as the BF16 checkpoints.
+void write_hf_folder(const testing::TempDir& dir, const ModelConfig& c, const ModelWeights& w,
+                     const nlohmann::json& config_json = tiny_json()) {
+  std::ofstream(dir.file("config.json")) << config_json.dump();
   SafetensorsWriter st;
   auto matrix = [&](const std::string& name, const WeightMatrix& m) {
     ASSERT_EQ(m.dtype, DType::F32);
@@ -147,14 +170,64 @@ void write_hf_folder(const testing::TempDir& dir, const ModelConfig& c, const Mo
       }
       for (int64_t r = 0; r < h; ++r) down.emplace_back(&moe.down[e], r);
     }
-    add_openai_mxfp4(st, p + "mlp.experts.gate_up_proj", gate_up, n);
+    const auto experts = moe.gate[0].dtype == DType::MXFP4 ? add_openai_mxfp4 : add_transposed;
+    experts(st, p + "mlp.experts.gate_up_proj", gate_up, n);
     add_f32(st, p + "mlp.experts.gate_up_proj_bias", {n, 2 * ff}, gate_up_bias);
-    add_openai_mxfp4(st, p + "mlp.experts.down_proj", down, n);
+    experts(st, p + "mlp.experts.down_proj", down, n);
     add_f32(st, p + "mlp.experts.down_proj_bias", {n, h}, moe.down_bias);
   }
   vec("model.norm.weight", w.output_norm);
   matrix("lm_head.weight", w.lm_head);
   st.write_sharded(dir.path().string(), 1 << 20);
+}
+
+// The BF16 checkpoints' layout of `experts` ([rows, cols] F32 matrices each): one tensor
+// [n, cols, rows], inputs first, whose output j is row `order[j]` of the expert.
+void add_transposed(
+    SafetensorsWriter& st, const std::string& name,
+    const std::vector<std::vector<std::pair<const WeightMatrix*, int64_t>>>& experts) {
+  const auto n = static_cast<int64_t>(experts.size());
+  const auto rows = static_cast<int64_t>(experts[0].size());
+  const int64_t cols = experts[0][0].first->cols;
+  std::vector<float> values(static_cast<size_t>(n * cols * rows));
+  for (int64_t e = 0; e < n; ++e)
+    for (int64_t j = 0; j < rows; ++j) {
+      const auto& [m, r] = experts[static_cast<size_t>(e)][static_cast<size_t>(j)];
+      const auto* row = reinterpret_cast<const float*>(m->row(r));
+      for (int64_t c = 0; c < cols; ++c)
+        values[static_cast<size_t>((e * cols + c) * rows + j)] = row[c];
+    }
+  st.add_tensor(name, DType::F32, {n, cols, rows}, std::as_bytes(std::span<const float>(values)));
+}
+
+// A BF16 checkpoint's unquantized experts (written F32 here, so the values are exact): gate and
+// up interleaved by output in gate_up_proj, each expert inputs first. They load transposed and
+// apart, to the same logits bit for bit as the weights written; a tensor of another shape is
+// named.
+TEST(GptOss, HuggingFaceUnquantizedExpertsLoad) {
+  nlohmann::json j = tiny_json();
+  j.erase("quantization_config");
+  const ModelConfig c = ModelConfig::from_hf_json(j.dump(), "tiny gpt-oss");
+  const ModelWeights w = tiny_weights(c, /*mxfp4_experts=*/false);
+  testing::TempDir dir("gpt_oss_unquantized");
+  write_hf_folder(dir, c, w, j);
+  LoadOptions load;
+  load.model = dir.path().string();
+  const LoadedModel m = load_model(load);
+  EXPECT_EQ(m.weights.layers[1].moe->down[3].dtype, DType::F32);
+  const std::vector<int32_t> tokens = {3, 9, 27, 81, 243, 1, 2, 5};
+  EXPECT_TRUE(testing::bitwise_equal(testing::prefill_logits(m.config, m.weights, tokens),
+                                     testing::prefill_logits(c, w, tokens)));
+  j["intermediate_size"] = 96;  // the experts on file are 64 wide
+  std::ofstream(dir.file("config.json")) << j.dump();
+  try {
+    load_model(load);
+    ADD_FAILURE() << "loaded experts of the wrong width";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mlp.experts.gate_up_proj' is F32 [4, 64, 128], expected"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GptOss, HuggingFaceMxfp4CheckpointLoadsItsExpertsExactly) {

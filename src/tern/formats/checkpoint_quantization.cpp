@@ -213,7 +213,7 @@ std::optional<CheckpointQuantization> parse_checkpoint_quantization(
     if (method == "gptq") return parse_gptq(f);
     if (method == "awq") return parse_awq(f);
     // OpenAI's MXFP4 (gpt-oss) quantizes only the experts, whose *_blocks / *_scales tensors the
-    // gpt-oss loader reads by name (models/openai_mxfp4.h); every other module loads as is.
+    // gpt-oss loader reads by name (models/openai_experts.h); every other module loads as is.
     if (method == "mxfp4") return std::nullopt;
     // mlx-lm writes its settings under both names; `quantization` is the one it reads.
     if (!method && top.find("quantization") != nullptr)

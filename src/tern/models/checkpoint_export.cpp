@@ -369,7 +369,7 @@ std::vector<std::string> save_quantized_checkpoint(const std::string& dir, const
                                                    const ModelConfig& c,
                                                    const CheckpointFolder& folder) {
   // gpt-oss's checkpoints keep their experts in OpenAI's MXFP4 tensors, gate and up interleaved
-  // (openai_mxfp4.h), with biases: a layout this writer does not produce.
+  // (openai_experts.h), with biases: a layout this writer does not produce.
   if (c.arch == ModelArch::GptOss)
     throw Error(dir +
                 ": a gpt-oss checkpoint cannot be written yet (its experts' MXFP4 layout); "

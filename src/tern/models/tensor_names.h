@@ -29,7 +29,7 @@ struct TensorNames {
   const char *shared_gate, *shared_up, *shared_down, *shared_gate_weight;
   // gpt-oss's attention sinks [n_heads], router bias [n_experts] and (GGUF) the experts'
   // stacked biases [n_experts, rows]. Hugging Face's gpt-oss experts are OpenAI's MXFP4 tensors
-  // (openai_mxfp4.h) named by the layer and these prefixes: gate_up_proj (gate and up
+  // (openai_experts.h) named by the layer and these prefixes: gate_up_proj (gate and up
   // interleaved, outputs 2j and 2j + 1) and down_proj, each with _blocks, _scales and _bias.
   const char *attn_sinks, *router_bias, *expert_gate_bias, *expert_up_bias, *expert_down_bias;
   const char *fused_gate_up, *fused_down;

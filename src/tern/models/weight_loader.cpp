@@ -15,7 +15,7 @@
 #include "tern/formats/gguf.h"
 #include "tern/formats/safetensors.h"
 #include "tern/models/checkpoint_weights.h"
-#include "tern/models/openai_mxfp4.h"
+#include "tern/models/openai_experts.h"
 #include "tern/models/tensor_names.h"
 
 namespace tern {
@@ -179,27 +179,33 @@ class Binder {
 };
 
 // gpt-oss's Hugging Face experts: OpenAI's MXFP4 tensors, gate and up interleaved in one
-// (openai_mxfp4.h), converted to ggml's blocks, gate and up apart; the biases likewise.
+// (openai_experts.h), converted to ggml's blocks, gate and up apart; or the BF16 checkpoints'
+// unquantized tensors (inputs first), transposed into rows of their type; the biases likewise.
 void bind_openai_experts(const Binder& b, const TensorNames& n, const ModelConfig& c, int64_t i,
                          MixtureOfExperts& moe) {
   const int64_t h = c.hidden_size, ff = c.moe_intermediate_size, e = c.num_experts;
   auto name = [&](const char* prefix, const char* suffix) {
     return n.layer(i, std::string(prefix) + suffix);
   };
-  if (b.optional(name(n.fused_gate_up, "_blocks")) == nullptr &&
-      b.optional(name(n.fused_gate_up, "")) != nullptr)
-    throw Error(b.source() + ": tensor '" + name(n.fused_gate_up, "") +
-                "' holds gpt-oss's experts unquantized ([n, hidden, 2·intermediate], inputs "
-                "first), which tern does not read yet: use the MXFP4 checkpoint or a GGUF file");
-  const TensorInfo &gate_up = b.required(name(n.fused_gate_up, "_blocks")),
-                   &gate_up_scales = b.required(name(n.fused_gate_up, "_scales")),
-                   &down = b.required(name(n.fused_down, "_blocks")),
-                   &down_scales = b.required(name(n.fused_down, "_scales"));
   ModelWeights& w = b.weights();
   try {
-    moe.gate = split_experts(openai_mxfp4_rows(gate_up, gate_up_scales, e, 2 * ff, h, 0, 2, w), e);
-    moe.up = split_experts(openai_mxfp4_rows(gate_up, gate_up_scales, e, 2 * ff, h, 1, 2, w), e);
-    moe.down = split_experts(openai_mxfp4_rows(down, down_scales, e, h, ff, 0, 1, w), e);
+    if (b.optional(name(n.fused_gate_up, "_blocks")) == nullptr &&
+        b.optional(name(n.fused_gate_up, "")) != nullptr) {
+      const TensorInfo &gate_up = b.required(name(n.fused_gate_up, "")),
+                       &down = b.required(name(n.fused_down, ""));
+      moe.gate = split_experts(openai_transposed_rows(gate_up, e, 2 * ff, h, 0, 2, w), e);
+      moe.up = split_experts(openai_transposed_rows(gate_up, e, 2 * ff, h, 1, 2, w), e);
+      moe.down = split_experts(openai_transposed_rows(down, e, h, ff, 0, 1, w), e);
+    } else {
+      const TensorInfo &gate_up = b.required(name(n.fused_gate_up, "_blocks")),
+                       &gate_up_scales = b.required(name(n.fused_gate_up, "_scales")),
+                       &down = b.required(name(n.fused_down, "_blocks")),
+                       &down_scales = b.required(name(n.fused_down, "_scales"));
+      moe.gate =
+          split_experts(openai_mxfp4_rows(gate_up, gate_up_scales, e, 2 * ff, h, 0, 2, w), e);
+      moe.up = split_experts(openai_mxfp4_rows(gate_up, gate_up_scales, e, 2 * ff, h, 1, 2, w), e);
+      moe.down = split_experts(openai_mxfp4_rows(down, down_scales, e, h, ff, 0, 1, w), e);
+    }
   } catch (const Error& x) {
     throw Error(b.source() + ": " + x.what());
   }

@@ -85,8 +85,9 @@ TensorPart tensor_part(std::string_view name) {
     if (!split) return {};
     const std::string_view rest = split->second;
     if (hf && rest.starts_with("mlp.experts.")) {
-      // gpt-oss stacks its experts in OpenAI's MXFP4 tensors (mlp.experts.gate_up_proj_blocks,
-      // …), which are no layer matrix tern multiplies as stored.
+      // gpt-oss stacks its experts (mlp.experts.gate_up_proj_blocks in OpenAI's MXFP4, or
+      // unquantized mlp.experts.gate_up_proj, inputs first), which are no layer matrix tern
+      // multiplies as stored.
       if (rest.starts_with("mlp.experts.gate_up_proj") || rest.starts_with("mlp.experts.down_proj"))
         return {TensorRole::Other, split->first, true};
       // Hugging Face names each expert's own: mlp.experts.N.gate_proj.weight.

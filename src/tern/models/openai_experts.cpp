@@ -1,5 +1,6 @@
-#include "tern/models/openai_mxfp4.h"
+#include "tern/models/openai_experts.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,25 @@ WeightMatrix openai_mxfp4_rows(const TensorInfo& blocks, const TensorInfo& scale
       }
   return {DType::MXFP4, n * kept, cols, out.data(),
           static_cast<size_t>(groups) * sizeof(BlockMxfp4)};
+}
+
+WeightMatrix openai_transposed_rows(const TensorInfo& t, int64_t n, int64_t rows, int64_t cols,
+                                    int64_t first_row, int64_t row_step, ModelWeights& w) {
+  const std::vector<int64_t> shape{n, cols, rows};
+  if ((t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16) ||
+      t.shape != shape)
+    throw Error("tensor '" + t.name + "' is " + std::string(dtype_name(t.dtype)) + " " +
+                shape_text(t.shape) + ", expected F32, F16 or BF16 " + shape_text(shape) +
+                " (gpt-oss's unquantized experts, inputs first, from the config's sizes)");
+  const size_t size = t.dtype == DType::F32 ? 4 : 2;
+  const int64_t kept = (rows - first_row + row_step - 1) / row_step;
+  std::span<std::byte> out = w.own_bytes(static_cast<size_t>(n * kept * cols) * size);
+  std::byte* to = out.data();
+  for (int64_t e = 0; e < n; ++e)
+    for (int64_t r = first_row; r < rows; r += row_step)
+      for (int64_t c = 0; c < cols; ++c, to += size)
+        std::memcpy(to, t.data + static_cast<size_t>((e * cols + c) * rows + r) * size, size);
+  return {t.dtype, n * kept, cols, out.data(), static_cast<size_t>(cols) * size};
 }
 
 }  // namespace tern
