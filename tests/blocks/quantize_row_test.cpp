@@ -300,7 +300,7 @@ TEST(Quantize, HandBuiltIq3Xxs) {
   for (int e = 0; e < 4; ++e) EXPECT_EQ(y[e], s0 * first[e]) << e;
   EXPECT_LT(y[7], 0.0f);
   for (int i = 0; i < 128; ++i)
-    EXPECT_EQ(kIq3XxsSigns[i], i | (std::popcount(static_cast<unsigned>(i)) % 2) << 7) << i;
+    EXPECT_EQ(kLatticeSigns[i], i | (std::popcount(static_cast<unsigned>(i)) % 2) << 7) << i;
   EXPECT_EQ(*dtype_bytes(DType::IQ3_XXS, 512), 196u);
   EXPECT_EQ(dtype_traits(DType::IQ3_XXS).ggml_type, 18);
 }
@@ -338,6 +338,102 @@ TEST(Quantize, HandBuiltIq3S) {
   EXPECT_FALSE(has_quantizer(DType::IQ3_S));
   EXPECT_FALSE(has_quantizer(DType::IQ3_XXS));
   EXPECT_TRUE(has_dequantizer(DType::IQ3_XXS));
+}
+
+// IQ2_XXS: element e of sub-block j (of 8) is d · (0.5 + ls) · 0.25 · G[qs[8j + e / 8]]'s byte
+// e % 8 · ±1, the word at bytes 8j + 4 holding ls (top 4 bits) and, in bits 7l.., the 7 sign bits
+// of elements 8l..8l+6; element 8l + 7 is negative when an odd number of those are.
+TEST(Quantize, HandBuiltIq2Xxs) {
+  BlockIq2Xxs b = {};
+  b.d = 0x3800;  // 0.5
+  uint32_t words[8];
+  for (int j = 0; j < 8; ++j) {
+    for (int g = 0; g < 4; ++g) b.qs[8 * j + g] = static_cast<uint8_t>((j * 4 + g) * 37 + 11);
+    words[j] =
+        static_cast<uint32_t>((j * 5 + 3) % 16) << 28 | (((j + 1) * 0x2468ace1u) & 0x0fffffff);
+    std::memcpy(b.qs + 8 * j + 4, &words[j], 4);
+  }
+  b.qs[0] = 1;  // G[1] = 0x080808080808082b: 43, then seven 8s
+  const std::vector<float> y = dequantized(DType::IQ2_XXS, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, g = (e % 32) / 8, bit = e % 8;
+    const uint32_t seven = (words[j] >> (7 * g)) & 127;
+    const bool negative = bit < 7 ? (seven >> bit) & 1 : std::popcount(seven) % 2 == 1;
+    const int m = static_cast<int>((kIq2XxsGrid[b.qs[8 * j + g]] >> (8 * bit)) & 255);
+    const float scale = 0.5f * (0.5f + static_cast<float>(words[j] >> 28)) * 0.25f;
+    EXPECT_EQ(y[e], scale * static_cast<float>(negative ? -m : m)) << e;
+  }
+  // The first group by hand: ls 3, sign bits 0x61 (elements 0, 5, 6 negative, and 7: three of
+  // the seven).
+  EXPECT_EQ(words[0] >> 28, 3u);
+  EXPECT_EQ(words[0] & 127, 0x61u);
+  const float s0 = 0.5f * 3.5f * 0.25f;
+  const float first[8] = {-43, 8, 8, 8, 8, -8, -8, -8};
+  for (int e = 0; e < 8; ++e) EXPECT_EQ(y[e], s0 * first[e]) << e;
+  EXPECT_EQ(*dtype_bytes(DType::IQ2_XXS, 512), 132u);
+  EXPECT_EQ(dtype_traits(DType::IQ2_XXS).ggml_type, 16);
+}
+
+// IQ2_XS: group g of sub-block j is the word qs[4j + g]: G[its low 9 bits]'s bytes, signed by its
+// top 7 bits as IQ2_XXS's; elements 16h.. of the sub-block scaled by d · (0.5 + ls) · 0.25, ls
+// nibble h of scales[j].
+TEST(Quantize, HandBuiltIq2Xs) {
+  BlockIq2Xs b = {};
+  b.d = 0x3c00;  // 1
+  for (int i = 0; i < 32; ++i) b.qs[i] = static_cast<uint16_t>(i * 2477 + 313);
+  for (int j = 0; j < 8; ++j) b.scales[j] = static_cast<uint8_t>(j * 0x35 + 0x3f);
+  b.qs[0] = static_cast<uint16_t>(
+      2 | 0x05 << 9);  // G[2] = 0x0808080808081919: 25, 25, then six 8s; elements 0, 2 negative
+  const std::vector<float> y = dequantized(DType::IQ2_XS, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, g = (e % 32) / 8, bit = e % 8, h = (e % 32) / 16;
+    const uint16_t q = b.qs[4 * j + g];
+    const unsigned seven = q >> 9;
+    const bool negative = bit < 7 ? (seven >> bit) & 1 : std::popcount(seven) % 2 == 1;
+    const int m = static_cast<int>((kIq2XsGrid[q & 511] >> (8 * bit)) & 255);
+    const float scale = 0.5f + static_cast<float>((b.scales[j] >> (4 * h)) & 15);
+    EXPECT_EQ(y[e], scale * 0.25f * static_cast<float>(negative ? -m : m)) << e;
+  }
+  // scales[0] = 0x3f: the first half's ls 15 (3.875), the second's 3 (0.875).
+  const float first[8] = {-25, 25, -8, 8, 8, 8, 8, 8};
+  for (int e = 0; e < 8; ++e) EXPECT_EQ(y[e], 3.875f * first[e]) << e;
+  const int m16 = static_cast<int>(kIq2XsGrid[b.qs[2] & 511] & 255);
+  EXPECT_EQ(std::fabs(y[16]), 0.875f * static_cast<float>(m16));
+  EXPECT_EQ(*dtype_bytes(DType::IQ2_XS, 512), 148u);
+  EXPECT_EQ(dtype_traits(DType::IQ2_XS).ggml_type, 17);
+}
+
+// IQ2_S: group g of sub-block j is G[qs[4j + g] | (bits 2g.. of qh[j]) << 8]'s bytes, element e
+// negative when bit e % 8 of qs[32 + 4j + g] is set; elements 16h.. scaled by d · (0.5 + ls) ·
+// 0.25, ls nibble h of scales[j].
+TEST(Quantize, HandBuiltIq2S) {
+  BlockIq2S b = {};
+  b.d = 0x3c00;  // 1
+  for (int i = 0; i < 64; ++i) b.qs[i] = static_cast<uint8_t>(i * 53 + 7);
+  for (int j = 0; j < 8; ++j) b.qh[j] = static_cast<uint8_t>(j * 0x35 + 0x5a);
+  for (int j = 0; j < 8; ++j) b.scales[j] = static_cast<uint8_t>(j * 0x29 + 0x2a);
+  b.qs[0] = 7;  // with qh[0]'s low bits 2: G[519] = 0x1908081919191919: 25 × 5, 8, 8, 25
+  b.qh[0] = static_cast<uint8_t>((b.qh[0] & ~3) | 2);
+  b.qs[32] = 0x81;  // elements 0 and 7 negative
+  const std::vector<float> y = dequantized(DType::IQ2_S, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, g = (e % 32) / 8, bit = e % 8, h = (e % 32) / 16;
+    const int index = b.qs[4 * j + g] | ((b.qh[j] >> (2 * g)) & 3) << 8;
+    const int m = static_cast<int>((kIq2SGrid[index] >> (8 * bit)) & 255);
+    const bool negative = (b.qs[32 + 4 * j + g] >> bit) & 1;
+    const float scale = 0.5f + static_cast<float>((b.scales[j] >> (4 * h)) & 15);
+    EXPECT_EQ(y[e], scale * 0.25f * static_cast<float>(negative ? -m : m)) << e;
+  }
+  // scales[0] = 0x2a: the first half's ls 10 (2.625).
+  const float first[8] = {-25, 25, 25, 25, 25, 8, 8, -25};
+  for (int e = 0; e < 8; ++e) EXPECT_EQ(y[e], 2.625f * first[e]) << e;
+  EXPECT_EQ(*dtype_bytes(DType::IQ2_S, 512), 164u);
+  EXPECT_EQ(dtype_traits(DType::IQ2_S).ggml_type, 22);
+  // tern reads them and writes none.
+  for (DType t : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+    EXPECT_FALSE(has_quantizer(t)) << dtype_name(t);
+    EXPECT_TRUE(has_dequantizer(t)) << dtype_name(t);
+  }
 }
 
 // MXFP4: element j is 2^(e − 127) · E[low nibble of qs[j]], element j + 16 the same of its high

@@ -16,8 +16,9 @@ TEST(DType, GgmlIdsRoundTrip) {
     }
     EXPECT_EQ(dtype_from_name(traits.name), dtype);
   }
-  EXPECT_EQ(dtype_from_ggml(16), std::nullopt);  // IQ2_XXS: not supported
-  EXPECT_EQ(ggml_type_name(16), "IQ2_XXS");
+  EXPECT_EQ(dtype_from_ggml(34), std::nullopt);  // TQ1_0: not supported
+  EXPECT_EQ(ggml_type_name(34), "TQ1_0");
+  EXPECT_EQ(dtype_from_ggml(16), DType::IQ2_XXS);
 }
 
 TEST(DType, BlockBytes) {

@@ -40,7 +40,7 @@ inline std::vector<float> dequantized(DType dtype, const void* q, int64_t k) {
 }
 
 // ‖a - b‖ / ‖b‖
-// `k` elements (whole super-blocks) of IQ3_XXS or IQ3_S, the types tern reads but does not
+// `k` elements (whole super-blocks) of an IQ3 or IQ2 type, the types tern reads but does not
 // write: random bytes (every grid index, sign and scale pattern) under finite f16 scales d
 // (each block's first 2 bytes) of about 1/400, so a dot stays near a quantized row's size.
 inline std::vector<uint8_t> random_blocks(DType dtype, int64_t k, uint32_t seed) {

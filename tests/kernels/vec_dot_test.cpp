@@ -161,7 +161,7 @@ TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
   }
 }
 
-// Q2_K, Q3_K, IQ4, MXFP4 and IQ3 blocks of random bytes (every scale, min, high bit and quant
+// Q2_K, Q3_K, IQ4, MXFP4, IQ3 and IQ2 blocks of random bytes (every scale, min, high bit and quant
 // pattern a quantizer may never write) against random activations: every level gives the scalar
 // twin's bits.
 TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
@@ -178,7 +178,8 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
     bool exponent = false;
   } cases[] = {{DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}},     {DType::IQ4_NL, {0}},
                {DType::IQ4_XS, {0}},    {DType::MXFP4, {}, true}, {DType::IQ3_XXS, {0}},
-               {DType::IQ3_S, {0}}};
+               {DType::IQ3_S, {0}},     {DType::IQ2_XXS, {0}},    {DType::IQ2_XS, {0}},
+               {DType::IQ2_S, {0}}};
   const int64_t k = 256 * 9;  // two groups of four super-blocks and one more; 72 blocks of 32
   std::vector<float> x = gaussian(k, 6);
   for (const auto& c : cases) {
@@ -205,12 +206,12 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   }
 }
 
-// IQ3_XXS and IQ3_S (random blocks: tern has no quantizer for them) against Q8_K activations:
+// The IQ3 and IQ2 types (random blocks: tern has no quantizer for them) against Q8_K activations:
 // the scalar twin is the dot of the dequantized rows up to float rounding, and every level this
 // CPU runs gives its bits, for rows of 1, 3, 5 and 16 super-blocks (the GEMV's groups of 4 and
 // their tails).
 TEST(VecDot, Iq3TypesOnRandomBlocks) {
-  for (DType weight : {DType::IQ3_XXS, DType::IQ3_S}) {
+  for (DType weight : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
     const TypeKernels& scalar = type_kernels(weight, Isa::Scalar);
     EXPECT_EQ(scalar.activation, DType::Q8_K);
     for (int64_t k : {int64_t{256}, int64_t{768}, int64_t{1280}, int64_t{4096}}) {
@@ -238,14 +239,16 @@ TEST(VecDot, Iq3TypesOnRandomBlocks) {
       }
     }
   }
-  // Where the x86 levels are built, they have their own kernels for both (not the scalar
+  // Where the x86 levels are built, they have their own kernels for these (not the scalar
   // twin's); the ARM levels have none and run the scalar twin.
-  for (Isa isa : testing::simd_levels()) {
-    const KernelRow& row = kernel_row(DType::IQ3_XXS, isa);
-    if (isa == Isa::Avx2 || isa == Isa::Avx512)
-      EXPECT_EQ(row.from, isa) << isa_name(isa);
-    else if (isa != Isa::Amx)
-      EXPECT_EQ(row.from, Isa::Scalar) << isa_name(isa);
+  for (DType weight : {DType::IQ3_XXS, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+    for (Isa isa : testing::simd_levels()) {
+      const KernelRow& row = kernel_row(weight, isa);
+      if (isa == Isa::Avx2 || isa == Isa::Avx512)
+        EXPECT_EQ(row.from, isa) << isa_name(isa) << " " << dtype_name(weight);
+      else if (isa != Isa::Amx)
+        EXPECT_EQ(row.from, Isa::Scalar) << isa_name(isa) << " " << dtype_name(weight);
+    }
   }
 }
 

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/iq2_grids.h"
 #include "tern/blocks/iq3_grids.h"
+#include "tern/blocks/lattice_signs.h"
 #include "tern/core/dtype.h"
 
 namespace tern {
@@ -185,7 +187,7 @@ inline float mxfp4_scale(uint8_t e) {
 // e negative) and grid entry of group m (0..7).
 //
 // IQ3_XXS: qs[8j + m] the grid index of group m; bytes 64 + 4j.. the little-endian word of
-// sub-block j: ls its top 4 bits, below them 4 × 7 sign bits (kIq3XxsSigns, group of 8 l at
+// sub-block j: ls its top 4 bits, below them 4 × 7 sign bits (kLatticeSigns, group of 8 l at
 // bits 7l..7l+6).
 struct BlockIq3Xxs {
   uint16_t d;
@@ -203,7 +205,7 @@ inline uint32_t iq3_signs(const BlockIq3Xxs& b, int j) {
   const uint32_t w = iq3_xxs_word(b, j);
   uint32_t s = 0;
   for (int l = 0; l < 4; ++l)
-    s |= static_cast<uint32_t>(kIq3XxsSigns[(w >> (7 * l)) & 127]) << (8 * l);
+    s |= static_cast<uint32_t>(kLatticeSigns[(w >> (7 * l)) & 127]) << (8 * l);
   return s;
 }
 inline uint32_t iq3_grid(const BlockIq3Xxs& b, int j, int m) {
@@ -235,8 +237,82 @@ inline uint32_t iq3_grid(const BlockIq3S& b, int j, int m) {
 inline float iq3_factor(const BlockIq3Xxs*) { return 0.25f; }
 inline float iq3_factor(const BlockIq3S*) { return 1.0f; }
 
+// The 2-bit lattice types (iq2_grids.h's grids): super-blocks of 256 in 8 sub-blocks of 32, each
+// two halves of 16; element e of sub-block j = d · (2 ls + 1) / 8 · m · (sign bit e ? −1 : 1), m
+// byte e % 8 of the grid entry of group e / 8, ls the 4-bit scale of half e / 16 (IQ2_XXS: one
+// for both). The helpers give each sub-block's integer parts: iq2_scale (2 ls + 1 of half h),
+// iq2_signs (bit e: element e negative) and iq2_grid (the entry of group g, 0..3).
+//
+// IQ2_XXS: bytes 8j.. of qs: the grid indices of sub-block j's 4 groups, then its little-endian
+// word: ls the top 4 bits, below them 4 × 7 sign bits (kLatticeSigns, group l at bits 7l..).
+struct BlockIq2Xxs {
+  uint16_t d;
+  uint8_t qs[kQKK / 4];
+};
+inline uint32_t iq2_xxs_word(const BlockIq2Xxs& b, int j) {
+  uint32_t w;
+  std::memcpy(&w, b.qs + 8 * j + 4, sizeof w);
+  return w;
+}
+inline int iq2_scale(const BlockIq2Xxs& b, int j, int) {
+  return 2 * static_cast<int>(iq2_xxs_word(b, j) >> 28) + 1;
+}
+inline uint32_t iq2_signs(const BlockIq2Xxs& b, int j) {
+  const uint32_t w = iq2_xxs_word(b, j);
+  uint32_t s = 0;
+  for (int l = 0; l < 4; ++l)
+    s |= static_cast<uint32_t>(kLatticeSigns[(w >> (7 * l)) & 127]) << (8 * l);
+  return s;
+}
+inline uint64_t iq2_grid(const BlockIq2Xxs& b, int j, int g) {
+  return kIq2XxsGrid[b.qs[8 * j + g]];
+}
+
+// IQ2_XS: group g of sub-block j is the word qs[4j + g]: its low 9 bits index the grid, its top 7
+// are sign bits (kLatticeSigns); half h's ls is nibble h of scales[j].
+struct BlockIq2Xs {
+  uint16_t d;
+  uint16_t qs[kQKK / 8];
+  uint8_t scales[kQKK / 32];
+};
+inline int iq2_scale(const BlockIq2Xs& b, int j, int h) {
+  return 2 * ((b.scales[j] >> (4 * h)) & 0xf) + 1;
+}
+inline uint32_t iq2_signs(const BlockIq2Xs& b, int j) {
+  uint32_t s = 0;
+  for (int l = 0; l < 4; ++l)
+    s |= static_cast<uint32_t>(kLatticeSigns[b.qs[4 * j + l] >> 9]) << (8 * l);
+  return s;
+}
+inline uint64_t iq2_grid(const BlockIq2Xs& b, int j, int g) {
+  return kIq2XsGrid[b.qs[4 * j + g] & 511];
+}
+
+// IQ2_S: group g of sub-block j indexes the grid by qs[4j + g] | (bits 2g, 2g + 1 of qh[j]) << 8;
+// its 8 sign bits are qs[32 + 4j + g] (bit e: element e), half h's ls nibble h of scales[j].
+struct BlockIq2S {
+  uint16_t d;
+  uint8_t qs[kQKK / 4];  // 32 grid index bytes, then 32 sign bytes
+  uint8_t qh[kQKK / 32];
+  uint8_t scales[kQKK / 32];
+};
+inline int iq2_scale(const BlockIq2S& b, int j, int h) {
+  return 2 * ((b.scales[j] >> (4 * h)) & 0xf) + 1;
+}
+inline uint32_t iq2_signs(const BlockIq2S& b, int j) {
+  uint32_t s;
+  std::memcpy(&s, b.qs + kQKK / 8 + 4 * j, sizeof s);
+  return s;
+}
+inline uint64_t iq2_grid(const BlockIq2S& b, int j, int g) {
+  return kIq2SGrid[b.qs[4 * j + g] | ((b.qh[j] >> (2 * g)) & 3) << 8];
+}
+// What multiplies d · Σ_j Σ_h (2 ls + 1) · Σ ±m · a: the eighth (exact in floats).
+inline constexpr float kIq2Factor = 0.125f;
+
 static_assert(sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136 && sizeof(BlockMxfp4) == 17);
 static_assert(sizeof(BlockIq3Xxs) == 98 && sizeof(BlockIq3S) == 110);
+static_assert(sizeof(BlockIq2Xxs) == 66 && sizeof(BlockIq2Xs) == 74 && sizeof(BlockIq2S) == 82);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&

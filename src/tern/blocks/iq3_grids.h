@@ -1,6 +1,6 @@
-// The grids of ggml's 3-bit lattice types (IQ3_XXS, IQ3_S) and the sign bytes of IQ3_XXS: format
-// facts, the values of ggml/src/ggml-common.h's iq3xxs_grid, iq3s_grid and ksigns_iq2xs. A grid
-// entry holds 4 magnitudes, byte j (little-endian) element j of its group of 4: IQ3_XXS's are
+// The grids of ggml's 3-bit lattice types (IQ3_XXS, IQ3_S): format facts, the values of
+// ggml/src/ggml-common.h's iq3xxs_grid and iq3s_grid (IQ3_XXS's sign bytes: lattice_signs.h). A
+// grid entry holds 4 magnitudes, byte j (little-endian) element j of its group of 4: IQ3_XXS's are
 // 4, 12, …, 62; IQ3_S's the odd 1 … 15.
 #pragma once
 
@@ -110,18 +110,6 @@ inline constexpr uint32_t kIq3SGrid[512] = {
     0x0f030509, 0x0f030907, 0x0f03090b, 0x0f050103, 0x0f050109, 0x0f050301, 0x0f05030d, 0x0f050503,
     0x0f050701, 0x0f050b03, 0x0f070105, 0x0f070705, 0x0f07070b, 0x0f070b07, 0x0f090103, 0x0f09010b,
     0x0f090307, 0x0f090501, 0x0f090b01, 0x0f0b0505, 0x0f0b0905, 0x0f0d0105, 0x0f0d0703, 0x0f0f0101,
-};
-
-// IQ3_XXS's signs of 8 elements from 7 stored bits: bit j set, element j negative; the eighth
-// bit is the parity of the seven, so that an even number are negative (i | parity(i) << 7).
-inline constexpr uint8_t kIq3XxsSigns[128] = {
-    0,   129, 130, 3,   132, 5,   6,   135, 136, 9,   10,  139, 12,  141, 142, 15,  144, 17,  18,
-    147, 20,  149, 150, 23,  24,  153, 154, 27,  156, 29,  30,  159, 160, 33,  34,  163, 36,  165,
-    166, 39,  40,  169, 170, 43,  172, 45,  46,  175, 48,  177, 178, 51,  180, 53,  54,  183, 184,
-    57,  58,  187, 60,  189, 190, 63,  192, 65,  66,  195, 68,  197, 198, 71,  72,  201, 202, 75,
-    204, 77,  78,  207, 80,  209, 210, 83,  212, 85,  86,  215, 216, 89,  90,  219, 92,  221, 222,
-    95,  96,  225, 226, 99,  228, 101, 102, 231, 232, 105, 106, 235, 108, 237, 238, 111, 240, 113,
-    114, 243, 116, 245, 246, 119, 120, 249, 250, 123, 252, 125, 126, 255,
 };
 
 }  // namespace tern

@@ -305,6 +305,12 @@ DequantizeFn find_dequantize(DType dtype) {
       return dequantize_row_iq3_xxs;
     case DType::IQ3_S:
       return dequantize_row_iq3_s;
+    case DType::IQ2_XXS:
+      return dequantize_row_iq2_xxs;
+    case DType::IQ2_XS:
+      return dequantize_row_iq2_xs;
+    case DType::IQ2_S:
+      return dequantize_row_iq2_s;
     default:
       return affine_dequantize_fn(dtype);
   }

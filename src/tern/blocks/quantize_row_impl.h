@@ -65,5 +65,8 @@ void quantize_row_mxfp4(const float* x, void* y, int64_t k);
 void dequantize_row_mxfp4(const void* x, float* y, int64_t k);
 void dequantize_row_iq3_xxs(const void* x, float* y, int64_t k);
 void dequantize_row_iq3_s(const void* x, float* y, int64_t k);
+void dequantize_row_iq2_xxs(const void* x, float* y, int64_t k);
+void dequantize_row_iq2_xs(const void* x, float* y, int64_t k);
+void dequantize_row_iq2_s(const void* x, float* y, int64_t k);
 
 }  // namespace tern

@@ -43,6 +43,9 @@ constexpr std::array<DTypeTraits, kNumDTypes> kTraits = {{
     {DType::MXFP4, "MXFP4", 32, 17, 39, ""},
     {DType::IQ3_XXS, "IQ3_XXS", 256, 98, 18, ""},
     {DType::IQ3_S, "IQ3_S", 256, 110, 21, ""},
+    {DType::IQ2_XXS, "IQ2_XXS", 256, 66, 16, ""},
+    {DType::IQ2_XS, "IQ2_XS", 256, 74, 17, ""},
+    {DType::IQ2_S, "IQ2_S", 256, 82, 22, ""},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -54,9 +54,16 @@ enum class DType : uint8_t {
   // multiplied; tern does not write them (llama-quantize's grid search).
   IQ3_XXS,
   IQ3_S,
+  // ggml's 2-bit lattice types: per super-block of 256 an f16 d and per 32 (IQ2_XXS) or 16
+  // (IQ2_XS, IQ2_S) elements a 4-bit scale; each group of 8 elements a grid entry of 8
+  // magnitudes (an 8-, 9- or 10-bit index), each element a sign (blocks/block_layouts.h). Read
+  // and multiplied; tern does not write them (llama-quantize's grid search).
+  IQ2_XXS,
+  IQ2_XS,
+  IQ2_S,
 };
 // One past the last enumerator: loops over every type go to it.
-inline constexpr int kNumDTypes = static_cast<int>(DType::IQ3_S) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::IQ2_S) + 1;
 
 struct DTypeTraits {
   DType dtype;

@@ -66,6 +66,8 @@ LevelKernels avx2_level(DType t) {
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq4(t), .source = "avx2/vec_dot_iq4"};
   if (VecDotFn f = avx2_vec_dot_iq3(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq3(t), .source = "avx2/vec_dot_iq3"};
+  if (VecDotFn f = avx2_vec_dot_iq2(t))
+    return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq2(t), .source = "avx2/vec_dot_iq2"};
   if (VecDotFn f = avx2_vec_dot_float(t)) return {.vec_dot = f, .source = "avx2/vec_dot_float"};
   if (VecDotFn f = avx2_vec_dot_affine(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_affine(t), .source = "avx2/vec_dot_affine"};
@@ -106,6 +108,8 @@ LevelKernels avx512_level(DType t) {
             .source = "avx512/vec_dot_iq4"};
   if (VecDotFn f = avx512_vec_dot_iq3(t))
     return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq3(t), .source = "avx512/vec_dot_iq3"};
+  if (VecDotFn f = avx512_vec_dot_iq2(t))
+    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq2(t), .source = "avx512/vec_dot_iq2"};
   if (VecDotFn f = avx512_vec_dot_float(t))
     return {.vec_dot = f,
             .vec_dot_rows = avx512_vec_dot_rows_float(t),

@@ -41,6 +41,11 @@ VecDotFn avx2_vec_dot_iq3(DType weight);
 VecDotFn avx512_vec_dot_iq3(DType weight);
 GemmTileFn avx2_gemm_tile_iq3(DType weight);
 GemmTileFn avx512_gemm_tile_iq3(DType weight);
+// IQ2_XXS, IQ2_XS and IQ2_S ({avx2,avx512}/vec_dot_iq2.cpp), as the IQ3 types.
+VecDotFn avx2_vec_dot_iq2(DType weight);
+VecDotFn avx512_vec_dot_iq2(DType weight);
+GemmTileFn avx2_gemm_tile_iq2(DType weight);
+GemmTileFn avx512_gemm_tile_iq2(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);

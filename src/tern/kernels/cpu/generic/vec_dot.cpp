@@ -287,6 +287,33 @@ float dot_iq3(int64_t k, const void* vw, const void* va) {
   return iq3_factor(w) * sum;
 }
 
+// IQ2_XXS, IQ2_XS and IQ2_S: as IQ3's, per half sub-block of 16: Σ (2 ls + 1) · Σ ±m · a exact in
+// int32 (|Σ| < 16 · 31 · 16 · 43 · 127), one float step per super-block, the row's sum times the
+// eighth (exact). m < 64 and a > −128, so SIMD pairs of m · a fit int16.
+template <typename Block>
+float dot_iq2(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const Block*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQKK / kQK; ++j) {
+      const uint32_t signs = iq2_signs(w[i], j);
+      const int8_t* x = a[i].qs + kQK * j;
+      for (int h = 0; h < 2; ++h) {
+        int dot = 0;
+        for (int e = 16 * h; e < 16 * h + 16; ++e) {
+          const int m = static_cast<int>((iq2_grid(w[i], j, e / 8) >> (8 * (e % 8))) & 0xff);
+          dot += ((signs >> e) & 1 ? -m : m) * x[e];
+        }
+        sumi += iq2_scale(w[i], j, h) * dot;
+      }
+    }
+    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi);
+  }
+  return kIq2Factor * sum;
+}
+
 float dot_f32(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const float*>(vw);
   const auto* a = static_cast<const float*>(va);
@@ -350,6 +377,12 @@ VecDotFn scalar_vec_dot(DType weight) {
       return dot_iq3<BlockIq3Xxs>;
     case DType::IQ3_S:
       return dot_iq3<BlockIq3S>;
+    case DType::IQ2_XXS:
+      return dot_iq2<BlockIq2Xxs>;
+    case DType::IQ2_XS:
+      return dot_iq2<BlockIq2Xs>;
+    case DType::IQ2_S:
+      return dot_iq2<BlockIq2S>;
     default:
       return scalar_vec_dot_affine(weight);
   }

@@ -1,7 +1,7 @@
 // What the AVX2 and AVX-512 kernels of IQ3_XXS and IQ3_S ({avx2,avx512}/vec_dot_iq3.cpp) decode
 // alike, with AVX2 (block_layouts.h's helpers in vectors): the 8 sub-block scales, the 8 sign
-// words and a sub-block's magnitudes. Internal linkage, so each file compiles its own copy with
-// its own flags.
+// words and a sub-block's magnitudes; and a sign word as a byte mask (the IQ2 types' too).
+// Internal linkage, so each file compiles its own copy with its own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -34,10 +34,10 @@ inline __m256i iq3_scale_pairs(const BlockIq3S& w) {
                        _mm256_set1_epi32(0xf)));
 }
 
-// Lane j: sub-block j's sign word (bit e: element e negative). IQ3_XXS's byte l is the 7 bits
-// 7l.. of word j and their parity (kIq3XxsSigns's rule, which the tests hold the table to).
-inline __m256i iq3_sign_words(const BlockIq3Xxs& w) {
-  const __m256i words = load256(w.qs + kQKK / 4);
+// Lane j: the sign word (bit e: element e negative) of the 4 × 7 sign bits at bits 7l.. of
+// lane j of `words`, byte l those 7 bits and their parity (kLatticeSigns's rule, which the tests
+// hold the table to): IQ3_XXS's and IQ2_XXS's.
+inline __m256i lattice_sign_words(__m256i words) {
   __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 4
   for (int l = 0; l < 4; ++l) {
@@ -50,6 +50,10 @@ inline __m256i iq3_sign_words(const BlockIq3Xxs& w) {
     s = _mm256_or_si256(s, _mm256_slli_epi32(byte, 8 * l));
   }
   return s;
+}
+// Lane j: sub-block j's sign word (bit e: element e negative).
+inline __m256i iq3_sign_words(const BlockIq3Xxs& w) {
+  return lattice_sign_words(load256(w.qs + kQKK / 4));
 }
 inline __m256i iq3_sign_words(const BlockIq3S& w) { return load256(w.signs); }
 
@@ -88,6 +92,16 @@ inline __m256i iq3_magnitudes(const BlockIq3Xxs& w, int j) {
   return _mm256_setr_epi32(iq3_entry(w, j, 0), iq3_entry(w, j, 1), iq3_entry(w, j, 2),
                            iq3_entry(w, j, 3), iq3_entry(w, j, 4), iq3_entry(w, j, 5),
                            iq3_entry(w, j, 6), iq3_entry(w, j, 7));
+}
+
+// The sign word (bit e: element e negative) as a byte mask, 0xff where negative: byte e takes
+// byte e / 8 of the word and keeps bit e % 8.
+inline __m256i negative_bytes(__m256i word) {
+  const __m256i spread =
+      _mm256_shuffle_epi8(word, _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
+                                                 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bits = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits), bits);
 }
 
 }  // namespace

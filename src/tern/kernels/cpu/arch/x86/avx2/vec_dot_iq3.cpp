@@ -15,16 +15,6 @@
 namespace tern::cpu {
 namespace {
 
-// The sign word (bit e: element e negative) as a byte mask, 0xff where negative: byte e takes
-// byte e / 8 of the word and keeps bit e % 8.
-inline __m256i negative_bytes(__m256i word) {
-  const __m256i spread =
-      _mm256_shuffle_epi8(word, _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
-                                                 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bits = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
-  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits), bits);
-}
-
 // sumi[c] = Σ_j (2 ls_j + 1) · Σ ±m · a_c over super-block i, in 8 int32 lanes.
 template <int C, typename Block>
 inline void iq3_dots(const Block& w, const BlockQ8_K* const* a, int64_t i, __m256i* sumi) {
