@@ -348,6 +348,25 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const Device& vulkan = find_device("vulkan");
   const ModelConfig c = testing::tiny_qwen3_config(2);
+  // Types the CPU multiplies and the device does not yet: the IQ2 types, which tern reads but
+  // does not write, so a Q8_0 model's attn_q of layer 0 made one (zero blocks).
+  for (DType type : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+    const std::string name(dtype_name(type));
+    ModelWeights w = make_dummy_weights(c, DType::Q8_0, 1);
+    WeightMatrix& q = w.layers[0].wq;
+    const size_t row_bytes = *dtype_bytes(type, static_cast<uint64_t>(q.cols));
+    std::span<std::byte> data = w.own_bytes(row_bytes * static_cast<size_t>(q.rows));
+    std::memset(data.data(), 0, data.size());
+    q = {
+        .dtype = type, .rows = q.rows, .cols = q.cols, .data = data.data(), .row_bytes = row_bytes};
+    try {
+      Decoder decoder(c, std::move(w), vulkan);
+      ADD_FAILURE() << "a " << name << " model was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("layer 0's attn_q is " + name), std::string::npos)
+          << e.what();
+    }
+  }
   // A router that picks more experts a token than the device's routing holds, and experts in
   // tern's affine groups (which have no matmul_id kernel).
   nlohmann::json many = testing::tiny_moe_json();
