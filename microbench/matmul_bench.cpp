@@ -43,12 +43,20 @@ void bm_matmul(benchmark::State& state, DType dtype, int64_t n, int64_t k, int64
     for (int64_t r = 0; r < n; ++r)
       quantize_row(dtype, w.data() + r * k, weights.data() + r * row_bytes, k);
   } else {
-    // The IQ3 and IQ2 types (tern reads them, never writes them): random blocks under a small f16 d
-    // (each block's first 2 bytes), which the kernels' cost does not depend on.
+    // The IQ3, IQ2 and IQ1 types (tern reads them, never writes them): random blocks under a small
+    // f16 d (each block's first 2 bytes; IQ1_M's top byte the high nibbles of bytes 55 and 53),
+    // which the kernels' cost does not depend on.
     std::mt19937 rng(1);
     for (uint8_t& b : weights) b = static_cast<uint8_t>(rng());
     const size_t block = static_cast<size_t>(tern::dtype_traits(dtype).block_bytes);
-    for (size_t i = 0; i < weights.size(); i += block) weights[i + 1] = 0x1a;
+    for (size_t i = 0; i < weights.size(); i += block) {
+      if (dtype == DType::IQ1_M) {
+        weights[i + 55] = static_cast<uint8_t>((weights[i + 55] & 0x0f) | 0x10);
+        weights[i + 53] = static_cast<uint8_t>((weights[i + 53] & 0x0f) | 0xa0);
+      } else {
+        weights[i + 1] = 0x1a;
+      }
+    }
   }
   WeightView view = packed_weight_view(dtype, n, k, weights.data());
   std::unique_ptr<std::byte, decltype(&std::free)> packed_copy(nullptr, &std::free);
@@ -76,10 +84,11 @@ void bm_matmul(benchmark::State& state, DType dtype, int64_t n, int64_t k, int64
 }
 
 int register_all() {
-  for (DType dtype : {DType::F32,     DType::F16,   DType::BF16,    DType::Q8_0,   DType::Q4_0,
-                      DType::Q4_1,    DType::Q5_0,  DType::Q2_K,    DType::Q3_K,   DType::Q4_K,
-                      DType::Q5_K,    DType::Q6_K,  DType::IQ4_NL,  DType::IQ4_XS, DType::MXFP4,
-                      DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+  for (DType dtype :
+       {DType::F32,    DType::F16,    DType::BF16,  DType::Q8_0,    DType::Q4_0,  DType::Q4_1,
+        DType::Q5_0,   DType::Q2_K,   DType::Q3_K,  DType::Q4_K,    DType::Q5_K,  DType::Q6_K,
+        DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS,
+        DType::IQ2_XS, DType::IQ2_S,  DType::IQ1_S, DType::IQ1_M}) {
     for (int64_t t : {1, 4, 8, 12, 16, 32, 64, 512}) {  // 4-32: batched decode
       for (int threads : {1, 2}) {
         for (bool packed : {false, true}) {
@@ -106,9 +115,10 @@ int register_all() {
       }
     }
   }
-  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                      DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::IQ3_XXS,
-                      DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+  for (DType dtype :
+       {DType::Q8_0, DType::Q4_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+        DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS,
+        DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S, DType::IQ1_M}) {
     for (bool packed : {false, true}) {
       if (packed && packed_weight_bytes(packed_weight_view(dtype, 256, kK, nullptr)) == 0) continue;
       const std::string name = "matmul_in_l2/" + std::string(tern::dtype_name(dtype)) +

@@ -436,6 +436,88 @@ TEST(Quantize, HandBuiltIq2S) {
   }
 }
 
+// The 1-bit grid as ggml's 64-bit words (bytes −1, 0, 1), at a few entries read off
+// ggml-common.h's iq1s_grid.
+TEST(Quantize, Iq1GridIsGgmls) {
+  EXPECT_EQ(kIq1Grid[0], 0xffffffffffffffffull);
+  EXPECT_EQ(kIq1Grid[1], 0xffffffffffffff01ull);
+  EXPECT_EQ(kIq1Grid[300], 0xff000000ff00ff00ull);
+  EXPECT_EQ(kIq1Grid[1027], 0x000000000000ff01ull);
+  EXPECT_EQ(kIq1Grid[1234], 0x0001ff00ff01ff01ull);
+  EXPECT_EQ(kIq1Grid[2047], 0x0101010101010101ull);
+}
+
+// IQ1_S: element 8l + e of sub-block j is d · (2 ls + 1) · (G[qs[4j + l] | bits 3l.. of qh[j]
+// << 8]'s byte e ± 1/8), ls bits 12..14 of qh[j], the 1/8 negative when its bit 15 is set.
+TEST(Quantize, HandBuiltIq1S) {
+  BlockIq1S b = {};
+  b.d = 0x3800;  // 0.5
+  for (int i = 0; i < 32; ++i) b.qs[i] = static_cast<uint8_t>((i * 41 + 13) % 256);
+  for (int j = 0; j < 8; ++j) b.qh[j] = static_cast<uint16_t>(j * 0x2b57 + 0x1234);
+  // Sub-block 0: group 0 index 1234 (0x4d2), group 1 index 300 (0x12c), ls 5, delta −.
+  b.qs[0] = 0xd2;
+  b.qs[1] = 0x2c;
+  b.qh[0] = static_cast<uint16_t>(0x8000 | 5 << 12 | (b.qh[0] & 0xfc0) | 1 << 3 | 4);
+  const std::vector<float> y = dequantized(DType::IQ1_S, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, l = (e % 32) / 8;
+    const int index = b.qs[4 * j + l] | ((b.qh[j] >> (3 * l)) & 7) << 8;
+    const auto g = static_cast<int8_t>(kIq1Grid[index] >> (8 * (e % 8)));
+    const float scale = 0.5f * static_cast<float>(2 * ((b.qh[j] >> 12) & 7) + 1);
+    const float delta = b.qh[j] & 0x8000 ? -0.125f : 0.125f;
+    EXPECT_EQ(y[e], scale * (static_cast<float>(g) + delta)) << e;
+  }
+  // By hand: 0.5 · 11 · (g − 1/8), G[1234] = 1, −1, 1, −1, 0, −1, 1, 0 and G[300] = 0, −1, 0,
+  // −1, 0, 0, 0, −1.
+  const float first[16] = {4.8125f,  -6.1875f, 4.8125f,  -6.1875f, -0.6875f, -6.1875f,
+                           4.8125f,  -0.6875f, -0.6875f, -6.1875f, -0.6875f, -6.1875f,
+                           -0.6875f, -0.6875f, -0.6875f, -6.1875f};
+  for (int e = 0; e < 16; ++e) EXPECT_EQ(y[e], first[e]) << e;
+  EXPECT_EQ(*dtype_bytes(DType::IQ1_S, 512), 100u);
+  EXPECT_EQ(dtype_traits(DType::IQ1_S).ggml_type, 19);
+  EXPECT_FALSE(has_quantizer(DType::IQ1_S));
+  EXPECT_TRUE(has_dequantizer(DType::IQ1_S));
+}
+
+// IQ1_M: as IQ1_S, but group l's high index bits are bits 4 (l % 2).. of qh[2j + l / 2] and its
+// delta sign the bit above them; the scales are per 16, 3 bits at 6 (j % 2) + 3h of the
+// little-endian word w[j / 2] of the scale bytes, and d's f16 nibble n is w[n]'s top nibble.
+TEST(Quantize, HandBuiltIq1M) {
+  BlockIq1M b = {};
+  for (int i = 0; i < 32; ++i) b.qs[i] = static_cast<uint8_t>((i * 59 + 3) % 256);
+  for (int i = 0; i < 16; ++i) b.qh[i] = static_cast<uint8_t>(i * 0x4f + 0x21);
+  // d = 0.5 (0x3800): nibbles 0, 0, 8, 3 the top nibbles of words 0..3.
+  const uint16_t words[4] = {0x0000 | 2 << 3 | 5, 0x0abc, 0x8def, 0x3123};
+  for (int n = 0; n < 4; ++n) std::memcpy(b.scales + 2 * n, &words[n], 2);
+  // Sub-block 0: groups 0, 1 (ls 5) index 1234, 300 with deltas −, +; groups 2, 3 (ls 2): group
+  // 2 index 1027, delta +.
+  b.qs[0] = 0xd2;
+  b.qs[1] = 0x2c;
+  b.qs[2] = 0x03;
+  b.qh[0] = 0x1c;
+  b.qh[1] = static_cast<uint8_t>((b.qh[1] & 0xf0) | 4);
+  const std::vector<float> y = dequantized(DType::IQ1_M, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32, l = (e % 32) / 8, h = (e % 32) / 16;
+    const int q = b.qh[2 * j + l / 2] >> (4 * (l % 2));
+    const int index = b.qs[4 * j + l] | (q & 7) << 8;
+    const auto g = static_cast<int8_t>(kIq1Grid[index] >> (8 * (e % 8)));
+    const int ls = (words[j / 2] >> (6 * (j % 2) + 3 * h)) & 7;
+    const float delta = q & 8 ? -0.125f : 0.125f;
+    EXPECT_EQ(y[e], (0.5f * static_cast<float>(2 * ls + 1)) * (static_cast<float>(g) + delta)) << e;
+  }
+  // By hand: 0.5 · 11 · (g ∓ 1/8) over G[1234] and G[300], then 0.5 · 5 · (g + 1/8) over
+  // G[1027] = 1, −1, 0, ….
+  const float first[20] = {4.8125f,  -6.1875f, 4.8125f,  -6.1875f, -0.6875f, -6.1875f, 4.8125f,
+                           -0.6875f, 0.6875f,  -4.8125f, 0.6875f,  -4.8125f, 0.6875f,  0.6875f,
+                           0.6875f,  -4.8125f, 2.8125f,  -2.1875f, 0.3125f,  0.3125f};
+  for (int e = 0; e < 20; ++e) EXPECT_EQ(y[e], first[e]) << e;
+  EXPECT_EQ(*dtype_bytes(DType::IQ1_M, 512), 112u);
+  EXPECT_EQ(dtype_traits(DType::IQ1_M).ggml_type, 29);
+  EXPECT_FALSE(has_quantizer(DType::IQ1_M));
+  EXPECT_TRUE(has_dequantizer(DType::IQ1_M));
+}
+
 // MXFP4: element j is 2^(e − 127) · E[low nibble of qs[j]], element j + 16 the same of its high
 // nibble, E the e2m1 values (sign bit 3, then 0, 0.5, 1, 1.5, 2, 3, 4, 6); e = 0 and 1 are
 // the subnormal scales 2^−128 and 2^−127.

@@ -40,9 +40,10 @@ inline std::vector<float> dequantized(DType dtype, const void* q, int64_t k) {
 }
 
 // ‖a - b‖ / ‖b‖
-// `k` elements (whole super-blocks) of an IQ3 or IQ2 type, the types tern reads but does not
-// write: random bytes (every grid index, sign and scale pattern) under finite f16 scales d
-// (each block's first 2 bytes) of about 1/400, so a dot stays near a quantized row's size.
+// `k` elements (whole super-blocks) of an IQ3, IQ2 or IQ1 type, the types tern reads but does
+// not write: random bytes (every grid index, sign and scale pattern) under finite f16 scales d
+// (each block's first 2 bytes; IQ1_M's the top nibbles of its last 8) of about 1/400, so a dot
+// stays near a quantized row's size.
 inline std::vector<uint8_t> random_blocks(DType dtype, int64_t k, uint32_t seed) {
   const DTypeTraits& t = dtype_traits(dtype);
   std::vector<uint8_t> out(static_cast<size_t>(k / t.block_elems * t.block_bytes));
@@ -51,6 +52,11 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t k, uint32_t seed)
   for (uint8_t& b : out) b = static_cast<uint8_t>(byte(rng));
   for (size_t i = 0; i < out.size(); i += static_cast<size_t>(t.block_bytes)) {
     // f16 0x1800..0x1bff (2^-9 ≤ d < 2^-8), either sign.
+    if (dtype == DType::IQ1_M) {  // d's top byte: nibble 3 in byte 55, nibble 2 in byte 53
+      out[i + 55] = static_cast<uint8_t>((out[i + 55] & 0x8f) | 0x10);
+      out[i + 53] = static_cast<uint8_t>((out[i + 53] & 0x3f) | 0x80);
+      continue;
+    }
     out[i + 1] = static_cast<uint8_t>(0x18 | (out[i + 1] & 0x03) | (out[i + 1] & 0x80));
   }
   return out;

@@ -40,7 +40,7 @@ Weights make_weights(DType dtype, int64_t n, int64_t k, uint32_t seed) {
     for (int64_t r = 0; r < n; ++r)
       quantize_row(dtype, f.data() + r * k, w.data.data() + r * row_bytes, k);
   } else {
-    w.data = testing::random_blocks(dtype, n * k, seed);  // the IQ3, IQ2 types: read-only
+    w.data = testing::random_blocks(dtype, n * k, seed);  // the IQ3, IQ2, IQ1 types: read-only
   }
   w.view = packed_weight_view(dtype, n, k, w.data.data());
   return w;
@@ -58,11 +58,11 @@ class ThreadCount {
 TEST(Matmul, BatchInvariance) {
   const int64_t t_max = 64;
   const std::vector<float> x = gaussian(t_max * kK, 11);
-  for (DType dtype : {DType::F32,     DType::F16,     DType::BF16,   DType::Q8_0,  DType::Q4_0,
-                      DType::Q4_1,    DType::Q2_K,    DType::Q3_K,   DType::Q5_K,  DType::Q4_K,
-                      DType::Q6_K,    DType::IQ4_NL,  DType::IQ4_XS, DType::MXFP4, DType::IQ3_XXS,
-                      DType::IQ3_S,   DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::INT4_G128,
-                      DType::INT8_G64}) {
+  for (DType dtype : {DType::F32,   DType::F16,       DType::BF16,    DType::Q8_0,  DType::Q4_0,
+                      DType::Q4_1,  DType::Q2_K,      DType::Q3_K,    DType::Q5_K,  DType::Q4_K,
+                      DType::Q6_K,  DType::IQ4_NL,    DType::IQ4_XS,  DType::MXFP4, DType::IQ3_XXS,
+                      DType::IQ3_S, DType::IQ2_XXS,   DType::IQ2_XS,  DType::IQ2_S, DType::IQ1_S,
+                      DType::IQ1_M, DType::INT4_G128, DType::INT8_G64}) {
     const Weights w = make_weights(dtype, kN, kK, 5);
     Workspace ws;
     // Each row alone, one thread: the reference every other shape must reproduce bit for bit.
@@ -90,9 +90,10 @@ TEST(Matmul, BatchInvariance) {
   }
 }
 
-// Q2_K, Q3_K, the IQ4 types, MXFP4 and the IQ3 and IQ2 types: every output of a matmul, at 1…40
-// tokens and 1–3 threads, on every level this CPU runs that has its own kernels for the type, is
-// the bits of the scalar twin's dot of its row (their kernels meet the floats in the scalar order).
+// Q2_K, Q3_K, the IQ4 types, MXFP4 and the IQ3, IQ2 and IQ1 types: every output of a matmul, at
+// 1…40 tokens and 1–3 threads, on every level this CPU runs that has its own kernels for the type,
+// is the bits of the scalar twin's dot of its row (their kernels meet the floats in the scalar
+// order).
 TEST(Matmul, LowBitTypesAreTheScalarTwinAtEveryShape) {
   const int64_t t_max = 40;
   // The GEMV's group of 4 super-blocks and one more; IQ4_NL, MXFP4: 8 chains twice and 5 blocks.
@@ -102,7 +103,7 @@ TEST(Matmul, LowBitTypesAreTheScalarTwinAtEveryShape) {
   } cases[] = {{DType::Q2_K, 256 * 5},   {DType::Q3_K, 256 * 5},    {DType::IQ4_XS, 256 * 5},
                {DType::IQ4_NL, 32 * 21}, {DType::MXFP4, 32 * 21},   {DType::IQ3_XXS, 256 * 5},
                {DType::IQ3_S, 256 * 5},  {DType::IQ2_XXS, 256 * 5}, {DType::IQ2_XS, 256 * 5},
-               {DType::IQ2_S, 256 * 5}};
+               {DType::IQ2_S, 256 * 5},  {DType::IQ1_S, 256 * 5},   {DType::IQ1_M, 256 * 5}};
   for (const auto& c : cases) {
     const int64_t k = c.k;
     const std::vector<float> x = gaussian(t_max * k, 31);
@@ -158,10 +159,10 @@ std::vector<TileCase> tile_cases() {
     // the chains apart; 12: its GEMV's group of 8 and group of 4.
     for (int64_t k : {int64_t{256}, int64_t{256 * 3}, int64_t{256 * 12}, int64_t{256 * 17}})
       cases.push_back({dtype, k});
-  // Q2_K, Q3_K, IQ4_XS and the IQ3 and IQ2 types: a tile's only shape dependence is the token edge
-  // (their sums meet the floats per super-block), so two lengths suffice.
+  // Q2_K, Q3_K, IQ4_XS and the IQ3, IQ2 and IQ1 types: a tile's only shape dependence is the
+  // token edge (their sums meet the floats per super-block), so two lengths suffice.
   for (DType dtype : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS, DType::IQ3_XXS, DType::IQ3_S,
-                      DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S})
+                      DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S, DType::IQ1_M})
     for (int64_t k : {int64_t{256}, int64_t{256 * 5}}) cases.push_back({dtype, k});
   // IQ4_NL and MXFP4: fewer blocks than their 8 chains, and chains used twice with a tail.
   for (DType dtype : {DType::IQ4_NL, DType::MXFP4})
@@ -340,7 +341,8 @@ TEST(Matmul, MatchesReference) {
                {DType::Q3_K, 1.5e-2},    {DType::IQ4_NL, 1.5e-2},    {DType::IQ4_XS, 1.5e-2},
                {DType::MXFP4, 1.5e-2},   {DType::INT4_G128, 1.5e-2}, {DType::INT8_G32, 1.5e-2},
                {DType::IQ3_XXS, 1.5e-2}, {DType::IQ3_S, 1.5e-2},     {DType::IQ2_XXS, 1.5e-2},
-               {DType::IQ2_XS, 1.5e-2},  {DType::IQ2_S, 1.5e-2}};
+               {DType::IQ2_XS, 1.5e-2},  {DType::IQ2_S, 1.5e-2},     {DType::IQ1_S, 1.5e-2},
+               {DType::IQ1_M, 1.5e-2}};
   for (const auto& c : cases) {
     const Weights w = make_weights(c.dtype, kN, kK, 6);
     Workspace ws;

@@ -161,9 +161,9 @@ TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
   }
 }
 
-// Q2_K, Q3_K, IQ4, MXFP4, IQ3 and IQ2 blocks of random bytes (every scale, min, high bit and quant
-// pattern a quantizer may never write) against random activations: every level gives the scalar
-// twin's bits.
+// Q2_K, Q3_K, IQ4, MXFP4, IQ3, IQ2 and IQ1_S blocks of random bytes (every scale, min, high bit
+// and quant pattern a quantizer may never write) against random activations: every level gives
+// the scalar twin's bits.
 TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -179,7 +179,7 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   } cases[] = {{DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}},     {DType::IQ4_NL, {0}},
                {DType::IQ4_XS, {0}},    {DType::MXFP4, {}, true}, {DType::IQ3_XXS, {0}},
                {DType::IQ3_S, {0}},     {DType::IQ2_XXS, {0}},    {DType::IQ2_XS, {0}},
-               {DType::IQ2_S, {0}}};
+               {DType::IQ2_S, {0}},     {DType::IQ1_S, {0}}};
   const int64_t k = 256 * 9;  // two groups of four super-blocks and one more; 72 blocks of 32
   std::vector<float> x = gaussian(k, 6);
   for (const auto& c : cases) {
@@ -206,12 +206,13 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   }
 }
 
-// The IQ3 and IQ2 types (random blocks: tern has no quantizer for them) against Q8_K activations:
-// the scalar twin is the dot of the dequantized rows up to float rounding, and every level this
-// CPU runs gives its bits, for rows of 1, 3, 5 and 16 super-blocks (the GEMV's groups of 4 and
-// their tails).
-TEST(VecDot, Iq3TypesOnRandomBlocks) {
-  for (DType weight : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+// The IQ3, IQ2 and IQ1 types (random blocks: tern has no quantizer for them) against Q8_K
+// activations: the scalar twin is the dot of the dequantized rows up to float rounding, and
+// every level this CPU runs gives its bits, for rows of 1, 3, 5 and 16 super-blocks (the GEMV's
+// groups of 4 and their tails).
+TEST(VecDot, LatticeTypesOnRandomBlocks) {
+  for (DType weight : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                       DType::IQ1_S, DType::IQ1_M}) {
     const TypeKernels& scalar = type_kernels(weight, Isa::Scalar);
     EXPECT_EQ(scalar.activation, DType::Q8_K);
     for (int64_t k : {int64_t{256}, int64_t{768}, int64_t{1280}, int64_t{4096}}) {
@@ -241,7 +242,8 @@ TEST(VecDot, Iq3TypesOnRandomBlocks) {
   }
   // Where the x86 levels are built, they have their own kernels for these (not the scalar
   // twin's); the ARM levels have none and run the scalar twin.
-  for (DType weight : {DType::IQ3_XXS, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+  for (DType weight :
+       {DType::IQ3_XXS, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S, DType::IQ1_M}) {
     for (Isa isa : testing::simd_levels()) {
       const KernelRow& row = kernel_row(weight, isa);
       if (isa == Isa::Avx2 || isa == Isa::Avx512)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tern/blocks/iq1_grids.h"
 #include "tern/blocks/iq2_grids.h"
 #include "tern/blocks/iq3_grids.h"
 #include "tern/blocks/lattice_signs.h"
@@ -310,9 +311,62 @@ inline uint64_t iq2_grid(const BlockIq2S& b, int j, int g) {
 // What multiplies d · Σ_j Σ_h (2 ls + 1) · Σ ±m · a: the eighth (exact in floats).
 inline constexpr float kIq2Factor = 0.125f;
 
+// The 1-bit lattice types (iq1_grids.h's grid): super-blocks of 256 in 8 sub-blocks of 32, each
+// 4 groups of 8; element e of sub-block j = d · (2 ls + 1) · (g + δ / 8), g byte e % 8 of the grid
+// entry of group e / 8 (in {−1, 0, 1}), δ = ±1 the group's delta sign, ls the scale of the
+// element's half of the sub-block (IQ1_S: one for both halves). The helpers below give the
+// integer parts: iq1_index (group l's 11-bit grid index), iq1_delta (±1), iq1_scale (2 ls + 1 of
+// half h) and iq1_d_bits (d's f16 bits).
+//
+// IQ1_S: qs[4j + l] the low 8 bits of group l's index; qh[j] its bits 8..10 at 3l..3l+2, ls at
+// bits 12..14, the delta sign (set: −) at bit 15, for all 4 groups.
+struct BlockIq1S {
+  uint16_t d;
+  uint8_t qs[kQKK / 8];
+  uint16_t qh[kQKK / 32];
+};
+inline int iq1_index(const BlockIq1S& b, int j, int l) {
+  return b.qs[4 * j + l] | ((b.qh[j] >> (3 * l)) & 7) << 8;
+}
+inline int iq1_delta(const BlockIq1S& b, int j, int) { return b.qh[j] & 0x8000 ? -1 : 1; }
+inline int iq1_scale(const BlockIq1S& b, int j, int) { return 2 * ((b.qh[j] >> 12) & 7) + 1; }
+inline uint16_t iq1_d_bits(const BlockIq1S& b) { return b.d; }
+
+// IQ1_M: qs[4j + l] the low 8 bits of group l's index; byte qh[2j + l / 2] its bits 8..10 at
+// 4 (l % 2).., the delta sign (set: −) at 4 (l % 2) + 3. The 8 scale bytes as 4 little-endian
+// words w: the ls of half h of sub-block j at bits 6 (j % 2) + 3h.. of w[j / 2] (3 bits); the top
+// nibble of w[n] is nibble n of d.
+struct BlockIq1M {
+  uint8_t qs[kQKK / 8];
+  uint8_t qh[kQKK / 16];
+  uint8_t scales[kQKK / 32];
+};
+inline uint16_t iq1_m_scale_word(const BlockIq1M& b, int n) {
+  return static_cast<uint16_t>(b.scales[2 * n] | b.scales[2 * n + 1] << 8);
+}
+inline int iq1_index(const BlockIq1M& b, int j, int l) {
+  return b.qs[4 * j + l] | ((b.qh[2 * j + l / 2] >> (4 * (l % 2))) & 7) << 8;
+}
+inline int iq1_delta(const BlockIq1M& b, int j, int l) {
+  return (b.qh[2 * j + l / 2] >> (4 * (l % 2) + 3)) & 1 ? -1 : 1;
+}
+inline int iq1_scale(const BlockIq1M& b, int j, int h) {
+  return 2 * ((iq1_m_scale_word(b, j / 2) >> (6 * (j % 2) + 3 * h)) & 7) + 1;
+}
+inline uint16_t iq1_d_bits(const BlockIq1M& b) {
+  uint16_t d = 0;
+  for (int n = 0; n < 4; ++n) d |= static_cast<uint16_t>((iq1_m_scale_word(b, n) >> 12) << (4 * n));
+  return d;
+}
+// Group l's grid value of element e (0..7).
+inline int iq1_grid_value(int index, int e) {
+  return static_cast<int8_t>(kIq1Grid[static_cast<size_t>(index)] >> (8 * e));
+}
+
 static_assert(sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136 && sizeof(BlockMxfp4) == 17);
 static_assert(sizeof(BlockIq3Xxs) == 98 && sizeof(BlockIq3S) == 110);
 static_assert(sizeof(BlockIq2Xxs) == 66 && sizeof(BlockIq2Xs) == 74 && sizeof(BlockIq2S) == 82);
+static_assert(sizeof(BlockIq1S) == 50 && sizeof(BlockIq1M) == 56);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&

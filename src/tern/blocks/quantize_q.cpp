@@ -311,6 +311,10 @@ DequantizeFn find_dequantize(DType dtype) {
       return dequantize_row_iq2_xs;
     case DType::IQ2_S:
       return dequantize_row_iq2_s;
+    case DType::IQ1_S:
+      return dequantize_row_iq1_s;
+    case DType::IQ1_M:
+      return dequantize_row_iq1_m;
     default:
       return affine_dequantize_fn(dtype);
   }

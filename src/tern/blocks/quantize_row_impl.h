@@ -68,5 +68,7 @@ void dequantize_row_iq3_s(const void* x, float* y, int64_t k);
 void dequantize_row_iq2_xxs(const void* x, float* y, int64_t k);
 void dequantize_row_iq2_xs(const void* x, float* y, int64_t k);
 void dequantize_row_iq2_s(const void* x, float* y, int64_t k);
+void dequantize_row_iq1_s(const void* x, float* y, int64_t k);
+void dequantize_row_iq1_m(const void* x, float* y, int64_t k);
 
 }  // namespace tern

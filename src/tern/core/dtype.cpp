@@ -46,6 +46,8 @@ constexpr std::array<DTypeTraits, kNumDTypes> kTraits = {{
     {DType::IQ2_XXS, "IQ2_XXS", 256, 66, 16, ""},
     {DType::IQ2_XS, "IQ2_XS", 256, 74, 17, ""},
     {DType::IQ2_S, "IQ2_S", 256, 82, 22, ""},
+    {DType::IQ1_S, "IQ1_S", 256, 50, 19, ""},
+    {DType::IQ1_M, "IQ1_M", 256, 56, 29, ""},
 }};
 
 bool iequals(std::string_view a, std::string_view b) {

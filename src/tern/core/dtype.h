@@ -61,9 +61,16 @@ enum class DType : uint8_t {
   IQ2_XXS,
   IQ2_XS,
   IQ2_S,
+  // ggml's 1-bit lattice types: per sub-block of 32 a 3-bit scale, each group of 8 elements an
+  // 11-bit index into a grid of 2048 entries of 8 values in {−1, 0, 1}, shifted by ±1/8 (a sign
+  // per sub-block, IQ1_S; per group, IQ1_M, whose scales are per 16 and whose f16 d is spread
+  // over the scale bytes' top nibbles) (blocks/block_layouts.h). Read and multiplied; tern does
+  // not write them (llama-quantize's grid search).
+  IQ1_S,
+  IQ1_M,
 };
 // One past the last enumerator: loops over every type go to it.
-inline constexpr int kNumDTypes = static_cast<int>(DType::IQ2_S) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::IQ1_M) + 1;
 
 struct DTypeTraits {
   DType dtype;

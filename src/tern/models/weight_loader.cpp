@@ -31,7 +31,7 @@ constexpr DType kMatmulTypes[] = {
     DType::F32,     DType::F16,    DType::BF16,   DType::Q4_0,  DType::Q4_1,    DType::Q5_0,
     DType::Q5_1,    DType::Q8_0,   DType::Q2_K,   DType::Q3_K,  DType::Q4_K,    DType::Q5_K,
     DType::Q6_K,    DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::IQ3_XXS, DType::IQ3_S,
-    DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S};
+    DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,  DType::IQ1_S, DType::IQ1_M};
 
 bool is_matmul_type(DType t) {
   for (DType m : kMatmulTypes)

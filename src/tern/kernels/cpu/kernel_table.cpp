@@ -68,6 +68,8 @@ LevelKernels avx2_level(DType t) {
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq3(t), .source = "avx2/vec_dot_iq3"};
   if (VecDotFn f = avx2_vec_dot_iq2(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq2(t), .source = "avx2/vec_dot_iq2"};
+  if (VecDotFn f = avx2_vec_dot_iq1(t))
+    return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq1(t), .source = "avx2/vec_dot_iq1"};
   if (VecDotFn f = avx2_vec_dot_float(t)) return {.vec_dot = f, .source = "avx2/vec_dot_float"};
   if (VecDotFn f = avx2_vec_dot_affine(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_affine(t), .source = "avx2/vec_dot_affine"};
@@ -110,6 +112,8 @@ LevelKernels avx512_level(DType t) {
     return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq3(t), .source = "avx512/vec_dot_iq3"};
   if (VecDotFn f = avx512_vec_dot_iq2(t))
     return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq2(t), .source = "avx512/vec_dot_iq2"};
+  if (VecDotFn f = avx512_vec_dot_iq1(t))
+    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq1(t), .source = "avx512/vec_dot_iq1"};
   if (VecDotFn f = avx512_vec_dot_float(t))
     return {.vec_dot = f,
             .vec_dot_rows = avx512_vec_dot_rows_float(t),

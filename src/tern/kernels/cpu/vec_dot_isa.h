@@ -46,6 +46,12 @@ VecDotFn avx2_vec_dot_iq2(DType weight);
 VecDotFn avx512_vec_dot_iq2(DType weight);
 GemmTileFn avx2_gemm_tile_iq2(DType weight);
 GemmTileFn avx512_gemm_tile_iq2(DType weight);
+// IQ1_S and IQ1_M ({avx2,avx512}/vec_dot_iq1.cpp), as the IQ3 types: bit for bit scalar_vec_dot;
+// the Amx level inherits the Avx512 level's; the ARM levels run the scalar twin.
+VecDotFn avx2_vec_dot_iq1(DType weight);
+VecDotFn avx512_vec_dot_iq1(DType weight);
+GemmTileFn avx2_gemm_tile_iq1(DType weight);
+GemmTileFn avx512_gemm_tile_iq1(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);

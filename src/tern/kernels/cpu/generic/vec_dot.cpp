@@ -314,6 +314,31 @@ float dot_iq2(int64_t k, const void* vw, const void* va) {
   return kIq2Factor * sum;
 }
 
+// IQ1_S and IQ1_M: d · (2 ls + 1) · (g + δ / 8) is d / 8 · (2 ls + 1) · (8 g + δ), so per
+// super-block Σ (2 ls + 1) · Σ (8 g + δ) · a (ggml's 8 Σ ls · Σ g · a and Σ ls · δ · Σ a in one)
+// is exact in int32 (|Σ| ≤ 16 · 15 · 16 · 9 · 127 < 2^23, so exact as a float too), then one
+// float step; the row's sum then times 1/8 (exact). |8 g + δ| ≤ 9, so SIMD pairs fit int16.
+template <typename Block>
+float dot_iq1(int64_t k, const void* vw, const void* va) {
+  const auto* w = static_cast<const Block*>(vw);
+  const auto* a = static_cast<const BlockQ8_K*>(va);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k / kQKK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQKK / kQK; ++j) {
+      for (int l = 0; l < 4; ++l) {
+        const int8_t* x = a[i].qs + kQK * j + 8 * l;
+        const int index = iq1_index(w[i], j, l), delta = iq1_delta(w[i], j, l);
+        int dot = 0;
+        for (int e = 0; e < 8; ++e) dot += (8 * iq1_grid_value(index, e) + delta) * x[e];
+        sumi += iq1_scale(w[i], j, l / 2) * dot;
+      }
+    }
+    sum += (a[i].d * f16_to_f32(iq1_d_bits(w[i]))) * static_cast<float>(sumi);
+  }
+  return 0.125f * sum;
+}
+
 float dot_f32(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const float*>(vw);
   const auto* a = static_cast<const float*>(va);
@@ -383,6 +408,10 @@ VecDotFn scalar_vec_dot(DType weight) {
       return dot_iq2<BlockIq2Xs>;
     case DType::IQ2_S:
       return dot_iq2<BlockIq2S>;
+    case DType::IQ1_S:
+      return dot_iq1<BlockIq1S>;
+    case DType::IQ1_M:
+      return dot_iq1<BlockIq1M>;
     default:
       return scalar_vec_dot_affine(weight);
   }

@@ -1,12 +1,12 @@
 // What the kernels of the 256-element types whose scalar twins take one float step per
 // super-block (Q2_K, Q3_K: {avx2,avx512}/vec_dot_k2_k3.cpp; IQ4_XS: {avx2,avx512}/vec_dot_iq4.cpp;
-// IQ3_XXS, IQ3_S: {avx2,avx512}/vec_dot_iq3.cpp; IQ2_XXS, IQ2_XS, IQ2_S: vec_dot_iq2.cpp) share:
-// the reductions of their exact int32 sums, the scalar twin's float step per super-block
-// (generic/vec_dot.cpp) for one token or four side by side, the GEMV and GEMM tile built from
-// them, and Q2_K/Q3_K's sub-block scales and kernels over each level's own integer dots, so that
-// each level gives the scalar twin's bits; and what the 32-element lookup types (IQ4_NL, MXFP4)
-// differ by, whose kernels are one template. Needs AVX2; internal linkage, so each file compiles
-// its own copy with its own flags.
+// IQ3_XXS, IQ3_S: {avx2,avx512}/vec_dot_iq3.cpp; IQ2_XXS, IQ2_XS, IQ2_S: vec_dot_iq2.cpp; IQ1_S,
+// IQ1_M: vec_dot_iq1.cpp) share: the reductions of their exact int32 sums, the scalar twin's float
+// step per super-block (generic/vec_dot.cpp) for one token or four side by side, the GEMV and GEMM
+// tile built from them, and Q2_K/Q3_K's sub-block scales and kernels over each level's own integer
+// dots, so that each level gives the scalar twin's bits; and what the 32-element lookup types
+// (IQ4_NL, MXFP4) differ by, whose kernels are one template. Needs AVX2; internal linkage, so each
+// file compiles its own copy with its own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -84,9 +84,15 @@ inline float q2_k_step(float sum, const BlockQ2_K& w, const BlockQ8_K& a, int su
   return sum + ((a.d * f16(w.d)) * static_cast<float>(sumi) -
                 (a.d * f16(w.dmin)) * static_cast<float>(summ));
 }
+// A super-block's d (IQ1_M's spread over its scale bytes).
+template <typename Block>
+inline float superblock_d(const Block& w) {
+  return f16(w.d);
+}
+inline float superblock_d(const BlockIq1M& w) { return f16(iq1_d_bits(w)); }
 template <typename Block>
 inline float symmetric_step(float sum, const Block& w, const BlockQ8_K& a, int sumi) {
-  return sum + (a.d * f16(w.d)) * static_cast<float>(sumi);
+  return sum + (a.d * superblock_d(w)) * static_cast<float>(sumi);
 }
 
 // IQ4_XS's 8 sub-block scales (ls − 32), lane j sub-block j, each in both int16 halves of its
@@ -132,7 +138,8 @@ inline __m128 q2_k_step4(__m128 sum, const BlockQ2_K& w, __m128 ad, __m128i sumi
 }
 template <typename Block>
 inline __m128 symmetric_step4(__m128 sum, const Block& w, __m128 ad, __m128i sumi) {
-  return _mm_add_ps(sum, _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(f16(w.d))), _mm_cvtepi32_ps(sumi)));
+  return _mm_add_ps(
+      sum, _mm_mul_ps(_mm_mul_ps(ad, _mm_set1_ps(superblock_d(w))), _mm_cvtepi32_ps(sumi)));
 }
 
 // A row's dot (the GEMV's), for Q2_K (with mins), Q3_K or IQ4_XS: sums(i, &dots, &mins) gives
@@ -374,6 +381,53 @@ GemmTileFn iq2_gemm_tile(DType weight) {
       return superblock_gemm_tile<BlockIq2Xs, micro_iq2<BlockIq2Xs, Dots>>;
     case DType::IQ2_S:
       return superblock_gemm_tile<BlockIq2S, micro_iq2<BlockIq2S, Dots>>;
+    default:
+      return nullptr;
+  }
+}
+
+// Dots::iq1<C>(w, a, i, sumi): IQ1_S's or IQ1_M's sumi[c] = Σ (2 ls + 1) · Σ (8 g + δ) · a_c over
+// super-block i, in 8 int32 lanes; the row's sum then times 1/8, as the scalar twin's.
+template <typename Block, typename Dots>
+float dot_iq1(int64_t k, const void* w_row, const void* a_row) {
+  const auto* w = static_cast<const Block*>(w_row);
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);
+  return 0.125f * superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+           prefetch_ahead(w + i, sizeof(w[i]));
+           Dots::template iq1<1>(w[i], &a, i, dots);
+         });
+}
+
+template <typename Block, typename Dots>
+void micro_iq1(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  __m128 sum = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i dots[kMicroTokens];
+    Dots::template iq1<kMicroTokens>(w[i], a, i, dots);
+    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
+  }
+  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(0.125f), sum));
+}
+
+template <typename Dots>
+VecDotFn iq1_vec_dot(DType weight) {
+  switch (weight) {
+    case DType::IQ1_S:
+      return dot_iq1<BlockIq1S, Dots>;
+    case DType::IQ1_M:
+      return dot_iq1<BlockIq1M, Dots>;
+    default:
+      return nullptr;
+  }
+}
+
+template <typename Dots>
+GemmTileFn iq1_gemm_tile(DType weight) {
+  switch (weight) {
+    case DType::IQ1_S:
+      return superblock_gemm_tile<BlockIq1S, micro_iq1<BlockIq1S, Dots>>;
+    case DType::IQ1_M:
+      return superblock_gemm_tile<BlockIq1M, micro_iq1<BlockIq1M, Dots>>;
     default:
       return nullptr;
   }
