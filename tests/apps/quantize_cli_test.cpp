@@ -169,6 +169,12 @@ TEST(QuantizeCli, RefusesWhatItShould) {
   r = run_tern({"quantize", "--token-embedding-type", "iq2_xs", f32, dir.file("x.gguf"), "q4_0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("IQ2_XS: tern reads"), std::string::npos) << r.err;
+  r = run_tern({"quantize", f32, dir.file("x.gguf"), "iq1_s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("quantization type IQ1_S: tern reads"), std::string::npos) << r.err;
+  r = run_tern({"quantize", "--token-embedding-type", "iq1_m", f32, dir.file("x.gguf"), "q4_0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("IQ1_M: tern reads"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.gguf")));
 
   // An output nowhere to be written fails before the input is read, not after quantizing it.

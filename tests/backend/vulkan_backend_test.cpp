@@ -348,9 +348,9 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const Device& vulkan = find_device("vulkan");
   const ModelConfig c = testing::tiny_qwen3_config(2);
-  // Types the CPU multiplies and the device does not yet: the IQ2 types, which tern reads but
-  // does not write, so a Q8_0 model's attn_q of layer 0 made one (zero blocks).
-  for (DType type : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+  // Types the CPU multiplies and the device does not yet: the IQ2 and IQ1 types, which tern reads
+  // but does not write, so a Q8_0 model's attn_q of layer 0 made one (zero blocks).
+  for (DType type : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S, DType::IQ1_M}) {
     const std::string name(dtype_name(type));
     ModelWeights w = make_dummy_weights(c, DType::Q8_0, 1);
     WeightMatrix& q = w.layers[0].wq;

@@ -339,11 +339,10 @@ TEST(QuantRecipe, ParsesWeightTypeFlag) {
     }
   }
   EXPECT_THROW(QuantRecipe::uniform(DType::Q8_K), Error);
-  // The IQ3 and IQ2 types tern reads but cannot write (llama-quantize's grid search): refused by
-  // name,
-  // as types and as llama.cpp's file types.
-  for (const char* name :
-       {"iq3_xxs", "IQ3_S", "iq3_m", "iq3_xs", "iq2_xxs", "IQ2_XS", "iq2_s", "iq2_m"}) {
+  // The IQ3, IQ2 and IQ1 types tern reads but cannot write (llama-quantize's grid search):
+  // refused by name, as types and as llama.cpp's file types.
+  for (const char* name : {"iq3_xxs", "IQ3_S", "iq3_m", "iq3_xs", "iq2_xxs", "IQ2_XS", "iq2_s",
+                           "iq2_m", "iq1_s", "IQ1_M"}) {
     try {
       parse_weight_recipe(name);
       ADD_FAILURE() << name << ": no error";
@@ -355,7 +354,8 @@ TEST(QuantRecipe, ParsesWeightTypeFlag) {
       EXPECT_NE(what.find("cannot write"), std::string::npos) << what;
     }
   }
-  for (DType t : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S}) {
+  for (DType t : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                  DType::IQ1_S, DType::IQ1_M}) {
     try {
       QuantRecipe::uniform(t);
       ADD_FAILURE() << dtype_name(t) << ": no error";

@@ -254,12 +254,12 @@ RecipeModel RecipeModel::of(const ModelConfig& c) {
 }
 
 void check_writable_type(std::string_view name, std::string_view what) {
-  for (std::string_view type :
-       {"IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M"})
+  for (std::string_view type : {"IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ2_XXS", "IQ2_XS", "IQ2_S",
+                                "IQ2_M", "IQ1_S", "IQ1_M"})
     if (equals_ignoring_case(name, type))
       throw Error(std::string(what) + " " + std::string(type) +
-                  ": tern reads and multiplies IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S weights "
-                  "from GGUF files but "
+                  ": tern reads and multiplies IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and "
+                  "IQ1_M weights from GGUF files but "
                   "cannot write them (llama-quantize makes them, by a grid search with an "
                   "importance matrix: llama-quantize --imatrix FILE in.gguf out.gguf " +
                   std::string(type) + ")");

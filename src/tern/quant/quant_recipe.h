@@ -127,9 +127,10 @@ std::optional<QuantRecipe> parse_weight_recipe(const std::string& name,
                                                std::string_view flag = "--weight-type");
 
 // Throws tern::Error naming the type when `name` (any case) is a weight type or llama.cpp file
-// type tern reads but cannot write (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S; the file types
-// IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M): llama-quantize makes them by a
-// grid search with an importance matrix. `what`: the flag or argument that named it.
+// type tern reads but cannot write (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M; the
+// file types IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M):
+// llama-quantize makes them by a grid search with an importance matrix. `what`: the flag or
+// argument that named it.
 void check_writable_type(std::string_view name, std::string_view what);
 
 // vLLM's `--dtype` (`flag`): the type the matrices stored unquantized (F32, F16, BF16) are
