@@ -39,7 +39,6 @@ inline std::vector<float> dequantized(DType dtype, const void* q, int64_t k) {
   return y;
 }
 
-// ‖a - b‖ / ‖b‖
 // `k` elements (whole super-blocks) of an IQ3, IQ2 or IQ1 type, the types tern reads but does
 // not write: random bytes (every grid index, sign and scale pattern) under finite f16 scales d
 // (each block's first 2 bytes; IQ1_M's the top nibbles of its last 8) of about 1/400, so a dot
@@ -62,6 +61,7 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t k, uint32_t seed)
   return out;
 }
 
+// ‖a - b‖ / ‖b‖
 inline double relative_rms_error(const std::vector<float>& a, const std::vector<float>& b) {
   double err = 0, ref = 0;
   for (size_t i = 0; i < a.size(); ++i) {
