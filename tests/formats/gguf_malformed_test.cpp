@@ -382,8 +382,7 @@ TEST(GgufMalformed, TensorInfos) {
   {
     Bytes x = b;
     patch_le(x, info_of(x, "weight_b", 2).type, 34, 4);
-    expect_rejected("tq1.gguf", x,
-                    "tensor 'weight_b': ggml type TQ1_0 \\(34\\) is not supported");
+    expect_rejected("tq1.gguf", x, "tensor 'weight_b': ggml type TQ1_0 \\(34\\) is not supported");
   }
   {
     Bytes x = b;
