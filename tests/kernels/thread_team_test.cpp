@@ -52,6 +52,24 @@ TEST(ThreadTeam, EveryStepOnceOnMembersOfTheTeam) {
   release_thread_team();
 }
 
+// Each step a split hands out is counted to the thread that took it, so a job's members' counts
+// add up to its steps: the team weighs its workers by them (team_admission.h).
+TEST(ThreadTeam, StepsAreCountedToTheThreadThatTookThem) {
+  TeamSize size(3);
+  for (int64_t steps : {1, 7, 1000}) {
+    std::atomic<int64_t> counted{0};
+    StealingSplit split = StealingSplit::even(team_threads(), steps);
+    run_team(split.threads(), [&](int member) {
+      const int64_t before = t_team_steps;
+      while (split.next(member, 3).count > 0) {
+      }
+      counted += t_team_steps - before;
+    });
+    EXPECT_EQ(counted.load(), steps);
+  }
+  release_thread_team();
+}
+
 // A job started inside a job runs serially on the member that starts it, as OpenMP's nested
 // regions did: team_threads() is 1 there.
 TEST(ThreadTeam, NestedJobsRunOnTheMemberThatStartsThem) {

@@ -43,7 +43,7 @@ class StealingSplit {
 
   // Steps [first, first + count) for `thread`: up to `want` consecutive ones from the front
   // of its own share while it lasts, then one at a time, the extras first; count 0 when every
-  // step is taken.
+  // step is taken. The calling thread's t_team_steps counts them.
   struct Range {
     int64_t first = 0;
     int count = 0;
@@ -54,13 +54,18 @@ class StealingSplit {
       uint64_t v = own.load(std::memory_order_relaxed);
       while (front(v) < back(v)) {
         const int64_t n = std::min<int64_t>(want, back(v) - front(v));
-        if (own.compare_exchange_weak(v, pack(front(v) + n, back(v)), std::memory_order_relaxed))
+        if (own.compare_exchange_weak(v, pack(front(v) + n, back(v)), std::memory_order_relaxed)) {
+          t_team_steps += n;
           return {front(v), static_cast<int>(n)};
+        }
       }
     }
     if (next_extra_.load(std::memory_order_relaxed) < extra_end_) {
       const int64_t s = next_extra_.fetch_add(1, std::memory_order_relaxed);
-      if (s < extra_end_) return {s, 1};
+      if (s < extra_end_) {
+        ++t_team_steps;
+        return {s, 1};
+      }
     }
     for (;;) {  // steal from the back of the share with the most left
       int victim = -1;
@@ -73,8 +78,11 @@ class StealingSplit {
       std::atomic<uint64_t>& theirs = ranges_[victim].bounds;
       uint64_t v = theirs.load(std::memory_order_relaxed);
       while (front(v) < back(v))
-        if (theirs.compare_exchange_weak(v, pack(front(v), back(v) - 1), std::memory_order_relaxed))
+        if (theirs.compare_exchange_weak(v, pack(front(v), back(v) - 1),
+                                         std::memory_order_relaxed)) {
+          ++t_team_steps;
           return {back(v) - 1, 1};
+        }
     }
   }
 

@@ -69,6 +69,7 @@ class Team {
     while (static_cast<int>(workers_.size()) < admit) workers_.emplace_back([this] { work(); });
     call_ = call;
     context_ = context;
+    worker_steps_.store(0, std::memory_order_relaxed);  // published with the state below
     ++epoch_;
     // Publishing the state (seq_cst) before reading sleepers_ pairs with a worker counting
     // itself asleep before it reads the state: one of the two sees the other.
@@ -77,6 +78,7 @@ class Team {
       bell_.fetch_add(1, std::memory_order_seq_cst);
       bell_.notify_all();
     }
+    const int64_t steps_before = t_team_steps;
     t_in_job = true;
     try {
       call(context, 0);
@@ -87,19 +89,20 @@ class Team {
     }
     t_in_job = false;
     const Clock::time_point own_part = Clock::now();
-    if (close_and_wait()) {
-      // Waiting longer than its own part took (a step is a small share of a job), the caller
-      // waited for a worker the OS stopped in the middle of a step: it shares its core.
-      const Clock::time_point end = Clock::now();
-      if (end - own_part > own_part - start + kStallSlack) admission_.stalled(admit, end);
-    }
+    TeamAdmission::Job job;
+    job.workers = admit;
+    const bool waited = close_and_wait();
+    const Clock::time_point end = Clock::now();
+    const int64_t worker_steps = worker_steps_.load(std::memory_order_relaxed);
+    job.joined = waited || worker_steps > 0;
+    job.job = end - start;
+    job.own = own_part - start;
+    job.own_steps = t_team_steps - steps_before;
+    job.steps = job.own_steps + worker_steps;
+    admission_.finished(job, end);
   }
 
  private:
-  // A job's wait for its workers is a stall when it exceeds what the caller's own part took by
-  // this much (a worker woken from sleep starts tens of microseconds late).
-  static constexpr std::chrono::microseconds kStallSlack{100};
-
   // No worker joins from now on; those that have joined finish the steps they have begun.
   // Whether any had to be waited for.
   bool close_and_wait() {
@@ -145,8 +148,10 @@ class Team {
       }
       if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acquire)) continue;
       seen = epoch_of(s);
+      const int64_t steps_before = t_team_steps;
       call_(context_, joined(s) + 1);
-      state_.fetch_sub(1, std::memory_order_release);
+      worker_steps_.fetch_add(t_team_steps - steps_before, std::memory_order_relaxed);
+      state_.fetch_sub(1, std::memory_order_release);  // publishes worker_steps_ to the caller
     }
   }
 
@@ -180,6 +185,7 @@ class Team {
   alignas(64) std::atomic<uint64_t> state_{0};
   alignas(64) std::atomic<uint32_t> bell_{0};  // rung (bumped and notified) to wake sleepers
   std::atomic<int> sleepers_{0};
+  alignas(64) std::atomic<int64_t> worker_steps_{0};  // the open job's, by the workers returned
   std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
 };

@@ -11,9 +11,14 @@
 // --threads sets it through omp_set_num_threads), so the kernels and OpenMP agree on it.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 namespace tern::cpu {
+
+// Steps this thread has taken from the splits of jobs (StealingSplit::next counts them): a job
+// weighs its workers by the share of its steps the caller took (team_admission.h).
+inline thread_local int64_t t_team_steps = 0;
 
 // The most members a job started here can have: 1 inside a job (a nested job runs serially on
 // the thread that asks, as OpenMP's nested regions did) and inside an OpenMP parallel region,
@@ -21,9 +26,10 @@ namespace tern::cpu {
 int max_team_threads();
 
 // The members a job started now should plan for: max_team_threads(), less the workers the team
-// has found sharing a core with another program (a job that had to wait for a worker the OS
-// stopped mid-step leaves one out; it is let back in after a backoff). Plan a job's split for
-// this count and pass the same count to run_team: it may change from one call to the next.
+// has found not to pay (sharing a core with another program: jobs waited for a worker the OS
+// stopped mid-step, or took longer than the caller alone would have; one is let back in after a
+// backoff, team_admission.h). Plan a job's split for this count and pass the same count to
+// run_team: it may change from one call to the next.
 int team_threads();
 
 // Runs work(member) on the calling thread as member 0 and on each of up to threads - 1 workers
