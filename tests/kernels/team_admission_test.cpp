@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace tern::cpu {
 namespace {
 
@@ -11,14 +13,20 @@ using std::chrono::milliseconds;
 using Clock = TeamAdmission::Clock;
 using Job = TeamAdmission::Job;
 
-// A job the workers sped up: the caller took half the steps in 55 µs, the job took 60 (alone:
-// 110).
-Job paying(int workers) { return {workers, true, microseconds(60), microseconds(55), 5, 10}; }
-// A job that waited milliseconds for a worker the OS stopped mid-step.
-Job stalling(int workers) { return {workers, true, milliseconds(3), microseconds(50), 5, 10}; }
-// A job no stall slowed, yet slower than the caller alone: it took 8 of 10 steps in 60 µs
-// (alone: 75) and waited 40 µs for the worker's last one.
-Job losing(int workers) { return {workers, true, microseconds(100), microseconds(60), 8, 10}; }
+constexpr uint64_t kKind = 3, kOtherKind = 5;
+
+// A job with workers of kind kKind (100 µs alone, as time_alone makes it) that took `took`.
+Job with_worker(microseconds took, int workers = 1) {
+  return {kKind, workers, true, took, microseconds(50)};
+}
+// One that waited milliseconds for a worker the OS stopped mid-step.
+Job stalling(int workers) { return with_worker(milliseconds(3), workers); }
+
+// Runs kKind jobs alone at 100 µs each until the window alone is over.
+void time_alone(TeamAdmission& a, Clock::time_point now) {
+  for (Clock::duration sum{}; sum < TeamAdmission::kAloneWindow; sum += microseconds(100))
+    a.ran_alone(kKind, microseconds(100), now);
+}
 
 // Feeds `job` until a window's worth of job time has passed, all at `now`.
 void fill_window(TeamAdmission& a, const Job& job, Clock::time_point now) {
@@ -31,10 +39,8 @@ TEST(TeamAdmission, AnIsolatedStallChangesNothing) {
   const Clock::time_point t0 = Clock::now();
   EXPECT_EQ(a.admitted(3, t0), 3);
   a.finished(stalling(3), t0);
-  fill_window(a, paying(3), t0);
   EXPECT_EQ(a.admitted(3, t0 + milliseconds(1)), 3);
   a.finished(stalling(3), t0 + milliseconds(200));  // long after the first
-  fill_window(a, paying(3), t0 + milliseconds(200));
   EXPECT_EQ(a.admitted(3, t0 + milliseconds(201)), 3);
 }
 
@@ -51,83 +57,103 @@ TEST(TeamAdmission, ARecurringStallLeavesOneWorkerOutUntilTheBackoffHasPassed) {
   EXPECT_EQ(a.admitted(3, t0 + milliseconds(16)), 3);
 }
 
-// Stalls shrink a team one worker at a time, down to one worker: whether the last one pays is
-// weighed, not guessed from its stalls.
+// Stalls shrink a team one worker at a time, down to one worker, whose stalls alone leave it
+// in: whether it pays is weighed, and that starts with the caller's times alone.
 TEST(TeamAdmission, StallsShrinkTheTeamToOneWorker) {
   TeamAdmission a;
   const Clock::time_point t0 = Clock::now();
   a.finished(stalling(2), t0);
   a.finished(stalling(2), t0 + microseconds(500));
-  EXPECT_EQ(a.admitted(2, t0 + milliseconds(1)), 1);
+  EXPECT_EQ(a.admitted(2, t0 + milliseconds(1)), 0);  // the last worker: first, times alone
+  time_alone(a, t0 + milliseconds(1));
+  EXPECT_EQ(a.admitted(2, t0 + milliseconds(2)), 1);
   a.finished(stalling(1), t0 + milliseconds(2));
   a.finished(stalling(1), t0 + milliseconds(3));
   EXPECT_EQ(a.admitted(2, t0 + milliseconds(4)), 1);
 }
 
-// A worker on a shared core stalls now and then, yet does half the steps: it stays.
-TEST(TeamAdmission, ALastWorkerThatPaysStaysDespiteItsStalls) {
+// The last worker stays while jobs with it take clearly less than the same kinds of job alone,
+// and leaves for a backoff once they do not; the probe after it lets it back in.
+TEST(TeamAdmission, TheLastWorkerStaysWhileItPays) {
+  TeamAdmission a;
+  const Clock::time_point t0 = Clock::now();
+  EXPECT_EQ(a.admitted(1, t0), 0);
+  time_alone(a, t0);
+  EXPECT_EQ(a.admitted(1, t0), 1);
+  fill_window(a, with_worker(microseconds(60)), t0);
+  EXPECT_EQ(a.admitted(1, t0), 1);
+  fill_window(a, with_worker(microseconds(97)), t0);  // not by enough
+  EXPECT_EQ(a.admitted(1, t0 + milliseconds(1)), 0);
+  EXPECT_EQ(a.admitted(1, t0 + TeamAdmission::kMinBackoff), 1);
+}
+
+// A worker on a shared core stalls now and then, yet does much of the work: it stays.
+TEST(TeamAdmission, AWorkerThatStallsNowAndThenYetPaysStays) {
   TeamAdmission a;
   Clock::time_point t = Clock::now();
-  for (int i = 0; i < 20; ++i, t += milliseconds(10)) {
+  a.admitted(1, t);
+  time_alone(a, t);
+  for (int i = 0; i < 10; ++i, t += milliseconds(10)) {
     a.finished(stalling(1), t);
-    for (int j = 0; j < 150; ++j) a.finished(paying(1), t);
+    for (int j = 0; j < 150; ++j) a.finished(with_worker(microseconds(60)), t);
     ASSERT_EQ(a.admitted(1, t), 1) << "window " << i;
   }
 }
 
-// Jobs slower than the caller alone would have been leave the worker out for a backoff, stall
-// or none; the probe after it lets the worker back in.
-TEST(TeamAdmission, JobsSlowerThanTheCallerAloneLeaveTheWorkerOut) {
-  for (Job job : {losing(1), stalling(1)}) {
-    TeamAdmission a;
-    const Clock::time_point t0 = Clock::now();
-    EXPECT_EQ(a.admitted(1, t0), 1);
-    fill_window(a, job, t0);
-    EXPECT_EQ(a.admitted(1, t0 + milliseconds(1)), 0);
-    EXPECT_EQ(a.admitted(1, t0 + TeamAdmission::kMinBackoff), 1);
-  }
-}
-
-// A window is weighed as a whole: a slow job among fast ones is outweighed.
-TEST(TeamAdmission, AWindowIsWeighedAsAWhole) {
+// Each kind of job is weighed against its own time alone, and kinds never run alone not at all.
+TEST(TeamAdmission, EachKindIsWeighedAgainstItsOwnTimeAlone) {
   TeamAdmission a;
   const Clock::time_point t0 = Clock::now();
-  for (Clock::duration sum{}; sum < TeamAdmission::kWindow; sum += microseconds(160)) {
-    a.finished(losing(1), t0);
-    a.finished(paying(1), t0);
+  a.admitted(1, t0);
+  a.ran_alone(kOtherKind, milliseconds(1), t0);
+  time_alone(a, t0);
+  // kOtherKind with the worker: 0.5 ms of 1 alone; kKind: 150 µs of 100. Together they pay.
+  for (Clock::duration sum{}; sum < TeamAdmission::kWindow; sum += microseconds(650)) {
+    a.finished({kOtherKind, 1, true, microseconds(500), microseconds(250)}, t0);
+    a.finished(with_worker(microseconds(150)), t0);
   }
+  EXPECT_EQ(a.admitted(1, t0 + milliseconds(1)), 1);
+  const Job unknown{7, 1, true, milliseconds(5), microseconds(100)};
+  fill_window(a, unknown, t0);
   EXPECT_EQ(a.admitted(1, t0 + milliseconds(1)), 1);
 }
 
-// Jobs no worker joined, or in which the caller took no step, tell nothing about the workers.
-TEST(TeamAdmission, JobsWithoutBothSidesAreNotWeighed) {
+// While the worker pays, the times alone are taken again at a doubling interval.
+TEST(TeamAdmission, TheTimesAloneAreTakenAgainWhileTheWorkerPays) {
   TeamAdmission a;
-  const Clock::time_point t0 = Clock::now();
-  Job alone = losing(1), no_own_steps = losing(1);
-  alone.joined = false;
-  no_own_steps.own_steps = 0;
-  fill_window(a, alone, t0);
-  fill_window(a, no_own_steps, t0);
-  EXPECT_EQ(a.admitted(1, t0 + milliseconds(1)), 1);
+  Clock::time_point t = Clock::now();
+  a.admitted(1, t);
+  time_alone(a, t);
+  for (Clock::duration interval = TeamAdmission::kMinRecheck;
+       interval <= TeamAdmission::kMaxRecheck; interval *= 2) {
+    fill_window(a, with_worker(microseconds(60)), t);
+    EXPECT_EQ(a.admitted(1, t + interval - milliseconds(1)), 1);
+    t += interval;
+    EXPECT_EQ(a.admitted(1, t), 0) << "after " << interval.count() << " ns";
+    time_alone(a, t);
+    EXPECT_EQ(a.admitted(1, t), 1);
+  }
 }
 
 // Shrinks in quick succession double the backoff up to its cap; probes that see none halve it.
 TEST(TeamAdmission, BackoffDoublesWhileProbesFailAndHalvesWhenTheyPass) {
   TeamAdmission a;
   Clock::time_point t = Clock::now();
-  fill_window(a, losing(1), t);
+  a.admitted(1, t);
+  time_alone(a, t);
+  fill_window(a, with_worker(microseconds(150)), t);
   EXPECT_EQ(a.backoff(), TeamAdmission::kMinBackoff);
   for (int i = 0; i < 12; ++i) {  // each probe's window loses
     t += a.backoff();
     ASSERT_EQ(a.admitted(1, t), 1) << "probe " << i;
-    fill_window(a, losing(1), t);
+    fill_window(a, with_worker(microseconds(150)), t);
   }
   EXPECT_EQ(a.backoff(), TeamAdmission::kMaxBackoff);
   EXPECT_EQ(a.admitted(1, t + milliseconds(999)), 0);
   // The other program has gone: the next probe passes, and each later one halves the backoff.
   t += a.backoff();
   EXPECT_EQ(a.admitted(1, t), 1);
-  fill_window(a, paying(1), t);
+  fill_window(a, with_worker(microseconds(60)), t);
   EXPECT_EQ(a.admitted(2, t + milliseconds(1)), 1);  // a second worker waits for its own probe
   t += a.backoff();
   EXPECT_EQ(a.admitted(2, t), 2);
@@ -138,15 +164,15 @@ TEST(TeamAdmission, BackoffDoublesWhileProbesFailAndHalvesWhenTheyPass) {
 TEST(TeamAdmission, ALaterBurstOfStallsBacksOffBriefly) {
   TeamAdmission a;
   Clock::time_point t = Clock::now();
-  a.finished(stalling(2), t);
-  a.finished(stalling(2), t + milliseconds(1));
+  a.finished(stalling(3), t);
+  a.finished(stalling(3), t + milliseconds(1));
   t += milliseconds(1) + a.backoff();
-  a.admitted(2, t);
-  a.finished(stalling(2), t);  // 10 ms after the last: a recurrence
+  a.admitted(3, t);
+  a.finished(stalling(3), t);  // 10 ms after the last: a recurrence
   EXPECT_EQ(a.backoff(), 2 * TeamAdmission::kMinBackoff);
   t += std::chrono::seconds(10);
-  a.finished(stalling(2), t);
-  a.finished(stalling(2), t + milliseconds(1));
+  a.finished(stalling(3), t);
+  a.finished(stalling(3), t + milliseconds(1));
   EXPECT_EQ(a.backoff(), TeamAdmission::kMinBackoff);
 }
 

@@ -117,8 +117,11 @@ class StealingSplit {
 template <class Body>
 void parallel_for(int64_t steps, Body&& body, bool parallel = true) {
   const int threads = parallel && steps > 1 ? team_threads() : 1;
-  if (threads <= 1) {
-    for (int64_t s = 0; s < steps; ++s) body(s);
+  if (threads <= 1) {  // still a job: the team times it (team_admission.h)
+    run_team(1, [&](int) {
+      for (int64_t s = 0; s < steps; ++s) body(s);
+      t_team_steps += steps;
+    });
     return;
   }
   StealingSplit split = StealingSplit::even(threads, steps);

@@ -6,12 +6,15 @@
 // slice, milliseconds. A stall alone may be the OS's own work or the hypervisor's; a second within
 // kRecurrence is a busy core, and admits one worker fewer. That rule shrinks a large team; it
 // cannot say whether the last worker still pays, since a worker on a shared core stalls now and
-// then yet may still do a third of the work. So the jobs themselves are weighed: over a window of
-// kWindow of job time, the time the jobs took against the time the caller alone would have taken
-// (its own part, scaled by all the steps over the steps it took). Jobs that took more than
-// kWorthIt of that admit one worker fewer: more threads must never be slower than one.
+// then yet may still do a third of the work, and also takes time from the caller. So the last
+// worker is weighed: each kind of job (where it is started, and how many steps) keeps the time it
+// took with the caller alone, and a window of kWindow of jobs run with the worker is set against
+// those times; jobs that took more than kWorthIt of them admit the worker no longer. The times
+// alone are taken whenever the caller runs alone, and for kAloneWindow every recheck interval
+// (which doubles, up to kMaxRecheck, while the worker keeps paying: on an idle machine the
+// windows alone cost a few tenths of a percent): more threads must not be slower than one.
 //
-// After a backoff one more worker is admitted again, to see whether its core is free. Shrinks in
+// A worker left out is admitted again after a backoff, to see whether its core is free. Shrinks in
 // quick succession double the backoff (up to kMaxBackoff), and each probe that saw none halves
 // it: on a busy machine the team shrinks to the cores that pay, and grows back within about a
 // second once they are free. Which worker stays out is whichever joins a job last: a descheduled
@@ -19,6 +22,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -29,51 +33,74 @@ class TeamAdmission {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::milliseconds kRecurrence{100}, kMinBackoff{10}, kMaxBackoff{1000},
-      kWindow{20};
-  // The caller alone runs each step faster than it does beside a worker (they share the memory
-  // bus: two threads decode about 1.85× one on an idle Zen 5), so its scaled-up own part
-  // overstates the time alone by up to ~8%; the margin keeps a worker only where it clearly pays.
-  static constexpr double kWorthIt = 0.9;
+      kWindow{20}, kAloneWindow{10}, kMinRecheck{100}, kMaxRecheck{4000};
+  // A little below 1, so that a worker stays only where it clearly pays (a window's times vary by
+  // a few percent from the machine alone).
+  static constexpr double kWorthIt = 0.95;
   // A wait for the workers is a stall when it exceeds the caller's own part by this much (a worker
   // woken from sleep starts tens of microseconds late).
   static constexpr std::chrono::microseconds kStallSlack{100};
 
   // How many of `workers` a job started at `now` admits.
   int admitted(int workers, Clock::time_point now) {
-    if (allowed_ >= workers) return workers;
-    if (now >= probe_at_) {
-      if (last_shrink_ < last_probe_)
-        backoff_ = std::max<Clock::duration>(kMinBackoff, backoff_ / 2);
-      ++allowed_;
-      last_probe_ = now;
-      probe_at_ = now + backoff_;
-      restart_window();
+    int n = workers;
+    if (allowed_ < workers) {
+      if (now >= probe_at_) {
+        if (last_shrink_ < last_probe_)
+          backoff_ = std::max<Clock::duration>(kMinBackoff, backoff_ / 2);
+        if (allowed_ == 0) recheck_at_ = now + recheck_;  // the caller has just run alone
+        ++allowed_;
+        last_probe_ = now;
+        probe_at_ = now + backoff_;
+        restart_window();
+      }
+      n = std::min(allowed_, workers);
     }
-    return std::min(allowed_, workers);
+    if (n == 1 && !timing_alone_ && now >= recheck_at_) {
+      timing_alone_ = true;  // the times alone are due: a window without the worker
+      alone_window_ = {};
+    }
+    return n == 1 && timing_alone_ ? 0 : n;
   }
 
-  // What a job measured: it admitted `workers`, some of which joined (`joined`), lasted `job`,
-  // of which the caller's own part took `own`; the caller took `own_steps` of the `steps` the
-  // members took in all.
+  // A job the caller ran alone, of kind `kind` (nonzero), took `took`, ending at `now`.
+  void ran_alone(uint64_t kind, Clock::duration took, Clock::time_point now) {
+    Clock::duration& t = time_alone(kind);
+    t = t == Clock::duration{} ? took : (3 * t + took) / 4;  // smoothed: one job may be preempted
+    if (!timing_alone_) return;
+    alone_window_ += took;
+    if (alone_window_ < kAloneWindow) return;
+    timing_alone_ = false;
+    recheck_at_ = now + recheck_;
+    restart_window();
+  }
+
+  // What a job with workers measured: of kind `kind`, it admitted `workers`, some of which
+  // joined (`joined`), and lasted `job`, of which the caller's own part took `own`.
   struct Job {
+    uint64_t kind = 0;
     int workers = 0;
     bool joined = false;
     Clock::duration job{}, own{};
-    int64_t own_steps = 0, steps = 0;
   };
 
-  // A job ended at `now`.
+  // A job with workers ended at `now`.
   void finished(const Job& j, Clock::time_point now) {
-    if (!j.joined || j.own_steps <= 0) return;  // the caller alone: nothing to weigh
-    if (j.workers >= 2 && j.job - j.own > j.own + kStallSlack) stalled(j.workers, now);
+    if (j.workers >= 2 && j.joined && j.job - j.own > j.own + kStallSlack) stalled(j.workers, now);
+    if (j.workers != 1) return;
+    const Clock::duration alone = time_alone(j.kind);
+    if (alone == Clock::duration{}) return;  // never run alone yet
     window_job_ += j.job;
-    window_alone_ += std::chrono::duration<double>(j.own).count() * static_cast<double>(j.steps) /
-                     static_cast<double>(j.own_steps);
+    window_alone_ += alone;
     if (window_job_ < kWindow) return;
-    const bool pays =
-        std::chrono::duration<double>(window_job_).count() <= kWorthIt * window_alone_;
+    const bool pays = window_job_ <= kWorthIt * window_alone_;
     restart_window();
-    if (!pays) shrink(j.workers, now);
+    if (pays) {
+      recheck_ = std::min<Clock::duration>(kMaxRecheck, 2 * recheck_);
+    } else {
+      recheck_ = kMinRecheck;
+      shrink(j.workers, now);
+    }
   }
 
   Clock::duration backoff() const { return backoff_; }
@@ -96,16 +123,37 @@ class TeamAdmission {
     restart_window();
   }
 
-  void restart_window() {
-    window_job_ = {};
-    window_alone_ = 0;
+  void restart_window() { window_job_ = window_alone_ = {}; }
+
+  // The time alone of a kind of job, in a table of kKinds (open addressing; once it is full, new
+  // kinds share the last slot probed, which only blurs their times).
+  static constexpr size_t kKinds = 256;
+  Clock::duration& time_alone(uint64_t kind) {
+    size_t i = static_cast<size_t>(kind * 0x9e3779b97f4a7c15u >> 56) % kKinds;
+    for (size_t probes = 0; probes + 1 < kKinds; ++probes, i = (i + 1) % kKinds) {
+      if (kinds_[i].kind == kind) break;
+      if (kinds_[i].kind == 0) {
+        kinds_[i].kind = kind;
+        break;
+      }
+    }
+    return kinds_[i].alone;
   }
+  struct KindTime {
+    uint64_t kind = 0;
+    Clock::duration alone{};
+  };
+  std::array<KindTime, kKinds> kinds_{};
 
   int allowed_ = std::numeric_limits<int>::max();
   Clock::duration backoff_ = kMinBackoff;
   Clock::time_point probe_at_{}, last_probe_{}, last_stall_{}, last_shrink_{};
-  Clock::duration window_job_{};  // the window's job time, and the caller's time alone (s)
-  double window_alone_ = 0;
+  // The last worker's weighing: the window's job time and the same jobs' times alone; whether a
+  // window alone is being timed, how long it has run, and when the next is due.
+  Clock::duration window_job_{}, window_alone_{};
+  bool timing_alone_ = false;
+  Clock::duration alone_window_{}, recheck_ = kMinRecheck;
+  Clock::time_point recheck_at_{};
 };
 
 }  // namespace tern::cpu

@@ -46,6 +46,13 @@ std::chrono::microseconds worker_spin() {
   return spin;
 }
 
+// A kind of job, as the team's admission weighs it: where it was started (the erased call is
+// one function per call site) and how many steps it had. Never 0.
+uint64_t job_kind(void (*call)(void*, int), int64_t steps) {
+  return (reinterpret_cast<uintptr_t>(call) * 0x9e3779b97f4a7c15u ^ static_cast<uint64_t>(steps)) |
+         1;
+}
+
 class Team {
  public:
   using Clock = TeamAdmission::Clock;
@@ -94,11 +101,10 @@ class Team {
     const bool waited = close_and_wait();
     const Clock::time_point end = Clock::now();
     const int64_t worker_steps = worker_steps_.load(std::memory_order_relaxed);
+    job.kind = job_kind(call, t_team_steps - steps_before + worker_steps);
     job.joined = waited || worker_steps > 0;
     job.job = end - start;
     job.own = own_part - start;
-    job.own_steps = t_team_steps - steps_before;
-    job.steps = job.own_steps + worker_steps;
     admission_.finished(job, end);
   }
 
@@ -206,9 +212,19 @@ int team_threads() {
 void run_team_erased(int threads, void (*call)(void*, int), void* context) {
   if (threads <= 1 || t_in_job) {
     const bool outer = t_in_job;
+    // A job of a thread that has a team, run alone: its time is what the team's last worker is
+    // weighed against.
+    const bool timed = !outer && t_team;
+    const TeamAdmission::Clock::time_point start =
+        timed ? TeamAdmission::Clock::now() : TeamAdmission::Clock::time_point{};
+    const int64_t steps_before = t_team_steps;
     t_in_job = true;
     call(context, 0);
     t_in_job = outer;
+    if (timed) {
+      const TeamAdmission::Clock::time_point end = TeamAdmission::Clock::now();
+      t_team->admission().ran_alone(job_kind(call, t_team_steps - steps_before), end - start, end);
+    }
     return;
   }
   if (!t_team) t_team = std::make_unique<Team>();
