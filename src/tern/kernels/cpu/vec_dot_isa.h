@@ -94,15 +94,20 @@ GemmTileFn chains16_gemm_k(DType weight);
 const PackedKernels* chains16_packed_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
 const PackedKernels* amx_packed_k(DType weight);
-// The ARM levels (arch/arm/): each of these equals lanes16_vec_dot bit for bit. neon/: Q4_0,
-// Q8_0 (vec_dot_q), Q4_K, Q5_K, Q6_K (vec_dot_k), F32, F16, BF16 (vec_dot_float) with widening
-// multiplies; dotprod/: the integer types with sdot; i8mm/: GEMM tiles of Q4_0, Q8_0 and the
-// K types with smmla (2 rows × 2 tokens per instruction).
+// The ARM levels (arch/arm/): each of these equals lanes16_vec_dot bit for bit, or for Q2_K,
+// Q3_K and the IQ4 family the scalar twin. neon/: Q4_0, Q8_0 (vec_dot_q), Q4_K, Q5_K, Q6_K
+// (vec_dot_k), F32, F16, BF16 (vec_dot_float), Q2_K, Q3_K (vec_dot_k2_k3), IQ4_NL, IQ4_XS,
+// MXFP4 (vec_dot_iq4) with widening multiplies; dotprod/: the integer types with sdot; i8mm/:
+// GEMM tiles of Q4_0, Q8_0 and the K types with smmla (2 rows × 2 tokens per instruction).
 VecDotFn neon_vec_dot_q(DType weight);
 VecDotFn neon_vec_dot_k(DType weight);
 VecDotFn neon_vec_dot_float(DType weight);
+VecDotFn neon_vec_dot_k2_k3(DType weight);
+VecDotFn neon_vec_dot_iq4(DType weight);
 VecDotFn dotprod_vec_dot_q(DType weight);
 VecDotFn dotprod_vec_dot_k(DType weight);
+VecDotFn dotprod_vec_dot_k2_k3(DType weight);
+VecDotFn dotprod_vec_dot_iq4(DType weight);
 GemmTileFn i8mm_gemm_tile_q(DType weight);
 GemmTileFn i8mm_gemm_tile_k(DType weight);
 
