@@ -13,12 +13,12 @@ template <typename Block>
 void dequantize_iq2(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const Block*>(vx);
   for (int64_t i = 0; i < k / kQKK; ++i) {
-    const float d = f16_to_f32(x[i].d) * kIq2Factor;
+    const float d = f16_to_f32(x[i].d) * lattice_factor(x);
     for (int j = 0; j < kQKK / kQK; ++j) {
-      const uint32_t signs = iq2_signs(x[i], j);
+      const uint32_t signs = lattice_signs(x[i], j);
       for (int e = 0; e < kQK; ++e) {
-        const float scale = d * static_cast<float>(iq2_scale(x[i], j, e / 16));
-        const auto m = static_cast<float>((iq2_grid(x[i], j, e / 8) >> (8 * (e % 8))) & 0xff);
+        const float scale = d * static_cast<float>(lattice_scale(x[i], j, e / 16));
+        const auto m = static_cast<float>((lattice_grid(x[i], j, e / 8) >> (8 * (e % 8))) & 0xff);
         y[kQK * j + e] = scale * ((signs >> e) & 1 ? -m : m);
       }
     }

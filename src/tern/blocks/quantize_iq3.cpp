@@ -13,12 +13,12 @@ template <typename Block>
 void dequantize_iq3(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const Block*>(vx);
   for (int64_t i = 0; i < k / kQKK; ++i) {
-    const float d = f16_to_f32(x[i].d) * iq3_factor(x);
+    const float d = f16_to_f32(x[i].d) * lattice_factor(x);
     for (int j = 0; j < kQKK / kQK; ++j, y += kQK) {
-      const float scale = d * static_cast<float>(iq3_scale(x[i], j));
-      const uint32_t signs = iq3_signs(x[i], j);
+      const float scale = d * static_cast<float>(lattice_scale(x[i], j, 0));
+      const uint32_t signs = lattice_signs(x[i], j);
       for (int e = 0; e < kQK; ++e) {
-        const auto m = static_cast<float>((iq3_grid(x[i], j, e / 4) >> (8 * (e % 4))) & 0xff);
+        const auto m = static_cast<float>((lattice_grid(x[i], j, e / 4) >> (8 * (e % 4))) & 0xff);
         y[e] = scale * ((signs >> e) & 1 ? -m : m);
       }
     }

@@ -73,8 +73,8 @@ inline __m256i iq2_sign_words(const BlockIq2S& w) { return load256(w.qs + kQKK /
 template <typename Block>
 inline __m256i iq2_magnitudes(const Block& w, int j) {
   return _mm256_setr_epi64x(
-      static_cast<long long>(iq2_grid(w, j, 0)), static_cast<long long>(iq2_grid(w, j, 1)),
-      static_cast<long long>(iq2_grid(w, j, 2)), static_cast<long long>(iq2_grid(w, j, 3)));
+      static_cast<long long>(lattice_grid(w, j, 0)), static_cast<long long>(lattice_grid(w, j, 1)),
+      static_cast<long long>(lattice_grid(w, j, 2)), static_cast<long long>(lattice_grid(w, j, 3)));
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ inline const int* iq3_grid_of(const BlockIq3Xxs&) {
 }
 inline const int* iq3_grid_of(const BlockIq3S&) { return reinterpret_cast<const int*>(kIq3SGrid); }
 
-// Group m of sub-block j's grid entry (block_layouts.h's iq3_grid).
+// Group m of sub-block j's grid entry (block_layouts.h's lattice_grid).
 inline int iq3_entry(const BlockIq3Xxs& w, int j, int m) {
   return static_cast<int>(kIq3XxsGrid[w.qs[8 * j + m]]);
 }

@@ -288,12 +288,13 @@ void micro_iq4_xs(const BlockIq4Xs* w, const BlockQ8_K* const* a, int64_t nb, fl
 }
 
 // Dots::iq3<C>(w, a, i, sumi): IQ3_XXS's or IQ3_S's sumi[c] = Σ_j (2 ls_j + 1) · Σ ±m · a_c over
-// super-block i, in 8 int32 lanes; the row's sum then times iq3_factor, as the scalar twin's.
+// super-block i, in 8 int32 lanes; the row's sum then times lattice_factor, as the scalar twin's.
 template <typename Block, typename Dots>
 float dot_iq3(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const Block*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return iq3_factor(w) * superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+  return lattice_factor(w) *
+         superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
            prefetch_ahead(w + i, sizeof(w[i]));
            Dots::template iq3<1>(w[i], &a, i, dots);
          });
@@ -307,7 +308,7 @@ void micro_iq3(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out
     Dots::template iq3<kMicroTokens>(w[i], a, i, dots);
     sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
   }
-  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(iq3_factor(w)), sum));
+  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(lattice_factor(w)), sum));
 }
 
 template <typename Dots>
@@ -341,7 +342,8 @@ template <typename Block, typename Dots>
 float dot_iq2(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const Block*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return kIq2Factor * superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+  return lattice_factor(w) *
+         superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
            prefetch_ahead(w + i, sizeof(w[i]));
            Dots::template iq2<1>(w[i], &a, i, dots);
          });
@@ -355,7 +357,7 @@ void micro_iq2(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out
     Dots::template iq2<kMicroTokens>(w[i], a, i, dots);
     sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
   }
-  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(kIq2Factor), sum));
+  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(lattice_factor(w)), sum));
 }
 
 template <typename Dots>
@@ -392,7 +394,8 @@ template <typename Block, typename Dots>
 float dot_iq1(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const Block*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return 0.125f * superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+  return lattice_factor(w) *
+         superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
            prefetch_ahead(w + i, sizeof(w[i]));
            Dots::template iq1<1>(w[i], &a, i, dots);
          });
@@ -406,7 +409,7 @@ void micro_iq1(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out
     Dots::template iq1<kMicroTokens>(w[i], a, i, dots);
     sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
   }
-  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(0.125f), sum));
+  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(lattice_factor(w)), sum));
 }
 
 template <typename Dots>
