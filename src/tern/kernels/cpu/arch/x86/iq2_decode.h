@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tern/blocks/block_layouts.h"
 #include "tern/kernels/cpu/arch/x86/iq3_decode.h"
@@ -42,12 +43,21 @@ inline __m256i iq2_nibble_scale_pairs(const uint8_t* scales) {
 inline __m256i lattice_scale_pairs(const BlockIq2Xs& w) { return iq2_nibble_scale_pairs(w.scales); }
 inline __m256i lattice_scale_pairs(const BlockIq2S& w) { return iq2_nibble_scale_pairs(w.scales); }
 
-// Sub-block j's 16 int16 scales for vpmaddwd: lanes 0..7 half 0's, 8..15 half 1's (the IQ3
-// types' too, whose halves are alike).
+// Whether both halves of a sub-block share one scale (IQ2_XXS, the IQ3 types): its pairs of
+// lattice_scale_pairs then hold it twice, and need no shuffle to reach both halves.
+template <typename Block>
+constexpr bool kHalvesAlike =
+    std::is_same_v<Block, BlockIq2Xxs> || std::is_same_v<Block, BlockIq3Xxs> ||
+    std::is_same_v<Block, BlockIq3S>;
+
+// Sub-block j's 16 int16 scales for vpmaddwd: lanes 0..7 half 0's, 8..15 half 1's.
+template <typename Block>
 inline __m256i lattice_sub_scales(__m256i pairs, int j) {
-  return _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(j)),
-                             _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3,
-                                              2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
+  const __m256i lane = _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(j));
+  if constexpr (kHalvesAlike<Block>) return lane;
+  return _mm256_shuffle_epi8(
+      lane, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3,
+                             2, 3, 2, 3, 2, 3, 2, 3));
 }
 
 // Lane j: sub-block j's sign word (bit e: element e negative). IQ2_XS's byte l: the top 7 bits of

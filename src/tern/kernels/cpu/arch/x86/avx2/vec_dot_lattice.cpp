@@ -53,7 +53,7 @@ struct Dots {
       const __m256i word = _mm256_permutevar8x32_epi32(signs, _mm256_set1_epi32(j));
       return SubBlock{lattice_magnitudes(w, j),
                       _mm256_or_si256(negative_bytes(word), _mm256_set1_epi8(1)),
-                      lattice_sub_scales(scales, j)};
+                      lattice_sub_scales<Block>(scales, j)};
     };
     lattice_dots<C>(sub_block, a, i, sumi);
   }

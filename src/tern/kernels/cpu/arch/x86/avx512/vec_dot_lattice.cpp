@@ -22,10 +22,12 @@ inline __m512i pair512(__m256i low, __m256i high) {
 }
 
 // The int16 scales of sub-blocks 2m and 2m + 1, 8 lanes a half, from lattice_scale_pairs.
+template <typename Block>
 inline __m512i chunk_scales(__m256i scale_pairs, int m) {
   const __m512i index = _mm512_add_epi32(
       _mm512_set1_epi32(2 * m), _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
   const __m512i pairs = _mm512_permutexvar_epi32(index, _mm512_castsi256_si512(scale_pairs));
+  if constexpr (kHalvesAlike<Block>) return pairs;
   // Bytes 0, 1 of each lane (half 0) in the first and third 128-bit quarters, 2, 3 in the others.
   return _mm512_shuffle_epi8(
       pairs, _mm512_setr_epi64(0x0100010001000100, 0x0100010001000100, 0x0302030203020302,
@@ -72,7 +74,7 @@ struct Dots {
     _mm256_store_si256(reinterpret_cast<__m256i*>(negative), lattice_sign_words(w));
     const auto chunk = [&](int m) {
       return Chunk{pair512(lattice_magnitudes(w, 2 * m), lattice_magnitudes(w, 2 * m + 1)),
-                   _cvtu64_mask64(negative[m]), chunk_scales(scales, m)};
+                   _cvtu64_mask64(negative[m]), chunk_scales<Block>(scales, m)};
     };
     lattice_dots<C>(chunk, a, i, sumi);
   }
