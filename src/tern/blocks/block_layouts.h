@@ -184,8 +184,9 @@ inline float mxfp4_scale(uint8_t e) {
 // The 3-bit lattice types (iq3_grids.h's grids): super-blocks of 256 in 8 sub-blocks of 32,
 // element e of sub-block j = d · c · m · (sign bit e ? −1 : 1), m byte e % 4 of the grid entry
 // of group e / 4, c the sub-block's scale: IQ3_XXS's (2 ls + 1) / 4, IQ3_S's 2 ls + 1. The
-// helpers below give each sub-block's integer parts: scale (2 ls + 1), sign word (bit e: element
-// e negative) and grid entry of group m (0..7).
+// helpers below give each sub-block's integer parts as the IQ2 types' (below) do, so that one
+// scalar twin serves both: lattice_scale (2 ls + 1, both halves of the sub-block alike),
+// lattice_signs (bit e: element e negative) and lattice_grid (the entry of group m, 0..7).
 //
 // IQ3_XXS: qs[8j + m] the grid index of group m; bytes 64 + 4j.. the little-endian word of
 // sub-block j: ls its top 4 bits, below them 4 × 7 sign bits (kLatticeSigns, group of 8 l at
@@ -199,17 +200,17 @@ inline uint32_t iq3_xxs_word(const BlockIq3Xxs& b, int j) {
   std::memcpy(&w, b.qs + kQKK / 4 + 4 * j, sizeof w);
   return w;
 }
-inline int iq3_scale(const BlockIq3Xxs& b, int j) {
+inline int lattice_scale(const BlockIq3Xxs& b, int j, int) {
   return 2 * static_cast<int>(iq3_xxs_word(b, j) >> 28) + 1;
 }
-inline uint32_t iq3_signs(const BlockIq3Xxs& b, int j) {
+inline uint32_t lattice_signs(const BlockIq3Xxs& b, int j) {
   const uint32_t w = iq3_xxs_word(b, j);
   uint32_t s = 0;
   for (int l = 0; l < 4; ++l)
     s |= static_cast<uint32_t>(kLatticeSigns[(w >> (7 * l)) & 127]) << (8 * l);
   return s;
 }
-inline uint32_t iq3_grid(const BlockIq3Xxs& b, int j, int m) {
+inline uint32_t lattice_grid(const BlockIq3Xxs& b, int j, int m) {
   return kIq3XxsGrid[b.qs[8 * j + m]];
 }
 
@@ -223,26 +224,26 @@ struct BlockIq3S {
   uint8_t signs[kQKK / 8];
   uint8_t scales[kQKK / 64];
 };
-inline int iq3_scale(const BlockIq3S& b, int j) {
+inline int lattice_scale(const BlockIq3S& b, int j, int) {
   return 2 * ((b.scales[j / 2] >> (4 * (j % 2))) & 0xf) + 1;
 }
-inline uint32_t iq3_signs(const BlockIq3S& b, int j) {
+inline uint32_t lattice_signs(const BlockIq3S& b, int j) {
   uint32_t s;
   std::memcpy(&s, b.signs + 4 * j, sizeof s);
   return s;
 }
-inline uint32_t iq3_grid(const BlockIq3S& b, int j, int m) {
+inline uint32_t lattice_grid(const BlockIq3S& b, int j, int m) {
   return kIq3SGrid[b.qs[8 * j + m] | ((b.qh[j] >> m) & 1) << 8];
 }
 // What multiplies d · Σ_j (2 ls_j + 1) · Σ ±m · a: IQ3_XXS's quarter (exact in floats).
-inline float iq3_factor(const BlockIq3Xxs*) { return 0.25f; }
-inline float iq3_factor(const BlockIq3S*) { return 1.0f; }
+inline float lattice_factor(const BlockIq3Xxs*) { return 0.25f; }
+inline float lattice_factor(const BlockIq3S*) { return 1.0f; }
 
 // The 2-bit lattice types (iq2_grids.h's grids): super-blocks of 256 in 8 sub-blocks of 32, each
 // two halves of 16; element e of sub-block j = d · (2 ls + 1) / 8 · m · (sign bit e ? −1 : 1), m
 // byte e % 8 of the grid entry of group e / 8, ls the 4-bit scale of half e / 16 (IQ2_XXS: one
-// for both). The helpers give each sub-block's integer parts: iq2_scale (2 ls + 1 of half h),
-// iq2_signs (bit e: element e negative) and iq2_grid (the entry of group g, 0..3).
+// for both). The helpers give each sub-block's integer parts: lattice_scale (2 ls + 1 of half h),
+// lattice_signs (bit e: element e negative) and lattice_grid (the entry of group g, 0..3).
 //
 // IQ2_XXS: bytes 8j.. of qs: the grid indices of sub-block j's 4 groups, then its little-endian
 // word: ls the top 4 bits, below them 4 × 7 sign bits (kLatticeSigns, group l at bits 7l..).
@@ -255,17 +256,17 @@ inline uint32_t iq2_xxs_word(const BlockIq2Xxs& b, int j) {
   std::memcpy(&w, b.qs + 8 * j + 4, sizeof w);
   return w;
 }
-inline int iq2_scale(const BlockIq2Xxs& b, int j, int) {
+inline int lattice_scale(const BlockIq2Xxs& b, int j, int) {
   return 2 * static_cast<int>(iq2_xxs_word(b, j) >> 28) + 1;
 }
-inline uint32_t iq2_signs(const BlockIq2Xxs& b, int j) {
+inline uint32_t lattice_signs(const BlockIq2Xxs& b, int j) {
   const uint32_t w = iq2_xxs_word(b, j);
   uint32_t s = 0;
   for (int l = 0; l < 4; ++l)
     s |= static_cast<uint32_t>(kLatticeSigns[(w >> (7 * l)) & 127]) << (8 * l);
   return s;
 }
-inline uint64_t iq2_grid(const BlockIq2Xxs& b, int j, int g) {
+inline uint64_t lattice_grid(const BlockIq2Xxs& b, int j, int g) {
   return kIq2XxsGrid[b.qs[8 * j + g]];
 }
 
@@ -276,16 +277,16 @@ struct BlockIq2Xs {
   uint16_t qs[kQKK / 8];
   uint8_t scales[kQKK / 32];
 };
-inline int iq2_scale(const BlockIq2Xs& b, int j, int h) {
+inline int lattice_scale(const BlockIq2Xs& b, int j, int h) {
   return 2 * ((b.scales[j] >> (4 * h)) & 0xf) + 1;
 }
-inline uint32_t iq2_signs(const BlockIq2Xs& b, int j) {
+inline uint32_t lattice_signs(const BlockIq2Xs& b, int j) {
   uint32_t s = 0;
   for (int l = 0; l < 4; ++l)
     s |= static_cast<uint32_t>(kLatticeSigns[b.qs[4 * j + l] >> 9]) << (8 * l);
   return s;
 }
-inline uint64_t iq2_grid(const BlockIq2Xs& b, int j, int g) {
+inline uint64_t lattice_grid(const BlockIq2Xs& b, int j, int g) {
   return kIq2XsGrid[b.qs[4 * j + g] & 511];
 }
 
@@ -297,19 +298,21 @@ struct BlockIq2S {
   uint8_t qh[kQKK / 32];
   uint8_t scales[kQKK / 32];
 };
-inline int iq2_scale(const BlockIq2S& b, int j, int h) {
+inline int lattice_scale(const BlockIq2S& b, int j, int h) {
   return 2 * ((b.scales[j] >> (4 * h)) & 0xf) + 1;
 }
-inline uint32_t iq2_signs(const BlockIq2S& b, int j) {
+inline uint32_t lattice_signs(const BlockIq2S& b, int j) {
   uint32_t s;
   std::memcpy(&s, b.qs + kQKK / 8 + 4 * j, sizeof s);
   return s;
 }
-inline uint64_t iq2_grid(const BlockIq2S& b, int j, int g) {
+inline uint64_t lattice_grid(const BlockIq2S& b, int j, int g) {
   return kIq2SGrid[b.qs[4 * j + g] | ((b.qh[j] >> (2 * g)) & 3) << 8];
 }
 // What multiplies d · Σ_j Σ_h (2 ls + 1) · Σ ±m · a: the eighth (exact in floats).
-inline constexpr float kIq2Factor = 0.125f;
+inline float lattice_factor(const BlockIq2Xxs*) { return 0.125f; }
+inline float lattice_factor(const BlockIq2Xs*) { return 0.125f; }
+inline float lattice_factor(const BlockIq2S*) { return 0.125f; }
 
 // The 1-bit lattice types (iq1_grids.h's grid): super-blocks of 256 in 8 sub-blocks of 32, each
 // 4 groups of 8; element e of sub-block j = d · (2 ls + 1) · (g + δ / 8), g byte e % 8 of the grid
@@ -362,6 +365,9 @@ inline uint16_t iq1_d_bits(const BlockIq1M& b) {
 inline int iq1_grid_value(int index, int e) {
   return static_cast<int8_t>(kIq1Grid[static_cast<size_t>(index)] >> (8 * e));
 }
+// What multiplies d · Σ (2 ls + 1) · Σ (8 g + δ) · a: the eighth that makes g + δ / 8 whole.
+inline float lattice_factor(const BlockIq1S*) { return 0.125f; }
+inline float lattice_factor(const BlockIq1M*) { return 0.125f; }
 
 static_assert(sizeof(BlockIq4Nl) == 18 && sizeof(BlockIq4Xs) == 136 && sizeof(BlockMxfp4) == 17);
 static_assert(sizeof(BlockIq3Xxs) == 98 && sizeof(BlockIq3S) == 110);
@@ -392,6 +398,30 @@ R with_affine_block(DType t, F&& f) {
       return f.template operator()<BlockAffine<8, 64>>();
     case DType::INT8_G128:
       return f.template operator()<BlockAffine<8, 128>>();
+    default:
+      return R{};
+  }
+}
+
+// f.template operator()<Block>() for an IQ3, IQ2 or IQ1 type's block, R{} for any other type, as
+// with_affine_block.
+template <class R, class F>
+R with_lattice_block(DType t, F&& f) {
+  switch (t) {
+    case DType::IQ3_XXS:
+      return f.template operator()<BlockIq3Xxs>();
+    case DType::IQ3_S:
+      return f.template operator()<BlockIq3S>();
+    case DType::IQ2_XXS:
+      return f.template operator()<BlockIq2Xxs>();
+    case DType::IQ2_XS:
+      return f.template operator()<BlockIq2Xs>();
+    case DType::IQ2_S:
+      return f.template operator()<BlockIq2S>();
+    case DType::IQ1_S:
+      return f.template operator()<BlockIq1S>();
+    case DType::IQ1_M:
+      return f.template operator()<BlockIq1M>();
     default:
       return R{};
   }

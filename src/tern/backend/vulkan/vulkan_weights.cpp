@@ -116,7 +116,7 @@ void repack_iq3_xxs(const WeightMatrix& m, std::vector<uint16_t>& scales,
       std::memcpy(to, blocks[b].qs, index_bytes);
       uint32_t ls = 0;
       for (int j = 0; j < kQKK / kQK; ++j) {
-        const uint32_t signs = iq3_signs(blocks[b], j);
+        const uint32_t signs = lattice_signs(blocks[b], j);
         std::memcpy(to + index_bytes + 4 * j, &signs, 4);
         ls |= (iq3_xxs_word(blocks[b], j) >> 28) << (4 * j);
       }

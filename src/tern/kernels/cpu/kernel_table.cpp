@@ -64,12 +64,8 @@ LevelKernels avx2_level(DType t) {
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_k2_k3(t), .source = "avx2/vec_dot_k2_k3"};
   if (VecDotFn f = avx2_vec_dot_iq4(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq4(t), .source = "avx2/vec_dot_iq4"};
-  if (VecDotFn f = avx2_vec_dot_iq3(t))
-    return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq3(t), .source = "avx2/vec_dot_iq3"};
-  if (VecDotFn f = avx2_vec_dot_iq2(t))
-    return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq2(t), .source = "avx2/vec_dot_iq2"};
-  if (VecDotFn f = avx2_vec_dot_iq1(t))
-    return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_iq1(t), .source = "avx2/vec_dot_iq1"};
+  if (VecDotFn f = avx2_vec_dot_lattice(t))
+    return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_lattice(t), .source = "avx2/vec_dot_lattice"};
   if (VecDotFn f = avx2_vec_dot_float(t)) return {.vec_dot = f, .source = "avx2/vec_dot_float"};
   if (VecDotFn f = avx2_vec_dot_affine(t))
     return {.vec_dot = f, .gemm_tile = avx2_gemm_tile_affine(t), .source = "avx2/vec_dot_affine"};
@@ -108,12 +104,9 @@ LevelKernels avx512_level(DType t) {
             .vec_dot_rows = avx512_vec_dot_rows_iq4(t),
             .gemm_tile = avx512_gemm_tile_iq4(t),
             .source = "avx512/vec_dot_iq4"};
-  if (VecDotFn f = avx512_vec_dot_iq3(t))
-    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq3(t), .source = "avx512/vec_dot_iq3"};
-  if (VecDotFn f = avx512_vec_dot_iq2(t))
-    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq2(t), .source = "avx512/vec_dot_iq2"};
-  if (VecDotFn f = avx512_vec_dot_iq1(t))
-    return {.vec_dot = f, .gemm_tile = avx512_gemm_tile_iq1(t), .source = "avx512/vec_dot_iq1"};
+  if (VecDotFn f = avx512_vec_dot_lattice(t))
+    return {
+        .vec_dot = f, .gemm_tile = avx512_gemm_tile_lattice(t), .source = "avx512/vec_dot_lattice"};
   if (VecDotFn f = avx512_vec_dot_float(t))
     return {.vec_dot = f,
             .vec_dot_rows = avx512_vec_dot_rows_float(t),

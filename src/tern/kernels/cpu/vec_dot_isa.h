@@ -34,24 +34,14 @@ VecDotRowsFn avx512_vec_dot_rows_k2_k3(DType weight);
 VecDotFn avx2_vec_dot_iq4(DType weight);
 VecDotFn avx512_vec_dot_iq4(DType weight);
 VecDotRowsFn avx512_vec_dot_rows_iq4(DType weight);
-// IQ3_XXS and IQ3_S ({avx2,avx512}/vec_dot_iq3.cpp: superblock_steps.h's GEMV and tile), bit for
-// bit scalar_vec_dot; the Amx level inherits the Avx512 level's. The ARM levels have none: there
+// The lattice types, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and IQ1_M
+// ({avx2,avx512}/vec_dot_lattice.cpp: superblock_steps.h's GEMV and tile), bit for bit
+// scalar_vec_dot; the Amx level inherits the Avx512 level's. The ARM levels have none: there
 // these types run the scalar twin.
-VecDotFn avx2_vec_dot_iq3(DType weight);
-VecDotFn avx512_vec_dot_iq3(DType weight);
-GemmTileFn avx2_gemm_tile_iq3(DType weight);
-GemmTileFn avx512_gemm_tile_iq3(DType weight);
-// IQ2_XXS, IQ2_XS and IQ2_S ({avx2,avx512}/vec_dot_iq2.cpp), as the IQ3 types.
-VecDotFn avx2_vec_dot_iq2(DType weight);
-VecDotFn avx512_vec_dot_iq2(DType weight);
-GemmTileFn avx2_gemm_tile_iq2(DType weight);
-GemmTileFn avx512_gemm_tile_iq2(DType weight);
-// IQ1_S and IQ1_M ({avx2,avx512}/vec_dot_iq1.cpp), as the IQ3 types: bit for bit scalar_vec_dot;
-// the Amx level inherits the Avx512 level's; the ARM levels run the scalar twin.
-VecDotFn avx2_vec_dot_iq1(DType weight);
-VecDotFn avx512_vec_dot_iq1(DType weight);
-GemmTileFn avx2_gemm_tile_iq1(DType weight);
-GemmTileFn avx512_gemm_tile_iq1(DType weight);
+VecDotFn avx2_vec_dot_lattice(DType weight);
+VecDotFn avx512_vec_dot_lattice(DType weight);
+GemmTileFn avx2_gemm_tile_lattice(DType weight);
+GemmTileFn avx512_gemm_tile_lattice(DType weight);
 // The affine groups (INT4_G*, INT8_G*), bit for bit scalar_vec_dot_affine
 // (avx2/vec_dot_affine.cpp).
 VecDotFn avx2_vec_dot_affine(DType weight);

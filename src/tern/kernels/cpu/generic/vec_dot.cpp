@@ -262,56 +262,36 @@ float dot_iq4_xs(int64_t k, const void* vw, const void* va) {
   return sum;
 }
 
-// IQ3_XXS and IQ3_S: per super-block, as IQ4_XS: Σ_j (2 ls_j + 1) · Σ ±m · a exact in int32
-// (|Σ| < 8 · 31 · 32 · 62 · 127), then one float step; the row's sum then times iq3_factor
-// (IQ3_XXS's quarter, exact). m and a stay under 128, so SIMD pairs of m · a fit int16.
+// IQ3_XXS, IQ3_S and the IQ2 types: per super-block, as IQ4_XS: Σ_j Σ_h (2 ls + 1) · Σ ±m · a
+// over each half sub-block of 16 exact in int32 (|Σ| < 16 · 31 · 16 · 62 · 127; IQ3's halves
+// share their scale, so its sums are Σ_j (2 ls_j + 1) · Σ ±m · a's), then one float step; the
+// row's sum then times lattice_factor (IQ3_XXS's quarter, the IQ2 types' eighth: exact). m < 64
+// and a > −128, so SIMD pairs of m · a fit int16.
 template <typename Block>
-float dot_iq3(int64_t k, const void* vw, const void* va) {
+float dot_lattice_signs(int64_t k, const void* vw, const void* va) {
   const auto* w = static_cast<const Block*>(vw);
   const auto* a = static_cast<const BlockQ8_K*>(va);
+  // IQ3's grid entries hold 4 magnitudes, IQ2's 8.
+  constexpr int kPerEntry = sizeof(lattice_grid(w[0], 0, 0));
   float sum = 0.0f;
   for (int64_t i = 0; i < k / kQKK; ++i) {
     int sumi = 0;
     for (int j = 0; j < kQKK / kQK; ++j) {
-      const uint32_t signs = iq3_signs(w[i], j);
-      const int8_t* x = a[i].qs + kQK * j;
-      int dot = 0;
-      for (int e = 0; e < kQK; ++e) {
-        const int m = static_cast<int>((iq3_grid(w[i], j, e / 4) >> (8 * (e % 4))) & 0xff);
-        dot += ((signs >> e) & 1 ? -m : m) * x[e];
-      }
-      sumi += iq3_scale(w[i], j) * dot;
-    }
-    sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi);
-  }
-  return iq3_factor(w) * sum;
-}
-
-// IQ2_XXS, IQ2_XS and IQ2_S: as IQ3's, per half sub-block of 16: Σ (2 ls + 1) · Σ ±m · a exact in
-// int32 (|Σ| < 16 · 31 · 16 · 43 · 127), one float step per super-block, the row's sum times the
-// eighth (exact). m < 64 and a > −128, so SIMD pairs of m · a fit int16.
-template <typename Block>
-float dot_iq2(int64_t k, const void* vw, const void* va) {
-  const auto* w = static_cast<const Block*>(vw);
-  const auto* a = static_cast<const BlockQ8_K*>(va);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < k / kQKK; ++i) {
-    int sumi = 0;
-    for (int j = 0; j < kQKK / kQK; ++j) {
-      const uint32_t signs = iq2_signs(w[i], j);
+      const uint32_t signs = lattice_signs(w[i], j);
       const int8_t* x = a[i].qs + kQK * j;
       for (int h = 0; h < 2; ++h) {
         int dot = 0;
         for (int e = 16 * h; e < 16 * h + 16; ++e) {
-          const int m = static_cast<int>((iq2_grid(w[i], j, e / 8) >> (8 * (e % 8))) & 0xff);
+          const int m = static_cast<int>(
+              (lattice_grid(w[i], j, e / kPerEntry) >> (8 * (e % kPerEntry))) & 0xff);
           dot += ((signs >> e) & 1 ? -m : m) * x[e];
         }
-        sumi += iq2_scale(w[i], j, h) * dot;
+        sumi += lattice_scale(w[i], j, h) * dot;
       }
     }
     sum += (a[i].d * f16_to_f32(w[i].d)) * static_cast<float>(sumi);
   }
-  return kIq2Factor * sum;
+  return lattice_factor(w) * sum;
 }
 
 // IQ1_S and IQ1_M: d · (2 ls + 1) · (g + δ / 8) is d / 8 · (2 ls + 1) · (8 g + δ), so per
@@ -336,7 +316,7 @@ float dot_iq1(int64_t k, const void* vw, const void* va) {
     }
     sum += (a[i].d * f16_to_f32(iq1_d_bits(w[i]))) * static_cast<float>(sumi);
   }
-  return 0.125f * sum;
+  return lattice_factor(w) * sum;
 }
 
 float dot_f32(int64_t k, const void* vw, const void* va) {
@@ -399,15 +379,15 @@ VecDotFn scalar_vec_dot(DType weight) {
     case DType::MXFP4:
       return dot_lookup<BlockMxfp4>;
     case DType::IQ3_XXS:
-      return dot_iq3<BlockIq3Xxs>;
+      return dot_lattice_signs<BlockIq3Xxs>;
     case DType::IQ3_S:
-      return dot_iq3<BlockIq3S>;
+      return dot_lattice_signs<BlockIq3S>;
     case DType::IQ2_XXS:
-      return dot_iq2<BlockIq2Xxs>;
+      return dot_lattice_signs<BlockIq2Xxs>;
     case DType::IQ2_XS:
-      return dot_iq2<BlockIq2Xs>;
+      return dot_lattice_signs<BlockIq2Xs>;
     case DType::IQ2_S:
-      return dot_iq2<BlockIq2S>;
+      return dot_lattice_signs<BlockIq2S>;
     case DType::IQ1_S:
       return dot_iq1<BlockIq1S>;
     case DType::IQ1_M:

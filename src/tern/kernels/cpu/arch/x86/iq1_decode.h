@@ -1,16 +1,22 @@
-// What the AVX2 and AVX-512 kernels of IQ1_S and IQ1_M ({avx2,avx512}/vec_dot_iq1.cpp) decode
-// alike, with AVX2 (block_layouts.h's helpers in vectors): a sub-block's 32 values 8 g + δ and
-// its scales. Internal linkage, so each file compiles its own copy with its own flags.
+// What the AVX2 and AVX-512 kernels of IQ1_S and IQ1_M ({avx2,avx512}/vec_dot_lattice.cpp)
+// decode alike, with AVX2 (block_layouts.h's helpers in vectors): a sub-block's 32 values 8 g + δ
+// and its scales. Internal linkage, so each file compiles its own copy with its own flags.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tern/blocks/block_layouts.h"
 
 namespace tern::cpu {
 namespace {
+
+// The IQ1 types: their values carry their own signs, where the other lattice types' kernels take
+// a sign word beside unsigned grid magnitudes.
+template <typename Block>
+concept Iq1Block = std::is_same_v<Block, BlockIq1S> || std::is_same_v<Block, BlockIq1M>;
 
 // Sub-block j's 4 group deltas δ (±1), each over its group's 8 bytes.
 inline __m256i iq1_deltas(const BlockIq1S& w, int j) {

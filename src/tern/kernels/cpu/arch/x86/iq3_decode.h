@@ -1,7 +1,8 @@
-// What the AVX2 and AVX-512 kernels of IQ3_XXS and IQ3_S ({avx2,avx512}/vec_dot_iq3.cpp) decode
-// alike, with AVX2 (block_layouts.h's helpers in vectors): the 8 sub-block scales, the 8 sign
-// words and a sub-block's magnitudes; and a sign word as a byte mask (the IQ2 types' too).
-// Internal linkage, so each file compiles its own copy with its own flags.
+// What the AVX2 and AVX-512 kernels of IQ3_XXS and IQ3_S ({avx2,avx512}/vec_dot_lattice.cpp)
+// decode alike, with AVX2 (block_layouts.h's helpers in vectors): the 8 sub-block scales, the 8
+// sign words and a sub-block's magnitudes, named as the IQ2 types' (iq2_decode.h) so that one
+// kernel serves both; and a sign word as a byte mask (the IQ2 types' too). Internal linkage, so
+// each file compiles its own copy with its own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -15,17 +16,18 @@
 namespace tern::cpu {
 namespace {
 
-// Lane j: 2 ls_j + 1 in both int16 halves, as vpmaddwd / vpdpwssd pair them.
+// Lane j: 2 ls_j + 1 in both int16 halves, as vpmaddwd / vpdpwssd pair them: the IQ2 types'
+// scales of the sub-block's two halves (iq2_decode.h), here alike.
 inline __m256i iq3_pairs_of(__m256i ls) {
   const __m256i s = _mm256_add_epi32(_mm256_slli_epi32(ls, 1), _mm256_set1_epi32(1));
   return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
 }
 // IQ3_XXS: ls_j the top 4 bits of word j.
-inline __m256i iq3_scale_pairs(const BlockIq3Xxs& w) {
+inline __m256i lattice_scale_pairs(const BlockIq3Xxs& w) {
   return iq3_pairs_of(_mm256_srli_epi32(load256(w.qs + kQKK / 4), 28));
 }
 // IQ3_S: ls_j nibble j of the 4 scale bytes (little-endian).
-inline __m256i iq3_scale_pairs(const BlockIq3S& w) {
+inline __m256i lattice_scale_pairs(const BlockIq3S& w) {
   uint32_t packed;
   std::memcpy(&packed, w.scales, sizeof packed);
   return iq3_pairs_of(
@@ -37,7 +39,7 @@ inline __m256i iq3_scale_pairs(const BlockIq3S& w) {
 // Lane j: the sign word (bit e: element e negative) of the 4 × 7 sign bits at bits 7l.. of
 // lane j of `words`, byte l those 7 bits and their parity (kLatticeSigns's rule, which the tests
 // hold the table to): IQ3_XXS's and IQ2_XXS's.
-inline __m256i lattice_sign_words(__m256i words) {
+inline __m256i parity_sign_words(__m256i words) {
   __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 4
   for (int l = 0; l < 4; ++l) {
@@ -52,10 +54,10 @@ inline __m256i lattice_sign_words(__m256i words) {
   return s;
 }
 // Lane j: sub-block j's sign word (bit e: element e negative).
-inline __m256i iq3_sign_words(const BlockIq3Xxs& w) {
-  return lattice_sign_words(load256(w.qs + kQKK / 4));
+inline __m256i lattice_sign_words(const BlockIq3Xxs& w) {
+  return parity_sign_words(load256(w.qs + kQKK / 4));
 }
-inline __m256i iq3_sign_words(const BlockIq3S& w) { return load256(w.signs); }
+inline __m256i lattice_sign_words(const BlockIq3S& w) { return load256(w.signs); }
 
 // The grid indices of sub-block j's 8 groups, lane m group m.
 inline __m256i iq3_indices(const BlockIq3Xxs& w, int j) {
@@ -74,7 +76,7 @@ inline const int* iq3_grid_of(const BlockIq3Xxs&) {
 }
 inline const int* iq3_grid_of(const BlockIq3S&) { return reinterpret_cast<const int*>(kIq3SGrid); }
 
-// Group m of sub-block j's grid entry (block_layouts.h's iq3_grid).
+// Group m of sub-block j's grid entry (block_layouts.h's lattice_grid).
 inline int iq3_entry(const BlockIq3Xxs& w, int j, int m) {
   return static_cast<int>(kIq3XxsGrid[w.qs[8 * j + m]]);
 }
@@ -85,10 +87,10 @@ inline int iq3_entry(const BlockIq3S& w, int j, int m) {
 // Sub-block j's 32 magnitudes, in element order (unsigned bytes, < 64): IQ3_XXS's by 8 scalar
 // loads, which beat a gather of 8 there; IQ3_S's by a gather (its 9-bit indices are a vector's
 // work).
-inline __m256i iq3_magnitudes(const BlockIq3S& w, int j) {
+inline __m256i lattice_magnitudes(const BlockIq3S& w, int j) {
   return _mm256_i32gather_epi32(iq3_grid_of(w), iq3_indices(w, j), 4);
 }
-inline __m256i iq3_magnitudes(const BlockIq3Xxs& w, int j) {
+inline __m256i lattice_magnitudes(const BlockIq3Xxs& w, int j) {
   return _mm256_setr_epi32(iq3_entry(w, j, 0), iq3_entry(w, j, 1), iq3_entry(w, j, 2),
                            iq3_entry(w, j, 3), iq3_entry(w, j, 4), iq3_entry(w, j, 5),
                            iq3_entry(w, j, 6), iq3_entry(w, j, 7));

@@ -1,12 +1,12 @@
 // What the kernels of the 256-element types whose scalar twins take one float step per
 // super-block (Q2_K, Q3_K: {avx2,avx512}/vec_dot_k2_k3.cpp; IQ4_XS: {avx2,avx512}/vec_dot_iq4.cpp;
-// IQ3_XXS, IQ3_S: {avx2,avx512}/vec_dot_iq3.cpp; IQ2_XXS, IQ2_XS, IQ2_S: vec_dot_iq2.cpp; IQ1_S,
-// IQ1_M: vec_dot_iq1.cpp) share: the reductions of their exact int32 sums, the scalar twin's float
-// step per super-block (generic/vec_dot.cpp) for one token or four side by side, the GEMV and GEMM
-// tile built from them, and Q2_K/Q3_K's sub-block scales and kernels over each level's own integer
-// dots, so that each level gives the scalar twin's bits; and what the 32-element lookup types
-// (IQ4_NL, MXFP4) differ by, whose kernels are one template. Needs AVX2; internal linkage, so each
-// file compiles its own copy with its own flags.
+// the lattice types IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and IQ1_M: vec_dot_lattice.cpp)
+// share: the reductions of their exact int32 sums, the scalar twin's float step per super-block
+// (generic/vec_dot.cpp) for one token or four side by side, the GEMV and GEMM tile built from
+// them, and Q2_K/Q3_K's sub-block scales and kernels over each level's own integer dots, so that
+// each level gives the scalar twin's bits; and what the 32-element lookup types (IQ4_NL, MXFP4)
+// differ by, whose kernels are one template. Needs AVX2; internal linkage, so each file compiles
+// its own copy with its own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -287,150 +287,42 @@ void micro_iq4_xs(const BlockIq4Xs* w, const BlockQ8_K* const* a, int64_t nb, fl
   _mm_storeu_ps(out, sum);
 }
 
-// Dots::iq3<C>(w, a, i, sumi): IQ3_XXS's or IQ3_S's sumi[c] = Σ_j (2 ls_j + 1) · Σ ±m · a_c over
-// super-block i, in 8 int32 lanes; the row's sum then times iq3_factor, as the scalar twin's.
+// Dots::lattice<C>(w, a, i, sumi): an IQ3, IQ2 or IQ1 type's sumi[c] = Σ (2 ls + 1) · Σ v · a_c
+// over super-block i (v = ±m, or IQ1's 8 g + δ; IQ2's scales per half sub-block), in 8 int32
+// lanes; the row's sum then times lattice_factor, as the scalar twin's.
 template <typename Block, typename Dots>
-float dot_iq3(int64_t k, const void* w_row, const void* a_row) {
+float dot_lattice(int64_t k, const void* w_row, const void* a_row) {
   const auto* w = static_cast<const Block*>(w_row);
   const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return iq3_factor(w) * superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
+  return lattice_factor(w) *
+         superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
            prefetch_ahead(w + i, sizeof(w[i]));
-           Dots::template iq3<1>(w[i], &a, i, dots);
+           Dots::template lattice<1>(w[i], &a, i, dots);
          });
 }
 
 template <typename Block, typename Dots>
-void micro_iq3(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+void micro_lattice(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
   __m128 sum = _mm_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     __m256i dots[kMicroTokens];
-    Dots::template iq3<kMicroTokens>(w[i], a, i, dots);
+    Dots::template lattice<kMicroTokens>(w[i], a, i, dots);
     sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
   }
-  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(iq3_factor(w)), sum));
+  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(lattice_factor(w)), sum));
 }
 
 template <typename Dots>
-VecDotFn iq3_vec_dot(DType weight) {
-  switch (weight) {
-    case DType::IQ3_XXS:
-      return dot_iq3<BlockIq3Xxs, Dots>;
-    case DType::IQ3_S:
-      return dot_iq3<BlockIq3S, Dots>;
-    default:
-      return nullptr;
-  }
+VecDotFn lattice_vec_dot(DType weight) {
+  return with_lattice_block<VecDotFn>(
+      weight, []<typename Block>() -> VecDotFn { return dot_lattice<Block, Dots>; });
 }
 
 template <typename Dots>
-GemmTileFn iq3_gemm_tile(DType weight) {
-  switch (weight) {
-    case DType::IQ3_XXS:
-      return superblock_gemm_tile<BlockIq3Xxs, micro_iq3<BlockIq3Xxs, Dots>>;
-    case DType::IQ3_S:
-      return superblock_gemm_tile<BlockIq3S, micro_iq3<BlockIq3S, Dots>>;
-    default:
-      return nullptr;
-  }
-}
-
-// Dots::iq2<C>(w, a, i, sumi): IQ2_XXS's, IQ2_XS's or IQ2_S's sumi[c] = Σ_j Σ_h (2 ls + 1) ·
-// Σ ±m · a_c over super-block i, in 8 int32 lanes; the row's sum then times the eighth, as the
-// scalar twin's.
-template <typename Block, typename Dots>
-float dot_iq2(int64_t k, const void* w_row, const void* a_row) {
-  const auto* w = static_cast<const Block*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return kIq2Factor * superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
-           prefetch_ahead(w + i, sizeof(w[i]));
-           Dots::template iq2<1>(w[i], &a, i, dots);
-         });
-}
-
-template <typename Block, typename Dots>
-void micro_iq2(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
-  __m128 sum = _mm_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    __m256i dots[kMicroTokens];
-    Dots::template iq2<kMicroTokens>(w[i], a, i, dots);
-    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
-  }
-  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(kIq2Factor), sum));
-}
-
-template <typename Dots>
-VecDotFn iq2_vec_dot(DType weight) {
-  switch (weight) {
-    case DType::IQ2_XXS:
-      return dot_iq2<BlockIq2Xxs, Dots>;
-    case DType::IQ2_XS:
-      return dot_iq2<BlockIq2Xs, Dots>;
-    case DType::IQ2_S:
-      return dot_iq2<BlockIq2S, Dots>;
-    default:
-      return nullptr;
-  }
-}
-
-template <typename Dots>
-GemmTileFn iq2_gemm_tile(DType weight) {
-  switch (weight) {
-    case DType::IQ2_XXS:
-      return superblock_gemm_tile<BlockIq2Xxs, micro_iq2<BlockIq2Xxs, Dots>>;
-    case DType::IQ2_XS:
-      return superblock_gemm_tile<BlockIq2Xs, micro_iq2<BlockIq2Xs, Dots>>;
-    case DType::IQ2_S:
-      return superblock_gemm_tile<BlockIq2S, micro_iq2<BlockIq2S, Dots>>;
-    default:
-      return nullptr;
-  }
-}
-
-// Dots::iq1<C>(w, a, i, sumi): IQ1_S's or IQ1_M's sumi[c] = Σ (2 ls + 1) · Σ (8 g + δ) · a_c over
-// super-block i, in 8 int32 lanes; the row's sum then times 1/8, as the scalar twin's.
-template <typename Block, typename Dots>
-float dot_iq1(int64_t k, const void* w_row, const void* a_row) {
-  const auto* w = static_cast<const Block*>(w_row);
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);
-  return 0.125f * superblock_dot(w, a, k / kQKK, [&](int64_t i, __m256i* dots, __m256i*) {
-           prefetch_ahead(w + i, sizeof(w[i]));
-           Dots::template iq1<1>(w[i], &a, i, dots);
-         });
-}
-
-template <typename Block, typename Dots>
-void micro_iq1(const Block* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
-  __m128 sum = _mm_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i) {
-    __m256i dots[kMicroTokens];
-    Dots::template iq1<kMicroTokens>(w[i], a, i, dots);
-    sum = symmetric_step4(sum, w[i], token_scales(a, i), hsum4_epi32(dots));
-  }
-  _mm_storeu_ps(out, _mm_mul_ps(_mm_set1_ps(0.125f), sum));
-}
-
-template <typename Dots>
-VecDotFn iq1_vec_dot(DType weight) {
-  switch (weight) {
-    case DType::IQ1_S:
-      return dot_iq1<BlockIq1S, Dots>;
-    case DType::IQ1_M:
-      return dot_iq1<BlockIq1M, Dots>;
-    default:
-      return nullptr;
-  }
-}
-
-template <typename Dots>
-GemmTileFn iq1_gemm_tile(DType weight) {
-  switch (weight) {
-    case DType::IQ1_S:
-      return superblock_gemm_tile<BlockIq1S, micro_iq1<BlockIq1S, Dots>>;
-    case DType::IQ1_M:
-      return superblock_gemm_tile<BlockIq1M, micro_iq1<BlockIq1M, Dots>>;
-    default:
-      return nullptr;
-  }
+GemmTileFn lattice_gemm_tile(DType weight) {
+  return with_lattice_block<GemmTileFn>(weight, []<typename Block>() -> GemmTileFn {
+    return superblock_gemm_tile<Block, micro_lattice<Block, Dots>>;
+  });
 }
 
 template <typename Dots>
