@@ -53,6 +53,26 @@ const TypeKernel* kernels_of(DType dtype) {
   return nullptr;
 }
 
+// Each block of `m`, row by row, handed to `repack(block, to)`, which writes its `out_bytes`
+// (whole words) at `to` in `quants` and returns its scale for `scales`: the one loop of every
+// layout uploaded apart from ggml's.
+template <typename Block, typename Scale, typename Repack>
+void repack_blocks(const WeightMatrix& m, size_t out_bytes, std::vector<Scale>& scales,
+                   std::vector<std::byte>& quants, Repack repack) {
+  const int64_t nb = m.cols / dtype_traits(m.dtype).block_elems;
+  const size_t n = static_cast<size_t>(m.rows * nb);
+  // f16 scales are read two to a word: one more keeps the last word inside the buffer.
+  scales.resize(sizeof(Scale) == sizeof(uint16_t) ? n + 1 : n);
+  quants.resize(n * out_bytes);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const auto* blocks = reinterpret_cast<const Block*>(m.row(r));
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t i = static_cast<size_t>(r * nb + b);
+      scales[i] = repack(blocks[b], quants.data() + i * out_bytes);
+    }
+  }
+}
+
 // Blocks of `Block` (an f16 `d` and the rest) split into the scales and the rest, each block's
 // rest whole words.
 template <typename Block>
@@ -60,42 +80,25 @@ void split_blocks(const WeightMatrix& m, std::vector<uint16_t>& scales,
                   std::vector<std::byte>& quants) {
   constexpr size_t quant_bytes = sizeof(Block) - sizeof(uint16_t);
   static_assert(quant_bytes % 4 == 0);
-  const int64_t nb = m.cols / dtype_traits(m.dtype).block_elems;
-  scales.resize(static_cast<size_t>(m.rows * nb + 1));
-  quants.resize(static_cast<size_t>(m.rows * nb) * quant_bytes);
-  for (int64_t r = 0; r < m.rows; ++r) {
-    const auto* blocks = reinterpret_cast<const Block*>(m.row(r));
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t i = static_cast<size_t>(r * nb + b);
-      scales[i] = blocks[b].d;
-      std::byte* to = quants.data() + i * quant_bytes;
-      if constexpr (std::is_same_v<Block, BlockQ6_K> ||
-                    std::is_same_v<Block, BlockQ3_K>) {  // d last
-        std::memcpy(to, &blocks[b], quant_bytes);
-      } else {  // d first
-        std::memcpy(to, reinterpret_cast<const std::byte*>(&blocks[b]) + sizeof(uint16_t),
-                    quant_bytes);
-      }
-    }
-  }
+  repack_blocks<Block>(m, quant_bytes, scales, quants, [](const Block& block, std::byte* to) {
+    const auto* bytes = reinterpret_cast<const std::byte*>(&block);
+    if constexpr (std::is_same_v<Block, BlockQ6_K> || std::is_same_v<Block, BlockQ3_K>)
+      std::memcpy(to, bytes, quant_bytes);  // d last
+    else
+      std::memcpy(to, bytes + sizeof(uint16_t), quant_bytes);  // d first
+    return block.d;
+  });
 }
 
 // MXFP4's blocks split into their scales 2^(e − 128) as f32 (exact) and their 16 bytes of
 // nibbles: the kernel reads a word per scale rather than decoding e8m0.
 void split_mxfp4(const WeightMatrix& m, std::vector<float>& scales,
                  std::vector<std::byte>& quants) {
-  constexpr size_t quant_bytes = sizeof(BlockMxfp4::qs);
-  const int64_t nb = m.cols / kQK;
-  scales.resize(static_cast<size_t>(m.rows * nb));
-  quants.resize(static_cast<size_t>(m.rows * nb) * quant_bytes);
-  for (int64_t r = 0; r < m.rows; ++r) {
-    const auto* blocks = reinterpret_cast<const BlockMxfp4*>(m.row(r));
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t i = static_cast<size_t>(r * nb + b);
-      scales[i] = mxfp4_scale(blocks[b].e);
-      std::memcpy(quants.data() + i * quant_bytes, blocks[b].qs, quant_bytes);
-    }
-  }
+  repack_blocks<BlockMxfp4>(m, sizeof(BlockMxfp4::qs), scales, quants,
+                            [](const BlockMxfp4& block, std::byte* to) {
+                              std::memcpy(to, block.qs, sizeof block.qs);
+                              return mxfp4_scale(block.e);
+                            });
 }
 
 // IQ3_XXS's super-blocks as matmul.comp reads them: the f16 d into `scales`; the 64 grid
@@ -104,25 +107,18 @@ void split_mxfp4(const WeightMatrix& m, std::vector<float>& scales,
 void repack_iq3_xxs(const WeightMatrix& m, std::vector<uint16_t>& scales,
                     std::vector<std::byte>& quants) {
   constexpr size_t index_bytes = kQKK / 4, super_block_bytes = index_bytes + 9 * 4;
-  const int64_t nb = m.cols / kQKK;
-  scales.resize(static_cast<size_t>(m.rows * nb + 1));
-  quants.resize(static_cast<size_t>(m.rows * nb) * super_block_bytes);
-  for (int64_t r = 0; r < m.rows; ++r) {
-    const auto* blocks = reinterpret_cast<const BlockIq3Xxs*>(m.row(r));
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t i = static_cast<size_t>(r * nb + b);
-      scales[i] = blocks[b].d;
-      std::byte* to = quants.data() + i * super_block_bytes;
-      std::memcpy(to, blocks[b].qs, index_bytes);
-      uint32_t ls = 0;
-      for (int j = 0; j < kQKK / kQK; ++j) {
-        const uint32_t signs = iq3_signs(blocks[b], j);
-        std::memcpy(to + index_bytes + 4 * j, &signs, 4);
-        ls |= (iq3_xxs_word(blocks[b], j) >> 28) << (4 * j);
-      }
-      std::memcpy(to + index_bytes + 32, &ls, 4);
-    }
-  }
+  repack_blocks<BlockIq3Xxs>(m, super_block_bytes, scales, quants,
+                             [](const BlockIq3Xxs& block, std::byte* to) {
+                               std::memcpy(to, block.qs, index_bytes);
+                               uint32_t ls = 0;
+                               for (int j = 0; j < kQKK / kQK; ++j) {
+                                 const uint32_t signs = iq3_signs(block, j);
+                                 std::memcpy(to + index_bytes + 4 * j, &signs, 4);
+                                 ls |= (iq3_xxs_word(block, j) >> 28) << (4 * j);
+                               }
+                               std::memcpy(to + index_bytes + 32, &ls, 4);
+                               return block.d;
+                             });
 }
 
 }  // namespace
