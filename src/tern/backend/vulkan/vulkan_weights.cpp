@@ -1,12 +1,15 @@
 // Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0, Q5_0,
-// IQ4_NL, Q3_K and Q6_K: 34, 18, 22, 18, 110 and 210 bytes) are split at upload into their f16
-// scales and the rest, and MXFP4's (17) into its scales as f32 and its nibbles, so the kernel
-// reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K and IQ4_XS (20, 24, 84, 144, 176 and
-// 136 bytes) and the affine groups go up as they are.
+// IQ4_NL, Q3_K, Q6_K, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S: 34, 18, 22, 18, 110, 210, 110, 66, 74
+// and 82 bytes) are split at upload into their f16 scales and the rest, MXFP4's (17) into its
+// scales as f32 and its nibbles, and IQ3_XXS's (98) into its scales and a layout with its signs
+// decoded, so the kernel reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K and IQ4_XS
+// (20, 24, 84, 144, 176 and 136 bytes) and the affine groups go up as they are. The lattice
+// types' grids go up once, in one table.
 #include "tern/backend/vulkan/vulkan_weights.h"
 
 #include <cstring>
 #include <iterator>
+#include <span>
 #include <type_traits>
 
 #include "tern/blocks/block_layouts.h"
@@ -19,6 +22,7 @@ struct TypeKernel {
   DType dtype;
   const char* kernel;
   const char* experts_kernel;  // its mixture-of-experts variant; none for the affine groups
+  bool lattice = false;        // whether its kernel reads the lattice table
 };
 constexpr TypeKernel kKernels[] = {
     {DType::F32, "matmul_f32", "matmul_id_f32"},
@@ -37,8 +41,11 @@ constexpr TypeKernel kKernels[] = {
     {DType::IQ4_NL, "matmul_iq4_nl", "matmul_id_iq4_nl"},
     {DType::IQ4_XS, "matmul_iq4_xs", "matmul_id_iq4_xs"},
     {DType::MXFP4, "matmul_mxfp4", "matmul_id_mxfp4"},
-    {DType::IQ3_XXS, "matmul_iq3_xxs", "matmul_id_iq3_xxs"},
-    {DType::IQ3_S, "matmul_iq3_s", "matmul_id_iq3_s"},
+    {DType::IQ3_XXS, "matmul_iq3_xxs", "matmul_id_iq3_xxs", true},
+    {DType::IQ3_S, "matmul_iq3_s", "matmul_id_iq3_s", true},
+    {DType::IQ2_XXS, "matmul_iq2_xxs", "matmul_id_iq2_xxs", true},
+    {DType::IQ2_XS, "matmul_iq2_xs", "matmul_id_iq2_xs", true},
+    {DType::IQ2_S, "matmul_iq2_s", "matmul_id_iq2_s", true},
     {DType::INT4_G32, "matmul_int4_g32", nullptr},
     {DType::INT4_G64, "matmul_int4_g64", nullptr},
     {DType::INT4_G128, "matmul_int4_g128", nullptr},
@@ -51,6 +58,30 @@ const TypeKernel* kernels_of(DType dtype) {
   for (const TypeKernel& k : kKernels)
     if (k.dtype == dtype) return &k;
   return nullptr;
+}
+
+// The lattice types' grids in one table, where matmul.comp's *_GRID defines say (in words):
+// IQ3_XXS's and IQ3_S's entries a word each, IQ2_XXS's, IQ2_XS's and IQ2_S's two (the low half
+// first).
+constexpr size_t kIq3SGridAt = std::size(kIq3XxsGrid);
+constexpr size_t kIq2XxsGridAt = kIq3SGridAt + std::size(kIq3SGrid);
+constexpr size_t kIq2XsGridAt = kIq2XxsGridAt + 2 * std::size(kIq2XxsGrid);
+constexpr size_t kIq2SGridAt = kIq2XsGridAt + 2 * std::size(kIq2XsGrid);
+static_assert(kIq3SGridAt == 256 && kIq2XxsGridAt == 768 && kIq2XsGridAt == 1280 &&
+                  kIq2SGridAt == 2304,
+              "matmul.comp's IQ3_S_GRID, IQ2_XXS_GRID, IQ2_XS_GRID and IQ2_S_GRID");
+
+std::vector<uint32_t> lattice_table() {
+  std::vector<uint32_t> table(std::begin(kIq3XxsGrid), std::end(kIq3XxsGrid));
+  table.insert(table.end(), std::begin(kIq3SGrid), std::end(kIq3SGrid));
+  for (std::span<const uint64_t> grid :
+       {std::span<const uint64_t>(kIq2XxsGrid), std::span<const uint64_t>(kIq2XsGrid),
+        std::span<const uint64_t>(kIq2SGrid)})
+    for (uint64_t entry : grid) {
+      table.push_back(static_cast<uint32_t>(entry));
+      table.push_back(static_cast<uint32_t>(entry >> 32));
+    }
+  return table;
 }
 
 // Each block of `m`, row by row, handed to `repack(block, to)`, which writes its `out_bytes`
@@ -248,11 +279,18 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
       break;
     case DType::IQ3_S:
       split_blocks<BlockIq3S>(m, scales, quants);
-      d.tables = lattice_tables(context);
       break;
     case DType::IQ3_XXS:
       repack_iq3_xxs(m, scales, quants);
-      d.tables = lattice_tables(context);
+      break;
+    case DType::IQ2_XXS:
+      split_blocks<BlockIq2Xxs>(m, scales, quants);
+      break;
+    case DType::IQ2_XS:
+      split_blocks<BlockIq2Xs>(m, scales, quants);
+      break;
+    case DType::IQ2_S:
+      split_blocks<BlockIq2S>(m, scales, quants);
       break;
     case DType::MXFP4:
       split_mxfp4(m, float_scales, quants);
@@ -260,6 +298,7 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
     default:
       break;
   }
+  if (kernels_of(m.dtype)->lattice) d.tables = lattice_tables(context);
   if (!quants.empty()) {
     values = quants.data();
     value_bytes = quants.size();
@@ -283,8 +322,7 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
 
 VkDeviceAddress DeviceWeights::lattice_tables(Context& context) {
   if (lattice_tables_ != 0) return lattice_tables_;
-  std::vector<uint32_t> tables(std::begin(kIq3XxsGrid), std::end(kIq3XxsGrid));
-  tables.insert(tables.end(), std::begin(kIq3SGrid), std::end(kIq3SGrid));
+  const std::vector<uint32_t> tables = lattice_table();
   const uint64_t bytes = tables.size() * sizeof(uint32_t);
   Buffer& b = buffers_.emplace_back(context, bytes, Memory::Device);
   context.upload(b, 0, tables.data(), bytes);
