@@ -1,10 +1,10 @@
 // Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0, Q5_0,
-// IQ4_NL, Q3_K, Q6_K, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S: 34, 18, 22, 18, 110, 210, 110, 66, 74
-// and 82 bytes) are split at upload into their f16 scales and the rest, MXFP4's (17) into its
-// scales as f32 and its nibbles, and IQ3_XXS's (98) into its scales and a layout with its signs
-// decoded, so the kernel reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K and IQ4_XS
-// (20, 24, 84, 144, 176 and 136 bytes) and the affine groups go up as they are. The lattice
-// types' grids go up once, in one table.
+// IQ4_NL, Q3_K, Q6_K, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S and IQ1_S: 34, 18, 22, 18, 110, 210, 110,
+// 66, 74, 82 and 50 bytes) are split at upload into their f16 scales and the rest, MXFP4's (17)
+// into its scales as f32 and its nibbles, and IQ3_XXS's (98) into its scales and a layout with
+// its signs decoded, so the kernel reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K,
+// IQ4_XS and IQ1_M (20, 24, 84, 144, 176, 136 and 56 bytes) and the affine groups go up as they
+// are. The lattice types' grids go up once, in one table.
 #include "tern/backend/vulkan/vulkan_weights.h"
 
 #include <cstring>
@@ -46,6 +46,8 @@ constexpr TypeKernel kKernels[] = {
     {DType::IQ2_XXS, "matmul_iq2_xxs", "matmul_id_iq2_xxs", true},
     {DType::IQ2_XS, "matmul_iq2_xs", "matmul_id_iq2_xs", true},
     {DType::IQ2_S, "matmul_iq2_s", "matmul_id_iq2_s", true},
+    {DType::IQ1_S, "matmul_iq1_s", "matmul_id_iq1_s", true},
+    {DType::IQ1_M, "matmul_iq1_m", "matmul_id_iq1_m", true},
     {DType::INT4_G32, "matmul_int4_g32", nullptr},
     {DType::INT4_G64, "matmul_int4_g64", nullptr},
     {DType::INT4_G128, "matmul_int4_g128", nullptr},
@@ -62,14 +64,15 @@ const TypeKernel* kernels_of(DType dtype) {
 
 // The lattice types' grids in one table, where matmul.comp's *_GRID defines say (in words):
 // IQ3_XXS's and IQ3_S's entries a word each, IQ2_XXS's, IQ2_XS's and IQ2_S's two (the low half
-// first).
+// first), the IQ1 types' 16-bit codes two to a word.
 constexpr size_t kIq3SGridAt = std::size(kIq3XxsGrid);
 constexpr size_t kIq2XxsGridAt = kIq3SGridAt + std::size(kIq3SGrid);
 constexpr size_t kIq2XsGridAt = kIq2XxsGridAt + 2 * std::size(kIq2XxsGrid);
 constexpr size_t kIq2SGridAt = kIq2XsGridAt + 2 * std::size(kIq2XsGrid);
+constexpr size_t kIq1GridAt = kIq2SGridAt + 2 * std::size(kIq2SGrid);
 static_assert(kIq3SGridAt == 256 && kIq2XxsGridAt == 768 && kIq2XsGridAt == 1280 &&
-                  kIq2SGridAt == 2304,
-              "matmul.comp's IQ3_S_GRID, IQ2_XXS_GRID, IQ2_XS_GRID and IQ2_S_GRID");
+                  kIq2SGridAt == 2304 && kIq1GridAt == 4352,
+              "matmul.comp's IQ3_S_GRID, IQ2_XXS_GRID, IQ2_XS_GRID, IQ2_S_GRID and IQ1_GRID");
 
 std::vector<uint32_t> lattice_table() {
   std::vector<uint32_t> table(std::begin(kIq3XxsGrid), std::end(kIq3XxsGrid));
@@ -81,6 +84,8 @@ std::vector<uint32_t> lattice_table() {
       table.push_back(static_cast<uint32_t>(entry));
       table.push_back(static_cast<uint32_t>(entry >> 32));
     }
+  for (size_t i = 0; i < std::size(kIq1GridCodes); i += 2)
+    table.push_back(kIq1GridCodes[i] | static_cast<uint32_t>(kIq1GridCodes[i + 1]) << 16);
   return table;
 }
 
@@ -291,6 +296,9 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
       break;
     case DType::IQ2_S:
       split_blocks<BlockIq2S>(m, scales, quants);
+      break;
+    case DType::IQ1_S:
+      split_blocks<BlockIq1S>(m, scales, quants);
       break;
     case DType::MXFP4:
       split_mxfp4(m, float_scales, quants);

@@ -1,8 +1,9 @@
 #version 450
 // y[t, row] = x[t, :] · w[row, :] (+ bias[row]) for one weight type (WEIGHT_F32, _F16, _BF16,
 // _Q8_0, _Q4_0, _Q4_1, _Q5_0, _Q5_1, _Q2_K, _Q3_K, _Q4_K, _Q5_K, _Q6_K, _IQ4_NL, _IQ4_XS,
-// _MXFP4, _IQ3_XXS, _IQ3_S, _IQ2_XXS, _IQ2_XS, _IQ2_S, or _AFFINE with AFFINE_BITS and
-// AFFINE_GROUP: tern's INT4/INT8 groups; chosen at build time). A workgroup takes 4 weight rows
+// _MXFP4, _IQ3_XXS, _IQ3_S, _IQ2_XXS, _IQ2_XS, _IQ2_S, _IQ1_S, _IQ1_M, or _AFFINE with
+// AFFINE_BITS and AFFINE_GROUP: tern's INT4/INT8 groups; chosen at build time). A workgroup
+// takes 4 weight rows
 // and a group of up to 8 tokens, 16 lanes per row: lane i takes the row's units of 32 elements
 // (or its elements) i, i + 16, ..., accumulating every token's sum in registers, and a fixed
 // tree adds the 16 partial sums. A token's output is the same sum in the same order whatever
@@ -26,11 +27,13 @@
 //   super-blocks' f16 d in `scales`, the other 108, 208 and 108 bytes in `w`; IQ3_XXS: d in
 //   `scales`, then its 64 grid indices, 8 sign words (bit e: element e of sub-block j
 //   negative, decoded at upload from the 7-bit sign indices) and a word of the 8 sub-blocks'
-//   4-bit scales (25 words); IQ2_XXS, IQ2_XS, IQ2_S: d in `scales`, the other 64, 72 and 80
-//   bytes in `w`; INT4_G*, INT8_G*: tern's blocks as they are (whole words).
+//   4-bit scales (25 words); IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S: d in `scales`, the other 64, 72,
+//   80 and 48 bytes in `w`; IQ1_M (56 bytes, its d in the scale bits): its blocks as they are;
+//   INT4_G*, INT8_G*: tern's blocks as they are (whole words).
 //   `tables`: the lattice types' grids (vulkan_weights.cpp's lattice_tables, at the *_GRID
 //   words below): IQ3_XXS's 256 entries and IQ3_S's 512, a word each (4 magnitudes a byte);
-//   IQ2_XXS's 256, IQ2_XS's 512 and IQ2_S's 1024, two words each (8 magnitudes a byte).
+//   IQ2_XXS's 256, IQ2_XS's 512 and IQ2_S's 1024, two words each (8 magnitudes a byte); the IQ1
+//   types' 2048, 16-bit codes two to a word (element e's g + 1 at bits 2e, 2e + 1).
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 4) in;
 #define LANES 16u
@@ -55,6 +58,7 @@ shared float partial[ROWS][TOKENS][LANES];
 #define IQ2_XXS_GRID 768u
 #define IQ2_XS_GRID 1280u
 #define IQ2_S_GRID 2304u
+#define IQ1_GRID 4352u
 
 uint byte_of(uint words[8], uint k) { return (words[k >> 2] >> (8u * (k & 3u))) & 0xFFu; }
 
@@ -291,6 +295,52 @@ void main() {
         const float magnitude = float((entry[e / 4u] >> (8u * (e % 4u))) & 0xFFu);
         q[8u * l + e] = ((signs >> (8u * l + e)) & 1u) != 0u ? -magnitude : magnitude;
       }
+    }
+#elif defined(WEIGHT_IQ1_S) || defined(WEIGHT_IQ1_M)
+    // Sub-block j of a super-block: 4 groups of 8 values g in {−1, 0, 1} from the grid, each
+    // group shifted by its δ / 8 (δ = ±1): q = 8 g + δ, half h's scale d · (2 ls_h + 1) / 8.
+    const uint j = g % 8u;
+    uint index[4];
+    uint negative = 0u;  // bit l: group l's δ is −1
+    float d;
+    uint ls[2];
+#if defined(WEIGHT_IQ1_S)
+    // 8 words of the grid indices' low bytes, then a 16-bit word a sub-block: index bits 8..10
+    // of group l at 3l, ls at 12 (one for both halves), δ's sign at 15 (for all 4 groups).
+    const uint base = (g / 8u) * 12u;
+    d = half_at(p.scales, g / 8u);
+    const uint qh = (p.w.v[base + 8u + j / 2u] >> (16u * (j % 2u))) & 0xFFFFu;
+    for (uint l = 0u; l < 4u; ++l)
+      index[l] = byte_at(p.w, base, 4u * j + l) | (((qh >> (3u * l)) & 7u) << 8);
+    negative = (qh >> 15) * 15u;
+    ls[0] = (qh >> 12) & 7u;
+    ls[1] = ls[0];
+#else
+    // ggml's 56 bytes: 8 words of the grid indices' low bytes, 4 of a nibble a group (byte
+    // 2j + l / 2, nibble l % 2: index bits 8..10, δ's sign above them), 2 of four 16-bit scale
+    // words: half h of sub-block j's ls at 6 (j % 2) + 3h of word j / 2, d's nibble n the top
+    // nibble of word n.
+    const uint base = (g / 8u) * 14u;
+    const uint s01 = p.w.v[base + 12u], s23 = p.w.v[base + 13u];
+    d = unpackHalf2x16(((s01 >> 12) & 0xFu) | ((s01 >> 24) & 0xF0u) | ((s23 >> 4) & 0xF00u) |
+                       ((s23 >> 16) & 0xF000u))
+            .x;
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint nibble = (byte_at(p.w, base + 8u, 2u * j + l / 2u) >> (4u * (l % 2u))) & 0xFu;
+      index[l] = byte_at(p.w, base, 4u * j + l) | ((nibble & 7u) << 8);
+      negative |= (nibble >> 3) << l;
+    }
+    const uint sw = ((j < 4u ? s01 : s23) >> (16u * ((j / 2u) % 2u))) & 0xFFFFu;
+    ls[0] = (sw >> (6u * (j % 2u))) & 7u;
+    ls[1] = (sw >> (6u * (j % 2u) + 3u)) & 7u;
+#endif
+    a = d * float(2u * ls[0] + 1u) * 0.125;
+    b = d * float(2u * ls[1] + 1u) * 0.125;
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint code = (p.tables.v[IQ1_GRID + index[l] / 2u] >> (16u * (index[l] % 2u))) & 0xFFFFu;
+      const int delta = ((negative >> l) & 1u) != 0u ? -1 : 1;
+      for (uint e = 0u; e < 8u; ++e)
+        q[8u * l + e] = float(8 * (int((code >> (2u * e)) & 3u) - 1) + delta);
     }
 #elif defined(WEIGHT_Q8_0)
     a = half_at(p.scales, g);
