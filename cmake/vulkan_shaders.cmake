@@ -14,7 +14,7 @@ set(TERN_VULKAN_KERNELS
     moe_combine:moe_combine)
 # Each ggml weight type's matmul, and its mixture-of-experts variant (matmul_id_*: EXPERTS).
 foreach(type f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4
-             iq3_xxs iq3_s)
+             iq3_xxs iq3_s iq2_xxs iq2_xs iq2_s iq1_s iq1_m)
   string(TOUPPER ${type} upper)
   list(APPEND TERN_VULKAN_KERNELS matmul_${type}:matmul:WEIGHT_${upper}
        matmul_id_${type}:matmul:WEIGHT_${upper}+EXPERTS)

@@ -65,7 +65,7 @@ OneMatrixModel one_matrix_model(DType type, int64_t rows, int64_t cols, int64_t 
     std::vector<float> row(static_cast<size_t>(c));
     for (int64_t i = 0; i < r; ++i) {
       std::byte* to = bytes.data() + static_cast<size_t>(i) * w.row_bytes;
-      if (t == DType::IQ3_XXS || t == DType::IQ3_S) {  // read, not written: random blocks
+      if (!has_quantizer(t)) {  // the lattice types, read, not written: random blocks
         const std::vector<uint8_t> blocks =
             testing::random_blocks(t, c, seed + static_cast<uint32_t>(i));
         std::memcpy(to, blocks.data(), w.row_bytes);
@@ -97,7 +97,8 @@ TEST(VulkanKernels, MatmulOfEveryTypeMatchesItsScalarTwinAndIsBatchInvariant) {
        {DType::F32,       DType::F16,      DType::BF16,     DType::Q8_0,     DType::Q4_0,
         DType::Q4_1,      DType::Q5_0,     DType::Q5_1,     DType::Q2_K,     DType::Q3_K,
         DType::Q4_K,      DType::Q5_K,     DType::Q6_K,     DType::IQ4_NL,   DType::IQ4_XS,
-        DType::MXFP4,     DType::IQ3_XXS,  DType::IQ3_S,    DType::INT4_G32, DType::INT4_G64,
+        DType::MXFP4,     DType::IQ3_XXS,  DType::IQ3_S,    DType::IQ2_XXS,  DType::IQ2_XS,
+        DType::IQ2_S,     DType::IQ1_S,    DType::IQ1_M,    DType::INT4_G32, DType::INT4_G64,
         DType::INT4_G128, DType::INT8_G32, DType::INT8_G64, DType::INT8_G128}) {
     const int64_t block = dtype_traits(type).block_elems;
     for (int64_t cols : {(96 + block - 1) / block * block, (2080 + block - 1) / block * block}) {
@@ -190,6 +191,50 @@ TEST(VulkanDecoder, TinyQwen3MatchesTheCpuWithinTolerance) {
   }
 }
 
+// The lattice types tern reads but does not write (llama-quantize's grid search makes them):
+// every matrix of `w`'s layers and its lm_head replaced by random blocks of `type`, their d
+// (2^-9..2^-8, the first two bytes of a block) lowered to weights of about 0.01 to 0.03, an
+// initialiser's size: 16 times for the IQ3 types (magnitudes up to 62, the scale's quarter or
+// whole), 8 for the IQ2 types (up to 43, its eighth); the IQ1 types' d (2 ls + 1) (g ± 1/8)
+// are that size already (IQ1_M's d, spread over its scales, is left as it is).
+void randomize_matrices(ModelWeights& w, DType type, uint32_t seed) {
+  const DTypeTraits& traits = dtype_traits(type);
+  const bool iq1 = type == DType::IQ1_S || type == DType::IQ1_M;
+  const int lower = type == DType::IQ3_XXS || type == DType::IQ3_S ? 4 : iq1 ? 0 : 3;
+  auto randomize = [&](WeightMatrix& m) {
+    const size_t row_bytes = *dtype_bytes(type, static_cast<uint64_t>(m.cols));
+    std::span<std::byte> data = w.own_bytes(row_bytes * static_cast<size_t>(m.rows));
+    for (int64_t r = 0; r < m.rows; ++r) {
+      std::vector<uint8_t> row = testing::random_blocks(type, m.cols, seed++);
+      for (size_t b = 0; b < row.size(); b += static_cast<size_t>(traits.block_bytes))
+        row[b + 1] = static_cast<uint8_t>(row[b + 1] - (lower << 2));  // d's f16 exponent
+      std::memcpy(data.data() + static_cast<size_t>(r) * row_bytes, row.data(), row_bytes);
+    }
+    m = {
+        .dtype = type, .rows = m.rows, .cols = m.cols, .data = data.data(), .row_bytes = row_bytes};
+  };
+  for (LayerWeights& l : w.layers) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      if (!m->empty()) randomize(*m);
+    if (l.moe)  // each expert its own blocks: the device stacks them at upload
+      for (std::vector<WeightMatrix>* parts : {&l.moe->gate, &l.moe->up, &l.moe->down})
+        for (WeightMatrix& m : *parts) randomize(m);
+  }
+  randomize(w.lm_head);
+}
+
+TEST(VulkanDecoder, TinyQwen3OfLatticeTypesMatchesTheCpuWithinTolerance) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
+  for (DType type : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                     DType::IQ1_S, DType::IQ1_M}) {
+    ModelWeights w = make_dummy_weights(c, DType::Q8_0, 5);
+    randomize_matrices(w, type, 11);
+    expect_close_to_cpu(c, w, 0.025, "tiny qwen3 " + std::string(dtype_name(type)));
+  }
+}
+
 // Sliding-window attention (a window of 5 keys in layer 1) on the device: the CPU's logits
 // within the same tolerance, and batch invariant.
 TEST(VulkanDecoder, SlidingWindowMatchesTheCpu) {
@@ -263,6 +308,13 @@ TEST(VulkanDecoder, MixturesOfExpertsMatchTheCpu) {
   for (DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_XS, DType::MXFP4})
     expect_close_to_cpu(c, make_dummy_weights(c, type, 32), 0.025,
                         "tiny qwen3moe, both experts " + std::string(dtype_name(type)));
+  for (DType type : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                     DType::IQ1_S, DType::IQ1_M}) {
+    ModelWeights w = make_dummy_weights(c, DType::Q8_0, 32);
+    randomize_matrices(w, type, 13);
+    expect_close_to_cpu(c, w, 0.025,
+                        "tiny qwen3moe, both experts " + std::string(dtype_name(type)));
+  }
 }
 
 TEST(VulkanDecoder, BatchInvariant) {
@@ -348,9 +400,11 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
   TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
   const Device& vulkan = find_device("vulkan");
   const ModelConfig c = testing::tiny_qwen3_config(2);
-  // Types the CPU multiplies and the device does not yet: the IQ2 and IQ1 types, which tern reads
-  // but does not write, so a Q8_0 model's attn_q of layer 0 made one (zero blocks).
-  for (DType type : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S, DType::IQ1_M}) {
+  // Every type tern reads a matrix in has a kernel now (the kernel test runs each); a matrix of
+  // a type without one is still refused by name before anything goes up: Q8_K (the CPU's
+  // activation blocks, a matrix of no file) as a Q8_0 model's attn_q of layer 0 (zero blocks).
+  {
+    const DType type = DType::Q8_K;
     const std::string name(dtype_name(type));
     ModelWeights w = make_dummy_weights(c, DType::Q8_0, 1);
     WeightMatrix& q = w.layers[0].wq;

@@ -1,12 +1,15 @@
 // Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0, Q5_0,
-// IQ4_NL, Q3_K and Q6_K: 34, 18, 22, 18, 110 and 210 bytes) are split at upload into their f16
-// scales and the rest, and MXFP4's (17) into its scales as f32 and its nibbles, so the kernel
-// reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K and IQ4_XS (20, 24, 84, 144, 176 and
-// 136 bytes) and the affine groups go up as they are.
+// IQ4_NL, Q3_K, Q6_K, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S and IQ1_S: 34, 18, 22, 18, 110, 210, 110,
+// 66, 74, 82 and 50 bytes) are split at upload into their f16 scales and the rest, MXFP4's (17)
+// into its scales as f32 and its nibbles, and IQ3_XXS's (98) into its scales and a layout with
+// its signs decoded, so the kernel reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K,
+// IQ4_XS and IQ1_M (20, 24, 84, 144, 176, 136 and 56 bytes) and the affine groups go up as they
+// are. The lattice types' grids go up once, in one table.
 #include "tern/backend/vulkan/vulkan_weights.h"
 
 #include <cstring>
 #include <iterator>
+#include <span>
 #include <type_traits>
 
 #include "tern/blocks/block_layouts.h"
@@ -19,6 +22,7 @@ struct TypeKernel {
   DType dtype;
   const char* kernel;
   const char* experts_kernel;  // its mixture-of-experts variant; none for the affine groups
+  bool lattice = false;        // whether its kernel reads the lattice table
 };
 constexpr TypeKernel kKernels[] = {
     {DType::F32, "matmul_f32", "matmul_id_f32"},
@@ -37,8 +41,13 @@ constexpr TypeKernel kKernels[] = {
     {DType::IQ4_NL, "matmul_iq4_nl", "matmul_id_iq4_nl"},
     {DType::IQ4_XS, "matmul_iq4_xs", "matmul_id_iq4_xs"},
     {DType::MXFP4, "matmul_mxfp4", "matmul_id_mxfp4"},
-    {DType::IQ3_XXS, "matmul_iq3_xxs", "matmul_id_iq3_xxs"},
-    {DType::IQ3_S, "matmul_iq3_s", "matmul_id_iq3_s"},
+    {DType::IQ3_XXS, "matmul_iq3_xxs", "matmul_id_iq3_xxs", true},
+    {DType::IQ3_S, "matmul_iq3_s", "matmul_id_iq3_s", true},
+    {DType::IQ2_XXS, "matmul_iq2_xxs", "matmul_id_iq2_xxs", true},
+    {DType::IQ2_XS, "matmul_iq2_xs", "matmul_id_iq2_xs", true},
+    {DType::IQ2_S, "matmul_iq2_s", "matmul_id_iq2_s", true},
+    {DType::IQ1_S, "matmul_iq1_s", "matmul_id_iq1_s", true},
+    {DType::IQ1_M, "matmul_iq1_m", "matmul_id_iq1_m", true},
     {DType::INT4_G32, "matmul_int4_g32", nullptr},
     {DType::INT4_G64, "matmul_int4_g64", nullptr},
     {DType::INT4_G128, "matmul_int4_g128", nullptr},
@@ -53,6 +62,53 @@ const TypeKernel* kernels_of(DType dtype) {
   return nullptr;
 }
 
+// The lattice types' grids in one table, where matmul.comp's *_GRID defines say (in words):
+// IQ3_XXS's and IQ3_S's entries a word each, IQ2_XXS's, IQ2_XS's and IQ2_S's two (the low half
+// first), the IQ1 types' 16-bit codes two to a word.
+constexpr size_t kIq3SGridAt = std::size(kIq3XxsGrid);
+constexpr size_t kIq2XxsGridAt = kIq3SGridAt + std::size(kIq3SGrid);
+constexpr size_t kIq2XsGridAt = kIq2XxsGridAt + 2 * std::size(kIq2XxsGrid);
+constexpr size_t kIq2SGridAt = kIq2XsGridAt + 2 * std::size(kIq2XsGrid);
+constexpr size_t kIq1GridAt = kIq2SGridAt + 2 * std::size(kIq2SGrid);
+static_assert(kIq3SGridAt == 256 && kIq2XxsGridAt == 768 && kIq2XsGridAt == 1280 &&
+                  kIq2SGridAt == 2304 && kIq1GridAt == 4352,
+              "matmul.comp's IQ3_S_GRID, IQ2_XXS_GRID, IQ2_XS_GRID, IQ2_S_GRID and IQ1_GRID");
+
+std::vector<uint32_t> lattice_table() {
+  std::vector<uint32_t> table(std::begin(kIq3XxsGrid), std::end(kIq3XxsGrid));
+  table.insert(table.end(), std::begin(kIq3SGrid), std::end(kIq3SGrid));
+  for (std::span<const uint64_t> grid :
+       {std::span<const uint64_t>(kIq2XxsGrid), std::span<const uint64_t>(kIq2XsGrid),
+        std::span<const uint64_t>(kIq2SGrid)})
+    for (uint64_t entry : grid) {
+      table.push_back(static_cast<uint32_t>(entry));
+      table.push_back(static_cast<uint32_t>(entry >> 32));
+    }
+  for (size_t i = 0; i < std::size(kIq1GridCodes); i += 2)
+    table.push_back(kIq1GridCodes[i] | static_cast<uint32_t>(kIq1GridCodes[i + 1]) << 16);
+  return table;
+}
+
+// Each block of `m`, row by row, handed to `repack(block, to)`, which writes its `out_bytes`
+// (whole words) at `to` in `quants` and returns its scale for `scales`: the one loop of every
+// layout uploaded apart from ggml's.
+template <typename Block, typename Scale, typename Repack>
+void repack_blocks(const WeightMatrix& m, size_t out_bytes, std::vector<Scale>& scales,
+                   std::vector<std::byte>& quants, Repack repack) {
+  const int64_t nb = m.cols / dtype_traits(m.dtype).block_elems;
+  const size_t n = static_cast<size_t>(m.rows * nb);
+  // f16 scales are read two to a word: one more keeps the last word inside the buffer.
+  scales.resize(sizeof(Scale) == sizeof(uint16_t) ? n + 1 : n);
+  quants.resize(n * out_bytes);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const auto* blocks = reinterpret_cast<const Block*>(m.row(r));
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t i = static_cast<size_t>(r * nb + b);
+      scales[i] = repack(blocks[b], quants.data() + i * out_bytes);
+    }
+  }
+}
+
 // Blocks of `Block` (an f16 `d` and the rest) split into the scales and the rest, each block's
 // rest whole words.
 template <typename Block>
@@ -60,42 +116,25 @@ void split_blocks(const WeightMatrix& m, std::vector<uint16_t>& scales,
                   std::vector<std::byte>& quants) {
   constexpr size_t quant_bytes = sizeof(Block) - sizeof(uint16_t);
   static_assert(quant_bytes % 4 == 0);
-  const int64_t nb = m.cols / dtype_traits(m.dtype).block_elems;
-  scales.resize(static_cast<size_t>(m.rows * nb + 1));
-  quants.resize(static_cast<size_t>(m.rows * nb) * quant_bytes);
-  for (int64_t r = 0; r < m.rows; ++r) {
-    const auto* blocks = reinterpret_cast<const Block*>(m.row(r));
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t i = static_cast<size_t>(r * nb + b);
-      scales[i] = blocks[b].d;
-      std::byte* to = quants.data() + i * quant_bytes;
-      if constexpr (std::is_same_v<Block, BlockQ6_K> ||
-                    std::is_same_v<Block, BlockQ3_K>) {  // d last
-        std::memcpy(to, &blocks[b], quant_bytes);
-      } else {  // d first
-        std::memcpy(to, reinterpret_cast<const std::byte*>(&blocks[b]) + sizeof(uint16_t),
-                    quant_bytes);
-      }
-    }
-  }
+  repack_blocks<Block>(m, quant_bytes, scales, quants, [](const Block& block, std::byte* to) {
+    const auto* bytes = reinterpret_cast<const std::byte*>(&block);
+    if constexpr (std::is_same_v<Block, BlockQ6_K> || std::is_same_v<Block, BlockQ3_K>)
+      std::memcpy(to, bytes, quant_bytes);  // d last
+    else
+      std::memcpy(to, bytes + sizeof(uint16_t), quant_bytes);  // d first
+    return block.d;
+  });
 }
 
 // MXFP4's blocks split into their scales 2^(e − 128) as f32 (exact) and their 16 bytes of
 // nibbles: the kernel reads a word per scale rather than decoding e8m0.
 void split_mxfp4(const WeightMatrix& m, std::vector<float>& scales,
                  std::vector<std::byte>& quants) {
-  constexpr size_t quant_bytes = sizeof(BlockMxfp4::qs);
-  const int64_t nb = m.cols / kQK;
-  scales.resize(static_cast<size_t>(m.rows * nb));
-  quants.resize(static_cast<size_t>(m.rows * nb) * quant_bytes);
-  for (int64_t r = 0; r < m.rows; ++r) {
-    const auto* blocks = reinterpret_cast<const BlockMxfp4*>(m.row(r));
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t i = static_cast<size_t>(r * nb + b);
-      scales[i] = mxfp4_scale(blocks[b].e);
-      std::memcpy(quants.data() + i * quant_bytes, blocks[b].qs, quant_bytes);
-    }
-  }
+  repack_blocks<BlockMxfp4>(m, sizeof(BlockMxfp4::qs), scales, quants,
+                            [](const BlockMxfp4& block, std::byte* to) {
+                              std::memcpy(to, block.qs, sizeof block.qs);
+                              return mxfp4_scale(block.e);
+                            });
 }
 
 // IQ3_XXS's super-blocks as matmul.comp reads them: the f16 d into `scales`; the 64 grid
@@ -104,25 +143,18 @@ void split_mxfp4(const WeightMatrix& m, std::vector<float>& scales,
 void repack_iq3_xxs(const WeightMatrix& m, std::vector<uint16_t>& scales,
                     std::vector<std::byte>& quants) {
   constexpr size_t index_bytes = kQKK / 4, super_block_bytes = index_bytes + 9 * 4;
-  const int64_t nb = m.cols / kQKK;
-  scales.resize(static_cast<size_t>(m.rows * nb + 1));
-  quants.resize(static_cast<size_t>(m.rows * nb) * super_block_bytes);
-  for (int64_t r = 0; r < m.rows; ++r) {
-    const auto* blocks = reinterpret_cast<const BlockIq3Xxs*>(m.row(r));
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t i = static_cast<size_t>(r * nb + b);
-      scales[i] = blocks[b].d;
-      std::byte* to = quants.data() + i * super_block_bytes;
-      std::memcpy(to, blocks[b].qs, index_bytes);
-      uint32_t ls = 0;
-      for (int j = 0; j < kQKK / kQK; ++j) {
-        const uint32_t signs = lattice_signs(blocks[b], j);
-        std::memcpy(to + index_bytes + 4 * j, &signs, 4);
-        ls |= (iq3_xxs_word(blocks[b], j) >> 28) << (4 * j);
-      }
-      std::memcpy(to + index_bytes + 32, &ls, 4);
-    }
-  }
+  repack_blocks<BlockIq3Xxs>(m, super_block_bytes, scales, quants,
+                             [](const BlockIq3Xxs& block, std::byte* to) {
+                               std::memcpy(to, block.qs, index_bytes);
+                               uint32_t ls = 0;
+                               for (int j = 0; j < kQKK / kQK; ++j) {
+                                 const uint32_t signs = lattice_signs(block, j);
+                                 std::memcpy(to + index_bytes + 4 * j, &signs, 4);
+                                 ls |= (iq3_xxs_word(block, j) >> 28) << (4 * j);
+                               }
+                               std::memcpy(to + index_bytes + 32, &ls, 4);
+                               return block.d;
+                             });
 }
 
 }  // namespace
@@ -252,11 +284,21 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
       break;
     case DType::IQ3_S:
       split_blocks<BlockIq3S>(m, scales, quants);
-      d.tables = lattice_tables(context);
       break;
     case DType::IQ3_XXS:
       repack_iq3_xxs(m, scales, quants);
-      d.tables = lattice_tables(context);
+      break;
+    case DType::IQ2_XXS:
+      split_blocks<BlockIq2Xxs>(m, scales, quants);
+      break;
+    case DType::IQ2_XS:
+      split_blocks<BlockIq2Xs>(m, scales, quants);
+      break;
+    case DType::IQ2_S:
+      split_blocks<BlockIq2S>(m, scales, quants);
+      break;
+    case DType::IQ1_S:
+      split_blocks<BlockIq1S>(m, scales, quants);
       break;
     case DType::MXFP4:
       split_mxfp4(m, float_scales, quants);
@@ -264,6 +306,7 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
     default:
       break;
   }
+  if (kernels_of(m.dtype)->lattice) d.tables = lattice_tables(context);
   if (!quants.empty()) {
     values = quants.data();
     value_bytes = quants.size();
@@ -287,8 +330,7 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
 
 VkDeviceAddress DeviceWeights::lattice_tables(Context& context) {
   if (lattice_tables_ != 0) return lattice_tables_;
-  std::vector<uint32_t> tables(std::begin(kIq3XxsGrid), std::end(kIq3XxsGrid));
-  tables.insert(tables.end(), std::begin(kIq3SGrid), std::end(kIq3SGrid));
+  const std::vector<uint32_t> tables = lattice_table();
   const uint64_t bytes = tables.size() * sizeof(uint32_t);
   Buffer& b = buffers_.emplace_back(context, bytes, Memory::Device);
   context.upload(b, 0, tables.data(), bytes);

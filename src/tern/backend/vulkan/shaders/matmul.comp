@@ -1,8 +1,9 @@
 #version 450
 // y[t, row] = x[t, :] · w[row, :] (+ bias[row]) for one weight type (WEIGHT_F32, _F16, _BF16,
 // _Q8_0, _Q4_0, _Q4_1, _Q5_0, _Q5_1, _Q2_K, _Q3_K, _Q4_K, _Q5_K, _Q6_K, _IQ4_NL, _IQ4_XS,
-// _MXFP4, _IQ3_XXS, _IQ3_S, or _AFFINE with AFFINE_BITS and AFFINE_GROUP: tern's INT4/INT8 groups; chosen at
-// build time). A workgroup takes 4 weight rows
+// _MXFP4, _IQ3_XXS, _IQ3_S, _IQ2_XXS, _IQ2_XS, _IQ2_S, _IQ1_S, _IQ1_M, or _AFFINE with
+// AFFINE_BITS and AFFINE_GROUP: tern's INT4/INT8 groups; chosen at build time). A workgroup
+// takes 4 weight rows
 // and a group of up to 8 tokens, 16 lanes per row: lane i takes the row's units of 32 elements
 // (or its elements) i, i + 16, ..., accumulating every token's sum in registers, and a fixed
 // tree adds the 16 partial sums. A token's output is the same sum in the same order whatever
@@ -26,9 +27,13 @@
 //   super-blocks' f16 d in `scales`, the other 108, 208 and 108 bytes in `w`; IQ3_XXS: d in
 //   `scales`, then its 64 grid indices, 8 sign words (bit e: element e of sub-block j
 //   negative, decoded at upload from the 7-bit sign indices) and a word of the 8 sub-blocks'
-//   4-bit scales (25 words); INT4_G*, INT8_G*: tern's blocks as they are (whole words).
-//   `tables`: the lattice types' grids (vulkan_weights.cpp's lattice tables: IQ3_XXS's 256
-//   entries, then IQ3_S's 512, each 4 magnitudes a byte).
+//   4-bit scales (25 words); IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S: d in `scales`, the other 64, 72,
+//   80 and 48 bytes in `w`; IQ1_M (56 bytes, its d in the scale bits): its blocks as they are;
+//   INT4_G*, INT8_G*: tern's blocks as they are (whole words).
+//   `tables`: the lattice types' grids (vulkan_weights.cpp's lattice_tables, at the *_GRID
+//   words below): IQ3_XXS's 256 entries and IQ3_S's 512, a word each (4 magnitudes a byte);
+//   IQ2_XXS's 256, IQ2_XS's 512 and IQ2_S's 1024, two words each (8 magnitudes a byte); the IQ1
+//   types' 2048, 16-bit codes two to a word (element e's g + 1 at bits 2e, 2e + 1).
 #include "common.glsl"
 layout(local_size_x = 16, local_size_y = 4) in;
 #define LANES 16u
@@ -46,8 +51,20 @@ layout(push_constant) uniform Push {
 } p;
 #endif
 shared float partial[ROWS][TOKENS][LANES];
+// Where each lattice type's grid starts in `tables`, in words (vulkan_weights.cpp's lattice
+// table, which checks these).
+#define IQ3_XXS_GRID 0u
+#define IQ3_S_GRID 256u
+#define IQ2_XXS_GRID 768u
+#define IQ2_XS_GRID 1280u
+#define IQ2_S_GRID 2304u
+#define IQ1_GRID 4352u
 
 uint byte_of(uint words[8], uint k) { return (words[k >> 2] >> (8u * (k & 3u))) & 0xFFu; }
+
+// A group's 8 sign bits (bit e: element e negative) from the 7 that IQ2_XXS and IQ2_XS store:
+// the eighth is their parity (blocks/lattice_signs.h).
+uint lattice_signs(uint s7) { return s7 | ((uint(bitCount(s7)) & 1u) << 7); }
 
 // The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl) and of MXFP4 (its e2m1 values
 // doubled, index 8 + i the negation of i), as blocks/block_layouts.h.
@@ -222,15 +239,108 @@ void main() {
     b = a;
     for (uint m = 0u; m < 8u; ++m) {
 #if defined(WEIGHT_IQ3_XXS)
-      const uint entry = p.tables.v[byte_at(p.w, base, 8u * j + m)];
+      const uint entry = p.tables.v[IQ3_XXS_GRID + byte_at(p.w, base, 8u * j + m)];
 #else
       const uint entry =
-          p.tables.v[256u + (byte_at(p.w, base, 8u * j + m) | (((qh >> m) & 1u) << 8))];
+          p.tables.v[IQ3_S_GRID + (byte_at(p.w, base, 8u * j + m) | (((qh >> m) & 1u) << 8))];
 #endif
       for (uint e = 0u; e < 4u; ++e) {
         const float magnitude = float((entry >> (8u * e)) & 0xFFu);
         q[4u * m + e] = ((signs >> (4u * m + e)) & 1u) != 0u ? -magnitude : magnitude;
       }
+    }
+#elif defined(WEIGHT_IQ2_XXS) || defined(WEIGHT_IQ2_XS) || defined(WEIGHT_IQ2_S)
+    // Sub-block j of a super-block: 4 groups of 8 magnitudes from the grid (entry l at word
+    // at[l]), each element's sign from the sub-block's sign word, half h's scale
+    // d · (2 ls_h + 1) / 8.
+    const uint j = g % 8u;
+    const float d = half_at(p.scales, g / 8u) * 0.125;
+    uint at[4];
+    uint signs = 0u;
+    uint ls;  // the halves' 4-bit scales: the first's the low nibble
+#if defined(WEIGHT_IQ2_XXS)
+    // Two words a sub-block: its 4 grid indices, then 4 × 7 sign bits with ls above them.
+    const uint base = (g / 8u) * 16u + 2u * j;
+    const uint indices = p.w.v[base], aux = p.w.v[base + 1u];
+    for (uint l = 0u; l < 4u; ++l) {
+      at[l] = IQ2_XXS_GRID + 2u * ((indices >> (8u * l)) & 0xFFu);
+      signs |= lattice_signs((aux >> (7u * l)) & 127u) << (8u * l);
+    }
+    ls = (aux >> 28) | ((aux >> 28) << 4);  // one for both halves
+#elif defined(WEIGHT_IQ2_XS)
+    // 16 words of the 32 groups' 16 bits (a 9-bit grid index, 7 sign bits above it), then a
+    // scale byte a sub-block.
+    const uint base = (g / 8u) * 18u;
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint group = (p.w.v[base + 2u * j + l / 2u] >> (16u * (l % 2u))) & 0xFFFFu;
+      at[l] = IQ2_XS_GRID + 2u * (group & 511u);
+      signs |= lattice_signs(group >> 9) << (8u * l);
+    }
+    ls = byte_at(p.w, base + 16u, j);
+#else
+    // 8 words of the grid indices' low bytes, 8 sign words (one a sub-block), then a byte a
+    // sub-block of the indices' top bit pairs (group l's at 2l) and one of scales.
+    const uint base = (g / 8u) * 20u;
+    const uint qh = byte_at(p.w, base + 16u, j);
+    for (uint l = 0u; l < 4u; ++l)
+      at[l] = IQ2_S_GRID + 2u * (byte_at(p.w, base, 4u * j + l) | (((qh >> (2u * l)) & 3u) << 8));
+    signs = p.w.v[base + 8u + j];
+    ls = byte_at(p.w, base + 18u, j);
+#endif
+    a = d * float(2u * (ls & 0xFu) + 1u);
+    b = d * float(2u * (ls >> 4) + 1u);
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint entry[2] = uint[2](p.tables.v[at[l]], p.tables.v[at[l] + 1u]);
+      for (uint e = 0u; e < 8u; ++e) {
+        const float magnitude = float((entry[e / 4u] >> (8u * (e % 4u))) & 0xFFu);
+        q[8u * l + e] = ((signs >> (8u * l + e)) & 1u) != 0u ? -magnitude : magnitude;
+      }
+    }
+#elif defined(WEIGHT_IQ1_S) || defined(WEIGHT_IQ1_M)
+    // Sub-block j of a super-block: 4 groups of 8 values g in {−1, 0, 1} from the grid, each
+    // group shifted by its δ / 8 (δ = ±1): q = 8 g + δ, half h's scale d · (2 ls_h + 1) / 8.
+    const uint j = g % 8u;
+    uint index[4];
+    uint negative = 0u;  // bit l: group l's δ is −1
+    float d;
+    uint ls[2];
+#if defined(WEIGHT_IQ1_S)
+    // 8 words of the grid indices' low bytes, then a 16-bit word a sub-block: index bits 8..10
+    // of group l at 3l, ls at 12 (one for both halves), δ's sign at 15 (for all 4 groups).
+    const uint base = (g / 8u) * 12u;
+    d = half_at(p.scales, g / 8u);
+    const uint qh = (p.w.v[base + 8u + j / 2u] >> (16u * (j % 2u))) & 0xFFFFu;
+    for (uint l = 0u; l < 4u; ++l)
+      index[l] = byte_at(p.w, base, 4u * j + l) | (((qh >> (3u * l)) & 7u) << 8);
+    negative = (qh >> 15) * 15u;
+    ls[0] = (qh >> 12) & 7u;
+    ls[1] = ls[0];
+#else
+    // ggml's 56 bytes: 8 words of the grid indices' low bytes, 4 of a nibble a group (byte
+    // 2j + l / 2, nibble l % 2: index bits 8..10, δ's sign above them), 2 of four 16-bit scale
+    // words: half h of sub-block j's ls at 6 (j % 2) + 3h of word j / 2, d's nibble n the top
+    // nibble of word n.
+    const uint base = (g / 8u) * 14u;
+    const uint s01 = p.w.v[base + 12u], s23 = p.w.v[base + 13u];
+    d = unpackHalf2x16(((s01 >> 12) & 0xFu) | ((s01 >> 24) & 0xF0u) | ((s23 >> 4) & 0xF00u) |
+                       ((s23 >> 16) & 0xF000u))
+            .x;
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint nibble = (byte_at(p.w, base + 8u, 2u * j + l / 2u) >> (4u * (l % 2u))) & 0xFu;
+      index[l] = byte_at(p.w, base, 4u * j + l) | ((nibble & 7u) << 8);
+      negative |= (nibble >> 3) << l;
+    }
+    const uint sw = ((j < 4u ? s01 : s23) >> (16u * ((j / 2u) % 2u))) & 0xFFFFu;
+    ls[0] = (sw >> (6u * (j % 2u))) & 7u;
+    ls[1] = (sw >> (6u * (j % 2u) + 3u)) & 7u;
+#endif
+    a = d * float(2u * ls[0] + 1u) * 0.125;
+    b = d * float(2u * ls[1] + 1u) * 0.125;
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint code = (p.tables.v[IQ1_GRID + index[l] / 2u] >> (16u * (index[l] % 2u))) & 0xFFFFu;
+      const int delta = ((negative >> l) & 1u) != 0u ? -1 : 1;
+      for (uint e = 0u; e < 8u; ++e)
+        q[8u * l + e] = float(8 * (int((code >> (2u * e)) & 3u) - 1) + delta);
     }
 #elif defined(WEIGHT_Q8_0)
     a = half_at(p.scales, g);
