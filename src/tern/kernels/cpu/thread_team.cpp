@@ -69,11 +69,17 @@ class Team {
 
   TeamAdmission& admission() { return admission_; }
 
+  // Starts workers until there are `n`: all of them when the team is made, though the first
+  // jobs run alone (team_admission.h), so that a thread's workers are there from its start.
+  void start_workers(int n) {
+    while (static_cast<int>(workers_.size()) < n) workers_.emplace_back([this] { work(); });
+  }
+
   // Runs a job with threads - 1 workers admitted (threads: from team_threads()).
   void run(int threads, void (*call)(void*, int), void* context) {
     const Clock::time_point start = Clock::now();
     const int admit = threads - 1;
-    while (static_cast<int>(workers_.size()) < admit) workers_.emplace_back([this] { work(); });
+    start_workers(admit);
     call_ = call;
     context_ = context;
     worker_steps_.store(0, std::memory_order_relaxed);  // published with the state below
@@ -205,7 +211,10 @@ int max_team_threads() { return t_in_job || omp_in_parallel() ? 1 : omp_get_max_
 int team_threads() {
   const int most = max_team_threads();
   if (most <= 1) return most;
-  if (!t_team) t_team = std::make_unique<Team>();
+  if (!t_team) {
+    t_team = std::make_unique<Team>();
+    t_team->start_workers(most - 1);
+  }
   return 1 + t_team->admission().admitted(most - 1, TeamAdmission::Clock::now());
 }
 
