@@ -116,8 +116,13 @@ class StealingSplit {
 // runs a step never changes what the step computes. `parallel` false: serially, in order.
 template <class Body>
 void parallel_for(int64_t steps, Body&& body, bool parallel = true) {
-  const int threads = parallel && steps > 1 ? team_threads() : 1;
-  if (threads <= 1) {  // still a job: the team times it (team_admission.h)
+  if (!parallel || steps <= 1) {  // no worker could join: nothing for the team to weigh
+    for (int64_t s = 0; s < steps; ++s) body(s);
+    t_team_steps += steps;
+    return;
+  }
+  const int threads = team_threads();
+  if (threads <= 1) {  // still a job: its time alone is what a worker is weighed against
     run_team(1, [&](int) {
       for (int64_t s = 0; s < steps; ++s) body(s);
       t_team_steps += steps;

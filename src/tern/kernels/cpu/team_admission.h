@@ -129,7 +129,7 @@ class TeamAdmission {
   // kinds share the last slot probed, which only blurs their times).
   static constexpr size_t kKinds = 256;
   Clock::duration& time_alone(uint64_t kind) {
-    size_t i = static_cast<size_t>(kind * 0x9e3779b97f4a7c15u >> 56) % kKinds;
+    size_t i = static_cast<size_t>(kind >> 56) % kKinds;  // kinds come hashed (job_kind)
     for (size_t probes = 0; probes + 1 < kKinds; ++probes, i = (i + 1) % kKinds) {
       if (kinds_[i].kind == kind) break;
       if (kinds_[i].kind == 0) {

@@ -47,9 +47,11 @@ std::chrono::microseconds worker_spin() {
 }
 
 // A kind of job, as the team's admission weighs it: where it was started (the erased call is
-// one function per call site) and how many steps it had. Never 0.
+// one function per call site) and how many steps it had. Never 0. Fibonacci-hashed here, once,
+// so that its top bits pick the admission's table slot.
 uint64_t job_kind(void (*call)(void*, int), int64_t steps) {
-  return (reinterpret_cast<uintptr_t>(call) * 0x9e3779b97f4a7c15u ^ static_cast<uint64_t>(steps)) |
+  return ((reinterpret_cast<uintptr_t>(call) ^ static_cast<uint64_t>(steps) << 40) *
+          0x9e3779b97f4a7c15u) |
          1;
 }
 
