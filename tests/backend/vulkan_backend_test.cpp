@@ -435,6 +435,18 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
               std::string::npos)
         << e.what();
   }
+  nlohmann::json wide = testing::tiny_moe_json();
+  wide["num_experts"] = 1025;
+  wide["num_hidden_layers"] = 1;
+  wide["moe_intermediate_size"] = 32;
+  const ModelConfig wide_config = testing::config_from_json(wide);
+  try {
+    Decoder decoder(wide_config, make_dummy_weights(wide_config, DType::Q8_0, 1), vulkan);
+    ADD_FAILURE() << "1025 experts were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 0's mixture has 1025 experts"), std::string::npos)
+        << e.what();
+  }
   const ModelConfig moe_config = testing::config_from_json(testing::tiny_moe_json());
   try {
     Decoder decoder(moe_config, make_dummy_weights(moe_config, DType::INT4_G128, 1), vulkan);

@@ -49,6 +49,10 @@ struct MoeRoutePush {
   VkDeviceAddress logits, experts, weights;
   uint32_t t, n, top_k, normalize;
 };
+struct MoeGroupPush {
+  VkDeviceAddress experts, tiles;
+  uint32_t routes, n, pad0, pad1;
+};
 struct MoeCombinePush {
   VkDeviceAddress out, routed, weights, x, shared_gate;
   uint32_t h, top_k, has_shared, pad;
@@ -76,6 +80,7 @@ struct AttentionPush {
 };
 
 constexpr uint32_t kMaxGroups = 65535;  // the least maxComputeWorkGroupCount Vulkan allows
+constexpr int64_t kTileWords = 10;      // a tile of moe_group.comp: expert, count, 8 routes
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
@@ -95,8 +100,8 @@ class VulkanBackend final : public Backend {
         context_(context),
         config_(config),
         weights_(weights),
-        rope_{cpu::Rope(rope_config(config, weights))},
-        local_rope_{cpu::Rope(local_rope_config(config, weights))},
+        rope_(cpu::Rope(rope_config(config, weights))),
+        local_rope_(cpu::Rope(local_rope_config(config, weights))),
         device_weights_(context, weights) {
     if (config.head_dim % 2 != 0 || config.head_dim > 256)
       throw Error("--device vulkan: head_dim " + std::to_string(config.head_dim) +
@@ -115,6 +120,7 @@ class VulkanBackend final : public Backend {
       silu_mul_experts_ = &context.pipeline("silu_mul", sizeof(SiluMulPush));
       clamped_swiglu_ = &context.pipeline("clamped_swiglu", sizeof(ClampedSwigluPush));
       moe_route_ = &context.pipeline("moe_route", sizeof(MoeRoutePush));
+      moe_group_ = &context.pipeline("moe_group", sizeof(MoeGroupPush));
       moe_combine_ = &context.pipeline("moe_combine", sizeof(MoeCombinePush));
     }
   }
@@ -142,6 +148,7 @@ class VulkanBackend final : public Backend {
       router_ = Buffer(context_, bytes_of(t_cap * config_.num_experts), Memory::Device);
       route_experts_ = Buffer(context_, bytes_of(routes), Memory::Device);
       route_weights_ = Buffer(context_, bytes_of(routes), Memory::Device);
+      route_tiles_ = Buffer(context_, bytes_of(1 + kTileWords * max_tiles(routes)), Memory::Device);
       expert_gate_ = Buffer(context_, bytes_of(std::max(routes, t_cap) * ff), Memory::Device);
       expert_up_ = Buffer(context_, bytes_of(std::max(routes, t_cap) * ff), Memory::Device);
       expert_out_ = Buffer(context_, bytes_of(routes * config_.hidden_size), Memory::Device);
@@ -152,8 +159,8 @@ class VulkanBackend final : public Backend {
 
   uint64_t working_bytes() const override {
     uint64_t bytes = up_.bytes() + router_.bytes() + route_experts_.bytes() +
-                     route_weights_.bytes() + expert_gate_.bytes() + expert_up_.bytes() +
-                     expert_out_.bytes();
+                     route_weights_.bytes() + route_tiles_.bytes() + expert_gate_.bytes() +
+                     expert_up_.bytes() + expert_out_.bytes();
     for (const ActivationBuffer& a : activations_) bytes += a.buffer.bytes();
     return bytes;
   }
@@ -269,6 +276,13 @@ class VulkanBackend final : public Backend {
                    u32(k),
                    moe.normalize_top_k ? 1u : 0u};
     dispatch_1d(context_, *moe_route_, &r, t, 64);
+    MoeGroupPush g{route_experts_.address(),
+                   route_tiles_.address(),
+                   u32(routes),
+                   u32(moe.num_experts()),
+                   0,
+                   0};
+    context_.dispatch(*moe_group_, &g, 1, 1, 1);
     multiply_experts(moe.gate, moe.gate_bias, x, /*x_by_token=*/true, t, k, expert_gate_.address());
     multiply_experts(moe.up, moe.up_bias, x, true, t, k, expert_up_.address());
     if (moe.swiglu_limit > 0) {
@@ -444,6 +458,7 @@ class VulkanBackend final : public Backend {
   };
   // A RoPE and the step's table of it ([T, rotary_dim], made on the host from the positions).
   struct RopeTable {
+    explicit RopeTable(cpu::Rope r) : rope(std::move(r)) {}
     cpu::Rope rope;
     std::vector<float> cos_sin;
     StagedCosSin staged;
@@ -488,21 +503,22 @@ class VulkanBackend final : public Backend {
   }
 
   // Each route r (token r / k's choice r % k) of a step through its expert's rows of `parts`:
-  // y[r, :] = x[x_by_token ? r / k : r, :] · expert(r)ᵀ (+ its bias), in slices of routes that
-  // a dispatch's y dimension holds.
+  // y[r, :] = x[x_by_token ? r / k : r, :] · expert(r)ᵀ (+ its bias), a workgroup row per tile
+  // of moe_group's, in slices of tiles that a dispatch's y dimension holds. How many tiles
+  // there are is known on the device only, so every tile a step could have is dispatched.
   void multiply_experts(const std::vector<WeightMatrix>& parts, std::span<const float> bias,
                         VkDeviceAddress x, bool x_by_token, int64_t t, int64_t k,
                         VkDeviceAddress y) {
     const vulkan::DeviceMatrix& m = device_weights_.experts(parts);
-    const int64_t routes = t * k, groups = (m.rows + 3) / 4;
-    for (int64_t route0 = 0; route0 < routes; route0 += kMaxGroups) {
-      const int64_t n = std::min<int64_t>(kMaxGroups, routes - route0);
+    const int64_t routes = t * k, tiles = max_tiles(routes), groups = (m.rows + 3) / 4;
+    for (int64_t tile0 = 0; tile0 < tiles; tile0 += kMaxGroups) {
+      const int64_t n = std::min<int64_t>(kMaxGroups, tiles - tile0);
       MatmulIdPush p{m.words,
                      m.scales,
                      x,
                      y,
                      device_weights_.vector(bias),
-                     route_experts_.address(),
+                     route_tiles_.address(),
                      m.tables,
                      u32(m.rows),
                      u32(m.cols),
@@ -510,11 +526,17 @@ class VulkanBackend final : public Backend {
                      bias.empty() ? 0u : 1u,
                      u32(k),
                      x_by_token ? 1u : 0u,
-                     u32(route0),
+                     u32(tile0),
                      0};
       context_.dispatch(*m.matmul, &p, u32(std::min<int64_t>(groups, kMaxGroups)), u32(n),
                         u32((groups + kMaxGroups - 1) / kMaxGroups));
     }
+  }
+
+  // The most tiles of moe_group's a step of `routes` routes can have: each expert chosen makes
+  // ceil(its routes / 8) of them.
+  int64_t max_tiles(int64_t routes) const {
+    return (routes + 7 * std::min<int64_t>(routes, config_.num_experts)) / 8;
   }
 
   const Device& device_;
@@ -540,9 +562,11 @@ class VulkanBackend final : public Backend {
   // [T · k], each route's gate/up [T · k, moe_ff] (the shared expert's [T, its ff] first), and
   // each route's expert output [T · k, hidden].
   Buffer router_, route_experts_, route_weights_, expert_gate_, expert_up_, expert_out_;
+  Buffer route_tiles_;  // moe_group's tiles: their count, then kTileWords a tile
   const Pipeline* silu_mul_experts_ = nullptr;  // SiLU's kernel whatever the dense MLP's
   const Pipeline* clamped_swiglu_ = nullptr;
   const Pipeline* moe_route_ = nullptr;
+  const Pipeline* moe_group_ = nullptr;
   const Pipeline* moe_combine_ = nullptr;
   StagedSlots staged_slots_;
   StagedBatch staged_batch_;

@@ -197,6 +197,11 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
                     " experts a token; the Vulkan backend's routing "
                     "takes at most " +
                     std::to_string(kMaxTopK));
+      if (moe.num_experts() > kMaxExperts)
+        throw Error("--device vulkan: " + layer + "mixture has " +
+                    std::to_string(moe.num_experts()) +
+                    " experts; the Vulkan backend's grouping by expert takes at most " +
+                    std::to_string(kMaxExperts));
       check(moe.router, layer + "ffn_gate_inp");
       check_experts(moe.gate, layer + "ffn_gate_exps");
       check_experts(moe.up, layer + "ffn_up_exps");

@@ -24,8 +24,8 @@ struct MatmulPush {
 };
 // The push constants of its mixture-of-experts variants (matmul_id_*).
 struct MatmulIdPush {
-  VkDeviceAddress w, scales, x, y, bias, experts, tables;
-  uint32_t rows, cols, t, has_bias, top_k, x_by_token, route0, pad;
+  VkDeviceAddress w, scales, x, y, bias, tiles, tables;  // tiles: moe_group.comp's
+  uint32_t rows, cols, t, has_bias, top_k, x_by_token, tile0, pad;
 };
 
 struct DeviceMatrix {
@@ -37,8 +37,9 @@ struct DeviceMatrix {
   int64_t cols = 0;
 };
 
-// The most experts a token may be routed to on the device (moe_route.comp's registers).
-inline constexpr int64_t kMaxTopK = 16;
+// The most experts a token may be routed to on the device (moe_route.comp's registers), and
+// the most experts a layer may have (moe_group.comp's shared counters).
+inline constexpr int64_t kMaxTopK = 16, kMaxExperts = 1024;
 
 // The weight types with a Vulkan matmul kernel, for messages: "F32, F16, ...".
 std::string vulkan_matrix_types();

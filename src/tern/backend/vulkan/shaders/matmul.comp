@@ -11,10 +11,11 @@
 // 8 tokens.
 //
 // EXPERTS (a mixture of experts' matmul_id_* variants): the experts' matrices stacked, [n_experts
-// · rows, cols], and workgroup y takes one route (a token's j-th choice) alone: the rows of its
-// expert (experts[route]), its token's input row (x_by_token: route / top_k) or its own, and its
-// output row; biases stacked as the matrices are. A route's sum is the plain kernel's of its
-// expert for that one input row.
+// · rows, cols], and workgroup y takes one tile of moe_group.comp: up to 8 routes (a token's j-th
+// choice) of one expert, which take the place of the tokens: the rows of their expert, each
+// route's input row (x_by_token: its token's, route / top_k; else its own) and its output row;
+// biases stacked as the matrices are. So an expert's rows are read once per 8 of its routes, and
+// a route's sum is the plain kernel's of its expert for that one input row.
 //
 // Weight layouts, as vulkan_weights.cpp uploads them (row-major rows of `cols` elements):
 //   F32: floats; F16, BF16: two to a word, element e of the matrix in word e / 2;
@@ -41,8 +42,8 @@ layout(local_size_x = 16, local_size_y = 4) in;
 #define TOKENS 8u
 #if defined(EXPERTS)
 layout(push_constant) uniform Push {
-  Words w; Words scales; Floats x; Floats y; Floats bias; Ints experts; Words tables;
-  uint rows; uint cols; uint t; uint has_bias; uint top_k; uint x_by_token; uint route0;
+  Words w; Words scales; Floats x; Floats y; Floats bias; Ints tiles; Words tables;
+  uint rows; uint cols; uint t; uint has_bias; uint top_k; uint x_by_token; uint tile0;
 } p;
 #else
 layout(push_constant) uniform Push {
@@ -90,15 +91,27 @@ void main() {
   // A row past the matrix still takes part in the barriers.
   const bool in_matrix = row < p.rows;
 #if defined(EXPERTS)
-  const uint tok0 = p.route0 + gl_WorkGroupID.y;  // the route: its output row
-  const uint ntok = 1u;
-  const uint wrow = uint(p.experts.v[tok0]) * p.rows + row;  // its expert's row in the stack
-  const uint xrow0 = p.x_by_token != 0u ? tok0 / p.top_k : tok0;
+  // Each route's input row and output row.
+  uint xrow_of[TOKENS], yrow_of[TOKENS];
+  const uint tile = p.tile0 + gl_WorkGroupID.y;
+  // The dispatch holds as many tiles as a step could have; the whole workgroup leaves together.
+  if (tile >= uint(p.tiles.v[0])) return;
+  const uint at = 1u + tile * 10u;
+  const uint ntok = uint(p.tiles.v[at + 1u]);
+  const uint wrow = uint(p.tiles.v[at]) * p.rows + row;  // its expert's row in the stack
+  for (uint i = 0u; i < TOKENS; ++i) {
+    const uint route = i < ntok ? uint(p.tiles.v[at + 2u + i]) : 0u;
+    xrow_of[i] = p.x_by_token != 0u ? route / p.top_k : route;
+    yrow_of[i] = route;
+  }
+#define xrow(tt) xrow_of[tt]
+#define yrow(tt) yrow_of[tt]
 #else
   const uint tok0 = gl_WorkGroupID.y * TOKENS;
   const uint ntok = min(TOKENS, p.t - tok0);
   const uint wrow = row;
-  const uint xrow0 = tok0;
+#define xrow(tt) (tok0 + (tt))
+#define yrow(tt) (tok0 + (tt))
 #endif
   const uint lid = gl_LocalInvocationID.x;
   const uint ry = gl_LocalInvocationID.y;
@@ -432,7 +445,7 @@ void main() {
 #endif
     for (uint tt = 0u; tt < TOKENS; ++tt) {
       if (tt >= ntok) break;
-      const uint xb = (xrow0 + tt) * p.cols + u * 32u;
+      const uint xb = xrow(tt) * p.cols + u * 32u;
       float sa = 0.0, sb = 0.0, sx = 0.0;
       for (uint i = 0u; i < 16u; ++i) sa += q[i] * p.x.v[xb + i];
       for (uint i = 16u; i < 32u; ++i) sb += q[i] * p.x.v[xb + i];
@@ -453,7 +466,7 @@ void main() {
 #endif
     for (uint tt = 0u; tt < TOKENS; ++tt) {
       if (tt >= ntok) break;
-      acc[tt] += wv * p.x.v[(xrow0 + tt) * p.cols + k];
+      acc[tt] += wv * p.x.v[xrow(tt) * p.cols + k];
     }
   }
 #endif
@@ -467,6 +480,6 @@ void main() {
   }
   if (in_matrix && lid < ntok) {
     const float b = p.has_bias != 0u ? p.bias.v[wrow] : 0.0;
-    p.y.v[(tok0 + lid) * p.rows + row] = partial[ry][lid][0] + b;
+    p.y.v[yrow(lid) * p.rows + row] = partial[ry][lid][0] + b;
   }
 }
