@@ -87,6 +87,18 @@ TEST(TeamAdmission, TheLastWorkerStaysWhileItPays) {
   EXPECT_EQ(a.admitted(1, t0 + TeamAdmission::kMinBackoff), 1);
 }
 
+// A job alone that the OS preempted (a time slice, 3 ms, in a 100 µs job) barely moves its
+// kind's time alone, so a worker that does not pay still leaves.
+TEST(TeamAdmission, APreemptedJobAloneDoesNotMakeAWorkerThatDoesNotPayLookWorthIt) {
+  TeamAdmission a;
+  const Clock::time_point t0 = Clock::now();
+  EXPECT_EQ(a.admitted(1, t0), 0);
+  time_alone(a, t0);
+  a.ran_alone(kKind, milliseconds(3), t0);
+  fill_window(a, with_worker(microseconds(100)), t0);  // no faster than alone
+  EXPECT_EQ(a.admitted(1, t0 + milliseconds(1)), 0);
+}
+
 // A worker on a shared core stalls now and then, yet does much of the work: it stays.
 TEST(TeamAdmission, AWorkerThatStallsNowAndThenYetPaysStays) {
   TeamAdmission a;

@@ -66,7 +66,17 @@ class TeamAdmission {
   // A job the caller ran alone, of kind `kind` (nonzero), took `took`, ending at `now`.
   void ran_alone(uint64_t kind, Clock::duration took, Clock::time_point now) {
     Clock::duration& t = time_alone(kind);
-    t = t == Clock::duration{} ? took : (3 * t + took) / 4;  // smoothed: one job may be preempted
+    // Preemption only ever lengthens a job, by a time slice (milliseconds), and a time alone
+    // inflated by one would keep a worker that does not pay until the next window alone (up to
+    // kMaxRecheck away). So the time falls fast and rises by at most 1/32 a job, less than
+    // kWorthIt's margin: towards what the caller takes undisturbed, while a kind's real growth
+    // (attention over a longer context) still shows within a few dozen jobs.
+    if (t == Clock::duration{})
+      t = took;
+    else if (took < t)
+      t = (t + took) / 2;
+    else
+      t += std::min(took - t, t) / 32;
     if (!timing_alone_) return;
     alone_window_ += took;
     if (alone_window_ < kAloneWindow) return;
