@@ -1,10 +1,10 @@
 // Uploading a model's weights. Blocks whose size is not whole words (ggml's Q8_0, Q4_0, Q5_0,
-// IQ4_NL, Q3_K, Q6_K, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S and IQ1_S: 34, 18, 22, 18, 110, 210, 110,
-// 66, 74, 82 and 50 bytes) are split at upload into their f16 scales and the rest, MXFP4's (17)
-// into its scales as f32 and its nibbles, and IQ3_XXS's (98) into its scales and a layout with
-// its signs decoded, so the kernel reads whole aligned words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K,
-// IQ4_XS and IQ1_M (20, 24, 84, 144, 176, 136 and 56 bytes) and the affine groups go up as they
-// are. The lattice types' grids go up once, in one table.
+// IQ4_NL, Q3_K, Q6_K, IQ3_S, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S and IQ1_S: 34, 18, 22, 18, 110,
+// 210, 110, 98, 66, 74, 82 and 50 bytes) are split at upload into their f16 scales and the rest,
+// and MXFP4's (17) into its scales as f32 and its nibbles, so the kernel reads whole aligned
+// words; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K, IQ4_XS and IQ1_M (20, 24, 84, 144, 176, 136 and 56
+// bytes) and the affine groups go up as they are. The lattice types' grids go up once, in one
+// table.
 #include "tern/backend/vulkan/vulkan_weights.h"
 
 #include <cstring>
@@ -135,26 +135,6 @@ void split_mxfp4(const WeightMatrix& m, std::vector<float>& scales,
                               std::memcpy(to, block.qs, sizeof block.qs);
                               return mxfp4_scale(block.e);
                             });
-}
-
-// IQ3_XXS's super-blocks as matmul.comp reads them: the f16 d into `scales`; the 64 grid
-// indices, each sub-block's sign word (its four 7-bit sign indices looked up once here rather
-// than in every dot) and a word of the 8 sub-blocks' 4-bit scales into `quants`.
-void repack_iq3_xxs(const WeightMatrix& m, std::vector<uint16_t>& scales,
-                    std::vector<std::byte>& quants) {
-  constexpr size_t index_bytes = kQKK / 4, super_block_bytes = index_bytes + 9 * 4;
-  repack_blocks<BlockIq3Xxs>(m, super_block_bytes, scales, quants,
-                             [](const BlockIq3Xxs& block, std::byte* to) {
-                               std::memcpy(to, block.qs, index_bytes);
-                               uint32_t ls = 0;
-                               for (int j = 0; j < kQKK / kQK; ++j) {
-                                 const uint32_t signs = lattice_signs(block, j);
-                                 std::memcpy(to + index_bytes + 4 * j, &signs, 4);
-                                 ls |= (iq3_xxs_word(block, j) >> 28) << (4 * j);
-                               }
-                               std::memcpy(to + index_bytes + 32, &ls, 4);
-                               return block.d;
-                             });
 }
 
 }  // namespace
@@ -291,7 +271,7 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
       split_blocks<BlockIq3S>(m, scales, quants);
       break;
     case DType::IQ3_XXS:
-      repack_iq3_xxs(m, scales, quants);
+      split_blocks<BlockIq3Xxs>(m, scales, quants);
       break;
     case DType::IQ2_XXS:
       split_blocks<BlockIq2Xxs>(m, scales, quants);

@@ -25,11 +25,8 @@
 //   word; MXFP4: its e8m0 exponents as f32 scales 2^(e − 128) (one word a block, exact) and 4
 //   words of nibbles a block; Q4_1, Q5_1 (20 and 24 bytes), Q2_K, Q4_K, Q5_K, IQ4_XS (84, 144,
 //   176 and 136 bytes): ggml's blocks as they are, whole words; Q3_K, Q6_K, IQ3_S: their
-//   super-blocks' f16 d in `scales`, the other 108, 208 and 108 bytes in `w`; IQ3_XXS: d in
-//   `scales`, then its 64 grid indices, 8 sign words (bit e: element e of sub-block j
-//   negative, decoded at upload from the 7-bit sign indices) and a word of the 8 sub-blocks'
-//   4-bit scales (25 words); IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S: d in `scales`, the other 64, 72,
-//   80 and 48 bytes in `w`; IQ1_M (56 bytes, its d in the scale bits): its blocks as they are;
+//   super-blocks' f16 d in `scales`, the other 108, 208 and 108 bytes in `w`; IQ3_XXS, IQ2_XXS,
+//   IQ2_XS, IQ2_S, IQ1_S: d in `scales`, the other 96, 64, 72, 80 and 48 bytes in `w`; IQ1_M (56 bytes, its d in the scale bits): its blocks as they are;
 //   INT4_G*, INT8_G*: tern's blocks as they are (whole words).
 //   `tables`: the lattice types' grids (vulkan_weights.cpp's lattice_tables, at the *_GRID
 //   words below): IQ3_XXS's 256 entries and IQ3_S's 512, a word each (4 magnitudes a byte);
@@ -63,8 +60,8 @@ shared float partial[ROWS][TOKENS][LANES];
 
 uint byte_of(uint words[8], uint k) { return (words[k >> 2] >> (8u * (k & 3u))) & 0xFFu; }
 
-// A group's 8 sign bits (bit e: element e negative) from the 7 that IQ2_XXS and IQ2_XS store:
-// the eighth is their parity (blocks/lattice_signs.h).
+// A group's 8 sign bits (bit e: element e negative) from the 7 that IQ3_XXS, IQ2_XXS and IQ2_XS
+// store: the eighth is their parity (blocks/lattice_signs.h).
 uint lattice_signs(uint s7) { return s7 | ((uint(bitCount(s7)) & 1u) << 7); }
 
 // The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl) and of MXFP4 (its e2m1 values
@@ -238,10 +235,12 @@ void main() {
     const uint j = g % 8u;
     const float d = half_at(p.scales, g / 8u);
 #if defined(WEIGHT_IQ3_XXS)
-    const uint base = (g / 8u) * 25u;
-    const uint ls = (p.w.v[base + 24u] >> (4u * j)) & 0xFu;
-    a = d * float(2u * ls + 1u) * 0.25;
-    const uint signs = p.w.v[base + 16u + j];
+    // The sub-block's word: 4 × 7 sign bits (the eighth of each 8 their parity), ls above them.
+    const uint base = (g / 8u) * 24u;
+    const uint word = p.w.v[base + 16u + j];
+    a = d * float(2u * (word >> 28) + 1u) * 0.25;
+    uint signs = 0u;
+    for (uint h = 0u; h < 4u; ++h) signs |= lattice_signs((word >> (7u * h)) & 0x7Fu) << (8u * h);
 #else
     const uint base = (g / 8u) * 27u;
     const uint ls = (byte_at(p.w, base + 26u, j / 2u) >> (4u * (j % 2u))) & 0xFu;
