@@ -63,6 +63,7 @@ test: test-release test-sanitize $(TEST_ARM64)
 
 test-release: build
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
+	scripts/test-vulkan-validation.sh $(BUILD)
 
 test-sanitize: build-sanitize
 	cd $(SAN_BUILD) && $(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -26,6 +26,7 @@ packages=(
   python3-yaml                      # the tests read the Kubernetes manifests of deploy/
   libvulkan-dev glslc               # the Vulkan backend: loader and headers, GLSL → SPIR-V
   mesa-vulkan-drivers               # lavapipe, a Vulkan driver on the CPU: the Vulkan tests' device
+  vulkan-validationlayers           # Khronos' validation layer over the Vulkan tests
 )
 
 missing=()
