@@ -134,9 +134,11 @@ TEST(ServerMetrics, VllmsNamesForTheStackThatReadsThem) {
       std::string::npos);
   // Every sample line carries the model's name.
   std::istringstream lines(page);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] != '#')
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line[0] != '#') {
       EXPECT_NE(line.find("model_name=\"qwen\""), std::string::npos) << line;
+    }
+  }
 
   const std::string tern_page = ServerMetrics(2048, MetricNames::Tern).render("qwen", stats);
   EXPECT_EQ(tern_page.find("vllm:"), std::string::npos);
