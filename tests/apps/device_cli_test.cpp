@@ -43,6 +43,21 @@ TEST(DeviceCli, EveryModelCommandTakesTheDeviceAndRefusesOthersByName) {
   }
 }
 
+// Without a Vulkan driver (the loader pointed at none), `tern devices` still lists the CPU and
+// says in one line why there is no Vulkan device.
+TEST(DeviceCli, DevicesWithoutAVulkanDriverSayWhy) {
+#ifndef TERN_VULKAN
+  GTEST_SKIP() << "this build has no Vulkan backend";
+#else
+  const auto devices =
+      run_process({TERN_BINARY, "devices"}, {{"VK_ICD_FILENAMES", "/nonexistent/icd.json"}});
+  ASSERT_EQ(devices.exit_code, 0) << devices.err;
+  EXPECT_NE(devices.out.find("cpu "), std::string::npos) << devices.out;
+  EXPECT_NE(devices.out.find("\nvulkan: no instance ("), std::string::npos) << devices.out;
+  EXPECT_NE(devices.out.find("mesa-vulkan-drivers"), std::string::npos) << devices.out;
+#endif
+}
+
 // With the Vulkan backend built and a Vulkan device there (lavapipe in CI): `tern devices` lists
 // it, and the same commands run on it; generate's greedy text is the CPU's.
 TEST(DeviceCli, VulkanDevicesAreListedAndRunTheModelCommands) {

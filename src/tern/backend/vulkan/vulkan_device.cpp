@@ -83,7 +83,7 @@ std::string describe_vulkan_devices() {
   try {
     devices = &vulkan::physical_devices();
   } catch (const Error& e) {
-    return std::string("vulkan: ") + e.what() + "\n";
+    return std::string(e.what()) + "\n";  // the instance's errors name Vulkan already
   }
   if (devices->empty()) return "vulkan: the loader sees no device (Debian: mesa-vulkan-drivers)\n";
   for (size_t i = 0; i < devices->size(); ++i) {
