@@ -11,7 +11,7 @@ set(TERN_VULKAN_KERNELS
     add:add silu_mul:silu_mul gelu_tanh_mul:gelu_tanh_mul clamped_swiglu:clamped_swiglu
     rms_norm:rms_norm rope:rope write_kv:write_kv write_kv_int8:write_kv_int8
     attention:attention attention_int8:attention:KV_INT8 moe_route:moe_route
-    moe_group:moe_group moe_combine:moe_combine)
+    moe_group:moe_group moe_combine:moe_combine gather_inputs:gather_inputs)
 # Each ggml weight type's matmul, and its mixture-of-experts variant (matmul_id_*: EXPERTS).
 foreach(type f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs mxfp4
              iq3_xxs iq3_s iq2_xxs iq2_xs iq2_s iq1_s iq1_m)

@@ -11,9 +11,11 @@
 // under 1e-4 for F32 and F16 matrices; and greedy generations of stories260K the same.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -235,6 +237,29 @@ TEST(VulkanDecoder, TinyQwen3OfLatticeTypesMatchesTheCpuWithinTolerance) {
   }
 }
 
+// Act-order GPTQ (desc_act): each matrix's inputs in an order of its own
+// (WeightMatrix::input_order), which the device gathers before the matmul. Within the quantized
+// tolerance of the CPU; the same weights taken in the plain order are far from it, so a device
+// that ignored the order would fail.
+TEST(VulkanDecoder, ActOrderMatricesMatchTheCpu) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = testing::tiny_qwen3_config(2, /*tied=*/false);
+  ModelWeights w = make_dummy_weights(c, DType::INT4_G128, 5);
+  const std::vector<float> plain = forward_logits(c, w, find_device("cpu"));
+  std::mt19937 rng(3);
+  for (LayerWeights& l : w.layers)
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      std::span<std::byte> bytes = w.own_bytes(static_cast<size_t>(m->cols) * sizeof(int32_t));
+      auto* order = reinterpret_cast<int32_t*>(bytes.data());
+      std::iota(order, order + m->cols, 0);
+      std::shuffle(order, order + m->cols, rng);
+      m->input_order = order;
+    }
+  EXPECT_GT(testing::relative_rms_error(forward_logits(c, w, find_device("cpu")), plain), 0.1);
+  expect_close_to_cpu(c, w, 0.025, "tiny qwen3 INT4_G128, act-order");
+}
+
 // Sliding-window attention (a window of 5 keys in layer 1) on the device: the CPU's logits
 // within the same tolerance, and batch invariant.
 TEST(VulkanDecoder, SlidingWindowMatchesTheCpu) {
@@ -448,6 +473,22 @@ TEST(VulkanBackend, RefusesWhatItHasNoKernelsForByName) {
         << e.what();
   }
   const ModelConfig moe_config = testing::config_from_json(testing::tiny_moe_json());
+  {  // act-order experts (the dense matrices' gather is not in the expert kernels)
+    ModelWeights ordered = make_dummy_weights(moe_config, DType::Q8_0, 1);
+    WeightMatrix& expert = ordered.layers[0].moe->up[1];
+    std::span<std::byte> bytes = ordered.own_bytes(static_cast<size_t>(expert.cols) * 4);
+    auto* order = reinterpret_cast<int32_t*>(bytes.data());
+    std::iota(order, order + expert.cols, 0);
+    expert.input_order = order;
+    try {
+      Decoder decoder(moe_config, ordered, vulkan);
+      ADD_FAILURE() << "act-order experts were accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("layer 0's ffn_up_exps has an act-order input"),
+                std::string::npos)
+          << e.what();
+    }
+  }
   try {
     Decoder decoder(moe_config, make_dummy_weights(moe_config, DType::INT4_G128, 1), vulkan);
     ADD_FAILURE() << "INT4_G128 experts were accepted";

@@ -49,6 +49,10 @@ struct MoeRoutePush {
   VkDeviceAddress logits, experts, weights;
   uint32_t t, n, top_k, normalize;
 };
+struct GatherInputsPush {
+  VkDeviceAddress x, y, order;
+  uint32_t cols, n;
+};
 struct MoeGroupPush {
   VkDeviceAddress experts, tiles;
   uint32_t routes, n, pad0, pad1;
@@ -116,6 +120,8 @@ class VulkanBackend final : public Backend {
     write_kv_int8_ = &context.pipeline("write_kv_int8", sizeof(WriteKvInt8Push));
     attention_ = &context.pipeline("attention", sizeof(AttentionPush));
     attention_int8_ = &context.pipeline("attention_int8", sizeof(AttentionPush));
+    if (device_weights_.max_ordered_cols() > 0)
+      gather_inputs_ = &context.pipeline("gather_inputs", sizeof(GatherInputsPush));
     if (config.num_experts > 0) {
       silu_mul_experts_ = &context.pipeline("silu_mul", sizeof(SiluMulPush));
       clamped_swiglu_ = &context.pipeline("clamped_swiglu", sizeof(ClampedSwigluPush));
@@ -141,6 +147,9 @@ class VulkanBackend final : public Backend {
     capacity_rows_ = std::max(r, capacity_rows_);
     for (ActivationBuffer& a : activations_) grow(a);
     up_ = Buffer(context_, bytes_of(config_.intermediate_size * capacity_tokens_), Memory::Device);
+    if (const int64_t cols = device_weights_.max_ordered_cols(); cols > 0)
+      gathered_ = Buffer(context_, bytes_of(cols * std::max(capacity_tokens_, capacity_rows_)),
+                         Memory::Device);
     if (config_.num_experts > 0) {
       const int64_t t_cap = capacity_tokens_, routes = t_cap * config_.num_experts_per_tok;
       const int64_t ff =
@@ -158,7 +167,7 @@ class VulkanBackend final : public Backend {
   }
 
   uint64_t working_bytes() const override {
-    uint64_t bytes = up_.bytes() + router_.bytes() + route_experts_.bytes() +
+    uint64_t bytes = up_.bytes() + gathered_.bytes() + router_.bytes() + route_experts_.bytes() +
                      route_weights_.bytes() + route_tiles_.bytes() + expert_gate_.bytes() +
                      expert_up_.bytes() + expert_out_.bytes();
     for (const ActivationBuffer& a : activations_) bytes += a.buffer.bytes();
@@ -494,6 +503,12 @@ class VulkanBackend final : public Backend {
   void multiply(const WeightMatrix& w, std::span<const float> bias, VkDeviceAddress x, int64_t t,
                 VkDeviceAddress y) {
     const DeviceMatrix& m = device_weights_.matrix(w);
+    if (m.input_order != 0) {  // act-order: its inputs gathered in its order first
+      const int64_t n = t * m.cols;
+      GatherInputsPush g{x, gathered_.address(), m.input_order, u32(m.cols), u32(n)};
+      dispatch_1d(context_, *gather_inputs_, &g, n, 256);
+      x = gathered_.address();
+    }
     MatmulPush p{m.words,  m.scales,    x,           y,      device_weights_.vector(bias),
                  m.tables, u32(m.rows), u32(m.cols), u32(t), bias.empty() ? 0u : 1u};
     // matmul.comp: 4 rows by up to 8 tokens per workgroup.
@@ -558,6 +573,8 @@ class VulkanBackend final : public Backend {
   int64_t capacity_rows_ = 0;
   std::vector<ActivationBuffer> activations_;  // indexed by Activation::id
   Buffer up_;                                  // [T, intermediate]: the up projection
+  Buffer gathered_;  // [T, cols]: an act-order matrix's inputs in its order (gather_inputs)
+  const Pipeline* gather_inputs_ = nullptr;
   // A mixture of experts' step: router logits [T, n_experts], each route's expert and weight
   // [T · k], each route's gate/up [T · k, moe_ff] (the shared expert's [T, its ff] first), and
   // each route's expert output [T · k, hidden].

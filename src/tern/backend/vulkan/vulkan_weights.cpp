@@ -7,6 +7,7 @@
 // table.
 #include "tern/backend/vulkan/vulkan_weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <span>
@@ -154,14 +155,14 @@ DeviceWeights::DeviceWeights(Context& context, const ModelWeights& weights) {
     if (!has_vulkan_matmul(m.dtype))
       throw Error("--device vulkan: " + what + " is " + std::string(dtype_name(m.dtype)) +
                   ", which the Vulkan backend cannot multiply yet (" + vulkan_matrix_types() + ")");
-    if (m.input_order != nullptr)
-      throw Error("--device vulkan: " + what +
-                  " has an act-order input permutation, which the Vulkan backend does not "
-                  "apply yet");
   };
   auto check_experts = [&](const std::vector<WeightMatrix>& parts, const std::string& what) {
     for (const WeightMatrix& m : parts) {
       check(m, what);
+      if (m.input_order != nullptr)
+        throw Error("--device vulkan: " + what +
+                    " has an act-order input permutation, which the Vulkan backend applies in "
+                    "dense layers only");
       if (kernels_of(m.dtype)->experts_kernel == nullptr)
         throw Error("--device vulkan: " + what + " is " + std::string(dtype_name(m.dtype)) +
                     ", which the Vulkan backend multiplies in dense layers only");
@@ -309,6 +310,14 @@ void DeviceWeights::add_matrix(Context& context, const WeightMatrix& m, const vo
     context.upload(s, 0, scale_data, scale_bytes);
     d.scales = s.address();
     bytes_ += s.bytes();
+  }
+  if (m.input_order != nullptr) {
+    const uint64_t bytes = static_cast<uint64_t>(m.cols) * sizeof(int32_t);
+    Buffer& o = buffers_.emplace_back(context, bytes, Memory::Device);
+    context.upload(o, 0, m.input_order, bytes);
+    d.input_order = o.address();
+    bytes_ += o.bytes();
+    max_ordered_cols_ = std::max(max_ordered_cols_, m.cols);
   }
   matrices_.emplace(key, d);
 }

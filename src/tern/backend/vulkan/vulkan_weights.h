@@ -33,7 +33,10 @@ struct DeviceMatrix {
   VkDeviceAddress words = 0;         // the values (floats, halves, or the blocks' quants)
   VkDeviceAddress scales = 0;        // the blocks' scales; 0 for unquantized types
   VkDeviceAddress tables = 0;        // the lattice types' grids; 0 for the others
-  int64_t rows = 0;                  // experts: an expert's rows
+  // An act-order checkpoint's input permutation [cols] (WeightMatrix::input_order: input j is
+  // x[order[j]]), int32; 0 when the inputs come in order.
+  VkDeviceAddress input_order = 0;
+  int64_t rows = 0;  // experts: an expert's rows
   int64_t cols = 0;
 };
 
@@ -62,6 +65,9 @@ class DeviceWeights {
   VkDeviceAddress vector(std::span<const float> v) const;
   VkDeviceAddress vector(const float* v) const;
   uint64_t bytes() const { return bytes_; }
+  // The most inputs of a matrix with an act-order permutation (0: none has one): the backend's
+  // gathered rows are that wide.
+  int64_t max_ordered_cols() const { return max_ordered_cols_; }
 
  private:
   // `key`: what matrix() / experts() find it by (m.data by default); `kernel` its pipeline.
@@ -77,6 +83,7 @@ class DeviceWeights {
   std::unordered_map<const void*, VkDeviceAddress> vectors_;
   uint64_t bytes_ = 0;
   VkDeviceAddress lattice_tables_ = 0;
+  int64_t max_ordered_cols_ = 0;
 };
 
 }  // namespace tern::vulkan
