@@ -65,6 +65,10 @@ TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
   EXPECT_EQ(kernel_row(DType::F32, Isa::I8mm).from, Isa::Neon);
   EXPECT_EQ(kernel_row(DType::Q4_0, Isa::I8mm).from, Isa::I8mm);
   EXPECT_EQ(kernel_row(DType::Q5_1, Isa::I8mm).from, Isa::Scalar);
+  // The lattice types: Neon's and Dotprod's own GEMV and tile; I8mm runs Dotprod's.
+  EXPECT_EQ(kernel_row(DType::IQ2_XS, Isa::Neon).from, Isa::Neon);
+  EXPECT_EQ(kernel_row(DType::IQ2_XS, Isa::I8mm).from, Isa::Dotprod);
+  EXPECT_NE(kernel_row(DType::IQ2_XS, Isa::Dotprod).kernels.gemm_tile, nullptr);
 #endif
 }
 

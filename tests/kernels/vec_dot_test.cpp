@@ -240,16 +240,13 @@ TEST(VecDot, LatticeTypesOnRandomBlocks) {
       }
     }
   }
-  // Where the x86 levels are built, they have their own kernels for these (not the scalar
-  // twin's); the ARM levels have none and run the scalar twin.
-  for (DType weight :
-       {DType::IQ3_XXS, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S, DType::IQ1_M}) {
+  // Every SIMD level has its own kernels for these (not the scalar twin's), so the loop above
+  // tested them; but Amx runs Avx512's, and I8mm Dotprod's.
+  for (DType weight : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                       DType::IQ1_S, DType::IQ1_M}) {
     for (Isa isa : testing::simd_levels()) {
-      const KernelRow& row = kernel_row(weight, isa);
-      if (isa == Isa::Avx2 || isa == Isa::Avx512)
-        EXPECT_EQ(row.from, isa) << isa_name(isa) << " " << dtype_name(weight);
-      else if (isa != Isa::Amx)
-        EXPECT_EQ(row.from, Isa::Scalar) << isa_name(isa) << " " << dtype_name(weight);
+      const Isa own = isa == Isa::Amx ? Isa::Avx512 : isa == Isa::I8mm ? Isa::Dotprod : isa;
+      EXPECT_EQ(kernel_row(weight, isa).from, own) << isa_name(isa) << " " << dtype_name(weight);
     }
   }
 }

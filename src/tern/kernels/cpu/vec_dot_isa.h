@@ -36,8 +36,8 @@ VecDotFn avx512_vec_dot_iq4(DType weight);
 VecDotRowsFn avx512_vec_dot_rows_iq4(DType weight);
 // The lattice types, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and IQ1_M
 // ({avx2,avx512}/vec_dot_lattice.cpp: superblock_steps.h's GEMV and tile), bit for bit
-// scalar_vec_dot; the Amx level inherits the Avx512 level's. The ARM levels have none: there
-// these types run the scalar twin.
+// scalar_vec_dot; the Amx level inherits the Avx512 level's. The ARM levels' are
+// {neon,dotprod}/vec_dot_lattice.cpp (below).
 VecDotFn avx2_vec_dot_lattice(DType weight);
 VecDotFn avx512_vec_dot_lattice(DType weight);
 GemmTileFn avx2_gemm_tile_lattice(DType weight);
@@ -85,19 +85,25 @@ const PackedKernels* chains16_packed_k(DType weight);
 GemmTileFn amx_gemm_k(DType weight);
 const PackedKernels* amx_packed_k(DType weight);
 // The ARM levels (arch/arm/): each of these equals lanes16_vec_dot bit for bit, or for Q2_K,
-// Q3_K and the IQ4 family the scalar twin. neon/: Q4_0, Q8_0 (vec_dot_q), Q4_K, Q5_K, Q6_K
-// (vec_dot_k), F32, F16, BF16 (vec_dot_float), Q2_K, Q3_K (vec_dot_k2_k3), IQ4_NL, IQ4_XS,
-// MXFP4 (vec_dot_iq4) with widening multiplies; dotprod/: the integer types with sdot; i8mm/:
-// GEMM tiles of Q4_0, Q8_0 and the K types with smmla (2 rows × 2 tokens per instruction).
+// Q3_K, the IQ4 family and the lattice types the scalar twin. neon/: Q4_0, Q8_0 (vec_dot_q),
+// Q4_K, Q5_K, Q6_K (vec_dot_k), F32, F16, BF16 (vec_dot_float), Q2_K, Q3_K (vec_dot_k2_k3),
+// IQ4_NL, IQ4_XS, MXFP4 (vec_dot_iq4), IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M
+// (vec_dot_lattice, with a 4-token GEMM tile) with widening multiplies; dotprod/: the integer
+// types with sdot; i8mm/: GEMM tiles of Q4_0, Q8_0 and the K types with smmla (2 rows × 2 tokens
+// per instruction).
 VecDotFn neon_vec_dot_q(DType weight);
 VecDotFn neon_vec_dot_k(DType weight);
 VecDotFn neon_vec_dot_float(DType weight);
 VecDotFn neon_vec_dot_k2_k3(DType weight);
 VecDotFn neon_vec_dot_iq4(DType weight);
+VecDotFn neon_vec_dot_lattice(DType weight);
+GemmTileFn neon_gemm_tile_lattice(DType weight);
 VecDotFn dotprod_vec_dot_q(DType weight);
 VecDotFn dotprod_vec_dot_k(DType weight);
 VecDotFn dotprod_vec_dot_k2_k3(DType weight);
 VecDotFn dotprod_vec_dot_iq4(DType weight);
+VecDotFn dotprod_vec_dot_lattice(DType weight);
+GemmTileFn dotprod_gemm_tile_lattice(DType weight);
 GemmTileFn i8mm_gemm_tile_q(DType weight);
 GemmTileFn i8mm_gemm_tile_k(DType weight);
 
