@@ -57,21 +57,20 @@ struct QuantizeOptions {
 
 constexpr const char* kTypes =
     "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q2_k_s, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, "
-    "q5_k_m, q6_k, iq4_nl, iq4_xs, mxfp4_moe, f16, bf16, f32";
+    "q5_k_m, q6_k, iq4_nl, iq4_xs, iq3_xxs, iq3_xs, iq3_s, iq3_m, iq2_xxs, iq2_xs, iq2_s, iq2_m, "
+    "iq1_s, iq1_m, mxfp4_moe, f16, bf16, f32";
 
 FileType parse_file_type(const std::string& name) {
   if (auto ft = file_type_from_name(name)) return *ft;
-  check_writable_type(name, "quantization type");
   throw Error("unknown quantization type '" + name + "' (one of " + kTypes + ")");
 }
 
 DType parse_tensor_type(const std::string& flag, const std::string& name) {
-  check_writable_type(name, flag);
   if (auto d = dtype_from_name(name)) return *d;
   throw Error(
       flag + " '" + name +
       "' is not a tensor type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
-      "iq4_xs, mxfp4, f16, bf16, f32)");
+      "iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, mxfp4, f16, bf16, f32)");
 }
 
 // Every matrix of the model, the embedding (and untied lm_head) included.
@@ -213,9 +212,12 @@ void run(const QuantizeOptions& opt) {
     recipe = opt.pure ? QuantRecipe::pure(file_type) : QuantRecipe::mixture(file_type);
     if (recipe.needs_importance_matrix() && opt.imatrix.empty())
       throw Error(std::string(file_type_name(file_type)) +
-                  " fits its 2-bit matrices to an importance matrix, and without one the result "
-                  "is garbage (llama-quantize refuses it too): --imatrix F (from tern imatrix or "
-                  "llama-imatrix), or Q2_K");
+                  (file_type == FileType::Q2_K_S ? " fits its 2-bit matrices"
+                                                 : " fits its lattice matrices") +
+                  " to an importance matrix, and without one the result is garbage "
+                  "(llama-quantize refuses it too): --imatrix F (from tern imatrix or "
+                  "llama-imatrix), or " +
+                  (file_type == FileType::Q2_K_S ? "Q2_K" : "IQ3_S, IQ3_M"));
     if (!opt.output_tensor_type.empty())
       recipe.set_output_type(parse_tensor_type("--output-tensor-type", opt.output_tensor_type));
     if (!opt.token_embedding_type.empty())

@@ -28,6 +28,7 @@
 #include "models/tiny_model_configs.h"
 #include "spec_decode/spec_test_util.h"
 #include "tern/backend/device.h"
+#include "tern/blocks/lattice_fit.h"
 #include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/engine/llm.h"
@@ -67,7 +68,7 @@ OneMatrixModel one_matrix_model(DType type, int64_t rows, int64_t cols, int64_t 
     std::vector<float> row(static_cast<size_t>(c));
     for (int64_t i = 0; i < r; ++i) {
       std::byte* to = bytes.data() + static_cast<size_t>(i) * w.row_bytes;
-      if (!has_quantizer(t)) {  // the lattice types, read, not written: random blocks
+      if (has_lattice_fit(t)) {  // the lattice types: random blocks, every sign and scale pattern
         const std::vector<uint8_t> blocks =
             testing::random_blocks(t, c, seed + static_cast<uint32_t>(i));
         std::memcpy(to, blocks.data(), w.row_bytes);

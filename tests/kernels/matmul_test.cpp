@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/kernel_test_util.h"
+#include "tern/blocks/lattice_fit.h"
 #include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/kernels/cpu/kernel_table.h"
@@ -35,12 +36,14 @@ Weights make_weights(DType dtype, int64_t n, int64_t k, uint32_t seed) {
   Weights w;
   const size_t row_bytes = *dtype_bytes(dtype, k);
   w.data.resize(row_bytes * n);
-  if (has_quantizer(dtype)) {
+  // The lattice types take random blocks (every sign and scale pattern, and no grid search per
+  // row); the others Gaussian rows quantized.
+  if (has_quantizer(dtype) && !has_lattice_fit(dtype)) {
     const std::vector<float> f = gaussian(n * k, seed, 0.05f);
     for (int64_t r = 0; r < n; ++r)
       quantize_row(dtype, f.data() + r * k, w.data.data() + r * row_bytes, k);
   } else {
-    w.data = testing::random_blocks(dtype, n * k, seed);  // the IQ3, IQ2, IQ1 types: read-only
+    w.data = testing::random_blocks(dtype, n * k, seed);
   }
   w.view = packed_weight_view(dtype, n, k, w.data.data());
   return w;

@@ -174,6 +174,76 @@ TEST(QuantRecipe, Qwen3_0_6B_IQ4) {
   EXPECT_FALSE(QuantRecipe::mixture(FileType::IQ4_XS).needs_importance_matrix());
 }
 
+// The lattice mixtures on 28 layers (n/8 = 3, 7n/8 = 24) with n_gqa 2, as llama.cpp's
+// llama_tensor_get_type gives them.
+TEST(QuantRecipe, Qwen3_0_6B_LatticeMixtures) {
+  TERN_REQUIRE_FIXTURE("model-configs/qwen3-0.6b/config.json");
+  const ModelConfig c = config_of("model-configs/qwen3-0.6b");
+  auto is = [](std::string_view w, const char* what) { return w == what; };
+  // IQ3_XXS without an importance matrix: attn_v IQ3_S, ffn_down Q4_K / Q3_K.
+  expect_each_layer(c, QuantRecipe::mixture(FileType::IQ3_XXS), [&](std::string_view w, int64_t i) {
+    if (is(w, "attn_q.weight") || is(w, "attn_k.weight")) return DType::IQ2_S;
+    if (is(w, "attn_v.weight") || is(w, "attn_output.weight")) return DType::IQ3_S;
+    if (is(w, "ffn_down.weight")) return i < 3 ? DType::Q4_K : DType::Q3_K;
+    return DType::IQ3_XXS;
+  });
+  RecipeModel with = RecipeModel::of(c);
+  with.has_imatrix = true;
+  const QuantRecipe xxs = QuantRecipe::mixture(FileType::IQ3_XXS);
+  EXPECT_EQ(xxs.weight_type(with, {"blk.0.attn_v.weight", 0, 1024}), DType::IQ3_XXS);
+  EXPECT_EQ(xxs.weight_type(with, {"blk.0.ffn_down.weight", 0, 3072}), DType::IQ3_XXS);
+  EXPECT_EQ(embedding_type(c, xxs), DType::Q5_K);
+  expect_each_layer(c, QuantRecipe::mixture(FileType::IQ3_XS), [&](std::string_view w, int64_t i) {
+    if (is(w, "attn_q.weight") || is(w, "attn_k.weight")) return DType::IQ3_XXS;
+    if ((is(w, "ffn_gate.weight") || is(w, "ffn_up.weight")) && i >= 3 && i < 24)
+      return DType::IQ3_XXS;
+    return DType::IQ3_S;
+  });
+  expect_each_layer(c, QuantRecipe::mixture(FileType::IQ3_M), [&](std::string_view w, int64_t i) {
+    if (is(w, "attn_v.weight") || is(w, "attn_output.weight")) return DType::Q4_K;
+    if (is(w, "ffn_down.weight") && i < 3) return DType::Q4_K;
+    return DType::IQ3_S;
+  });
+  expect_each_layer(c, QuantRecipe::mixture(FileType::IQ3_S),
+                    [](std::string_view, int64_t) { return DType::IQ3_S; });
+  for (FileType ft : {FileType::IQ3_XS, FileType::IQ3_S, FileType::IQ3_M})
+    EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(ft)), DType::Q6_K) << file_type_name(ft);
+  // The 2- and 1-bit files: more bits (IQ3_S for IQ2_S / IQ2_M, else Q2_K) for attn_v and the
+  // first eighth of ffn_down; attn_output IQ3_S (IQ2_S, IQ2_M) or IQ2_XXS (IQ1).
+  struct Case {
+    FileType ft;
+    DType base, more, output;
+  };
+  for (const Case& k : {Case{FileType::IQ2_XXS, DType::IQ2_XXS, DType::Q2_K, DType::IQ2_XXS},
+                        Case{FileType::IQ2_XS, DType::IQ2_XS, DType::Q2_K, DType::IQ2_XS},
+                        Case{FileType::IQ2_S, DType::IQ2_XS, DType::IQ3_S, DType::IQ3_S},
+                        Case{FileType::IQ2_M, DType::IQ2_S, DType::IQ3_S, DType::IQ3_S},
+                        Case{FileType::IQ1_S, DType::IQ1_S, DType::Q2_K, DType::IQ2_XXS},
+                        Case{FileType::IQ1_M, DType::IQ1_M, DType::Q2_K, DType::IQ2_XXS}}) {
+    expect_each_layer(c, QuantRecipe::mixture(k.ft), [&](std::string_view w, int64_t i) {
+      if (is(w, "attn_v.weight") || (is(w, "ffn_down.weight") && i < 3)) return k.more;
+      if (is(w, "attn_output.weight")) return k.output;
+      return k.base;
+    });
+    EXPECT_EQ(embedding_type(c, QuantRecipe::mixture(k.ft)), DType::Q5_K) << file_type_name(k.ft);
+    EXPECT_TRUE(QuantRecipe::mixture(k.ft).needs_importance_matrix()) << file_type_name(k.ft);
+  }
+  EXPECT_TRUE(QuantRecipe::mixture(FileType::IQ3_XXS).needs_importance_matrix());
+  EXPECT_TRUE(QuantRecipe::mixture(FileType::IQ3_XS).needs_importance_matrix());
+  EXPECT_FALSE(QuantRecipe::mixture(FileType::IQ3_S).needs_importance_matrix());
+  EXPECT_FALSE(QuantRecipe::mixture(FileType::IQ3_M).needs_importance_matrix());
+  // llama.cpp's values of general.file_type.
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ2_XXS), 19u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ3_XS), 22u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ3_XXS), 23u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ1_S), 24u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ3_M), 27u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ2_M), 29u);
+  EXPECT_EQ(static_cast<uint32_t>(FileType::IQ1_M), 31u);
+  // A row not whole super-blocks falls back to IQ4_NL, as llama.cpp's.
+  EXPECT_EQ(fitting_type(DType::IQ2_XXS, 288), DType::IQ4_NL);
+}
+
 // 32 query heads on 8 kv heads (n_gqa 4): Q2_K and Q2_K_S give attn_v Q4_K, the IQ4 types Q5_K.
 TEST(QuantRecipe, Llama3_2_1B_Q2_K_GivesAttnVQ4_K) {
   TERN_REQUIRE_FIXTURE("model-configs/llama-3.2-1b/config.json");
@@ -304,7 +374,8 @@ TEST(QuantRecipe, FileTypesHaveLlamaCppsNumbersAndNames) {
   EXPECT_EQ(static_cast<uint32_t>(FileType::Q5_K_M), 17u);
   EXPECT_EQ(file_type_from_name("q4_k_m"), FileType::Q4_K_M);
   EXPECT_EQ(file_type_from_gguf(17), FileType::Q5_K_M);
-  EXPECT_EQ(file_type_from_gguf(19), std::nullopt);  // IQ2_XXS: not one tern writes
+  EXPECT_EQ(file_type_from_gguf(19), FileType::IQ2_XXS);
+  EXPECT_EQ(file_type_from_gguf(36), std::nullopt);  // TQ1_0: not one tern writes
   EXPECT_EQ(file_type_base(FileType::Q5_K_M), DType::Q5_K);
   EXPECT_EQ(uniform_file_type(DType::Q4_K), FileType::Q4_K_S);
   EXPECT_EQ(static_cast<uint32_t>(FileType::Q2_K), 10u);
@@ -338,32 +409,27 @@ TEST(QuantRecipe, ParsesWeightTypeFlag) {
     EXPECT_NE(std::string(e.what()).find("q3_k_m"), std::string::npos) << e.what();
   }
   EXPECT_THROW(QuantRecipe::uniform(DType::Q8_K), Error);
-  // The IQ3, IQ2 and IQ1 types tern reads but cannot write (llama-quantize's grid search):
-  // refused by name, as types and as llama.cpp's file types.
-  for (const char* name : {"iq3_xxs", "IQ3_S", "iq3_m", "iq3_xs", "iq2_xxs", "IQ2_XS", "iq2_s",
-                           "iq2_m", "iq1_s", "IQ1_M"}) {
+  // The lattice types: IQ3_S and the IQ3_M mixture load-time; what needs an importance matrix
+  // (which a load-time requantization has none of) is refused, naming tern quantize --imatrix.
+  EXPECT_TRUE(parse_weight_recipe("iq3_s")->is_uniform());
+  EXPECT_EQ(parse_weight_recipe("IQ3_M")->file_type(), FileType::IQ3_M);
+  for (const char* name :
+       {"iq3_xxs", "iq3_xs", "iq2_xxs", "IQ2_XS", "iq2_s", "iq2_m", "iq1_s", "IQ1_M", "q2_k_s"}) {
     try {
       parse_weight_recipe(name);
       ADD_FAILURE() << name << ": no error";
     } catch (const Error& e) {
       const std::string what = e.what();
-      std::string upper(name);
-      for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      EXPECT_NE(what.find("--weight-type " + upper + ": tern reads"), std::string::npos) << what;
-      EXPECT_NE(what.find("cannot write"), std::string::npos) << what;
+      EXPECT_NE(what.find("needs an importance matrix"), std::string::npos) << what;
+      EXPECT_NE(what.find("--imatrix"), std::string::npos) << what;
     }
   }
-  for (DType t : {DType::IQ3_XXS, DType::IQ3_S, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
-                  DType::IQ1_S, DType::IQ1_M}) {
-    try {
-      QuantRecipe::uniform(t);
-      ADD_FAILURE() << dtype_name(t) << ": no error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string(dtype_name(t)) + ": tern reads"),
-                std::string::npos)
-          << e.what();
-    }
-  }
+  for (DType t :
+       {DType::IQ3_XXS, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ1_S, DType::IQ1_M})
+    EXPECT_TRUE(QuantRecipe::uniform(t).needs_importance_matrix()) << dtype_name(t);
+  EXPECT_FALSE(QuantRecipe::uniform(DType::IQ3_S).needs_importance_matrix());
+  // llama-quantize --pure IQ3_XS is all IQ3_S: no importance matrix needed.
+  EXPECT_FALSE(QuantRecipe::pure(FileType::IQ3_XS).needs_importance_matrix());
 }
 
 std::string float_dtype_error(const std::string& name) {

@@ -1,6 +1,7 @@
-// The lattice types' dequantizers (IQ3, IQ2 and IQ1; quantize_row_impl.h); tern has no quantizer
-// for them (llama-quantize's grid search with an importance matrix writes them).
+// The lattice types' row quantizers and dequantizers (IQ3, IQ2 and IQ1; quantize_row_impl.h): the
+// quantizers are lattice_fit.h's searches without an importance matrix.
 #include "tern/blocks/block_layouts.h"
+#include "tern/blocks/lattice_fit.h"
 #include "tern/blocks/quantize_row_impl.h"
 #include "tern/core/half.h"
 
@@ -50,6 +51,28 @@ void dequantize_iq1(const void* vx, float* y, int64_t k) {
 }
 
 }  // namespace
+
+void quantize_row_iq3_xxs(const float* x, void* y, int64_t k) {
+  fit_lattice_row(DType::IQ3_XXS, x, y, k, nullptr);
+}
+void quantize_row_iq3_s(const float* x, void* y, int64_t k) {
+  fit_lattice_row(DType::IQ3_S, x, y, k, nullptr);
+}
+void quantize_row_iq2_xxs(const float* x, void* y, int64_t k) {
+  fit_lattice_row(DType::IQ2_XXS, x, y, k, nullptr);
+}
+void quantize_row_iq2_xs(const float* x, void* y, int64_t k) {
+  fit_lattice_row(DType::IQ2_XS, x, y, k, nullptr);
+}
+void quantize_row_iq2_s(const float* x, void* y, int64_t k) {
+  fit_lattice_row(DType::IQ2_S, x, y, k, nullptr);
+}
+void quantize_row_iq1_s(const float* x, void* y, int64_t k) {
+  fit_lattice_row(DType::IQ1_S, x, y, k, nullptr);
+}
+void quantize_row_iq1_m(const float* x, void* y, int64_t k) {
+  fit_lattice_row(DType::IQ1_M, x, y, k, nullptr);
+}
 
 void dequantize_row_iq3_xxs(const void* x, float* y, int64_t k) {
   dequantize_lattice_signs<BlockIq3Xxs>(x, y, k);

@@ -258,6 +258,20 @@ QuantizeFn find_quantize(DType dtype) {
       return quantize_row_iq4_xs;
     case DType::MXFP4:
       return quantize_row_mxfp4;
+    case DType::IQ3_XXS:
+      return quantize_row_iq3_xxs;
+    case DType::IQ3_S:
+      return quantize_row_iq3_s;
+    case DType::IQ2_XXS:
+      return quantize_row_iq2_xxs;
+    case DType::IQ2_XS:
+      return quantize_row_iq2_xs;
+    case DType::IQ2_S:
+      return quantize_row_iq2_s;
+    case DType::IQ1_S:
+      return quantize_row_iq1_s;
+    case DType::IQ1_M:
+      return quantize_row_iq1_m;
     default:
       return affine_quantize_fn(dtype);
   }

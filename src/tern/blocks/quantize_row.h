@@ -14,9 +14,10 @@ using QuantizeFn = void (*)(const float* x, void* y, int64_t k);
 using DequantizeFn = void (*)(const void* x, float* y, int64_t k);
 
 // Types with a quantizer and a dequantizer: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4, F16, BF16, F32, INT4_G* and INT8_G*. Both throw
-// tern::Error for other types. IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and IQ1_M have a
-// dequantizer only.
+// Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M,
+// F16, BF16, F32, INT4_G* and INT8_G*. Both throw tern::Error for other types. The lattice types'
+// quantizers are lattice_fit.h's searches without an importance matrix (slow: a grid search per
+// group; fine for dummy weights and tests, not for activations).
 QuantizeFn quantize_fn(DType dtype);
 DequantizeFn dequantize_fn(DType dtype);
 bool has_quantizer(DType dtype);

@@ -258,6 +258,16 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
   auto requantize = [&](const std::string& name, int64_t layer, const WeightMatrix& m,
                         const ImportanceMatrix* imatrix, int64_t experts = 1) {
     const DType dtype = recipe.weight_type(model, {name, layer, m.cols, experts});
+    // llama-quantize's rule: a layer matrix of a type fitted to an importance matrix refuses to
+    // go without its entry (the embedding and output are exempt).
+    if (layer >= 0 && m.dtype != dtype && recipe.needs_importance_matrix(dtype) &&
+        (imatrix == nullptr || imatrix->importance(name).empty()))
+      throw Error(name + ": " + std::string(dtype_name(dtype)) +
+                  " needs an importance matrix entry for this matrix, and " +
+                  (options.imatrix == nullptr ? std::string("there is no --imatrix")
+                   : experts > 1              ? std::string("tern collects none per expert")
+                                              : "the importance matrix has none") +
+                  " (llama-quantize refuses it too)");
     WeightMatrix out = requantized_matrix(w, m, dtype, imatrix, name, options.affine_rule,
                                           options.act_order && layer >= 0, orders);
     if (options.on_matrix) options.on_matrix(name, m.dtype, dtype, ++done, total);

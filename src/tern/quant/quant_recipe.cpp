@@ -38,6 +38,16 @@ constexpr std::array kFileTypes{
     FileTypeInfo{FileType::Q6_K, "Q6_K", DType::Q6_K},
     FileTypeInfo{FileType::IQ4_NL, "IQ4_NL", DType::IQ4_NL},
     FileTypeInfo{FileType::IQ4_XS, "IQ4_XS", DType::IQ4_XS},
+    FileTypeInfo{FileType::IQ3_XXS, "IQ3_XXS", DType::IQ3_XXS},
+    FileTypeInfo{FileType::IQ3_XS, "IQ3_XS", DType::IQ3_S},
+    FileTypeInfo{FileType::IQ3_S, "IQ3_S", DType::IQ3_S},
+    FileTypeInfo{FileType::IQ3_M, "IQ3_M", DType::IQ3_S},
+    FileTypeInfo{FileType::IQ2_XXS, "IQ2_XXS", DType::IQ2_XXS},
+    FileTypeInfo{FileType::IQ2_XS, "IQ2_XS", DType::IQ2_XS},
+    FileTypeInfo{FileType::IQ2_S, "IQ2_S", DType::IQ2_XS},
+    FileTypeInfo{FileType::IQ2_M, "IQ2_M", DType::IQ2_S},
+    FileTypeInfo{FileType::IQ1_S, "IQ1_S", DType::IQ1_S},
+    FileTypeInfo{FileType::IQ1_M, "IQ1_M", DType::IQ1_M},
     FileTypeInfo{FileType::MostlyBF16, "BF16", DType::BF16},
     FileTypeInfo{FileType::MXFP4_MOE, "MXFP4_MOE", DType::MXFP4},
 };
@@ -112,18 +122,37 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
   if (ft == FileType::MXFP4_MOE) return t.experts > 1 ? DType::MXFP4 : DType::Q8_0;
   const bool medium = ft == FileType::Q4_K_M || ft == FileType::Q5_K_M;
   const bool iq4 = ft == FileType::IQ4_NL || ft == FileType::IQ4_XS;
+  // The 2- and 1-bit lattice files: IQ2_S and IQ2_M give their few more-bits matrices IQ3_S,
+  // the others Q2_K.
+  const bool iq1 = ft == FileType::IQ1_S || ft == FileType::IQ1_M;
+  const bool iq2 = ft == FileType::IQ2_XXS || ft == FileType::IQ2_XS || ft == FileType::IQ2_S ||
+                   ft == FileType::IQ2_M || iq1;
+  const DType iq2_more =
+      ft == FileType::IQ2_S || ft == FileType::IQ2_M ? DType::IQ3_S : DType::Q2_K;
   switch (kind) {
     case Kind::Output:
     case Kind::TokenEmbedding: {
-      // A tied embedding is quantized as the output it also is; an untied one keeps the base.
-      if (kind == Kind::TokenEmbedding && !m.tied_embeddings) return base;
+      // A tied embedding is quantized as the output it also is; an untied one keeps the base
+      // (the 2-bit and IQ3_XXS files' gets more bits).
+      if (kind == Kind::TokenEmbedding && !m.tied_embeddings) {
+        if (iq2) return iq2_more;
+        return ft == FileType::IQ3_XXS ? DType::IQ3_S : base;
+      }
       if (t.cols % dtype_traits(base).block_elems != 0) return DType::Q8_0;
+      if (iq2 || ft == FileType::IQ3_XXS) return DType::Q5_K;
       return base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K;
     }
     case Kind::AttnV: {
       const int64_t i = layer_checked();
+      if (iq2) return m.gqa >= 4 ? DType::Q4_K : iq2_more;
       DType type = base;
-      if (ft == FileType::Q2_K)
+      if (ft == FileType::IQ3_XXS)
+        type = m.gqa >= 4 ? DType::Q4_K : m.has_imatrix ? DType::IQ3_XXS : DType::IQ3_S;
+      else if ((ft == FileType::IQ3_XS || ft == FileType::IQ3_S) && m.gqa >= 4)
+        type = DType::Q4_K;
+      else if (ft == FileType::IQ3_M)
+        type = DType::Q4_K;
+      else if (ft == FileType::Q2_K)
         type = m.gqa >= 4 ? DType::Q4_K : DType::Q3_K;
       else if (ft == FileType::Q2_K_S && m.gqa >= 4)
         type = DType::Q4_K;
@@ -143,6 +172,10 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
     }
     case Kind::FfnDown: {
       const int64_t i = layer_checked();
+      if (iq2) return i < m.num_layers / 8 ? iq2_more : base;
+      if (ft == FileType::IQ3_XXS && !m.has_imatrix)
+        return i < m.num_layers / 8 ? DType::Q4_K : DType::Q3_K;
+      if (ft == FileType::IQ3_M && i < m.num_layers / 8) return DType::Q4_K;
       if (ft == FileType::Q2_K) return DType::Q3_K;
       if (ft == FileType::Q2_K_S) return i < m.num_layers / 8 ? DType::Q4_K : base;
       // (llama.cpp keeps Q3_K beyond the first sixteenth only for falcon, which tern does not run.)
@@ -154,13 +187,28 @@ DType mixture_type(FileType ft, DType base, const RecipeModel& m, const RecipeTe
       return base;
     }
     case Kind::AttnOutput:
+      if (iq1) return DType::IQ2_XXS;
+      if (ft == FileType::IQ2_S || ft == FileType::IQ2_M) return DType::IQ3_S;
+      if (ft == FileType::IQ3_XXS) return DType::IQ3_S;
+      if (ft == FileType::IQ3_M) return DType::Q4_K;
       if (ft == FileType::Q2_K) return DType::Q3_K;
       if (ft == FileType::Q3_K_M) return DType::Q4_K;
       if (ft == FileType::Q3_K_L) return DType::Q5_K;
       return base;
+    case Kind::AttnQ:
+    case Kind::AttnK:
+      // IQ3_XS and IQ3_XXS save bits where the error costs least.
+      if (ft == FileType::IQ3_XS) return DType::IQ3_XXS;
+      if (ft == FileType::IQ3_XXS) return DType::IQ2_S;
+      return base;
+    case Kind::FfnGate:
+    case Kind::FfnUp: {
+      if (ft != FileType::IQ3_XS) return base;
+      const int64_t i = layer_checked();
+      return i >= m.num_layers / 8 && i < 7 * m.num_layers / 8 ? DType::IQ3_XXS : base;
+    }
     default:
-      // attn_q, attn_k, ffn_gate, ffn_up: these file types leave them at the base in a model
-      // without experts.
+      // Anything else these file types leave at the base in a model without experts.
       return base;
   }
 }
@@ -223,6 +271,20 @@ FileType uniform_file_type(DType dtype) {
       return FileType::IQ4_NL;
     case DType::IQ4_XS:
       return FileType::IQ4_XS;
+    case DType::IQ3_XXS:
+      return FileType::IQ3_XXS;
+    case DType::IQ3_S:
+      return FileType::IQ3_S;
+    case DType::IQ2_XXS:
+      return FileType::IQ2_XXS;
+    case DType::IQ2_XS:
+      return FileType::IQ2_XS;
+    case DType::IQ2_S:
+      return FileType::IQ2_M;  // llama.cpp's IQ2_M has IQ2_S matrices, its IQ2_S IQ2_XS ones
+    case DType::IQ1_S:
+      return FileType::IQ1_S;
+    case DType::IQ1_M:
+      return FileType::IQ1_M;
     case DType::MXFP4:
       return FileType::MXFP4_MOE;  // (llama-quantize --pure MXFP4_MOE)
     default:
@@ -234,7 +296,12 @@ DType fitting_type(DType want, int64_t cols) {
   auto fits = [cols](DType t) { return dtype_bytes(t, static_cast<uint64_t>(cols)).has_value(); };
   if (fits(want)) return want;
   DType fallback = DType::F16;
-  if (want == DType::Q2_K || want == DType::Q3_K || want == DType::IQ4_XS) fallback = DType::IQ4_NL;
+  // (the lattice types' super-blocks of 256 fall back to IQ4_NL's blocks of 32, as llama.cpp's)
+  const bool lattice = want == DType::IQ3_XXS || want == DType::IQ3_S || want == DType::IQ2_XXS ||
+                       want == DType::IQ2_XS || want == DType::IQ2_S || want == DType::IQ1_S ||
+                       want == DType::IQ1_M;
+  if (want == DType::Q2_K || want == DType::Q3_K || want == DType::IQ4_XS || lattice)
+    fallback = DType::IQ4_NL;
   if (want == DType::Q4_K) fallback = DType::Q5_0;
   if (want == DType::Q5_K) fallback = DType::Q5_1;
   if (want == DType::Q6_K) fallback = DType::Q8_0;
@@ -253,26 +320,14 @@ RecipeModel RecipeModel::of(const ModelConfig& c) {
   return m;
 }
 
-void check_writable_type(std::string_view name, std::string_view what) {
-  for (std::string_view type : {"IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ2_XXS", "IQ2_XS", "IQ2_S",
-                                "IQ2_M", "IQ1_S", "IQ1_M"})
-    if (equals_ignoring_case(name, type))
-      throw Error(std::string(what) + " " + std::string(type) +
-                  ": tern reads and multiplies IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and "
-                  "IQ1_M weights from GGUF files but "
-                  "cannot write them (llama-quantize makes them, by a grid search with an "
-                  "importance matrix: llama-quantize --imatrix FILE in.gguf out.gguf " +
-                  std::string(type) + ")");
-}
-
 namespace {
 void check_weight_type(DType dtype) {
-  check_writable_type(dtype_name(dtype), "weight type");
   if (!is_weight_type(dtype))
     throw Error(
         "weight type " + std::string(dtype_name(dtype)) +
         " is not one tern quantizes to (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, "
-        "Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, INT4_G32/64/128, INT8_G32/64/128)");
+        "Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, "
+        "IQ1_M, MXFP4, INT4_G32/64/128, INT8_G32/64/128)");
 }
 }  // namespace
 
@@ -329,7 +384,41 @@ DType QuantRecipe::weight_type(const RecipeModel& model, const RecipeTensor& ten
 
 std::optional<FileType> QuantRecipe::file_type() const { return file_type_; }
 
-bool QuantRecipe::needs_importance_matrix() const { return file_type_ == FileType::Q2_K_S; }
+bool QuantRecipe::needs_importance_matrix(DType type) const {
+  switch (type) {
+    case DType::IQ3_XXS:
+    case DType::IQ2_XXS:
+    case DType::IQ2_XS:
+    case DType::IQ2_S:
+    case DType::IQ1_S:
+    case DType::IQ1_M:
+      return true;
+    case DType::Q2_K:
+      return file_type_ == FileType::Q2_K_S;
+    default:
+      return false;
+  }
+}
+
+bool QuantRecipe::needs_importance_matrix() const {
+  if (uniform_) return needs_importance_matrix(*uniform_);
+  // Every mixture that needs one has such a type among its layers' matrices (its base, or
+  // IQ3_XS's attn_q and attn_k); IQ3_S and IQ3_M have none.
+  switch (*file_type_) {
+    case FileType::Q2_K_S:
+    case FileType::IQ3_XXS:
+    case FileType::IQ3_XS:
+    case FileType::IQ2_XXS:
+    case FileType::IQ2_XS:
+    case FileType::IQ2_S:
+    case FileType::IQ2_M:
+    case FileType::IQ1_S:
+    case FileType::IQ1_M:
+      return true;
+    default:
+      return false;
+  }
+}
 
 std::string QuantRecipe::name() const {
   return std::string(uniform_ ? dtype_name(*uniform_) : file_type_name(*file_type_));
@@ -337,19 +426,28 @@ std::string QuantRecipe::name() const {
 
 std::optional<QuantRecipe> parse_weight_recipe(const std::string& name, std::string_view flag) {
   if (name.empty() || name == "auto") return std::nullopt;
-  // (Q2_K_S needs an importance matrix, which a load-time requantization has none of.)
+  auto without_imatrix = [&](QuantRecipe r) {
+    if (r.needs_importance_matrix())
+      throw Error(std::string(flag) + " " + r.name() +
+                  ": needs an importance matrix (llama-quantize refuses it without one), which a "
+                  "load-time requantization has none of; tern quantize IN OUT " +
+                  r.name() + " --imatrix F writes one, or use q3_k_m, iq3_s, iq3_m");
+    return r;
+  };
   for (FileType mixed : {FileType::Q4_K_M, FileType::Q4_K_S, FileType::Q5_K_M, FileType::Q5_K_S,
-                         FileType::Q3_K_S, FileType::Q3_K_M, FileType::Q3_K_L, FileType::MXFP4_MOE})
-    if (equals_ignoring_case(file_type_name(mixed), name)) return QuantRecipe::mixture(mixed);
-  if (auto d = dtype_from_name(name); d && is_weight_type(*d)) return QuantRecipe::uniform(*d);
+                         FileType::Q3_K_S, FileType::Q3_K_M, FileType::Q3_K_L, FileType::MXFP4_MOE,
+                         FileType::IQ3_M, FileType::IQ3_XS, FileType::IQ2_M, FileType::Q2_K_S})
+    if (equals_ignoring_case(file_type_name(mixed), name))
+      return without_imatrix(QuantRecipe::mixture(mixed));
+  if (auto d = dtype_from_name(name); d && is_weight_type(*d))
+    return without_imatrix(QuantRecipe::uniform(*d));
   if (std::optional<DType> d = vllm_float_dtype(name)) return QuantRecipe::uniform(*d);
-  check_writable_type(name, flag);
   throw Error(
       std::string(flag) + " '" + name +
       "' is not a weight type (auto, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
-      "q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4, int4_g32, int4_g64, int4_g128, int8_g32, "
-      "int8_g64, int8_g128) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q3_k_s, "
-      "q3_k_m, q3_k_l, mxfp4_moe)");
+      "q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, iq3_s, mxfp4, int4_g32, int4_g64, int4_g128, "
+      "int8_g32, int8_g64, int8_g128) or a llama.cpp mixture (q4_k_m, q4_k_s, q5_k_m, q5_k_s, "
+      "q3_k_s, q3_k_m, q3_k_l, iq3_m, mxfp4_moe)");
 }
 
 std::optional<DType> parse_float_dtype(const std::string& name, std::string_view flag,

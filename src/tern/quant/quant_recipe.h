@@ -32,9 +32,19 @@ enum class FileType : uint32_t {
   Q5_K_S = 16,
   Q5_K_M = 17,
   Q6_K = 18,
+  IQ2_XXS = 19,
+  IQ2_XS = 20,
   Q2_K_S = 21,
+  IQ3_XS = 22,  // IQ3_S, with IQ3_XXS for attn_q, attn_k and the middle layers' ffn_gate, ffn_up
+  IQ3_XXS = 23,
+  IQ1_S = 24,
   IQ4_NL = 25,
+  IQ3_S = 26,
+  IQ3_M = 27,  // IQ3_S, with Q4_K for attn_v, attn_output and the first eighth of ffn_down
+  IQ2_S = 28,  // (llama.cpp's: most matrices IQ2_XS, not IQ2_S)
+  IQ2_M = 29,
   IQ4_XS = 30,
+  IQ1_M = 31,
   MostlyBF16 = 32,
   MXFP4_MOE = 38,  // the experts MXFP4, every other matrix Q8_0 (gpt-oss's published files)
 };
@@ -63,7 +73,7 @@ struct RecipeModel {
   bool is_70b = false;           // llama.cpp's LLM_TYPE_70B: attn_v gets at least Q5_K
   int64_t gqa = 1;               // query heads per kv head (llama.cpp's n_gqa)
   // An importance matrix guides the quantization (llama.cpp's has_imatrix): the IQ4 types then
-  // leave the first eighth of ffn_down at their base.
+  // leave the first eighth of ffn_down at their base, and IQ3_XXS its attn_v and ffn_down.
   bool has_imatrix = false;
 
   static RecipeModel of(const ModelConfig& config);
@@ -107,9 +117,13 @@ class QuantRecipe {
   DType weight_type(const RecipeModel& model, const RecipeTensor& tensor) const;
   // `general.file_type` of the result; nullopt for a uniform type GGUF has none of (INT4_G128).
   std::optional<FileType> file_type() const;
-  // llama-quantize's rule: a Q2_K_S file's Q2_K matrices are fitted to an importance matrix,
-  // and without one it refuses (the result would be garbage).
+  // llama-quantize's rule (tensor_requires_imatrix): a matrix of IQ3_XXS, IQ2_XXS, IQ2_XS,
+  // IQ2_S, IQ1_S or IQ1_M, or of Q2_K in a Q2_K_S file, is fitted to an importance matrix, and
+  // without one it refuses (the result would be garbage). True when some layer matrix of this
+  // recipe is (the output and embedding matrices are exempt).
   bool needs_importance_matrix() const;
+  // Whether `type` in a file of this recipe needs an importance matrix, as above.
+  bool needs_importance_matrix(DType type) const;
   bool is_uniform() const { return uniform_.has_value(); }
   std::string name() const;  // "Q4_K_M" for a mixture, "Q4_K" for uniform Q4_K
 
@@ -120,18 +134,12 @@ class QuantRecipe {
 };
 
 // `--weight-type` (`flag`): "auto" → nullopt; a file type with a mixture ("q4_k_m", "q3_k_m",
-// "q2_k", …; not q2_k_s, which needs an importance matrix) → its mixture; a weight type ("q4_0",
-// "Q4_K", "bf16", "float16", …) → uniform. Throws tern::Error naming a type tern cannot write
-// (check_writable_type), listing the choices for anything else.
+// "iq3_m", …) → its mixture; a weight type ("q4_0", "Q4_K", "iq3_s", "bf16", "float16", …) →
+// uniform. A load-time requantization has no importance matrix, so what needs one (q2_k_s,
+// iq3_xxs, iq3_xs, the IQ2 and IQ1 types) is refused, naming `tern quantize --imatrix`. Throws
+// tern::Error listing the choices for anything else.
 std::optional<QuantRecipe> parse_weight_recipe(const std::string& name,
                                                std::string_view flag = "--weight-type");
-
-// Throws tern::Error naming the type when `name` (any case) is a weight type or llama.cpp file
-// type tern reads but cannot write (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M; the
-// file types IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M):
-// llama-quantize makes them by a grid search with an importance matrix. `what`: the flag or
-// argument that named it.
-void check_writable_type(std::string_view name, std::string_view what);
 
 // vLLM's `--dtype` (`flag`): the type the matrices stored unquantized (F32, F16, BF16) are
 // converted to; "auto" → nullopt (as stored). vLLM's names (auto, half, float16, bfloat16,

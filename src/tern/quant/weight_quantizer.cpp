@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tern/blocks/lattice_fit.h"
 #include "tern/blocks/quantize_row.h"
 #include "tern/core/error.h"
 #include "tern/quant/block_code.h"
@@ -44,6 +45,13 @@ void quantize_checked(DType dtype, const float* x, void* y, int64_t k, const flo
     default:
       break;
   }
+  // The lattice types choose a group's elements together (a grid entry), not one by one, so they
+  // have no BlockCode (nor GPTQ, which rounds column by column): lattice_fit.h fits a row whole.
+  if (has_lattice_fit(dtype)) {
+    if (importance == nullptr) return fit_lattice_row(dtype, x, y, k, nullptr);
+    block_weights(importance, k, static_cast<int>(dtype_traits(dtype).block_elems), w);
+    return fit_lattice_row(dtype, x, y, k, w.data());
+  }
   const BlockFormat format = block_format(dtype);
   block_weights(importance, k, format.elems, w);
   const auto block_bytes =
@@ -60,7 +68,7 @@ void quantize_checked(DType dtype, const float* x, void* y, int64_t k, const flo
 
 bool has_weight_quantizer(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
-         has_block_code(dtype);
+         has_block_code(dtype) || has_lattice_fit(dtype);
 }
 
 void quantize_weight_row(DType dtype, const float* x, void* y, int64_t k, const float* importance,
