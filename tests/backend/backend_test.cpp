@@ -188,7 +188,9 @@ class ForeignKvCache final : public KvCache {
  public:
   explicit ForeignKvCache(const KvCacheConfig& config) : KvCache(config) {}
   void copy_block(int64_t, int64_t) override {}
-  std::vector<std::span<std::byte>> host_block_ranges(int64_t) override { return {}; }
+  std::unique_ptr<HostBlocks> host_blocks(std::span<const int32_t>, BlockAccess) override {
+    return nullptr;
+  }
   uint64_t memory_bytes() const override { return 0; }
 };
 

@@ -147,20 +147,19 @@ TEST(Disaggregation, DecodeInstanceGivesTheOutputsOfOneInstance) {
   EXPECT_EQ(c.kv_cache_usage, 0.0);
 }
 
-// A decode instance on a Vulkan device pulls what a CPU instance prefilled, with an f16 and an
-// int8 cache: the blocks have one layout on both, moved range by range into the device cache's
-// mapped memory. Its greedy ids are a Vulkan instance's alone (the logprobs differ within the
-// backends' tolerance).
-TEST(Disaggregation, AVulkanDecodeInstancePullsFromACpuPrefill) {
-  TERN_REQUIRE_VULKAN();
-  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+// A decode instance on a Vulkan device pulls what a CPU or a Vulkan instance prefilled, with
+// an f16 and an int8 cache: the blocks have one layout on every backend, copied through host
+// memory out of a device cache and into one. Its greedy ids are a Vulkan instance's alone (the
+// logprobs differ within the backends' tolerance).
+void expect_a_vulkan_decode_instance_pulls_from(bool producer_on_vulkan) {
   for (KvDtype dtype : {KvDtype::F16, KvDtype::Int8}) {
     SCOPED_TRACE(std::string(kv_dtype_name(dtype)));
     auto with = [dtype](EngineConfig c) {
       c.kv_cache_dtype = dtype;
       return c;
     };
-    LLM producer(stories260k(), with(engine_with_role(disagg::KvRole::kProducer)));
+    LLM producer(producer_on_vulkan ? testing::stories260k_on_vulkan() : stories260k(),
+                 with(engine_with_role(disagg::KvRole::kProducer)));
     LLM consumer(testing::stories260k_on_vulkan(),
                  with(engine_with_role(disagg::KvRole::kConsumer)));
     LLM reference(testing::stories260k_on_vulkan(), with(testing::small_engine(64)));
@@ -177,6 +176,20 @@ TEST(Disaggregation, AVulkanDecodeInstancePullsFromACpuPrefill) {
     }
     EXPECT_EQ(consumer.engine().stats().kv.pulls_ok, 4);
   }
+}
+
+TEST(Disaggregation, AVulkanDecodeInstancePullsFromACpuPrefill) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  expect_a_vulkan_decode_instance_pulls_from(/*producer_on_vulkan=*/false);
+}
+
+// The producer's blocks leave the device through host memory too: a Vulkan prefill, a Vulkan
+// decode, the greedy ids of one Vulkan instance.
+TEST(Disaggregation, AVulkanDecodeInstancePullsFromAVulkanPrefill) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  expect_a_vulkan_decode_instance_pulls_from(/*producer_on_vulkan=*/true);
 }
 
 TEST(Disaggregation, PullsOnlyWhatThePrefixCacheLacks) {

@@ -6,12 +6,38 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "tern/backend/kv_types.h"
 
 namespace tern {
+
+// Whole blocks of a cache in host memory. Per block, per layer: its K codes, V codes and, for
+// the 8-bit dtypes, K scales, V scales, in that order, together bytes_per_block(). Two caches
+// of one config give the same list of sizes, whichever backend made them, so a block moves
+// range by range as it is. A cache in host memory hands out its own memory, which a transfer
+// reads and writes in place; a device's cache copies through host memory the HostBlocks owns.
+class HostBlocks {
+ public:
+  explicit HostBlocks(std::vector<std::vector<std::span<std::byte>>> ranges)
+      : ranges_(std::move(ranges)) {}
+  virtual ~HostBlocks() = default;
+  HostBlocks(const HostBlocks&) = delete;
+  HostBlocks& operator=(const HostBlocks&) = delete;
+
+  // ranges()[i]: the ranges of the i-th block asked for.
+  const std::vector<std::vector<std::span<std::byte>>>& ranges() const { return ranges_; }
+  // After the host wrote the ranges: the cache takes their bytes (nothing to do in place).
+  virtual void write_back() {}
+
+ private:
+  std::vector<std::vector<std::span<std::byte>>> ranges_;
+};
+
+enum class BlockAccess { Read, Write };
 
 class KvCache {
  public:
@@ -32,12 +58,11 @@ class KvCache {
   // steps.
   virtual void copy_block(int64_t src, int64_t dst) = 0;
 
-  // Block `block`'s bytes in host memory, for transfers between instances (disaggregation):
-  // per layer its K codes, V codes and, for the 8-bit dtypes, K scales, V scales, in that
-  // order, together bytes_per_block(). Two caches of one config give the same list of sizes,
-  // whichever backend made them, so a block moves range by range as it is. A cache in host
-  // memory hands out its own memory, which the transfer reads and writes in place.
-  virtual std::vector<std::span<std::byte>> host_block_ranges(int64_t block) = 0;
+  // `blocks` in host memory, for transfers between instances (disaggregation): Read fills them
+  // from the cache now (to send them), Write leaves them for the host to fill and write back
+  // (to receive them). The engine thread need not be idle: the blocks are the transfer's alone.
+  virtual std::unique_ptr<HostBlocks> host_blocks(std::span<const int32_t> blocks,
+                                                  BlockAccess access) = 0;
 
   // Bytes of memory the cache holds (padding included).
   virtual uint64_t memory_bytes() const = 0;

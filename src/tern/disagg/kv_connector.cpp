@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include "tern/core/error.h"
@@ -47,13 +48,19 @@ KvConnector::KvConnector(const KvTransferConfig& config, KvCache& cache, std::st
                      std::to_string(num_blocks - 1) + ")";
           if (auto refused = leases_.begin_pull(r.lease_id, r.block_ids, steady_now()))
             return *refused;
+          // The blocks in host memory until they are sent: on_done holds them.
+          std::shared_ptr<HostBlocks> staged;
+          try {
+            staged = cache_.host_blocks(r.block_ids, BlockAccess::Read);
+          } catch (const Error& e) {
+            leases_.end_pull(r.lease_id, false);
+            return std::string("could not read the blocks: ") + e.what();
+          }
           PullGrant grant;
           grant.blocks.reserve(r.block_ids.size());
-          for (int32_t b : r.block_ids) {
-            const std::vector<std::span<std::byte>> ranges = cache_.host_block_ranges(b);
+          for (const std::vector<std::span<std::byte>>& ranges : staged->ranges())
             grant.blocks.emplace_back(ranges.begin(), ranges.end());
-          }
-          grant.on_done = [this, id = r.lease_id](bool sent) {
+          grant.on_done = [this, id = r.lease_id, staged](bool sent) {
             leases_.end_pull(id, sent);
             wake();
           };
@@ -125,14 +132,19 @@ void KvConnector::pull_loop() {
       pull = std::move(queued_.front());
       queued_.pop_front();
     }
-    std::vector<std::vector<std::span<std::byte>>> dest;
-    dest.reserve(pull.local_blocks.size());
-    for (int32_t b : pull.local_blocks) dest.push_back(cache_.host_block_ranges(b));
     PullRequest request;
     request.lease_id = pull.lease_id;
     request.block_ids = pull.remote_blocks;
-    const PullResult result =
-        client_->pull(pull.host, pull.port, request, dest, kPullTimeoutSeconds);
+    PullResult result;
+    try {
+      const std::unique_ptr<HostBlocks> dest =
+          cache_.host_blocks(pull.local_blocks, BlockAccess::Write);
+      result = client_->pull(pull.host, pull.port, request, dest->ranges(), kPullTimeoutSeconds);
+      if (result.ok) dest->write_back();
+    } catch (const Error& e) {
+      result.ok = false;
+      result.error = e.what();
+    }
     PullOutcome outcome;
     outcome.ticket = pull.ticket;
     outcome.ok = result.ok;

@@ -12,8 +12,11 @@ class CpuKvCache final : public KvCache {
   explicit CpuKvCache(const KvCacheConfig& config) : KvCache(config), cache_(config) {}
 
   void copy_block(int64_t src, int64_t dst) override { cache_.copy_block(src, dst); }
-  std::vector<std::span<std::byte>> host_block_ranges(int64_t block) override {
-    return cache_.block_ranges(block);
+  std::unique_ptr<HostBlocks> host_blocks(std::span<const int32_t> blocks, BlockAccess) override {
+    std::vector<std::vector<std::span<std::byte>>> ranges;
+    ranges.reserve(blocks.size());
+    for (const int32_t b : blocks) ranges.push_back(cache_.block_ranges(b));
+    return std::make_unique<HostBlocks>(std::move(ranges));
   }
   uint64_t memory_bytes() const override { return cache_.total_bytes(); }
 

@@ -157,9 +157,11 @@ Context::Context(uint32_t index) : index_(index) {
   cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cb.commandBufferCount = 1;
   check(vkAllocateCommandBuffers(device_, &cb, &commands_), "vkAllocateCommandBuffers");
+  check(vkAllocateCommandBuffers(device_, &cb, &transfers_), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fence{};
   fence.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   check(vkCreateFence(device_, &fence, nullptr, &fence_), "vkCreateFence");
+  check(vkCreateFence(device_, &fence, nullptr, &transfers_done_), "vkCreateFence");
   host_ = Buffer(*this, kFirstHostBytes, Memory::Host);
 }
 
@@ -173,6 +175,7 @@ Context::~Context() {
     vkDestroyPipelineLayout(device_, p.layout, nullptr);
   }
   vkDestroyFence(device_, fence_, nullptr);
+  vkDestroyFence(device_, transfers_done_, nullptr);
   vkDestroyCommandPool(device_, pool_, nullptr);
   vkDestroyDevice(device_, nullptr);
 }
@@ -383,6 +386,47 @@ void Context::finish() {
   retired_.clear();
   host_used_ = 0;
   ++finishes_;
+}
+
+void Context::copy_now(std::span<const Transfer> transfers) {
+  if (transfers.empty()) return;
+  std::lock_guard lock(mutex_);  // the queue and the pool are the stream's too
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(transfers_, &begin), "vkBeginCommandBuffer");
+  // The copies read what earlier submissions' kernels and copies wrote; later submissions'
+  // kernels and copies, and the host, read what they write.
+  const VkPipelineStageFlags stream =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  VkMemoryBarrier before{};
+  before.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(transfers_, stream, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0,
+                       nullptr, 0, nullptr);
+  for (const Transfer& t : transfers) {
+    if (t.bytes == 0) continue;
+    VkBufferCopy region{t.from.offset, t.to.offset, t.bytes};
+    vkCmdCopyBuffer(transfers_, t.from.buffer, t.to.buffer, 1, &region);
+  }
+  VkMemoryBarrier after{};
+  after.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  after.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                        VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                        VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(transfers_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       stream | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after, 0, nullptr, 0, nullptr);
+  check(vkEndCommandBuffer(transfers_), "vkEndCommandBuffer");
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &transfers_;
+  check(vkQueueSubmit(queue_, 1, &submit, transfers_done_), "vkQueueSubmit");
+  check(vkWaitForFences(device_, 1, &transfers_done_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  check(vkResetFences(device_, 1, &transfers_done_), "vkResetFences");
+  check(vkResetCommandBuffer(transfers_, 0), "vkResetCommandBuffer");
 }
 
 Context& context(uint32_t index) {

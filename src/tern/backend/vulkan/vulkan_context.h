@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -121,6 +122,15 @@ class Context {
   // split (a read back: its host memory, the command writing it, finish, the copy out). Each
   // call alone is atomic already.
   std::unique_lock<std::recursive_mutex> hold() { return std::unique_lock(mutex_); }
+  // Copies now, outside the stream, for threads other than the engine's (KV blocks moving
+  // between instances): a command buffer of their own, submitted and waited for at once, after
+  // every command already submitted; what the engine is recording stays where it is, and
+  // commands submitted later read what the copies wrote.
+  struct Transfer {
+    BufferSlice from, to;
+    uint64_t bytes = 0;
+  };
+  void copy_now(std::span<const Transfer> transfers);
   // How many times finish() has run: what was staged before a finish is gone after it.
   uint64_t finishes() const { return finishes_; }
 
@@ -140,6 +150,8 @@ class Context {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkCommandBuffer transfers_ = VK_NULL_HANDLE;  // copy_now's
+  VkFence transfers_done_ = VK_NULL_HANDLE;
   bool recording_ = false;
   std::atomic<uint64_t> device_bytes_{0};
   uint64_t finishes_ = 0;

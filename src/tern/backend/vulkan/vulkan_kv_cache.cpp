@@ -1,6 +1,7 @@
 #include "tern/backend/vulkan/vulkan_kv_cache.h"
 
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "tern/core/error.h"
@@ -70,24 +71,66 @@ void VulkanKvCache::copy_block(int64_t src, int64_t dst) {
   }
 }
 
-std::vector<std::span<std::byte>> VulkanKvCache::host_block_ranges(int64_t block) {
-  if (k_.empty() || k_.front().mapped() == nullptr)
-    throw Error("vulkan: " + context_->info().name +
-                "'s KV cache is not in host-visible memory; moving its blocks to another "
-                "instance is not built for such devices yet");
-  context_->finish();  // the blocks as the recorded steps leave them
+namespace {
+
+// Blocks copied into (Read) or out of (write_back) a host buffer of their own.
+class StagedBlocks final : public HostBlocks {
+ public:
+  StagedBlocks(Context& context, Buffer host, std::vector<std::vector<std::span<std::byte>>> ranges,
+               std::vector<Context::Transfer> from_cache)
+      : HostBlocks(std::move(ranges)),
+        context_(context),
+        host_(std::move(host)),
+        from_cache_(std::move(from_cache)) {}
+
+  void write_back() override {
+    std::vector<Context::Transfer> to_cache;
+    to_cache.reserve(from_cache_.size());
+    for (const Context::Transfer& t : from_cache_) to_cache.push_back({t.to, t.from, t.bytes});
+    context_.copy_now(to_cache);
+  }
+
+ private:
+  Context& context_;
+  Buffer host_;
+  std::vector<Context::Transfer> from_cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<HostBlocks> VulkanKvCache::host_blocks(std::span<const int32_t> blocks,
+                                                       BlockAccess access) {
   const uint64_t n = block_code_bytes(), s = block_scale_bytes();
-  const auto b = static_cast<uint64_t>(block);
-  std::vector<std::span<std::byte>> out;
-  for (size_t l = 0; l < k_.size(); ++l) {
-    out.emplace_back(k_[l].mapped() + b * n, n);
-    out.emplace_back(v_[l].mapped() + b * n, n);
-    if (!k_scales_.empty()) {
-      out.emplace_back(k_scales_[l].mapped() + b * s, s);
-      out.emplace_back(v_scales_[l].mapped() + b * s, s);
+  const uint64_t per_block = k_.size() * (2 * n + (k_scales_.empty() ? 0 : 2 * s));
+  Buffer host;
+  if (!blocks.empty()) host = Buffer(*context_, blocks.size() * per_block, Memory::Host);
+  std::vector<std::vector<std::span<std::byte>>> ranges;
+  std::vector<Context::Transfer> from_cache;
+  uint64_t at = 0;
+  auto add = [&](std::vector<std::span<std::byte>>& block, const Buffer& b, uint64_t offset,
+                 uint64_t bytes) {
+    from_cache.push_back({{b.handle(), offset, 0}, {host.handle(), at, 0}, bytes});
+    block.emplace_back(host.mapped() + at, bytes);
+    at += bytes;
+  };
+  for (const int32_t id : blocks) {
+    if (id < 0 || id >= config().num_blocks)
+      throw Error("kv cache: block " + std::to_string(id) + " is not one of its " +
+                  std::to_string(config().num_blocks));
+    const auto b = static_cast<uint64_t>(id);
+    std::vector<std::span<std::byte>>& block = ranges.emplace_back();
+    for (size_t l = 0; l < k_.size(); ++l) {
+      add(block, k_[l], b * n, n);
+      add(block, v_[l], b * n, n);
+      if (!k_scales_.empty()) {
+        add(block, k_scales_[l], b * s, s);
+        add(block, v_scales_[l], b * s, s);
+      }
     }
   }
-  return out;
+  if (access == BlockAccess::Read) context_->copy_now(from_cache);
+  return std::make_unique<StagedBlocks>(*context_, std::move(host), std::move(ranges),
+                                        std::move(from_cache));
 }
 
 uint64_t VulkanKvCache::memory_bytes() const {

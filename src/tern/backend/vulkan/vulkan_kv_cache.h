@@ -2,7 +2,8 @@
 // [num_slots, n_kv_heads · head_dim] f16 or int8 codes, and for int8 a K and a V buffer of
 // [num_slots, n_kv_heads] f16 scales: the CPU cache's layout, so a block's bytes are the same on
 // both and move between them as they are. Block copies (n > 1) are commands on the
-// device's stream, in order with the steps around them.
+// device's stream, in order with the steps around them; blocks moving to or from another
+// instance are copied through host memory.
 #pragma once
 
 #include <vector>
@@ -26,10 +27,12 @@ class VulkanKvCache final : public KvCache {
   VkDeviceAddress v_scales_address(int layer) const;
 
   void copy_block(int64_t src, int64_t dst) override;
-  // The block's memory itself where the device's memory is mapped to the host (lavapipe,
-  // resizable BAR); waits for the commands recorded before. Throws tern::Error where it is
-  // not (the transfer through host memory is not built yet).
-  std::vector<std::span<std::byte>> host_block_ranges(int64_t block) override;
+  // Copies of the blocks in host memory of their own, moved by copy commands outside the step's
+  // stream (Context::copy_now) — also where the device's memory is mapped (lavapipe, resizable
+  // BAR): the host reads device memory through a BAR slowly and uncached, and one path is
+  // one path to test.
+  std::unique_ptr<HostBlocks> host_blocks(std::span<const int32_t> blocks,
+                                          BlockAccess access) override;
   uint64_t memory_bytes() const override;
 
  private:
