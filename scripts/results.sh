@@ -7,6 +7,8 @@
 #   (~15 GB with GPTQ's importance matrix); a second run reuses them.
 #   LLAMA_CPP=<llama.cpp build/bin>, IK_LLAMA_CPP=<ik_llama.cpp build/bin>: their figures beside
 #   tern's (built by you beforehand; nothing is built or downloaded here).
+#   DEVICE=vulkan (or vulkan:N): tern's models on that device, llama.cpp's with -ngl 99 (give
+#   its Vulkan build); the page then goes to docs/RESULTS-DEVICE.md and docs/results-device/.
 # Run it on a quiet machine: every figure is a speed. The commands on the page name the files
 # relative to the checkout, so they run again from there.
 set -euo pipefail
@@ -24,7 +26,12 @@ fi
 others=()
 [ -z "${LLAMA_CPP:-}" ] || others+=(--llama-cpp "$LLAMA_CPP")
 [ -z "${IK_LLAMA_CPP:-}" ] || others+=(--ik-llama-cpp "$IK_LLAMA_CPP")
+out=docs/results page=docs/RESULTS.md
+if [ -n "${DEVICE:-}" ]; then
+  others+=(--device "$DEVICE")
+  out=docs/results-device page=docs/RESULTS-DEVICE.md
+fi
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit with uncommitted changes"
 TERN_FIXTURES="$fixtures" "$build/tern" bench suite --model "$work/wide-f16.gguf" --draft "$draft" \
-  --out docs/results --work "$work" --page docs/RESULTS.md --commit "$commit" "${others[@]}"
+  --out "$out" --work "$work" --page "$page" --commit "$commit" "${others[@]}"

@@ -29,6 +29,7 @@ struct SuiteOptions {
   std::string work_dir;  // default: OUT/work
   std::string model, draft, llama_cpp, ik_llama_cpp;
   int threads = -1;
+  std::string device;
   std::string commit;
   std::string page;    // also write the page here, its plots linked relative to it
   std::string render;  // a results.json to draw again instead of running
@@ -89,6 +90,7 @@ void run(const SuiteOptions& opt) {
   if (!opt.llama_cpp.empty()) config.llama_cpp = opt.llama_cpp;
   if (!opt.ik_llama_cpp.empty()) config.ik_llama_cpp = opt.ik_llama_cpp;
   if (opt.threads >= 0) config.threads = opt.threads;
+  if (!opt.device.empty()) config.device = opt.device;
   for (const fs::path* dir : {&config.llama_cpp, &config.ik_llama_cpp})
     if (!dir->empty() && !fs::exists(*dir / "llama-bench"))
       throw Error(dir->string() + ": no llama-bench there (give the build's bin folder)");
@@ -132,6 +134,9 @@ void add_bench_suite_command(CLI::App& bench) {
   cmd->add_option("--ik-llama-cpp", opt->ik_llama_cpp,
                   "ik_llama.cpp's build/bin: its llama-bench figures (-rtr 1)");
   cmd->add_option("--threads,-t", opt->threads, "Threads of every engine (0: all cores)");
+  cmd->add_option("--device", opt->device,
+                  "Where tern runs the models (vulkan, vulkan:N; default: the CPU); llama.cpp's "
+                  "rows then offload every layer (-ngl 99: give a build with that backend)");
   cmd->add_option("--commit", opt->commit,
                   "The tern commit measured, for the page (make results "
                   "passes git's)");

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "backend/vulkan_test_util.h"
 #include "fixtures.h"
 #include "run_process.h"
 #include "tern/bench/suite/suite_results.h"
@@ -146,6 +147,54 @@ TEST_F(BenchSuiteCli, TinyMatrixWritesEveryField) {
   std::ifstream a(out / "results.md"), b(again / "results.md");
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>()),
             std::string((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>()));
+}
+
+// --device: every command that runs a model runs it on the device (plan's bandwidth is the
+// device's copy), the others (quantize) stay on the CPU, and the page says where it ran.
+TEST_F(BenchSuiteCli, OnAVulkanDeviceEveryModelRunsThere) {
+  TERN_REQUIRE_VULKAN();
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  const fs::path config = write_config({
+      {"model", fixture("stories260K/stories260K.gguf")},
+      {"threads", 1},
+      {"weights",
+       {{"types", {"q4_0"}},
+        {"prompt_tokens", 16},
+        {"decode_tokens", 4},
+        {"reps", 1},
+        {"rounds", 1}}},
+      {"speculative", false},
+      {"kv_cache", false},
+      {"mixed_load", false},
+      {"serving",
+       {{"concurrency", {1}}, {"prompts_per_concurrency", 1}, {"input_len", 8}, {"output_len", 4}}},
+      {"shapes", false},
+  });
+  const fs::path out = dir_ / "out";
+  const auto r = run_tern({"bench", "suite", "--config", config.string(), "--out", out.string(),
+                           "--device", "vulkan", "--commit", "test"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out / "results.json");
+  const bench::SuiteResults results = bench::results_from_json(json::parse(in));
+  EXPECT_EQ(results.device, "vulkan");
+  EXPECT_NE(results.bandwidth_source.find("by a copy on the device"), std::string::npos)
+      << results.bandwidth_source;
+  ASSERT_EQ(results.rows.size(), 2u);  // q4_0, and serving at concurrency 1
+  for (const bench::SuiteRow& row : results.rows) {
+    EXPECT_TRUE(
+        row.metrics.at(row.section == "weights" ? "decode_tokens_per_s" : "output_tokens_per_s")
+            .is_number())
+        << row.name;
+    for (const std::string& command : row.commands) {
+      const bool runs_the_model = command.find("tern plan") == 0 ||
+                                  command.find("tern bench-model") == 0 ||
+                                  command.find("tern serve") == 0;
+      EXPECT_EQ(command.find("--device vulkan") != std::string::npos, runs_the_model) << command;
+    }
+  }
+  std::ifstream page(out / "results.md");
+  const std::string md((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("tern's models on `--device vulkan`"), std::string::npos);
 }
 
 TEST_F(BenchSuiteCli, ErrorsNameTheProblem) {

@@ -176,6 +176,7 @@ SuiteConfig parse_suite_config(const json& doc, const fs::path& base_dir) {
   top.path("draft", c.draft, base_dir);
   top.string("prompt", c.prompt);
   top.integer("threads", c.threads, 0, 4096);
+  top.string("device", c.device);
   top.path("llama_cpp", c.llama_cpp, base_dir);
   top.path("ik_llama_cpp", c.ik_llama_cpp, base_dir);
 
@@ -281,6 +282,7 @@ nlohmann::ordered_json suite_config_json(const SuiteConfig& c) {
   j["draft"] = c.draft.string();
   j["prompt"] = c.prompt;
   j["threads"] = c.threads;
+  j["device"] = c.device;
   j["llama_cpp"] = c.llama_cpp.string();
   j["ik_llama_cpp"] = c.ik_llama_cpp.string();
   const WeightsSection& w = c.weights;

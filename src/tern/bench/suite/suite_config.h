@@ -95,8 +95,11 @@ struct SuiteConfig {
   std::filesystem::path draft;  // GGUF of the draft model (same vocabulary); empty: no draft rows
   std::string prompt = "Once upon a time";  // of the speculative rows
   int threads = 0;                          // 0: all cores
-  std::filesystem::path llama_cpp;          // llama.cpp's build/bin (empty: not compared)
-  std::filesystem::path ik_llama_cpp;       // ik_llama.cpp's build/bin
+  // --device of every engine command (plan, bench-model, generate, serve), "vulkan" or
+  // "vulkan:N"; empty: tern's default, the CPU. llama.cpp's rows then run with -ngl 99.
+  std::string device;
+  std::filesystem::path llama_cpp;     // llama.cpp's build/bin (empty: not compared)
+  std::filesystem::path ik_llama_cpp;  // ik_llama.cpp's build/bin
   WeightsSection weights;
   SpeculativeSection speculative;
   KvCacheSection kv_cache;

@@ -158,7 +158,9 @@ oj results_json(const SuiteResults& r) {
   j["machine"] = {{"cpu", r.cpu},
                   {"cores", r.cores},
                   {"threads", r.threads},
-                  {"bandwidth_bytes_per_s", r.bandwidth_bytes_per_s}};
+                  {"device", r.device},
+                  {"bandwidth_bytes_per_s", r.bandwidth_bytes_per_s},
+                  {"bandwidth_source", r.bandwidth_source}};
   j["draft_cost_ratio"] = r.draft_cost_ratio;
   j["config"] = r.config;
   j["rows"] = oj::array();
@@ -190,6 +192,11 @@ SuiteResults results_from_json(const json& doc) {
   r.cores = required<int>(machine, "cores", "results.machine");
   r.threads = required<int>(machine, "threads", "results.machine");
   r.bandwidth_bytes_per_s = required<double>(machine, "bandwidth_bytes_per_s", "results.machine");
+  // Results written before the suite ran on devices: the CPU, its bandwidth source unsaid.
+  if (machine.contains("device"))
+    r.device = required<std::string>(machine, "device", "results.machine");
+  if (machine.contains("bandwidth_source"))
+    r.bandwidth_source = required<std::string>(machine, "bandwidth_source", "results.machine");
   r.draft_cost_ratio = required<double>(doc, "draft_cost_ratio", "results");
   r.config = required<oj>(doc, "config", "results");
   for (const json& row : required<json>(doc, "rows", "results")) {
@@ -307,10 +314,14 @@ std::string load_sentence(const SuiteResults& r) {
 
 std::string results_markdown(const SuiteResults& r, const std::vector<std::string>& plots) {
   std::string md = "# What each technique buys: tern's benchmark suite\n\n";
+  // On a device the ceilings are the device memory's (tern plan's copy on the device).
+  const bool on_device = r.device != "cpu";
   md += "Measured by `tern bench suite` on " + r.date + ", tern " + r.commit + ", " + r.cpu + " (" +
-        std::to_string(r.cores) + " cores, " + std::to_string(r.threads) +
-        " threads), memory read bandwidth " + fmt("%.1f", r.bandwidth_bytes_per_s / 1e9) +
-        " GB/s (the best of the measurements `tern plan` made during the run; every ceiling is "
+        std::to_string(r.cores) + " cores, " + std::to_string(r.threads) + " threads)" +
+        (on_device ? ", tern's models on `--device " + r.device + "`" : "") + ", memory " +
+        (on_device ? "" : "read ") + "bandwidth " + fmt("%.1f", r.bandwidth_bytes_per_s / 1e9) +
+        " GB/s (" + (r.bandwidth_source.empty() ? "" : r.bandwidth_source + "; ") +
+        "the best of the measurements `tern plan` made during the run; every ceiling is "
         "this bandwidth over the bytes a token reads). " +
         load_sentence(r) +
         "; each "

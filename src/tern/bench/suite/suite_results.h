@@ -44,7 +44,9 @@ struct SuiteResults {
   std::string cpu;     // the CPU's model name
   int cores = 0;
   int threads = 0;
+  std::string device = "cpu";        // tern's --device
   double bandwidth_bytes_per_s = 0;  // memory read bandwidth, as tern plan measured it
+  std::string bandwidth_source;      // tern plan's words for where and how
   double draft_cost_ratio = 0;       // draft decode step / target decode step (the theory's c)
   nlohmann::ordered_json config;
   std::vector<SuiteRow> rows;

@@ -93,6 +93,7 @@ class Runner {
     r_.cpu = cpu_name();
     r_.cores = static_cast<int>(std::thread::hardware_concurrency());
     r_.threads = threads_;
+    r_.device = c.device.empty() ? "cpu" : c.device;
     r_.config = suite_config_json(c);
   }
 
@@ -134,6 +135,16 @@ class Runner {
     argv.insert(argv.end(), args);
     return argv;
   }
+  // A tern command that runs the model: on the suite's device.
+  Argv engine(std::initializer_list<std::string> args) const {
+    Argv argv = tern(args);
+    if (!c_.device.empty()) argv.insert(argv.end(), {"--device", c_.device});
+    return argv;
+  }
+  bool on_device() const { return !c_.device.empty() && c_.device != "cpu"; }
+  // What llama.cpp's commands add to run on the device too: every layer offloaded (its build
+  // must have the device's backend, e.g. -DGGML_VULKAN=ON).
+  Argv offload() const { return on_device() ? Argv{"-ngl", "99"} : Argv{}; }
   std::string threads() const { return std::to_string(threads_); }
   static std::string str(int v) { return std::to_string(v); }
 
@@ -231,11 +242,12 @@ class Runner {
 
   // tern plan's JSON for `file`; its bandwidth measurement counts towards the run's.
   json plan(const fs::path& file, SuiteRow* row, const std::string& kv_dtype = "") {
-    Argv argv = tern({"plan", file.string(), "--json", "--threads", threads()});
+    Argv argv = engine({"plan", file.string(), "--json", "--threads", threads()});
     if (!kv_dtype.empty()) argv.insert(argv.end(), {"--kv-cache-dtype", kv_dtype});
     const json p = run_json(argv, row);
     r_.bandwidth_bytes_per_s =
         std::max(r_.bandwidth_bytes_per_s, number(p, "/decode/bandwidth_bytes_per_s"_json_pointer));
+    r_.bandwidth_source = p.at("/decode/bandwidth_source"_json_pointer).get<std::string>();
     return p;
   }
 
@@ -254,8 +266,8 @@ class Runner {
   // tern bench-model: {pp, tg} tokens/s (NaN where not run).
   std::pair<double, double> bench_model(const fs::path& file, int p, int n, int reps, SuiteRow* row,
                                         const Argv& extra = {}) {
-    Argv argv = tern({"bench-model", file.string(), "-p", str(p), "-n", str(n), "-r", str(reps),
-                      "-t", threads(), "--json"});
+    Argv argv = engine({"bench-model", file.string(), "-p", str(p), "-n", str(n), "-r", str(reps),
+                        "-t", threads(), "--json"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     const json out = run_json(argv, row);
     auto get = [&](const char* key) {
@@ -281,9 +293,18 @@ class Runner {
               "-o",
               "json"};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    const Argv device = offload();
+    argv.insert(argv.end(), device.begin(), device.end());
     const json out = run_json(argv, row);
     double pp = std::nan(""), tg = std::nan("");
     for (const json& test : out) {
+      // A build without the device's backend runs on the CPU without a word: not the device's
+      // figure.
+      if (on_device() && test.contains("backends") && test["backends"] == "CPU")
+        throw Error(bin_dir.string() +
+                    "'s llama-bench has only the CPU backend; build llama.cpp "
+                    "with the device's (-DGGML_VULKAN=ON) to compare on " +
+                    c_.device);
       const int64_t n_prompt = test.value("n_prompt", int64_t{0}),
                     n_gen = test.value("n_gen", int64_t{0});
       if (n_gen > 0)
@@ -368,8 +389,8 @@ class Runner {
     SuiteRow scratch;
     const fs::path target = weights_file(s.type, &scratch);
     const Argv base =
-        tern({"generate", "-m", target.string(), "-p", c_.prompt, "-n", str(s.decode_tokens),
-              "--ignore-eos", "--temperature", "0", "-t", threads(), "--json"});
+        engine({"generate", "-m", target.string(), "-p", c_.prompt, "-n", str(s.decode_tokens),
+                "--ignore-eos", "--temperature", "0", "-t", threads(), "--json"});
     struct Case {
       std::string name;
       Argv extra;
@@ -469,26 +490,27 @@ class Runner {
     spec.commands = prepare;
     std::vector<double> tps, alpha;
     for (int run = 0; run < s.runs; ++run) {
-      const Argv argv{(dir / "llama-speculative").string(),
-                      "-m",
-                      target.string(),
-                      "-md",
-                      c_.draft.string(),
-                      "-p",
-                      c_.prompt,
-                      "-n",
-                      str(s.decode_tokens),
-                      "--spec-draft-n-max",
-                      "8",
-                      "--temp",
-                      "0",
-                      "-t",
-                      threads(),
-                      "-td",
-                      threads(),
-                      "--ignore-eos",
-                      "-s",
-                      "1"};
+      Argv argv{(dir / "llama-speculative").string(),
+                "-m",
+                target.string(),
+                "-md",
+                c_.draft.string(),
+                "-p",
+                c_.prompt,
+                "-n",
+                str(s.decode_tokens),
+                "--spec-draft-n-max",
+                "8",
+                "--temp",
+                "0",
+                "-t",
+                threads(),
+                "-td",
+                threads(),
+                "--ignore-eos",
+                "-s",
+                "1"};
+      if (on_device()) argv.insert(argv.end(), {"-ngl", "99", "-ngld", "99"});
       log_command(argv);
       if (run == 0) spec.commands.push_back(display_command(argv));
       const ProcessResult out = run_process(argv);
@@ -562,8 +584,8 @@ class Runner {
   }
 
   Argv serve_argv(const fs::path& file, int port, int threads) const {
-    return tern({"serve", file.string(), "--port", str(port), "--threads", str(threads),
-                 "--served-model-name", "m", "--disable-log-stats"});
+    return engine({"serve", file.string(), "--port", str(port), "--threads", str(threads),
+                   "--served-model-name", "m", "--disable-log-stats"});
   }
 
   // tern bench serve against `url`, its result JSON kept as `name`.json in the output folder.
@@ -705,19 +727,21 @@ class Runner {
     }
     if (!c_.llama_cpp.empty()) {
       const int port = free_port();
-      const Argv serve{(c_.llama_cpp / "llama-server").string(),
-                       "-m",
-                       target.string(),
-                       "--port",
-                       str(port),
-                       "-t",
-                       threads(),
-                       "-np",
-                       str(most),
-                       "-c",
-                       str(most * (s.input_len + s.output_len + 16)),
-                       "--alias",
-                       "m"};
+      Argv serve{(c_.llama_cpp / "llama-server").string(),
+                 "-m",
+                 target.string(),
+                 "--port",
+                 str(port),
+                 "-t",
+                 threads(),
+                 "-np",
+                 str(most),
+                 "-c",
+                 str(most * (s.input_len + s.output_len + 16)),
+                 "--alias",
+                 "m"};
+      const Argv device = offload();
+      serve.insert(serve.end(), device.begin(), device.end());
       other_engine("llama.cpp, serving", [&] {
         const ServerProcess server(serve, port, log_file);
         measure("llama.cpp", server.url(), display_command(serve));
