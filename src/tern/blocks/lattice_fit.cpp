@@ -120,6 +120,58 @@ float fit_sub_block(const LatticeSpec& spec, const Lattice& lattice, const Level
   return scale;
 }
 
+// How the super-block scale d is searched: the largest sub-block scale on the top ls, times
+// 1 + step · mult for each mult (llama.cpp fudges it by a fixed factor per type; here the best
+// of several, by the error they give).
+struct ScaleSearch {
+  int top_ls;
+  int lowest_mult, highest_mult;
+  float step;
+};
+
+// The search both families share. Under each d, each sub-block j takes the ls near its scale
+// (±1) whose entries under d · (2 ls + 1) change the error least: `assign(j, s)` fits sub-block
+// j's entries under s and returns that change, `keep(j, code)` copies them into a code. *out
+// takes the best code; what the search does not choose (the signs) passes through it.
+template <typename Code, typename Assign, typename Keep>
+void search_super_block_scale(const ScaleSearch& search, const float* scales, int subs, Code* out,
+                              Assign assign, Keep keep) {
+  float max_scale = 0.0f;
+  for (int j = 0; j < subs; ++j) max_scale = std::max(max_scale, scales[j]);
+  if (!(max_scale > 0.0f)) {
+    out->d16 = 0;
+    std::fill(out->ls, out->ls + subs, 0);
+    return;
+  }
+  const auto top = static_cast<float>(2 * search.top_ls + 1);
+  float best_total = INFINITY;
+  Code trial = *out;
+  for (int mult = search.lowest_mult; mult <= search.highest_mult; ++mult) {
+    const float d =
+        f16_to_f32(f32_to_f16(max_scale / top * (1.0f + search.step * static_cast<float>(mult))));
+    if (!(d > 0.0f)) continue;
+    trial.d16 = f32_to_f16(d);
+    float total = 0.0f;
+    for (int j = 0; j < subs; ++j) {
+      const int l0 = clamp_int(nearest_int(0.5f * (scales[j] / d - 1.0f)), 0, search.top_ls);
+      float best = INFINITY;
+      for (int ls = std::max(l0 - 1, 0); ls <= std::min(l0 + 1, search.top_ls); ++ls) {
+        const float change = assign(j, d * static_cast<float>(2 * ls + 1));
+        if (change < best) {
+          best = change;
+          trial.ls[j] = ls;
+          keep(j, trial);
+        }
+      }
+      total += best;
+    }
+    if (total < best_total) {
+      best_total = total;
+      *out = trial;
+    }
+  }
+}
+
 // A super-block's codes before packing.
 struct LatticeCode {
   uint16_t d16 = 0;
@@ -168,52 +220,19 @@ void fit_super_block(const LatticeSpec& spec, const float* x, const float* impor
     out->signs[l] = s;
   }
   float scales[kMaxSubs];
-  float max_scale = 0.0f;
-  for (int j = 0; j < subs; ++j) {
+  for (int j = 0; j < subs; ++j)
     scales[j] = fit_sub_block(spec, lattice, lv, a + spec.sub * j, w + spec.sub * j,
                               out->entry + per_sub * j);
-    max_scale = std::max(max_scale, scales[j]);
-  }
-  if (!(max_scale > 0.0f)) {
-    out->d16 = 0;
-    std::fill(out->ls, out->ls + subs, 0);
-    return;
-  }
-  // The super-block scale: the largest sub-block scale on ls 15, give or take a few percent
-  // (llama.cpp fudges it by a fixed factor per type; here the best of several, by the error
-  // they give); each sub-block then takes the ls near its scale, and its entries under d ·
-  // (2 ls + 1), of least error.
-  float best_total = INFINITY;
-  LatticeCode trial;
   int entry[kQK / 4];
-  for (int mult = -2; mult <= 4; ++mult) {
-    const float d = f16_to_f32(f32_to_f16(max_scale / 31.0f * (1.0f + 0.01f * mult)));
-    if (!(d > 0.0f)) continue;
-    trial.d16 = f32_to_f16(d);
-    float total = 0.0f;
-    for (int j = 0; j < subs; ++j) {
-      const int l0 = clamp_int(nearest_int(0.5f * (scales[j] / d - 1.0f)), 0, 15);
-      float best = INFINITY;
-      for (int ls = std::max(l0 - 1, 0); ls <= std::min(l0 + 1, 15); ++ls) {
-        const float s = d * static_cast<float>(2 * ls + 1);
-        const float change =
-            assign(lattice, lv, a + spec.sub * j, w + spec.sub * j, spec.sub, s, entry)
-                .error_change(s);
-        if (change < best) {
-          best = change;
-          trial.ls[j] = ls;
-          std::copy(entry, entry + per_sub, trial.entry + per_sub * j);
-        }
-      }
-      total += best;
-    }
-    if (total < best_total) {
-      best_total = total;
-      out->d16 = trial.d16;
-      std::copy(trial.ls, trial.ls + subs, out->ls);
-      std::copy(trial.entry, trial.entry + kQKK / g, out->entry);
-    }
-  }
+  search_super_block_scale(
+      ScaleSearch{15, -2, 4, 0.01f}, scales, subs, out,
+      [&](int j, float s) {
+        return assign(lattice, lv, a + spec.sub * j, w + spec.sub * j, spec.sub, s, entry)
+            .error_change(s);
+      },
+      [&](int j, LatticeCode& code) {
+        std::copy(entry, entry + per_sub, code.entry + per_sub * j);
+      });
 }
 
 void pack(DType dtype, const LatticeCode& c, void* y) {
@@ -459,49 +478,21 @@ void fit_iq1_super_block(DType dtype, const float* x, const float* importance, I
     w[e] = importance != nullptr   ? importance[e] * std::sqrt(sigma2 + x[e] * x[e])
            : dtype == DType::IQ1_M ? x[e] * x[e]
                                    : std::sqrt(sigma2 + x[e] * x[e]);
-  float scales[kMaxSubs], max_scale = 0.0f;
-  for (int j = 0; j < subs; ++j) {
+  float scales[kMaxSubs];
+  for (int j = 0; j < subs; ++j)
     scales[j] = fit_iq1_sub_block(lattice, spec, x + spec.sub * j, w + spec.sub * j,
                                   out->entry + per_sub * j, out->shift + per_sub * j);
-    max_scale = std::max(max_scale, scales[j]);
-  }
-  if (!(max_scale > 0.0f)) {
-    out->d16 = 0;
-    std::fill(out->ls, out->ls + subs, 0);
-    return;
-  }
-  // As the signed types' (fit_super_block): d near the largest scale on ls 7, the best of a few,
-  // each sub-block's ls near its scale and its entries and shifts again under it.
-  float best_total = INFINITY;
-  Iq1Code trial;
   int entry[4], shift[4];
-  for (int mult = -2; mult <= 6; ++mult) {
-    const float d = f16_to_f32(f32_to_f16(max_scale / 15.0f * (1.0f + 0.02f * mult)));
-    if (!(d > 0.0f)) continue;
-    trial.d16 = f32_to_f16(d);
-    float total = 0.0f;
-    for (int j = 0; j < subs; ++j) {
-      const int l0 = clamp_int(nearest_int(0.5f * (scales[j] / d - 1.0f)), 0, 7);
-      float best = INFINITY;
-      for (int ls = std::max(l0 - 1, 0); ls <= std::min(l0 + 1, 7); ++ls) {
-        const float s = d * static_cast<float>(2 * ls + 1);
-        const float change =
-            iq1_assign(lattice, spec, x + spec.sub * j, w + spec.sub * j, s, entry, shift)
-                .error_change(s);
-        if (change < best) {
-          best = change;
-          trial.ls[j] = ls;
-          std::copy(entry, entry + per_sub, trial.entry + per_sub * j);
-          std::copy(shift, shift + per_sub, trial.shift + per_sub * j);
-        }
-      }
-      total += best;
-    }
-    if (total < best_total) {
-      best_total = total;
-      *out = trial;
-    }
-  }
+  search_super_block_scale(
+      ScaleSearch{7, -2, 6, 0.02f}, scales, subs, out,
+      [&](int j, float s) {
+        return iq1_assign(lattice, spec, x + spec.sub * j, w + spec.sub * j, s, entry, shift)
+            .error_change(s);
+      },
+      [&](int j, Iq1Code& code) {
+        std::copy(entry, entry + per_sub, code.entry + per_sub * j);
+        std::copy(shift, shift + per_sub, code.shift + per_sub * j);
+      });
 }
 
 void pack_iq1(DType dtype, const Iq1Code& c, void* y) {
