@@ -103,7 +103,9 @@ class Subscriber {
     EXPECT_EQ(frames[1].size(), 8u);
     uint64_t seq = 0;
     for (char c : frames[1]) seq = seq << 8 | static_cast<unsigned char>(c);
-    if (expected_seq_ >= 0) EXPECT_EQ(seq, static_cast<uint64_t>(expected_seq_)) << "a gap";
+    if (expected_seq_ >= 0) {
+      EXPECT_EQ(seq, static_cast<uint64_t>(expected_seq_)) << "a gap";
+    }
     expected_seq_ = static_cast<int64_t>(seq) + 1;
     return decode(frames[2]);
   }

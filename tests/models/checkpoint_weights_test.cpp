@@ -685,7 +685,9 @@ TEST(CheckpointWeights, WholeModelsComputeTheirDequantizedWeights) {
         "those against the float model\n",
         v.name.c_str(), err, weights_err);
     EXPECT_LT(err, 0.016) << v.name;
-    if (v.bits == 4) EXPECT_LT(err, weights_err / 4) << v.name;
+    if (v.bits == 4) {
+      EXPECT_LT(err, weights_err / 4) << v.name;
+    }
     // And the method is checked when asked for, as vLLM's --quantization.
     options.quantization = v.method == QuantMethod::Awq ? QuantMethod::Gptq : QuantMethod::Awq;
     EXPECT_THROW(load_model(options), Error) << v.name;

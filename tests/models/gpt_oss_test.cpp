@@ -181,25 +181,6 @@ void write_hf_folder(const testing::TempDir& dir, const ModelConfig& c, const Mo
   st.write_sharded(dir.path().string(), 1 << 20);
 }
 
-// The BF16 checkpoints' layout of `experts` ([rows, cols] F32 matrices each): one tensor
-// [n, cols, rows], inputs first, whose output j is row `order[j]` of the expert.
-void add_transposed(
-    SafetensorsWriter& st, const std::string& name,
-    const std::vector<std::vector<std::pair<const WeightMatrix*, int64_t>>>& experts) {
-  const auto n = static_cast<int64_t>(experts.size());
-  const auto rows = static_cast<int64_t>(experts[0].size());
-  const int64_t cols = experts[0][0].first->cols;
-  std::vector<float> values(static_cast<size_t>(n * cols * rows));
-  for (int64_t e = 0; e < n; ++e)
-    for (int64_t j = 0; j < rows; ++j) {
-      const auto& [m, r] = experts[static_cast<size_t>(e)][static_cast<size_t>(j)];
-      const auto* row = reinterpret_cast<const float*>(m->row(r));
-      for (int64_t c = 0; c < cols; ++c)
-        values[static_cast<size_t>((e * cols + c) * rows + j)] = row[c];
-    }
-  st.add_tensor(name, DType::F32, {n, cols, rows}, std::as_bytes(std::span<const float>(values)));
-}
-
 // A BF16 checkpoint's unquantized experts (written F32 here, so the values are exact): gate and
 // up interleaved by output in gate_up_proj, each expert inputs first. They load transposed and
 // apart, to the same logits bit for bit as the weights written; a tensor of another shape is

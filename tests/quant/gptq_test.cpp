@@ -202,7 +202,9 @@ TEST(Gptq, ActOrderAndTheAffineRules) {
         EXPECT_EQ(-scale * static_cast<float>(z), bias);
         EXPECT_LE(z, qmax);
         EXPECT_GE(z, rule == AffineRule::ZeroPointFromOne ? 1 : 0);
-        if (rule == AffineRule::SymmetricZero) EXPECT_EQ(z, (qmax + 1) / 2);
+        if (rule == AffineRule::SymmetricZero) {
+          EXPECT_EQ(z, (qmax + 1) / 2);
+        }
       }
     }
   }

@@ -82,8 +82,9 @@ TEST(WeightQuantizer, Mxfp4SearchIsNeverWorseThanLlamaCppsRule) {
     EXPECT_LE(err, err_rule) << "block " << b;
     const bool same_e = searched[17 * b] == rule[17 * b];
     kept += same_e;
-    if (same_e)
+    if (same_e) {
       EXPECT_TRUE(std::equal(&searched[17 * b], &searched[17 * b + 17], &rule[17 * b])) << b;
+    }
   }
   // Most Gaussian blocks keep e0; e0 + 1 wins where the largest element would be cut to the
   // top level.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/chat_output_options.h"
 #include "tern/server/chat_output.h"
 
 namespace tern::server {
@@ -11,7 +12,7 @@ namespace {
 
 std::pair<std::string, std::string> streamed(ReasoningFormat f, const std::string& text,
                                              size_t step) {
-  ChatOutputStream s({f, std::nullopt, true});
+  ChatOutputStream s(testing::parsers(f, std::nullopt));
   std::string reasoning, content;
   for (size_t i = 0; i < text.size(); i += step) {
     const ChatDelta d = s.push(std::string_view(text).substr(i, step), i + step >= text.size());

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "server/chat_output_options.h"
 #include "tern/server/chat_output.h"
 
 namespace tern::server {
@@ -68,8 +69,8 @@ void expect_every_split(const ChatOutputOptions& options, const std::string& tex
   }
 }
 
-ChatOutputOptions hermes() { return {std::nullopt, ToolCallFormat::Hermes, true}; }
-ChatOutputOptions llama3() { return {std::nullopt, ToolCallFormat::Llama3Json, true}; }
+ChatOutputOptions hermes() { return testing::parsers(std::nullopt, ToolCallFormat::Hermes); }
+ChatOutputOptions llama3() { return testing::parsers(std::nullopt, ToolCallFormat::Llama3Json); }
 
 TEST(ToolCallParser, NamesAreVllms) {
   EXPECT_EQ(tool_call_format_from_name("hermes"), ToolCallFormat::Hermes);
@@ -80,7 +81,9 @@ TEST(ToolCallParser, NamesAreVllms) {
 
 // gpt-oss: the harmony channels split first (reasoning, the preamble as content, the call
 // message whole), then the message to functions.NAME is a call whose arguments are its body.
-ChatOutputOptions gpt_oss() { return {ReasoningFormat::GptOss, ToolCallFormat::Openai, true}; }
+ChatOutputOptions gpt_oss() {
+  return testing::parsers(ReasoningFormat::GptOss, ToolCallFormat::Openai);
+}
 
 TEST(ToolCallParser, OpenaiHarmonyCallAfterReasoningAndPreamble) {
   const std::string text =
@@ -321,10 +324,12 @@ TEST(ToolCallParser, RandomTextsStreamAsTheyParse) {
     std::string text;
     const int n = 1 + static_cast<int>(rng() % 24);
     for (int k = 0; k < n; ++k) text += parts[rng() % parts.size()];
-    ChatOutputOptions options{rng() % 2 ? std::optional(ReasoningFormat::Qwen3)
-                                        : std::optional(ReasoningFormat::DeepSeekR1),
-                              rng() % 2 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json,
-                              rng() % 4 != 0};
+    const ReasoningFormat reasoning =
+        rng() % 2 ? ReasoningFormat::Qwen3 : ReasoningFormat::DeepSeekR1;
+    const ToolCallFormat tool_calls =
+        rng() % 2 ? ToolCallFormat::Hermes : ToolCallFormat::Llama3Json;
+    const bool parallel = rng() % 4 != 0;
+    ChatOutputOptions options = testing::parsers(reasoning, tool_calls, parallel);
     if (rng() % 3 == 0) {  // tool_choice "required": the calls are a JSON array
       options.tool_calls.reset();
       options.forced_calls = ChatOutputOptions::ForcedCalls::Required;
@@ -447,7 +452,8 @@ TEST(ForcedToolCalls, NamedFunctionTextIsItsArguments) {
 }
 
 TEST(ReasoningThenToolCalls, ToolCallsAreReadAfterTheReasoning) {
-  const ChatOutputOptions options{ReasoningFormat::Qwen3, ToolCallFormat::Hermes, true};
+  const ChatOutputOptions options =
+      testing::parsers(ReasoningFormat::Qwen3, ToolCallFormat::Hermes);
   const std::string text =
       "<think>\nI could call <tool_call> here.\n</think>\n\n<tool_call>\n{\"name\": \"f\", "
       "\"arguments\": {\"a\": \"b\"}}\n</tool_call>";

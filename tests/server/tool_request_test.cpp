@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fixtures.h"
+#include "server/chat_output_options.h"
 #include "shared_tokenizer.h"
 #include "tern/server/api_error.h"
 #include "tern/server/openai_protocol.h"
@@ -217,7 +218,8 @@ CompletionOutput finished_output(const std::string& text, const std::string& fin
 TEST(ToolCallResponse, WholeResponseHasOpenAIToolCalls) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
-  const ChatOutputOptions options{ReasoningFormat::Qwen3, ToolCallFormat::Hermes, true};
+  const ChatOutputOptions options =
+      testing::parsers(ReasoningFormat::Qwen3, ToolCallFormat::Hermes);
   ResponseFormatter f(Endpoint::ChatCompletions, "chatcmpl-1", 0, "m", tok, 1, 1, options);
   const std::string text =
       "<think>\nweather needs a tool\n</think>\n\nChecking.\n<tool_call>\n{\"name\": "
@@ -248,7 +250,7 @@ TEST(ToolCallResponse, StreamChunksAreOpenAIs) {
   TERN_REQUIRE_FIXTURE("qwen-tokenizer");
   const Tokenizer tok = testing::shared_tokenizer("qwen-tokenizer");
   ResponseFormatter f(Endpoint::ChatCompletions, "chatcmpl-1", 0, "m", tok, 1, 1,
-                      {std::nullopt, ToolCallFormat::Hermes, true});
+                      testing::parsers(std::nullopt, ToolCallFormat::Hermes));
   const std::vector<std::string> pieces = {
       "Sure", ". <tool", "_call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\"",
       ": \"Paris\"}}\n</tool_call>"};

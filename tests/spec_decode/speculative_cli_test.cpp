@@ -73,10 +73,11 @@ TEST(SpeculativeCli, TheTargetAsItsOwnDraftIsAWarningAndItsIdlenessExplained) {
       << r.err;
   // Whether the measured costs let a probe through is the host's timing; when nothing was
   // drafted, the summary says why in the policy's terms.
-  if (last_json(r.out)["speculative"]["num_drafts"].get<int>() == 0)
+  if (last_json(r.out)["speculative"]["num_drafts"].get<int>() == 0) {
     EXPECT_NE(r.err.find("no drafts: adaptive drafting found no plan faster than plain decoding"),
               std::string::npos)
         << r.err;
+  }
   // A draft of other weights is no warning.
   const auto q =
       run_tern({"generate", "--model", model, "--prompt", "Once", "-n", "4", "--speculative-config",

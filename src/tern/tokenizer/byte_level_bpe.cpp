@@ -48,9 +48,12 @@ const ByteAlphabet& alphabet() {
   return table;
 }
 
+}  // namespace
+
 // (left id, right id) → (rank, merged id), open addressing with linear probing: the lookup
-// runs for every candidate pair, so it must be a couple of cache misses at most.
-class MergeTable {
+// runs for every candidate pair, so it must be a couple of cache misses at most. Outside the
+// anonymous namespace, as ByteLevelBpe::Impl (the header's) holds one.
+class BpeMergeTable {
  public:
   struct Slot {
     uint64_t key = kEmpty;
@@ -98,6 +101,8 @@ class MergeTable {
   std::vector<Slot> slots_;
   size_t mask_ = 0;
 };
+
+namespace {
 
 // A pair of adjacent symbols that could merge. Symbols are identified by the byte offset they
 // start at within the pre-token; the pair is still current when both symbols still have the
@@ -193,7 +198,7 @@ struct ByteLevelBpe::Impl {
   ByteLevelBpeOptions options;
   PreTokenizerRegex regex;
   std::array<int32_t, 256> byte_id{};  // -1: the vocabulary lacks that byte
-  MergeTable merges;
+  BpeMergeTable merges;
 
   Impl(const Vocab& v, ByteLevelBpeOptions o) : vocab(&v), options(o), regex(o.pre_tokenizer) {}
 
@@ -201,7 +206,7 @@ struct ByteLevelBpe::Impl {
     const int32_t a = s.id[left];
     const int32_t b = s.id[right];
     if (a < 0 || b < 0) return;
-    const MergeTable::Slot* slot = merges.find(a, b);
+    const BpeMergeTable::Slot* slot = merges.find(a, b);
     if (slot == nullptr) return;
     s.heap.push_back(Candidate{slot->rank, left, s.length[left], s.length[right], slot->merged});
     std::push_heap(s.heap.begin(), s.heap.end(), LaterCandidate{});

@@ -84,7 +84,8 @@ void micro_lookup(const Block* w, const BlockQ8_0* const* a, int64_t nb, float* 
   // Blocks in pairs, so that the vectors of lanes stay in registers.
   for (int64_t b = 0; b < nb; b += 2) {
 #pragma GCC unroll 2
-    for (int half = 0; half < 2 && b + half < nb; ++half) {
+    for (int half = 0; half < 2; ++half) {
+      if (b + half == nb) break;  // an odd count: its last block has no pair
       const Levels q = levels_of(w[b + half].qs, table);
       const float wd = lookup_scale(w[b + half]);
 #pragma GCC unroll 4
