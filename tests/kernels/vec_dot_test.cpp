@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -161,7 +162,7 @@ TEST(VecDot, RowsAtOnceAreVecDotPerRow) {
   }
 }
 
-// Q2_K, Q3_K, IQ4, MXFP4, IQ3, IQ2 and IQ1_S blocks of random bytes (every scale, min, high bit
+// Q2_K, Q3_K, IQ4, MXFP4, IQ3, IQ2 and IQ1 blocks of random bytes (every scale, min, high bit
 // and quant pattern a quantizer may never write) against random activations: every level gives
 // the scalar twin's bits.
 TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
@@ -171,15 +172,17 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
   // Where each block keeps its f16 scales, which must be finite: d (and Q2_K's dmin) last in
   // the K types, d first in the IQ4 types. MXFP4's exponent (byte 0) is drawn in [0, 150], so
   // that the sums stay finite; its scales 2^−128 and 2^−127 are subnormal floats, and so are
-  // their products with the activations' scales.
+  // their products with the activations' scales. IQ1_M's d is the top nibbles of its four
+  // scale words.
   const struct {
     DType weight;
     std::vector<size_t> halves;
     bool exponent = false;
+    bool nibbles = false;
   } cases[] = {{DType::Q2_K, {80, 82}}, {DType::Q3_K, {108}},     {DType::IQ4_NL, {0}},
                {DType::IQ4_XS, {0}},    {DType::MXFP4, {}, true}, {DType::IQ3_XXS, {0}},
                {DType::IQ3_S, {0}},     {DType::IQ2_XXS, {0}},    {DType::IQ2_XS, {0}},
-               {DType::IQ2_S, {0}},     {DType::IQ1_S, {0}}};
+               {DType::IQ2_S, {0}},     {DType::IQ1_S, {0}},      {DType::IQ1_M, {}, false, true}};
   const int64_t k = 256 * 9;  // two groups of four super-blocks and one more; 72 blocks of 32
   std::vector<float> x = gaussian(k, 6);
   for (const auto& c : cases) {
@@ -194,6 +197,13 @@ TEST(VecDot, LowBitTypesOnRandomBytesAreTheScalarTwin) {
         std::memcpy(&w[i * block + off], &d, 2);
       }
       if (c.exponent) w[i * block] = static_cast<uint8_t>(i < 4 ? i : byte(rng) % 151);
+      if (c.nibbles) {
+        const uint16_t d = f32_to_f16(unit(rng));
+        for (int n = 0; n < 4; ++n) {
+          uint8_t& high = w[i * block + offsetof(BlockIq1M, scales) + 2 * n + 1];
+          high = static_cast<uint8_t>((high & 0x0f) | ((d >> (4 * n)) & 0xf) << 4);
+        }
+      }
     }
     scalar.quantize_activation(x.data(), a.data(), k);
     const float want = scalar_vec_dot(c.weight)(k, w.data(), a.data());
