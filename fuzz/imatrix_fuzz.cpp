@@ -26,8 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)m.importance(name);
     const std::vector<float> moments = m.second_moments(name);
     try {
-      if (!moments.empty())
-        (void)tern::quant::GptqFactor::of(moments, static_cast<int64_t>(e.sum_squares.size()));
+      if (!moments.empty()) (void)tern::quant::GptqFactor::of(moments, e.cols());
     } catch (const tern::Error&) {
       // Sums that are no second moments (not positive definite).
     }

@@ -13,6 +13,7 @@
 
 #include "fixtures.h"
 #include "models/model_test_util.h"
+#include "models/tiny_model_configs.h"
 #include "run_process.h"
 #include "tern/engine/sequence_runner.h"
 #include "tern/formats/gguf.h"
@@ -300,6 +301,46 @@ TEST(QuantizeCli, ImatrixFromTernChangesTheQuantizedFile) {
   const TensorInfo* oa = plain.find_tensor("output.weight");
   const TensorInfo* ob = weighted.find_tensor("output.weight");
   EXPECT_EQ(std::memcmp(oa->data, ob->data, oa->nbytes), 0);
+}
+
+// A mixture of experts: `tern imatrix` writes an entry per stacked expert tensor with a row and a
+// count per expert (llama-imatrix's layout), and `tern quantize` to IQ2_XXS (which needs one)
+// takes it.
+TEST(QuantizeCli, ImatrixOfAMixtureOfExpertsQuantizesToLatticeTypes) {
+  TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");
+  TempDir dir("quantize-moe-imatrix");
+  write_calibration_text(dir);
+  LoadOptions load;
+  load.model = fixture("stories260K/stories260K.gguf");
+  const LoadedModel stories = load_model(load);  // its tokenizer, of the same 512 ids
+  const ModelConfig c = testing::config_from_json(testing::tiny_moe_json());
+  const std::string model = dir.file("moe.gguf");
+  save_gguf(model, make_dummy_weights(c, DType::F32, 7), c, &*stories.tokenizer, "tiny-moe");
+  auto r = run_tern({"imatrix", "-m", model, "-f", dir.file("calib.txt"), "-o", dir.file("im.gguf"),
+                     "--ctx", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ImportanceMatrix m = ImportanceMatrix::read(dir.file("im.gguf"));
+  const GgufFile file = GgufFile::open(dir.file("im.gguf"));
+  for (const char* what : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) {
+    const std::string name = "blk.1." + std::string(what) + ".weight";
+    const ImportanceEntry& e = m.entries.at(name);
+    ASSERT_EQ(e.experts(), 6) << name;
+    int64_t routed = 0;
+    for (const int64_t n : e.expert_counts) routed += n;
+    EXPECT_EQ(routed, m.chunk_count * 64 * 2) << name;
+    EXPECT_EQ(file.find_tensor(name + ".in_sum2")->shape, (std::vector<int64_t>{6, 256}));
+    EXPECT_EQ(file.find_tensor(name + ".counts")->shape, (std::vector<int64_t>{6, 1}));
+  }
+  EXPECT_EQ(m.entries.at("blk.0.ffn_gate_inp.weight").count, m.chunk_count * 64);
+
+  r = run_tern({"quantize", model, dir.file("iq2.gguf"), "iq2_xxs"});
+  EXPECT_NE(r.exit_code, 0) << "IQ2_XXS without an importance matrix";
+  r = run_tern(
+      {"quantize", model, dir.file("iq2.gguf"), "iq2_xxs", "--imatrix", dir.file("im.gguf")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const GgufFile q = GgufFile::open(dir.file("iq2.gguf"));
+  EXPECT_EQ(q.find_tensor("blk.0.ffn_down_exps.weight")->dtype, DType::IQ2_XXS);
+  EXPECT_EQ(q.get_int("quantize.imatrix.entries_count"), static_cast<int64_t>(m.entries.size()));
 }
 
 TEST(QuantizeCli, ImatrixWithHessianQuantizesByGptq) {

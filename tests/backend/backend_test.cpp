@@ -127,6 +127,7 @@ class CountingBackend final : public Backend {
     ++counts[kReadRows];
     inner_->read_rows(a, rows, cols, host);
   }
+  void capture_moe(MoeCapture* host) override { inner_->capture_moe(host); }
 
  private:
   std::unique_ptr<Backend> inner_;

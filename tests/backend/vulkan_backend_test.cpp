@@ -343,6 +343,27 @@ TEST(VulkanDecoder, MixturesOfExpertsMatchTheCpu) {
   }
 }
 
+// The routes and expert intermediates stay on the device: an importance matrix per expert is
+// refused by name when the observer is set, not collected without its experts.
+TEST(VulkanDecoder, RefusesToCaptureExpertActivationsByName) {
+  TERN_REQUIRE_VULKAN();
+  struct Watcher : ActivationObserver {
+    void observe(int, MatrixInput, const float*, int64_t, int64_t) override {}
+    void observe_experts(int, const float*, int64_t, const MoeCapture&) override {}
+  } watcher;
+  const ModelConfig c = testing::config_from_json(testing::tiny_moe_json());
+  const ModelWeights w = make_dummy_weights(c, DType::F32, 31);
+  Decoder decoder(c, w, find_device("vulkan"));
+  try {
+    decoder.set_observer(&watcher);
+    ADD_FAILURE() << "the Vulkan backend accepted an observer of a mixture of experts";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Vulkan backend does not copy out"), std::string::npos)
+        << e.what();
+  }
+  decoder.set_observer(nullptr);
+}
+
 TEST(VulkanDecoder, BatchInvariant) {
   TERN_REQUIRE_VULKAN();
   TERN_REQUIRE_FIXTURE("stories260K/stories260K.gguf");

@@ -542,23 +542,36 @@ TEST(MoeDecoder, Qwen2MoeQuantizedAndWrittenAsGptq) {
   EXPECT_NEAR(read.gate_weight[5], wrote.gate_weight[5], 1e-4);
 }
 
-// tern imatrix watches the decoder's matrix inputs; an expert's are not collected yet, so a
-// mixture of experts refuses the watcher rather than give an importance matrix without them.
-TEST(MoeDecoder, RefusesAnActivationObserver) {
+// tern imatrix watches the decoder's matrix inputs: a sparse layer shows its normed input, then
+// its routes and each route's intermediate (copied by the backend only while watched), and a
+// watched forward gives the logits of an unwatched one.
+TEST(MoeDecoder, AnObserverSeesEachSparseLayersRoutes) {
   struct Watcher : ActivationObserver {
-    void observe(int, MatrixInput, const float*, int64_t, int64_t) override {}
+    std::vector<int> inputs, experts;
+    int64_t routes = 0, down_floats = 0;
+    void observe(int layer, MatrixInput input, const float*, int64_t, int64_t) override {
+      if (input == MatrixInput::MoeInput) inputs.push_back(layer);
+    }
+    void observe_experts(int layer, const float*, int64_t, const MoeCapture& moe) override {
+      experts.push_back(layer);
+      routes += static_cast<int64_t>(moe.route_experts.size());
+      down_floats += static_cast<int64_t>(moe.expert_down_inputs.size());
+    }
   } watcher;
   const ModelConfig c = config_from_json(tiny_moe_json());
   const ModelWeights w = make_dummy_weights(c, DType::F32, 11);
+  const std::vector<int32_t> tokens = {1, 5, 9, 200, 33, 7};
+  const std::vector<float> plain = testing::prefill_logits(c, w, tokens);
   Decoder decoder(c, w, find_device("cpu"));
-  try {
-    decoder.set_observer(&watcher);
-    ADD_FAILURE() << "a mixture of experts was watched";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not collected per expert"), std::string::npos)
-        << e.what();
-  }
+  decoder.set_observer(&watcher);
+  SequenceRunner runner(decoder, static_cast<int64_t>(tokens.size()));
+  const std::span<const float> watched = runner.feed(tokens, /*all_logits=*/true);
   decoder.set_observer(nullptr);
+  EXPECT_EQ(watcher.inputs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(watcher.experts, (std::vector<int>{0, 1}));
+  EXPECT_EQ(watcher.routes, 2 * 6 * c.num_experts_per_tok);
+  EXPECT_EQ(watcher.down_floats, watcher.routes * c.moe_intermediate_size);
+  EXPECT_TRUE(testing::bitwise_equal(watched, plain));
 }
 
 TEST(MoeDecoder, BadExpertsAreNamed) {

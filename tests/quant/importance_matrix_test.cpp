@@ -71,9 +71,9 @@ TEST(ImportanceMatrix, RefusesMalformedFiles) {
   expect_refused(no_counts, "'a.weight' has no .counts");
   GgufWriter experts;
   experts.set("general.type", GgufValue::string("imatrix"));
-  experts.add_tensor("a.weight.in_sum2", DType::F32, {2, 1}, std::as_bytes(std::span(two)));
+  experts.add_tensor("a.weight.in_sum2", DType::F32, {1, 2}, std::as_bytes(std::span(two)));
   experts.add_tensor("a.weight.counts", DType::F32, {2, 1}, std::as_bytes(std::span(two)));
-  expect_refused(experts, "2 counts");
+  expect_refused(experts, "1 rows of sums ([1, 2]) and 2 counts");
   GgufWriter negative;
   const float minus = -1.0f;
   negative.set("general.type", GgufValue::string("imatrix"));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "tern/backend/kv_cache.h"
 #include "tern/backend/kv_types.h"
@@ -27,6 +28,21 @@ struct Activation {
 
 // What an activation's rows are counted in: one per token of the step, or one per logit row.
 enum class ActivationRows { PerToken, PerLogitRow };
+
+// What a mixture of experts' layer computed besides its output, copied to host memory for tools
+// that look at the experts' inputs (`tern imatrix`, per expert): Backend::capture_moe.
+struct MoeCapture {
+  int64_t tokens = 0, top_k = 0, num_experts = 0;
+  // [tokens · top_k]: route token · top_k + j's expert, the token's j-th choice.
+  std::vector<int32_t> route_experts;
+  // [tokens · top_k, expert_ff]: what each route's expert's down projection read, act(gate) · up
+  // (gpt-oss's clamped activation with its biases included).
+  int64_t expert_ff = 0;
+  std::vector<float> expert_down_inputs;
+  // [tokens, shared_ff]: the shared expert's down projection's input (qwen2moe), else empty.
+  int64_t shared_ff = 0;
+  std::vector<float> shared_down_inputs;
+};
 
 // One decoder's ops on one device. An instance belongs to one Decoder (made for its config and
 // weights, which outlive it). Hot-path calls never throw or allocate once reserve() has seen the
@@ -100,6 +116,11 @@ class Backend {
   // A chosen expert's matrices are read once per step for all its tokens; an expert no token
   // chose is not read. x: [t, hidden]; out: [t, hidden]
   virtual void moe_mlp(const MixtureOfExperts& moe, Activation x, int64_t t, Activation out) = 0;
+  // From now on each moe_mlp also copies its routing and its experts' intermediates into
+  // `*host` (nullptr: stop; the default), for tools only: a forward without a capture copies
+  // nothing. Capturing may allocate (the host vectors grow). Throws tern::Error, by name, on a
+  // backend that cannot capture them.
+  virtual void capture_moe(MoeCapture* host) = 0;
 
   // Rotates q and k of `layer` in place by the positions of set_positions: by the config's
   // rope_theta and scaling, or in a layer where ModelConfig::local_rope (Gemma 3's sliding

@@ -3,6 +3,8 @@
 #include "tern/eval/imatrix_collector.h"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,10 +38,27 @@ class ImatrixObserver : public ActivationObserver {
       case MatrixInput::FfnDown:
         out_.accumulate(gguf_tensor_name(layer, "ffn_down.weight"), x, num_tokens, cols);
         break;
+      case MatrixInput::MoeInput:
+        out_.accumulate(gguf_tensor_name(layer, "ffn_gate_inp.weight"), x, num_tokens, cols);
+        break;
+      case MatrixInput::SharedDown:
+        out_.accumulate(gguf_tensor_name(layer, "ffn_down_shexp.weight"), x, num_tokens, cols);
+        break;
       case MatrixInput::LmHead:
         if (process_output_) out_.accumulate("output.weight", x, num_tokens, cols);
         break;
     }
+  }
+
+  // llama-imatrix's MUL_MAT_ID: each expert sums the rows routed to it, one row of sums and one
+  // count per expert; the gate's input is each token's (once per chosen expert), the down's
+  // each route's own intermediate.
+  void observe_experts(int layer, const float* x, int64_t hidden, const MoeCapture& moe) override {
+    out_.accumulate_experts(gguf_tensor_name(layer, "ffn_gate_exps.weight"), moe.num_experts, x,
+                            moe.tokens, hidden, moe.route_experts, moe.top_k);
+    out_.accumulate_experts(gguf_tensor_name(layer, "ffn_down_exps.weight"), moe.num_experts,
+                            moe.expert_down_inputs.data(), moe.tokens * moe.top_k, moe.expert_ff,
+                            moe.route_experts, 1);
   }
 
  private:
@@ -48,18 +67,26 @@ class ImatrixObserver : public ActivationObserver {
 };
 
 // The entries of the matrices that read the same input as the one observed.
-void share_inputs(ImportanceMatrix& m, int layers) {
+void share_inputs(ImportanceMatrix& m, const ModelWeights& weights) {
   const struct {
     const char* observed;
     std::vector<const char*> sharing;
   } shared[] = {{"attn_q.weight", {"attn_k.weight", "attn_v.weight"}},
-                {"ffn_gate.weight", {"ffn_up.weight"}}};
-  for (int layer = 0; layer < layers; ++layer)
-    for (const auto& [observed, sharing] : shared) {
+                {"ffn_gate.weight", {"ffn_up.weight"}},
+                {"ffn_gate_exps.weight", {"ffn_up_exps.weight"}}};
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    const int layer = static_cast<int>(i);
+    auto share = [&](const char* observed, std::span<const char* const> sharing) {
       const auto it = m.entries.find(gguf_tensor_name(layer, observed));
-      if (it == m.entries.end()) continue;
+      if (it == m.entries.end()) return;
       for (const char* what : sharing) m.entries[gguf_tensor_name(layer, what)] = it->second;
-    }
+    };
+    for (const auto& [observed, sharing] : shared) share(observed, sharing);
+    // Only a layer with a shared expert has the matrices that read its router's input.
+    const std::optional<MixtureOfExperts>& moe = weights.layers[i].moe;
+    static constexpr const char* kSharedExpert[] = {"ffn_gate_shexp.weight", "ffn_up_shexp.weight"};
+    if (moe && moe->shared) share("ffn_gate_inp.weight", kSharedExpert);
+  }
 }
 
 // Clears the decoder's observer however the computation ends.
@@ -74,6 +101,11 @@ struct ObserverScope {
 ImportanceMatrix compute_importance_matrix(LanguageModel& decoder, std::span<const int32_t> tokens,
                                            const ImatrixOptions& options) {
   if (options.ctx < 2) throw Error("imatrix: --ctx must be at least 2");
+  if (options.keep_outer && decoder.config().num_experts > 0)
+    throw Error(
+        "imatrix: --hessian (second moments, for GPTQ) is not collected per expert, so "
+        "a mixture of experts (" +
+        std::string(model_arch_name(decoder.config().arch)) + ") cannot keep them");
   int64_t chunks = static_cast<int64_t>(tokens.size()) / options.ctx;
   if (options.max_chunks >= 0) chunks = std::min(chunks, options.max_chunks);
   if (chunks < 1)
@@ -97,7 +129,7 @@ ImportanceMatrix compute_importance_matrix(LanguageModel& decoder, std::span<con
     m.chunk_count = c + 1;
     if (options.on_chunk) options.on_chunk(c + 1, chunks);
   }
-  share_inputs(m, static_cast<int>(decoder.weights().layers.size()));
+  share_inputs(m, decoder.weights());
   return m;
 }
 

@@ -68,10 +68,9 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights,
 void Decoder::reserve(int64_t t, int64_t r) { backend_->reserve(t, r); }
 
 void Decoder::set_observer(ActivationObserver* observer) {
-  if (observer != nullptr && config_.num_experts > 0)
-    throw Error("activations are not collected per expert yet, so a " +
-                std::string(model_arch_name(config_.arch)) +
-                " model (a mixture of experts) has no importance matrix");
+  // A mixture of experts' routes and expert intermediates live inside moe_mlp: the backend
+  // copies them out only while observed (and a backend that cannot refuses here).
+  if (config_.num_experts > 0) backend_->capture_moe(observer != nullptr ? &moe_capture_ : nullptr);
   observer_ = observer;
 }
 
@@ -153,7 +152,15 @@ void Decoder::mlp_block(int layer, int64_t t) {
   const int64_t h = c.hidden_size;
   b.rms_norm(x_, l.ffn_norm.data(), t, h, static_cast<float>(c.rms_norm_eps), xn_);
   if (l.moe) {
+    observe(layer, MatrixInput::MoeInput, xn_, t, h);
     b.moe_mlp(*l.moe, xn_, t, out_);
+    if (observer_ != nullptr) {
+      // observed_ still holds the normed input MoeInput copied.
+      if (!moe_capture_.shared_down_inputs.empty())
+        observer_->observe(layer, MatrixInput::SharedDown, moe_capture_.shared_down_inputs.data(),
+                           t, moe_capture_.shared_ff);
+      observer_->observe_experts(layer, observed_.data(), h, moe_capture_);
+    }
     b.add(x_, out_, t * h);
     return;
   }

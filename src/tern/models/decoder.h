@@ -31,7 +31,8 @@ class Decoder final : public LanguageModel {
   void check_step(const StepContext& ctx, const KvCache& cache) const override;
   void reserve(int64_t num_tokens, int64_t num_logit_rows) override;
   uint64_t buffer_bytes() const override { return backend_->working_bytes(); }
-  // Throws tern::Error for a model with experts, whose inputs are not observed per expert.
+  // With experts, also has the backend capture each sparse layer's routes (Backend::capture_moe),
+  // which throws tern::Error on a backend that cannot.
   void set_observer(ActivationObserver* observer) override;
 
   const ModelConfig& config() const override { return config_; }
@@ -66,6 +67,7 @@ class Decoder final : public LanguageModel {
   Activation gate_;              // [T, intermediate]: silu(gate) · up (dense layers)
   Activation final_;             // [R, hidden]: normed rows whose logits are wanted
   std::vector<float> observed_;  // the host copy an observer reads (only with one)
+  MoeCapture moe_capture_;       // a sparse layer's routes, filled only with an observer
 };
 
 }  // namespace tern

@@ -10,44 +10,65 @@
 namespace tern {
 namespace {
 
-// GGUF name → column count of every matrix a model quantizes.
-std::map<std::string, int64_t> matrix_columns(const ModelWeights& w) {
-  std::map<std::string, int64_t> cols;
-  cols["token_embd.weight"] = w.token_embedding.cols;
-  if (!w.tied_embeddings) cols["output.weight"] = w.lm_head.cols;
+// A matrix an entry may be for: its column count, and its experts (1 unless stacked).
+struct EntryShape {
+  int64_t cols = 0, experts = 1;
+};
+
+// GGUF name → shape of every matrix a model quantizes (and of qwen2moe's shared-expert gate,
+// a vector tern keeps in f32 that llama-imatrix still records as a matrix).
+std::map<std::string, EntryShape> matrix_shapes(const ModelWeights& w) {
+  std::map<std::string, EntryShape> shapes;
+  shapes["token_embd.weight"] = {w.token_embedding.cols};
+  if (!w.tied_embeddings) shapes["output.weight"] = {w.lm_head.cols};
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
     const auto layer = static_cast<int64_t>(i);
+    auto add = [&](const char* what, int64_t cols, int64_t experts = 1) {
+      shapes[gguf_tensor_name(layer, what)] = {cols, experts};
+    };
     const std::pair<const char*, const WeightMatrix*> matrices[] = {
         {"attn_q.weight", &l.wq},      {"attn_k.weight", &l.wk},       {"attn_v.weight", &l.wv},
         {"attn_output.weight", &l.wo}, {"ffn_gate.weight", &l.w_gate}, {"ffn_up.weight", &l.w_up},
         {"ffn_down.weight", &l.w_down}};
-    // A sparse layer has no dense MLP, and its experts are quantized without importances.
-    for (const auto& [what, m] : std::span(matrices).first(l.moe ? 4 : 7))
-      cols[gguf_tensor_name(layer, what)] = m->cols;
+    // A sparse layer has no dense MLP: a router, stacked experts and maybe a shared one.
+    for (const auto& [what, m] : std::span(matrices).first(l.moe ? 4 : 7)) add(what, m->cols);
+    if (!l.moe) continue;
+    const MixtureOfExperts& moe = *l.moe;
+    add("ffn_gate_inp.weight", moe.router.cols);
+    add("ffn_gate_exps.weight", moe.gate[0].cols, moe.num_experts());
+    add("ffn_up_exps.weight", moe.up[0].cols, moe.num_experts());
+    add("ffn_down_exps.weight", moe.down[0].cols, moe.num_experts());
+    if (const std::optional<SharedExpert>& s = moe.shared) {
+      add("ffn_gate_shexp.weight", s->gate.cols);
+      add("ffn_up_shexp.weight", s->up.cols);
+      add("ffn_down_shexp.weight", s->down.cols);
+      add("ffn_gate_inp_shexp.weight", static_cast<int64_t>(s->gate_weight.size()));
+    }
   }
-  return cols;
+  return shapes;
 }
 
 }  // namespace
 
 void check_imatrix_fits(const ImportanceMatrix& imatrix, const ModelWeights& weights,
                         const std::string& source) {
-  const std::map<std::string, int64_t> cols = matrix_columns(weights);
+  const std::map<std::string, EntryShape> shapes = matrix_shapes(weights);
   for (const auto& [name, e] : imatrix.entries) {
-    const auto it = cols.find(name);
-    if (it == cols.end() && (name.find("_exps.weight") != std::string::npos ||
-                             name.find("_shexp.weight") != std::string::npos))
-      throw Error(source + ": importance matrix entry '" + name +
-                  "' is an expert's; tern quantizes experts without importances (leave the "
-                  "experts out of the importance matrix)");
-    if (it == cols.end())
+    const auto it = shapes.find(name);
+    if (it == shapes.end())
       throw Error(source + ": importance matrix entry '" + name +
                   "' is not a matrix of this model (was it made for another one?)");
-    if (static_cast<int64_t>(e.sum_squares.size()) != it->second)
+    const EntryShape& want = it->second;
+    if (e.cols() != want.cols)
       throw Error(source + ": importance matrix entry '" + name + "' has " +
-                  std::to_string(e.sum_squares.size()) + " columns, the model's matrix " +
-                  std::to_string(it->second));
+                  std::to_string(e.cols()) + " columns, the model's matrix " +
+                  std::to_string(want.cols));
+    if (e.experts() != want.experts)
+      throw Error(source + ": importance matrix entry '" + name + "' has " +
+                  std::to_string(e.experts()) + (e.experts() == 1 ? " row" : " rows") +
+                  " of importances (one per expert), the model's tensor " +
+                  std::to_string(want.experts) + (want.experts == 1 ? " matrix" : " experts"));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "tern/backend/backend.h"
 #include "tern/backend/device.h"
 #include "tern/backend/kv_cache.h"
 #include "tern/formats/model_config.h"
@@ -21,6 +22,11 @@ enum class MatrixInput {
   AttnOutput,  // attn_output: the heads' outputs [q_dim]
   FfnGateUp,   // ffn_gate, ffn_up: the MLP block's normed input [hidden]
   FfnDown,     // ffn_down: silu(gate) · up [intermediate]
+  // A sparse layer's (mixture of experts') normed input [hidden]: what its router
+  // (ffn_gate_inp) and its shared expert's gate and up (ffn_gate_shexp, ffn_up_shexp) read. Its
+  // experts' inputs come to observe_experts.
+  MoeInput,
+  SharedDown,  // ffn_down_shexp: the shared expert's silu(gate) · up [shared_ff]
   LmHead,      // output.weight: the final-normed rows whose logits are wanted [hidden]
 };
 
@@ -32,6 +38,11 @@ class ActivationObserver {
   // x: [num_tokens, cols] f32. layer is -1 for LmHead.
   virtual void observe(int layer, MatrixInput input, const float* x, int64_t num_tokens,
                        int64_t cols) = 0;
+  // A sparse layer's experts, after its MoeInput: x [moe.tokens, hidden] the normed input every
+  // chosen expert's gate and up read (ffn_gate_exps, ffn_up_exps), and `moe` the routes and
+  // what each route's down projection (ffn_down_exps) read.
+  virtual void observe_experts(int layer, const float* x, int64_t hidden,
+                               const MoeCapture& moe) = 0;
 };
 
 class LanguageModel {

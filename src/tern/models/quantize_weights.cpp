@@ -93,6 +93,16 @@ WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dt
   const std::vector<float> importance =
       imatrix != nullptr ? imatrix->importance(name) : std::vector<float>{};
   const float* imp = importance.empty() ? nullptr : importance.data();
+  // An expert tensor's entry has a row of importances per expert, each for its expert's slice of
+  // the stacked rows (llama-quantize's per-expert imatrix); a dense matrix's one row for all.
+  const auto importance_rows =
+      static_cast<int64_t>(importance.size()) / std::max<int64_t>(m.cols, 1);
+  if (imp != nullptr && (importance_rows * m.cols != static_cast<int64_t>(importance.size()) ||
+                         m.rows % importance_rows != 0))
+    throw Error(name + ": the importance matrix has " + std::to_string(importance.size()) +
+                " importances for a matrix of " + std::to_string(m.rows) + " rows of " +
+                std::to_string(m.cols));
+  const int64_t rows_per_importance = imp != nullptr ? m.rows / importance_rows : 1;
   // With the input's whole second-moment matrix, GPTQ (which needs a type of blocks).
   std::optional<quant::GptqFactor> gptq;
   std::optional<ActOrder> order;
@@ -126,7 +136,9 @@ WeightMatrix requantized_matrix(ModelWeights& w, const WeightMatrix& m, DType dt
       } else if (gptq) {
         quant::quantize_row_gptq(dtype, row.data(), out, m.cols, *gptq, rule);
       } else {
-        quant::quantize_weight_row(dtype, row.data(), out, m.cols, imp, rule);
+        const float* row_importance =
+            imp != nullptr ? imp + (i / rows_per_importance) * m.cols : nullptr;
+        quant::quantize_weight_row(dtype, row.data(), out, m.cols, row_importance, rule);
       }
     }
   }
@@ -264,8 +276,7 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
         (imatrix == nullptr || imatrix->importance(name).empty()))
       throw Error(name + ": " + std::string(dtype_name(dtype)) +
                   " needs an importance matrix entry for this matrix, and " +
-                  (options.imatrix == nullptr ? std::string("there is no --imatrix")
-                   : experts > 1              ? std::string("tern collects none per expert")
+                  (options.imatrix == nullptr ? "there is no --imatrix"
                                               : "the importance matrix has none") +
                   " (llama-quantize refuses it too)");
     WeightMatrix out = requantized_matrix(w, m, dtype, imatrix, name, options.affine_rule,
@@ -303,7 +314,7 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
         if (!scaled.entries.contains(n(name)))
           if (auto it = options.imatrix->entries.find(n(name));
               it != options.imatrix->entries.end())
-            scaled.entries[n(name)] = {it->second.sum_squares, {}, it->second.count};
+            scaled.entries[n(name)] = {it->second.sum_squares, {}, it->second.count, {}};
       imatrix = &scaled;
       from = f->weights();
     }
@@ -313,24 +324,24 @@ ModelWeights quantize_weights(const ModelWeights& src, const ModelConfig& config
       l.*field = requantize(n(name), layer, from.*field, imatrix);
     for (const auto field : kLayerVectors) l.*field = copy_vector(w, from.*field);
     if (!s.moe) continue;
-    // The experts' importances are not collected per expert (tern imatrix refuses a mixture of
-    // experts): each expert, and the shared one, is fitted by the plain squared error.
+    // The router and the shared expert weigh by their entries as a dense matrix does; each
+    // expert of the stacked tensors by its own row of their entries.
     MixtureOfExperts& moe = l.moe.emplace(*s.moe);
-    moe.router = requantize(n("ffn_gate_inp.weight"), layer, s.moe->router, nullptr);
+    moe.router = requantize(n("ffn_gate_inp.weight"), layer, s.moe->router, imatrix);
     const auto experts = [&](const char* name, const std::vector<WeightMatrix>& parts) {
       // Stacked in memory as GGUF stores them, which save_gguf then writes without a copy.
       std::vector<std::byte> copy;
       const WeightMatrix whole = gather_experts(parts, copy);
       const auto count = static_cast<int64_t>(parts.size());
-      return split_experts(requantize(n(name), layer, whole, nullptr, count), count);
+      return split_experts(requantize(n(name), layer, whole, imatrix, count), count);
     };
     moe.gate = experts("ffn_gate_exps.weight", s.moe->gate);
     moe.up = experts("ffn_up_exps.weight", s.moe->up);
     moe.down = experts("ffn_down_exps.weight", s.moe->down);
     if (const std::optional<SharedExpert>& shared = s.moe->shared) {
-      moe.shared->gate = requantize(n("ffn_gate_shexp.weight"), layer, shared->gate, nullptr);
-      moe.shared->up = requantize(n("ffn_up_shexp.weight"), layer, shared->up, nullptr);
-      moe.shared->down = requantize(n("ffn_down_shexp.weight"), layer, shared->down, nullptr);
+      moe.shared->gate = requantize(n("ffn_gate_shexp.weight"), layer, shared->gate, imatrix);
+      moe.shared->up = requantize(n("ffn_up_shexp.weight"), layer, shared->up, imatrix);
+      moe.shared->down = requantize(n("ffn_down_shexp.weight"), layer, shared->down, imatrix);
       moe.shared->gate_weight = copy_vector(w, shared->gate_weight);
     }
     for (auto field : {&MixtureOfExperts::router_bias, &MixtureOfExperts::gate_bias,

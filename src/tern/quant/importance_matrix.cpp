@@ -67,9 +67,10 @@ void ImportanceMatrix::accumulate(const std::string& name, const float* x, int64
     e.sum_squares.assign(static_cast<size_t>(cols), 0.0);
     if (keep_outer) e.sum_outer.assign(static_cast<size_t>(cols * cols), 0.0f);
   }
-  if (static_cast<int64_t>(e.sum_squares.size()) != cols)
-    throw Error("importance matrix: '" + name + "' has " + std::to_string(e.sum_squares.size()) +
-                " columns, its input " + std::to_string(cols));
+  if (static_cast<int64_t>(e.sum_squares.size()) != cols || !e.expert_counts.empty())
+    throw Error("importance matrix: '" + name + "' has " + std::to_string(e.experts()) +
+                " rows of " + std::to_string(e.cols()) + " columns, its input one of " +
+                std::to_string(cols));
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float* row = x + t * cols;
     for (int64_t j = 0; j < cols; ++j)
@@ -77,6 +78,42 @@ void ImportanceMatrix::accumulate(const std::string& name, const float* x, int64
   }
   if (!e.sum_outer.empty()) add_outer_products(e.sum_outer.data(), x, num_tokens, cols);
   e.count += num_tokens;
+}
+
+void ImportanceMatrix::accumulate_experts(const std::string& name, int64_t num_experts,
+                                          const float* x, int64_t rows, int64_t cols,
+                                          std::span<const int32_t> route_experts,
+                                          int64_t routes_per_row) {
+  if (keep_outer)
+    throw Error("importance matrix: '" + name +
+                "' is an expert tensor's; second moments (--hessian, for GPTQ) are not "
+                "collected per expert");
+  if (num_experts < 1 || routes_per_row < 1 ||
+      static_cast<int64_t>(route_experts.size()) != rows * routes_per_row)
+    throw Error("importance matrix: '" + name + "': " + std::to_string(route_experts.size()) +
+                " routes for " + std::to_string(rows) + " rows");
+  ImportanceEntry& e = entries[name];
+  if (e.sum_squares.empty()) {
+    e.sum_squares.assign(static_cast<size_t>(num_experts * cols), 0.0);
+    e.expert_counts.assign(static_cast<size_t>(num_experts), 0);
+  }
+  if (e.experts() != num_experts || e.expert_counts.empty() || e.cols() != cols)
+    throw Error("importance matrix: '" + name + "' has " + std::to_string(e.experts()) +
+                " experts of " + std::to_string(e.cols()) + " columns, its input " +
+                std::to_string(num_experts) + " of " + std::to_string(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    for (int64_t j = 0; j < routes_per_row; ++j) {
+      const int32_t expert = route_experts[static_cast<size_t>(r * routes_per_row + j)];
+      if (expert < 0 || expert >= num_experts)
+        throw Error("importance matrix: '" + name + "': a route to expert " +
+                    std::to_string(expert) + " of " + std::to_string(num_experts));
+      double* sums = e.sum_squares.data() + expert * cols;
+      for (int64_t c = 0; c < cols; ++c) sums[c] += static_cast<double>(row[c]) * row[c];
+      ++e.expert_counts[static_cast<size_t>(expert)];
+      ++e.count;
+    }
+  }
 }
 
 std::vector<float> ImportanceMatrix::second_moments(const std::string& name) const {
@@ -94,10 +131,18 @@ std::vector<float> ImportanceMatrix::second_moments(const std::string& name) con
 
 std::vector<float> ImportanceMatrix::importance(const std::string& name) const {
   const auto it = entries.find(name);
-  if (it == entries.end() || it->second.count <= 0) return {};
-  std::vector<float> mean(it->second.sum_squares.size());
-  for (size_t j = 0; j < mean.size(); ++j)
-    mean[j] = static_cast<float>(it->second.sum_squares[j] / static_cast<double>(it->second.count));
+  if (it == entries.end()) return {};
+  const ImportanceEntry& e = it->second;
+  if (e.expert_counts.empty() && e.count <= 0) return {};
+  const int64_t cols = e.cols();
+  std::vector<float> mean(e.sum_squares.size(), 1.0f);  // an unrouted expert's stay 1
+  for (int64_t x = 0; x < e.experts(); ++x) {
+    const int64_t count = e.expert_counts.empty() ? e.count : e.expert_counts[x];
+    if (count <= 0) continue;
+    for (int64_t j = x * cols; j < (x + 1) * cols; ++j)
+      mean[static_cast<size_t>(j)] =
+          static_cast<float>(e.sum_squares[static_cast<size_t>(j)] / static_cast<double>(count));
+  }
   return mean;
 }
 
@@ -138,17 +183,29 @@ ImportanceMatrix ImportanceMatrix::parse(std::shared_ptr<const MappedFile> file)
       throw Error(path + ": imatrix entry '" + name + "' has " +
                   (sums ? "no .counts" : "no .in_sum2"));
     const std::span<const float> s = f32_values(*sums, path), c = f32_values(*counts, path);
-    // Dense models have one matrix per entry; llama.cpp writes one row per expert for MoE.
-    if (c.size() != 1)
-      throw Error(path + ": imatrix entry '" + name + "' has " + std::to_string(c.size()) +
-                  " counts (an expert model's); tern's models have one matrix per entry");
-    if (s.empty()) throw Error(path + ": imatrix entry '" + name + "' has no values");
-    // A token count, stored as a float: a whole number, and one an int64 holds (2^62 tokens is
-    // beyond any calibration text).
-    if (!std::isfinite(c[0]) || c[0] < 0.0f || c[0] != std::floor(c[0]) || c[0] > 0x1p62f)
-      throw Error(path + ": imatrix entry '" + name + "' has an invalid count");
+    if (s.empty() || c.empty()) throw Error(path + ": imatrix entry '" + name + "' has no values");
+    // A dense matrix's entry has one row of sums and one count; an expert tensor's (what
+    // llama-imatrix writes for MUL_MAT_ID) a row of sums and a count for each expert.
+    const int64_t sum_rows = sums->shape.empty() ? 0 : sums->nelements() / sums->shape.back();
+    if (sum_rows != static_cast<int64_t>(c.size()))
+      throw Error(path + ": imatrix entry '" + name + "' has " + std::to_string(sum_rows) +
+                  " rows of sums (" + shape_text(sums->shape) + ") and " +
+                  std::to_string(c.size()) + " counts: it needs one count a row (an expert)");
     ImportanceEntry e;
-    e.count = static_cast<int64_t>(c[0]);
+    for (const float count : c) {
+      // A token count, stored as a float: a whole number, and one an int64 holds (2^62 tokens
+      // is beyond any calibration text).
+      // The experts' together too, so that their sum never overflows.
+      if (!std::isfinite(count) || count < 0.0f || count != std::floor(count) || count > 0x1p62f ||
+          static_cast<int64_t>(count) > (int64_t{1} << 62) - e.count)
+        throw Error(path + ": imatrix entry '" + name + "' has an invalid count");
+      if (c.size() > 1) e.expert_counts.push_back(static_cast<int64_t>(count));
+      e.count += static_cast<int64_t>(count);
+    }
+    if (p.outer != nullptr && c.size() > 1)
+      throw Error(path + ": imatrix entry '" + name +
+                  "' is an expert tensor's with sums of x xᵀ (in_sum_outer); second moments "
+                  "per expert are not supported");
     e.sum_squares.reserve(s.size());
     for (const float v : s) {
       if (!std::isfinite(v) || v < 0.0f)
@@ -177,13 +234,16 @@ GgufWriter ImportanceMatrix::writer() const {
   g.set("imatrix.chunk_count", GgufValue::u32(static_cast<uint32_t>(chunk_count)));
   g.set("imatrix.chunk_size", GgufValue::u32(static_cast<uint32_t>(chunk_size)));
   for (const auto& [name, e] : entries) {
+    // One row of sums and one count per expert ([1, cols] and [1, 1] for a dense matrix).
     const std::vector<float> sums(e.sum_squares.begin(), e.sum_squares.end());
-    const float count = static_cast<float>(e.count);
-    g.add_tensor(name + std::string(kSumsSuffix), DType::F32,
-                 {1, static_cast<int64_t>(sums.size())},
+    std::vector<float> counts;
+    if (e.expert_counts.empty()) counts.push_back(static_cast<float>(e.count));
+    for (const int64_t c : e.expert_counts) counts.push_back(static_cast<float>(c));
+    const auto rows = static_cast<int64_t>(counts.size());
+    g.add_tensor(name + std::string(kSumsSuffix), DType::F32, {rows, e.cols()},
                  std::as_bytes(std::span<const float>(sums)));
-    g.add_tensor(name + std::string(kCountsSuffix), DType::F32, {1, 1},
-                 std::as_bytes(std::span<const float>(&count, 1)));
+    g.add_tensor(name + std::string(kCountsSuffix), DType::F32, {rows, 1},
+                 std::as_bytes(std::span<const float>(counts)));
     if (!e.sum_outer.empty()) {
       const auto cols = static_cast<int64_t>(sums.size());
       std::vector<float> outer(e.sum_outer.size());

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,20 @@ namespace tern {
 class GgufWriter;
 
 struct ImportanceEntry {
-  std::vector<double> sum_squares;  // [cols]: Σ over tokens of x_j²
-  std::vector<float> sum_outer;     // [cols × cols]: Σ over tokens of x xᵀ (its lower triangle
-                                    // is read), empty when not kept
-  int64_t count = 0;                // tokens seen
+  // [experts × cols]: Σ over tokens of x_j², each expert's tokens in its own row (one row for a
+  // dense matrix).
+  std::vector<double> sum_squares;
+  std::vector<float> sum_outer;  // [cols × cols]: Σ over tokens of x xᵀ (its lower triangle
+                                 // is read), empty when not kept; never kept per expert
+  int64_t count = 0;             // tokens seen (by all the experts together)
+  // An expert tensor's entry: the tokens routed to each expert [experts]. Empty for a dense
+  // matrix's entry.
+  std::vector<int64_t> expert_counts;
+
+  int64_t experts() const {
+    return expert_counts.empty() ? 1 : static_cast<int64_t>(expert_counts.size());
+  }
+  int64_t cols() const { return static_cast<int64_t>(sum_squares.size()) / experts(); }
 };
 
 class ImportanceMatrix {
@@ -41,8 +52,19 @@ class ImportanceMatrix {
   // Adds `num_tokens` rows x [num_tokens, cols] to the entry `name` (created on first use).
   // Throws tern::Error when cols differs from the entry's.
   void accumulate(const std::string& name, const float* x, int64_t num_tokens, int64_t cols);
+  // Adds the rows x [rows, cols] to the expert entry `name` of `num_experts` experts (created on
+  // first use), as llama-imatrix does for MUL_MAT_ID: row r was routed to the experts
+  // route_experts[r · routes_per_row …] (the top-k choices of its token, or one route a row),
+  // and each of them sums its squares and counts it once. Throws tern::Error when the entry's
+  // shape differs, an expert index is out of range, or second moments are kept (keep_outer:
+  // GPTQ's sums of x xᵀ are not collected per expert).
+  void accumulate_experts(const std::string& name, int64_t num_experts, const float* x,
+                          int64_t rows, int64_t cols, std::span<const int32_t> route_experts,
+                          int64_t routes_per_row);
 
-  // E[x_j²] of the entry [cols]; empty when there is no entry or it saw no tokens.
+  // E[x_j²] of the entry [cols]; empty when there is no entry or it saw no tokens. An expert
+  // entry's is [experts × cols], expert e's in row e; an expert no token was routed to gets
+  // uniform importances (all 1), as llama-quantize gives it.
   std::vector<float> importance(const std::string& name) const;
   // E[x xᵀ] of the entry [cols × cols]; empty when there is none, or no sums of x xᵀ.
   std::vector<float> second_moments(const std::string& name) const;

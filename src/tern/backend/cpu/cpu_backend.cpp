@@ -241,7 +241,14 @@ class CpuBackend final : public Backend {
       const int64_t ff = s->gate.rows;
       gate_and_up(s->gate, s->up, x, t, expert_gate_.data(), expert_up_.data(), ws_);
       cpu::silu_mul(expert_gate_.data(), expert_up_.data(), expert_gate_.data(), t * ff);
+      if (capture_ != nullptr) {
+        capture_->shared_ff = ff;
+        capture_->shared_down_inputs.assign(expert_gate_.data(), expert_gate_.data() + t * ff);
+      }
       cpu::matmul(view(s->down), expert_gate_.data(), t, out, ws_);
+    } else if (capture_ != nullptr) {
+      capture_->shared_ff = 0;
+      capture_->shared_down_inputs.clear();
     }
     cpu::matmul(view(moe.router), x, t, router_.data(), ws_);
     add_bias(router_.data(), moe.router_bias, t);
@@ -289,6 +296,7 @@ class CpuBackend final : public Backend {
     } else {
       for (int64_t i = 0; i < active; ++i) run_expert(i, ws_);
     }
+    if (capture_ != nullptr) capture_routes(moe, t);
 
     // Each token's shared expert scaled by its gate, plus the weighted sum over its choices in
     // the router's order: its own, whoever shares the step.
@@ -312,6 +320,8 @@ class CpuBackend final : public Backend {
       }
     });
   }
+
+  void capture_moe(MoeCapture* host) override { capture_ = host; }
 
   void rope(int layer, Activation q, int n_heads, Activation k, int n_kv_heads,
             int64_t t) override {
@@ -357,6 +367,23 @@ class CpuBackend final : public Backend {
   // The local RoPE's table of a step of t tokens: after the global one in cos_sin_.
   float* local_cos_sin(int64_t t) { return cos_sin_.data() + t * config_.head_dim; }
 
+  // The routes of the moe_mlp just run, and what each one's down projection read (still in
+  // expert_gate_, at the route's slot), into capture_ in the routes' order.
+  void capture_routes(const MixtureOfExperts& moe, int64_t t) {
+    const int64_t k = moe.top_k, ff = moe.gate.empty() ? 0 : moe.gate[0].rows;
+    MoeCapture& c = *capture_;
+    c.tokens = t;
+    c.top_k = k;
+    c.num_experts = moe.num_experts();
+    c.expert_ff = ff;
+    c.route_experts.assign(route_experts_.begin(), route_experts_.begin() + t * k);
+    c.expert_down_inputs.resize(static_cast<size_t>(t * k * ff));
+    for (int64_t route = 0; route < t * k; ++route) {
+      const float* from = expert_gate_.data() + route_slots_[static_cast<size_t>(route)] * ff;
+      std::copy(from, from + ff, c.expert_down_inputs.data() + route * ff);
+    }
+  }
+
   // gate = x · w_gateᵀ, up = x · w_upᵀ, sharing one quantization of x (in `ws`) when their
   // formats agree. x: [t, w_gate.cols]; gate, up: [t, w_gate.rows]
   void gate_and_up(const WeightMatrix& w_gate, const WeightMatrix& w_up, const float* x, int64_t t,
@@ -394,6 +421,7 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> expert_first_;      // [n_experts + 1]: each expert's first slot
   std::vector<int32_t> active_experts_;    // the step's chosen experts, ascending
   std::vector<cpu::Workspace> expert_ws_;  // one per team member, for experts side by side
+  MoeCapture* capture_ = nullptr;          // capture_moe's: where moe_mlp copies its routes
 };
 
 }  // namespace

@@ -438,6 +438,16 @@ class VulkanBackend final : public Backend {
     std::copy_n(reinterpret_cast<const float*>(host), rows * lm_head.rows, logits);
   }
 
+  // The routes and the experts' intermediates stay in device buffers that moe_mlp's shaders
+  // reuse layer after layer; nothing copies them out yet, so a per-expert importance matrix is
+  // refused here rather than collected without its experts.
+  void capture_moe(MoeCapture* host) override {
+    if (host != nullptr)
+      throw Error(
+          "the Vulkan backend does not copy out a mixture of experts' routes and expert "
+          "activations (what tern imatrix collects per expert); run it on the CPU (--device cpu)");
+  }
+
   void read_rows(Activation a, int64_t rows, int64_t cols, float* host) override {
     const auto hold = context_.hold();
     const uint64_t bytes = bytes_of(rows * cols);
