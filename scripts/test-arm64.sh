@@ -95,8 +95,9 @@ for pair in cortex-a72:neon neoverse-n1:dotprod max:i8mm; do
   fi
   echo "test-arm64: $cpu: tern runs the $level level"
   if [ "$cpu" != max ]; then
-    # The tests of the dot kernels and the dispatch at the levels this CPU runs (the tiles are
-    # i8mm's, and the rest is the same code on every level: max runs those tests below).
+    # The tests of the dot kernels and the dispatch at the levels this CPU runs (max runs every
+    # level, so its Matmul tests below check each level's tiles; the rest is the same code on
+    # every level).
     TERN_FIXTURES=$fixtures emulate "$kernel_tests" --gtest_brief=1 \
       --gtest_filter='VecDot*:KernelTable*:KvQuant*:Ops*' \
       >"$work/tests.log" 2>&1 || { fail "$cpu: kernel tests failed"; tail -n 30 "$work/tests.log"; }

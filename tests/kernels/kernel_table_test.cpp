@@ -69,6 +69,18 @@ TEST(KernelTable, ALevelWithoutItsOwnKernelsInheritsTheRowBelow) {
   EXPECT_EQ(kernel_row(DType::IQ2_XS, Isa::Neon).from, Isa::Neon);
   EXPECT_EQ(kernel_row(DType::IQ2_XS, Isa::I8mm).from, Isa::Dotprod);
   EXPECT_NE(kernel_row(DType::IQ2_XS, Isa::Dotprod).kernels.gemm_tile, nullptr);
+  // Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 likewise: a GEMM tile on Neon and Dotprod, each its own,
+  // and I8mm runs Dotprod's.
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
+    EXPECT_EQ(kernel_row(t, Isa::Neon).from, Isa::Neon) << dtype_name(t);
+    EXPECT_EQ(kernel_row(t, Isa::Dotprod).from, Isa::Dotprod) << dtype_name(t);
+    EXPECT_EQ(kernel_row(t, Isa::I8mm).from, Isa::Dotprod) << dtype_name(t);
+    EXPECT_NE(kernel_row(t, Isa::Neon).kernels.gemm_tile, nullptr) << dtype_name(t);
+    EXPECT_NE(kernel_row(t, Isa::Dotprod).kernels.gemm_tile, nullptr) << dtype_name(t);
+    EXPECT_NE(kernel_row(t, Isa::Neon).kernels.gemm_tile,
+              kernel_row(t, Isa::Dotprod).kernels.gemm_tile)
+        << dtype_name(t);
+  }
 #endif
 }
 

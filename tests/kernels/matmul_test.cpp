@@ -196,7 +196,8 @@ TEST(Matmul, GemmTileIsVecDotPerElement) {
       const GemmTileFn tile = kern.gemm != nullptr ? kern.gemm : kern.gemm_tile;
       if (tile == nullptr) continue;
       const Weights w = make_weights(c.dtype, rows, c.k, 21);
-      for (int64_t tokens : {2, 4, 7, 15, 16, 67}) {
+      // 1 and 5: a group of 4 tokens' ragged edge of one token alone.
+      for (int64_t tokens : {1, 2, 4, 5, 7, 15, 16, 67}) {
         const std::vector<float> x = gaussian(tokens * c.k, 22);
         Workspace ws;
         const QuantizedActivations a = quantize_activations(c.dtype, x.data(), tokens, c.k, ws);

@@ -145,8 +145,10 @@ LevelKernels neon_level(DType t) {
   if (VecDotFn f = neon_vec_dot_q(t)) return {.vec_dot = f, .source = "neon/vec_dot_q"};
   if (VecDotFn f = neon_vec_dot_k(t)) return {.vec_dot = f, .source = "neon/vec_dot_k"};
   if (VecDotFn f = neon_vec_dot_float(t)) return {.vec_dot = f, .source = "neon/vec_dot_float"};
-  if (VecDotFn f = neon_vec_dot_k2_k3(t)) return {.vec_dot = f, .source = "neon/vec_dot_k2_k3"};
-  if (VecDotFn f = neon_vec_dot_iq4(t)) return {.vec_dot = f, .source = "neon/vec_dot_iq4"};
+  if (VecDotFn f = neon_vec_dot_k2_k3(t))
+    return {.vec_dot = f, .gemm_tile = neon_gemm_tile_k2_k3(t), .source = "neon/vec_dot_k2_k3"};
+  if (VecDotFn f = neon_vec_dot_iq4(t))
+    return {.vec_dot = f, .gemm_tile = neon_gemm_tile_iq4(t), .source = "neon/vec_dot_iq4"};
   if (VecDotFn f = neon_vec_dot_lattice(t))
     return {.vec_dot = f, .gemm_tile = neon_gemm_tile_lattice(t), .source = "neon/vec_dot_lattice"};
   return {};
@@ -156,8 +158,10 @@ LevelKernels dotprod_level(DType t) {
   if (VecDotFn f = dotprod_vec_dot_q(t)) return {.vec_dot = f, .source = "dotprod/vec_dot_q"};
   if (VecDotFn f = dotprod_vec_dot_k(t)) return {.vec_dot = f, .source = "dotprod/vec_dot_k"};
   if (VecDotFn f = dotprod_vec_dot_k2_k3(t))
-    return {.vec_dot = f, .source = "dotprod/vec_dot_k2_k3"};
-  if (VecDotFn f = dotprod_vec_dot_iq4(t)) return {.vec_dot = f, .source = "dotprod/vec_dot_iq4"};
+    return {
+        .vec_dot = f, .gemm_tile = dotprod_gemm_tile_k2_k3(t), .source = "dotprod/vec_dot_k2_k3"};
+  if (VecDotFn f = dotprod_vec_dot_iq4(t))
+    return {.vec_dot = f, .gemm_tile = dotprod_gemm_tile_iq4(t), .source = "dotprod/vec_dot_iq4"};
   if (VecDotFn f = dotprod_vec_dot_lattice(t))
     return {.vec_dot = f,
             .gemm_tile = dotprod_gemm_tile_lattice(t),

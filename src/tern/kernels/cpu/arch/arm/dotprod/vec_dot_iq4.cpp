@@ -7,5 +7,6 @@
 namespace tern::cpu {
 
 VecDotFn dotprod_vec_dot_iq4(DType weight) { return vec_dot_iq4<SdotDot>(weight); }
+GemmTileFn dotprod_gemm_tile_iq4(DType weight) { return gemm_tile_iq4<SdotDot>(weight); }
 
 }  // namespace tern::cpu

@@ -7,5 +7,6 @@
 namespace tern::cpu {
 
 VecDotFn dotprod_vec_dot_k2_k3(DType weight) { return vec_dot_k2_k3<SdotDot>(weight); }
+GemmTileFn dotprod_gemm_tile_k2_k3(DType weight) { return gemm_tile_k2_k3<SdotDot>(weight); }
 
 }  // namespace tern::cpu

@@ -6,5 +6,6 @@
 namespace tern::cpu {
 
 VecDotFn neon_vec_dot_iq4(DType weight) { return vec_dot_iq4<QuadWideningDot>(weight); }
+GemmTileFn neon_gemm_tile_iq4(DType weight) { return gemm_tile_iq4<QuadWideningDot>(weight); }
 
 }  // namespace tern::cpu

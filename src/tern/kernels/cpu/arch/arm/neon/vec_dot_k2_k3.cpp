@@ -7,5 +7,6 @@
 namespace tern::cpu {
 
 VecDotFn neon_vec_dot_k2_k3(DType weight) { return vec_dot_k2_k3<WideningDot>(weight); }
+GemmTileFn neon_gemm_tile_k2_k3(DType weight) { return gemm_tile_k2_k3<WideningDot>(weight); }
 
 }  // namespace tern::cpu
