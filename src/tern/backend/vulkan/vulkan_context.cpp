@@ -372,16 +372,8 @@ BufferSlice Context::host_memory(uint64_t bytes, std::byte** host) {
 void Context::finish() {
   std::lock_guard lock(mutex_);
   if (recording_) {
-    check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
     recording_ = false;
-    VkSubmitInfo submit{};
-    submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &commands_;
-    check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
-    check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-    check(vkResetFences(device_, 1, &fence_), "vkResetFences");
-    check(vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer");
+    submit_and_wait(commands_, fence_);
   }
   retired_.clear();
   host_used_ = 0;
@@ -418,15 +410,19 @@ void Context::copy_now(std::span<const Transfer> transfers) {
                         VK_ACCESS_HOST_READ_BIT;
   vkCmdPipelineBarrier(transfers_, VK_PIPELINE_STAGE_TRANSFER_BIT,
                        stream | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after, 0, nullptr, 0, nullptr);
-  check(vkEndCommandBuffer(transfers_), "vkEndCommandBuffer");
+  submit_and_wait(transfers_, transfers_done_);
+}
+
+void Context::submit_and_wait(VkCommandBuffer commands, VkFence fence) {
+  check(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
   VkSubmitInfo submit{};
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &transfers_;
-  check(vkQueueSubmit(queue_, 1, &submit, transfers_done_), "vkQueueSubmit");
-  check(vkWaitForFences(device_, 1, &transfers_done_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  check(vkResetFences(device_, 1, &transfers_done_), "vkResetFences");
-  check(vkResetCommandBuffer(transfers_, 0), "vkResetCommandBuffer");
+  submit.pCommandBuffers = &commands;
+  check(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit");
+  check(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  check(vkResetFences(device_, 1, &fence), "vkResetFences");
+  check(vkResetCommandBuffer(commands, 0), "vkResetCommandBuffer");
 }
 
 Context& context(uint32_t index) {

@@ -138,6 +138,8 @@ class Context {
   friend class Buffer;
   uint32_t memory_type(uint32_t allowed, Memory memory, bool* host_visible) const;
   void begin_if_idle();
+  // Ends `commands`, submits it with `fence` and waits; both are ready for reuse after.
+  void submit_and_wait(VkCommandBuffer commands, VkFence fence);
   void barrier();
   BufferSlice take_host(uint64_t bytes, std::byte** host);
 
